@@ -1,0 +1,39 @@
+# Thin front door to CMake + Ninja.
+#   make            build build/gpuwatch (release with debug info)
+#   make test       build with ASan/UBSan into build-asan and run every test
+#   make run        build and start the agent (ARGS="--simulate 2")
+#   make bench      the overhead benchmark (bench/README.md)
+#   make deps       install the Debian packages (as root)
+#   make clean
+
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE ?= cmake
+CTEST_ARGS ?= --output-on-failure -j2
+
+.PHONY: all test run bench deps clean fuzz
+
+all:
+	@test -f $(BUILD)/build.ninja || $(CMAKE) -S . -B $(BUILD) -G Ninja \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo
+	$(CMAKE) --build $(BUILD)
+
+test:
+	@test -f $(ASAN_BUILD)/build.ninja || $(CMAKE) -S . -B $(ASAN_BUILD) -G Ninja \
+		-DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_WERROR=$${GW_WERROR:-OFF}
+	$(CMAKE) --build $(ASAN_BUILD)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest $(CTEST_ARGS)
+
+run: all
+	$(BUILD)/gpuwatch agent $(ARGS)
+
+bench: all
+	bench/overhead.sh $(BUILD)
+
+deps:
+	scripts/install-deps.sh all
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

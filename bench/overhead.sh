@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Agent overhead: CPU share of one core and peak RSS over DURATION seconds
+# (default 60) with 8 fake GPUs (the scripted NVML double) and with
+# --simulate 8, both at a 1 s interval; /metrics latency over SCRAPES
+# requests (default 500).  Baselines measured in the same run: an agent
+# with no GPUs (CPU) and /healthz (latency).
+#
+# usage: bench/overhead.sh [BUILD_DIR]     (make bench)
+set -euo pipefail
+
+build="${1:-build}"
+bin="$build/gpuwatch"
+fake="$build/tests/fakes/full/libnvidia-ml.so.1"
+duration="${DURATION:-60}"
+scrapes="${SCRAPES:-500}"
+tmp="$(mktemp -d)"
+pid=""
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+
+[ -x "$bin" ] || { echo "build $bin first (make)" >&2; exit 1; }
+[ -f "$fake" ] || { echo "the fake NVML is not built: $fake" >&2; exit 1; }
+hz="$(getconf CLK_TCK)"
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+
+start() {
+	"$bin" agent --listen 127.0.0.1:0 --data-dir "$tmp/data.$1" \
+		--interval 1 --detail-interval 30 "${@:2}" 2>"$tmp/log.$1" &
+	pid=$!
+	url=""
+	for _ in $(seq 1 200); do
+		url="$(sed -n 's/.* listening on \(http:[^ ]*\) .*/\1/p' "$tmp/log.$1" | head -n1)"
+		[ -n "$url" ] && curl -fsS "$url/healthz" >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	[ -n "$url" ] || { echo "agent did not start: $(cat "$tmp/log.$1")" >&2; exit 1; }
+}
+
+# run NAME ARGS...: prints "cpu% rss_mib"
+measure() {
+	start "$@"
+	sleep 2 # settle: discovery and first passes are not steady state
+	local t0 c0 t1 c1
+	t0="$(date +%s.%N)"; c0="$(cpu_ticks $pid)"
+	sleep "$duration"
+	t1="$(date +%s.%N)"; c1="$(cpu_ticks $pid)"
+	cpu="$(awk -v c="$((c1 - c0))" -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", 100 * c / hz / (b - a) }')"
+	rss="$(awk -v k="$(hwm_kib $pid)" 'BEGIN { printf "%.1f", k / 1024 }')"
+}
+
+latency() { # prints median and p99 in ms of $scrapes GETs of $1
+	for _ in $(seq 1 "$scrapes"); do
+		curl -fsS -o /dev/null -w '%{time_total}\n' "$1"
+	done | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f %.3f", 1000 * v[int(NR * 0.5)], 1000 * v[int(NR * 0.99)] }'
+}
+
+stop() { kill -TERM $pid; wait $pid || true; pid=""; }
+
+printf 'gpus 8\n' >"$tmp/nvml.script"
+export GW_FAKE_NVML_SCRIPT="$tmp/nvml.script"
+
+echo "gpuwatch overhead benchmark: ${duration}s per scenario, $scrapes scrapes, $(nproc) cores"
+measure idle --nvml-lib "$tmp/none.so"
+idle_cpu=$cpu idle_rss=$rss
+stop
+measure fake8 --nvml-lib "$fake"
+fake_cpu=$cpu fake_rss=$rss
+read -r m_med m_p99 <<<"$(latency "$url/metrics")"
+read -r h_med h_p99 <<<"$(latency "$url/healthz")"
+render="$(curl -fsS "$url/metrics" | awk '/^gpuwatch_agent_scrape_duration_seconds_total / { s = $2 } /^gpuwatch_agent_scrapes_total / { n = $2 } END { printf "%.3f", 1000 * s / n }')"
+series="$(curl -fsS "$url/metrics" | grep -vc '^#')"
+stop
+measure sim8 --simulate 8
+sim_cpu=$cpu sim_rss=$rss
+stop
+
+printf '\n%-34s %10s %12s %10s\n' scenario "cpu %core" "vs idle" "peak RSS"
+printf '%-34s %10s %12s %8s MiB\n' "idle agent, no GPUs (baseline)" "$idle_cpu" "1.00x" "$idle_rss"
+printf '%-34s %10s %12s %8s MiB\n' "8 fake NVML GPUs, 1 s / 30 s" "$fake_cpu" \
+	"$(awk -v a="$fake_cpu" -v b="$idle_cpu" 'BEGIN { printf b > 0 ? "%.2fx" : "n/a", a / (b > 0 ? b : 1) }')" "$fake_rss"
+printf '%-34s %10s %12s %8s MiB\n' "--simulate 8, 1 s / 30 s" "$sim_cpu" \
+	"$(awk -v a="$sim_cpu" -v b="$idle_cpu" 'BEGIN { printf b > 0 ? "%.2fx" : "n/a", a / (b > 0 ? b : 1) }')" "$sim_rss"
+printf '\n/metrics with 8 GPUs (%s series): median %s ms, p99 %s ms (curl, loopback)\n' "$series" "$m_med" "$m_p99"
+printf '/healthz baseline: median %s ms, p99 %s ms; /metrics/healthz median ratio %s\n' "$h_med" "$h_p99" \
+	"$(awk -v a="$m_med" -v b="$h_med" 'BEGIN { printf "%.2f", a / b }')"
+printf 'render time inside the agent: %s ms per scrape (mean)\n' "$render"
+printf '\nbudget: cpu <= 0.5%% of a core, peak RSS <= 32 MiB, scrape <= 2 ms\n'

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that gpuwatch's build and tests need.
+# As root it runs apt-get; otherwise it prints the one command to run.
+set -euo pipefail
+
+# Build: compiler, CMake + Ninja, and the libraries the agent links.
+build_pkgs=(build-essential cmake ninja-build pkg-config
+	libmicrohttpd-dev libyaml-dev)
+# Tests: cmocka, promtool (Debian's prometheus package), curl, clang for
+# the fuzzers, and python3 for small helpers in integration scripts.
+test_pkgs=(libcmocka-dev prometheus curl clang libclang-rt-14-dev python3
+	procps)
+
+what="${1:-all}"
+case "$what" in
+build) pkgs=("${build_pkgs[@]}") ;;
+all) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+*)
+	echo "usage: $0 [build|all]" >&2
+	exit 2
+	;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#pkgs[@]} packages are installed"
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages; run as root:"
+	echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

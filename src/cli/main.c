@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/agent.h"
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.0.0-dev"
+#endif
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "agent", gw_cmd_agent,
+	  "run the node agent: GPU telemetry on /metrics" },
+	{ "version", gw_cmd_version, "print the version" },
+	{ "help", cmd_help, "list the commands, or 'help COMMAND' for one" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: gpuwatch COMMAND [OPTION]...\n"
+		"\n"
+		"Continuous performance monitoring for NVIDIA GPU nodes.\n"
+		"\n"
+		"Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-9s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(out, "\nRun 'gpuwatch COMMAND --help' for a command's "
+		     "options.\n");
+}
+
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	const struct command *c;
+	char *help_argv[] = { NULL, (char *)"--help", NULL };
+
+	if (argc < 2 || (c = find(argv[1])) == NULL || c->fn == cmd_help) {
+		usage(stdout);
+		return argc < 2 || (c && c->fn == cmd_help) ? 0 : 2;
+	}
+	help_argv[0] = argv[1];
+	return c->fn(2, help_argv);
+}
+
+int gw_cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("gpuwatch %s\n", GW_VERSION);
+	return 0;
+}
+
+int gw_cmd_agent(int argc, char **argv)
+{
+	return gw_agent_main(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return gw_cmd_version(argc - 1, argv + 1);
+	c = find(argv[1]);
+	if (!c) {
+		fprintf(stderr,
+			"gpuwatch: '%s' is not a command; see 'gpuwatch help'\n",
+			argv[1]);
+		return 2;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nvml.c - the hardware collector's threads: scheduler, per-GPU workers and
+ * the hang watchdog.  See nvml.h for the thread and state diagram.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collect/nvml/nvml_internal.h"
+#include "common/log.h"
+
+#define THREAD_STACK (256u * 1024)
+#define LOST_BACKOFF_MAX 60.0
+#define LOAD_BACKOFF_MIN 5.0
+#define LOAD_BACKOFF_MAX 60.0
+
+static const struct gw_family
+	f_info = { "gpuwatch_gpu_info",
+		   "Identity of a GPU; always 1.", GW_INFO },
+	f_up = { "gpuwatch_gpu_up",
+		 "1 while the GPU answers, 0 when it is lost or hung.", GW_GAUGE },
+	f_gpus = { "gpuwatch_gpus", "GPUs the agent found.", GW_GAUGE },
+	f_collector_up = { "gpuwatch_agent_collector_up",
+			   "1 when the collector has its data source.", GW_GAUGE },
+	f_timeouts = { "gpuwatch_agent_collector_timeouts_total",
+		       "Collection passes that exceeded --collector-timeout.",
+		       GW_COUNTER },
+	f_errors = { "gpuwatch_agent_collector_errors_total",
+		     "Errors returned to a collector, by code.", GW_COUNTER },
+	f_duration = { "gpuwatch_agent_collector_duration_seconds",
+		       "Duration of the last collection pass (slowest GPU).",
+		       GW_GAUGE },
+	f_lost = { "gpuwatch_gpu_lost_total",
+		   "Times the GPU stopped answering (GPU_IS_LOST).", GW_COUNTER };
+
+static int stopping(struct gw_nvml *c)
+{
+	return atomic_load(&c->stop);
+}
+
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	r = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -r;
+}
+
+static void mark_lost(struct nvml_dev *d)
+{
+	struct gw_nvml *c = d->c;
+
+	pthread_mutex_lock(&d->mu);
+	d->state = DEV_LOST;
+	pthread_mutex_unlock(&d->mu);
+	d->backoff = 1;
+	d->retry_at = gw_now_mono() + d->backoff;
+	d->gpm_have_prev = 0;
+	atomic_fetch_add(&c->lost_events, 1);
+	gw_log_once(&d->logged_lost, GW_LOG_WARN,
+		    "nvml: GPU %u (%s) is lost: NVML says GPU_IS_LOST; "
+		    "gpuwatch_gpu_up is 0 and the agent retries with backoff",
+		    d->index, d->uuid);
+	gw_snap_reset(&d->snap);
+	gw_registry_publish(c->a->reg, d->slot_fast, &d->snap);
+	gw_registry_publish(c->a->reg, d->slot_detail, &d->snap);
+}
+
+/* A lost GPU is probed with exponential backoff; returns 1 when it is back. */
+static int try_recover(struct nvml_dev *d)
+{
+	double now = gw_now_mono();
+
+	if (now < d->retry_at)
+		return 0;
+	if (gw_nvml_probe(d) < 0) {
+		d->backoff = fmin(d->backoff * 2, LOST_BACKOFF_MAX);
+		d->retry_at = now + d->backoff;
+		return 0;
+	}
+	if (!d->uuid[0])
+		gw_nvml_discover(d->c, d);
+	pthread_mutex_lock(&d->mu);
+	d->state = DEV_UP;
+	pthread_mutex_unlock(&d->mu);
+	d->nvlink_links = -1;
+	atomic_flag_clear(&d->logged_lost);
+	gw_info("nvml: GPU %u (%s) answers again", d->index, d->uuid);
+	return 1;
+}
+
+static void run_jobs(struct nvml_dev *d, int jobs)
+{
+	static int (*const readers[2])(struct nvml_dev *) = {
+		gw_nvml_read_fast, gw_nvml_read_detail
+	};
+	struct gw_nvml *c = d->c;
+	enum dev_state st;
+
+	pthread_mutex_lock(&d->mu);
+	st = d->state;
+	pthread_mutex_unlock(&d->mu);
+	if (st == DEV_LOST) {
+		if (!try_recover(d))
+			return;
+		jobs = JOB_FAST | JOB_DETAIL;
+	}
+	for (int set = 0; set < 2; set++) {
+		double t0;
+		int r;
+
+		if (!(jobs & (1 << set)))
+			continue;
+		t0 = gw_now_mono();
+		gw_snap_reset(&d->snap);
+		r = readers[set](d);
+		if (r == -ENODEV) {
+			mark_lost(d);
+			return;
+		}
+		pthread_mutex_lock(&d->mu);
+		d->dur[set] = gw_now_mono() - t0;
+		pthread_mutex_unlock(&d->mu);
+		gw_registry_publish(c->a->reg,
+				    set ? d->slot_detail : d->slot_fast, &d->snap);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct nvml_dev *d = arg;
+	struct gw_nvml *c = d->c;
+
+	for (;;) {
+		int jobs;
+
+		pthread_mutex_lock(&d->mu);
+		while (!d->jobs && !stopping(c))
+			pthread_cond_wait(&d->cv, &d->mu);
+		if (stopping(c)) {
+			pthread_mutex_unlock(&d->mu);
+			break;
+		}
+		jobs = d->jobs;
+		d->jobs = 0;
+		d->busy = 1;
+		d->job_started = gw_now_mono();
+		pthread_mutex_unlock(&d->mu);
+
+		run_jobs(d, jobs);
+
+		pthread_mutex_lock(&d->mu);
+		d->busy = 0;
+		d->in_call = NULL;
+		if (d->hung) {
+			d->hung = 0;
+			gw_info("nvml: GPU %u answers again after a hung call",
+				d->index);
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+	return NULL;
+}
+
+/* Starts the per-GPU workers and the event thread after a successful load. */
+static int start_workers(struct gw_nvml *c)
+{
+	int r;
+
+	for (unsigned int i = 0; i < c->ndev; i++) {
+		struct nvml_dev *d = &c->dev[i];
+		char owner[32];
+
+		snprintf(owner, sizeof(owner), "nvml-gpu%u-fast", i);
+		d->slot_fast = gw_registry_slot(c->a->reg, owner);
+		snprintf(owner, sizeof(owner), "nvml-gpu%u-detail", i);
+		d->slot_detail = gw_registry_slot(c->a->reg, owner);
+		if (d->slot_fast < 0 || d->slot_detail < 0)
+			return -ENOSPC;
+		r = start_thread(&d->thread, worker_main, d);
+		if (r) {
+			gw_err("nvml: cannot start the thread for GPU %u: %s", i,
+			       strerror(-r));
+			return r;
+		}
+		d->thread_started = 1;
+	}
+	if (c->fns.event_set_create && c->fns.event_set_wait &&
+	    c->fns.device_register_events) {
+		r = start_thread(&c->events, gw_nvml_events_main, c);
+		if (r == 0)
+			c->events_started = 1;
+	} else {
+		gw_warn("nvml: no event API in this driver; XID errors are not "
+			"counted");
+	}
+	return 0;
+}
+
+static void add_status(struct gw_nvml *c, struct gw_snap *s)
+{
+	double dur[2] = { NAN, NAN };
+	char nb[24];
+
+	gw_snap_add(s, &f_collector_up, c->loaded, NULL, "collector", "nvml",
+		    NULL);
+	gw_snap_add(s, &f_timeouts, (double)atomic_load(&c->timeouts), NULL,
+		    "collector", "nvml", NULL);
+	for (int i = 0; i < GW_NVML_ERR_SLOTS; i++) {
+		uint64_t n = atomic_load(&c->errors[i]);
+		int code = gw_nvml_slot_code(i);
+
+		if (n)
+			gw_snap_add(s, &f_errors, (double)n, NULL, "collector",
+				    "nvml", "code",
+				    code < 0 ? "OTHER" :
+					       gw_nvml_code_name(code, nb,
+								 sizeof(nb)),
+				    NULL);
+	}
+	if (!c->loaded)
+		return;
+	gw_snap_add(s, &f_gpus, c->ndev, NULL, NULL);
+	for (unsigned int i = 0; i < c->ndev; i++) {
+		struct nvml_dev *d = &c->dev[i];
+		int up;
+
+		pthread_mutex_lock(&d->mu);
+		up = d->state == DEV_UP && !d->hung;
+		for (int k = 0; k < 2; k++)
+			if (d->dur[k] > 0 && !(d->dur[k] <= dur[k]))
+				dur[k] = d->dur[k];
+		pthread_mutex_unlock(&d->mu);
+		gw_snap_add(s, &f_up, up, d->labels, NULL);
+		gw_snap_add(s, &f_info, 1, d->labels, "name", d->name,
+			    "pci_bus_id", d->bus_id, "driver_version",
+			    c->driver_version, NULL);
+	}
+	gw_snap_add(s, &f_lost, (double)atomic_load(&c->lost_events), NULL,
+		    NULL);
+	gw_snap_add(s, &f_duration, dur[0], NULL, "collector", "nvml", "set",
+		    "fast", NULL);
+	gw_snap_add(s, &f_duration, dur[1], NULL, "collector", "nvml", "set",
+		    "detail", NULL);
+}
+
+/* Hands jobs to idle workers; declares busy ones hung past the timeout. */
+static void dispatch(struct gw_nvml *c, int jobs, double now)
+{
+	double timeout = (double)atomic_load(&c->timeout_ms) / 1000;
+
+	for (unsigned int i = 0; i < c->ndev; i++) {
+		struct nvml_dev *d = &c->dev[i];
+
+		pthread_mutex_lock(&d->mu);
+		if (d->busy) {
+			if (!d->hung && now - d->job_started > timeout) {
+				d->hung = 1;
+				atomic_fetch_add(&c->timeouts, 1);
+				gw_warn("nvml: GPU %u: %s has not returned "
+					"after %.1fs; reporting the GPU down "
+					"until it does",
+					d->index,
+					d->in_call ? d->in_call : "a call",
+					now - d->job_started);
+				/* Its last values are stale now. */
+				gw_registry_publish(c->a->reg, d->slot_fast,
+						    &c->empty_snap);
+				gw_registry_publish(c->a->reg, d->slot_detail,
+						    &c->empty_snap);
+			}
+		} else if (jobs) {
+			d->jobs |= jobs;
+			pthread_cond_signal(&d->cv);
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
+static void sleep_until(struct gw_nvml *c, double mono_deadline)
+{
+	struct timespec ts;
+	double wait = mono_deadline - gw_now_mono();
+
+	if (wait <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)wait;
+	ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (!stopping(c))
+		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void *sched_main(void *arg)
+{
+	struct gw_nvml *c = arg;
+	struct gw_agent *a = c->a;
+	double next_fast = 0, next_detail = 0;
+
+	c->load_backoff = LOAD_BACKOFF_MIN;
+	while (!stopping(c)) {
+		double now = gw_now_mono(), fast, detail, next;
+		int jobs = 0;
+
+		if (!c->loaded) {
+			if (now >= c->retry_load_at) {
+				if (gw_nvml_load(c) == 0) {
+					if (start_workers(c))
+						gw_err("nvml: collector disabled");
+				} else {
+					c->retry_load_at = now + c->load_backoff;
+					c->load_backoff = fmin(
+						c->load_backoff * 2,
+						LOAD_BACKOFF_MAX);
+				}
+			}
+			if (!c->loaded) {
+				add_status(c, &c->status_snap);
+				gw_registry_publish(a->reg, c->slot_status,
+						    &c->status_snap);
+				sleep_until(c, c->retry_load_at);
+				continue;
+			}
+			now = gw_now_mono();
+		}
+		fast = (double)atomic_load(&a->fast_ms) / 1000;
+		detail = (double)atomic_load(&a->detail_ms) / 1000;
+		if (now >= next_fast) {
+			jobs |= JOB_FAST;
+			next_fast = next_fast + fast > now ? next_fast + fast :
+							     now + fast;
+		}
+		if (now >= next_detail) {
+			jobs |= JOB_DETAIL;
+			next_detail = next_detail + detail > now ?
+					      next_detail + detail :
+					      now + detail;
+		}
+		dispatch(c, jobs, now);
+		add_status(c, &c->status_snap);
+		gw_registry_publish(a->reg, c->slot_status, &c->status_snap);
+		gw_nvml_publish_events(c);
+		next = fmin(next_fast, next_detail);
+		/* Wake at least every 250 ms to watch for hung workers. */
+		sleep_until(c, fmin(next, gw_now_mono() + 0.25));
+	}
+	return NULL;
+}
+
+static int nvml_start(struct gw_agent *a, void **out)
+{
+	struct gw_nvml *c = calloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	c->a = a;
+	c->dcgm = strcmp(a->cfg.compat, "dcgm") == 0;
+	atomic_store(&c->timeout_ms,
+		     (uint64_t)(a->cfg.collector_timeout * 1000));
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->ev_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
+		struct nvml_dev *d = &c->dev[i];
+
+		d->c = c;
+		d->index = i;
+		d->nvlink_links = -1;
+		d->slot_fast = d->slot_detail = -1;
+		pthread_mutex_init(&d->mu, NULL);
+		pthread_cond_init(&d->cv, NULL);
+		gw_snap_init(&d->snap);
+	}
+	pthread_condattr_destroy(&ca);
+	gw_snap_init(&c->status_snap);
+	gw_snap_init(&c->events_snap);
+	gw_snap_init(&c->empty_snap);
+	c->slot_status = gw_registry_slot(a->reg, "nvml-status");
+	c->slot_events = gw_registry_slot(a->reg, "nvml-events");
+	if (c->slot_status < 0 || c->slot_events < 0) {
+		r = -ENOSPC;
+		goto err;
+	}
+	r = start_thread(&c->sched, sched_main, c);
+	if (r)
+		goto err;
+	c->sched_started = 1;
+	*out = c;
+	return 0;
+err:
+	free(c);
+	return r;
+}
+
+static int join_by(pthread_t t, double deadline)
+{
+	struct timespec ts;
+	double wait = deadline - gw_now_mono();
+
+	if (wait < 0)
+		wait = 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)wait;
+	ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_timedjoin_np(t, NULL, &ts) ? -ETIMEDOUT : 0;
+}
+
+static int nvml_stop(void *priv, double deadline)
+{
+	struct gw_nvml *c = priv;
+	int r = 0;
+
+	atomic_store(&c->stop, 1);
+	pthread_mutex_lock(&c->mu);
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (c->sched_started && join_by(c->sched, deadline))
+		r = -ETIMEDOUT;
+	/* The scheduler has stopped (or is stuck loading): wake the workers. */
+	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
+		struct nvml_dev *d = &c->dev[i];
+
+		pthread_mutex_lock(&d->mu);
+		pthread_cond_broadcast(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+	}
+	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS && !r; i++)
+		if (c->dev[i].thread_started &&
+		    join_by(c->dev[i].thread, deadline))
+			r = -ETIMEDOUT;
+	if (!r && c->events_started && join_by(c->events, deadline))
+		r = -ETIMEDOUT;
+	return r;
+}
+
+static void nvml_free(void *priv)
+{
+	struct gw_nvml *c = priv;
+
+	if (!c)
+		return;
+	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
+		struct nvml_dev *d = &c->dev[i];
+
+		for (int k = 0; k < 2; k++)
+			if (d->gpm_sample[k] && c->fns.gpm_sample_free)
+				c->fns.gpm_sample_free(d->gpm_sample[k]);
+		free(d->procs);
+		free(d->comms);
+		free(d->putil);
+		gw_snap_release(&d->snap);
+		pthread_mutex_destroy(&d->mu);
+		pthread_cond_destroy(&d->cv);
+	}
+	gw_nvml_unload(c);
+	gw_snap_release(&c->status_snap);
+	gw_snap_release(&c->events_snap);
+	gw_snap_release(&c->empty_snap);
+	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->ev_mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}
+
+static void nvml_reload(void *priv)
+{
+	struct gw_nvml *c = priv;
+
+	atomic_store(&c->timeout_ms,
+		     (uint64_t)(c->a->cfg.collector_timeout * 1000));
+	pthread_mutex_lock(&c->mu);
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+const struct gw_collector_ops gw_nvml_collector = {
+	.name = "nvml",
+	.start = nvml_start,
+	.stop = nvml_stop,
+	.free = nvml_free,
+	.reload = nvml_reload,
+};

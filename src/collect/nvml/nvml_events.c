@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nvml_events.c - XID and ECC events from an NVML event set, on their own
+ * thread (the wait blocks).  Events are counted per GPU and XID code and
+ * exported as counters with a last-seen timestamp, never as a last-value
+ * gauge, so two XIDs between scrapes are both seen.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "collect/nvml/nvml_internal.h"
+#include "common/log.h"
+
+#define WAIT_MS 500
+
+static const struct gw_family
+	f_xid = { "gpuwatch_gpu_xid_errors_total",
+		  "XID errors reported by the driver, by XID code.", GW_COUNTER },
+	f_xid_last = { "gpuwatch_gpu_xid_last_timestamp_seconds",
+		       "Unix time of the last XID error with this code.",
+		       GW_GAUGE },
+	f_ecc_ev = { "gpuwatch_gpu_ecc_error_events_total",
+		     "ECC error events, by type.", GW_COUNTER },
+	f_xid_overflow = { "gpuwatch_gpu_xid_codes_dropped_total",
+			   "XID events not counted because too many distinct "
+			   "codes were seen.",
+			   GW_COUNTER },
+	d_xid = { "DCGM_FI_DEV_XID_ERRORS",
+		  "Value of the last XID error encountered.", GW_GAUGE };
+
+static const char *xid_meaning(unsigned long long xid)
+{
+	switch (xid) {
+	case 13: return "graphics engine exception";
+	case 31: return "GPU memory page fault";
+	case 43: return "GPU stopped processing";
+	case 45: return "preemptive cleanup";
+	case 48: return "double-bit ECC error";
+	case 61: case 62: return "internal micro-controller error";
+	case 63: case 64: return "ECC page retirement or row remapping";
+	case 74: return "NVLink error";
+	case 79: return "GPU has fallen off the bus";
+	case 92: return "high single-bit ECC error rate";
+	case 94: return "contained ECC error";
+	case 95: return "uncontained ECC error";
+	case 119: case 120: return "GSP error";
+	default: return "see NVIDIA's XID catalogue";
+	}
+}
+
+static void nap(struct gw_nvml *c, int ms)
+{
+	struct timespec ts = { 0, 100 * 1000000L };
+
+	for (int waited = 0; waited < ms && !atomic_load(&c->stop); waited += 100)
+		nanosleep(&ts, NULL);
+}
+
+static struct nvml_dev *dev_of(struct gw_nvml *c, gw_nvml_device_t h)
+{
+	for (unsigned int i = 0; i < c->ndev; i++)
+		if (c->dev[i].h == h)
+			return &c->dev[i];
+	return NULL;
+}
+
+static void count_event(struct gw_nvml *c, const struct gw_nvml_event_data *ev)
+{
+	struct nvml_dev *d = dev_of(c, ev->device);
+	unsigned int i;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&c->ev_mu);
+	if (ev->event_type & GW_NVML_EVENT_XID_CRITICAL) {
+		for (i = 0; i < d->nxid; i++)
+			if (d->xid[i].code == ev->event_data)
+				break;
+		if (i == d->nxid && d->nxid < GW_NVML_MAX_XID_CODES)
+			d->xid[d->nxid++].code = ev->event_data;
+		if (i < d->nxid) {
+			d->xid[i].count++;
+			d->xid[i].last_seen = gw_now_real();
+		} else {
+			c->xid_overflow++;
+		}
+		d->last_xid = ev->event_data;
+	}
+	if (ev->event_type & GW_NVML_EVENT_SINGLE_BIT_ECC)
+		d->ecc_events[0]++;
+	if (ev->event_type & GW_NVML_EVENT_DOUBLE_BIT_ECC)
+		d->ecc_events[1]++;
+	pthread_mutex_unlock(&c->ev_mu);
+	if (ev->event_type & GW_NVML_EVENT_XID_CRITICAL)
+		gw_warn("nvml: GPU %u (%s): XID %llu: %s", d->index, d->uuid,
+			ev->event_data, xid_meaning(ev->event_data));
+	else if (ev->event_type & GW_NVML_EVENT_DOUBLE_BIT_ECC)
+		gw_warn("nvml: GPU %u (%s): uncorrectable (double-bit) ECC "
+			"error",
+			d->index, d->uuid);
+}
+
+/* Registers every answering GPU; returns how many accepted. */
+static unsigned int register_all(struct gw_nvml *c, void *set)
+{
+	const unsigned long long want = GW_NVML_EVENT_XID_CRITICAL |
+					GW_NVML_EVENT_SINGLE_BIT_ECC |
+					GW_NVML_EVENT_DOUBLE_BIT_ECC;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < c->ndev; i++) {
+		struct nvml_dev *d = &c->dev[i];
+		unsigned long long types = want, sup = 0;
+
+		if (!d->h)
+			continue;
+		if (c->fns.device_get_supported_event_types &&
+		    c->fns.device_get_supported_event_types(d->h, &sup) ==
+			    GW_NVML_SUCCESS)
+			types &= sup;
+		if (!types)
+			continue;
+		if (c->fns.device_register_events(d->h, types, set) ==
+			    GW_NVML_SUCCESS ||
+		    c->fns.device_register_events(d->h,
+						  GW_NVML_EVENT_XID_CRITICAL,
+						  set) == GW_NVML_SUCCESS)
+			n++;
+		else
+			gw_warn("nvml: GPU %u: cannot register for XID events",
+				i);
+	}
+	return n;
+}
+
+void *gw_nvml_events_main(void *arg)
+{
+	struct gw_nvml *c = arg;
+	void *set = NULL;
+	char nb[24];
+	int r;
+
+	r = c->fns.event_set_create(&set);
+	if (r != GW_NVML_SUCCESS) {
+		gw_warn("nvml: cannot create an event set (%s); XID errors "
+			"are not counted",
+			gw_nvml_code_name(r, nb, sizeof(nb)));
+		return NULL;
+	}
+	if (register_all(c, set) == 0) {
+		gw_warn("nvml: no GPU accepts event registration; XID errors "
+			"are not counted");
+		goto out;
+	}
+	while (!atomic_load(&c->stop)) {
+		struct gw_nvml_event_data ev;
+
+		memset(&ev, 0, sizeof(ev));
+		r = c->fns.event_set_wait(set, &ev, WAIT_MS);
+		if (r == GW_NVML_SUCCESS) {
+			count_event(c, &ev);
+			continue;
+		}
+		if (r == GW_NVML_ERROR_TIMEOUT)
+			continue;
+		/* A lost GPU or a driver in trouble: do not spin. */
+		atomic_fetch_add(&c->errors[gw_nvml_err_slot(r)], 1);
+		nap(c, WAIT_MS);
+	}
+out:
+	if (c->fns.event_set_free)
+		c->fns.event_set_free(set);
+	return NULL;
+}
+
+void gw_nvml_publish_events(struct gw_nvml *c)
+{
+	struct gw_snap *s = &c->events_snap;
+
+	pthread_mutex_lock(&c->ev_mu);
+	for (unsigned int i = 0; i < c->ndev; i++) {
+		const struct nvml_dev *d = &c->dev[i];
+
+		for (unsigned int k = 0; k < d->nxid; k++) {
+			char code[24];
+
+			snprintf(code, sizeof(code), "%llu", d->xid[k].code);
+			gw_snap_add(s, &f_xid, (double)d->xid[k].count,
+				    d->labels, "xid", code, NULL);
+			gw_snap_add(s, &f_xid_last, d->xid[k].last_seen,
+				    d->labels, "xid", code, NULL);
+		}
+		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[0], d->labels,
+			    "type", "single_bit", NULL);
+		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[1], d->labels,
+			    "type", "double_bit", NULL);
+		if (c->dcgm)
+			gw_snap_add(s, &d_xid, (double)d->last_xid,
+				    d->dcgm_labels, NULL);
+	}
+	gw_snap_add(s, &f_xid_overflow, (double)c->xid_overflow, NULL, NULL);
+	pthread_mutex_unlock(&c->ev_mu);
+	gw_registry_publish(c->a->reg, c->slot_events, s);
+}

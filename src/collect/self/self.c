@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+#include "self.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "core/pace.h"
+#include "http/server.h"
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.0.0-dev"
+#endif
+
+static const struct gw_family
+	f_cpu = { "gpuwatch_agent_cpu_seconds_total",
+		  "CPU time used by the agent (user + system).", GW_COUNTER },
+	f_cpu_ratio = { "gpuwatch_agent_cpu_ratio",
+			"Share of one core the agent used over the last governor window.",
+			GW_GAUGE },
+	f_budget = { "gpuwatch_agent_cpu_budget_ratio",
+		     "Share of one core the agent may use (--cpu-budget).",
+		     GW_GAUGE },
+	f_rss = { "gpuwatch_agent_resident_memory_bytes",
+		  "Resident memory of the agent.", GW_GAUGE },
+	f_rss_peak = { "gpuwatch_agent_resident_memory_peak_bytes",
+		       "Peak resident memory of the agent.", GW_GAUGE },
+	f_threads = { "gpuwatch_agent_threads", "Threads of the agent.",
+		      GW_GAUGE },
+	f_series = { "gpuwatch_agent_series",
+		     "Series currently exposed on /metrics.", GW_GAUGE },
+	f_dropped = { "gpuwatch_agent_dropped_samples_total",
+		      "Samples dropped because a bound was reached.",
+		      GW_COUNTER },
+	f_interval = { "gpuwatch_agent_interval_seconds",
+		       "Collection interval in use, after the CPU governor.",
+		       GW_GAUGE },
+	f_interval_cfg = { "gpuwatch_agent_configured_interval_seconds",
+			   "Collection interval as configured.", GW_GAUGE },
+	f_requests = { "gpuwatch_agent_http_requests_total",
+		       "HTTP requests answered.", GW_COUNTER },
+	f_http_errors = { "gpuwatch_agent_http_errors_total",
+			  "HTTP requests answered with a 4xx or 5xx status.",
+			  GW_COUNTER },
+	f_scrapes = { "gpuwatch_agent_scrapes_total", "Scrapes of /metrics.",
+		      GW_COUNTER },
+	f_scrape_sum = { "gpuwatch_agent_scrape_duration_seconds_total",
+			 "Time spent rendering /metrics.", GW_COUNTER },
+	f_scrape_last = { "gpuwatch_agent_last_scrape_duration_seconds",
+			  "Time the last /metrics render took.", GW_GAUGE },
+	f_scrape_bytes = { "gpuwatch_agent_last_scrape_bytes",
+			   "Size of the last /metrics answer.", GW_GAUGE },
+	f_build = { "gpuwatch_agent_build_info",
+		    "The agent's version; always 1.", GW_INFO },
+	f_start = { "gpuwatch_agent_start_time_seconds",
+		    "Unix time the agent started.", GW_GAUGE };
+
+struct gw_self {
+	struct gw_agent *a;
+	struct gw_pace pace;
+	int slot;
+	struct gw_snap snap;
+	double win_start_mono, win_start_cpu, last_ratio;
+	long page_size;
+};
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Resident, peak resident (bytes) and threads from /proc/self/status. */
+static void read_status(double *rss, double *hwm, double *threads)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	*rss = *hwm = *threads = NAN;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "VmRSS: %llu kB", &v) == 1)
+			*rss = (double)v * 1024;
+		else if (sscanf(line, "VmHWM: %llu kB", &v) == 1)
+			*hwm = (double)v * 1024;
+		else if (sscanf(line, "Threads: %llu", &v) == 1)
+			*threads = (double)v;
+	}
+	fclose(f);
+}
+
+static void store_intervals(struct gw_self *s)
+{
+	atomic_store(&s->a->fast_ms, (uint64_t)(s->pace.fast * 1000 + 0.5));
+	atomic_store(&s->a->detail_ms,
+		     (uint64_t)(s->pace.detail * 1000 + 0.5));
+}
+
+struct gw_self *gw_self_new(struct gw_agent *a)
+{
+	struct gw_self *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->a = a;
+	s->slot = gw_registry_slot(a->reg, "self");
+	if (s->slot < 0) {
+		free(s);
+		return NULL;
+	}
+	gw_snap_init(&s->snap);
+	gw_pace_init(&s->pace, a->cfg.interval, a->cfg.detail_interval);
+	store_intervals(s);
+	s->win_start_mono = gw_now_mono();
+	s->win_start_cpu = cpu_seconds();
+	s->last_ratio = NAN;
+	return s;
+}
+
+void gw_self_free(struct gw_self *s)
+{
+	if (!s)
+		return;
+	gw_snap_release(&s->snap);
+	free(s);
+}
+
+void gw_self_reconfigure(struct gw_self *s)
+{
+	gw_pace_init(&s->pace, s->a->cfg.interval, s->a->cfg.detail_interval);
+	store_intervals(s);
+	s->win_start_mono = gw_now_mono();
+	s->win_start_cpu = cpu_seconds();
+}
+
+static void govern(struct gw_self *s, double now, double cpu)
+{
+	double elapsed = now - s->win_start_mono, share;
+
+	if (elapsed < gw_pace_window(&s->pace))
+		return;
+	share = (cpu - s->win_start_cpu) / elapsed;
+	s->last_ratio = share;
+	s->win_start_mono = now;
+	s->win_start_cpu = cpu;
+	if (gw_pace_update(&s->pace, share, s->a->cfg.cpu_budget)) {
+		gw_info("cpu governor: agent used %.3f%% of a core (budget "
+			"%.3f%%); intervals now fast %gs, detail %gs",
+			share * 100, s->a->cfg.cpu_budget * 100, s->pace.fast,
+			s->pace.detail);
+		store_intervals(s);
+	}
+}
+
+void gw_self_tick(struct gw_self *s, struct gw_http *http)
+{
+	struct gw_registry_stats rs;
+	struct gw_http_stats hs;
+	double now = gw_now_mono(), cpu = cpu_seconds(), rss, hwm, threads;
+	struct gw_snap *n = &s->snap;
+
+	govern(s, now, cpu);
+	read_status(&rss, &hwm, &threads);
+	gw_registry_stats(s->a->reg, &rs);
+
+	gw_snap_add(n, &f_cpu, cpu, NULL, NULL);
+	gw_snap_add(n, &f_cpu_ratio, s->last_ratio, NULL, NULL);
+	gw_snap_add(n, &f_budget, s->a->cfg.cpu_budget, NULL, NULL);
+	gw_snap_add(n, &f_rss, rss, NULL, NULL);
+	gw_snap_add(n, &f_rss_peak, hwm, NULL, NULL);
+	gw_snap_add(n, &f_threads, threads, NULL, NULL);
+	gw_snap_add(n, &f_series, (double)rs.series, NULL, NULL);
+	gw_snap_add(n, &f_dropped, (double)rs.dropped, NULL, NULL);
+	gw_snap_add(n, &f_interval, s->pace.fast, NULL, "set", "fast", NULL);
+	gw_snap_add(n, &f_interval, s->pace.detail, NULL, "set", "detail",
+		    NULL);
+	gw_snap_add(n, &f_interval_cfg, s->pace.base_fast, NULL, "set", "fast",
+		    NULL);
+	gw_snap_add(n, &f_interval_cfg, s->pace.base_detail, NULL, "set",
+		    "detail", NULL);
+	if (http) {
+		gw_http_stats(http, &hs);
+		gw_snap_add(n, &f_requests, (double)hs.requests, NULL, NULL);
+		gw_snap_add(n, &f_http_errors, (double)hs.errors, NULL, NULL);
+		gw_snap_add(n, &f_scrapes, (double)hs.scrapes, NULL, NULL);
+		gw_snap_add(n, &f_scrape_sum, hs.scrape_seconds_sum, NULL, NULL);
+		gw_snap_add(n, &f_scrape_last, hs.last_scrape_seconds, NULL,
+			    NULL);
+		gw_snap_add(n, &f_scrape_bytes, (double)hs.last_scrape_bytes,
+			    NULL, NULL);
+	}
+	gw_snap_add(n, &f_build, 1, NULL, "version", GW_VERSION, NULL);
+	gw_snap_add(n, &f_start, s->a->start_time, NULL, NULL);
+	gw_registry_publish(s->a->reg, s->slot, n);
+}

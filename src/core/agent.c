@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/nvml/nvml.h"
+#include "collect/self/self.h"
+#include "common/log.h"
+#include "http/server.h"
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.0.0-dev"
+#endif
+
+/* Seconds the agent gives its threads to finish on SIGTERM. */
+#define STOP_GRACE 4.0
+
+static const struct gw_collector_ops *const collectors[] = {
+	&gw_nvml_collector,
+};
+#define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
+
+double gw_now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double gw_now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* mkdir -p with mode 0750 for the parts that are missing. */
+static int make_dirs(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0750) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Creates the data directory and takes its lock, so that two agents never
+ * write the same state.  Returns the lock fd or -1 after logging why.
+ */
+static int lock_data_dir(const char *dir)
+{
+	char path[PATH_MAX + 16], pid[32];
+	int fd, err, n;
+
+	err = make_dirs(dir);
+	if (err) {
+		gw_err("data directory %s: cannot create it: %s", dir,
+		       strerror(-err));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/agent.lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		gw_err("data directory %s: cannot write %s: %s", dir, path,
+		       strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		gw_err("data directory %s is in use by another agent (pid %s); "
+		       "give this one its own --data-dir",
+		       dir, pid[0] ? pid : "?");
+		close(fd);
+		return -1;
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		gw_warn("data directory %s: cannot record pid in the lock file",
+			dir);
+	return fd;
+}
+
+/*
+ * SIGHUP: read the config again (file, then the same flags) and apply what
+ * can change while running.
+ */
+static void reload(struct gw_agent *a, struct gw_self *self, void **priv)
+{
+	struct gw_config c;
+	char err[GW_CONFIG_ERR_MAX];
+	int r;
+
+	gw_config_defaults(&c);
+	r = gw_config_from_args(&c, a->argc, a->argv, err, sizeof(err));
+	if (r) {
+		gw_err("reload failed, keeping the running config: %s", err);
+		return;
+	}
+	if (strcmp(c.listen, a->cfg.listen) || strcmp(c.data_dir, a->cfg.data_dir) ||
+	    strcmp(c.nvml_lib, a->cfg.nvml_lib) || c.simulate != a->cfg.simulate ||
+	    strcmp(c.compat, a->cfg.compat))
+		gw_warn("reload: listen, data-dir, nvml-lib, simulate and "
+			"compat changes take effect after a restart");
+	a->cfg.log_level = c.log_level;
+	a->cfg.interval = c.interval;
+	a->cfg.detail_interval = c.detail_interval;
+	a->cfg.collector_timeout = c.collector_timeout;
+	a->cfg.cpu_budget = c.cpu_budget;
+	gw_log_set_level(c.log_level);
+	gw_self_reconfigure(self);
+	for (size_t i = 0; i < NCOLLECTORS; i++)
+		if (priv[i] && collectors[i]->reload)
+			collectors[i]->reload(priv[i]);
+	gw_info("config reloaded: interval %gs, detail-interval %gs, "
+		"log-level %s",
+		c.interval, c.detail_interval, gw_log_level_name(c.log_level));
+}
+
+int gw_agent_main(int argc, char **argv)
+{
+	struct gw_agent a = { 0 };
+	struct gw_http *http = NULL;
+	struct gw_self *self = NULL;
+	void *priv[NCOLLECTORS] = { 0 };
+	char err[GW_CONFIG_ERR_MAX];
+	sigset_t sigs;
+	int r, lock_fd = -1, status = 1, stuck = 0;
+
+	gw_config_defaults(&a.cfg);
+	r = gw_config_from_args(&a.cfg, argc, argv, err, sizeof(err));
+	if (r == 1) {
+		gw_config_usage(stdout);
+		return 0;
+	}
+	if (r) {
+		fprintf(stderr, "gpuwatch agent: %s\n", err);
+		return 2;
+	}
+	a.argc = argc;
+	a.argv = argv;
+	gw_log_set_level(a.cfg.log_level);
+	a.start_time = gw_now_real();
+
+	/* Signals are taken synchronously by this thread; all threads inherit the mask. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	lock_fd = lock_data_dir(a.cfg.data_dir);
+	if (lock_fd < 0)
+		return 1;
+	a.reg = gw_registry_new();
+	if (!a.reg) {
+		gw_err("out of memory");
+		goto out;
+	}
+	self = gw_self_new(&a);
+	if (!self) {
+		gw_err("out of memory");
+		goto out;
+	}
+	http = gw_http_open(a.cfg.listen, a.reg, err, sizeof(err));
+	if (!http) {
+		gw_err("%s", err);
+		goto out;
+	}
+	gw_info("gpuwatch %s listening on %s (metrics at %s/metrics)",
+		GW_VERSION, gw_http_url(http), gw_http_url(http));
+	for (size_t i = 0; i < NCOLLECTORS; i++) {
+		r = collectors[i]->start(&a, &priv[i]);
+		if (r) {
+			gw_warn("collector %s did not start: %s",
+				collectors[i]->name, strerror(-r));
+			priv[i] = NULL;
+		}
+	}
+	gw_self_tick(self, http);
+
+	for (;;) {
+		struct timespec ts;
+		double wait = (double)atomic_load(&a.fast_ms) / 1000.0;
+		siginfo_t si;
+		int sig;
+
+		ts.tv_sec = (time_t)wait;
+		ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
+		sig = sigtimedwait(&sigs, &si, &ts);
+		if (sig == SIGTERM || sig == SIGINT) {
+			gw_info("received %s, stopping",
+				sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			break;
+		}
+		if (sig == SIGHUP) {
+			reload(&a, self, priv);
+			continue;
+		}
+		gw_self_tick(self, http);
+	}
+	status = 0;
+out:
+	{
+		double deadline = gw_now_mono() + STOP_GRACE;
+
+		gw_http_close(http);
+		for (size_t i = 0; i < NCOLLECTORS; i++) {
+			if (!priv[i])
+				continue;
+			if (collectors[i]->stop(priv[i], deadline)) {
+				gw_warn("collector %s has a thread stuck in a "
+					"driver call; leaving it behind",
+					collectors[i]->name);
+				stuck = 1;
+				continue;
+			}
+			collectors[i]->free(priv[i]);
+		}
+	}
+	if (stuck) {
+		/* A thread may still touch the registry: do not free it. */
+		gw_info("stopped");
+		fflush(NULL);
+		_exit(status);
+	}
+	gw_self_free(self);
+	gw_registry_free(a.reg);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (status == 0)
+		gw_info("stopped");
+	return status;
+}

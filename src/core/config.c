@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "common/parse.h"
+
+enum opt_type {
+	T_STRING,
+	T_HOSTPORT,
+	T_UINT,
+	T_U64,
+	T_DURATION,
+	T_RATIO,
+	T_LOGLEVEL,
+	T_COMPAT,
+	T_FAULT, /* repeatable; a YAML sequence in the file */
+	T_CONFIG,
+};
+
+struct opt {
+	const char *name;
+	enum opt_type type;
+	size_t off;
+	size_t size;
+	double min, max;
+	const char *arg;
+	const char *help;
+};
+
+#define F(field) offsetof(struct gw_config, field), sizeof(((struct gw_config *)0)->field)
+
+/* The one description of every setting: flags, file keys and --help. */
+static const struct opt opts[] = {
+	{ "listen", T_HOSTPORT, F(listen), 0, 0, "HOST:PORT",
+	  "Address for /metrics, /healthz and the API. Default 127.0.0.1:9400;\n"
+	  "use 0.0.0.0:9400 to be scraped from other hosts, [::1]:9400 for IPv6." },
+	{ "data-dir", T_STRING, F(data_dir), 0, 0, "DIR",
+	  "Directory for the agent's state; created if missing, locked so that\n"
+	  "two agents never share it. Default /var/lib/gpuwatch." },
+	{ "config", T_CONFIG, F(config_path), 0, 0, "FILE",
+	  "YAML file with any of these settings as keys (detail_interval: 30).\n"
+	  "Flags override the file. Re-read on SIGHUP." },
+	{ "nvml-lib", T_STRING, F(nvml_lib), 0, 0, "PATH",
+	  "NVML library to load. Default libnvidia-ml.so.1 from the system's\n"
+	  "library path. Without it the hardware collector is off and the rest\n"
+	  "of the agent runs." },
+	{ "simulate", T_UINT, F(simulate), 0, GW_SIM_MAX_GPUS, "N",
+	  "Simulate N GPUs instead of reading NVML (0 = off): realistic load,\n"
+	  "temperature, power, clocks and memory through the same collector." },
+	{ "fault", T_FAULT, 0, 0, 0, 0, "NAME:GPU[:AFTER[:FOR]]",
+	  "Inject a fault into a simulated GPU, AFTER seconds from start, for FOR\n"
+	  "seconds (default: forever). Repeatable. NAME is one of thermal-runaway,\n"
+	  "ecc-storm, xid79 (GPU falls off the bus), pcie-downgrade, power-cap." },
+	{ "sim-day", T_DURATION, F(sim_day), 10, 86400 * 7, "SECONDS",
+	  "Length of one simulated day-night load cycle. Default 86400." },
+	{ "sim-seed", T_U64, F(sim_seed), 0, 0, "N",
+	  "Seed of the simulation; the same seed gives the same GPUs. Default 1." },
+	{ "interval", T_DURATION, F(interval), 0.1, 3600, "SECONDS",
+	  "Period of the fast set: temperatures, power, utilisation, memory,\n"
+	  "clocks, clock-event reasons, processes, GPM. Default 1. Accepts\n"
+	  "units: 500ms, 2s, 1m." },
+	{ "detail-interval", T_DURATION, F(detail_interval), 1, 86400,
+	  "SECONDS",
+	  "Period of the detail set: ECC, remapped rows, PCIe link and replays,\n"
+	  "NVLink state, throughput and errors. Default 30." },
+	{ "collector-timeout", T_DURATION, F(collector_timeout), 0.1, 600,
+	  "SECONDS",
+	  "An NVML pass on one GPU that takes longer is declared hung: counted\n"
+	  "in gpuwatch_agent_collector_timeouts_total, the GPU is reported down,\n"
+	  "and the other GPUs go on. Default 5." },
+	{ "cpu-budget", T_RATIO, F(cpu_budget), 0.0001, 1, "RATIO",
+	  "Share of one core the agent may use (0.005 = 0.5%). Above it the\n"
+	  "agent slows the detail set first, then the fast set. Default 0.005." },
+	{ "compat", T_COMPAT, F(compat), 0, 0, "dcgm",
+	  "Also expose dcgm-exporter's metric names (DCGM_FI_DEV_GPU_TEMP, ...)\n"
+	  "so existing dashboards keep working. Default: off." },
+	{ "log-level", T_LOGLEVEL, F(log_level), 0, 0, "LEVEL",
+	  "error, warn, info or debug. Default info. Logs go to stderr." },
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+void gw_config_defaults(struct gw_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9400");
+	snprintf(c->data_dir, sizeof(c->data_dir), "/var/lib/gpuwatch");
+	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
+	c->interval = 1;
+	c->detail_interval = 30;
+	c->collector_timeout = 5;
+	c->cpu_budget = 0.005;
+	c->sim_day = 86400;
+	c->sim_seed = 1;
+	c->log_level = GW_LOG_INFO;
+}
+
+static const struct opt *find_opt(const char *key)
+{
+	char norm[64];
+	size_t n = strlen(key);
+
+	if (n >= sizeof(norm))
+		return NULL;
+	for (size_t i = 0; i <= n; i++)
+		norm[i] = key[i] == '_' ? '-' : key[i];
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(opts[i].name, norm) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+/* Edit distance, for "did you mean". */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t prev = row[0], tmp;
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			char ca = a[i - 1] == '_' ? '-' : a[i - 1];
+			size_t best = prev + (ca != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+static const char *suggest(const char *key)
+{
+	const char *best = NULL;
+	size_t bd = 3;
+
+	for (size_t i = 0; i < NOPTS; i++) {
+		size_t d = distance(key, opts[i].name);
+
+		if (d < bd) {
+			bd = d;
+			best = opts[i].name;
+		}
+	}
+	return best;
+}
+
+/*
+ * Sets one option from its text value.  where names the source for errors:
+ * "--interval" or "agent.yaml:3: interval".
+ */
+static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
+		   const char *where, char *err, size_t errlen)
+{
+	char *dst = (char *)c + o->off;
+	unsigned long long u;
+	double d;
+	int r = 0;
+
+	switch (o->type) {
+	case T_STRING:
+	case T_CONFIG:
+		if (!*val) {
+			snprintf(err, errlen, "%s: must not be empty", where);
+			return -EINVAL;
+		}
+		if (strlen(val) >= o->size) {
+			snprintf(err, errlen, "%s: value is too long", where);
+			return -EINVAL;
+		}
+		snprintf(dst, o->size, "%s", val);
+		return 0;
+	case T_HOSTPORT: {
+		char host[256];
+		unsigned int port;
+
+		if (strlen(val) >= o->size ||
+		    gw_parse_hostport(val, host, sizeof(host), &port)) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not HOST:PORT (for example "
+				 "127.0.0.1:9400 or [::1]:9400)",
+				 where, val);
+			return -EINVAL;
+		}
+		snprintf(dst, o->size, "%s", val);
+		return 0;
+	}
+	case T_UINT:
+		r = gw_parse_uint(val, (unsigned long long)o->min,
+				  (unsigned long long)o->max, &u);
+		if (r) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not a whole number from %.0f to %.0f",
+				 where, val, o->min, o->max);
+			return -EINVAL;
+		}
+		*(unsigned int *)dst = (unsigned int)u;
+		return 0;
+	case T_U64:
+		r = gw_parse_uint(val, 0, ~0ULL, &u);
+		if (r) {
+			snprintf(err, errlen, "%s: '%s' is not a whole number",
+				 where, val);
+			return -EINVAL;
+		}
+		*(unsigned long long *)dst = u;
+		return 0;
+	case T_DURATION:
+		r = gw_parse_duration(val, o->min, o->max, &d);
+		if (r) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not a duration from %gs to %gs "
+				 "(write 2, 2s, 500ms or 1m)",
+				 where, val, o->min, o->max);
+			return -EINVAL;
+		}
+		*(double *)dst = d;
+		return 0;
+	case T_RATIO:
+		r = gw_parse_double(val, o->min, o->max, &d);
+		if (r) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not a ratio from %g to %g "
+				 "(0.005 means 0.5%% of one core)",
+				 where, val, o->min, o->max);
+			return -EINVAL;
+		}
+		*(double *)dst = d;
+		return 0;
+	case T_LOGLEVEL:
+		if (gw_log_level_parse(val, &c->log_level)) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not a log level (error, warn, "
+				 "info, debug)",
+				 where, val);
+			return -EINVAL;
+		}
+		return 0;
+	case T_COMPAT:
+		if (strcmp(val, "dcgm") != 0 && strcmp(val, "none") != 0) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not known (supported: dcgm, none)",
+				 where, val);
+			return -EINVAL;
+		}
+		snprintf(c->compat, sizeof(c->compat), "%s",
+			 strcmp(val, "none") == 0 ? "" : val);
+		return 0;
+	case T_FAULT: {
+		char ferr[256];
+
+		if (c->nfaults >= GW_SIM_MAX_FAULTS) {
+			snprintf(err, errlen, "%s: at most %d faults", where,
+				 GW_SIM_MAX_FAULTS);
+			return -EINVAL;
+		}
+		if (gw_sim_fault_parse(val, &c->faults[c->nfaults], ferr,
+				       sizeof(ferr))) {
+			snprintf(err, errlen, "%s: %s", where, ferr);
+			return -EINVAL;
+		}
+		c->nfaults++;
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+/* ---- YAML ---- */
+
+struct yaml_ctx {
+	struct gw_config *c;
+	const char *name;
+	char *err;
+	size_t errlen;
+	unsigned int seen_line[NOPTS];
+};
+
+static int yaml_fail(struct yaml_ctx *y, const yaml_event_t *ev,
+		     const char *what)
+{
+	snprintf(y->err, y->errlen, "%s:%zu: %s", y->name,
+		 ev->start_mark.line + 1, what);
+	return -EINVAL;
+}
+
+static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct yaml_ctx *y)
+{
+	if (!yaml_parser_parse(p, ev)) {
+		snprintf(y->err, y->errlen, "%s:%zu:%zu: %s%s%s", y->name,
+			 p->problem_mark.line + 1, p->problem_mark.column + 1,
+			 p->problem ? p->problem : "syntax error",
+			 p->context ? " " : "", p->context ? p->context : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
+		      const struct opt *o, const char *key, size_t line)
+{
+	char where[PATH_MAX + 128];
+	yaml_event_t ev;
+	int err;
+
+	snprintf(where, sizeof(where), "%s:%zu: %s", y->name, line, key);
+	if (next_event(p, &ev, y))
+		return -EINVAL;
+	if (ev.type == YAML_SCALAR_EVENT) {
+		if (o->type == T_CONFIG) {
+			err = yaml_fail(y, &ev,
+					"'config' can only be given on the "
+					"command line");
+		} else {
+			if (o->type == T_FAULT)
+				y->c->nfaults = 0;
+			err = set_opt(y->c, o, (const char *)ev.data.scalar.value,
+				      where, y->err, y->errlen);
+		}
+		yaml_event_delete(&ev);
+		return err;
+	}
+	if (ev.type == YAML_SEQUENCE_START_EVENT && o->type == T_FAULT) {
+		yaml_event_delete(&ev);
+		y->c->nfaults = 0;
+		for (;;) {
+			if (next_event(p, &ev, y))
+				return -EINVAL;
+			if (ev.type == YAML_SEQUENCE_END_EVENT) {
+				yaml_event_delete(&ev);
+				return 0;
+			}
+			if (ev.type != YAML_SCALAR_EVENT) {
+				err = yaml_fail(y, &ev,
+						"fault: each entry must be a "
+						"string like ecc-storm:0:60");
+				yaml_event_delete(&ev);
+				return err;
+			}
+			snprintf(where, sizeof(where), "%s:%zu: %s", y->name,
+				 ev.start_mark.line + 1, key);
+			err = set_opt(y->c, o, (const char *)ev.data.scalar.value,
+				      where, y->err, y->errlen);
+			yaml_event_delete(&ev);
+			if (err)
+				return err;
+		}
+	}
+	snprintf(y->err, y->errlen, "%s: expected a single value%s", where,
+		 o->type == T_FAULT ? " or a list" : "");
+	yaml_event_delete(&ev);
+	return -EINVAL;
+}
+
+/* Reads "key: value" pairs until the top-level mapping ends. */
+static int yaml_mapping(struct yaml_ctx *y, yaml_parser_t *p)
+{
+	yaml_event_t ev;
+	int err;
+
+	for (;;) {
+		const struct opt *o;
+		char key[128], msg[256];
+		size_t line;
+
+		if (next_event(p, &ev, y))
+			return -EINVAL;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			return 0;
+		}
+		if (ev.type != YAML_SCALAR_EVENT) {
+			err = yaml_fail(y, &ev, "keys must be plain names");
+			yaml_event_delete(&ev);
+			return err;
+		}
+		snprintf(key, sizeof(key), "%s",
+			 (const char *)ev.data.scalar.value);
+		line = ev.start_mark.line + 1;
+		o = find_opt(key);
+		if (!o) {
+			const char *s = suggest(key);
+
+			snprintf(msg, sizeof(msg), "unknown key '%s'%s%s%s", key,
+				 s ? " (did you mean '" : "", s ? s : "",
+				 s ? "'?)" : "");
+		} else if (y->seen_line[o - opts]) {
+			snprintf(msg, sizeof(msg),
+				 "key '%s' is given twice (first on line %u)",
+				 key, y->seen_line[o - opts]);
+			o = NULL;
+		}
+		if (!o) {
+			err = yaml_fail(y, &ev, msg);
+			yaml_event_delete(&ev);
+			return err;
+		}
+		y->seen_line[o - opts] = (unsigned int)line;
+		yaml_event_delete(&ev);
+		err = yaml_value(y, p, o, key, line);
+		if (err)
+			return err;
+	}
+}
+
+/*
+ * stream-start, then nothing, or one document holding an empty scalar
+ * (an empty file, "~") or a mapping of settings.
+ */
+static int yaml_document(struct yaml_ctx *y, yaml_parser_t *p)
+{
+	yaml_event_t ev;
+	int err = 0, docs = 0;
+
+	for (;;) {
+		if (next_event(p, &ev, y))
+			return -EINVAL;
+		switch (ev.type) {
+		case YAML_STREAM_START_EVENT:
+		case YAML_DOCUMENT_END_EVENT:
+			break;
+		case YAML_STREAM_END_EVENT:
+			yaml_event_delete(&ev);
+			return 0;
+		case YAML_DOCUMENT_START_EVENT:
+			if (docs++)
+				err = yaml_fail(y, &ev,
+						"only one YAML document is "
+						"allowed");
+			break;
+		case YAML_SCALAR_EVENT:
+			if (ev.data.scalar.length != 0)
+				err = yaml_fail(y, &ev,
+						"expected a mapping of settings "
+						"(key: value)");
+			break;
+		case YAML_MAPPING_START_EVENT:
+			yaml_event_delete(&ev);
+			err = yaml_mapping(y, p);
+			if (err)
+				return err;
+			continue;
+		default:
+			err = yaml_fail(y, &ev,
+					"expected a mapping of settings "
+					"(key: value)");
+			break;
+		}
+		yaml_event_delete(&ev);
+		if (err)
+			return err;
+	}
+}
+
+int gw_config_load_buffer(struct gw_config *c, const char *name,
+			  const unsigned char *data, size_t len, char *err,
+			  size_t errlen)
+{
+	struct yaml_ctx y = { .c = c, .name = name, .err = err,
+			      .errlen = errlen };
+	yaml_parser_t p;
+	int r;
+
+	if (!yaml_parser_initialize(&p)) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&p, data, len);
+	r = yaml_document(&y, &p);
+	yaml_parser_delete(&p);
+	return r;
+}
+
+int gw_config_load_file(struct gw_config *c, const char *path, char *err,
+			size_t errlen)
+{
+	unsigned char *data = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+	int r;
+
+	f = fopen(path, "rb");
+	if (!f) {
+		r = -errno;
+		snprintf(err, errlen, "%s: cannot open config file: %s", path,
+			 strerror(errno));
+		return r;
+	}
+	for (;;) {
+		size_t n;
+
+		if (len == cap) {
+			unsigned char *nd;
+
+			if (cap >= (1u << 20)) {
+				snprintf(err, errlen,
+					 "%s: config file is larger than 1 MiB",
+					 path);
+				r = -EFBIG;
+				goto out;
+			}
+			cap = cap ? cap * 2 : 4096;
+			nd = realloc(data, cap);
+			if (!nd) {
+				r = -ENOMEM;
+				snprintf(err, errlen, "%s: out of memory", path);
+				goto out;
+			}
+			data = nd;
+		}
+		n = fread(data + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		r = -EIO;
+		goto out;
+	}
+	r = gw_config_load_buffer(c, path, data, len, err, errlen);
+out:
+	free(data);
+	fclose(f);
+	return r;
+}
+
+int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
+{
+	if (c->detail_interval < c->interval) {
+		snprintf(err, errlen,
+			 "detail-interval (%gs) must not be shorter than "
+			 "interval (%gs)",
+			 c->detail_interval, c->interval);
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < c->nfaults; i++) {
+		if (c->simulate == 0) {
+			snprintf(err, errlen,
+				 "--fault needs --simulate N (faults are "
+				 "injected into simulated GPUs)");
+			return -EINVAL;
+		}
+		if (c->faults[i].gpu >= c->simulate) {
+			snprintf(err, errlen,
+				 "fault %s:%u: there are only %u simulated GPUs "
+				 "(0..%u)",
+				 gw_sim_fault_name(c->faults[i].kind),
+				 c->faults[i].gpu, c->simulate,
+				 c->simulate - 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void gw_config_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: gpuwatch agent [OPTION]...\n"
+		"\n"
+		"Run the node agent: read every GPU through NVML (or simulate "
+		"GPUs) and serve\n"
+		"the readings on http://HOST:PORT/metrics in the Prometheus "
+		"text format\n"
+		"(OpenMetrics when the scraper asks), with /healthz for "
+		"liveness.\n"
+		"\n"
+		"Options (each is also a key of the --config file: "
+		"--detail-interval 30\n"
+		"is detail_interval: 30):\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const char *h = opts[i].help;
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s %s", opts[i].name,
+			 opts[i].arg);
+		fprintf(out, "  %s\n", left);
+		while (*h) {
+			const char *nl = strchr(h, '\n');
+			size_t n = nl ? (size_t)(nl - h) : strlen(h);
+
+			fprintf(out, "      %.*s\n", (int)n, h);
+			h += n + (nl ? 1 : 0);
+		}
+	}
+	fprintf(out,
+		"  -h, --help\n"
+		"      Show this help and exit.\n"
+		"\n"
+		"Signals: SIGTERM or SIGINT stop the agent cleanly (exit 0 within "
+		"5 s);\n"
+		"SIGHUP re-reads the config file and applies log-level, "
+		"interval,\n"
+		"detail-interval, collector-timeout and cpu-budget at once.\n"
+		"\n"
+		"Exit status: 0 after a clean stop, 2 for a bad flag or config, "
+		"1 when the\n"
+		"agent cannot start (address in use, data directory not "
+		"writable).\n"
+		"\n"
+		"Examples:\n"
+		"  gpuwatch agent                      # all GPUs, "
+		"http://127.0.0.1:9400/metrics\n"
+		"  gpuwatch agent --listen 0.0.0.0:9400 --config "
+		"/etc/gpuwatch/agent.yaml\n"
+		"  gpuwatch agent --simulate 8 --fault xid79:3:120   # demo: "
+		"GPU 3 falls off at 2 min\n");
+}
+
+int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
+			size_t errlen)
+{
+	struct option lopts[NOPTS + 2];
+	const char *config_path = NULL;
+	int fault_flags = 0, r, ch, idx;
+
+	for (size_t i = 0; i < NOPTS; i++) {
+		lopts[i].name = opts[i].name;
+		lopts[i].has_arg = required_argument;
+		lopts[i].flag = NULL;
+		lopts[i].val = 256 + (int)i;
+	}
+	lopts[NOPTS] = (struct option){ "help", no_argument, NULL, 'h' };
+	lopts[NOPTS + 1] = (struct option){ 0 };
+
+	/* Pass 1: find --config and --help, reject unknown flags. */
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
+		if (ch == 'h')
+			return 1;
+		if (ch == '?') {
+			const char *bad = argv[optind - 1];
+			const char *s = NULL;
+
+			if (bad && bad[0] == '-' && bad[1] == '-')
+				s = suggest(bad + 2);
+			snprintf(err, errlen,
+				 "unknown option '%s'%s%s%s; see "
+				 "'gpuwatch agent --help'",
+				 bad ? bad : "?", s ? " (did you mean --" : "",
+				 s ? s : "", s ? "?)" : "");
+			return -EINVAL;
+		}
+		if (ch == ':') {
+			snprintf(err, errlen, "option '%s' needs a value",
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (ch >= 256 && opts[ch - 256].type == T_CONFIG)
+			config_path = optarg;
+	}
+	if (optind < argc) {
+		snprintf(err, errlen,
+			 "unexpected argument '%s'; see 'gpuwatch agent --help'",
+			 argv[optind]);
+		return -EINVAL;
+	}
+	if (config_path) {
+		r = gw_config_load_file(c, config_path, err, errlen);
+		if (r)
+			return -EINVAL;
+		snprintf(c->config_path, sizeof(c->config_path), "%s",
+			 config_path);
+	}
+	/* Pass 2: flags override the file. */
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
+		const struct opt *o;
+		char where[80];
+
+		if (ch < 256)
+			continue;
+		o = &opts[ch - 256];
+		if (o->type == T_CONFIG)
+			continue;
+		if (o->type == T_FAULT && !fault_flags++)
+			c->nfaults = 0;
+		snprintf(where, sizeof(where), "--%s", o->name);
+		r = set_opt(c, o, optarg, where, err, errlen);
+		if (r)
+			return r;
+	}
+	return gw_config_validate(c, err, errlen);
+}

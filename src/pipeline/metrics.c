@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gw_snap_init(struct gw_snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	gw_buf_init(&s->labels, GW_SNAP_MAX_LABEL_BYTES);
+}
+
+void gw_snap_release(struct gw_snap *s)
+{
+	free(s->v);
+	gw_buf_release(&s->labels);
+	memset(s, 0, sizeof(*s));
+}
+
+void gw_snap_reset(struct gw_snap *s)
+{
+	s->n = 0;
+	s->dropped = 0;
+	gw_buf_reset(&s->labels);
+}
+
+int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
+{
+	size_t start = b->len;
+	int err;
+
+	err = gw_buf_adds(b, name);
+	if (!err)
+		err = gw_buf_add(b, "=\"", 2);
+	for (const char *c = value; !err && *c; c++) {
+		const char *run = c;
+
+		while (*c && *c != '\\' && *c != '"' && *c != '\n')
+			c++;
+		if (c > run)
+			err = gw_buf_add(b, run, (size_t)(c - run));
+		if (err || !*c)
+			break;
+		if (*c == '\n')
+			err = gw_buf_add(b, "\\n", 2);
+		else if (*c == '\\')
+			err = gw_buf_add(b, "\\\\", 2);
+		else
+			err = gw_buf_add(b, "\\\"", 2);
+	}
+	if (!err)
+		err = gw_buf_add(b, "\"", 1);
+	if (err) {
+		b->len = start;
+		if (b->p)
+			b->p[start] = '\0';
+	}
+	return err;
+}
+
+void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
+		 const char *base, ...)
+{
+	size_t start = s->labels.len;
+	const char *k, *v;
+	int err = 0;
+	va_list ap;
+
+	if (isnan(value))
+		return;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct gw_sample *nv;
+
+		if (s->cap >= GW_SNAP_MAX_SAMPLES) {
+			s->dropped++;
+			return;
+		}
+		nv = realloc(s->v, cap * sizeof(*nv));
+		if (!nv) {
+			s->dropped++;
+			return;
+		}
+		s->v = nv;
+		s->cap = cap;
+	}
+	if (base && *base)
+		err = gw_buf_adds(&s->labels, base);
+	va_start(ap, base);
+	while (!err && (k = va_arg(ap, const char *)) != NULL) {
+		v = va_arg(ap, const char *);
+		if (s->labels.len > start)
+			err = gw_buf_add(&s->labels, ",", 1);
+		if (!err)
+			err = gw_labels_append(&s->labels, k, v ? v : "");
+	}
+	va_end(ap);
+	if (err) {
+		s->labels.len = start;
+		if (s->labels.p)
+			s->labels.p[start] = '\0';
+		s->dropped++;
+		return;
+	}
+	s->v[s->n].fam = f;
+	s->v[s->n].labels = (uint32_t)start;
+	s->v[s->n].labels_len = (uint32_t)(s->labels.len - start);
+	s->v[s->n].value = value;
+	s->n++;
+}
+
+struct slot {
+	char owner[32];
+	struct gw_snap snap;
+};
+
+struct entry {
+	const struct gw_sample *s;
+	const char *labels;
+};
+
+struct gw_registry {
+	pthread_mutex_t lock;
+	int nslots;
+	struct slot slots[GW_REGISTRY_MAX_SLOTS];
+	struct entry *entries;
+	size_t entries_cap;
+	uint64_t dropped;
+	uint64_t duplicates;
+};
+
+struct gw_registry *gw_registry_new(void)
+{
+	struct gw_registry *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	pthread_mutex_init(&r->lock, NULL);
+	return r;
+}
+
+void gw_registry_free(struct gw_registry *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->nslots; i++)
+		gw_snap_release(&r->slots[i].snap);
+	free(r->entries);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+int gw_registry_slot(struct gw_registry *r, const char *owner)
+{
+	int id;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->nslots >= GW_REGISTRY_MAX_SLOTS) {
+		pthread_mutex_unlock(&r->lock);
+		return -ENOSPC;
+	}
+	id = r->nslots++;
+	snprintf(r->slots[id].owner, sizeof(r->slots[id].owner), "%s", owner);
+	gw_snap_init(&r->slots[id].snap);
+	pthread_mutex_unlock(&r->lock);
+	return id;
+}
+
+void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s)
+{
+	struct gw_snap old;
+
+	if (slot < 0 || slot >= GW_REGISTRY_MAX_SLOTS)
+		return;
+	pthread_mutex_lock(&r->lock);
+	old = r->slots[slot].snap;
+	r->slots[slot].snap = *s;
+	r->dropped += s->dropped;
+	pthread_mutex_unlock(&r->lock);
+	*s = old;
+	gw_snap_reset(s);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->s->fam->name, y->s->fam->name);
+	size_t n;
+
+	if (c)
+		return c;
+	n = x->s->labels_len < y->s->labels_len ? x->s->labels_len :
+						  y->s->labels_len;
+	c = memcmp(x->labels, y->labels, n);
+	if (c)
+		return c;
+	return (x->s->labels_len > y->s->labels_len) -
+	       (x->s->labels_len < y->s->labels_len);
+}
+
+static int add_value(struct gw_buf *out, double v)
+{
+	if (isnan(v))
+		return gw_buf_adds(out, "NaN");
+	if (isinf(v))
+		return gw_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
+	if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		return gw_buf_printf(out, "%.0f", v);
+	return gw_buf_printf(out, "%.17g", v);
+}
+
+/* The family's name in # TYPE/# HELP lines for the given format. */
+static int add_family_name(struct gw_buf *out, const struct gw_family *f,
+			   enum gw_expo_format fmt)
+{
+	size_t n = strlen(f->name);
+
+	if (fmt == GW_EXPO_OPENMETRICS) {
+		if (f->type == GW_COUNTER && n > 6 &&
+		    strcmp(f->name + n - 6, "_total") == 0)
+			n -= 6;
+		else if (f->type == GW_INFO && n > 5 &&
+			 strcmp(f->name + n - 5, "_info") == 0)
+			n -= 5;
+	}
+	return gw_buf_add(out, f->name, n);
+}
+
+static const char *type_name(const struct gw_family *f,
+			     enum gw_expo_format fmt)
+{
+	switch (f->type) {
+	case GW_COUNTER:
+		return "counter";
+	case GW_INFO:
+		return fmt == GW_EXPO_OPENMETRICS ? "info" : "gauge";
+	case GW_GAUGE:
+	default:
+		return "gauge";
+	}
+}
+
+static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
+			 struct gw_buf *out)
+{
+	size_t n = 0, total = 0;
+	const char *last_name = NULL;
+	int err = 0;
+
+	for (int i = 0; i < r->nslots; i++)
+		total += r->slots[i].snap.n;
+	if (total > r->entries_cap) {
+		struct entry *e = realloc(r->entries, total * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		r->entries = e;
+		r->entries_cap = total;
+	}
+	for (int i = 0; i < r->nslots; i++) {
+		const struct gw_snap *s = &r->slots[i].snap;
+
+		for (size_t j = 0; j < s->n; j++) {
+			r->entries[n].s = &s->v[j];
+			r->entries[n].labels = s->labels.p + s->v[j].labels;
+			n++;
+		}
+	}
+	qsort(r->entries, n, sizeof(*r->entries), entry_cmp);
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct entry *e = &r->entries[i];
+		const struct gw_family *f = e->s->fam;
+
+		if (i > 0 && entry_cmp(e, e - 1) == 0) {
+			r->duplicates++;
+			continue;
+		}
+		if (!last_name || strcmp(last_name, f->name) != 0) {
+			last_name = f->name;
+			err = gw_buf_adds(out, "# HELP ");
+			if (!err)
+				err = add_family_name(out, f, fmt);
+			if (!err)
+				err = gw_buf_printf(out, " %s\n# TYPE ",
+						    f->help);
+			if (!err)
+				err = add_family_name(out, f, fmt);
+			if (!err)
+				err = gw_buf_printf(out, " %s\n",
+						    type_name(f, fmt));
+		}
+		if (!err)
+			err = gw_buf_adds(out, f->name);
+		if (!err && e->s->labels_len) {
+			err = gw_buf_add(out, "{", 1);
+			if (!err)
+				err = gw_buf_add(out, e->labels,
+						 e->s->labels_len);
+			if (!err)
+				err = gw_buf_add(out, "}", 1);
+		}
+		if (!err)
+			err = gw_buf_add(out, " ", 1);
+		if (!err)
+			err = add_value(out, e->s->value);
+		if (!err)
+			err = gw_buf_add(out, "\n", 1);
+	}
+	if (!err && fmt == GW_EXPO_OPENMETRICS)
+		err = gw_buf_adds(out, "# EOF\n");
+	return err;
+}
+
+int gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,
+		       struct gw_buf *out)
+{
+	int err;
+
+	pthread_mutex_lock(&r->lock);
+	err = render_locked(r, fmt, out);
+	pthread_mutex_unlock(&r->lock);
+	return err;
+}
+
+void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st)
+{
+	uint64_t series = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->nslots; i++)
+		series += r->slots[i].snap.n;
+	st->series = series;
+	st->dropped = r->dropped + r->duplicates;
+	pthread_mutex_unlock(&r->lock);
+}
+
+enum gw_expo_format gw_expo_negotiate(const char *accept)
+{
+	if (accept && strstr(accept, "application/openmetrics-text"))
+		return GW_EXPO_OPENMETRICS;
+	return GW_EXPO_TEXT_004;
+}
+
+const char *gw_expo_content_type(enum gw_expo_format fmt)
+{
+	if (fmt == GW_EXPO_OPENMETRICS)
+		return "application/openmetrics-text; version=1.0.0; charset=utf-8";
+	return "text/plain; version=0.0.4; charset=utf-8";
+}

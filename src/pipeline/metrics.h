@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics.h - the last-value metric registry behind /metrics.
+ *
+ * Producers (collectors) build a struct gw_snap off-lock - a batch of
+ * samples with their labels - and publish it into a slot they own in the
+ * registry.  Publishing swaps buffers under the registry's mutex, so a
+ * producer never holds the lock while it talks to hardware, and a scrape
+ * never waits on a collector: it renders whatever was published last.
+ * Series that a producer stops publishing (a process that exited) disappear
+ * with its next publish.
+ *
+ * Families are static descriptors (struct gw_family) owned by the producer's
+ * code; the registry keeps pointers to them.  Label strings are copied.
+ *
+ * Bounds: a snap holds at most GW_SNAP_MAX_SAMPLES samples and
+ * GW_SNAP_MAX_LABEL_BYTES of label text; what does not fit is counted in
+ * snap->dropped and reported as gpuwatch_agent_dropped_samples_total.
+ *
+ * Thread safety: a snap has one owner.  The registry is safe for concurrent
+ * publish and render.
+ */
+#ifndef GW_METRICS_H
+#define GW_METRICS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+enum gw_metric_type {
+	GW_GAUGE,
+	GW_COUNTER, /* name ends in _total */
+	GW_INFO,    /* gauge fixed at 1, name ends in _info */
+};
+
+struct gw_family {
+	const char *name;
+	const char *help;
+	enum gw_metric_type type;
+};
+
+#define GW_SNAP_MAX_SAMPLES 65536
+#define GW_SNAP_MAX_LABEL_BYTES (4u << 20)
+
+struct gw_sample {
+	const struct gw_family *fam;
+	uint32_t labels;    /* offset into the snap's label arena */
+	uint32_t labels_len;
+	double value;
+};
+
+struct gw_snap {
+	struct gw_sample *v;
+	size_t n, cap;
+	struct gw_buf labels;
+	uint64_t dropped;
+};
+
+void gw_snap_init(struct gw_snap *s);
+void gw_snap_release(struct gw_snap *s);
+void gw_snap_reset(struct gw_snap *s);
+
+/*
+ * Adds one sample.  base is an already-formatted label list such as
+ * `gpu="0",uuid="GPU-..."` (or "" or NULL); it is followed by zero or more
+ * name/value pairs ending with NULL, whose values are escaped here.
+ * A NaN value is skipped (nothing was measured).  Never fails: a sample that
+ * does not fit is counted in s->dropped.
+ */
+void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
+		 const char *base, ...) __attribute__((sentinel));
+
+/* Appends name="value" with Prometheus escaping to b; no separator. */
+__attribute__((warn_unused_result)) int
+gw_labels_append(struct gw_buf *b, const char *name, const char *value);
+
+struct gw_registry;
+
+enum gw_expo_format {
+	GW_EXPO_TEXT_004,     /* text/plain; version=0.0.4 */
+	GW_EXPO_OPENMETRICS,  /* application/openmetrics-text; version=1.0.0 */
+};
+
+#define GW_REGISTRY_MAX_SLOTS 512
+
+struct gw_registry *gw_registry_new(void);
+void gw_registry_free(struct gw_registry *r);
+
+/* Reserves a slot for one producer; returns its id or -ENOSPC. */
+__attribute__((warn_unused_result)) int gw_registry_slot(struct gw_registry *r,
+							  const char *owner);
+/*
+ * Publishes s into slot: the registry takes the samples and hands back the
+ * previous buffer, reset, for the producer to refill.  Drops are accounted.
+ */
+void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s);
+
+/* Renders every published sample, families grouped and sorted by name. */
+__attribute__((warn_unused_result)) int
+gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,
+		   struct gw_buf *out);
+
+struct gw_registry_stats {
+	uint64_t series;
+	uint64_t dropped;
+};
+void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st);
+
+/* Picks the format asked for by an HTTP Accept header (NULL = text). */
+enum gw_expo_format gw_expo_negotiate(const char *accept);
+const char *gw_expo_content_type(enum gw_expo_format fmt);
+
+#endif

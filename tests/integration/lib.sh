@@ -1,0 +1,150 @@
+# Shared helpers for the integration tests (sourced, not run).
+#
+# Environment from CTest: GPUWATCH (the binary), FAKE_NVML_DIR (the fake
+# libnvidia-ml.so.1 builds: full/ and old/), TEST_SRC (tests/).
+# Every wait polls a condition with a deadline; nothing sleeps in place of
+# synchronisation.
+
+set -euo pipefail
+
+: "${GPUWATCH:?GPUWATCH must name the gpuwatch binary}"
+FAKE_NVML_DIR="${FAKE_NVML_DIR:-}"
+T_DIR="$(mktemp -d "${TMPDIR:-/tmp}/gpuwatch-test.XXXXXX")"
+AGENT_PID=""
+URL=""
+T_NAME="$(basename "$0" .sh)"
+
+cleanup() {
+	local rc=$?
+	if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
+		kill -KILL "$AGENT_PID" 2>/dev/null || true
+	fi
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -f "$T_DIR/agent.log" ]; then
+		echo "---- agent log (last 40 lines) ----" >&2
+		tail -n 40 "$T_DIR/agent.log" >&2
+	fi
+	rm -rf "$T_DIR"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL [$T_NAME]: $*" >&2
+	exit 1
+}
+
+ok() {
+	echo "ok [$T_NAME]: $*"
+}
+
+skip() {
+	echo "SKIP [$T_NAME]: $*"
+	exit 77
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
+}
+
+# now_ms: monotonic-enough wall clock in milliseconds.
+now_ms() {
+	date +%s%3N
+}
+
+# fake_script FILE: writes stdin to FILE atomically (the fake re-reads it).
+fake_script() {
+	local f="$1"
+	cat >"$f.tmp"
+	mv -f "$f.tmp" "$f"
+}
+
+# start_agent ARGS...: starts the agent on a free port, waits until it
+# serves, and sets URL.  Logs go to $T_DIR/agent.log.
+start_agent() {
+	: >"$T_DIR/agent.log"
+	"$GPUWATCH" agent --listen 127.0.0.1:0 --data-dir "$T_DIR/data" \
+		--cpu-budget 1 "$@" 2>"$T_DIR/agent.log" &
+	AGENT_PID=$!
+	local deadline=$(($(now_ms) + 15000))
+	while [ "$(now_ms)" -lt $deadline ]; do
+		URL="$(sed -n 's/.* listening on \(http:[^ ]*\) .*/\1/p' "$T_DIR/agent.log" | head -n1)"
+		if [ -n "$URL" ] && curl -fsS "$URL/healthz" >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$AGENT_PID" 2>/dev/null || fail "agent exited at start: $(cat "$T_DIR/agent.log")"
+		sleep 0.05
+	done
+	fail "agent did not start serving within 15 s"
+}
+
+# stop_agent: SIGTERM, then it must exit 0 within 5 s.
+stop_agent() {
+	local start
+	start=$(now_ms)
+	kill -TERM "$AGENT_PID"
+	local deadline=$((start + 5000))
+	while kill -0 "$AGENT_PID" 2>/dev/null; do
+		[ "$(now_ms)" -lt $deadline ] || fail "agent still running 5 s after SIGTERM"
+		sleep 0.05
+	done
+	local rc=0
+	wait "$AGENT_PID" || rc=$?
+	AGENT_PID=""
+	[ $rc -eq 0 ] || fail "agent exited with status $rc after SIGTERM"
+	STOP_MS=$(($(now_ms) - start))
+}
+
+scrape() {
+	curl -fsS "$URL/metrics"
+}
+
+# value NAME 'LABELS-REGEX': prints the value of the first matching series.
+value() {
+	scrape | awk -v n="$1" -v l="${2:-}" '
+		$1 ~ ("^" n "([{]|$)") && index($0, l) { print $NF; exit }'
+}
+
+# wait_for NAME LABEL-SUBSTRING EXPECTED [SECONDS]: polls /metrics until
+# the series has the expected value (compared as numbers).
+wait_for() {
+	local name="$1" labels="$2" want="$3" secs="${4:-15}" got=""
+	local deadline=$(($(now_ms) + secs * 1000))
+	while [ "$(now_ms)" -lt $deadline ]; do
+		got="$(value "$name" "$labels" || true)"
+		if [ -n "$got" ] && awk -v a="$got" -v b="$want" 'BEGIN { exit !(a + 0 == b + 0) }'; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	fail "$name{$labels} is '${got}', expected $want (waited ${secs}s)"
+}
+
+# wait_until 'SHELL CONDITION' SECONDS MESSAGE
+wait_until() {
+	local cond="$1" secs="$2" msg="$3"
+	local deadline=$(($(now_ms) + secs * 1000))
+	while [ "$(now_ms)" -lt $deadline ]; do
+		if eval "$cond"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	fail "$msg (waited ${secs}s)"
+}
+
+# use_fake [full|old]: selects the fake NVML and its script file.
+use_fake() {
+	local kind="${1:-full}"
+	[ -n "$FAKE_NVML_DIR" ] || skip "FAKE_NVML_DIR is not set"
+	FAKE_LIB="$FAKE_NVML_DIR/$kind/libnvidia-ml.so.1"
+	[ -f "$FAKE_LIB" ] || fail "fake NVML not built: $FAKE_LIB"
+	export GW_FAKE_NVML_SCRIPT="$T_DIR/nvml.script"
+}
+
+# check_promtool: the exposition must pass promtool's linter.
+check_promtool() {
+	need promtool
+	local out
+	if ! out="$(scrape | promtool check metrics 2>&1)"; then
+		fail "promtool check metrics: $out"
+	fi
+}
