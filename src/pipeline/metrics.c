@@ -210,6 +210,14 @@ static int add_value(struct gw_buf *out, double v)
 		return gw_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
 	if (v == floor(v) && fabs(v) < 9007199254740992.0)
 		return gw_buf_printf(out, "%.0f", v);
+	/* The shortest of %.15g..%.17g that reads back as the same double. */
+	for (int prec = 15; prec < 17; prec++) {
+		char tmp[40];
+
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
+		if (strtod(tmp, NULL) == v)
+			return gw_buf_adds(out, tmp);
+	}
 	return gw_buf_printf(out, "%.17g", v);
 }
 

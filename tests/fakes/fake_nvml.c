@@ -80,8 +80,8 @@ FAKE_API int nvmlDeviceGetFieldValues(gw_nvml_device_t device, int count,
 				      struct gw_nvml_field_value *values);
 FAKE_API int nvmlDeviceGetTotalEnergyConsumption(gw_nvml_device_t device,
 						 unsigned long long *energy);
-FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(gw_nvml_device_t device,
-						    unsigned long long *reasons);
+FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(
+	gw_nvml_device_t device, unsigned long long *reasons);
 FAKE_API int nvmlDeviceGetRemappedRows(gw_nvml_device_t device,
 				       unsigned int *corr, unsigned int *unc,
 				       unsigned int *pending,
@@ -228,7 +228,14 @@ struct keydef {
 	const char *def; /* built-in default; NULL: none or derived */
 };
 
-enum gkey { G_INIT, G_GPUS, G_DRIVER_VERSION, G_EVENT_WAIT, G_CALLS_LOG, G_COUNT };
+enum gkey {
+	G_INIT,
+	G_GPUS,
+	G_DRIVER_VERSION,
+	G_EVENT_WAIT,
+	G_CALLS_LOG,
+	G_COUNT
+};
 
 static const struct keydef global_keys[G_COUNT] = {
 	[G_INIT] = { "init", T_DIRECTIVE, 0, NULL },
@@ -422,6 +429,7 @@ static struct fake_dev devs[FAKE_MAX_GPUS] = {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Everything below is guarded by lock. */
 static struct script *cur;
+static struct script spare; /* cur when memory for an empty one is short */
 static struct val global_defaults[G_COUNT];
 static struct val gpu_defaults[K_COUNT];
 static int defaults_ready;
@@ -852,7 +860,7 @@ static void script_free(struct script *s)
 {
 	int i, k;
 
-	if (!s)
+	if (!s || s == &spare)
 		return;
 	for (i = 0; i < G_COUNT; i++)
 		val_release(&s->global[i]);
@@ -933,6 +941,15 @@ static void replace(struct script *s)
 	cur = s;
 }
 
+/* All defaults; missing: as if the script named could not be read. */
+static void use_empty(int missing)
+{
+	struct script *s = calloc(1, sizeof(*s));
+
+	replace(s ? s : &spare);
+	cur->missing = missing;
+}
+
 /* dlclose: release what the statics point to, so a leak checker in the
  * process that loaded us stays quiet. */
 __attribute__((destructor)) static void fake_fini(void)
@@ -966,10 +983,7 @@ static void reload(void)
 	path = getenv("GW_FAKE_NVML_SCRIPT");
 	if (!path || !*path) {
 		if (!cur || from_file) {
-			s = calloc(1, sizeof(*s));
-			if (!s)
-				return;
-			replace(s);
+			use_empty(0);
 			from_file = 0;
 			sig.valid = 0;
 		}
@@ -979,11 +993,7 @@ static void reload(void)
 		if (!cur) {
 			fprintf(stderr, "fake-nvml: %s: %s\n", path,
 				strerror(errno));
-			s = calloc(1, sizeof(*s));
-			if (!s)
-				return;
-			s->missing = 1;
-			replace(s);
+			use_empty(1);
 		}
 		sig.valid = 0;
 		return;
@@ -998,11 +1008,7 @@ static void reload(void)
 		if (!cur) {
 			fprintf(stderr, "fake-nvml: %s: %s\n", path,
 				strerror(errno));
-			s = calloc(1, sizeof(*s));
-			if (!s)
-				return;
-			s->missing = 1;
-			replace(s);
+			use_empty(1);
 		}
 		return;
 	}
@@ -1749,8 +1755,8 @@ FAKE_API int nvmlDeviceGetTotalEnergyConsumption(gw_nvml_device_t device,
 	return get_ull(__func__, device, K_ENERGY_MJ, energy);
 }
 
-FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(gw_nvml_device_t device,
-						    unsigned long long *reasons)
+FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(
+	gw_nvml_device_t device, unsigned long long *reasons)
 {
 	return get_ull(__func__, device, K_CLOCKS_EVENT_REASONS, reasons);
 }

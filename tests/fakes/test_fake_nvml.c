@@ -1045,10 +1045,16 @@ static int run(const char *name, void (*fn)(const char *), const char *lib)
 int main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR");
+	char full[PATH_MAX], old[PATH_MAX];
 	int bad = 0;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s FULL_LIB OLD_LIB\n", argv[0]);
+		return 2;
+	}
+	/* A path, never a name for dlopen() to search for. */
+	if (!realpath(argv[1], full) || !realpath(argv[2], old)) {
+		perror("realpath");
 		return 2;
 	}
 	snprintf(tmpdir, sizeof(tmpdir), "%s/fake-nvml-XXXXXX",
@@ -1060,18 +1066,18 @@ int main(int argc, char **argv)
 	snprintf(script_path, sizeof(script_path), "%s/script", tmpdir);
 
 	bad += run("full exports every GW_NVML_SYMBOLS name and nothing else",
-		   t_symbols_full, argv[1]);
+		   t_symbols_full, full);
 	bad += run("old exports the fallback names only", t_symbols_old,
-		   argv[2]);
-	bad += run("defaults without a script", t_defaults, argv[1]);
-	bad += run("values, overrides, error: directives", t_values, argv[1]);
-	bad += run("hang: sleeps without holding the lock", t_hang, argv[1]);
-	bad += run("process lists and the sizing dance", t_procs, argv[1]);
-	bad += run("events: order, once only, live", t_events, argv[1]);
-	bad += run("live re-read, calls_log, parse errors", t_live, argv[1]);
-	bad += run("init failures and a missing script", t_init, argv[1]);
-	bad += run("threads while the script changes", t_threads, argv[1]);
-	bad += run("old driver through the fallbacks", t_old, argv[2]);
+		   old);
+	bad += run("defaults without a script", t_defaults, full);
+	bad += run("values, overrides, error: directives", t_values, full);
+	bad += run("hang: sleeps without holding the lock", t_hang, full);
+	bad += run("process lists and the sizing dance", t_procs, full);
+	bad += run("events: order, once only, live", t_events, full);
+	bad += run("live re-read, calls_log, parse errors", t_live, full);
+	bad += run("init failures and a missing script", t_init, full);
+	bad += run("threads while the script changes", t_threads, full);
+	bad += run("old driver through the fallbacks", t_old, old);
 
 	unlink(script_path);
 	{

@@ -169,6 +169,15 @@ static unsigned int nprocs(unsigned int g)
 	return n;
 }
 
+static double elapsed_ms(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) * 1e3 +
+	       (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
 /* ---- fault specs ------------------------------------------------------- */
 
 static void test_fault_parse_good(void **state)
@@ -686,6 +695,7 @@ static void test_xid79_lost_and_back(void **state)
 	unsigned long long types = 0;
 	unsigned int v;
 	char name[GW_NVML_DEVICE_NAME_BUFFER_SIZE];
+	struct timespec t0;
 
 	(void)state;
 	sim_up(2, 0, 9, 1, faults);
@@ -705,8 +715,11 @@ static void test_xid79_lost_and_back(void **state)
 			 GW_NVML_ERROR_NOT_SUPPORTED);
 
 	gw_sim_advance(9.5);
-	assert_int_equal(F->event_set_wait(set, &ev, 1000),
+	/* with the manual clock nothing can arrive: no blocking */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(F->event_set_wait(set, &ev, 20000),
 			 GW_NVML_ERROR_TIMEOUT);
+	assert_true(elapsed_ms(&t0) < 10000);
 	assert_int_equal(F->device_get_power_usage(H[1], &v), GW_NVML_SUCCESS);
 
 	gw_sim_advance(1.0);
@@ -929,6 +942,10 @@ static void test_processes_sizing(void **state)
 	assert_int_equal(F->device_get_process_utilization(H[0], NULL, &k, 0),
 			 GW_NVML_ERROR_INSUFFICIENT_SIZE);
 	assert_int_equal(k, n);
+	k = n - 1;
+	assert_int_equal(F->device_get_process_utilization(H[0], u, &k, 0),
+			 GW_NVML_ERROR_INSUFFICIENT_SIZE);
+	assert_int_equal(k, n);
 	k = 8;
 	assert_int_equal(F->device_get_process_utilization(H[0], u, &k, 0),
 			 GW_NVML_SUCCESS);
@@ -1116,15 +1133,6 @@ static void *hammer_main(void *arg)
 		hm->calls += 3;
 	}
 	return NULL;
-}
-
-static double elapsed_ms(const struct timespec *a)
-{
-	struct timespec b;
-
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (double)(b.tv_sec - a->tv_sec) * 1e3 +
-	       (double)(b.tv_nsec - a->tv_nsec) / 1e6;
 }
 
 static void test_realtime_events_and_threads(void **state)
