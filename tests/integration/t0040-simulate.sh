@@ -5,7 +5,7 @@
 need curl
 
 start_agent --simulate 4 --interval 0.2 --detail-interval 1 --sim-day 60 \
-	--fault xid79:1:1 --fault pcie-downgrade:2:0 --fault power-cap:3:0
+	--fault xid79:1:2 --fault pcie-downgrade:2:0 --fault power-cap:3:0
 wait_for gpuwatch_gpus '' 4
 wait_for gpuwatch_gpu_up 'gpu="0"' 1
 wait_for gpuwatch_gpu_up 'gpu="1"' 0 20

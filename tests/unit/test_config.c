@@ -647,9 +647,10 @@ static void non_mapping_refused(void **state)
 		{ "interval: 2\n---\ninterval: 3\n",
 		  "agent.yaml:2: only one YAML document" },
 		{ "? [a, b]\n: 1\n", "agent.yaml:1: keys must be plain names" },
-		{ "interval: 2\n  bad indent: 3\n", "agent.yaml:2:" },
+		{ "interval: 2\n- 3\n", "agent.yaml:2:" },
 		{ "interval: \"2\n", "agent.yaml:" },
-		{ "a: &x 1\nb: *x\n", "agent.yaml:1: unknown key 'a'" },
+		{ "interval: &x 2\ndetail_interval: *x\n",
+		  "agent.yaml:2: detail_interval: expected a single value" },
 	};
 
 	(void)state;

@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "nvml_abi.h"
-#include "sim.h"
+#include "collect/nvml/nvml_abi.h"
+#include "collect/sim/sim.h"
 
 #define H200_MEM 151397597184ULL
 #define GIB (1ULL << 30)

@@ -101,7 +101,6 @@
 #define MAX_SETS 16
 #define MAX_SAMPLES (GW_SIM_MAX_GPUS * 4)
 #define EVQ_LEN 256
-#define SAMPLE_MAGIC 0x67775350U
 #define NLINKS GW_NVML_NVLINK_MAX_LINKS
 #define NLINK_COUNTERS 4
 #define NGPM 4
@@ -125,12 +124,9 @@ struct dev {
 	char uuid[GW_NVML_DEVICE_UUID_BUFFER_SIZE];
 	struct gw_nvml_pci_info pci;
 	double amb_off;
-	uint64_t energy_base_uj;
 
 	/* what the faults say this step */
 	int lost;
-	int f_runaway;
-	int f_ecc;
 	int f_pcie;
 	int f_cap;
 	double runaway; /* extra degrees C from failing cooling */
@@ -187,7 +183,6 @@ struct evset {
 };
 
 struct gpm_sample {
-	unsigned int magic;
 	int valid;
 	unsigned int dev;
 	uint64_t step;
@@ -445,7 +440,7 @@ static void ecc_storm_step(struct dev *d, struct fault_state *fs, uint64_t s)
 
 static void faults_update(struct dev *d, uint64_t s, double dt)
 {
-	int lost = 0, runaway = 0, ecc = 0, pcie = 0, cap = 0;
+	int lost = 0, runaway = 0, pcie = 0, cap = 0;
 	unsigned int i;
 
 	for (i = 0; i < world.opts.nfaults; i++) {
@@ -465,7 +460,6 @@ static void faults_update(struct dev *d, uint64_t s, double dt)
 			runaway = 1;
 			break;
 		case GW_SIM_FAULT_ECC_STORM:
-			ecc = 1;
 			if (starts) {
 				fs->next_dbe = s + 1 + secs_to_steps(rnd_range(
 					d, 0.0, DBE_FIRST_MAX_S));
@@ -491,8 +485,6 @@ static void faults_update(struct dev *d, uint64_t s, double dt)
 	if (lost && !d->lost)
 		jobs_clear(d);
 	d->lost = lost;
-	d->f_runaway = runaway;
-	d->f_ecc = ecc;
 	d->f_pcie = pcie;
 	d->f_cap = cap;
 	d->runaway = runaway ? fmin(d->runaway + RUNAWAY_RATE * dt, RUNAWAY_MAX)
@@ -722,8 +714,7 @@ static void dev_init(struct dev *d, unsigned int index)
 					      0x9A, 0xAB, 0xBA, 0xDB };
 	uint64_t x = world.opts.seed ^ (0xD1B54A32D192ED03ULL * (index + 1));
 	uint64_t h1, h2;
-	double expect;
-	unsigned int i;
+	unsigned int i, n;
 
 	memset(d, 0, sizeof(*d));
 	d->index = index;
@@ -748,20 +739,17 @@ static void dev_init(struct dev *d, unsigned int index)
 
 	d->amb_off = rnd_range(d, 0.0, 4.0); /* position in the chassis */
 	/* energy since driver load: some days at a few hundred watts */
-	d->energy_base_uj = (uint64_t)rnd_range(d, 1e13, 1e14);
-	d->energy_uj = d->energy_base_uj;
+	d->energy_uj = (uint64_t)rnd_range(d, 1e13, 1e14);
 
 	/* a GPU already at work: jobs as many as the hour calls for */
-	expect = JOBS_AT_NOON * diurnal(0);
-	for (i = 0; i < MAX_JOBS && i < (unsigned int)(expect + rnd_u(d)); i++)
+	n = (unsigned int)(JOBS_AT_NOON * diurnal(0) + rnd_u(d));
+	for (i = 0; i < n; i++)
 		job_spawn(d, 0, 1);
 	for (i = 0; i < d->njobs; i++)
 		d->load += d->jobs[i].intensity;
 	d->load = fmin(d->load, 1.0);
 
 	faults_update(d, 0, 0);
-	if (d->lost)
-		jobs_clear(d);
 	physics(d, 0, 0);
 	check_dev(d);
 }
@@ -1898,7 +1886,6 @@ static int sim_gpm_sample_alloc(void **out)
 		ret = GW_NVML_ERROR_UNKNOWN;
 		goto out_unlock;
 	}
-	g->magic = SAMPLE_MAGIC;
 	world.samples[i] = g;
 	*out = g;
 out_unlock:
