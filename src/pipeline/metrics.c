@@ -274,11 +274,13 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 
 		for (size_t j = 0; j < s->n; j++) {
 			r->entries[n].s = &s->v[j];
-			r->entries[n].labels = s->labels.p + s->v[j].labels;
+			r->entries[n].labels =
+				s->labels.p ? s->labels.p + s->v[j].labels : "";
 			n++;
 		}
 	}
-	qsort(r->entries, n, sizeof(*r->entries), entry_cmp);
+	if (n > 1)
+		qsort(r->entries, n, sizeof(*r->entries), entry_cmp);
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct entry *e = &r->entries[i];
 		const struct gw_family *f = e->s->fam;

@@ -126,8 +126,10 @@ static size_t check_exposition(const char *t, size_t len, int om)
 				continue;
 			}
 			CHECK(nl - p < 4000);
-			CHECK(sscanf(p, "# %7s %127s %63s", kw, fam, rest) == 3);
-			CHECK(strcmp(kw, "HELP") == 0 || strcmp(kw, "TYPE") == 0);
+			CHECK(sscanf(p, "# %7s %127s %63s", kw, fam, rest) ==
+			      3);
+			CHECK(strcmp(kw, "HELP") == 0 ||
+			      strcmp(kw, "TYPE") == 0);
 			if (strcmp(kw, "TYPE") == 0) {
 				CHECK(strcmp(rest, "gauge") == 0 ||
 				      strcmp(rest, "counter") == 0 ||
@@ -161,7 +163,8 @@ static size_t check_exposition(const char *t, size_t len, int om)
 			/* OpenMetrics families drop the sample suffix. */
 			CHECK(om && nlen == strlen(cur) + strlen(sfx));
 			CHECK(memcmp(name, cur, strlen(cur)) == 0);
-			CHECK(memcmp(name + strlen(cur), sfx, strlen(sfx)) == 0);
+			CHECK(memcmp(name + strlen(cur), sfx, strlen(sfx)) ==
+			      0);
 		}
 		/* {label="value",...} */
 		if (*p == '{') {

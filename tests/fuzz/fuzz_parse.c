@@ -43,7 +43,8 @@ static void check_err(int r)
 
 static void one_uint(const char *s, unsigned int sel)
 {
-	unsigned long long min = ubounds[sel % 5].min, max = ubounds[sel % 5].max;
+	unsigned long long min = ubounds[sel % 5].min;
+	unsigned long long max = ubounds[sel % 5].max;
 	unsigned long long v = 0xdeadbeef;
 	const char *digits = s;
 	char back[32];

@@ -12,6 +12,6 @@ wait_for DCGM_FI_DEV_POWER_USAGE 'gpu="0"' 250
 wait_for DCGM_FI_DEV_XID_ERRORS 'gpu="0"' 31
 wait_for DCGM_FI_DEV_PCIE_REPLAY_COUNTER 'gpu="0"' 0
 wait_for gpuwatch_gpu_temperature_celsius 'gpu="0"' 55
-check_promtool
+check_promtool DCGM_
 ok "dcgm-exporter names alongside gpuwatch's"
 stop_agent

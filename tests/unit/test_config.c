@@ -129,7 +129,8 @@ static void every_flag(void **state)
 	(void)state;
 	assert_int_equal(
 		run_args(&c, err, sizeof(err), "--listen", "[::1]:9500",
-			 "--data-dir", "/srv/gw", "--nvml-lib", "/opt/libnvml.so",
+			 "--data-dir", "/srv/gw", "--nvml-lib",
+			 "/opt/libnvml.so",
 			 "--simulate", "4", "--fault", "ecc-storm:1:60:30",
 			 "--fault", "xid79:3", "--sim-day", "10m", "--sim-seed",
 			 "18446744073709551615", "--interval=500ms",
@@ -168,13 +169,17 @@ static void bad_flag_values(void **state)
 		{ "--listen", "9400", "--listen: '9400' is not HOST:PORT" },
 		{ "--listen", "::1:9400", "--listen: '::1:9400'" },
 		{ "--listen", "0.0.0.0:70000", "--listen: '0.0.0.0:70000'" },
-		{ "--simulate", "65", "--simulate: '65' is not a whole number" },
+		{ "--simulate", "65",
+		  "--simulate: '65' is not a whole number" },
 		{ "--simulate", "-1", "--simulate: '-1'" },
-		{ "--sim-seed", "1.5", "--sim-seed: '1.5' is not a whole number" },
+		{ "--sim-seed", "1.5",
+		  "--sim-seed: '1.5' is not a whole number" },
 		{ "--cpu-budget", "2", "--cpu-budget: '2' is not a ratio" },
 		{ "--cpu-budget", "0", "--cpu-budget: '0'" },
-		{ "--compat", "prometheus", "--compat: 'prometheus' is not known" },
-		{ "--log-level", "verbose", "--log-level: 'verbose' is not a log" },
+		{ "--compat", "prometheus",
+		  "--compat: 'prometheus' is not known" },
+		{ "--log-level", "verbose",
+		  "--log-level: 'verbose' is not a log" },
 		{ "--data-dir", "", "--data-dir: must not be empty" },
 		{ "--fault", "meltdown:0", "--fault: " },
 		{ "--sim-day", "1s", "--sim-day: '1s'" },
@@ -414,7 +419,8 @@ static void bad_value_names_line_and_key(void **state)
 		{ "log-level: loud\n",
 		  "agent.yaml:1: log-level: 'loud' is not a log level" },
 		{ "cpu_budget: 5%\n", "agent.yaml:1: cpu_budget: '5%'" },
-		{ "data_dir: ''\n", "agent.yaml:1: data_dir: must not be empty" },
+		{ "data_dir: ''\n",
+		  "agent.yaml:1: data_dir: must not be empty" },
 		{ "interval: {a: 1}\n",
 		  "agent.yaml:1: interval: expected a single value" },
 		{ "interval: [1, 2]\n",
@@ -444,7 +450,8 @@ static void duplicate_keys(void **state)
 	char err[GW_CONFIG_ERR_MAX];
 
 	(void)state;
-	assert_int_equal(load_text(&c, "interval: 1\nsimulate: 1\ninterval: 2\n",
+	assert_int_equal(load_text(&c,
+				   "interval: 1\nsimulate: 1\ninterval: 2\n",
 				   err, sizeof(err)),
 			 -EINVAL);
 	assert_contains(err, "agent.yaml:3: key 'interval' is given twice "
@@ -486,7 +493,8 @@ static void dash_and_underscore(void **state)
 		struct gw_config c;
 		char err[GW_CONFIG_ERR_MAX];
 
-		assert_int_equal(load_text(&c, spelled[i], err, sizeof(err)), 0);
+		assert_int_equal(load_text(&c, spelled[i], err, sizeof(err)),
+				 0);
 		assert_true(c.detail_interval == 45);
 		assert_int_equal(c.log_level, GW_LOG_DEBUG);
 		assert_true(c.cpu_budget == 0.5);

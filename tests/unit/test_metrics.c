@@ -86,7 +86,8 @@ static void text_format(void **state)
 		"# TYPE gpuwatch_gpu_info gauge\n"
 		"gpuwatch_gpu_info{gpu=\"0\",name=\"NVIDIA H200\","
 		"driver=\"550.54.15\"} 1\n"
-		"# HELP gpuwatch_gpu_temperature_celsius GPU core temperature.\n"
+		"# HELP gpuwatch_gpu_temperature_celsius GPU core "
+		"temperature.\n"
 		"# TYPE gpuwatch_gpu_temperature_celsius gauge\n"
 		"gpuwatch_gpu_temperature_celsius{gpu=\"0\"} 45\n"
 		"gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 50.5\n"
@@ -113,7 +114,8 @@ static void openmetrics_format(void **state)
 		"# TYPE gpuwatch_gpu info\n"
 		"gpuwatch_gpu_info{gpu=\"0\",name=\"NVIDIA H200\","
 		"driver=\"550.54.15\"} 1\n"
-		"# HELP gpuwatch_gpu_temperature_celsius GPU core temperature.\n"
+		"# HELP gpuwatch_gpu_temperature_celsius GPU core "
+		"temperature.\n"
 		"# TYPE gpuwatch_gpu_temperature_celsius gauge\n"
 		"gpuwatch_gpu_temperature_celsius{gpu=\"0\"} 45\n"
 		"gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 50.5\n"
@@ -173,10 +175,12 @@ static void families_grouped_across_slots(void **state)
 	gw_registry_publish(r, sa, &a);
 	for (int f = 0; f < 2; f++) {
 		t = render(r, f ? GW_EXPO_OPENMETRICS : GW_EXPO_TEXT_004);
-		assert_int_equal(
-			count(t, "# HELP gpuwatch_gpu_temperature_celsius "), 1);
-		assert_int_equal(
-			count(t, "# TYPE gpuwatch_gpu_temperature_celsius "), 1);
+		assert_int_equal(count(t, "# HELP "
+					  "gpuwatch_gpu_temperature_celsius "),
+				 1);
+		assert_int_equal(count(t, "# TYPE "
+					  "gpuwatch_gpu_temperature_celsius "),
+				 1);
 		assert_int_equal(
 			count(t, "# TYPE gpuwatch_gpu_memory_used_bytes "), 1);
 		/* Each family's samples follow its TYPE line, together. */
@@ -318,8 +322,10 @@ static void nan_skipped(void **state)
 	t = render(r, GW_EXPO_TEXT_004);
 	assert_null(strstr(t, "NaN"));
 	assert_null(strstr(t, "gpu=\"0\""));
-	assert_non_null(strstr(t, "gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 33\n"));
-	assert_non_null(strstr(t, "gpuwatch_gpu_memory_used_bytes{gpu=\"1\"} +Inf\n"));
+	assert_non_null(strstr(
+		t, "gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 33\n"));
+	assert_non_null(strstr(
+		t, "gpuwatch_gpu_memory_used_bytes{gpu=\"1\"} +Inf\n"));
 	free(t);
 	gw_snap_release(&s);
 	gw_registry_free(r);
@@ -610,7 +616,8 @@ static void check_whole(const char *t, int id)
 		if (first < 0)
 			first = val;
 		if (val != first)
-			fail_msg("racer %d: values %ld and %ld in one render:\n%s",
+			fail_msg("racer %d: values %ld and %ld in one "
+				 "render:\n%s",
 				 id, first, val, t);
 		n++;
 		p = v;

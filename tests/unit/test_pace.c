@@ -117,11 +117,13 @@ static void detail_never_faster_than_fast(void **state)
 {
 	/* Valid configurations: detail >= fast, including equal. */
 	static const double cfg[][2] = {
-		{ 1, 30 }, { 1, 1 }, { 0.1, 1 }, { 2, 3 }, { 5, 5.5 }, { 60, 60 },
+		{ 1, 30 }, { 1, 1 },     { 0.1, 1 },
+		{ 2, 3 },  { 5, 5.5 }, { 60, 60 },
 	};
 	/* A load pattern that goes up, down, and oscillates. */
-	static const double load[] = { 9, 9, 9, 9, 9, 9, 9, 0, 0, 9, 0, 9, 9,
-				       0.7, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const double load[] = { 9, 9, 9, 9, 9,   9, 9, 0, 0,
+				       9, 0, 9, 9, 0.7, 0, 0, 0, 9,
+				       0, 0, 0, 0, 0,   0, 0, 0 };
 
 	(void)state;
 	for (size_t c = 0; c < sizeof(cfg) / sizeof(cfg[0]); c++) {
@@ -134,7 +136,8 @@ static void detail_never_faster_than_fast(void **state)
 			    p.detail < cfg[c][1] ||
 			    p.fast > cfg[c][0] * GW_PACE_MAX_STRETCH ||
 			    p.detail > cfg[c][1] * GW_PACE_MAX_STRETCH)
-				fail_msg("cfg %g/%g step %zu: fast %g detail %g",
+				fail_msg("cfg %g/%g step %zu: fast %g "
+					 "detail %g",
 					 cfg[c][0], cfg[c][1], i, p.fast,
 					 p.detail);
 		}
