@@ -48,6 +48,8 @@ static const char *label_value(const char *p, char *out, size_t outlen,
 			       size_t *n)
 {
 	*n = 0;
+	if (outlen)
+		out[0] = '\0';
 	for (;; p++) {
 		char c = *p;
 

@@ -543,6 +543,22 @@ static void fault_lists(void **state)
 	assert_int_equal(load_text(&c, "fault: []\n", err, sizeof(err)), 0);
 	assert_int_equal(c.nfaults, 0);
 
+	/* A file loaded on top of earlier settings replaces the list. */
+	{
+		static const char more[] = "fault: [xid79:2, power-cap:3]\n";
+
+		assert_int_equal(load_text(&c, "fault: [ecc-storm:0]\n", err,
+					   sizeof(err)),
+				 0);
+		assert_int_equal(gw_config_load_buffer(
+					 &c, "second.yaml",
+					 (const unsigned char *)more,
+					 strlen(more), err, sizeof(err)),
+				 0);
+		assert_int_equal(c.nfaults, 2);
+		assert_int_equal(c.faults[0].kind, GW_SIM_FAULT_XID79);
+	}
+
 	/* The list is bounded. */
 	{
 		char yaml[64 * (GW_SIM_MAX_FAULTS + 2)];
