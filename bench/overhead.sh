@@ -78,9 +78,9 @@ stop
 printf '\n%-34s %10s %12s %10s\n' scenario "cpu %core" "vs idle" "peak RSS"
 printf '%-34s %10s %12s %8s MiB\n' "idle agent, no GPUs (baseline)" "$idle_cpu" "1.00x" "$idle_rss"
 printf '%-34s %10s %12s %8s MiB\n' "8 fake NVML GPUs, 1 s / 30 s" "$fake_cpu" \
-	"$(awk -v a="$fake_cpu" -v b="$idle_cpu" 'BEGIN { printf b > 0 ? "%.2fx" : "n/a", a / (b > 0 ? b : 1) }')" "$fake_rss"
+	"$(awk -v a="$fake_cpu" -v b="$idle_cpu" 'BEGIN { printf((b > 0) ? "%.2fx" : "n/a", a / (b > 0 ? b : 1)) }')" "$fake_rss"
 printf '%-34s %10s %12s %8s MiB\n' "--simulate 8, 1 s / 30 s" "$sim_cpu" \
-	"$(awk -v a="$sim_cpu" -v b="$idle_cpu" 'BEGIN { printf b > 0 ? "%.2fx" : "n/a", a / (b > 0 ? b : 1) }')" "$sim_rss"
+	"$(awk -v a="$sim_cpu" -v b="$idle_cpu" 'BEGIN { printf((b > 0) ? "%.2fx" : "n/a", a / (b > 0 ? b : 1)) }')" "$sim_rss"
 printf '\n/metrics with 8 GPUs (%s series): median %s ms, p99 %s ms (curl, loopback)\n' "$series" "$m_med" "$m_p99"
 printf '/healthz baseline: median %s ms, p99 %s ms; /metrics/healthz median ratio %s\n' "$h_med" "$h_p99" \
 	"$(awk -v a="$m_med" -v b="$h_med" 'BEGIN { printf "%.2f", a / b }')"

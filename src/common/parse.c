@@ -32,8 +32,8 @@ int gw_parse_double(const char *s, double min, double max, double *out)
 	double v;
 	char *end;
 
-	if (!s || !*s || isspace((unsigned char)s[0]))
-		return -EINVAL;
+	if (!s || !*s || isspace((unsigned char)s[0]) || strpbrk(s, "xXpP"))
+		return -EINVAL; /* no hex floats: "0x10" is not a number of seconds */
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno == ERANGE || !isfinite(v))

@@ -445,7 +445,10 @@ static int yaml_document(struct yaml_ctx *y, yaml_parser_t *p)
 						"allowed");
 			break;
 		case YAML_SCALAR_EVENT:
-			if (ev.data.scalar.length != 0)
+			/* An empty document, "~" or "null": no settings. */
+			if (ev.data.scalar.length != 0 &&
+			    strcmp((const char *)ev.data.scalar.value, "~") != 0 &&
+			    strcmp((const char *)ev.data.scalar.value, "null") != 0)
 				err = yaml_fail(y, &ev,
 						"expected a mapping of settings "
 						"(key: value)");
@@ -641,7 +644,7 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 	lopts[NOPTS + 1] = (struct option){ 0 };
 
 	/* Pass 1: find --config and --help, reject unknown flags. */
-	optind = 1;
+	optind = 0; /* 0, not 1: also resets glibc's state inside '-xy' groups */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
 		if (ch == 'h')
@@ -649,8 +652,11 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 		if (ch == '?') {
 			const char *bad = argv[optind - 1];
 			const char *s = NULL;
+			char shortopt[3] = { '-', (char)optopt, '\0' };
 
-			if (bad && bad[0] == '-' && bad[1] == '-')
+			if (optopt)
+				bad = shortopt; /* inside a group like -xy */
+			else if (bad && bad[0] == '-' && bad[1] == '-')
 				s = suggest(bad + 2);
 			snprintf(err, errlen,
 				 "unknown option '%s'%s%s%s; see "
@@ -681,7 +687,7 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			 config_path);
 	}
 	/* Pass 2: flags override the file. */
-	optind = 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
 		const struct opt *o;
 		char where[80];

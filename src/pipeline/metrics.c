@@ -28,6 +28,36 @@ void gw_snap_reset(struct gw_snap *s)
 	gw_buf_reset(&s->labels);
 }
 
+/*
+ * Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one.
+ * Label values must be UTF-8 or the whole scrape is rejected.
+ */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n;
+	unsigned int cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
 int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 {
 	size_t start = b->len;
@@ -38,14 +68,18 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 		err = gw_buf_add(b, "=\"", 2);
 	for (const char *c = value; !err && *c; c++) {
 		const char *run = c;
+		size_t u = 1;
 
-		while (*c && *c != '\\' && *c != '"' && *c != '\n')
-			c++;
+		while (*c && *c != '\\' && *c != '"' && *c != '\n' &&
+		       (u = utf8_len((const unsigned char *)c)) != 0)
+			c += u;
 		if (c > run)
 			err = gw_buf_add(b, run, (size_t)(c - run));
 		if (err || !*c)
 			break;
-		if (*c == '\n')
+		if (u == 0)
+			err = gw_buf_add(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+		else if (*c == '\n')
 			err = gw_buf_add(b, "\\n", 2);
 		else if (*c == '\\')
 			err = gw_buf_add(b, "\\\\", 2);
@@ -121,6 +155,7 @@ struct slot {
 struct entry {
 	const struct gw_sample *s;
 	const char *labels;
+	size_t order; /* publish order: the first copy of a duplicate wins */
 };
 
 struct gw_registry {
@@ -130,7 +165,7 @@ struct gw_registry {
 	struct entry *entries;
 	size_t entries_cap;
 	uint64_t dropped;
-	uint64_t duplicates;
+	uint64_t duplicates; /* found by the last render */
 };
 
 struct gw_registry *gw_registry_new(void)
@@ -200,6 +235,16 @@ static int entry_cmp(const void *a, const void *b)
 		return c;
 	return (x->s->labels_len > y->s->labels_len) -
 	       (x->s->labels_len < y->s->labels_len);
+}
+
+static int entry_cmp_ordered(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = entry_cmp(a, b);
+
+	if (c)
+		return c;
+	return (x->order > y->order) - (x->order < y->order);
 }
 
 static int add_value(struct gw_buf *out, double v)
@@ -276,11 +321,13 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 			r->entries[n].s = &s->v[j];
 			r->entries[n].labels =
 				s->labels.p ? s->labels.p + s->v[j].labels : "";
+			r->entries[n].order = n;
 			n++;
 		}
 	}
 	if (n > 1)
-		qsort(r->entries, n, sizeof(*r->entries), entry_cmp);
+		qsort(r->entries, n, sizeof(*r->entries), entry_cmp_ordered);
+	r->duplicates = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct entry *e = &r->entries[i];
 		const struct gw_family *f = e->s->fam;
@@ -344,15 +391,29 @@ void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st)
 	for (int i = 0; i < r->nslots; i++)
 		series += r->slots[i].snap.n;
 	st->series = series;
-	st->dropped = r->dropped + r->duplicates;
+	st->dropped = r->dropped;
+	st->duplicates = r->duplicates;
 	pthread_mutex_unlock(&r->lock);
 }
 
 enum gw_expo_format gw_expo_negotiate(const char *accept)
 {
-	if (accept && strstr(accept, "application/openmetrics-text"))
-		return GW_EXPO_OPENMETRICS;
-	return GW_EXPO_TEXT_004;
+	const char *p = accept ? strstr(accept, "application/openmetrics-text") :
+				 NULL;
+	const char *end, *q;
+
+	if (!p)
+		return GW_EXPO_TEXT_004;
+	/* "q=0" (or 0.0...) on that media range means "not this one". */
+	end = strchr(p, ',');
+	if (!end)
+		end = p + strlen(p);
+	for (q = strstr(p, "q="); q && q < end; q = strstr(q + 2, "q=")) {
+		if (q > p && (q[-1] == ';' || q[-1] == ' ') &&
+		    strtod(q + 2, NULL) <= 0)
+			return GW_EXPO_TEXT_004;
+	}
+	return GW_EXPO_OPENMETRICS;
 }
 
 const char *gw_expo_content_type(enum gw_expo_format fmt)

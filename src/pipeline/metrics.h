@@ -104,7 +104,8 @@ gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,
 
 struct gw_registry_stats {
 	uint64_t series;
-	uint64_t dropped;
+	uint64_t dropped;    /* samples that did not fit, since start */
+	uint64_t duplicates; /* identical series hidden by the last render */
 };
 void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st);
 

@@ -227,6 +227,16 @@ static void unknown_flag_suggests(void **state)
 	assert_int_equal(run_args(&c, err, sizeof(err), "serve", NULL),
 			 -EINVAL);
 	assert_contains(err, "unexpected argument 'serve'");
+
+	/* A bad letter inside a short-option group is named as itself. */
+	assert_int_equal(run_args(&c, err, sizeof(err), "-hx", NULL), 1);
+	assert_int_equal(run_args(&c, err, sizeof(err), "-xy", NULL), -EINVAL);
+	assert_contains(err, "unknown option '-x'");
+	/* ...and leaves no state behind for the next parse. */
+	assert_int_equal(run_args(&c, err, sizeof(err), "--interval", "2",
+				  NULL),
+			 0);
+	assert_true(c.interval == 2);
 }
 
 static void help(void **state)
@@ -633,7 +643,8 @@ static void detail_shorter_than_interval(void **state)
 static void empty_and_comment_files(void **state)
 {
 	static const char *const ok[] = { "", "\n\n", "# nothing yet\n",
-					  "---\n", "---\n...\n", "{}\n" };
+					  "---\n", "---\n...\n", "{}\n",
+					  "~\n", "null\n" };
 	char *path;
 
 	(void)state;

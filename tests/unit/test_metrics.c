@@ -213,7 +213,8 @@ static void duplicate_series_rendered_once(void **state)
 	gw_snap_init(&s);
 	gw_snap_add(&s, &temp, 40, "gpu=\"0\"", NULL);
 	gw_registry_publish(r, slot[0], &s);
-	gw_snap_add(&s, &temp, 40, NULL, "gpu", "0", NULL);
+	/* A second copy with another value: the first published one is shown. */
+	gw_snap_add(&s, &temp, 41, NULL, "gpu", "0", NULL);
 	gw_registry_publish(r, slot[1], &s);
 	gw_snap_release(&s);
 	/* Unlabelled series from snaps that never held any label text. */
@@ -239,10 +240,42 @@ static void duplicate_series_rendered_once(void **state)
 			    "# TYPE gpuwatch_gpu_temperature_celsius gauge\n"
 			    "gpuwatch_gpu_temperature_celsius{gpu=\"0\"} 40\n");
 	free(t);
-	/* The series left out are visible in the agent's stats. */
+	/* The series left out are visible in the agent's stats, and rendering
+	 * again neither changes the output nor inflates the count. */
 	gw_registry_stats(r, &st);
-	assert_true(st.dropped >= 2);
+	assert_int_equal(st.duplicates, 2);
+	assert_int_equal(st.dropped, 0);
+	for (int i = 0; i < 3; i++) {
+		t = render(r, GW_EXPO_TEXT_004);
+		assert_non_null(strstr(t, "{gpu=\"0\"} 40\n"));
+		free(t);
+	}
+	gw_registry_stats(r, &st);
+	assert_int_equal(st.duplicates, 2);
 	gw_registry_free(r);
+}
+
+/* Label values must be UTF-8: invalid bytes become U+FFFD, valid ones stay. */
+static void label_values_made_utf8(void **state)
+{
+	struct gw_buf b;
+
+	(void)state;
+	gw_buf_init(&b, 1024);
+	assert_int_equal(gw_labels_append(&b, "comm", "py\xff\xfethon"), 0);
+	assert_string_equal(b.p, "comm=\"py\xef\xbf\xbd\xef\xbf\xbdthon\"");
+	gw_buf_reset(&b);
+	/* Truncated sequence, overlong encoding, surrogate. */
+	assert_int_equal(gw_labels_append(&b, "a", "x\xe2\x82"), 0);
+	assert_string_equal(b.p, "a=\"x\xef\xbf\xbd\xef\xbf\xbd\"");
+	gw_buf_reset(&b);
+	assert_int_equal(gw_labels_append(&b, "a", "\xc0\xaf\xed\xa0\x80"), 0);
+	assert_null(strstr(b.p, "\xc0"));
+	assert_null(strstr(b.p, "\xed\xa0"));
+	gw_buf_reset(&b);
+	assert_int_equal(gw_labels_append(&b, "name", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"), 0);
+	assert_string_equal(b.p, "name=\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\"");
+	gw_buf_release(&b);
 }
 
 static void label_escaping(void **state)
@@ -557,6 +590,13 @@ static void negotiate(void **state)
 				  "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;"
 				  "q=0.1"),
 		GW_EXPO_OPENMETRICS);
+	/* q=0 means the client refuses OpenMetrics. */
+	assert_int_equal(gw_expo_negotiate("application/openmetrics-text;q=0,"
+					   "text/plain;version=0.0.4"),
+			 GW_EXPO_TEXT_004);
+	assert_int_equal(gw_expo_negotiate("application/openmetrics-text; "
+					   "version=1.0.0; q=0.0"),
+			 GW_EXPO_TEXT_004);
 	assert_string_equal(gw_expo_content_type(GW_EXPO_TEXT_004),
 			    "text/plain; version=0.0.4; charset=utf-8");
 	assert_string_equal(
@@ -665,6 +705,7 @@ int main(void)
 		cmocka_unit_test(families_grouped_across_slots),
 		cmocka_unit_test(duplicate_series_rendered_once),
 		cmocka_unit_test(label_escaping),
+		cmocka_unit_test(label_values_made_utf8),
 		cmocka_unit_test(escaped_labels_in_exposition),
 		cmocka_unit_test(nan_skipped),
 		cmocka_unit_test(number_formatting),

@@ -87,6 +87,10 @@ static void double_valid(void **state)
 	assert_true(d == 1.0);
 	assert_int_equal(gw_parse_double("-2.5", -10, 10, &d), 0);
 	assert_true(d == -2.5);
+	/* Hex floats are not numbers a user means. */
+	assert_int_equal(gw_parse_double("0x10", 0, 100, &d), -EINVAL);
+	assert_int_equal(gw_parse_double("0x1p3", 0, 100, &d), -EINVAL);
+	assert_int_equal(gw_parse_duration("0x10s", 0, 100, &d), -EINVAL);
 	assert_int_equal(gw_parse_double("1e-3", 0, 1, &d), 0);
 	assert_true(d == 0.001);
 	assert_int_equal(gw_parse_double(".5", 0, 1, &d), 0);

@@ -36,6 +36,9 @@ static const struct gw_family
 	f_dropped = { "gpuwatch_agent_dropped_samples_total",
 		      "Samples dropped because a bound was reached.",
 		      GW_COUNTER },
+	f_duplicates = { "gpuwatch_agent_duplicate_series",
+			 "Identical series published twice, shown once (last scrape).",
+			 GW_GAUGE },
 	f_interval = { "gpuwatch_agent_interval_seconds",
 		       "Collection interval in use, after the CPU governor.",
 		       GW_GAUGE },
@@ -180,6 +183,7 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 	gw_snap_add(n, &f_threads, threads, NULL, NULL);
 	gw_snap_add(n, &f_series, (double)rs.series, NULL, NULL);
 	gw_snap_add(n, &f_dropped, (double)rs.dropped, NULL, NULL);
+	gw_snap_add(n, &f_duplicates, (double)rs.duplicates, NULL, NULL);
 	gw_snap_add(n, &f_interval, s->pace.fast, NULL, "set", "fast", NULL);
 	gw_snap_add(n, &f_interval, s->pace.detail, NULL, "set", "detail",
 		    NULL);
