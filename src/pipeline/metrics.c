@@ -70,9 +70,16 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 		const char *run = c;
 		size_t u = 1;
 
-		while (*c && *c != '\\' && *c != '"' && *c != '\n' &&
-		       (u = utf8_len((const unsigned char *)c)) != 0)
+		while (*c && *c != '\\' && *c != '"' && *c != '\n') {
+			if ((unsigned char)*c < 0x80) { /* the common case */
+				c++;
+				continue;
+			}
+			u = utf8_len((const unsigned char *)c);
+			if (!u)
+				break;
 			c += u;
+		}
 		if (c > run)
 			err = gw_buf_add(b, run, (size_t)(c - run));
 		if (err || !*c)

@@ -252,10 +252,14 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 		    "detail", NULL);
 }
 
-/* Hands jobs to idle workers; declares busy ones hung past the timeout. */
-static void dispatch(struct gw_nvml *c, int jobs, double now)
+/*
+ * Hands jobs to idle workers; declares busy ones hung past the timeout.
+ * Returns how many were newly declared hung.
+ */
+static int dispatch(struct gw_nvml *c, int jobs, double now)
 {
 	double timeout = (double)atomic_load(&c->timeout_ms) / 1000;
+	int hung = 0;
 
 	for (unsigned int i = 0; i < c->ndev; i++) {
 		struct nvml_dev *d = &c->dev[i];
@@ -265,6 +269,7 @@ static void dispatch(struct gw_nvml *c, int jobs, double now)
 			if (!d->hung && now - d->job_started > timeout) {
 				d->hung = 1;
 				atomic_fetch_add(&c->timeouts, 1);
+				hung++;
 				gw_warn("nvml: GPU %u: %s has not returned "
 					"after %.1fs; reporting the GPU down "
 					"until it does",
@@ -283,6 +288,7 @@ static void dispatch(struct gw_nvml *c, int jobs, double now)
 		}
 		pthread_mutex_unlock(&d->mu);
 	}
+	return hung;
 }
 
 static void sleep_until(struct gw_nvml *c, double mono_deadline)
@@ -350,10 +356,15 @@ static void *sched_main(void *arg)
 					      next_detail + detail :
 					      now + detail;
 		}
-		dispatch(c, jobs, now);
-		add_status(c, &c->status_snap);
-		gw_registry_publish(a->reg, c->slot_status, &c->status_snap);
-		gw_nvml_publish_events(c);
+		/* Status and events are published on each tick, and at once
+		 * when a worker is declared hung; the 250 ms wake-ups in
+		 * between only watch for hangs. */
+		if (dispatch(c, jobs, now) || jobs) {
+			add_status(c, &c->status_snap);
+			gw_registry_publish(a->reg, c->slot_status,
+					    &c->status_snap);
+			gw_nvml_publish_events(c);
+		}
 		next = fmin(next_fast, next_detail);
 		/* Wake at least every 250 ms to watch for hung workers. */
 		sleep_until(c, fmin(next, gw_now_mono() + 0.25));

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "self.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,26 +81,39 @@ static double cpu_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Resident, peak resident (bytes) and threads from /proc/self/status. */
-static void read_status(double *rss, double *hwm, double *threads)
+/*
+ * Resident memory and threads from /proc/self/stat (one short line), peak
+ * resident memory from getrusage().
+ */
+static void read_status(long page_size, double *rss, double *hwm,
+			double *threads)
 {
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
+	char buf[1024], *p;
+	struct rusage ru;
+	long long nthreads, pages;
+	ssize_t n;
+	int fd;
 
 	*rss = *hwm = *threads = NAN;
-	if (!f)
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		*hwm = (double)ru.ru_maxrss * 1024;
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long v;
-
-		if (sscanf(line, "VmRSS: %llu kB", &v) == 1)
-			*rss = (double)v * 1024;
-		else if (sscanf(line, "VmHWM: %llu kB", &v) == 1)
-			*hwm = (double)v * 1024;
-		else if (sscanf(line, "Threads: %llu", &v) == 1)
-			*threads = (double)v;
-	}
-	fclose(f);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* Fields after the command name, which may hold spaces: state is 3. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+			 "%*d %*d %*d %*d %lld %*d %*u %*u %lld",
+			 &nthreads, &pages) != 2)
+		return;
+	*threads = (double)nthreads;
+	*rss = (double)pages * (double)page_size;
 }
 
 static void store_intervals(struct gw_self *s)
@@ -126,6 +141,7 @@ struct gw_self *gw_self_new(struct gw_agent *a)
 	s->win_start_mono = gw_now_mono();
 	s->win_start_cpu = cpu_seconds();
 	s->last_ratio = NAN;
+	s->page_size = sysconf(_SC_PAGESIZE);
 	return s;
 }
 
@@ -172,7 +188,7 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 	struct gw_snap *n = &s->snap;
 
 	govern(s, now, cpu);
-	read_status(&rss, &hwm, &threads);
+	read_status(s->page_size, &rss, &hwm, &threads);
 	gw_registry_stats(s->a->reg, &rs);
 
 	gw_snap_add(n, &f_cpu, cpu, NULL, NULL);
