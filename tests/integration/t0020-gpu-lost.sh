@@ -38,3 +38,15 @@ wait_for gpuwatch_gpu_temperature_celsius 'gpu="1"' 44
 grep -q "GPU 1 .* answers again" "$T_DIR/agent.log" || fail "no recovery log line"
 ok "GPU 1 recovered after backoff"
 stop_agent
+
+# A GPU that is already gone when the agent starts is reported, and
+# identified once it answers.
+printf 'gpus 2\ngpu.1.handle error:GPU_IS_LOST\n' | fake_script "$GW_FAKE_NVML_SCRIPT"
+start_agent --nvml-lib "$FAKE_LIB" --interval 0.2 --detail-interval 1
+wait_for gpuwatch_gpu_up 'gpu="0"' 1
+wait_for gpuwatch_gpu_up 'gpu="1"' 0
+printf 'gpus 2\n' | fake_script "$GW_FAKE_NVML_SCRIPT"
+wait_for gpuwatch_gpu_up 'gpu="1",uuid="GPU-00000000-0000-0000-0000-000000000001"' 1 20
+wait_for gpuwatch_gpu_temperature_celsius 'gpu="1"' 45
+stop_agent
+ok "GPU missing at start: reported down, identified when it appears"

@@ -82,15 +82,17 @@ static int try_recover(struct nvml_dev *d)
 	if (now < d->retry_at)
 		return 0;
 	if (gw_nvml_probe(d) < 0) {
-		d->backoff = fmin(d->backoff * 2, LOST_BACKOFF_MAX);
+		d->backoff = fmax(1, fmin(d->backoff * 2, LOST_BACKOFF_MAX));
 		d->retry_at = now + d->backoff;
 		return 0;
 	}
-	if (!d->uuid[0])
-		gw_nvml_discover(d->c, d);
-	pthread_mutex_lock(&d->mu);
-	d->state = DEV_UP;
-	pthread_mutex_unlock(&d->mu);
+	if (!d->uuid[0]) {
+		gw_nvml_discover(d->c, d); /* never identified: do it now */
+	} else {
+		pthread_mutex_lock(&d->mu);
+		d->state = DEV_UP;
+		pthread_mutex_unlock(&d->mu);
+	}
 	d->nvlink_links = -1;
 	atomic_flag_clear(&d->logged_lost);
 	gw_info("nvml: GPU %u (%s) answers again", d->index, d->uuid);
@@ -238,11 +240,11 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 		for (int k = 0; k < 2; k++)
 			if (d->dur[k] > 0 && !(d->dur[k] <= dur[k]))
 				dur[k] = d->dur[k];
-		pthread_mutex_unlock(&d->mu);
 		gw_snap_add(s, &f_up, up, d->labels, NULL);
 		gw_snap_add(s, &f_info, 1, d->labels, "name", d->name,
 			    "pci_bus_id", d->bus_id, "driver_version",
 			    c->driver_version, NULL);
+		pthread_mutex_unlock(&d->mu);
 	}
 	gw_snap_add(s, &f_lost, (double)atomic_load(&c->lost_events), NULL,
 		    NULL);

@@ -137,38 +137,48 @@ static int resolve(struct gw_nvml *c)
 
 void gw_nvml_discover(struct gw_nvml *c, struct nvml_dev *d)
 {
+	char uuid[sizeof(d->uuid)] = "", name[sizeof(d->name)] = "";
+	char bus[sizeof(d->bus_id)] = "", why[256];
 	struct gw_nvml_pci_info pci;
-	char why[256];
+	gw_nvml_device_t h = NULL;
 	int r;
 
-	r = c->fns.device_get_handle_by_index(d->index, &d->h);
+	/* NVML calls first, without the lock: they may be slow. */
+	r = c->fns.device_get_handle_by_index(d->index, &h);
 	if (r != GW_NVML_SUCCESS) {
 		describe(c, r, why, sizeof(why));
 		gw_warn("nvml: GPU %u: no handle: %s", d->index, why);
+		pthread_mutex_lock(&d->mu);
 		d->h = NULL;
 		d->state = DEV_LOST;
+		gw_nvml_dev_labels(d); /* gpu="N" until it can be identified */
+		pthread_mutex_unlock(&d->mu);
 		return;
 	}
 	if (c->fns.device_get_uuid &&
-	    c->fns.device_get_uuid(d->h, d->uuid, sizeof(d->uuid)) !=
-		    GW_NVML_SUCCESS)
-		d->uuid[0] = '\0';
+	    c->fns.device_get_uuid(h, uuid, sizeof(uuid)) != GW_NVML_SUCCESS)
+		uuid[0] = '\0';
 	if (c->fns.device_get_name &&
-	    c->fns.device_get_name(d->h, d->name, sizeof(d->name)) !=
-		    GW_NVML_SUCCESS)
-		d->name[0] = '\0';
+	    c->fns.device_get_name(h, name, sizeof(name)) != GW_NVML_SUCCESS)
+		name[0] = '\0';
 	memset(&pci, 0, sizeof(pci));
 	if (c->fns.device_get_pci_info &&
-	    c->fns.device_get_pci_info(d->h, &pci) == GW_NVML_SUCCESS)
-		snprintf(d->bus_id, sizeof(d->bus_id), "%.*s",
-			 (int)sizeof(pci.bus_id), pci.bus_id);
-	d->uuid[sizeof(d->uuid) - 1] = '\0';
-	d->name[sizeof(d->name) - 1] = '\0';
+	    c->fns.device_get_pci_info(h, &pci) == GW_NVML_SUCCESS)
+		snprintf(bus, sizeof(bus), "%.*s", (int)sizeof(pci.bus_id),
+			 pci.bus_id);
+	uuid[sizeof(uuid) - 1] = '\0';
+	name[sizeof(name) - 1] = '\0';
+	/* The scheduler reads identity and labels under d->mu. */
+	pthread_mutex_lock(&d->mu);
+	d->h = h;
+	memcpy(d->uuid, uuid, sizeof(uuid));
+	memcpy(d->name, name, sizeof(name));
+	memcpy(d->bus_id, bus, sizeof(bus));
 	gw_nvml_dev_labels(d);
 	d->state = DEV_UP;
+	pthread_mutex_unlock(&d->mu);
 	gw_info("nvml: GPU %u: %s %s %s", d->index,
-		d->name[0] ? d->name : "(no name)",
-		d->uuid[0] ? d->uuid : "(no uuid)", d->bus_id);
+		name[0] ? name : "(no name)", uuid[0] ? uuid : "(no uuid)", bus);
 }
 
 int gw_nvml_load(struct gw_nvml *c)

@@ -768,12 +768,12 @@ int gw_nvml_probe(struct nvml_dev *d)
 	int ret;
 
 	if (!d->h) {
+		gw_nvml_device_t h;
+
+		/* Never identified: the caller discovers it when this works. */
 		set_in_call(d, "device_get_handle_by_index");
-		ret = c->fns.device_get_handle_by_index(d->index, &d->h);
-		if (ret != GW_NVML_SUCCESS) {
-			d->h = NULL;
-			return -ENODEV;
-		}
+		ret = c->fns.device_get_handle_by_index(d->index, &h);
+		return ret == GW_NVML_SUCCESS ? 0 : -ENODEV;
 	}
 	if (!c->fns.device_get_temperature)
 		return 0;
