@@ -19,9 +19,10 @@ trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 
 [ -x "$bin" ] || { echo "build $bin first (make)" >&2; exit 1; }
 [ -f "$fake" ] || { echo "the fake NVML is not built: $fake" >&2; exit 1; }
-hz="$(getconf CLK_TCK)"
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# CPU time of every thread in nanoseconds (schedstat: finer than the
+# 10 ms ticks of /proc/PID/stat, which cannot resolve 0.01% in a minute).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%d", s }'; }
 hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 
 start() {
@@ -42,10 +43,10 @@ measure() {
 	start "$@"
 	sleep 2 # settle: discovery and first passes are not steady state
 	local t0 c0 t1 c1
-	t0="$(date +%s.%N)"; c0="$(cpu_ticks $pid)"
+	t0="$(date +%s.%N)"; c0="$(cpu_ns $pid)"
 	sleep "$duration"
-	t1="$(date +%s.%N)"; c1="$(cpu_ticks $pid)"
-	cpu="$(awk -v c="$((c1 - c0))" -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", 100 * c / hz / (b - a) }')"
+	t1="$(date +%s.%N)"; c1="$(cpu_ns $pid)"
+	cpu="$(awk -v c="$((c1 - c0))" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", 100 * c / 1e9 / (b - a) }')"
 	rss="$(awk -v k="$(hwm_kib $pid)" 'BEGIN { printf "%.1f", k / 1024 }')"
 }
 

@@ -54,7 +54,7 @@
 #define FAKE_MAX_LINE 65536
 #define FAKE_MAX_HANG_S 3600.0
 #define FAKE_RELOAD_NS 50000000LL /* re-check the script at most this often */
-#define FAKE_POLL_NS 10000000LL   /* event wait poll period */
+#define FAKE_POLL_NS 200000000LL  /* event wait poll period: 200 ms */
 #define FAKE_NO_INSTANCE 0xffffffffu
 #define FAKE_ESET_MAGIC 0x45564e54u
 #define FAKE_GPM_MAGIC 0x47504d53u

@@ -256,9 +256,10 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 
 /*
  * Hands jobs to idle workers; declares busy ones hung past the timeout.
- * Returns how many were newly declared hung.
+ * Returns how many were newly declared hung; *watch is lowered to the time
+ * a busy worker would become hung, so the scheduler wakes only then.
  */
-static int dispatch(struct gw_nvml *c, int jobs, double now)
+static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 {
 	double timeout = (double)atomic_load(&c->timeout_ms) / 1000;
 	int hung = 0;
@@ -284,9 +285,14 @@ static int dispatch(struct gw_nvml *c, int jobs, double now)
 				gw_registry_publish(c->a->reg, d->slot_detail,
 						    &c->empty_snap);
 			}
+			else if (!d->hung)
+				*watch = fmin(*watch,
+					      d->job_started + timeout + 0.01);
 		} else if (jobs) {
 			d->jobs |= jobs;
+			d->job_started = now; /* until the worker takes it */
 			pthread_cond_signal(&d->cv);
+			*watch = fmin(*watch, now + timeout + 0.01);
 		}
 		pthread_mutex_unlock(&d->mu);
 	}
@@ -359,17 +365,15 @@ static void *sched_main(void *arg)
 					      now + detail;
 		}
 		/* Status and events are published on each tick, and at once
-		 * when a worker is declared hung; the 250 ms wake-ups in
-		 * between only watch for hangs. */
-		if (dispatch(c, jobs, now) || jobs) {
+		 * when a worker is declared hung. */
+		next = fmin(next_fast, next_detail);
+		if (dispatch(c, jobs, now, &next) || jobs) {
 			add_status(c, &c->status_snap);
 			gw_registry_publish(a->reg, c->slot_status,
 					    &c->status_snap);
 			gw_nvml_publish_events(c);
 		}
-		next = fmin(next_fast, next_detail);
-		/* Wake at least every 250 ms to watch for hung workers. */
-		sleep_until(c, fmin(next, gw_now_mono() + 0.25));
+		sleep_until(c, next);
 	}
 	return NULL;
 }
