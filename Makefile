@@ -3,6 +3,8 @@
 #   make test       build with ASan/UBSan into build-asan and run every test
 #   make run        build and start the agent (ARGS="--simulate 2")
 #   make bench      the overhead benchmark (bench/README.md)
+#   make fuzz       build the libFuzzer harnesses with clang and run each
+#                   for FUZZ_SECONDS (default 60) on a copy of its corpus
 #   make deps       install the Debian packages (as root)
 #   make clean
 
@@ -35,5 +37,17 @@ bench: all
 deps:
 	scripts/install-deps.sh all
 
+FUZZ_SECONDS ?= 60
+
+fuzz:
+	@test -f build-fuzz/build.ninja || CC=clang $(CMAKE) -S . -B build-fuzz \
+		-G Ninja -DGW_FUZZ=ON -DGW_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build build-fuzz
+	@set -e; for h in config parse expo; do \
+		work=$$(mktemp -d); cp tests/fuzz/corpus/$$h/* $$work/; \
+		echo "fuzzing $$h for $(FUZZ_SECONDS) s"; \
+		build-fuzz/tests/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) \
+			-print_final_stats=1 $$work; rm -rf $$work; done
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
