@@ -71,6 +71,25 @@ static enum MHD_Result reply_text(struct gw_http *h,
 		     strlen(msg), 0);
 }
 
+static enum MHD_Result reply_405(struct gw_http *h, struct MHD_Connection *conn)
+{
+	static const char msg[] = "method not allowed: use GET\n";
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	atomic_fetch_add(&h->errors, 1);
+	r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
+					    MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result serve_metrics(struct gw_http *h,
 				     struct MHD_Connection *conn)
 {
@@ -119,20 +138,23 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 
 	(void)version;
 	(void)upload_data;
-	/* MHD calls twice: once for the headers, once to answer. */
+	/*
+	 * MHD calls once for the headers, then for each piece of a body, then
+	 * to answer.  Count and judge the method on the first call, so a body
+	 * sent with a wrong method is never read.
+	 */
 	if (*req_cls == NULL) {
 		*req_cls = &first_call_marker;
+		atomic_fetch_add(&h->requests, 1);
+		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+		    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+			return reply_405(h, conn);
 		return MHD_YES;
 	}
-	atomic_fetch_add(&h->requests, 1);
 	if (*upload_size) {
 		*upload_size = 0; /* a body on GET is ignored */
 		return MHD_YES;
 	}
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply_text(h, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-				  "method not allowed: use GET\n");
 	if (strcmp(url, "/metrics") == 0)
 		return serve_metrics(h, conn);
 	if (strcmp(url, "/healthz") == 0)
@@ -234,6 +256,7 @@ struct gw_http *gw_http_open(const char *listen, struct gw_registry *reg,
 			 listen);
 		goto err_close;
 	}
+	h->fd = -1; /* MHD owns the socket now and closes it on stop */
 	return h;
 err_close:
 	close(h->fd);

@@ -86,8 +86,9 @@ grep -qi '^content-type: text/plain; version=0.0.4' "$T_DIR/h2" || fail "text co
 [ "$(curl -fsS "$URL/healthz")" = "ok" ] || fail "/healthz"
 code="$(curl -s -o /dev/null -w '%{http_code}' "$URL/nope")"
 [ "$code" = 404 ] || fail "unknown path gives $code"
-code="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/metrics")"
+code="$(curl -s -o /dev/null -D "$T_DIR/h3" -w '%{http_code}' -X POST --data-binary 'x=1' "$URL/metrics")"
 [ "$code" = 405 ] || fail "POST gives $code"
+grep -qi '^allow: GET, HEAD' "$T_DIR/h3" || fail "405 without Allow header"
 ok "OpenMetrics on request, /healthz, 404 and 405"
 
 stop_agent

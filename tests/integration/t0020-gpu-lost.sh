@@ -23,7 +23,8 @@ wait_for gpuwatch_gpu_up 'gpu="1"' 0
 wait_for gpuwatch_gpu_up 'gpu="0"' 1
 wait_for gpuwatch_gpu_temperature_celsius 'gpu="0"' 61
 [ -z "$(value gpuwatch_gpu_temperature_celsius 'gpu="1"')" ] || fail "lost GPU still reports a temperature"
-wait_for gpuwatch_gpu_lost_total '' 1
+wait_for gpuwatch_gpu_lost_total 'gpu="1"' 1
+wait_for gpuwatch_gpu_lost_total 'gpu="0"' 0
 grep -q "GPU 1 .* is lost" "$T_DIR/agent.log" || fail "no log line for the lost GPU"
 [ "$(grep -c "is lost" "$T_DIR/agent.log")" -eq 1 ] || fail "lost GPU logged more than once"
 ok "GPU 1 lost: up=0, others go on, one log line"

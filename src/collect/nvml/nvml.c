@@ -61,10 +61,12 @@ static void mark_lost(struct nvml_dev *d)
 	pthread_mutex_lock(&d->mu);
 	d->state = DEV_LOST;
 	pthread_mutex_unlock(&d->mu);
-	d->backoff = 1;
+	/* Backoff restarts at 1 s only after a clean pass: a flapping GPU
+	 * keeps doubling it. */
+	d->backoff = fmin(fmax(1, d->backoff * 2), LOST_BACKOFF_MAX);
 	d->retry_at = gw_now_mono() + d->backoff;
 	d->gpm_have_prev = 0;
-	atomic_fetch_add(&c->lost_events, 1);
+	atomic_fetch_add(&d->lost_count, 1);
 	gw_log_once(&d->logged_lost, GW_LOG_WARN,
 		    "nvml: GPU %u (%s) is lost: NVML says GPU_IS_LOST; "
 		    "gpuwatch_gpu_up is 0 and the agent retries with backoff",
@@ -78,20 +80,31 @@ static void mark_lost(struct nvml_dev *d)
 static int try_recover(struct nvml_dev *d)
 {
 	double now = gw_now_mono();
+	int up;
 
 	if (now < d->retry_at)
 		return 0;
 	if (gw_nvml_probe(d) < 0) {
-		d->backoff = fmax(1, fmin(d->backoff * 2, LOST_BACKOFF_MAX));
+		d->backoff = fmin(fmax(1, d->backoff * 2), LOST_BACKOFF_MAX);
 		d->retry_at = now + d->backoff;
 		return 0;
 	}
 	if (!d->uuid[0]) {
 		gw_nvml_discover(d->c, d); /* never identified: do it now */
+		if (d->h)
+			atomic_store(&d->register_events, 1);
 	} else {
 		pthread_mutex_lock(&d->mu);
 		d->state = DEV_UP;
 		pthread_mutex_unlock(&d->mu);
+	}
+	pthread_mutex_lock(&d->mu);
+	up = d->state == DEV_UP;
+	pthread_mutex_unlock(&d->mu);
+	if (!up) {
+		d->backoff = fmin(fmax(1, d->backoff * 2), LOST_BACKOFF_MAX);
+		d->retry_at = now + d->backoff;
+		return 0;
 	}
 	d->nvlink_links = -1;
 	atomic_flag_clear(&d->logged_lost);
@@ -134,6 +147,7 @@ static void run_jobs(struct nvml_dev *d, int jobs)
 		gw_registry_publish(c->a->reg,
 				    set ? d->slot_detail : d->slot_fast, &d->snap);
 	}
+	d->backoff = 0; /* a clean pass */
 }
 
 static void *worker_main(void *arg)
@@ -236,18 +250,18 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 		int up;
 
 		pthread_mutex_lock(&d->mu);
-		up = d->state == DEV_UP && !d->hung;
+		up = d->state == DEV_UP && !d->hung && d->thread_started;
 		for (int k = 0; k < 2; k++)
 			if (d->dur[k] > 0 && !(d->dur[k] <= dur[k]))
 				dur[k] = d->dur[k];
 		gw_snap_add(s, &f_up, up, d->labels, NULL);
+		gw_snap_add(s, &f_lost, (double)atomic_load(&d->lost_count),
+			    d->labels, NULL);
 		gw_snap_add(s, &f_info, 1, d->labels, "name", d->name,
 			    "pci_bus_id", d->bus_id, "driver_version",
 			    c->driver_version, NULL);
 		pthread_mutex_unlock(&d->mu);
 	}
-	gw_snap_add(s, &f_lost, (double)atomic_load(&c->lost_events), NULL,
-		    NULL);
 	gw_snap_add(s, &f_duration, dur[0], NULL, "collector", "nvml", "set",
 		    "fast", NULL);
 	gw_snap_add(s, &f_duration, dur[1], NULL, "collector", "nvml", "set",
@@ -267,6 +281,8 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 	for (unsigned int i = 0; i < c->ndev; i++) {
 		struct nvml_dev *d = &c->dev[i];
 
+		if (!d->thread_started)
+			continue;
 		pthread_mutex_lock(&d->mu);
 		if (d->busy) {
 			if (!d->hung && now - d->job_started > timeout) {

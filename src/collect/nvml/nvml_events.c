@@ -57,10 +57,20 @@ static void nap(struct gw_nvml *c, int ms)
 		nanosleep(&ts, NULL);
 }
 
+static gw_nvml_device_t handle_of(struct nvml_dev *d)
+{
+	gw_nvml_device_t h;
+
+	pthread_mutex_lock(&d->mu); /* a late discovery writes it */
+	h = d->h;
+	pthread_mutex_unlock(&d->mu);
+	return h;
+}
+
 static struct nvml_dev *dev_of(struct gw_nvml *c, gw_nvml_device_t h)
 {
 	for (unsigned int i = 0; i < c->ndev; i++)
-		if (c->dev[i].h == h)
+		if (h && handle_of(&c->dev[i]) == h)
 			return &c->dev[i];
 	return NULL;
 }
@@ -101,42 +111,34 @@ static void count_event(struct gw_nvml *c, const struct gw_nvml_event_data *ev)
 			d->index, d->uuid);
 }
 
-/* Registers every answering GPU; returns how many accepted. */
-static unsigned int register_all(struct gw_nvml *c, void *set)
+/* Registers one GPU for XID and ECC events; returns 1 when accepted. */
+static int register_dev(struct gw_nvml *c, struct nvml_dev *d, void *set)
 {
 	const unsigned long long want = GW_NVML_EVENT_XID_CRITICAL |
 					GW_NVML_EVENT_SINGLE_BIT_ECC |
 					GW_NVML_EVENT_DOUBLE_BIT_ECC;
-	unsigned int n = 0;
+	gw_nvml_device_t h = handle_of(d);
+	unsigned long long types = want, sup = 0;
 
-	for (unsigned int i = 0; i < c->ndev; i++) {
-		struct nvml_dev *d = &c->dev[i];
-		unsigned long long types = want, sup = 0;
-
-		if (!d->h)
-			continue;
-		if (c->fns.device_get_supported_event_types &&
-		    c->fns.device_get_supported_event_types(d->h, &sup) ==
-			    GW_NVML_SUCCESS)
-			types &= sup;
-		if (!types)
-			continue;
-		if (c->fns.device_register_events(d->h, types, set) ==
-			    GW_NVML_SUCCESS ||
-		    c->fns.device_register_events(d->h,
-						  GW_NVML_EVENT_XID_CRITICAL,
-						  set) == GW_NVML_SUCCESS)
-			n++;
-		else
-			gw_warn("nvml: GPU %u: cannot register for XID events",
-				i);
-	}
-	return n;
+	if (!h)
+		return 0;
+	if (c->fns.device_get_supported_event_types &&
+	    c->fns.device_get_supported_event_types(h, &sup) == GW_NVML_SUCCESS)
+		types &= sup;
+	if (!types)
+		return 0;
+	if (c->fns.device_register_events(h, types, set) == GW_NVML_SUCCESS ||
+	    c->fns.device_register_events(h, GW_NVML_EVENT_XID_CRITICAL, set) ==
+		    GW_NVML_SUCCESS)
+		return 1;
+	gw_warn("nvml: GPU %u: cannot register for XID events", d->index);
+	return 0;
 }
 
 void *gw_nvml_events_main(void *arg)
 {
 	struct gw_nvml *c = arg;
+	unsigned int registered = 0;
 	void *set = NULL;
 	char nb[24];
 	int r;
@@ -148,13 +150,18 @@ void *gw_nvml_events_main(void *arg)
 			gw_nvml_code_name(r, nb, sizeof(nb)));
 		return NULL;
 	}
-	if (register_all(c, set) == 0) {
-		gw_warn("nvml: no GPU accepts event registration; XID errors "
-			"are not counted");
-		goto out;
-	}
+	for (unsigned int i = 0; i < c->ndev; i++)
+		registered += register_dev(c, &c->dev[i], set);
+	if (registered == 0 && c->ndev > 0)
+		gw_warn("nvml: no GPU accepts event registration yet; XID "
+			"errors are not counted");
 	while (!atomic_load(&c->stop)) {
 		struct gw_nvml_event_data ev;
+
+		/* GPUs identified after start join the set here. */
+		for (unsigned int i = 0; i < c->ndev; i++)
+			if (atomic_exchange(&c->dev[i].register_events, 0))
+				register_dev(c, &c->dev[i], set);
 
 		memset(&ev, 0, sizeof(ev));
 		r = c->fns.event_set_wait(set, &ev, WAIT_MS);
@@ -168,7 +175,6 @@ void *gw_nvml_events_main(void *arg)
 		atomic_fetch_add(&c->errors[gw_nvml_err_slot(r)], 1);
 		nap(c, WAIT_MS);
 	}
-out:
 	if (c->fns.event_set_free)
 		c->fns.event_set_free(set);
 	return NULL;
@@ -180,24 +186,31 @@ void gw_nvml_publish_events(struct gw_nvml *c)
 
 	pthread_mutex_lock(&c->ev_mu);
 	for (unsigned int i = 0; i < c->ndev; i++) {
-		const struct nvml_dev *d = &c->dev[i];
+		struct nvml_dev *d = &c->dev[i];
+		char labels[sizeof(d->labels)], dcgm[sizeof(d->dcgm_labels)];
+
+		/* Lock order: ev_mu, then d->mu (nothing takes them the other way). */
+		pthread_mutex_lock(&d->mu);
+		memcpy(labels, d->labels, sizeof(labels));
+		memcpy(dcgm, d->dcgm_labels, sizeof(dcgm));
+		pthread_mutex_unlock(&d->mu);
 
 		for (unsigned int k = 0; k < d->nxid; k++) {
 			char code[24];
 
 			snprintf(code, sizeof(code), "%llu", d->xid[k].code);
 			gw_snap_add(s, &f_xid, (double)d->xid[k].count,
-				    d->labels, "xid", code, NULL);
+				    labels, "xid", code, NULL);
 			gw_snap_add(s, &f_xid_last, d->xid[k].last_seen,
-				    d->labels, "xid", code, NULL);
+				    labels, "xid", code, NULL);
 		}
-		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[0], d->labels,
+		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[0], labels,
 			    "type", "single_bit", NULL);
-		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[1], d->labels,
+		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[1], labels,
 			    "type", "double_bit", NULL);
 		if (c->dcgm)
 			gw_snap_add(s, &d_xid, (double)d->last_xid,
-				    d->dcgm_labels, NULL);
+				    dcgm, NULL);
 	}
 	gw_snap_add(s, &f_xid_overflow, (double)c->xid_overflow, NULL, NULL);
 	pthread_mutex_unlock(&c->ev_mu);

@@ -85,6 +85,8 @@ struct nvml_dev {
 	int gpm_have_prev;
 	int nvlink_links; /* -1 until probed */
 	atomic_flag logged_lost;
+	_Atomic uint64_t lost_count;      /* GPU_IS_LOST episodes */
+	_Atomic int register_events;      /* identified late: events thread registers it */
 	atomic_flag logged_perm[M__COUNT];
 	atomic_flag logged_err[M__COUNT];
 
@@ -122,7 +124,6 @@ struct gw_nvml {
 
 	_Atomic uint64_t errors[GW_NVML_ERR_SLOTS]; /* by code slot */
 	_Atomic uint64_t timeouts;
-	_Atomic uint64_t lost_events;
 	double retry_load_at, load_backoff;
 	atomic_flag logged_load;
 };

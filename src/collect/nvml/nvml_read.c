@@ -63,7 +63,7 @@ G(f_tensor, "gpuwatch_gpu_tensor_active_ratio",
 G(f_dram, "gpuwatch_gpu_dram_bandwidth_utilization_ratio",
   "DRAM bandwidth used as a share of the peak (GPM).")
 C(f_ecc, "gpuwatch_gpu_ecc_errors_total",
-  "ECC errors since the driver was loaded, by type.")
+  "ECC errors over the GPU's lifetime (aggregate counter), by type.")
 C(f_remap, "gpuwatch_gpu_remapped_rows_total",
   "Memory rows remapped, by the kind of error that caused it.")
 G(f_remap_pending, "gpuwatch_gpu_remapped_rows_pending",
@@ -327,6 +327,7 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 {
 	struct gw_nvml *c = d->c;
 	unsigned int count = d->putil_cap;
+	char seen[GW_NVML_MAX_PROCS];
 	int ret;
 
 	if (!wanted(d, M_PROCUTIL, (void *)c->fns.device_get_process_utilization))
@@ -350,12 +351,15 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 							    &count,
 							    d->putil_last_ts);
 	}
-	if (ret == GW_NVML_ERROR_NOT_FOUND)
-		return; /* no samples since last time */
-	if (call_result(d, M_PROCUTIL, ret) <= 0)
-		return;
-	if (count > d->putil_cap)
-		count = d->putil_cap;
+	if (ret == GW_NVML_ERROR_NOT_FOUND) {
+		count = 0; /* no samples since last time: all idle */
+	} else {
+		if (call_result(d, M_PROCUTIL, ret) <= 0)
+			return;
+		if (count > d->putil_cap)
+			count = d->putil_cap;
+	}
+	memset(seen, 0, nprocs);
 	for (unsigned int i = 0; i < count; i++) {
 		const struct gw_nvml_process_util *u = &d->putil[i];
 		char pid[16], comm[64] = "";
@@ -369,9 +373,12 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 				dup = 1;
 		if (dup)
 			continue;
-		for (unsigned int j = 0; j < nprocs; j++)
-			if (d->procs[j].pid == u->pid)
+		for (unsigned int j = 0; j < nprocs; j++) {
+			if (d->procs[j].pid == u->pid) {
 				snprintf(comm, sizeof(comm), "%s", d->comms[j]);
+				seen[j] = 1;
+			}
+		}
 		if (!comm[0])
 			proc_comm(u->pid, comm, sizeof(comm));
 		snprintf(pid, sizeof(pid), "%u", u->pid);
@@ -379,6 +386,18 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 			    "pid", pid, "comm", comm, NULL);
 		gw_snap_add(&d->snap, &f_procmu, u->mem_util / 100.0, d->labels,
 			    "pid", pid, "comm", comm, NULL);
+	}
+	/* A process with no sample since the last pass used nothing. */
+	for (unsigned int j = 0; j < nprocs; j++) {
+		char pid[16];
+
+		if (seen[j])
+			continue;
+		snprintf(pid, sizeof(pid), "%u", d->procs[j].pid);
+		gw_snap_add(&d->snap, &f_procsm, 0, d->labels, "pid", pid,
+			    "comm", d->comms[j], NULL);
+		gw_snap_add(&d->snap, &f_procmu, 0, d->labels, "pid", pid,
+			    "comm", d->comms[j], NULL);
 	}
 }
 
@@ -647,8 +666,12 @@ static int read_nvlink(struct nvml_dev *d)
 			break;
 		}
 		TRY(r = call_result(d, M_NVLINK, ret));
-		if (!r)
+		if (!r) {
+			/* A transient error: try all links again next time. */
+			if (!(d->unsupported & (1ULL << M_NVLINK)))
+				return 0;
 			break;
+		}
 		links++;
 		snprintf(link, sizeof(link), "%u", l);
 		gw_snap_add(&d->snap, &f_nvlink_up,
@@ -775,9 +798,21 @@ int gw_nvml_probe(struct nvml_dev *d)
 		ret = c->fns.device_get_handle_by_index(d->index, &h);
 		return ret == GW_NVML_SUCCESS ? 0 : -ENODEV;
 	}
-	if (!c->fns.device_get_temperature)
-		return 0;
-	set_in_call(d, "device_get_temperature");
-	ret = c->fns.device_get_temperature(d->h, GW_NVML_TEMPERATURE_GPU, &t);
-	return ret == GW_NVML_ERROR_GPU_IS_LOST ? -ENODEV : 0;
+	/* Only a real answer counts; a GPU without a temperature sensor is
+	 * asked for its memory instead. */
+	if (c->fns.device_get_temperature) {
+		set_in_call(d, "device_get_temperature");
+		ret = c->fns.device_get_temperature(d->h,
+						    GW_NVML_TEMPERATURE_GPU, &t);
+		if (ret != GW_NVML_ERROR_NOT_SUPPORTED)
+			return ret == GW_NVML_SUCCESS ? 0 : -ENODEV;
+	}
+	if (c->fns.device_get_memory_info) {
+		struct gw_nvml_memory m;
+
+		set_in_call(d, "device_get_memory_info");
+		ret = c->fns.device_get_memory_info(d->h, &m);
+		return ret == GW_NVML_SUCCESS ? 0 : -ENODEV;
+	}
+	return 0;
 }
