@@ -1,6 +1,7 @@
 # Thin front door to CMake + Ninja.
 #   make            build build/gpuwatch (release with debug info)
 #   make test       build with ASan/UBSan into build-asan and run every test
+#   make test-tsan  the same tests under ThreadSanitizer (build-tsan)
 #   make run        build and start the agent (ARGS="--simulate 2")
 #   make bench      the overhead benchmark (bench/README.md)
 #   make fuzz       build the libFuzzer harnesses with clang and run each
@@ -13,7 +14,7 @@ ASAN_BUILD ?= build-asan
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure -j2
 
-.PHONY: all test run bench deps clean fuzz
+.PHONY: all test test-tsan run bench deps clean fuzz
 
 all:
 	@test -f $(BUILD)/build.ninja || $(CMAKE) -S . -B $(BUILD) -G Ninja \
@@ -26,6 +27,13 @@ test:
 	$(CMAKE) --build $(ASAN_BUILD)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest $(CTEST_ARGS)
+
+test-tsan:
+	@test -f build-tsan/build.ninja || $(CMAKE) -S . -B build-tsan -G Ninja \
+		-DCMAKE_BUILD_TYPE=Debug -DGW_TSAN=ON -DGW_WERROR=$${GW_WERROR:-OFF}
+	$(CMAKE) --build build-tsan
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest $(CTEST_ARGS)
 
 run: all
@@ -50,4 +58,4 @@ fuzz:
 			-print_final_stats=1 $$work; rm -rf $$work; done
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) build-tsan build-fuzz

@@ -22,7 +22,7 @@
 #endif
 
 /* Seconds the agent gives its threads to finish on SIGTERM. */
-#define STOP_GRACE 4.0
+#define STOP_GRACE 3.0
 
 static const struct gw_collector_ops *const collectors[] = {
 	&gw_nvml_collector,

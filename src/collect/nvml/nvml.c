@@ -479,11 +479,12 @@ static int nvml_stop(void *priv, double deadline)
 		pthread_cond_broadcast(&d->cv);
 		pthread_mutex_unlock(&d->mu);
 	}
-	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS && !r; i++)
+	/* Join every thread that finishes in time, even past a stuck one. */
+	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++)
 		if (c->dev[i].thread_started &&
 		    join_by(c->dev[i].thread, deadline))
 			r = -ETIMEDOUT;
-	if (!r && c->events_started && join_by(c->events, deadline))
+	if (c->events_started && join_by(c->events, deadline))
 		r = -ETIMEDOUT;
 	return r;
 }
