@@ -103,35 +103,38 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 	return err;
 }
 
-void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
-		 const char *base, ...)
+/* Makes room for n more samples; 0 or -ENOSPC/-ENOMEM. */
+static int reserve_samples(struct gw_snap *s, size_t n)
+{
+	size_t cap = s->cap ? s->cap : 64;
+	struct gw_sample *nv;
+
+	if (s->n + n <= s->cap)
+		return 0;
+	if (s->n + n > GW_SNAP_MAX_SAMPLES)
+		return -ENOSPC;
+	while (cap < s->n + n)
+		cap *= 2;
+	if (cap > GW_SNAP_MAX_SAMPLES)
+		cap = GW_SNAP_MAX_SAMPLES;
+	nv = realloc(s->v, cap * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	s->v = nv;
+	s->cap = cap;
+	return 0;
+}
+
+/* Appends base and the name/value pairs of ap to the label arena. */
+static int add_labels(struct gw_snap *s, const char *base, va_list ap,
+		      uint32_t *off, uint32_t *len)
 {
 	size_t start = s->labels.len;
 	const char *k, *v;
 	int err = 0;
-	va_list ap;
 
-	if (isnan(value))
-		return;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct gw_sample *nv;
-
-		if (s->cap >= GW_SNAP_MAX_SAMPLES) {
-			s->dropped++;
-			return;
-		}
-		nv = realloc(s->v, cap * sizeof(*nv));
-		if (!nv) {
-			s->dropped++;
-			return;
-		}
-		s->v = nv;
-		s->cap = cap;
-	}
 	if (base && *base)
 		err = gw_buf_adds(&s->labels, base);
-	va_start(ap, base);
 	while (!err && (k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
 		if (s->labels.len > start)
@@ -139,19 +142,81 @@ void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
 		if (!err)
 			err = gw_labels_append(&s->labels, k, v ? v : "");
 	}
-	va_end(ap);
 	if (err) {
 		s->labels.len = start;
 		if (s->labels.p)
 			s->labels.p[start] = '\0';
+		return err;
+	}
+	*off = (uint32_t)start;
+	*len = (uint32_t)(s->labels.len - start);
+	return 0;
+}
+
+static void push(struct gw_snap *s, const struct gw_family *f, uint32_t off,
+		 uint32_t len, double value, enum gw_sample_kind kind, double le)
+{
+	struct gw_sample *x = &s->v[s->n++];
+
+	x->fam = f;
+	x->labels = off;
+	x->labels_len = len;
+	x->value = value;
+	x->kind = kind;
+	x->le = le;
+}
+
+void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
+		 const char *base, ...)
+{
+	uint32_t off, len;
+	va_list ap;
+	int err;
+
+	if (isnan(value))
+		return;
+	if (reserve_samples(s, 1)) {
 		s->dropped++;
 		return;
 	}
-	s->v[s->n].fam = f;
-	s->v[s->n].labels = (uint32_t)start;
-	s->v[s->n].labels_len = (uint32_t)(s->labels.len - start);
-	s->v[s->n].value = value;
-	s->n++;
+	va_start(ap, base);
+	err = add_labels(s, base, ap, &off, &len);
+	va_end(ap);
+	if (err) {
+		s->dropped++;
+		return;
+	}
+	push(s, f, off, len, value, GW_SAMPLE_PLAIN, 0);
+}
+
+void gw_snap_add_histogram(struct gw_snap *s, const struct gw_family *f,
+			   const double *bounds, const uint64_t *counts,
+			   size_t n, double sum, const char *base, ...)
+{
+	uint64_t cum = 0;
+	uint32_t off, len;
+	va_list ap;
+	int err;
+
+	if (reserve_samples(s, n + 3)) {
+		s->dropped += n + 3;
+		return;
+	}
+	va_start(ap, base);
+	err = add_labels(s, base, ap, &off, &len);
+	va_end(ap);
+	if (err) {
+		s->dropped += n + 3;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		cum += counts[i];
+		push(s, f, off, len, (double)cum, GW_SAMPLE_BUCKET, bounds[i]);
+	}
+	cum += counts[n]; /* above the last bound */
+	push(s, f, off, len, (double)cum, GW_SAMPLE_BUCKET, INFINITY);
+	push(s, f, off, len, sum, GW_SAMPLE_SUM, 0);
+	push(s, f, off, len, (double)cum, GW_SAMPLE_COUNT, 0);
 }
 
 struct slot {
@@ -298,11 +363,20 @@ static const char *type_name(const struct gw_family *f,
 		return "counter";
 	case GW_INFO:
 		return fmt == GW_EXPO_OPENMETRICS ? "info" : "gauge";
+	case GW_HISTOGRAM:
+		return "histogram";
 	case GW_GAUGE:
 	default:
 		return "gauge";
 	}
 }
+
+static const char *const kind_suffix[] = {
+	[GW_SAMPLE_PLAIN] = "",
+	[GW_SAMPLE_BUCKET] = "_bucket",
+	[GW_SAMPLE_SUM] = "_sum",
+	[GW_SAMPLE_COUNT] = "_count",
+};
 
 static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 			 struct gw_buf *out)
@@ -339,7 +413,9 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 		const struct entry *e = &r->entries[i];
 		const struct gw_family *f = e->s->fam;
 
-		if (i > 0 && entry_cmp(e, e - 1) == 0) {
+		if (i > 0 && entry_cmp(e, e - 1) == 0 &&
+		    e->s->kind == e[-1].s->kind &&
+		    (e->s->kind != GW_SAMPLE_BUCKET || e->s->le == e[-1].s->le)) {
 			r->duplicates++;
 			continue;
 		}
@@ -359,11 +435,22 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 		}
 		if (!err)
 			err = gw_buf_adds(out, f->name);
-		if (!err && e->s->labels_len) {
+		if (!err)
+			err = gw_buf_adds(out, kind_suffix[e->s->kind]);
+		if (!err && (e->s->labels_len || e->s->kind == GW_SAMPLE_BUCKET)) {
 			err = gw_buf_add(out, "{", 1);
 			if (!err)
 				err = gw_buf_add(out, e->labels,
 						 e->s->labels_len);
+			if (!err && e->s->kind == GW_SAMPLE_BUCKET) {
+				err = gw_buf_adds(out, e->s->labels_len ?
+							       ",le=\"" :
+							       "le=\"");
+				if (!err)
+					err = add_value(out, e->s->le);
+				if (!err)
+					err = gw_buf_add(out, "\"", 1);
+			}
 			if (!err)
 				err = gw_buf_add(out, "}", 1);
 		}

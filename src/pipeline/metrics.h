@@ -33,6 +33,7 @@ enum gw_metric_type {
 	GW_GAUGE,
 	GW_COUNTER, /* name ends in _total */
 	GW_INFO,    /* gauge fixed at 1, name ends in _info */
+	GW_HISTOGRAM, /* _bucket{le}, _sum and _count samples */
 };
 
 struct gw_family {
@@ -44,11 +45,20 @@ struct gw_family {
 #define GW_SNAP_MAX_SAMPLES 65536
 #define GW_SNAP_MAX_LABEL_BYTES (4u << 20)
 
+enum gw_sample_kind {
+	GW_SAMPLE_PLAIN,
+	GW_SAMPLE_BUCKET, /* a histogram's name_bucket{le} */
+	GW_SAMPLE_SUM,
+	GW_SAMPLE_COUNT,
+};
+
 struct gw_sample {
 	const struct gw_family *fam;
 	uint32_t labels;    /* offset into the snap's label arena */
 	uint32_t labels_len;
 	double value;
+	double le;          /* upper bound, GW_SAMPLE_BUCKET only */
+	enum gw_sample_kind kind;
 };
 
 struct gw_snap {
@@ -71,6 +81,16 @@ void gw_snap_reset(struct gw_snap *s);
  */
 void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
 		 const char *base, ...) __attribute__((sentinel));
+
+/*
+ * Adds a histogram: counts[i] observations in (bounds[i-1], bounds[i]] for
+ * i < n, and counts[n] above bounds[n-1]; the buckets are rendered
+ * cumulative with a final le="+Inf".  Labels as for gw_snap_add.
+ */
+void gw_snap_add_histogram(struct gw_snap *s, const struct gw_family *f,
+			   const double *bounds, const uint64_t *counts,
+			   size_t n, double sum, const char *base, ...)
+	__attribute__((sentinel));
 
 /* Appends name="value" with Prometheus escaping to b; no separator. */
 __attribute__((warn_unused_result)) int

@@ -255,6 +255,47 @@ static void duplicate_series_rendered_once(void **state)
 	gw_registry_free(r);
 }
 
+/* A histogram renders cumulative buckets in order, +Inf, _sum and _count. */
+static void histogram_rendering(void **state)
+{
+	static const struct gw_family h = { "gpuwatch_cuda_api_duration_seconds",
+					    "API call latency.", GW_HISTOGRAM };
+	static const double bounds[] = { 0.001, 0.01 };
+	static const uint64_t counts[] = { 1, 2, 3 };
+	struct gw_registry *r = gw_registry_new();
+	struct gw_snap s;
+	int slot = gw_registry_slot(r, "h");
+	char *t;
+
+	(void)state;
+	gw_snap_init(&s);
+	gw_snap_add_histogram(&s, &h, bounds, counts, 2, 0.5, NULL, "api",
+			      "cudaMalloc", NULL);
+	gw_snap_add_histogram(&s, &h, bounds, counts, 2, 0.25, NULL, NULL);
+	gw_registry_publish(r, slot, &s);
+	t = render(r, GW_EXPO_TEXT_004);
+	assert_string_equal(
+		t,
+		"# HELP gpuwatch_cuda_api_duration_seconds API call latency.\n"
+		"# TYPE gpuwatch_cuda_api_duration_seconds histogram\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{le=\"0.001\"} 1\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{le=\"0.01\"} 3\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{le=\"+Inf\"} 6\n"
+		"gpuwatch_cuda_api_duration_seconds_sum 0.25\n"
+		"gpuwatch_cuda_api_duration_seconds_count 6\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\",le=\"0.001\"} 1\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\",le=\"0.01\"} 3\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\",le=\"+Inf\"} 6\n"
+		"gpuwatch_cuda_api_duration_seconds_sum{api=\"cudaMalloc\"} 0.5\n"
+		"gpuwatch_cuda_api_duration_seconds_count{api=\"cudaMalloc\"} 6\n");
+	free(t);
+	t = render(r, GW_EXPO_OPENMETRICS);
+	assert_non_null(strstr(t, "# TYPE gpuwatch_cuda_api_duration_seconds histogram\n"));
+	free(t);
+	gw_snap_release(&s);
+	gw_registry_free(r);
+}
+
 /* Label values must be UTF-8: invalid bytes become U+FFFD, valid ones stay. */
 static void label_values_made_utf8(void **state)
 {
@@ -706,6 +747,7 @@ int main(void)
 		cmocka_unit_test(duplicate_series_rendered_once),
 		cmocka_unit_test(label_escaping),
 		cmocka_unit_test(label_values_made_utf8),
+		cmocka_unit_test(histogram_rendering),
 		cmocka_unit_test(escaped_labels_in_exposition),
 		cmocka_unit_test(nan_skipped),
 		cmocka_unit_test(number_formatting),
