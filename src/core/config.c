@@ -21,6 +21,8 @@ enum opt_type {
 	T_COMPAT,
 	T_FAULT, /* repeatable; a YAML sequence in the file */
 	T_CONFIG,
+	T_NOFLAG,   /* --no-NAME on the command line; NAME: true|false in the file */
+	T_STRLIST,  /* comma-separated on the command line; a list in the file */
 };
 
 struct opt {
@@ -80,6 +82,23 @@ static const struct opt opts[] = {
 	{ "compat", T_COMPAT, F(compat), 0, 0, "dcgm",
 	  "Also expose dcgm-exporter's metric names (DCGM_FI_DEV_GPU_TEMP, ...)\n"
 	  "so existing dashboards keep working. Default: off." },
+	{ "ebpf", T_NOFLAG, F(ebpf), 0, 0, "",
+	  "--no-ebpf turns off the eBPF probes on libcudart and libcuda (CUDA\n"
+	  "API calls, errors, GPU memory and leaks, exits of GPU processes in\n"
+	  "every process, no code change). They need root or CAP_BPF with\n"
+	  "CAP_PERFMON, and kernel BTF; without them the agent says so once\n"
+	  "and runs on. File key: ebpf: false." },
+	{ "leak-age", T_DURATION, F(leak_age), 1, 86400 * 30, "SECONDS",
+	  "A GPU allocation still live after this long counts as a suspected\n"
+	  "leak (gpuwatch_cuda_memory_leak_suspect_bytes). Default 300." },
+	{ "ebpf-budget", T_RATIO, F(ebpf_budget), 0.0001, 1, "RATIO",
+	  "Share of a process's own CPU time its probes may cost (0.01 = 1%).\n"
+	  "Above it the high-rate probes (launches, copies) are duty-cycled\n"
+	  "and gpuwatch_ebpf_sampling_ratio says how much was seen. Default\n"
+	  "0.01." },
+	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
+	  "Environment variables of a GPU process whose value becomes its\n"
+	  "'job' label, first found wins. Default SLURM_JOB_ID." },
 	{ "log-level", T_LOGLEVEL, F(log_level), 0, 0, "LEVEL",
 	  "error, warn, info or debug. Default info. Logs go to stderr." },
 };
@@ -99,6 +118,10 @@ void gw_config_defaults(struct gw_config *c)
 	c->sim_day = 86400;
 	c->sim_seed = 1;
 	c->log_level = GW_LOG_INFO;
+	c->ebpf = 1;
+	c->leak_age = 300;
+	c->ebpf_budget = 0.01;
+	snprintf(c->job_env, sizeof(c->job_env), "SLURM_JOB_ID");
 }
 
 static const struct opt *find_opt(const char *key)
@@ -262,6 +285,36 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		snprintf(c->compat, sizeof(c->compat), "%s",
 			 strcmp(val, "none") == 0 ? "" : val);
 		return 0;
+	case T_NOFLAG:
+		if (strcmp(val, "true") == 0 || strcmp(val, "on") == 0 ||
+		    strcmp(val, "yes") == 0) {
+			*(int *)dst = 1;
+			return 0;
+		}
+		if (strcmp(val, "false") == 0 || strcmp(val, "off") == 0 ||
+		    strcmp(val, "no") == 0) {
+			*(int *)dst = 0;
+			return 0;
+		}
+		snprintf(err, errlen, "%s: '%s' is not true or false", where,
+			 val);
+		return -EINVAL;
+	case T_STRLIST: {
+		size_t n = strlen(val);
+
+		if (n == 0 || n >= o->size || strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+							 "abcdefghijklmnopqrstuvwxyz"
+							 "0123456789_,") != n ||
+		    val[0] == ',' || val[n - 1] == ',' || strstr(val, ",,")) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not a comma-separated list of "
+				 "variable names",
+				 where, val);
+			return -EINVAL;
+		}
+		snprintf(dst, o->size, "%s", val);
+		return 0;
+	}
 	case T_FAULT: {
 		char ferr[256];
 
@@ -335,6 +388,31 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 		}
 		yaml_event_delete(&ev);
 		return err;
+	}
+	if (ev.type == YAML_SEQUENCE_START_EVENT && o->type == T_STRLIST) {
+		char joined[256] = "";
+		size_t len = 0;
+
+		yaml_event_delete(&ev);
+		for (;;) {
+			if (next_event(p, &ev, y))
+				return -EINVAL;
+			if (ev.type == YAML_SEQUENCE_END_EVENT)
+				break;
+			if (ev.type != YAML_SCALAR_EVENT ||
+			    len + ev.data.scalar.length + 2 >= sizeof(joined)) {
+				err = yaml_fail(y, &ev,
+						"expected a short list of names");
+				yaml_event_delete(&ev);
+				return err;
+			}
+			len += (size_t)snprintf(joined + len, sizeof(joined) - len,
+						"%s%s", len ? "," : "",
+						(const char *)ev.data.scalar.value);
+			yaml_event_delete(&ev);
+		}
+		yaml_event_delete(&ev);
+		return set_opt(y->c, o, joined, where, y->err, y->errlen);
 	}
 	if (ev.type == YAML_SEQUENCE_START_EVENT && o->type == T_FAULT) {
 		yaml_event_delete(&ev);
@@ -592,8 +670,11 @@ void gw_config_usage(FILE *out)
 		const char *h = opts[i].help;
 		char left[64];
 
-		snprintf(left, sizeof(left), "--%s %s", opts[i].name,
-			 opts[i].arg);
+		if (opts[i].type == T_NOFLAG)
+			snprintf(left, sizeof(left), "--no-%s", opts[i].name);
+		else
+			snprintf(left, sizeof(left), "--%s %s", opts[i].name,
+				 opts[i].arg);
 		fprintf(out, "  %s\n", left);
 		while (*h) {
 			const char *nl = strchr(h, '\n');
@@ -631,12 +712,17 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			size_t errlen)
 {
 	struct option lopts[NOPTS + 2];
+	char noflags[NOPTS][40];
+
+	for (size_t i = 0; i < NOPTS; i++)
+		snprintf(noflags[i], sizeof(noflags[i]), "no-%s", opts[i].name);
 	const char *config_path = NULL;
 	int fault_flags = 0, r, ch, idx;
 
 	for (size_t i = 0; i < NOPTS; i++) {
-		lopts[i].name = opts[i].name;
-		lopts[i].has_arg = required_argument;
+		lopts[i].name = opts[i].type == T_NOFLAG ? noflags[i] : opts[i].name;
+		lopts[i].has_arg = opts[i].type == T_NOFLAG ? no_argument :
+							      required_argument;
 		lopts[i].flag = NULL;
 		lopts[i].val = 256 + (int)i;
 	}
@@ -699,8 +785,10 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			continue;
 		if (o->type == T_FAULT && !fault_flags++)
 			c->nfaults = 0;
-		snprintf(where, sizeof(where), "--%s", o->name);
-		r = set_opt(c, o, optarg, where, err, errlen);
+		snprintf(where, sizeof(where), "--%s%s",
+			 o->type == T_NOFLAG ? "no-" : "", o->name);
+		r = set_opt(c, o, o->type == T_NOFLAG ? "false" : optarg, where,
+			    err, errlen);
 		if (r)
 			return r;
 	}

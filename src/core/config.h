@@ -35,6 +35,10 @@ struct gw_config {
 	double sim_day;           /* length of a simulated day, seconds */
 	unsigned long long sim_seed;
 	enum gw_log_level log_level;
+	int ebpf;                 /* eBPF probes on (default) */
+	double leak_age;          /* seconds before a live allocation is a suspect */
+	double ebpf_budget;       /* share of a process's CPU its probes may cost */
+	char job_env[256];        /* comma-separated environment variable names */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };

@@ -8,8 +8,9 @@ echo "$out" | grep -q "agent" || fail "help does not list 'agent'"
 
 help="$("$GPUWATCH" agent --help)"
 for flag in --listen --data-dir --config --nvml-lib --simulate --interval \
-	--detail-interval --log-level --collector-timeout --cpu-budget --compat --fault; do
-	echo "$help" | grep -q -- "$flag " || fail "agent --help does not document $flag"
+	--detail-interval --log-level --collector-timeout --cpu-budget --compat --fault \
+	--no-ebpf --leak-age --ebpf-budget --job-env; do
+	echo "$help" | grep -Eq -- "^  $flag( |\$)" || fail "agent --help does not document $flag"
 done
 ok "help documents every flag"
 

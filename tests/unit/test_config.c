@@ -699,6 +699,35 @@ static void non_mapping_refused(void **state)
 	}
 }
 
+static void ebpf_settings(void **state)
+{
+	struct gw_config c;
+	char err[GW_CONFIG_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(run_args(&c, err, sizeof(err), NULL), 0);
+	assert_int_equal(c.ebpf, 1);
+	assert_string_equal(c.job_env, "SLURM_JOB_ID");
+	assert_int_equal(run_args(&c, err, sizeof(err), "--no-ebpf", "--job-env",
+				  "MY_JOB,PBS_JOBID", "--leak-age", "2m", NULL),
+			 0);
+	assert_int_equal(c.ebpf, 0);
+	assert_string_equal(c.job_env, "MY_JOB,PBS_JOBID");
+	assert_true(c.leak_age == 120);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--job-env", "A B",
+				  NULL),
+			 -EINVAL);
+	assert_contains(err, "--job-env: 'A B' is not a comma-separated list");
+	assert_int_equal(load_text(&c, "ebpf: false\njob_env: [A, B_2]\n", err,
+				   sizeof(err)),
+			 0);
+	assert_int_equal(c.ebpf, 0);
+	assert_string_equal(c.job_env, "A,B_2");
+	assert_int_equal(load_text(&c, "ebpf: maybe\n", err, sizeof(err)),
+			 -EINVAL);
+	assert_contains(err, "agent.yaml:1: ebpf: 'maybe' is not true or false");
+}
+
 static void missing_file(void **state)
 {
 	struct gw_config c;
@@ -757,6 +786,7 @@ int main(void)
 		cmocka_unit_test(detail_shorter_than_interval),
 		cmocka_unit_test(empty_and_comment_files),
 		cmocka_unit_test(non_mapping_refused),
+		cmocka_unit_test(ebpf_settings),
 		cmocka_unit_test(missing_file),
 		cmocka_unit_test(error_buffer_is_bounded),
 	};
