@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/attrib.h"
+#include "collect/bpf/collector.h"
 #include "collect/nvml/nvml.h"
 #include "collect/self/self.h"
 #include "common/log.h"
@@ -26,6 +28,7 @@
 
 static const struct gw_collector_ops *const collectors[] = {
 	&gw_nvml_collector,
+	&gw_bpf_collector,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
@@ -106,6 +109,30 @@ static int lock_data_dir(const char *dir)
 	return fd;
 }
 
+/* The attribution cache, with the job variables of --job-env. */
+static int new_attrib(const struct gw_config *c, struct gw_attrib_cache **out)
+{
+	char names[sizeof(c->job_env)], *tok = names;
+	const char *vars[GW_ATTRIB_MAX_JOB_ENV];
+	struct gw_attrib_opts o = { .sz = sizeof(o) };
+	unsigned int n = 0;
+
+	/* config.c checked it: names separated by single commas. */
+	snprintf(names, sizeof(names), "%s", c->job_env);
+	while (*tok && n < GW_ATTRIB_MAX_JOB_ENV) {
+		char *comma = strchr(tok, ',');
+
+		vars[n++] = tok;
+		if (!comma)
+			break;
+		*comma = '\0';
+		tok = comma + 1;
+	}
+	o.job_env = vars;
+	o.njob_env = n;
+	return gw_attrib_cache_new(&o, out);
+}
+
 /*
  * SIGHUP: read the config again (file, then the same flags) and apply what
  * can change while running.
@@ -183,6 +210,10 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("out of memory");
 		goto out;
 	}
+	if (new_attrib(&a.cfg, &a.attrib)) {
+		gw_err("out of memory");
+		goto out;
+	}
 	self = gw_self_new(&a);
 	if (!self) {
 		gw_err("out of memory");
@@ -251,6 +282,7 @@ out:
 		_exit(status);
 	}
 	gw_self_free(self);
+	gw_attrib_cache_free(a.attrib);
 	gw_registry_free(a.reg);
 	if (lock_fd >= 0)
 		close(lock_fd);

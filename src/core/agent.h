@@ -37,9 +37,13 @@ struct gw_collector_ops {
 	void (*reload)(void *priv);
 };
 
+struct gw_attrib_cache;
+
 struct gw_agent {
 	struct gw_config cfg;
 	struct gw_registry *reg;
+	/* pid -> comm, container, pod, job; shared by the collectors. */
+	struct gw_attrib_cache *attrib;
 	/* Intervals in use, milliseconds; the governor may stretch them. */
 	_Atomic uint64_t fast_ms;
 	_Atomic uint64_t detail_ms;

@@ -502,7 +502,7 @@ static void nvml_free(void *priv)
 			if (d->gpm_sample[k] && c->fns.gpm_sample_free)
 				c->fns.gpm_sample_free(d->gpm_sample[k]);
 		free(d->procs);
-		free(d->comms);
+		free(d->plabels);
 		free(d->putil);
 		gw_snap_release(&d->snap);
 		pthread_mutex_destroy(&d->mu);

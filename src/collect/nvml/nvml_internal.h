@@ -76,7 +76,7 @@ struct nvml_dev {
 	int slot_fast, slot_detail;
 	struct gw_snap snap;
 	struct gw_nvml_process_info *procs;
-	char (*comms)[64]; /* names of procs[], same capacity */
+	char (*plabels)[640]; /* series labels of procs[], same capacity */
 	unsigned int procs_cap;
 	struct gw_nvml_process_util *putil;
 	unsigned int putil_cap;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/attrib.h"
 #include "collect/nvml/nvml_internal.h"
 #include "common/log.h"
 
@@ -243,22 +244,33 @@ static double field_double(const struct gw_nvml_field_value *f)
 	}
 }
 
-/* Reads the process's name from /proc; "" when it is gone or elsewhere. */
-static void proc_comm(unsigned int pid, char *out, size_t len)
+/*
+ * The labels of a process's series on this GPU: the GPU's, then pid, comm
+ * and the attribution (container, pod, job) from the agent's cache.
+ */
+static void proc_labels(struct nvml_dev *d, unsigned int pid, char *out,
+			size_t len)
 {
-	char path[64];
-	FILE *f;
+	struct gw_attrib at;
+	struct gw_buf b;
+	char pids[16];
+	int err;
 
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(out, (int)len, f))
-		out[strcspn(out, "\n")] = '\0';
-	else
-		out[0] = '\0';
-	fclose(f);
+	memset(&at, 0, sizeof(at));
+	if (d->c->a->attrib &&
+	    gw_attrib_get(d->c->a->attrib, pid, gw_now_mono(), &at))
+		memset(&at, 0, sizeof(at)); /* gone, or over the cache bound */
+	gw_buf_init(&b, len);
+	err = gw_buf_adds(&b, d->labels);
+	if (!err)
+		err = gw_attrib_labels(&at, pid, &b);
+	if (err || !b.p) {
+		snprintf(pids, sizeof(pids), "%u", pid);
+		snprintf(out, len, "%s,pid=\"%s\"", d->labels, pids);
+	} else {
+		snprintf(out, len, "%s", b.p);
+	}
+	gw_buf_release(&b);
 }
 
 /* Grows the process buffers to hold want entries (at most GW_NVML_MAX_PROCS). */
@@ -274,10 +286,10 @@ static int grow_procs(struct nvml_dev *d, unsigned int want)
 	if (!p)
 		return -ENOMEM;
 	d->procs = p;
-	p = realloc(d->comms, want * sizeof(*d->comms));
+	p = realloc(d->plabels, want * sizeof(*d->plabels));
 	if (!p)
 		return -ENOMEM;
-	d->comms = p;
+	d->plabels = p;
 	d->procs_cap = want;
 	return 0;
 }
@@ -362,7 +374,8 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 	memset(seen, 0, nprocs);
 	for (unsigned int i = 0; i < count; i++) {
 		const struct gw_nvml_process_util *u = &d->putil[i];
-		char pid[16], comm[64] = "";
+		const char *labels = NULL;
+		char own[sizeof(*d->plabels)];
 		int dup = 0;
 
 		if (u->timestamp > d->putil_last_ts)
@@ -375,29 +388,23 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 			continue;
 		for (unsigned int j = 0; j < nprocs; j++) {
 			if (d->procs[j].pid == u->pid) {
-				snprintf(comm, sizeof(comm), "%s", d->comms[j]);
+				labels = d->plabels[j];
 				seen[j] = 1;
 			}
 		}
-		if (!comm[0])
-			proc_comm(u->pid, comm, sizeof(comm));
-		snprintf(pid, sizeof(pid), "%u", u->pid);
-		gw_snap_add(&d->snap, &f_procsm, u->sm_util / 100.0, d->labels,
-			    "pid", pid, "comm", comm, NULL);
-		gw_snap_add(&d->snap, &f_procmu, u->mem_util / 100.0, d->labels,
-			    "pid", pid, "comm", comm, NULL);
+		if (!labels) { /* not a compute process: graphics, say */
+			proc_labels(d, u->pid, own, sizeof(own));
+			labels = own;
+		}
+		gw_snap_add(&d->snap, &f_procsm, u->sm_util / 100.0, labels, NULL);
+		gw_snap_add(&d->snap, &f_procmu, u->mem_util / 100.0, labels, NULL);
 	}
 	/* A process with no sample since the last pass used nothing. */
 	for (unsigned int j = 0; j < nprocs; j++) {
-		char pid[16];
-
 		if (seen[j])
 			continue;
-		snprintf(pid, sizeof(pid), "%u", d->procs[j].pid);
-		gw_snap_add(&d->snap, &f_procsm, 0, d->labels, "pid", pid,
-			    "comm", d->comms[j], NULL);
-		gw_snap_add(&d->snap, &f_procmu, 0, d->labels, "pid", pid,
-			    "comm", d->comms[j], NULL);
+		gw_snap_add(&d->snap, &f_procsm, 0, d->plabels[j], NULL);
+		gw_snap_add(&d->snap, &f_procmu, 0, d->plabels[j], NULL);
 	}
 }
 
@@ -412,14 +419,12 @@ static int read_processes(struct nvml_dev *d)
 	gw_snap_add(&d->snap, &f_nprocs, n, d->labels, NULL);
 	for (unsigned int i = 0; i < n; i++) {
 		const struct gw_nvml_process_info *p = &d->procs[i];
-		char pid[16];
 
-		proc_comm(p->pid, d->comms[i], sizeof(d->comms[i]));
-		snprintf(pid, sizeof(pid), "%u", p->pid);
+		proc_labels(d, p->pid, d->plabels[i], sizeof(d->plabels[i]));
 		if (p->used_gpu_memory != NOT_AVAILABLE)
 			gw_snap_add(&d->snap, &f_procmem,
-				    (double)p->used_gpu_memory, d->labels,
-				    "pid", pid, "comm", d->comms[i], NULL);
+				    (double)p->used_gpu_memory, d->plabels[i],
+				    NULL);
 	}
 	read_proc_util(d, n);
 	return 0;

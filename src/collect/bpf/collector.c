@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collector.c - the eBPF collector's thread: discovery of CUDA libraries,
+ * publication of the kernel's aggregates, exits, and the overhead governor.
+ * See collector.h.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/attrib.h"
+#include "collect/bpf/collector.h"
+#include "collect/bpf/probes.h"
+#include "common/log.h"
+
+#define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
+#define MAX_PENDING 256     /* pids waiting for a maps scan after exec */
+#define MAX_PIDS 1024       /* processes exported per pass */
+#define MAX_EXIT_KEYS 256   /* distinct label sets of exit counters */
+#define RESCAN_S 30.0       /* full /proc rescan period */
+#define GOVERN_S 5.0        /* governor window */
+#define DUTY_MIN 0.05
+#define CYCLE_S 1.0         /* duty cycle period */
+
+static const struct gw_family
+	f_up = { "gpuwatch_ebpf_up", "1 when the eBPF probes are loaded.",
+		 GW_GAUGE },
+	f_calls = { "gpuwatch_cuda_api_calls_total",
+		    "CUDA API calls, by process and API.", GW_COUNTER },
+	f_errors = { "gpuwatch_cuda_api_errors_total",
+		     "CUDA API calls that returned an error, by code.",
+		     GW_COUNTER },
+	f_duration = { "gpuwatch_cuda_api_duration_seconds",
+		       "Time spent in CUDA API calls.", GW_HISTOGRAM },
+	f_bytes = { "gpuwatch_cuda_api_bytes_total",
+		    "Bytes allocated or copied by CUDA API calls.", GW_COUNTER },
+	f_live = { "gpuwatch_cuda_memory_live_bytes",
+		   "GPU memory allocated and not yet freed, by process.",
+		   GW_GAUGE },
+	f_live_allocs = { "gpuwatch_cuda_memory_live_allocations",
+			  "GPU allocations not yet freed, by process.",
+			  GW_GAUGE },
+	f_leak = { "gpuwatch_cuda_memory_leak_suspect_bytes",
+		   "Live GPU memory older than --leak-age.", GW_GAUGE },
+	f_sync = { "gpuwatch_cuda_sync_wait_seconds_total",
+		   "Time spent waiting in CUDA synchronisation calls.",
+		   GW_COUNTER },
+	f_ratio = { "gpuwatch_ebpf_sampling_ratio",
+		    "Share of high-rate CUDA calls (launches, copies) observed; "
+		    "1 when not duty-cycled.",
+		    GW_GAUGE },
+	f_exits = { "gpuwatch_process_exits_total",
+		    "Exits of GPU processes, by reason (clean, error, signal).",
+		    GW_COUNTER },
+	f_abnormal = { "gpuwatch_process_abnormal_exits_with_gpu_memory_total",
+		       "GPU processes that died by a signal or an error code "
+		       "while holding GPU memory.",
+		       GW_COUNTER },
+	f_hits = { "gpuwatch_ebpf_probe_hits_total",
+		   "Probe hits, all processes.", GW_COUNTER },
+	f_hit_cost = { "gpuwatch_ebpf_probe_hit_cost_seconds",
+		       "Measured cost of one probe hit (entry and return).",
+		       GW_GAUGE },
+	f_dropped = { "gpuwatch_ebpf_dropped_total",
+		      "What the eBPF collector could not keep, by kind.",
+		      GW_COUNTER },
+	f_files = { "gpuwatch_ebpf_attached_files",
+		    "Libraries and executables with probes attached.",
+		    GW_GAUGE };
+
+/* Exported latency buckets: 2^10 ns (~1 us) to 2^30 ns (~1.07 s), by 4x. */
+#define NBOUNDS 11
+static double bounds[NBOUNDS];
+
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct pending {
+	uint32_t pid;
+	double due;
+	int left; /* further scans after this one */
+};
+
+struct exit_key {
+	char labels[384];
+	uint64_t n[3]; /* clean, error, signal */
+	uint64_t abnormal_with_memory;
+};
+
+struct pid_cost {
+	uint32_t pid;
+	uint64_t hits;  /* probe hits so far (calls of every API) */
+	double cpu_s;   /* the process's CPU time when read */
+};
+
+struct bpf_col {
+	struct gw_agent *a;
+	struct gw_probes *p;
+	struct gw_attrib_cache *attrib;
+	pthread_t thread;
+	int started;
+	_Atomic int stop;
+	int slot;
+	struct gw_snap snap;
+	double ns_per_hit;
+	int up;
+
+	struct file_id files[MAX_FILES];
+	unsigned int nfiles;
+	uint64_t files_dropped;
+	struct pending pending[MAX_PENDING];
+	unsigned int npending;
+	uint64_t pending_dropped;
+	struct exit_key exits[MAX_EXIT_KEYS];
+	unsigned int nexits;
+	uint64_t exits_dropped;
+	uint64_t pids_dropped;
+
+	/* Governor: this window's and the previous window's readings. */
+	struct pid_cost cur[MAX_PIDS], prev[MAX_PIDS];
+	unsigned int ncur, nprev;
+	double duty;
+	int high_on;
+	double cycle_start, next_govern;
+	long ticks_per_s;
+
+	/* Per publish pass: labels of each pid, built once. */
+	struct pass_pid {
+		uint32_t pid;
+		char labels[512];
+		uint64_t sync_ns;
+		int high_rate; /* made calls the duty cycle applies to */
+	} *pass;
+	unsigned int npass;
+};
+
+static int stopping(struct bpf_col *b)
+{
+	return atomic_load(&b->stop);
+}
+
+/* ---- discovery ---- */
+
+static int file_seen(struct bpf_col *b, const struct stat *st)
+{
+	for (unsigned int i = 0; i < b->nfiles; i++)
+		if (b->files[i].dev == st->st_dev && b->files[i].ino == st->st_ino)
+			return 1;
+	if (b->nfiles == MAX_FILES) {
+		b->files_dropped++;
+		return 1; /* full: do not try to attach more */
+	}
+	b->files[b->nfiles].dev = st->st_dev;
+	b->files[b->nfiles].ino = st->st_ino;
+	b->nfiles++;
+	return 0;
+}
+
+/* Library kind of a mapped path by its base name, 0 for none. */
+static unsigned int lib_kind(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, "libcudart.so", 12) == 0)
+		return GW_LIB_RUNTIME;
+	if (strncmp(base, "libcuda.so", 10) == 0)
+		return GW_LIB_DRIVER;
+	return 0;
+}
+
+static void attach(struct bpf_col *b, uint32_t pid, const char *path,
+		   unsigned int libs)
+{
+	char full[PATH_MAX + 32];
+	unsigned int n = 0;
+	struct stat st;
+	int r;
+
+	/* The path is in the process's mount namespace. */
+	snprintf(full, sizeof(full), "/proc/%u/root%s", pid, path);
+	if (stat(full, &st) < 0 || !S_ISREG(st.st_mode) || file_seen(b, &st))
+		return;
+	r = gw_probes_attach_file(b->p, full, libs, &n);
+	if (r) {
+		gw_warn("ebpf: cannot attach probes to %s (pid %u): %s", path,
+			pid, strerror(-r));
+		return;
+	}
+	if (n)
+		gw_info("ebpf: attached %u probes to %s", n, path);
+}
+
+/* Looks at one process: its CUDA libraries and its executable. */
+static void scan_pid(struct bpf_col *b, uint32_t pid)
+{
+	char path[64], line[PATH_MAX + 128], exe[PATH_MAX];
+	ssize_t n;
+	FILE *f;
+
+	if (pid == (uint32_t)getpid())
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		unsigned int kind;
+
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		kind = lib_kind(p);
+		if (kind)
+			attach(b, pid, p, kind);
+	}
+	fclose(f);
+	/* An executable may carry cudart itself (nvcc -cudart static). */
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0 && exe[0] == '/') {
+		exe[n] = '\0';
+		if (!strstr(exe, " (deleted)"))
+			attach(b, pid, exe, GW_LIB_RUNTIME | GW_LIB_DRIVER);
+	}
+}
+
+static void scan_all(struct bpf_col *b)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL && !stopping(b)) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+
+		if (*end == '\0' && pid > 0 && pid <= UINT32_MAX)
+			scan_pid(b, (uint32_t)pid);
+	}
+	closedir(d);
+}
+
+/* A new program: its libraries are mapped a moment after exec, and some
+ * (dlopen) much later, so it is looked at a few times. */
+static void schedule_scan(struct bpf_col *b, uint32_t pid, double now)
+{
+	if (b->npending == MAX_PENDING) {
+		b->pending_dropped++;
+		return;
+	}
+	b->pending[b->npending++] = (struct pending){ pid, now + 0.1, 2 };
+}
+
+static void run_pending(struct bpf_col *b, double now)
+{
+	for (unsigned int i = 0; i < b->npending;) {
+		struct pending *q = &b->pending[i];
+
+		if (q->due > now) {
+			i++;
+			continue;
+		}
+		scan_pid(b, q->pid);
+		if (q->left-- > 0) {
+			q->due = now + (q->left ? 1.0 : 5.0);
+			i++;
+		} else {
+			*q = b->pending[--b->npending];
+		}
+	}
+}
+
+/* ---- events ---- */
+
+static const char *const reason_names[3] = { "clean", "error", "signal" };
+
+/* Labels of a process without its pid: comm and attribution. */
+static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
+			char *out, size_t len)
+{
+	struct gw_attrib at;
+	struct gw_buf buf;
+	char comm[sizeof(e->comm) + 1];
+	int err;
+
+	memcpy(comm, e->comm, sizeof(e->comm));
+	comm[sizeof(e->comm)] = '\0';
+	memset(&at, 0, sizeof(at));
+	if (!b->attrib || gw_attrib_get(b->attrib, e->pid, gw_now_mono(), &at))
+		snprintf(at.comm, sizeof(at.comm), "%s", comm);
+	gw_buf_init(&buf, len);
+	err = gw_labels_append(&buf, "comm", at.comm);
+	if (!err && at.container_id[0])
+		err = gw_buf_add(&buf, ",", 1) ||
+		      gw_labels_append(&buf, "container_id", at.container_id);
+	if (!err && at.pod_uid[0])
+		err = gw_buf_add(&buf, ",", 1) ||
+		      gw_labels_append(&buf, "pod_uid", at.pod_uid);
+	if (!err && at.job[0])
+		err = gw_buf_add(&buf, ",", 1) ||
+		      gw_labels_append(&buf, "job", at.job);
+	snprintf(out, len, "%s", !err && buf.p ? buf.p : "");
+	gw_buf_release(&buf);
+}
+
+static void on_exit_event(struct bpf_col *b, const struct gw_probe_event *e)
+{
+	int reason = e->signal ? 2 : e->exit_code ? 1 : 0;
+	char labels[sizeof(b->exits[0].labels)];
+	char comm[sizeof(e->comm) + 1];
+	struct exit_key *k = NULL;
+
+	exit_labels(b, e, labels, sizeof(labels));
+	for (unsigned int i = 0; i < b->nexits; i++)
+		if (strcmp(b->exits[i].labels, labels) == 0)
+			k = &b->exits[i];
+	if (!k && b->nexits < MAX_EXIT_KEYS) {
+		k = &b->exits[b->nexits++];
+		memset(k, 0, sizeof(*k));
+		snprintf(k->labels, sizeof(k->labels), "%s", labels);
+	}
+	if (k) {
+		k->n[reason]++;
+		if (reason && e->live_bytes)
+			k->abnormal_with_memory++;
+	} else {
+		b->exits_dropped++;
+	}
+	memcpy(comm, e->comm, sizeof(e->comm));
+	comm[sizeof(e->comm)] = '\0';
+	if (reason == 2)
+		gw_warn("ebpf: process %u (%s) exited by signal %d holding %llu "
+			"bytes of GPU memory",
+			e->pid, comm, e->signal,
+			(unsigned long long)e->live_bytes);
+	else if (reason == 1)
+		gw_warn("ebpf: process %u (%s) exited with code %d holding %llu "
+			"bytes of GPU memory",
+			e->pid, comm, e->exit_code,
+			(unsigned long long)e->live_bytes);
+	else
+		gw_info("ebpf: process %u (%s) exited cleanly", e->pid, comm);
+	gw_probes_forget(b->p, e->pid);
+	if (b->attrib)
+		gw_attrib_forget(b->attrib, e->pid);
+}
+
+static int on_event(void *ctx, const struct gw_probe_event *e)
+{
+	struct bpf_col *b = ctx;
+
+	switch (e->type) {
+	case GW_EV_EXEC:
+		schedule_scan(b, e->pid, gw_now_mono());
+		break;
+	case GW_EV_EXIT:
+		on_exit_event(b, e);
+		break;
+	case GW_EV_API_ERROR:
+		gw_dbg("ebpf: process %u: %s returned %d", e->pid,
+		       gw_cuda_api_name(e->api), e->code);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* ---- publishing ---- */
+
+static struct pass_pid *pass_find(struct bpf_col *b, uint32_t pid)
+{
+	for (unsigned int i = 0; i < b->npass; i++)
+		if (b->pass[i].pid == pid)
+			return &b->pass[i];
+	return NULL;
+}
+
+/* The labels of pid for this pass, NULL when over the process cap. */
+static struct pass_pid *pass_pid(struct bpf_col *b, uint32_t pid, double now)
+{
+	struct pass_pid *pp = pass_find(b, pid);
+	struct gw_attrib at;
+	struct gw_buf buf;
+
+	if (pp)
+		return pp;
+	if (b->npass == MAX_PIDS) {
+		b->pids_dropped++;
+		return NULL;
+	}
+	pp = &b->pass[b->npass++];
+	pp->pid = pid;
+	pp->sync_ns = 0;
+	pp->high_rate = 0;
+	memset(&at, 0, sizeof(at));
+	if (b->attrib && gw_attrib_get(b->attrib, pid, now, &at))
+		memset(&at, 0, sizeof(at));
+	gw_buf_init(&buf, sizeof(pp->labels));
+	if (gw_attrib_labels(&at, pid, &buf) || !buf.p)
+		snprintf(pp->labels, sizeof(pp->labels), "pid=\"%u\"", pid);
+	else
+		snprintf(pp->labels, sizeof(pp->labels), "%s", buf.p);
+	gw_buf_release(&buf);
+	return pp;
+}
+
+struct pub_ctx {
+	struct bpf_col *b;
+	double now;
+};
+
+static int pub_api(void *ctx, const struct gw_api_stats *s)
+{
+	struct pub_ctx *pc = ctx;
+	struct bpf_col *b = pc->b;
+	struct pass_pid *pp = pass_pid(b, s->pid, pc->now);
+	const char *api = gw_cuda_api_name(s->api);
+	uint64_t counts[NBOUNDS + 1] = { 0 };
+
+	if (!pp || !s->calls)
+		return 0;
+	pp->sync_ns += s->sync_ns;
+	gw_snap_add(&b->snap, &f_calls, (double)s->calls, pp->labels, "api",
+		    api, "source", "ebpf", NULL);
+	if (s->bytes)
+		gw_snap_add(&b->snap, &f_bytes, (double)s->bytes, pp->labels,
+			    "api", api, NULL);
+	/* hist[i]: latencies in [2^i, 2^(i+1)) ns, fold into 4x buckets. */
+	for (unsigned int i = 0; i < 32; i++) {
+		unsigned int j = 0;
+
+		while (j < NBOUNDS && i + 1 > 10 + 2 * j)
+			j++;
+		counts[j] += s->hist[i];
+	}
+	gw_snap_add_histogram(&b->snap, &f_duration, bounds, counts, NBOUNDS,
+			      (double)s->ns_total / 1e9, pp->labels, "api", api,
+			      NULL);
+	if (gw_cuda_api_is_high_rate(s->api))
+		pp->high_rate = 1;
+	return 0;
+}
+
+static int pub_err(void *ctx, const struct gw_err_stats *s)
+{
+	struct pub_ctx *pc = ctx;
+	struct pass_pid *pp = pass_pid(pc->b, s->pid, pc->now);
+	char code[16];
+
+	if (!pp)
+		return 0;
+	snprintf(code, sizeof(code), "%d", s->code);
+	gw_snap_add(&pc->b->snap, &f_errors, (double)s->count, pp->labels,
+		    "api", gw_cuda_api_name(s->api), "code", code, "source",
+		    "ebpf", NULL);
+	return 0;
+}
+
+static int pub_mem(void *ctx, const struct gw_mem_stats *s)
+{
+	struct pub_ctx *pc = ctx;
+	struct pass_pid *pp = pass_pid(pc->b, s->pid, pc->now);
+
+	if (!pp)
+		return 0;
+	gw_snap_add(&pc->b->snap, &f_live, (double)s->live_bytes, pp->labels,
+		    NULL);
+	gw_snap_add(&pc->b->snap, &f_live_allocs, (double)s->live_allocs,
+		    pp->labels, NULL);
+	gw_snap_add(&pc->b->snap, &f_leak, (double)s->leak_bytes, pp->labels,
+		    NULL);
+	return 0;
+}
+
+static void publish(struct bpf_col *b, double now)
+{
+	struct pub_ctx pc = { b, now };
+	struct gw_probes_counters pcs;
+	struct gw_snap *s = &b->snap;
+
+	b->npass = 0;
+	if (b->up) {
+		if (gw_probes_read_api(b->p, pub_api, &pc) ||
+		    gw_probes_read_errors(b->p, pub_err, &pc) ||
+		    gw_probes_read_mem(b->p,
+				       (uint64_t)(b->a->cfg.leak_age * 1e9),
+				       pub_mem, &pc))
+			gw_dbg("ebpf: reading the maps failed");
+		for (unsigned int i = 0; i < b->npass; i++) {
+			const struct pass_pid *pp = &b->pass[i];
+
+			if (pp->sync_ns)
+				gw_snap_add(s, &f_sync, (double)pp->sync_ns / 1e9,
+					    pp->labels, NULL);
+			if (pp->high_rate)
+				gw_snap_add(s, &f_ratio, b->duty, pp->labels,
+					    NULL);
+		}
+		gw_probes_counters(b->p, &pcs);
+		gw_snap_add(s, &f_hits, (double)pcs.hits, NULL, NULL);
+		gw_snap_add(s, &f_files, (double)pcs.attached_files, NULL, NULL);
+		gw_snap_add(s, &f_hit_cost, b->ns_per_hit / 1e9, NULL, NULL);
+		gw_snap_add(s, &f_dropped, (double)pcs.dropped_allocs, NULL,
+			    "what", "allocations", NULL);
+		gw_snap_add(s, &f_dropped, (double)pcs.dropped_events, NULL,
+			    "what", "events", NULL);
+	}
+	for (unsigned int i = 0; i < b->nexits; i++) {
+		for (int r = 0; r < 3; r++)
+			gw_snap_add(s, &f_exits, (double)b->exits[i].n[r],
+				    b->exits[i].labels, "reason",
+				    reason_names[r], NULL);
+		gw_snap_add(s, &f_abnormal,
+			    (double)b->exits[i].abnormal_with_memory,
+			    b->exits[i].labels, NULL);
+	}
+	gw_snap_add(s, &f_dropped, (double)b->pids_dropped, NULL, "what",
+		    "processes", NULL);
+	gw_snap_add(s, &f_dropped, (double)(b->files_dropped + b->pending_dropped),
+		    NULL, "what", "files", NULL);
+	gw_snap_add(s, &f_dropped, (double)b->exits_dropped, NULL, "what",
+		    "exit_labels", NULL);
+	gw_snap_add(s, &f_up, b->up, NULL, NULL);
+	gw_registry_publish(b->a->reg, b->slot, s);
+}
+
+/* ---- governor ---- */
+
+static double proc_cpu_s(struct bpf_col *b, uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NAN;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NAN;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+				"%llu %llu",
+			 &ut, &st) != 2)
+		return NAN;
+	return (double)(ut + st) / (double)b->ticks_per_s;
+}
+
+static int gov_api(void *ctx, const struct gw_api_stats *s)
+{
+	struct bpf_col *b = ctx;
+	unsigned int i;
+
+	for (i = 0; i < b->ncur; i++)
+		if (b->cur[i].pid == s->pid)
+			break;
+	if (i == b->ncur) {
+		if (b->ncur == MAX_PIDS)
+			return 0;
+		b->cur[b->ncur++] = (struct pid_cost){ s->pid, 0, NAN };
+	}
+	b->cur[i].hits += s->calls;
+	return 0;
+}
+
+/*
+ * Estimates each process's probe cost over the window (its new hits × the
+ * cost of one hit) against its own CPU time over the window, and sets the
+ * duty cycle of the high-rate probes from the worst process.
+ */
+static void govern(struct bpf_col *b)
+{
+	double budget = b->a->cfg.ebpf_budget, old = b->duty, worst = 0;
+
+	b->ncur = 0;
+	if (gw_probes_read_api(b->p, gov_api, b))
+		return;
+	for (unsigned int i = 0; i < b->ncur; i++) {
+		struct pid_cost *c = &b->cur[i];
+
+		c->cpu_s = proc_cpu_s(b, c->pid);
+		for (unsigned int j = 0; j < b->nprev; j++) {
+			const struct pid_cost *p = &b->prev[j];
+			double est;
+
+			if (p->pid != c->pid || isnan(p->cpu_s) ||
+			    isnan(c->cpu_s) || c->cpu_s <= p->cpu_s ||
+			    c->hits < p->hits)
+				continue;
+			est = (double)(c->hits - p->hits) * b->ns_per_hit / 1e9;
+			worst = fmax(worst, est / (c->cpu_s - p->cpu_s));
+		}
+	}
+	memcpy(b->prev, b->cur, b->ncur * sizeof(b->cur[0]));
+	b->nprev = b->ncur;
+	if (worst > budget)
+		b->duty = fmax(DUTY_MIN, b->duty * budget / worst);
+	else if (worst < budget / 2 && b->duty < 1)
+		b->duty = fmin(1, b->duty * 2);
+	if (b->duty != old)
+		gw_info("ebpf: probes cost up to %.2f%% of a process's CPU "
+			"(budget %.2f%%); high-rate probes now on %.0f%% of "
+			"the time",
+			worst * 100, budget * 100, b->duty * 100);
+}
+
+/* Switches the high-rate probes on and off within each cycle. */
+static void duty_cycle(struct bpf_col *b, double now)
+{
+	int want;
+
+	if (now - b->cycle_start >= CYCLE_S)
+		b->cycle_start = now;
+	want = b->duty >= 1 || now - b->cycle_start < b->duty * CYCLE_S;
+	if (want != b->high_on && gw_probes_set_high_rate(b->p, want) == 0)
+		b->high_on = want;
+}
+
+/* ---- thread ---- */
+
+static void *thread_main(void *arg)
+{
+	struct bpf_col *b = arg;
+	struct gw_probes_opts o = { .sz = sizeof(o) };
+	char err[256];
+	double next_pub, next_scan, now;
+	int r;
+
+	r = gw_probes_open(&o, &b->p, err, sizeof(err));
+	if (r) {
+		gw_warn("ebpf: unavailable: %s; CUDA API metrics from eBPF are "
+			"off (needs root or CAP_BPF and CAP_PERFMON, and kernel "
+			"BTF; --no-ebpf silences this)",
+			err);
+		publish(b, gw_now_mono());
+		return NULL;
+	}
+	if (gw_probes_calibrate(b->p, &b->ns_per_hit) || b->ns_per_hit <= 0)
+		b->ns_per_hit = 7000; /* a typical uprobe + uretprobe */
+	gw_info("ebpf: probes loaded; one probe hit costs %.1f us here",
+		b->ns_per_hit / 1000);
+	b->up = 1;
+	b->high_on = 1;
+	b->duty = 1;
+	scan_all(b);
+	now = gw_now_mono();
+	next_pub = now;
+	next_scan = now + RESCAN_S;
+	b->next_govern = now + GOVERN_S;
+	b->cycle_start = now;
+	while (!stopping(b)) {
+		double wake;
+		int timeout;
+
+		now = gw_now_mono();
+		run_pending(b, now);
+		if (now >= next_scan) {
+			scan_all(b);
+			next_scan = now + RESCAN_S;
+		}
+		if (now >= b->next_govern) {
+			govern(b);
+			b->next_govern = now + GOVERN_S;
+		}
+		duty_cycle(b, now);
+		if (now >= next_pub) {
+			publish(b, now);
+			next_pub = now + (double)atomic_load(&b->a->fast_ms) / 1000;
+		}
+		wake = fmin(next_pub, fmin(next_scan, b->next_govern));
+		for (unsigned int i = 0; i < b->npending; i++)
+			wake = fmin(wake, b->pending[i].due);
+		if (b->duty < 1)
+			wake = fmin(wake, b->cycle_start +
+						  (b->high_on ? b->duty * CYCLE_S :
+								CYCLE_S));
+		/* Bounded so that a stop request is seen within 250 ms. */
+		timeout = (int)fmin(250, fmax(1, (wake - gw_now_mono()) * 1000));
+		r = gw_probes_poll(b->p, timeout, on_event, b);
+		if (r < 0 && r != -EINTR)
+			gw_dbg("ebpf: ring buffer poll: %s", strerror(-r));
+	}
+	return NULL;
+}
+
+static int col_start(struct gw_agent *a, void **priv)
+{
+	struct bpf_col *b;
+	int r;
+
+	*priv = NULL;
+	if (!a->cfg.ebpf) {
+		gw_info("ebpf: off (--no-ebpf)");
+		return 0;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->pass = calloc(MAX_PIDS, sizeof(*b->pass));
+	if (!b->pass) {
+		free(b);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < NBOUNDS; i++)
+		bounds[i] = ldexp(1, 10 + 2 * i) / 1e9;
+	b->a = a;
+	b->attrib = a->attrib;
+	b->ticks_per_s = sysconf(_SC_CLK_TCK);
+	if (b->ticks_per_s <= 0)
+		b->ticks_per_s = 100;
+	gw_snap_init(&b->snap);
+	b->slot = gw_registry_slot(a->reg, "ebpf");
+	if (b->slot < 0) {
+		r = -ENOSPC;
+		goto err;
+	}
+	r = -pthread_create(&b->thread, NULL, thread_main, b);
+	if (r)
+		goto err;
+	b->started = 1;
+	*priv = b;
+	return 0;
+err:
+	gw_snap_release(&b->snap);
+	free(b->pass);
+	free(b);
+	return r;
+}
+
+static int col_stop(void *priv, double deadline)
+{
+	struct bpf_col *b = priv;
+
+	(void)deadline; /* the thread checks every 250 ms */
+	atomic_store(&b->stop, 1);
+	if (b->started)
+		pthread_join(b->thread, NULL);
+	return 0;
+}
+
+static void col_free(void *priv)
+{
+	struct bpf_col *b = priv;
+
+	if (!b)
+		return;
+	gw_probes_close(b->p);
+	gw_snap_release(&b->snap);
+	free(b->pass);
+	free(b);
+}
+
+const struct gw_collector_ops gw_bpf_collector = {
+	.name = "ebpf",
+	.start = col_start,
+	.stop = col_stop,
+	.free = col_free,
+};

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* The eBPF collector when the build has no BPF support (bpf.cmake said why). */
+#include <errno.h>
+
+#include "collect/bpf/collector.h"
+#include "common/log.h"
+
+static int stub_start(struct gw_agent *a, void **priv)
+{
+	*priv = NULL;
+	if (a->cfg.ebpf)
+		gw_info("ebpf: unavailable: this build has no eBPF support "
+			"(clang, bpftool or libbpf were missing)");
+	return 0;
+}
+
+static int stub_stop(void *priv, double deadline)
+{
+	(void)priv;
+	(void)deadline;
+	return 0;
+}
+
+static void stub_free(void *priv)
+{
+	(void)priv;
+}
+
+const struct gw_collector_ops gw_bpf_collector = {
+	.name = "ebpf",
+	.start = stub_start,
+	.stop = stub_stop,
+	.free = stub_free,
+};
