@@ -17,6 +17,7 @@
 #include "collect/nvml/nvml.h"
 #include "collect/self/self.h"
 #include "common/log.h"
+#include "core/caps.h"
 #include "http/server.h"
 
 #ifndef GW_VERSION
@@ -219,13 +220,17 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("out of memory");
 		goto out;
 	}
-	http = gw_http_open(a.cfg.listen, a.reg, err, sizeof(err));
+	/* Bind first: a port below 1024 needs a capability. */
+	http = gw_http_bind(a.cfg.listen, a.reg, err, sizeof(err));
 	if (!http) {
 		gw_err("%s", err);
 		goto out;
 	}
-	gw_info("gpuwatch %s listening on %s (metrics at %s/metrics)",
-		GW_VERSION, gw_http_url(http), gw_http_url(http));
+	/*
+	 * Collectors next: their threads keep this thread's capabilities
+	 * (eBPF needs CAP_BPF and CAP_PERFMON).  Then this thread drops all
+	 * of them, so the HTTP server's thread starts with none.
+	 */
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
 		r = collectors[i]->start(&a, &priv[i]);
 		if (r) {
@@ -234,6 +239,21 @@ int gw_agent_main(int argc, char **argv)
 			priv[i] = NULL;
 		}
 	}
+	if (gw_caps_any()) {
+		r = gw_caps_drop_thread();
+		if (r)
+			gw_warn("cannot drop capabilities before serving HTTP: "
+				"%s",
+				strerror(-r));
+		else
+			gw_dbg("capabilities dropped for the HTTP side");
+	}
+	if (gw_http_start(http, err, sizeof(err))) {
+		gw_err("%s", err);
+		goto out;
+	}
+	gw_info("gpuwatch %s listening on %s (metrics at %s/metrics)",
+		GW_VERSION, gw_http_url(http), gw_http_url(http));
 	gw_self_tick(self, http);
 
 	for (;;) {

@@ -230,7 +230,7 @@ out:
 	return r;
 }
 
-struct gw_http *gw_http_open(const char *listen, struct gw_registry *reg,
+struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 			     char *err, size_t errlen)
 {
 	struct gw_http *h = calloc(1, sizeof(*h));
@@ -241,8 +241,15 @@ struct gw_http *gw_http_open(const char *listen, struct gw_registry *reg,
 	}
 	h->reg = reg;
 	h->fd = -1;
-	if (bind_listen(h, listen, err, errlen))
-		goto err_free;
+	if (bind_listen(h, listen, err, errlen)) {
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+int gw_http_start(struct gw_http *h, char *err, size_t errlen)
+{
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 					MHD_USE_EPOLL_LINUX_ONLY,
 				0, NULL, NULL, handler, h,
@@ -253,16 +260,11 @@ struct gw_http *gw_http_open(const char *listen, struct gw_registry *reg,
 				(size_t)(64 * 1024), MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "cannot start the HTTP server on %s",
-			 listen);
-		goto err_close;
+			 h->url);
+		return -EIO;
 	}
 	h->fd = -1; /* MHD owns the socket now and closes it on stop */
-	return h;
-err_close:
-	close(h->fd);
-err_free:
-	free(h);
-	return NULL;
+	return 0;
 }
 
 void gw_http_close(struct gw_http *h)

@@ -32,11 +32,15 @@ struct gw_http_stats {
 };
 
 /*
- * Binds listen ("HOST:PORT"; port 0 picks a free one) and starts serving.
+ * Binds listen ("HOST:PORT"; port 0 picks a free one) without serving yet,
+ * so that a privileged port can be bound before privileges are dropped.
  * On failure returns NULL with a one-line reason in err.
  */
-struct gw_http *gw_http_open(const char *listen, struct gw_registry *reg,
+struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 			     char *err, size_t errlen);
+/* Starts serving on the bound socket (the server thread is created here). */
+__attribute__((warn_unused_result)) int gw_http_start(struct gw_http *h,
+						      char *err, size_t errlen);
 void gw_http_close(struct gw_http *h);
 /* "http://127.0.0.1:9400" as actually bound. */
 const char *gw_http_url(const struct gw_http *h);
