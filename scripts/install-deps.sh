@@ -3,12 +3,14 @@
 # As root it runs apt-get; otherwise it prints the one command to run.
 set -euo pipefail
 
-# Build: compiler, CMake + Ninja, and the libraries the agent links.
+# Build: compiler, CMake + Ninja, and the libraries the agent links; the
+# eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
-	libmicrohttpd-dev libyaml-dev)
-# Tests: cmocka, promtool (Debian's prometheus package), curl, clang for
-# the fuzzers, and python3 for small helpers in integration scripts.
-test_pkgs=(libcmocka-dev prometheus curl clang libclang-rt-14-dev python3
+	libmicrohttpd-dev libyaml-dev
+	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
+# Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
+# runtime for the fuzzers, and procps for the integration scripts.
+test_pkgs=(libcmocka-dev prometheus curl libclang-rt-14-dev python3
 	procps)
 
 what="${1:-all}"
