@@ -135,14 +135,14 @@ static bool hex_id(const char *s, size_t n)
 	return true;
 }
 
-/* 8-4-4-4-12 lowercase hex; separators '-' (cgroupfs) or '_' (systemd). */
-static bool uuid_at(const char *s, size_t n)
+/* 8-4-4-4-12 lowercase hex; sep is '-' (cgroupfs) or '_' (systemd). */
+static bool uuid_at(const char *s, size_t n, char sep)
 {
 	if (n != UUID_LEN)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-' && s[i] != '_')
+			if (s[i] != sep)
 				return false;
 		} else if (!is_lhex(s[i])) {
 			return false;
@@ -175,7 +175,7 @@ static bool comp_ends(const char *p, size_t n, const char *lit)
 struct found {
 	const char *cid; /* hex_id(), cidn long */
 	size_t cidn;
-	const char *pod; /* uuid_at(), UUID_LEN long */
+	const char *pod; /* uuid_at(), UUID_LEN long, '-' or '_' */
 };
 
 static const char *const runtime_prefixes[] = {
@@ -198,7 +198,7 @@ static const char *systemd_pod(const char *p, size_t n)
 	if (inn < 3 + UUID_LEN)
 		return NULL;
 	uid = in + inn - UUID_LEN;
-	if (memcmp(uid - 3, "pod", 3) != 0 || !uuid_at(uid, UUID_LEN))
+	if (memcmp(uid - 3, "pod", 3) != 0 || !uuid_at(uid, UUID_LEN, '_'))
 		return NULL;
 	if (inn > 3 + UUID_LEN && uid[-4] != '-')
 		return NULL;
@@ -244,16 +244,15 @@ static void scan_path(const char *p, const char *end, struct found *f)
 			p++;
 		if (n == 0)
 			continue;
-		if (comp_is(c, n, "kubepods") || comp_is(c, n, "kubepods.slice")) {
+		if (comp_is(c, n, "kubepods")) {
 			kube = true;
 		} else if ((uid = systemd_pod(c, n)) != NULL) {
 			kube = is_pod = true;
 			f->pod = uid;
 			f->cid = NULL;
-		} else if (comp_starts(c, n, "kubepods-")) {
-			kube = true; /* kubepods-burstable.slice */
 		} else if (kube && n == 3 + UUID_LEN &&
-			   comp_starts(c, n, "pod") && uuid_at(c + 3, UUID_LEN)) {
+			   comp_starts(c, n, "pod") &&
+			   uuid_at(c + 3, UUID_LEN, '-')) {
 			is_pod = true;
 			f->pod = c + 3;
 			f->cid = NULL;
@@ -378,27 +377,23 @@ static int read_comm(int dfd, struct gw_attrib *a)
 
 	if (err)
 		return err;
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	clean_copy(a->comm, sizeof(a->comm), buf, n);
+	clean_copy(a->comm, sizeof(a->comm), buf, n); /* drops the '\n' */
 	return 0;
 }
 
-/* A missing or unreadable cgroup file leaves the ids empty. */
+/*
+ * A missing or unreadable cgroup file (a kernel without cgroups, a process
+ * that just exited) leaves the ids empty.
+ */
 static int read_cgroup(int dfd, struct gw_attrib *a)
 {
 	char *buf = malloc(GW_ATTRIB_CGROUP_MAX);
 	size_t n;
-	int err;
 
 	if (!buf)
 		return -ENOMEM;
-	err = read_at(dfd, "cgroup", buf, GW_ATTRIB_CGROUP_MAX, &n);
-	if (err == -ENOENT)
-		goto out;
-	if (err)
+	if (read_at(dfd, "cgroup", buf, GW_ATTRIB_CGROUP_MAX, &n) != 0)
 		n = 0;
-	err = 0;
 	if (n == GW_ATTRIB_CGROUP_MAX) {
 		/* Cut at the bound: drop the partial line, not half an id. */
 		while (n > 0 && buf[n - 1] != '\n')
@@ -408,9 +403,8 @@ static int read_cgroup(int dfd, struct gw_attrib *a)
 				   sizeof(a->container_id), a->pod_uid,
 				   sizeof(a->pod_uid)) != 0)
 		a->container_id[0] = a->pod_uid[0] = '\0';
-out:
 	free(buf);
-	return err;
+	return 0;
 }
 
 /* One environ entry "NAME=VALUE" (perhaps cut): the job, by priority. */
@@ -435,10 +429,10 @@ static void env_entry(const struct gw_attrib_cache *c, const char *s,
 /*
  * Streams the first GW_ATTRIB_ENVIRON_MAX bytes of environ, keeping only
  * the head of each entry.  Unreadable (another user's process without
- * CAP_SYS_PTRACE) leaves the job empty.
+ * CAP_SYS_PTRACE, a process that just exited) leaves the job empty.
  */
-static int read_environ(const struct gw_attrib_cache *c, int dfd,
-			struct gw_attrib *a)
+static void read_environ(const struct gw_attrib_cache *c, int dfd,
+			 struct gw_attrib *a)
 {
 	char chunk[ENV_CHUNK];
 	char cur[GW_ATTRIB_ENV_NAME_MAX + 1 + ENV_VALUE_RAW];
@@ -448,10 +442,10 @@ static int read_environ(const struct gw_attrib_cache *c, int dfd,
 	int fd;
 
 	if (!c->njob)
-		return 0;
+		return;
 	fd = openat(dfd, "environ", O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return gone_or(errno) == -ENOENT ? -ENOENT : 0;
+		return;
 	while (total < GW_ATTRIB_ENVIRON_MAX && best > 0) {
 		size_t want = GW_ATTRIB_ENVIRON_MAX - total;
 		ssize_t r;
@@ -489,7 +483,6 @@ static int read_environ(const struct gw_attrib_cache *c, int dfd,
 	if (eof && curn)
 		env_entry(c, cur, curn, &best, a);
 	close(fd);
-	return 0;
 }
 
 static int read_proc(const struct gw_attrib_cache *c, uint32_t pid,
@@ -503,11 +496,12 @@ static int read_proc(const struct gw_attrib_cache *c, uint32_t pid,
 	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return gone_or(errno);
+	/* comm decides whether the process is there; the rest is optional. */
 	err = read_comm(dfd, a);
 	if (!err)
 		err = read_cgroup(dfd, a);
 	if (!err)
-		err = read_environ(c, dfd, a);
+		read_environ(c, dfd, a);
 	close(dfd);
 	return err;
 }
@@ -516,7 +510,7 @@ static int read_proc(const struct gw_attrib_cache *c, uint32_t pid,
 
 static uint32_t home(const struct gw_attrib_cache *c, uint32_t pid)
 {
-	return (uint32_t)((pid * 0x9e3779b1u) >> c->index_shift) & c->index_mask;
+	return (uint32_t)(pid * 0x9e3779b1u) >> c->index_shift;
 }
 
 /* Index position holding pid, or -1. */
@@ -766,7 +760,7 @@ int gw_attrib_get(struct gw_attrib_cache *c, uint32_t pid, double now,
 	pthread_mutex_lock(&c->lock);
 	pos = find(c, pid);
 	if (err) {
-		/* Keep what was seen; a gone process is re-checked after ttl. */
+		/* Keep what was seen; re-check a gone process after ttl. */
 		if (pos >= 0) {
 			e = &c->e[c->index[pos]];
 			if (err == -ENOENT) {

@@ -135,7 +135,7 @@ gw_attrib_parse_cgroup(const char *text, size_t len, char *container_id,
 
 struct gw_attrib_stats {
 	uint64_t lookups;   /* gw_attrib_get() calls */
-	uint64_t misses;    /* of them, answered by reading /proc */
+	uint64_t misses;    /* of them, those that read /proc */
 	uint64_t evictions; /* entries dropped to make room */
 	uint64_t refused;   /* -ENOSPC answers */
 };

@@ -750,12 +750,24 @@ err:
 static int col_stop(void *priv, double deadline)
 {
 	struct bpf_col *b = priv;
+	struct timespec ts;
+	double wait = fmax(0, deadline - gw_now_mono());
 
-	(void)deadline; /* the thread checks every 250 ms */
+	/*
+	 * The thread sees the flag within 250 ms of its loop, but loading
+	 * and attaching at start can take longer on a busy machine.
+	 */
 	atomic_store(&b->stop, 1);
-	if (b->started)
-		pthread_join(b->thread, NULL);
-	return 0;
+	if (!b->started)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)wait;
+	ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_timedjoin_np(b->thread, NULL, &ts) ? -ETIMEDOUT : 0;
 }
 
 static void col_free(void *priv)
