@@ -24,7 +24,7 @@
 #include "common/log.h"
 
 #define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
-#define MAX_PENDING 256     /* pids waiting for a maps scan after exec */
+#define MAX_PENDING 4096    /* pids waiting for a maps scan after exec */
 #define MAX_PIDS 1024       /* processes exported per pass */
 #define MAX_EXIT_KEYS 256   /* distinct label sets of exit counters */
 #define RESCAN_S 30.0       /* full /proc rescan period */
@@ -291,18 +291,21 @@ static const char *const reason_names[3] = { "clean", "error", "signal" };
 
 /* Labels of a process without its pid: comm and attribution. */
 static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
-			char *out, size_t len)
+			char *out, size_t len, char *comm, size_t commlen)
 {
 	struct gw_attrib at;
 	struct gw_buf buf;
-	char comm[sizeof(e->comm) + 1];
 	int err;
 
-	memcpy(comm, e->comm, sizeof(e->comm));
-	comm[sizeof(e->comm)] = '\0';
+	/*
+	 * The process's name as it was seen alive (cached); the event's comm
+	 * is the name of whichever thread ended last.
+	 */
 	memset(&at, 0, sizeof(at));
 	if (!b->attrib || gw_attrib_get(b->attrib, e->pid, gw_now_mono(), &at))
-		snprintf(at.comm, sizeof(at.comm), "%s", comm);
+		snprintf(at.comm, sizeof(at.comm), "%.*s", (int)sizeof(e->comm),
+			 e->comm);
+	snprintf(comm, commlen, "%s", at.comm);
 	gw_buf_init(&buf, len);
 	err = gw_labels_append(&buf, "comm", at.comm);
 	if (!err && at.container_id[0])
@@ -321,11 +324,12 @@ static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
 static void on_exit_event(struct bpf_col *b, const struct gw_probe_event *e)
 {
 	int reason = e->signal ? 2 : e->exit_code ? 1 : 0;
-	char labels[sizeof(b->exits[0].labels)];
-	char comm[sizeof(e->comm) + 1];
+	char labels[sizeof(b->exits[0].labels)], comm[64];
 	struct exit_key *k = NULL;
 
-	exit_labels(b, e, labels, sizeof(labels));
+	if (e->pid == (uint32_t)getpid())
+		return;
+	exit_labels(b, e, labels, sizeof(labels), comm, sizeof(comm));
 	for (unsigned int i = 0; i < b->nexits; i++)
 		if (strcmp(b->exits[i].labels, labels) == 0)
 			k = &b->exits[i];
@@ -341,8 +345,6 @@ static void on_exit_event(struct bpf_col *b, const struct gw_probe_event *e)
 	} else {
 		b->exits_dropped++;
 	}
-	memcpy(comm, e->comm, sizeof(e->comm));
-	comm[sizeof(e->comm)] = '\0';
 	if (reason == 2)
 		gw_warn("ebpf: process %u (%s) exited by signal %d holding %llu "
 			"bytes of GPU memory",
