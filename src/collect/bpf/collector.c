@@ -4,7 +4,9 @@
  * publication of the kernel's aggregates, exits, and the overhead governor.
  * See collector.h.
  */
+#include <bpf/libbpf.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 #define MAX_PENDING 4096    /* pids waiting for a maps scan after exec */
 #define MAX_PIDS 1024       /* processes exported per pass */
 #define MAX_EXIT_KEYS 256   /* distinct label sets of exit counters */
+#define MAX_GONE 1024       /* exited pids waiting for a last read */
 #define RESCAN_S 30.0       /* full /proc rescan period */
 #define GOVERN_S 5.0        /* governor window */
 #define DUTY_MIN 0.05
@@ -127,13 +130,16 @@ struct bpf_col {
 	unsigned int nexits;
 	uint64_t exits_dropped;
 	uint64_t pids_dropped;
+	/* Exited pids: forgotten after the next publish reads their last counts. */
+	uint32_t gone[MAX_GONE];
+	unsigned int ngone;
 
 	/* Governor: this window's and the previous window's readings. */
 	struct pid_cost cur[MAX_PIDS], prev[MAX_PIDS];
 	unsigned int ncur, nprev;
 	double duty;
 	int high_on;
-	double cycle_start, next_govern;
+	double cycle_start, next_govern, next_oom_log;
 	long ticks_per_s;
 
 	/* Per publish pass: labels of each pid, built once. */
@@ -357,9 +363,24 @@ static void on_exit_event(struct bpf_col *b, const struct gw_probe_event *e)
 			(unsigned long long)e->live_bytes);
 	else
 		gw_info("ebpf: process %u (%s) exited cleanly", e->pid, comm);
-	gw_probes_forget(b->p, e->pid);
-	if (b->attrib)
-		gw_attrib_forget(b->attrib, e->pid);
+	if (b->ngone < MAX_GONE) {
+		b->gone[b->ngone++] = e->pid;
+	} else {
+		gw_probes_forget(b->p, e->pid);
+		if (b->attrib)
+			gw_attrib_forget(b->attrib, e->pid);
+	}
+}
+
+/* Exited processes leave the maps once their last counts were published. */
+static void forget_gone(struct bpf_col *b)
+{
+	for (unsigned int i = 0; i < b->ngone; i++) {
+		gw_probes_forget(b->p, b->gone[i]);
+		if (b->attrib)
+			gw_attrib_forget(b->attrib, b->gone[i]);
+	}
+	b->ngone = 0;
 }
 
 static int on_event(void *ctx, const struct gw_probe_event *e)
@@ -374,8 +395,19 @@ static int on_event(void *ctx, const struct gw_probe_event *e)
 		on_exit_event(b, e);
 		break;
 	case GW_EV_API_ERROR:
-		gw_dbg("ebpf: process %u: %s returned %d", e->pid,
-		       gw_cuda_api_name(e->api), e->code);
+		/* Counts are in the maps; the log gets at most one OOM a second. */
+		if ((e->flags & GW_EVF_OOM) && gw_now_mono() >= b->next_oom_log) {
+			b->next_oom_log = gw_now_mono() + 1;
+			gw_warn("ebpf: process %u (%.*s): %s of %llu bytes failed: "
+				"out of GPU memory (holding %llu bytes)",
+				e->pid, (int)sizeof(e->comm), e->comm,
+				gw_cuda_api_name(e->api),
+				(unsigned long long)e->size,
+				(unsigned long long)e->live_bytes);
+		} else {
+			gw_dbg("ebpf: process %u: %s returned %d", e->pid,
+			       gw_cuda_api_name(e->api), e->code);
+		}
 		break;
 	default:
 		break;
@@ -540,6 +572,8 @@ static void publish(struct bpf_col *b, double now)
 		    "exit_labels", NULL);
 	gw_snap_add(s, &f_up, b->up, NULL, NULL);
 	gw_registry_publish(b->a->reg, b->slot, s);
+	if (b->up)
+		forget_gone(b);
 }
 
 /* ---- governor ---- */
@@ -640,6 +674,20 @@ static void duty_cycle(struct bpf_col *b, double now)
 
 /* ---- thread ---- */
 
+/* libbpf's own messages: warnings as debug lines (our log says what matters). */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt,
+		      va_list ap)
+{
+	char line[512];
+
+	if (level == LIBBPF_DEBUG || !gw_log_enabled(GW_LOG_DEBUG))
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	gw_dbg("ebpf: libbpf: %s", line);
+	return 0;
+}
+
 static void *thread_main(void *arg)
 {
 	struct bpf_col *b = arg;
@@ -648,6 +696,7 @@ static void *thread_main(void *arg)
 	double next_pub, next_scan, now;
 	int r;
 
+	libbpf_set_print(libbpf_log);
 	r = gw_probes_open(&o, &b->p, err, sizeof(err));
 	if (r) {
 		gw_warn("ebpf: unavailable: %s; CUDA API metrics from eBPF are "
@@ -657,7 +706,16 @@ static void *thread_main(void *arg)
 		publish(b, gw_now_mono());
 		return NULL;
 	}
-	if (gw_probes_calibrate(b->p, &b->ns_per_hit) || b->ns_per_hit <= 0)
+	/* The least of three: a busy machine inflates single readings. */
+	b->ns_per_hit = 0;
+	for (int i = 0; i < 3 && !stopping(b); i++) {
+		double ns;
+
+		if (gw_probes_calibrate(b->p, &ns) == 0 && ns > 0 &&
+		    (b->ns_per_hit == 0 || ns < b->ns_per_hit))
+			b->ns_per_hit = ns;
+	}
+	if (b->ns_per_hit <= 0)
 		b->ns_per_hit = 7000; /* a typical uprobe + uretprobe */
 	gw_info("ebpf: probes loaded; one probe hit costs %.1f us here",
 		b->ns_per_hit / 1000);
@@ -677,7 +735,12 @@ static void *thread_main(void *arg)
 		now = gw_now_mono();
 		run_pending(b, now);
 		if (now >= next_scan) {
+			unsigned int swept = 0;
+
 			scan_all(b);
+			/* Exits whose event was lost (ring buffer full). */
+			if (gw_probes_sweep(b->p, &swept) == 0 && swept)
+				gw_dbg("ebpf: swept %u exited processes", swept);
 			next_scan = now + RESCAN_S;
 		}
 		if (now >= b->next_govern) {
