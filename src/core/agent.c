@@ -282,6 +282,9 @@ out:
 		double deadline = gw_now_mono() + STOP_GRACE;
 
 		gw_http_close(http);
+		for (size_t i = 0; i < NCOLLECTORS; i++)
+			if (priv[i] && collectors[i]->request_stop)
+				collectors[i]->request_stop(priv[i]);
 		for (size_t i = 0; i < NCOLLECTORS; i++) {
 			if (!priv[i])
 				continue;

@@ -23,14 +23,18 @@
 struct gw_agent;
 
 /*
- * A collector plug-in.  start() creates its threads and returns; stop() asks
- * them to finish and waits at most until deadline (CLOCK_MONOTONIC seconds),
+ * A collector plug-in.  start() creates its threads and returns; at the end
+ * request_stop() is called on every collector first, so that they all wind
+ * down together, then stop() waits at most until deadline (CLOCK_MONOTONIC
+ * seconds),
  * returning -ETIMEDOUT if a thread is stuck (in a hung driver call): the
  * agent then exits without freeing what that thread may still touch.
  */
 struct gw_collector_ops {
 	const char *name;
 	int (*start)(struct gw_agent *a, void **priv);
+	/* Optional: tell the threads to finish, without waiting for them. */
+	void (*request_stop)(void *priv);
 	int (*stop)(void *priv, double deadline);
 	void (*free)(void *priv);
 	/* Optional: the config was reloaded (new intervals, log level). */

@@ -812,6 +812,13 @@ err:
 	return r;
 }
 
+static void col_request_stop(void *priv)
+{
+	struct bpf_col *b = priv;
+
+	atomic_store(&b->stop, 1);
+}
+
 static int col_stop(void *priv, double deadline)
 {
 	struct bpf_col *b = priv;
@@ -850,6 +857,7 @@ static void col_free(void *priv)
 const struct gw_collector_ops gw_bpf_collector = {
 	.name = "ebpf",
 	.start = col_start,
+	.request_stop = col_request_stop,
 	.stop = col_stop,
 	.free = col_free,
 };

@@ -460,15 +460,22 @@ static int join_by(pthread_t t, double deadline)
 	return pthread_timedjoin_np(t, NULL, &ts) ? -ETIMEDOUT : 0;
 }
 
-static int nvml_stop(void *priv, double deadline)
+static void nvml_request_stop(void *priv)
 {
 	struct gw_nvml *c = priv;
-	int r = 0;
 
 	atomic_store(&c->stop, 1);
 	pthread_mutex_lock(&c->mu);
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+}
+
+static int nvml_stop(void *priv, double deadline)
+{
+	struct gw_nvml *c = priv;
+	int r = 0;
+
+	nvml_request_stop(c);
 	if (c->sched_started && join_by(c->sched, deadline))
 		r = -ETIMEDOUT;
 	/* The scheduler has stopped (or is stuck loading): wake the workers. */
@@ -532,6 +539,7 @@ static void nvml_reload(void *priv)
 const struct gw_collector_ops gw_nvml_collector = {
 	.name = "nvml",
 	.start = nvml_start,
+	.request_stop = nvml_request_stop,
 	.stop = nvml_stop,
 	.free = nvml_free,
 	.reload = nvml_reload,
