@@ -22,7 +22,7 @@ trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # CPU time of every thread in nanoseconds (schedstat: finer than the
 # 10 ms ticks of /proc/PID/stat, which cannot resolve 0.01% in a minute).
-cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%d", s }'; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'; }
 hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 
 start() {
