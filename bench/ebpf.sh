@@ -91,7 +91,7 @@ BEGIN {
 	printf "   with probes:    %.3f s wall, %.0f ns per call  (ratio %.1fx)\n", pw, 1e9 * pw / n, pw / bw
 	printf "   added cost:     %.0f ns per call; calibrated hit cost %.0f ns; hits seen %d of %d\n",
 		1e9 * (pw - bw) / n, 1e9 * hc, h, n
-	printf "\n2. governor at the default budget (1%% of the process CPU), %d calls\n", 3 * n
+	printf "\n2. governor at the default budget (1%% of the process CPU), %d calls\n", 10 * n
 	printf "   calls observed: %d (%.1f%%); %s\n", gh, 100 * gh / (10 * n), duty
 	printf "   estimated probe cost: %.2f%% of the process CPU; slowdown vs no probes: %.2fx per call\n",
 		100 * gh * hc / gc, (gw / (10 * n)) / (bw / n)
