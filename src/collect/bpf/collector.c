@@ -23,6 +23,7 @@
 #include "collect/attrib.h"
 #include "collect/bpf/collector.h"
 #include "collect/bpf/probes.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
@@ -823,7 +824,6 @@ static int col_stop(void *priv, double deadline)
 {
 	struct bpf_col *b = priv;
 	struct timespec ts;
-	double wait = fmax(0, deadline - gw_now_mono());
 
 	/*
 	 * The thread sees the flag within 250 ms of its loop, but loading
@@ -832,13 +832,7 @@ static int col_stop(void *priv, double deadline)
 	atomic_store(&b->stop, 1);
 	if (!b->started)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)wait;
-	ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = gw_ts_after(CLOCK_REALTIME, deadline - gw_now_mono());
 	return pthread_timedjoin_np(b->thread, NULL, &ts) ? -ETIMEDOUT : 0;
 }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "collect/nvml/nvml_internal.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define THREAD_STACK (256u * 1024)
@@ -317,18 +318,12 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 
 static void sleep_until(struct gw_nvml *c, double mono_deadline)
 {
-	struct timespec ts;
 	double wait = mono_deadline - gw_now_mono();
+	struct timespec ts;
 
 	if (wait <= 0)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)wait;
-	ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = gw_ts_after(CLOCK_MONOTONIC, wait);
 	pthread_mutex_lock(&c->mu);
 	if (!stopping(c))
 		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
@@ -445,18 +440,9 @@ err:
 
 static int join_by(pthread_t t, double deadline)
 {
-	struct timespec ts;
-	double wait = deadline - gw_now_mono();
+	struct timespec ts = gw_ts_after(CLOCK_REALTIME,
+					 deadline - gw_now_mono());
 
-	if (wait < 0)
-		wait = 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)wait;
-	ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	return pthread_timedjoin_np(t, NULL, &ts) ? -ETIMEDOUT : 0;
 }
 

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clock.h - absolute timeouts for pthread_cond_timedwait() and
+ * pthread_timedjoin_np(): "secs from now" on a given clock as a timespec.
+ */
+#ifndef GW_CLOCK_H
+#define GW_CLOCK_H
+
+#include <math.h>
+#include <time.h>
+
+static inline struct timespec gw_ts_after(clockid_t clock, double secs)
+{
+	struct timespec ts;
+
+	if (!(secs > 0))
+		secs = 0;
+	clock_gettime(clock, &ts);
+	ts.tv_sec += (time_t)secs;
+	ts.tv_nsec += (long)((secs - floor(secs)) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+#endif
