@@ -31,10 +31,11 @@
 #define MAX_PIDS 1024       /* processes exported per pass */
 #define MAX_EXIT_KEYS 256   /* distinct label sets of exit counters */
 #define MAX_GONE 1024       /* exited pids waiting for a last read */
-#define RESCAN_S 30.0       /* full /proc rescan period */
-#define GOVERN_S 5.0        /* governor window */
-#define DUTY_MIN 0.05
-#define CYCLE_S 1.0         /* duty cycle period */
+#define RESCAN_S 120.0      /* full /proc rescan period */
+#define GOVERN_S 2.0        /* governor window */
+#define DUTY_MIN 0.001
+#define CYCLE_S 1.0         /* shortest duty cycle period */
+#define ON_MIN_S 0.05       /* shortest on-phase: switching costs ~30 ms */
 
 static const struct gw_family
 	f_up = { "gpuwatch_ebpf_up", "1 when the eBPF probes are loaded.",
@@ -210,19 +211,20 @@ static void attach(struct bpf_col *b, uint32_t pid, const char *path,
 		gw_info("ebpf: attached %u probes to %s", n, path);
 }
 
-/* Looks at one process: its CUDA libraries and its executable. */
-static void scan_pid(struct bpf_col *b, uint32_t pid)
+/* Looks at one process: its CUDA libraries and its executable.  Returns 0
+ * when the process is gone. */
+static int scan_pid(struct bpf_col *b, uint32_t pid)
 {
 	char path[64], line[PATH_MAX + 128], exe[PATH_MAX];
 	ssize_t n;
 	FILE *f;
 
 	if (pid == (uint32_t)getpid())
-		return;
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return;
+		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *p = strchr(line, '/');
 		unsigned int kind;
@@ -243,6 +245,7 @@ static void scan_pid(struct bpf_col *b, uint32_t pid)
 		if (!strstr(exe, " (deleted)"))
 			attach(b, pid, exe, GW_LIB_RUNTIME | GW_LIB_DRIVER);
 	}
+	return 1;
 }
 
 static void scan_all(struct bpf_col *b)
@@ -270,7 +273,7 @@ static void schedule_scan(struct bpf_col *b, uint32_t pid, double now)
 		b->pending_dropped++;
 		return;
 	}
-	b->pending[b->npending++] = (struct pending){ pid, now + 0.1, 2 };
+	b->pending[b->npending++] = (struct pending){ pid, now + 0.1, 3 };
 }
 
 static void run_pending(struct bpf_col *b, double now)
@@ -282,9 +285,15 @@ static void run_pending(struct bpf_col *b, double now)
 			i++;
 			continue;
 		}
-		scan_pid(b, q->pid);
+		/* Gone already: nothing more to look at. */
+		if (!scan_pid(b, q->pid))
+			q->left = 0;
 		if (q->left-- > 0) {
-			q->due = now + (q->left ? 1.0 : 5.0);
+			/* +0.1 s, +1 s, +6 s and +66 s after exec: late
+			 * dlopen()s, such as a Python import, are common. */
+			static const double next[] = { 60.0, 5.0, 0.9 };
+
+			q->due = now + next[q->left < 3 ? q->left : 2];
 			i++;
 		} else {
 			*q = b->pending[--b->npending];
@@ -656,9 +665,19 @@ static void govern(struct bpf_col *b)
 		b->duty = fmin(1, b->duty * 2);
 	if (b->duty != old)
 		gw_info("ebpf: probes cost up to %.2f%% of a process's CPU "
-			"(budget %.2f%%); high-rate probes now on %.0f%% of "
+			"(budget %.2f%%); high-rate probes now on %.1f%% of "
 			"the time",
 			worst * 100, budget * 100, b->duty * 100);
+}
+
+/*
+ * The cycle: on for duty × period, off for the rest.  A small duty gets a
+ * longer period, so that the on-phase stays at least ON_MIN_S and the
+ * switching itself (attach, detach) stays cheap.
+ */
+static double cycle_len(const struct bpf_col *b)
+{
+	return fmin(60, fmax(CYCLE_S, ON_MIN_S / b->duty));
 }
 
 /* Switches the high-rate probes on and off within each cycle. */
@@ -666,9 +685,9 @@ static void duty_cycle(struct bpf_col *b, double now)
 {
 	int want;
 
-	if (now - b->cycle_start >= CYCLE_S)
+	if (now - b->cycle_start >= cycle_len(b))
 		b->cycle_start = now;
-	want = b->duty >= 1 || now - b->cycle_start < b->duty * CYCLE_S;
+	want = b->duty >= 1 || now - b->cycle_start < b->duty * cycle_len(b);
 	if (want != b->high_on && gw_probes_set_high_rate(b->p, want) == 0)
 		b->high_on = want;
 }
@@ -758,8 +777,8 @@ static void *thread_main(void *arg)
 			wake = fmin(wake, b->pending[i].due);
 		if (b->duty < 1)
 			wake = fmin(wake, b->cycle_start +
-						  (b->high_on ? b->duty * CYCLE_S :
-								CYCLE_S));
+						  (b->high_on ? b->duty : 1) *
+							  cycle_len(b));
 		/* Bounded so that a stop request is seen within 250 ms. */
 		timeout = (int)fmin(250, fmax(1, (wake - gw_now_mono()) * 1000));
 		r = gw_probes_poll(b->p, timeout, on_event, b);

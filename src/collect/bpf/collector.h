@@ -8,7 +8,7 @@
  * One thread:
  *   - finds CUDA libraries and statically linked executables in
  *     /proc/PID/maps at start, a moment after every exec, and in a full
- *     rescan every 30 s, and attaches the probes to each file once;
+ *     rescan every 2 min, and attaches the probes to each file once;
  *   - reads the kernel's per-process aggregates every fast interval and
  *     publishes them (no per-call data ever leaves the kernel);
  *   - takes rare events (exec, exit, API errors) from the ring buffer;

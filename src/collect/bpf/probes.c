@@ -1649,7 +1649,7 @@ static int self_offset(uintptr_t addr, char *path, size_t len, uint64_t *off)
 
 int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 {
-	const unsigned int nbase = 200000, nprobed = 20000;
+	const unsigned int nbase = 200000, nprobed = 5000;
 	struct file f = {.fd = -1};
 	struct fsym sym = {.sym = CALIB_SYM}, *v = &sym;
 	struct gw_bpf_stat_key sk;
