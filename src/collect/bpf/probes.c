@@ -1322,8 +1322,13 @@ int gw_probes_read_mem(struct gw_probes *p, uint64_t leak_age_ns,
 	w.age = leak_age_ns;
 	w.now = mono_ns();
 	w.fd = bpf_map__fd(p->skel->maps.allocs);
-	r = WALK(p, allocs, struct gw_bpf_alloc_key, struct gw_bpf_alloc,
-		 mem_entry, &w);
+	/*
+	 * The walk visits every bucket of a large map (about a millisecond):
+	 * with no process tracked there is nothing to find in it.
+	 */
+	r = ps.n ? WALK(p, allocs, struct gw_bpf_alloc_key, struct gw_bpf_alloc,
+			mem_entry, &w) :
+		   0;
 	for (unsigned int i = 0; !r && i < ps.n; i++) {
 		int c = cb(ctx, &ps.e[i].m);
 
