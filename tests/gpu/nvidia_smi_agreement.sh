@@ -13,7 +13,7 @@ trap 'kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 url=""
 for _ in $(seq 1 300); do
 	url="$(sed -n 's/.* listening on \(http:[^ ]*\) .*/\1/p' "$tmp/log" | head -n1)"
-	[ -n "$url" ] && curl -fsS "$url/metrics" 2>/dev/null | grep -q '^gpuwatch_gpu_pcie_link_width{' && break
+	[ -n "$url" ] && grep -q '^gpuwatch_gpu_pcie_link_width{' <<<"$(curl -fsS "$url/metrics" 2>/dev/null)" && break
 	sleep 0.1
 done
 curl -fsS "$url/metrics" >"$tmp/metrics"

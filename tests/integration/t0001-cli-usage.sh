@@ -3,35 +3,35 @@
 . "$(dirname "$0")/lib.sh"
 
 out="$("$GPUWATCH" help)"
-echo "$out" | grep -q "agent" || fail "help does not list 'agent'"
-"$GPUWATCH" version | grep -Eq '^gpuwatch [0-9]+\.[0-9]+\.[0-9]+' || fail "version"
+grep -q "agent" <<<"$out" || fail "help does not list 'agent'"
+grep -Eq '^gpuwatch [0-9]+\.[0-9]+\.[0-9]+' <<<"$("$GPUWATCH" version)" || fail "version"
 
 help="$("$GPUWATCH" agent --help)"
 for flag in --listen --data-dir --config --nvml-lib --simulate --interval \
 	--detail-interval --log-level --collector-timeout --cpu-budget --compat --fault \
 	--no-ebpf --leak-age --ebpf-budget --job-env; do
-	echo "$help" | grep -Eq -- "^  $flag( |\$)" || fail "agent --help does not document $flag"
+	grep -Eq -- "^  $flag( |\$)" <<<"$help" || fail "agent --help does not document $flag"
 done
 ok "help documents every flag"
 
 rc=0; err="$("$GPUWATCH" frobnicate 2>&1)" || rc=$?
 [ $rc -eq 2 ] || fail "unknown command exits $rc, expected 2"
-echo "$err" | grep -q "'frobnicate' is not a command" || fail "unknown command message: $err"
+grep -q "'frobnicate' is not a command" <<<"$err" || fail "unknown command message: $err"
 
 rc=0; err="$("$GPUWATCH" agent --intervall 2 2>&1)" || rc=$?
 [ $rc -eq 2 ] || fail "unknown flag exits $rc"
-echo "$err" | grep -q -- "--intervall" || fail "unknown flag not named: $err"
-echo "$err" | grep -q "did you mean --interval" || fail "no suggestion: $err"
+grep -q -- "--intervall" <<<"$err" || fail "unknown flag not named: $err"
+grep -q "did you mean --interval" <<<"$err" || fail "no suggestion: $err"
 
 rc=0; err="$("$GPUWATCH" agent --interval abc 2>&1)" || rc=$?
 [ $rc -eq 2 ] || fail "bad value exits $rc"
-echo "$err" | grep -q -- "--interval: 'abc'" || fail "bad value message: $err"
+grep -q -- "--interval: 'abc'" <<<"$err" || fail "bad value message: $err"
 
 rc=0; err="$("$GPUWATCH" agent --listen nowhere 2>&1)" || rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q "HOST:PORT" || fail "bad --listen: $err"
+[ $rc -eq 2 ] && grep -q "HOST:PORT" <<<"$err" || fail "bad --listen: $err"
 
 rc=0; err="$("$GPUWATCH" agent --fault xid79:0 2>&1)" || rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q -- "--simulate" || fail "--fault without --simulate: $err"
+[ $rc -eq 2 ] && grep -q -- "--simulate" <<<"$err" || fail "--fault without --simulate: $err"
 
 cat >"$T_DIR/bad.yaml" <<'YAML'
 # agent config
@@ -40,19 +40,19 @@ detail_intervall: 30
 YAML
 rc=0; err="$("$GPUWATCH" agent --config "$T_DIR/bad.yaml" 2>&1)" || rc=$?
 [ $rc -eq 2 ] || fail "bad config exits $rc"
-echo "$err" | grep -q "bad.yaml:3: unknown key 'detail_intervall' (did you mean 'detail-interval'?)" ||
+grep -q "bad.yaml:3: unknown key 'detail_intervall' (did you mean 'detail-interval'?)" <<<"$err" ||
 	fail "bad config key message: $err"
 
 printf 'interval: 2\nlog_level: loud\n' >"$T_DIR/bad2.yaml"
 rc=0; err="$("$GPUWATCH" agent --config "$T_DIR/bad2.yaml" 2>&1)" || rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q "bad2.yaml:2: log_level: 'loud' is not a log level" ||
+[ $rc -eq 2 ] && grep -q "bad2.yaml:2: log_level: 'loud' is not a log level" <<<"$err" ||
 	fail "bad config value message: $err"
 
 printf 'interval: [1, 2\n' >"$T_DIR/bad3.yaml"
 rc=0; err="$("$GPUWATCH" agent --config "$T_DIR/bad3.yaml" 2>&1)" || rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q "bad3.yaml:" || fail "YAML syntax error message: $err"
+[ $rc -eq 2 ] && grep -q "bad3.yaml:" <<<"$err" || fail "YAML syntax error message: $err"
 
 rc=0; err="$("$GPUWATCH" agent --config "$T_DIR/missing.yaml" 2>&1)" || rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q "missing.yaml: cannot open config file" ||
+[ $rc -eq 2 ] && grep -q "missing.yaml: cannot open config file" <<<"$err" ||
 	fail "missing config message: $err"
 ok "bad flags and config files get clear errors naming line and key"

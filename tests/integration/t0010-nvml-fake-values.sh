@@ -68,9 +68,9 @@ wait_for gpuwatch_gpu_process_memory_used_bytes "pid=\"$$\",comm=\"bash\"" 21474
 wait_for gpuwatch_gpu_process_sm_utilization_ratio "pid=\"$$\"" 0.33
 wait_for gpuwatch_gpu_sm_occupancy_ratio 'gpu="0"' 0.4
 info="$(scrape | grep '^gpuwatch_gpu_info{gpu="0"')"
-echo "$info" | grep -q 'name="NVIDIA H100 80GB HBM3"' || fail "gpu_info lacks name: $info"
-echo "$info" | grep -q 'driver_version="555.42.06"' || fail "gpu_info lacks driver: $info"
-echo "$info" | grep -q 'pci_bus_id="' || fail "gpu_info lacks pci_bus_id: $info"
+grep -q 'name="NVIDIA H100 80GB HBM3"' <<<"$info" || fail "gpu_info lacks name: $info"
+grep -q 'driver_version="555.42.06"' <<<"$info" || fail "gpu_info lacks driver: $info"
+grep -q 'pci_bus_id="' <<<"$info" || fail "gpu_info lacks pci_bus_id: $info"
 ok "scripted values appear on /metrics in base units"
 
 check_promtool
@@ -79,8 +79,8 @@ ok "promtool check metrics passes"
 om="$(curl -fsS -H 'Accept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5' -D "$T_DIR/headers" "$URL/metrics")"
 grep -qi '^content-type: application/openmetrics-text; version=1.0.0' "$T_DIR/headers" || fail "OpenMetrics content type: $(cat "$T_DIR/headers")"
 [ "$(echo "$om" | tail -n1)" = "# EOF" ] || fail "OpenMetrics output does not end with # EOF"
-echo "$om" | grep -q '^# TYPE gpuwatch_gpu_ecc_errors counter$' || fail "OpenMetrics counter family name"
-echo "$om" | grep -q '^# TYPE gpuwatch_gpu info$' || fail "OpenMetrics info family"
+grep -q '^# TYPE gpuwatch_gpu_ecc_errors counter$' <<<"$om" || fail "OpenMetrics counter family name"
+grep -q '^# TYPE gpuwatch_gpu info$' <<<"$om" || fail "OpenMetrics info family"
 curl -fsS -D "$T_DIR/h2" "$URL/metrics" >/dev/null
 grep -qi '^content-type: text/plain; version=0.0.4' "$T_DIR/h2" || fail "text content type"
 [ "$(curl -fsS "$URL/healthz")" = "ok" ] || fail "/healthz"

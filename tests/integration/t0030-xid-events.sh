@@ -24,7 +24,7 @@ wait_for gpuwatch_gpu_ecc_error_events_total 'gpu="1",uuid="GPU-00000000-0000-00
 last="$(value gpuwatch_gpu_xid_last_timestamp_seconds 'xid="79"')"
 awk -v l="$last" -v t="$t0" 'BEGIN { exit !(l >= t - 1 && l <= t + 60) }' || fail "last-seen time $last is not now ($t0)"
 grep -q "GPU 0 .*XID 79: GPU has fallen off the bus" "$T_DIR/agent.log" || fail "no XID 79 log line"
-! scrape | grep -q '^gpuwatch_gpu_xid_errors_total{.*xid="48".*gpu="0"' || fail "XID 48 counted on GPU 0"
+! grep -q '^gpuwatch_gpu_xid_errors_total{.*xid="48".*gpu="0"' <<<"$(scrape)" || fail "XID 48 counted on GPU 0"
 check_promtool
 ok "XID counters per GPU and code, last seen, log lines"
 stop_agent
