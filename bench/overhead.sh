@@ -6,6 +6,7 @@
 # with no GPUs (CPU) and /healthz (latency).
 #
 # usage: bench/overhead.sh [BUILD_DIR]     (make bench)
+#        AGENT_ARGS=--no-ebpf bench/overhead.sh   (the hardware layer alone)
 set -euo pipefail
 
 build="${1:-build}"
@@ -27,7 +28,7 @@ hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 
 start() {
 	"$bin" agent --listen 127.0.0.1:0 --data-dir "$tmp/data.$1" \
-		--interval 1 --detail-interval 30 "${@:2}" 2>"$tmp/log.$1" &
+		--interval 1 --detail-interval 30 ${AGENT_ARGS:-} "${@:2}" 2>"$tmp/log.$1" &
 	pid=$!
 	url=""
 	for _ in $(seq 1 200); do
