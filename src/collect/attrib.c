@@ -830,10 +830,11 @@ int gw_attrib_labels(const struct gw_attrib *a, uint32_t pid, struct gw_buf *b)
 	snprintf(num, sizeof(num), "%" PRIu32, pid);
 	if (b->len)
 		err = gw_buf_add(b, ",", 1);
-	if (!err)
+	if (!err && pid) {
 		err = gw_labels_append(b, "pid", num);
-	if (!err)
-		err = gw_buf_add(b, ",", 1);
+		if (!err)
+			err = gw_buf_add(b, ",", 1);
+	}
 	if (!err)
 		err = gw_labels_append(b, "comm", a->comm);
 	for (size_t i = 0; !err && i < sizeof(opt) / sizeof(opt[0]); i++) {

@@ -106,7 +106,7 @@ void gw_attrib_forget(struct gw_attrib_cache *c, uint32_t pid);
 
 /*
  * Appends pid="..",comm=".." and then container_id, pod_uid and job when
- * non-empty, escaped by gw_labels_append() and separated by commas, to b.
+ * non-empty (pid 0: no pid label, for series that outlive the process), escaped by gw_labels_append() and separated by commas, to b.
  * When b is not empty a comma comes first, so it can follow other labels.
  * All or nothing: on -ENOSPC/-ENOMEM b is as it was.
  */

@@ -913,6 +913,10 @@ static void labels_format(void **state)
 	a.comm[0] = '\0';
 	assert_int_equal(gw_attrib_labels(&a, 1, &b), 0);
 	assert_string_equal(b.p, "pid=\"1\",comm=\"\",job=\"12\\\"3\\n\"");
+	/* pid 0: no pid label (for counters that outlive the process). */
+	gw_buf_reset(&b);
+	assert_int_equal(gw_attrib_labels(&a, 0, &b), 0);
+	assert_string_equal(b.p, "comm=\"\",job=\"12\\\"3\\n\"");
 	gw_buf_release(&b);
 
 	/* All or nothing when the buffer is full. */

@@ -311,7 +311,6 @@ static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
 {
 	struct gw_attrib at;
 	struct gw_buf buf;
-	int err;
 
 	/*
 	 * The process's name as it was seen alive (cached); the event's comm
@@ -323,17 +322,11 @@ static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
 			 e->comm);
 	snprintf(comm, commlen, "%s", at.comm);
 	gw_buf_init(&buf, len);
-	err = gw_labels_append(&buf, "comm", at.comm);
-	if (!err && at.container_id[0])
-		err = gw_buf_add(&buf, ",", 1) ||
-		      gw_labels_append(&buf, "container_id", at.container_id);
-	if (!err && at.pod_uid[0])
-		err = gw_buf_add(&buf, ",", 1) ||
-		      gw_labels_append(&buf, "pod_uid", at.pod_uid);
-	if (!err && at.job[0])
-		err = gw_buf_add(&buf, ",", 1) ||
-		      gw_labels_append(&buf, "job", at.job);
-	snprintf(out, len, "%s", !err && buf.p ? buf.p : "");
+	/* pid 0: no pid label, the counter outlives the process. */
+	if (gw_attrib_labels(&at, 0, &buf) || !buf.p)
+		out[0] = '\0';
+	else
+		snprintf(out, len, "%s", buf.p);
 	gw_buf_release(&buf);
 }
 
