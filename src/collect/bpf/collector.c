@@ -25,6 +25,7 @@
 #include "collect/bpf/probes.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/procstat.h"
 
 #define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
 #define MAX_PENDING 4096    /* pids waiting for a maps scan after exec */
@@ -583,26 +584,13 @@ static void publish(struct bpf_col *b, double now)
 
 static double proc_cpu_s(struct bpf_col *b, uint32_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long ut, st;
-	ssize_t n;
-	int fd;
+	struct gw_procstat ps;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (gw_procstat_read(path, &ps))
 		return NAN;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return NAN;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-				"%llu %llu",
-			 &ut, &st) != 2)
-		return NAN;
-	return (double)(ut + st) / (double)b->ticks_per_s;
+	return (double)(ps.utime + ps.stime) / (double)b->ticks_per_s;
 }
 
 static int gov_api(void *ctx, const struct gw_api_stats *s)

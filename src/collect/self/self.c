@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "self.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procstat.h"
 #include "core/pace.h"
 #include "http/server.h"
 
@@ -81,39 +81,20 @@ static double cpu_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/*
- * Resident memory and threads from /proc/self/stat (one short line), peak
- * resident memory from getrusage().
- */
+/* Resident memory and threads from /proc/self/stat, peak from getrusage(). */
 static void read_status(long page_size, double *rss, double *hwm,
 			double *threads)
 {
-	char buf[1024], *p;
+	struct gw_procstat ps;
 	struct rusage ru;
-	long long nthreads, pages;
-	ssize_t n;
-	int fd;
 
 	*rss = *hwm = *threads = NAN;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		*hwm = (double)ru.ru_maxrss * 1024;
-	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (gw_procstat_read("/proc/self/stat", &ps))
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	/* Fields after the command name, which may hold spaces: state is 3. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-			 "%*d %*d %*d %*d %lld %*d %*u %*u %lld",
-			 &nthreads, &pages) != 2)
-		return;
-	*threads = (double)nthreads;
-	*rss = (double)pages * (double)page_size;
+	*threads = (double)ps.threads;
+	*rss = (double)ps.rss_pages * (double)page_size;
 }
 
 static void store_intervals(struct gw_self *s)
