@@ -16,10 +16,14 @@ struct command {
 };
 
 static int cmd_help(int argc, char **argv);
+/* In src/cli/query.c (declared here until cli/cli.h lists it). */
+int gw_cmd_query(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "agent", gw_cmd_agent,
 	  "run the node agent: GPU telemetry on /metrics" },
+	{ "query", gw_cmd_query,
+	  "evaluate PromQL on a running agent and print the result" },
 	{ "version", gw_cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands, or 'help COMMAND' for one" },
 };

@@ -51,7 +51,8 @@ int gw_parse_duration(const char *s, double min, double max, double *out)
 	static const struct {
 		const char *suffix;
 		double mult;
-	} units[] = { { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 } };
+	} units[] = { { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 },
+		      { "d", 86400 }, { "w", 7 * 86400 }, { "y", 365 * 86400 } };
 	char num[64];
 	size_t n;
 	double mult = 1, v;
@@ -81,6 +82,44 @@ int gw_parse_duration(const char *s, double min, double max, double *out)
 	if (v < min || v > max)
 		return -ERANGE;
 	*out = v;
+	return 0;
+}
+
+int gw_parse_bytes(const char *s, unsigned long long *out)
+{
+	static const struct {
+		const char *suffix;
+		unsigned long long mult;
+	} units[] = { { "KiB", 1ull << 10 }, { "MiB", 1ull << 20 },
+		      { "GiB", 1ull << 30 }, { "TiB", 1ull << 40 },
+		      { "K", 1ull << 10 },   { "M", 1ull << 20 },
+		      { "G", 1ull << 30 },   { "T", 1ull << 40 },
+		      { "B", 1 } };
+	unsigned long long mult = 1, v;
+	char num[64];
+	size_t n;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	n = strlen(s);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t k = strlen(units[i].suffix);
+
+		if (n > k && strcmp(s + n - k, units[i].suffix) == 0) {
+			mult = units[i].mult;
+			n -= k;
+			break;
+		}
+	}
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	err = gw_parse_uint(num, 0, ~0ULL / mult, &v);
+	if (err)
+		return err;
+	*out = v * mult;
 	return 0;
 }
 

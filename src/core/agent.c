@@ -18,7 +18,10 @@
 #include "collect/self/self.h"
 #include "common/log.h"
 #include "core/caps.h"
+#include "http/api.h"
 #include "http/server.h"
+#include "store/ingest.h"
+#include "store/store.h"
 
 #ifndef GW_VERSION
 #define GW_VERSION "0.0.0-dev"
@@ -30,6 +33,7 @@
 static const struct gw_collector_ops *const collectors[] = {
 	&gw_nvml_collector,
 	&gw_bpf_collector,
+	&gw_store_collector,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
@@ -170,6 +174,31 @@ static void reload(struct gw_agent *a, struct gw_self *self, void **priv)
 		c.interval, c.detail_interval, gw_log_level_name(c.log_level));
 }
 
+static int open_store(struct gw_agent *a, char *err, size_t errlen)
+{
+	struct gw_store_opts o;
+	char dir[PATH_MAX + 8];
+	int r;
+
+	gw_store_opts_defaults(&o);
+	snprintf(dir, sizeof(dir), "%s/store", a->cfg.data_dir);
+	o.dir = dir;
+	o.retention_ms[GW_TIER_RAW] = (int64_t)(a->cfg.retention_raw * 1000);
+	o.retention_ms[GW_TIER_1M] = (int64_t)(a->cfg.retention_1m * 1000);
+	o.retention_ms[GW_TIER_1H] = (int64_t)(a->cfg.retention_1h * 1000);
+	o.disk_budget = a->cfg.disk_budget;
+	o.flush_ms = (int64_t)(a->cfg.flush_interval * 1000);
+	o.max_series = a->cfg.store_max_series;
+	o.max_values = a->cfg.store_max_label_values;
+	r = gw_store_open(&a->store, &o, err, errlen);
+	if (r)
+		return r;
+	gw_info("store: history in %s (raw %gh, 1m %gd, 1h %gd)", dir,
+		a->cfg.retention_raw / 3600, a->cfg.retention_1m / 86400,
+		a->cfg.retention_1h / 86400);
+	return 0;
+}
+
 int gw_agent_main(int argc, char **argv)
 {
 	struct gw_agent a = { 0 };
@@ -220,11 +249,23 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("out of memory");
 		goto out;
 	}
+	if (a.cfg.store && open_store(&a, err, sizeof(err))) {
+		gw_err("%s", err);
+		goto out;
+	}
 	/* Bind first: a port below 1024 needs a capability. */
 	http = gw_http_bind(a.cfg.listen, a.reg, err, sizeof(err));
 	if (!http) {
 		gw_err("%s", err);
 		goto out;
+	}
+	if (a.store) {
+		struct gw_api_opts ao = {
+			.max_samples = a.cfg.query_max_samples,
+			.timeout = a.cfg.query_timeout,
+		};
+
+		gw_http_set_queryable(http, gw_store_queryable(a.store), &ao);
 	}
 	/*
 	 * Collectors next: their threads keep this thread's capabilities
@@ -304,6 +345,7 @@ out:
 		fflush(NULL);
 		_exit(status);
 	}
+	gw_store_close(a.store);
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);
 	gw_registry_free(a.reg);

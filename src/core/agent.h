@@ -42,12 +42,16 @@ struct gw_collector_ops {
 };
 
 struct gw_attrib_cache;
+struct gw_store;
 
 struct gw_agent {
 	struct gw_config cfg;
 	struct gw_registry *reg;
 	/* pid -> comm, container, pod, job; shared by the collectors. */
 	struct gw_attrib_cache *attrib;
+	/* The local history (NULL with --no-store); the store collector
+	 * feeds it, the HTTP API reads it. */
+	struct gw_store *store;
 	/* Intervals in use, milliseconds; the governor may stretch them. */
 	_Atomic uint64_t fast_ms;
 	_Atomic uint64_t detail_ms;

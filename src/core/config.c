@@ -23,6 +23,7 @@ enum opt_type {
 	T_CONFIG,
 	T_NOFLAG,   /* --no-NAME on the command line; NAME: true|false in the file */
 	T_STRLIST,  /* comma-separated on the command line; a list in the file */
+	T_BYTES,    /* unsigned long long with an optional KiB/MiB/GiB/TiB unit */
 };
 
 struct opt {
@@ -96,6 +97,38 @@ static const struct opt opts[] = {
 	  "Above it the high-rate probes (launches, copies) are duty-cycled\n"
 	  "and gpuwatch_ebpf_sampling_ratio says how much was seen. Default\n"
 	  "0.01." },
+	{ "store", T_NOFLAG, F(store), 0, 0, "",
+	  "--no-store turns off the local history in DIR (and with it the\n"
+	  "query API and `gpuwatch query`); /metrics works either way." },
+	{ "retention-raw", T_DURATION, F(retention_raw), 3600, 10 * 365 * 86400.0,
+	  "DURATION",
+	  "How long raw samples (every collection, 1 s by default) are kept.\n"
+	  "Default 24h. Whole days are dropped once past it." },
+	{ "retention-1m", T_DURATION, F(retention_1m), 3600, 10 * 365 * 86400.0,
+	  "DURATION",
+	  "How long 1-minute rollups (count, sum, min, max, sum of squares,\n"
+	  "last and a quantile sketch per series) are kept. Default 30d." },
+	{ "retention-1h", T_DURATION, F(retention_1h), 3600, 100 * 365 * 86400.0,
+	  "DURATION", "How long 1-hour rollups are kept. Default 1y (365d)." },
+	{ "disk-budget", T_BYTES, F(disk_budget), 0, 0, "BYTES",
+	  "Most disk the store may use (e.g. 10GiB; 0 = no limit). Over it the\n"
+	  "oldest day partitions are dropped first; today's never. Default 10GiB." },
+	{ "flush-interval", T_DURATION, F(flush_interval), 0.1, 60, "SECONDS",
+	  "How often new samples are made durable; a crash (even kill -9)\n"
+	  "loses at most this much. Default 5." },
+	{ "store-max-series", T_UINT, F(store_max_series), 1, 10000000, "N",
+	  "Most series the store keeps; new ones beyond are refused and\n"
+	  "counted. Default 100000." },
+	{ "store-max-label-values", T_UINT, F(store_max_label_values), 1, 10000000,
+	  "N",
+	  "Most distinct values of one label name (pid, kernel, ...) over all\n"
+	  "series; series beyond are refused and counted. Default 10000." },
+	{ "query-max-samples", T_U64, F(query_max_samples), 0, 0, "N",
+	  "Most samples one query may load; beyond it the query fails with an\n"
+	  "\"execution\" error. Default 5000000." },
+	{ "query-timeout", T_DURATION, F(query_timeout), 0.1, 3600, "SECONDS",
+	  "Longest a query may run before it fails with a \"timeout\" error.\n"
+	  "Default 30 (an API request's own timeout= may only shorten it)." },
 	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
 	  "Environment variables of a GPU process whose value becomes its\n"
 	  "'job' label, first found wins. Default SLURM_JOB_ID." },
@@ -122,6 +155,16 @@ void gw_config_defaults(struct gw_config *c)
 	c->leak_age = 300;
 	c->ebpf_budget = 0.01;
 	snprintf(c->job_env, sizeof(c->job_env), "SLURM_JOB_ID");
+	c->store = 1;
+	c->retention_raw = 86400;
+	c->retention_1m = 30 * 86400;
+	c->retention_1h = 365 * 86400;
+	c->disk_budget = 10ull << 30;
+	c->flush_interval = 5;
+	c->store_max_series = 100000;
+	c->store_max_label_values = 10000;
+	c->query_max_samples = 5000000;
+	c->query_timeout = 30;
 }
 
 static const struct opt *find_opt(const char *key)
@@ -240,6 +283,16 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		if (r) {
 			snprintf(err, errlen, "%s: '%s' is not a whole number",
 				 where, val);
+			return -EINVAL;
+		}
+		*(unsigned long long *)dst = u;
+		return 0;
+	case T_BYTES:
+		r = gw_parse_bytes(val, &u);
+		if (r) {
+			snprintf(err, errlen,
+				 "%s: '%s' is not a size in bytes (write "
+				 "10GiB, 512MiB or 0)", where, val);
 			return -EINVAL;
 		}
 		*(unsigned long long *)dst = u;

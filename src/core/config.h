@@ -39,6 +39,16 @@ struct gw_config {
 	double leak_age;          /* seconds before a live allocation is a suspect */
 	double ebpf_budget;       /* share of a process's CPU its probes may cost */
 	char job_env[256];        /* comma-separated environment variable names */
+	int store;                /* local store in data_dir on (default) */
+	double retention_raw;     /* seconds per tier */
+	double retention_1m;
+	double retention_1h;
+	unsigned long long disk_budget; /* bytes; 0 = unlimited */
+	double flush_interval;
+	unsigned int store_max_series;
+	unsigned int store_max_label_values;
+	unsigned long long query_max_samples;
+	double query_timeout;
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };

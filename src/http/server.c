@@ -6,10 +6,13 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +22,33 @@
 #include "common/parse.h"
 
 #define MAX_RESPONSE (64u << 20)
+#define MAX_QUEUED 32       /* API requests waiting for a worker */
+#define MAX_WORKERS 64
+#define DEFAULT_WORKERS 4
+
+/*
+ * One API request.  States: NEW (headers, then body pieces) -> QUEUED
+ * (connection suspended, owned by the queue and then one worker) -> DONE
+ * (reply ready, connection resumed) -> SENT -> freed by
+ * request_completed().  A request answered without a worker goes from NEW
+ * straight to SENT.
+ */
+enum req_state { REQ_NEW, REQ_QUEUED, REQ_DONE, REQ_SENT };
+
+struct req {
+	enum req_state state;
+	enum gw_api_endpoint ep;
+	bool post, too_big;
+	struct MHD_Connection *conn;
+	char *path;
+	struct gw_buf body;
+	struct gw_api_params params;
+	bool params_full;
+	int64_t now_ms;
+	uint64_t arrival_ns;
+	struct gw_api_reply reply;
+	struct req *next; /* queue link */
+};
 
 struct gw_http {
 	struct MHD_Daemon *d;
@@ -27,7 +57,28 @@ struct gw_http {
 	char url[300];
 	_Atomic uint64_t requests, scrapes, errors, last_bytes;
 	_Atomic uint64_t scrape_ns_sum, last_scrape_ns;
+	_Atomic uint64_t api_requests[GW_API_ENDPOINTS];
+	_Atomic uint64_t api_errors[GW_API_ENDPOINTS];
+	_Atomic uint64_t api_ns[GW_API_ENDPOINTS];
+	_Atomic uint64_t api_rejected;
+
+	/* The query API: set before start, read-only after. */
+	bool have_q;
+	struct gw_queryable q;
+	struct gw_api_opts opts;
+
+	/* Queue of parked requests and the workers taking from it. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct req *head, *tail;
+	size_t queued;
+	bool stopping;
+	pthread_t workers[MAX_WORKERS];
+	size_t nworkers;
 };
+
+/* Marks a non-API request after its first call. */
+static int first_call_marker;
 
 static uint64_t mono_ns(void)
 {
@@ -128,29 +179,295 @@ static enum MHD_Result serve_metrics(struct gw_http *h,
 	return reply(conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len, 1);
 }
 
+static void api_count(struct gw_http *h, enum gw_api_endpoint ep,
+		      unsigned int status, uint64_t arrival_ns)
+{
+	if ((unsigned int)ep >= GW_API_ENDPOINTS)
+		ep = GW_API_UNKNOWN;
+	atomic_fetch_add(&h->api_requests[ep], 1);
+	atomic_fetch_add(&h->api_ns[ep], mono_ns() - arrival_ns);
+	if (status >= 400) {
+		atomic_fetch_add(&h->api_errors[ep], 1);
+		atomic_fetch_add(&h->errors, 1);
+	}
+}
+
+/* Sends an API reply (JSON, or a plain 500 when there is no body). */
+static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
+				struct req *rq)
+{
+	struct gw_api_reply *r = &rq->reply;
+	size_t len;
+	char *body;
+
+	rq->state = REQ_SENT;
+	api_count(h, rq->ep, r->status, rq->arrival_ns);
+	if (!r->body.p || !r->body.len)
+		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+			     "text/plain; charset=utf-8",
+			     (char *)"out of memory\n", 14, 0);
+	body = gw_buf_detach(&r->body, &len);
+	return reply(conn, r->status, "application/json", body, len, 1);
+}
+
+/* An error envelope sent at once from the server thread. */
+static enum MHD_Result api_error_now(struct gw_http *h,
+				     struct MHD_Connection *conn,
+				     struct req *rq, unsigned int status,
+				     const char *type, const char *msg)
+{
+	if (gw_api_reply_error(&rq->reply, status, type, msg))
+		gw_buf_reset(&rq->reply.body);
+	return send_api(h, conn, rq);
+}
+
+static enum MHD_Result api_405(struct gw_http *h, struct MHD_Connection *conn,
+			       enum gw_api_endpoint ep)
+{
+	static const char msg[] = "method not allowed: use GET or POST\n";
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	api_count(h, ep, MHD_HTTP_METHOD_NOT_ALLOWED, mono_ns());
+	r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg,
+					    MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
+	ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void req_free(struct req *rq)
+{
+	if (!rq)
+		return;
+	free(rq->path);
+	gw_buf_release(&rq->body);
+	gw_api_params_release(&rq->params);
+	gw_api_reply_release(&rq->reply);
+	free(rq);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *conn,
+			      void **req_cls,
+			      enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (*req_cls && *req_cls != &first_call_marker)
+		req_free(*req_cls);
+	*req_cls = NULL;
+}
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
+			       const char *key, const char *value)
+{
+	struct req *rq = cls;
+
+	(void)kind;
+	if (gw_api_params_add(&rq->params, key, value)) {
+		rq->params_full = true;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static bool form_type(const char *ct)
+{
+	static const char form[] = "application/x-www-form-urlencoded";
+
+	/* Without a type a body is taken as a form, as curl -d sends. */
+	return !ct || !*ct || strncasecmp(ct, form, sizeof(form) - 1) == 0;
+}
+
+/* First call for an API path: method, type and size checks. */
+static enum MHD_Result api_begin(struct gw_http *h,
+				 struct MHD_Connection *conn,
+				 enum gw_api_endpoint ep, const char *url,
+				 const char *method, void **req_cls)
+{
+	const char *ct, *cl;
+	struct req *rq;
+	bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+
+	if (!post && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+		return api_405(h, conn, ep);
+	rq = calloc(1, sizeof(*rq));
+	if (!rq)
+		return MHD_NO;
+	rq->ep = ep;
+	rq->post = post;
+	rq->conn = conn;
+	rq->arrival_ns = mono_ns();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rq->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	}
+	gw_buf_init(&rq->body, GW_API_MAX_BODY + 1); /* + its NUL */
+	gw_api_reply_init(&rq->reply);
+	*req_cls = rq;
+	rq->path = strdup(url);
+	if (!rq->path)
+		return MHD_NO; /* request_completed frees rq */
+	if (!post)
+		return MHD_YES;
+	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!form_type(ct)) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg),
+			 "unsupported Content-Type \"%.200s\": send "
+			 "application/x-www-form-urlencoded",
+			 ct);
+		return api_error_now(h, conn, rq, MHD_HTTP_BAD_REQUEST,
+				     "bad_data", msg);
+	}
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > GW_API_MAX_BODY)
+		return api_error_now(h, conn, rq,
+				     MHD_HTTP_CONTENT_TOO_LARGE, "bad_data",
+				     "request body larger than 65536 bytes");
+	return MHD_YES;
+}
+
+/*
+ * Last call for an API request: gather the parameters (form body first,
+ * then the query string, as Prometheus' Go server orders them) and park
+ * the request for a worker, or answer at once when no worker is needed or
+ * none can take it.
+ */
+static enum MHD_Result api_run(struct gw_http *h, struct MHD_Connection *conn,
+			       struct req *rq)
+{
+	char err[300];
+
+	if (rq->post && rq->body.len) {
+		int r = gw_api_params_parse_form(&rq->params, rq->body.p,
+						 rq->body.len, err,
+						 sizeof(err) - 40);
+
+		if (r) {
+			char msg[340];
+
+			snprintf(msg, sizeof(msg),
+				 "error parsing form values: %s", err);
+			return api_error_now(h, conn, rq,
+					     MHD_HTTP_BAD_REQUEST, "bad_data",
+					     msg);
+		}
+	}
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, rq);
+	if (rq->params_full)
+		return api_error_now(h, conn, rq, MHD_HTTP_BAD_REQUEST,
+				     "bad_data",
+				     "too many or too large parameters");
+	if (!h->have_q || rq->ep == GW_API_UNKNOWN) {
+		/* Answered from this thread: nothing to evaluate. */
+		struct gw_api_request arq = {
+			.path = rq->path,
+			.params = &rq->params,
+			.now_ms = rq->now_ms,
+			.arrival_ns = rq->arrival_ns,
+		};
+
+		if (gw_api_handle(NULL, &h->opts, &arq, &rq->reply))
+			gw_buf_reset(&rq->reply.body);
+		return send_api(h, conn, rq);
+	}
+	pthread_mutex_lock(&h->lock);
+	if (h->stopping || h->queued >= MAX_QUEUED) {
+		bool stopping = h->stopping;
+
+		pthread_mutex_unlock(&h->lock);
+		if (!stopping)
+			atomic_fetch_add(&h->api_rejected, 1);
+		return api_error_now(h, conn, rq,
+				     MHD_HTTP_SERVICE_UNAVAILABLE,
+				     "unavailable",
+				     stopping ? "the agent is stopping"
+					      : "too many queries waiting; "
+						"try again later");
+	}
+	/* Suspended before it is published, so a worker's resume always
+	 * follows this suspend. */
+	MHD_suspend_connection(conn);
+	rq->state = REQ_QUEUED;
+	rq->next = NULL;
+	if (h->tail)
+		h->tail->next = rq;
+	else
+		h->head = rq;
+	h->tail = rq;
+	h->queued++;
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	return MHD_YES;
+}
+
+static enum MHD_Result api_call(struct gw_http *h, struct MHD_Connection *conn,
+				struct req *rq, const char *upload_data,
+				size_t *upload_size)
+{
+	if (*upload_size) {
+		size_t n = *upload_size;
+
+		*upload_size = 0;
+		if (!rq->post || rq->state != REQ_NEW || rq->too_big)
+			return MHD_YES; /* a body on GET is ignored */
+		/* Without a Content-Length (chunked) the size shows here;
+		 * the rest is read and dropped, and the answer waits for the
+		 * end of the body, as MHD wants. */
+		if (n > GW_API_MAX_BODY - rq->body.len ||
+		    gw_buf_add(&rq->body, upload_data, n))
+			rq->too_big = true;
+		return MHD_YES;
+	}
+	if (rq->too_big && rq->state == REQ_NEW)
+		return api_error_now(h, conn, rq, MHD_HTTP_CONTENT_TOO_LARGE,
+				     "bad_data",
+				     "request body larger than 65536 bytes");
+	if (rq->state == REQ_DONE)
+		return send_api(h, conn, rq);
+	if (rq->state != REQ_NEW)
+		return MHD_YES; /* parked, or answered already */
+	return api_run(h, conn, rq);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			       const char *url, const char *method,
 			       const char *version, const char *upload_data,
 			       size_t *upload_size, void **req_cls)
 {
-	static int first_call_marker;
 	struct gw_http *h = cls;
+	enum gw_api_endpoint ep;
 
 	(void)version;
-	(void)upload_data;
 	/*
 	 * MHD calls once for the headers, then for each piece of a body, then
 	 * to answer.  Count and judge the method on the first call, so a body
 	 * sent with a wrong method is never read.
 	 */
 	if (*req_cls == NULL) {
-		*req_cls = &first_call_marker;
 		atomic_fetch_add(&h->requests, 1);
+		if (gw_api_route(url, &ep) == 0)
+			return api_begin(h, conn, ep, url, method, req_cls);
+		*req_cls = &first_call_marker;
 		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 		    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 			return reply_405(h, conn);
 		return MHD_YES;
 	}
+	if (*req_cls != &first_call_marker)
+		return api_call(h, conn, *req_cls, upload_data, upload_size);
 	if (*upload_size) {
 		*upload_size = 0; /* a body on GET is ignored */
 		return MHD_YES;
@@ -164,8 +481,51 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 				  "gpuwatch agent\n"
 				  "  /metrics  Prometheus and OpenMetrics "
 				  "exposition\n"
-				  "  /healthz  liveness\n");
+				  "  /healthz  liveness\n"
+				  "  /api/v1/  Prometheus query API (query, "
+				  "query_range, series, labels,\n"
+				  "            label/NAME/values)\n");
 	return reply_text(h, conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* A query worker: takes parked requests, answers them, resumes them. */
+static void *worker(void *arg)
+{
+	struct gw_http *h = arg;
+
+	for (;;) {
+		struct gw_api_request arq;
+		struct MHD_Connection *conn;
+		struct req *rq;
+
+		pthread_mutex_lock(&h->lock);
+		while (!h->head && !h->stopping)
+			pthread_cond_wait(&h->wake, &h->lock);
+		if (h->stopping) {
+			pthread_mutex_unlock(&h->lock);
+			break;
+		}
+		rq = h->head;
+		h->head = rq->next;
+		if (!h->head)
+			h->tail = NULL;
+		h->queued--;
+		pthread_mutex_unlock(&h->lock);
+
+		arq = (struct gw_api_request){
+			.path = rq->path,
+			.params = &rq->params,
+			.now_ms = rq->now_ms,
+			.arrival_ns = rq->arrival_ns,
+		};
+		if (gw_api_handle(&h->q, &h->opts, &arq, &rq->reply))
+			gw_buf_reset(&rq->reply.body);
+		rq->state = REQ_DONE;
+		conn = rq->conn;
+		/* From here rq belongs to the server thread again. */
+		MHD_resume_connection(conn);
+	}
+	return NULL;
 }
 
 static int bind_listen(struct gw_http *h, const char *addr, char *err,
@@ -245,25 +605,88 @@ struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 		free(h);
 		return NULL;
 	}
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
 	return h;
+}
+
+void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,
+			   const struct gw_api_opts *o)
+{
+	if (h->d)
+		return; /* serving already: the contract says before start */
+	h->have_q = q != NULL;
+	if (q)
+		h->q = *q;
+	memset(&h->opts, 0, sizeof(h->opts));
+	if (o)
+		h->opts = *o;
+}
+
+/* Stops the workers: queued requests get 503, running ones finish. */
+static void stop_workers(struct gw_http *h)
+{
+	struct req *rq;
+
+	pthread_mutex_lock(&h->lock);
+	h->stopping = true;
+	rq = h->head;
+	h->head = h->tail = NULL;
+	h->queued = 0;
+	pthread_cond_broadcast(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	while (rq) {
+		struct req *next = rq->next;
+
+		if (gw_api_reply_error(&rq->reply, MHD_HTTP_SERVICE_UNAVAILABLE,
+				       "unavailable", "the agent is stopping"))
+			gw_buf_reset(&rq->reply.body);
+		rq->state = REQ_DONE;
+		MHD_resume_connection(rq->conn);
+		rq = next;
+	}
+	for (size_t i = 0; i < h->nworkers; i++)
+		pthread_join(h->workers[i], NULL);
+	h->nworkers = 0;
 }
 
 int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 {
+	unsigned int n = h->opts.max_concurrency ? h->opts.max_concurrency
+						 : DEFAULT_WORKERS;
+	int r;
+
+	if (n > MAX_WORKERS)
+		n = MAX_WORKERS;
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_EPOLL_LINUX_ONLY,
+					MHD_USE_EPOLL_LINUX_ONLY |
+					MHD_ALLOW_SUSPEND_RESUME,
 				0, NULL, NULL, handler, h,
 				MHD_OPTION_LISTEN_SOCKET, h->fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				(size_t)(64 * 1024), MHD_OPTION_END);
+				(size_t)(64 * 1024),
+				MHD_OPTION_NOTIFY_COMPLETED, request_completed,
+				h, MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "cannot start the HTTP server on %s",
 			 h->url);
 		return -EIO;
 	}
 	h->fd = -1; /* MHD owns the socket now and closes it on stop */
+	for (; h->have_q && h->nworkers < n; h->nworkers++) {
+		r = pthread_create(&h->workers[h->nworkers], NULL, worker, h);
+		if (r) {
+			snprintf(err, errlen, "cannot start a query worker: %s",
+				 strerror(r));
+			stop_workers(h);
+			MHD_stop_daemon(h->d);
+			h->d = NULL;
+			return -r;
+		}
+		pthread_setname_np(h->workers[h->nworkers], "gw-query");
+	}
 	return 0;
 }
 
@@ -271,10 +694,15 @@ void gw_http_close(struct gw_http *h)
 {
 	if (!h)
 		return;
-	if (h->d)
+	if (h->d) {
+		/* No connection may stay suspended past MHD_stop_daemon. */
+		stop_workers(h);
 		MHD_stop_daemon(h->d);
+	}
 	if (h->fd >= 0)
 		close(h->fd);
+	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->wake);
 	free(h);
 }
 
@@ -291,4 +719,11 @@ void gw_http_stats(struct gw_http *h, struct gw_http_stats *st)
 	st->scrape_seconds_sum = (double)atomic_load(&h->scrape_ns_sum) / 1e9;
 	st->last_scrape_seconds = (double)atomic_load(&h->last_scrape_ns) / 1e9;
 	st->last_scrape_bytes = atomic_load(&h->last_bytes);
+	for (size_t i = 0; i < GW_API_ENDPOINTS; i++) {
+		st->api_requests[i] = atomic_load(&h->api_requests[i]);
+		st->api_errors[i] = atomic_load(&h->api_errors[i]);
+		st->api_seconds_sum[i] =
+			(double)atomic_load(&h->api_ns[i]) / 1e9;
+	}
+	st->api_rejected = atomic_load(&h->api_rejected);
 }

@@ -1,16 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server.h - the agent's HTTP endpoint (libmicrohttpd, one internal thread).
+ * server.h - the agent's HTTP endpoint (libmicrohttpd).
  *
  *   GET /metrics  Prometheus text 0.0.4, or OpenMetrics 1.0.0 when the Accept
  *                 header asks for application/openmetrics-text.  Rendered
  *                 from the registry: a scrape never calls into a collector.
  *   GET /healthz  200 "ok" while the agent runs.
  *   GET /         a short index of the endpoints.
+ *   /api/v1/...   Prometheus' query API (http/api.h), GET or POST with an
+ *                 application/x-www-form-urlencoded body of at most 64 KiB;
+ *                 other methods are 405 with "Allow: GET, POST".  Without a
+ *                 queryable (gw_http_set_queryable) every API call is 503
+ *                 "unavailable".
  * Anything else is 404; methods other than GET and HEAD are 405.
  *
- * Counters (requests, bad requests, scrape time) are atomics read by the
- * self collector through gw_http_stats().
+ * Threads: one libmicrohttpd thread does all the socket work and answers
+ * /metrics, /healthz and / itself.  An API request is parked (its
+ * connection suspended) and handed to a pool of query workers
+ * (gw_api_opts.max_concurrency, default 4); at most 32 more wait in a queue
+ * and further ones get 503 at once, so a slow query never holds up a
+ * scrape.  All threads are created by gw_http_start and inherit the
+ * capabilities of the thread that calls it (none, in the agent).
+ * gw_http_close waits for queries being evaluated to finish (each is bounded
+ * by its timeout) and answers queued ones with 503.
+ *
+ * Counters (requests, bad requests, scrape time, API calls by endpoint) are
+ * atomics read by the self collector through gw_http_stats().
  */
 #ifndef GW_HTTP_SERVER_H
 #define GW_HTTP_SERVER_H
@@ -18,7 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/api.h"
 #include "pipeline/metrics.h"
+#include "store/query.h"
 
 struct gw_http;
 
@@ -29,6 +46,11 @@ struct gw_http_stats {
 	double scrape_seconds_sum;
 	double last_scrape_seconds;
 	uint64_t last_scrape_bytes;
+	/* Prometheus API, by enum gw_api_endpoint (see gw_api_endpoint_name) */
+	uint64_t api_requests[GW_API_ENDPOINTS];
+	uint64_t api_errors[GW_API_ENDPOINTS];     /* 4xx and 5xx answers */
+	double api_seconds_sum[GW_API_ENDPOINTS];  /* arrival to answer */
+	uint64_t api_rejected;                     /* queue full: 503 */
 };
 
 /*
@@ -38,7 +60,15 @@ struct gw_http_stats {
  */
 struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 			     char *err, size_t errlen);
-/* Starts serving on the bound socket (the server thread is created here). */
+/*
+ * Serves the query API from q with options o (both copied; q->ctx is
+ * borrowed and must outlive the server; o NULL = defaults).  Call between gw_http_bind and
+ * gw_http_start; q NULL leaves the API answering 503.
+ */
+void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,
+			   const struct gw_api_opts *o);
+/* Starts serving on the bound socket (the server thread and the query
+ * workers are created here). */
 __attribute__((warn_unused_result)) int gw_http_start(struct gw_http *h,
 						      char *err, size_t errlen);
 void gw_http_close(struct gw_http *h);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void gw_snap_init(struct gw_snap *s)
 {
@@ -222,6 +223,8 @@ void gw_snap_add_histogram(struct gw_snap *s, const struct gw_family *f,
 struct slot {
 	char owner[32];
 	struct gw_snap snap;
+	uint64_t gen;  /* publishes so far */
+	int64_t t_ms;  /* CLOCK_REALTIME of the last publish */
 };
 
 struct entry {
@@ -279,13 +282,17 @@ int gw_registry_slot(struct gw_registry *r, const char *owner)
 
 void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s)
 {
+	struct timespec now;
 	struct gw_snap old;
 
 	if (slot < 0 || slot >= GW_REGISTRY_MAX_SLOTS)
 		return;
+	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&r->lock);
 	old = r->slots[slot].snap;
 	r->slots[slot].snap = *s;
+	r->slots[slot].gen++;
+	r->slots[slot].t_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	r->dropped += s->dropped;
 	pthread_mutex_unlock(&r->lock);
 	*s = old;
@@ -488,6 +495,54 @@ void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st)
 	st->dropped = r->dropped;
 	st->duplicates = r->duplicates;
 	pthread_mutex_unlock(&r->lock);
+}
+
+size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
+			 gw_registry_visit_fn fn, void *ctx)
+{
+	char name[256], labels[4096];
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->nslots; i++) {
+		const struct slot *sl = &r->slots[i];
+		const struct gw_snap *s = &sl->snap;
+
+		if (sl->gen == gens[i])
+			continue;
+		gens[i] = sl->gen;
+		for (size_t j = 0; j < s->n; j++) {
+			const struct gw_sample *x = &s->v[j];
+			struct gw_visit v;
+			size_t len = x->labels_len;
+
+			if (len >= sizeof(labels) - 64)
+				continue;
+			memcpy(labels, s->labels.p ? s->labels.p + x->labels : "",
+			       len);
+			labels[len] = '\0';
+			if (x->kind == GW_SAMPLE_BUCKET) {
+				char le[40];
+
+				if (isinf(x->le))
+					snprintf(le, sizeof(le), "+Inf");
+				else
+					snprintf(le, sizeof(le), "%.17g", x->le);
+				snprintf(labels + len, sizeof(labels) - len,
+					 "%sle=\"%s\"", len ? "," : "", le);
+			}
+			snprintf(name, sizeof(name), "%s%s", x->fam->name,
+				 kind_suffix[x->kind]);
+			v.name = name;
+			v.labels = labels;
+			v.value = x->value;
+			v.t_ms = sl->t_ms;
+			fn(ctx, &v);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return n;
 }
 
 enum gw_expo_format gw_expo_negotiate(const char *accept)

@@ -129,6 +129,25 @@ struct gw_registry_stats {
 };
 void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st);
 
+/* One sample as the store sees it. */
+struct gw_visit {
+	const char *name;   /* family name + _bucket/_sum/_count */
+	const char *labels; /* exposition form, le="..." added for buckets */
+	double value;
+	int64_t t_ms;       /* when its producer published it */
+};
+typedef void (*gw_registry_visit_fn)(void *ctx, const struct gw_visit *v);
+
+/*
+ * Calls fn for every sample of the slots published since the last visit:
+ * gens (GW_REGISTRY_MAX_SLOTS entries, zeroed before the first call)
+ * remembers each slot's publish count.  fn runs under the registry's lock:
+ * it must be quick and must not call the registry.  Returns the samples
+ * visited.
+ */
+size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
+			 gw_registry_visit_fn fn, void *ctx);
+
 /* Picks the format asked for by an HTTP Accept header (NULL = text). */
 enum gw_expo_format gw_expo_negotiate(const char *accept);
 const char *gw_expo_content_type(enum gw_expo_format fmt);

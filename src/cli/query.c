@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.c - `gpuwatch query EXPR`: evaluates PromQL on a running agent
+ * through its Prometheus API (libcurl) and prints the answer as a table, or
+ * the API's JSON unchanged with --json.
+ *
+ * Exit status: 0 answered, 1 the agent refused or could not be reached,
+ * 2 bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "cli/cli.h"
+#include "common/buf.h"
+#include "http/api.h"
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.0.0-dev"
+#endif
+
+/* Until cli.h lists it. */
+int gw_cmd_query(int argc, char **argv);
+
+#define DEFAULT_URL "http://127.0.0.1:9400"
+#define MAX_ANSWER (64u << 20)
+#define JSON_MAX_DEPTH 64
+#define LABELS_WIDTH_MAX 100
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: gpuwatch query [OPTION]... EXPR\n"
+		"\n"
+		"Evaluate the PromQL expression EXPR on a running agent through "
+		"its Prometheus\n"
+		"API (/api/v1/query, /api/v1/query_range) and print the result "
+		"as a table.\n"
+		"The agent answers from its local store (gpuwatch agent "
+		"--data-dir).\n"
+		"\n"
+		"Options:\n"
+		"  --time T\n"
+		"      Evaluate at T (default: now).  T is RFC 3339 "
+		"(2026-01-02T15:04:05Z,\n"
+		"      2026-01-02T16:04:05.250+01:00), Unix seconds "
+		"(1767366245.25), now, or\n"
+		"      now-DURATION (now-15m).\n"
+		"  --start T, --end T, --step D\n"
+		"      A range query: EXPR at start, start+step, ... up to end.  "
+		"Any of the\n"
+		"      three asks for one; --end defaults to now, --start to one "
+		"hour before\n"
+		"      --end and --step to a 250th of the range (at least 1s).  "
+		"D is seconds\n"
+		"      (15, 0.5) or a PromQL duration (30s, 5m, 1h30m).  At most "
+		"11,000 steps.\n"
+		"  --timeout D\n"
+		"      Ask the agent to give up after D (default and maximum: "
+		"the agent's own\n"
+		"      query timeout, 2m unless configured).\n"
+		"  --url URL\n"
+		"      The agent to ask (default: $GPUWATCH_URL, else "
+		DEFAULT_URL ").\n"
+		"  --json\n"
+		"      Print the API's JSON answer unchanged (errors too, still "
+		"exiting 1).\n"
+		"  --utc\n"
+		"      Print times in UTC (default: local time with its UTC "
+		"offset).\n"
+		"  -h, --help\n"
+		"      Show this help and exit.\n"
+		"\n"
+		"Output: an instant vector prints one line per series, its "
+		"labels then its\n"
+		"value; a range prints each series' labels, then one "
+		"\"TIME  VALUE\" line per\n"
+		"sample; a scalar or a string prints its value.  Warnings from "
+		"the agent go to\n"
+		"standard error.\n"
+		"\n"
+		"Exit status: 0 when the agent answered (also when nothing "
+		"matched), 1 when it\n"
+		"rejected the query or could not be reached, 2 for a bad "
+		"option.\n"
+		"\n"
+		"Examples:\n"
+		"  gpuwatch query gpuwatch_gpu_temperature_celsius\n"
+		"  gpuwatch query 'max by (gpu) (gpuwatch_gpu_power_watts)' "
+		"--start now-1h --step 1m\n"
+		"  gpuwatch query --url http://node7:9400 --json "
+		"'gpuwatch_gpu_up == 0'\n");
+}
+
+/* ---- a small JSON reader for the API's answers ---- */
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jv {
+	enum jtype t;
+	char *s;           /* J_STR: decoded; J_NUM, J_BOOL: the text */
+	struct jv *v;      /* J_ARR, J_OBJ: n values */
+	char **k;          /* J_OBJ: n keys */
+	size_t n;
+};
+
+static void jv_release(struct jv *j)
+{
+	if (!j)
+		return;
+	free(j->s);
+	for (size_t i = 0; i < j->n; i++) {
+		jv_release(&j->v[i]);
+		if (j->k)
+			free(j->k[i]);
+	}
+	free(j->v);
+	free(j->k);
+	memset(j, 0, sizeof(*j));
+}
+
+struct jp {
+	const char *p, *end;
+};
+
+static void skip_ws(struct jp *p)
+{
+	while (p->p < p->end && (*p->p == ' ' || *p->p == '\t' ||
+				 *p->p == '\n' || *p->p == '\r'))
+		p->p++;
+}
+
+static int put_utf8(struct gw_buf *b, unsigned long c)
+{
+	char u[4];
+	size_t n;
+
+	if (c < 0x80) {
+		u[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		u[0] = (char)(0xc0 | (c >> 6));
+		u[1] = (char)(0x80 | (c & 0x3f));
+		n = 2;
+	} else if (c < 0x10000) {
+		u[0] = (char)(0xe0 | (c >> 12));
+		u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (c & 0x3f));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | (c >> 18));
+		u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (c & 0x3f));
+		n = 4;
+	}
+	return gw_buf_add(b, u, n);
+}
+
+static int hex4(const char *s, unsigned long *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+
+		if (d < 0)
+			return -EINVAL;
+		*v = *v * 16 + (unsigned long)d;
+	}
+	return 0;
+}
+
+static int parse_str(struct jp *p, char **out)
+{
+	struct gw_buf b;
+	int err = 0;
+
+	gw_buf_init(&b, MAX_ANSWER);
+	p->p++; /* the opening quote */
+	while (!err) {
+		char c;
+
+		if (p->p >= p->end) {
+			err = -EINVAL;
+			break;
+		}
+		c = *p->p++;
+		if (c == '"')
+			break;
+		if ((unsigned char)c < 0x20) {
+			err = -EINVAL;
+		} else if (c != '\\') {
+			err = gw_buf_add(&b, &c, 1);
+		} else if (p->p >= p->end) {
+			err = -EINVAL;
+		} else {
+			unsigned long u, lo;
+
+			c = *p->p++;
+			switch (c) {
+			case 'n': c = '\n'; break;
+			case 't': c = '\t'; break;
+			case 'r': c = '\r'; break;
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case '"': case '\\': case '/': break;
+			case 'u':
+				if (p->end - p->p < 4 || hex4(p->p, &u)) {
+					err = -EINVAL;
+					continue;
+				}
+				p->p += 4;
+				if (u >= 0xd800 && u < 0xdc00 &&
+				    p->end - p->p >= 6 && p->p[0] == '\\' &&
+				    p->p[1] == 'u' && !hex4(p->p + 2, &lo) &&
+				    lo >= 0xdc00 && lo < 0xe000) {
+					u = 0x10000 + ((u - 0xd800) << 10) +
+					    (lo - 0xdc00);
+					p->p += 6;
+				}
+				err = put_utf8(&b, u);
+				continue;
+			default:
+				err = -EINVAL;
+				continue;
+			}
+			err = gw_buf_add(&b, &c, 1);
+		}
+	}
+	if (!err)
+		err = gw_buf_add(&b, "", 0);
+	if (err) {
+		gw_buf_release(&b);
+		return err;
+	}
+	*out = gw_buf_detach(&b, NULL);
+	return 0;
+}
+
+static int parse_value(struct jp *p, struct jv *j, int depth);
+
+/* The members of an array or object after its opening bracket. */
+static int parse_list(struct jp *p, struct jv *j, int depth, bool obj)
+{
+	char close = obj ? '}' : ']';
+	size_t cap = 0;
+	int err;
+
+	p->p++;
+	skip_ws(p);
+	if (p->p < p->end && *p->p == close) {
+		p->p++;
+		return 0;
+	}
+	for (;;) {
+		char *key = NULL;
+
+		skip_ws(p);
+		if (obj) {
+			if (p->p >= p->end || *p->p != '"')
+				return -EINVAL;
+			err = parse_str(p, &key);
+			if (err)
+				return err;
+			skip_ws(p);
+			if (p->p >= p->end || *p->p != ':') {
+				free(key);
+				return -EINVAL;
+			}
+			p->p++;
+		}
+		if (j->n == cap) {
+			size_t nc = cap ? cap * 2 : 4;
+			struct jv *nv = realloc(j->v, nc * sizeof(*nv));
+			char **nk;
+
+			if (!nv) {
+				free(key);
+				return -ENOMEM;
+			}
+			j->v = nv;
+			if (obj) {
+				nk = realloc(j->k, nc * sizeof(*nk));
+				if (!nk) {
+					free(key);
+					return -ENOMEM;
+				}
+				j->k = nk;
+			}
+			cap = nc;
+		}
+		memset(&j->v[j->n], 0, sizeof(j->v[j->n]));
+		if (obj)
+			j->k[j->n] = key;
+		j->n++;
+		err = parse_value(p, &j->v[j->n - 1], depth + 1);
+		if (err)
+			return err;
+		skip_ws(p);
+		if (p->p < p->end && *p->p == ',') {
+			p->p++;
+			continue;
+		}
+		if (p->p < p->end && *p->p == close) {
+			p->p++;
+			return 0;
+		}
+		return -EINVAL;
+	}
+}
+
+static int parse_value(struct jp *p, struct jv *j, int depth)
+{
+	const char *s;
+
+	if (depth > JSON_MAX_DEPTH)
+		return -EINVAL;
+	skip_ws(p);
+	if (p->p >= p->end)
+		return -EINVAL;
+	switch (*p->p) {
+	case '{':
+		j->t = J_OBJ;
+		return parse_list(p, j, depth, true);
+	case '[':
+		j->t = J_ARR;
+		return parse_list(p, j, depth, false);
+	case '"':
+		j->t = J_STR;
+		return parse_str(p, &j->s);
+	default:
+		break;
+	}
+	s = p->p;
+	while (p->p < p->end && strchr("+-.0123456789eEtruefalsn", *p->p))
+		p->p++;
+	if (p->p == s)
+		return -EINVAL;
+	if (p->p - s == 4 && memcmp(s, "null", 4) == 0) {
+		j->t = J_NULL;
+		return 0;
+	}
+	j->t = (*s == 't' || *s == 'f') ? J_BOOL : J_NUM;
+	j->s = strndup(s, (size_t)(p->p - s));
+	return j->s ? 0 : -ENOMEM;
+}
+
+static int json_parse(const char *text, size_t len, struct jv *out)
+{
+	struct jp p = { text, text + len };
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = parse_value(&p, out, 0);
+	skip_ws(&p);
+	if (!err && p.p != p.end)
+		err = -EINVAL;
+	if (err)
+		jv_release(out);
+	return err;
+}
+
+static const struct jv *jget(const struct jv *o, const char *key)
+{
+	if (!o || o->t != J_OBJ)
+		return NULL;
+	for (size_t i = 0; i < o->n; i++)
+		if (strcmp(o->k[i], key) == 0)
+			return &o->v[i];
+	return NULL;
+}
+
+static const char *jstr(const struct jv *j)
+{
+	return j && j->t == J_STR ? j->s : NULL;
+}
+
+/* ---- printing ---- */
+
+struct out_opts {
+	bool utc;
+};
+
+/* name{a="x",b="y"} in the exposition's escaping. */
+static int fmt_labels(const struct jv *metric, struct gw_buf *b)
+{
+	const char *name = jstr(jget(metric, "__name__"));
+	bool first = true;
+	int err = 0;
+
+	gw_buf_reset(b);
+	if (name)
+		err = gw_buf_adds(b, name);
+	if (!err)
+		err = gw_buf_adds(b, "{");
+	for (size_t i = 0; !err && metric && metric->t == J_OBJ &&
+			   i < metric->n; i++) {
+		const char *v = jstr(&metric->v[i]);
+
+		if (strcmp(metric->k[i], "__name__") == 0 || !v)
+			continue;
+		err = gw_buf_printf(b, "%s%s=\"", first ? "" : ",",
+				    metric->k[i]);
+		first = false;
+		for (; !err && *v; v++) {
+			if (*v == '\\' || *v == '"')
+				err = gw_buf_printf(b, "\\%c", *v);
+			else if (*v == '\n')
+				err = gw_buf_adds(b, "\\n");
+			else
+				err = gw_buf_add(b, v, 1);
+		}
+		if (!err)
+			err = gw_buf_adds(b, "\"");
+	}
+	if (!err)
+		err = gw_buf_adds(b, "}");
+	/* name{} reads better as name */
+	if (!err && name && first) {
+		b->len -= 2;
+		b->p[b->len] = '\0';
+	}
+	return err;
+}
+
+/* A sample time (float seconds) as ISO 8601, local or UTC. */
+static void fmt_time(const struct jv *t, bool utc, char *out, size_t n)
+{
+	double secs = t && t->t == J_NUM ? strtod(t->s, NULL) : NAN;
+	long long ms;
+	time_t tt;
+	struct tm tm;
+	char date[40], zone[8];
+
+	if (!isfinite(secs) || fabs(secs) > 1e14) {
+		snprintf(out, n, "%s", t && t->s ? t->s : "?");
+		return;
+	}
+	ms = llround(secs * 1000);
+	tt = (time_t)(ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000));
+	if (!(utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm))) {
+		snprintf(out, n, "%s", t->s);
+		return;
+	}
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (utc) {
+		snprintf(zone, sizeof(zone), "Z");
+	} else {
+		char z[8];
+
+		strftime(z, sizeof(z), "%z", &tm); /* +0100 */
+		snprintf(zone, sizeof(zone), "%.3s:%.2s", z, z + 3);
+	}
+	snprintf(out, n, "%s.%03lld%s", date, ms - (long long)tt * 1000, zone);
+}
+
+static const char *sample_value(const struct jv *pair)
+{
+	const char *v = pair && pair->t == J_ARR && pair->n == 2
+				? jstr(&pair->v[1])
+				: NULL;
+
+	return v ? v : "?";
+}
+
+static int print_vector(const struct jv *result)
+{
+	struct gw_buf *keys;
+	size_t width = 0;
+	int err = 0;
+
+	if (result->n == 0) {
+		fprintf(stderr, "gpuwatch query: no series matched\n");
+		return 0;
+	}
+	keys = calloc(result->n, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < result->n; i++) {
+		gw_buf_init(&keys[i], 1u << 20);
+		err = fmt_labels(jget(&result->v[i], "metric"), &keys[i]);
+		if (!err && keys[i].len > width)
+			width = keys[i].len;
+	}
+	if (width > LABELS_WIDTH_MAX)
+		width = LABELS_WIDTH_MAX;
+	for (size_t i = 0; !err && i < result->n; i++)
+		printf("%-*s  %s\n", (int)width, keys[i].p,
+		       sample_value(jget(&result->v[i], "value")));
+	for (size_t i = 0; i < result->n; i++)
+		gw_buf_release(&keys[i]);
+	free(keys);
+	return err;
+}
+
+static int print_matrix(const struct jv *result, const struct out_opts *o)
+{
+	struct gw_buf key;
+	int err = 0;
+
+	if (result->n == 0) {
+		fprintf(stderr, "gpuwatch query: no series matched\n");
+		return 0;
+	}
+	gw_buf_init(&key, 1u << 20);
+	for (size_t i = 0; !err && i < result->n; i++) {
+		const struct jv *values = jget(&result->v[i], "values");
+
+		err = fmt_labels(jget(&result->v[i], "metric"), &key);
+		if (err)
+			break;
+		printf("%s%s\n", i ? "\n" : "", key.p);
+		for (size_t k = 0; values && values->t == J_ARR &&
+				   k < values->n; k++) {
+			const struct jv *pt = &values->v[k];
+			char when[64];
+
+			fmt_time(pt->t == J_ARR && pt->n == 2 ? &pt->v[0]
+							      : NULL,
+				 o->utc, when, sizeof(when));
+			printf("  %s  %s\n", when, sample_value(pt));
+		}
+	}
+	gw_buf_release(&key);
+	return err;
+}
+
+/* Prints a success answer; -EPROTO when it is not the API's shape. */
+static int print_answer(const struct jv *root, const struct out_opts *o)
+{
+	const struct jv *data = jget(root, "data");
+	const char *type = jstr(jget(data, "resultType"));
+	const struct jv *result = jget(data, "result");
+
+	if (!type || !result)
+		return -EPROTO;
+	if (strcmp(type, "vector") == 0 && result->t == J_ARR)
+		return print_vector(result);
+	if (strcmp(type, "matrix") == 0 && result->t == J_ARR)
+		return print_matrix(result, o);
+	if ((strcmp(type, "scalar") == 0 || strcmp(type, "string") == 0) &&
+	    result->t == J_ARR && result->n == 2) {
+		printf("%s\n", sample_value(result));
+		return 0;
+	}
+	return -EPROTO;
+}
+
+/* ---- HTTP ---- */
+
+static size_t on_data(char *p, size_t size, size_t n, void *cls)
+{
+	struct gw_buf *b = cls;
+
+	return gw_buf_add(b, p, size * n) ? 0 : size * n;
+}
+
+/* name=value& with value URL-encoded. */
+static int add_form(CURL *c, struct gw_buf *form, const char *name,
+		    const char *value)
+{
+	char *esc;
+	int err;
+
+	if (!value)
+		return 0;
+	esc = curl_easy_escape(c, value, 0);
+	if (!esc)
+		return -ENOMEM;
+	err = gw_buf_printf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
+	curl_free(esc);
+	return err;
+}
+
+struct request {
+	const char *base;
+	bool range;
+	const char *query, *time, *start, *end, *step, *timeout;
+};
+
+/* POSTs the query; 0 with the HTTP status and body, or 1 after saying why
+ * the agent could not be asked. */
+static int ask(const struct request *rq, long *status, struct gw_buf *body)
+{
+	char url[2048], cerr[CURL_ERROR_SIZE] = "";
+	struct gw_buf form;
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+	int err;
+
+	if (!c) {
+		fprintf(stderr, "gpuwatch query: cannot start libcurl\n");
+		return 1;
+	}
+	gw_buf_init(&form, 1u << 20);
+	snprintf(url, sizeof(url), "%s/api/v1/%s", rq->base,
+		 rq->range ? "query_range" : "query");
+	err = add_form(c, &form, "query", rq->query);
+	if (!err)
+		err = add_form(c, &form, "time", rq->time);
+	if (!err)
+		err = add_form(c, &form, "start", rq->start);
+	if (!err)
+		err = add_form(c, &form, "end", rq->end);
+	if (!err)
+		err = add_form(c, &form, "step", rq->step);
+	if (!err)
+		err = add_form(c, &form, "timeout", rq->timeout);
+	if (err) {
+		fprintf(stderr, "gpuwatch query: the query is too large\n");
+		goto out;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
+	rc = curl_easy_perform(c);
+	if (rc != CURLE_OK) {
+		if (rc == CURLE_WRITE_ERROR)
+			fprintf(stderr,
+				"gpuwatch query: the answer from %s is larger "
+				"than %u MiB\n",
+				rq->base, MAX_ANSWER >> 20);
+		else
+			fprintf(stderr,
+				"gpuwatch query: cannot reach the agent at "
+				"%s: %s\n"
+				"(is 'gpuwatch agent' running there? "
+				"choose another with --url or GPUWATCH_URL)\n",
+				rq->base, cerr[0] ? cerr : curl_easy_strerror(rc));
+		err = 1;
+		goto out;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	err = 0;
+out:
+	gw_buf_release(&form);
+	curl_easy_cleanup(c);
+	return err ? 1 : 0;
+}
+
+/* ---- options ---- */
+
+/* T: RFC 3339, Unix seconds, now, now-D; into "seconds.mmm". */
+static int parse_when(const char *flag, const char *s, int64_t now_ms,
+		      int64_t *ms)
+{
+	int64_t d;
+
+	if (strcmp(s, "now") == 0) {
+		*ms = now_ms;
+		return 0;
+	}
+	if (strncmp(s, "now-", 4) == 0 && gw_api_parse_duration(s + 4, &d) == 0 &&
+	    d >= 0) {
+		*ms = now_ms - d;
+		return 0;
+	}
+	if (gw_api_parse_time(s, ms) == 0)
+		return 0;
+	fprintf(stderr,
+		"gpuwatch query: %s '%s' is not a time (RFC 3339, Unix "
+		"seconds, now or now-DURATION)\n",
+		flag, s);
+	return -EINVAL;
+}
+
+static void fmt_secs(char *out, size_t n, int64_t ms)
+{
+	snprintf(out, n, "%s%lld.%03lld", ms < 0 ? "-" : "",
+		 (long long)(ms < 0 ? -ms : ms) / 1000,
+		 (long long)(ms < 0 ? -ms : ms) % 1000);
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum { O_TIME = 256, O_START, O_END, O_STEP, O_TIMEOUT, O_URL, O_JSON, O_UTC };
+
+int gw_cmd_query(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "time", required_argument, NULL, O_TIME },
+		{ "start", required_argument, NULL, O_START },
+		{ "end", required_argument, NULL, O_END },
+		{ "step", required_argument, NULL, O_STEP },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "url", required_argument, NULL, O_URL },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "utc", no_argument, NULL, O_UTC },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *t_time = NULL, *t_start = NULL, *t_end = NULL;
+	const char *step = NULL, *timeout = NULL, *url = NULL;
+	char s_time[32], s_start[32], s_end[32], s_step[32], base[1024];
+	struct out_opts oo = { 0 };
+	struct request rq = { 0 };
+	struct gw_buf body;
+	struct jv root;
+	bool json = false;
+	int64_t now = wall_ms(), ms, start_ms, end_ms, d;
+	long status = 0;
+	int ch, rc = 1;
+	size_t n;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (ch) {
+		case O_TIME: t_time = optarg; break;
+		case O_START: t_start = optarg; break;
+		case O_END: t_end = optarg; break;
+		case O_STEP: step = optarg; break;
+		case O_TIMEOUT: timeout = optarg; break;
+		case O_URL: url = optarg; break;
+		case O_JSON: json = true; break;
+		case O_UTC: oo.utc = true; break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr,
+				"gpuwatch query: bad option '%s'; see "
+				"'gpuwatch query --help'\n",
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "gpuwatch query: %s; see 'gpuwatch query "
+				"--help'\n",
+			optind >= argc ? "give one PromQL EXPR"
+				       : "give exactly one EXPR (quote it)");
+		return 2;
+	}
+	rq.query = argv[optind];
+	rq.range = t_start || t_end || step;
+	if (rq.range && t_time) {
+		fprintf(stderr, "gpuwatch query: --time is for an instant "
+				"query; a range takes --start, --end, "
+				"--step\n");
+		return 2;
+	}
+	if (t_time) {
+		if (parse_when("--time", t_time, now, &ms))
+			return 2;
+		fmt_secs(s_time, sizeof(s_time), ms);
+		rq.time = s_time;
+	}
+	if (rq.range) {
+		end_ms = now;
+		if (t_end && parse_when("--end", t_end, now, &end_ms))
+			return 2;
+		start_ms = end_ms - 3600 * 1000;
+		if (t_start && parse_when("--start", t_start, now, &start_ms))
+			return 2;
+		if (step) {
+			if (gw_api_parse_duration(step, &d) || d <= 0) {
+				fprintf(stderr,
+					"gpuwatch query: --step '%s' is not a "
+					"positive duration (15, 0.5, 30s, "
+					"5m)\n",
+					step);
+				return 2;
+			}
+		} else {
+			d = (end_ms - start_ms) / 250;
+			d = d < 1000 ? 1000 : (d + 999) / 1000 * 1000;
+			fmt_secs(s_step, sizeof(s_step), d);
+			step = s_step;
+		}
+		fmt_secs(s_start, sizeof(s_start), start_ms);
+		fmt_secs(s_end, sizeof(s_end), end_ms);
+		rq.start = s_start;
+		rq.end = s_end;
+		rq.step = step;
+	}
+	if (timeout && (gw_api_parse_duration(timeout, &d) || d <= 0)) {
+		fprintf(stderr,
+			"gpuwatch query: --timeout '%s' is not a positive "
+			"duration\n",
+			timeout);
+		return 2;
+	}
+	rq.timeout = timeout;
+	if (!url || !*url)
+		url = getenv("GPUWATCH_URL");
+	if (!url || !*url)
+		url = DEFAULT_URL;
+	snprintf(base, sizeof(base), "%s%s",
+		 strstr(url, "://") ? "" : "http://", url);
+	n = strlen(base);
+	while (n > 0 && base[n - 1] == '/')
+		base[--n] = '\0';
+	rq.base = base;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		fprintf(stderr, "gpuwatch query: cannot start libcurl\n");
+		return 1;
+	}
+	gw_buf_init(&body, MAX_ANSWER);
+	if (ask(&rq, &status, &body))
+		goto out;
+	if (json) {
+		if (body.len)
+			fwrite(body.p, 1, body.len, stdout);
+		if (!body.len || body.p[body.len - 1] != '\n')
+			putchar('\n');
+	}
+	if (!body.len || json_parse(body.p, body.len, &root)) {
+		const char *b = body.len ? body.p : "";
+		size_t line = strcspn(b, "\r\n");
+
+		if (!json)
+			fprintf(stderr,
+				"gpuwatch query: %s answered HTTP %ld, not the "
+				"query API: %.*s\n",
+				base, status, (int)(line > 200 ? 200 : line), b);
+		goto out;
+	}
+	{
+		const char *st = jstr(jget(&root, "status"));
+		const struct jv *w = jget(&root, "warnings");
+
+		for (size_t i = 0; w && w->t == J_ARR && i < w->n; i++)
+			if (jstr(&w->v[i]))
+				fprintf(stderr, "gpuwatch query: warning: %s\n",
+					w->v[i].s);
+		if (st && strcmp(st, "success") == 0) {
+			int e = json ? 0 : print_answer(&root, &oo);
+
+			if (e == -EPROTO)
+				fprintf(stderr,
+					"gpuwatch query: unexpected answer "
+					"from %s\n",
+					base);
+			else if (e)
+				fprintf(stderr, "gpuwatch query: %s\n",
+					strerror(-e));
+			rc = e ? 1 : 0;
+		} else if (!json) {
+			const char *et = jstr(jget(&root, "errorType"));
+			const char *em = jstr(jget(&root, "error"));
+
+			fprintf(stderr, "gpuwatch query: %s: %s\n",
+				et ? et : "error",
+				em ? em : "the agent gave no reason");
+		}
+	}
+	jv_release(&root);
+out:
+	fflush(stdout);
+	gw_buf_release(&body);
+	curl_global_cleanup();
+	return rc;
+}

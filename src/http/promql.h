@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * promql.h - the PromQL subset: parser (promql_parse.c) and evaluator
+ * (promql_eval.c) over a struct gw_queryable (store/query.h).
+ *
+ * The subset
+ *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')
+ *   selectors     name{l="v", l!="v", l=~"re", l!~"re"}, {__name__=~".."}
+ *                 with [5m] (range) and offset 1h; durations as in
+ *                 Prometheus: ms s m h d w y, combined (1h30m)
+ *   functions     rate irate increase delta, avg_ min_ max_ sum_ count_
+ *                 last_ stddev_over_time, quantile_over_time(q, m[r]),
+ *                 abs, time(), vector(s), scalar(v)
+ *   aggregations  sum avg min max count (by|without (l,...)) (expr),
+ *                 topk bottomk quantile (param, expr); the clause may come
+ *                 before or after the parenthesised expression
+ *   binary        ^  * / %  + -  == != > < >= <= (with "bool"), with the
+ *                 usual precedence and associativity (^ right-assoc),
+ *                 between scalars and vectors; vector-vector one-to-one
+ *                 matching, optionally on(...) / ignoring(...)
+ *   unary         -expr, +expr; parentheses
+ *
+ * Parser guarantees: every node has its static type set and checked; a
+ * call's range-vector argument is always a GW_PQ_MATRIX node (parentheses
+ * around it are dropped); a selector's matchers start with __name__="name"
+ * when the name was written outside the braces; offsets may be negative,
+ * ranges are > 0.  Aggregation names, by, without, offset, and, or, unless
+ * may be metric names where Prometheus allows it ("sum", "foo * min").
+ *
+ * Errors: parse errors carry the byte offset in the query and a message in
+ * Prometheus' style ("1:5: parse error: unexpected ..."); gw_promql_parse
+ * returns -EINVAL and fills struct gw_promql_error.
+ *
+ * Thread safety: a parsed expression is read-only during evaluation and
+ * may be evaluated by several threads at once.
+ */
+#ifndef GW_PROMQL_H
+#define GW_PROMQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "pipeline/labels.h"
+#include "store/query.h"
+
+enum gw_pq_kind {
+	GW_PQ_NUMBER,
+	GW_PQ_STRING,
+	GW_PQ_SELECTOR, /* instant vector selector */
+	GW_PQ_MATRIX,   /* range vector selector: selector with [range] */
+	GW_PQ_CALL,
+	GW_PQ_AGG,
+	GW_PQ_BINARY,
+	GW_PQ_NEG,      /* unary minus */
+	GW_PQ_PAREN,
+};
+
+enum gw_pq_func {
+	GW_FN_RATE,
+	GW_FN_IRATE,
+	GW_FN_INCREASE,
+	GW_FN_DELTA,
+	GW_FN_AVG_OVER_TIME,
+	GW_FN_MIN_OVER_TIME,
+	GW_FN_MAX_OVER_TIME,
+	GW_FN_SUM_OVER_TIME,
+	GW_FN_COUNT_OVER_TIME,
+	GW_FN_LAST_OVER_TIME,
+	GW_FN_STDDEV_OVER_TIME,
+	GW_FN_QUANTILE_OVER_TIME, /* (scalar, matrix) */
+	GW_FN_ABS,
+	GW_FN_TIME,   /* () -> scalar */
+	GW_FN_VECTOR, /* (scalar) -> vector */
+	GW_FN_SCALAR, /* (vector) -> scalar */
+};
+
+enum gw_pq_aggop {
+	GW_AGG_SUM,
+	GW_AGG_AVG,
+	GW_AGG_MIN,
+	GW_AGG_MAX,
+	GW_AGG_COUNT,
+	GW_AGG_TOPK,     /* param: scalar k */
+	GW_AGG_BOTTOMK,  /* param: scalar k */
+	GW_AGG_QUANTILE, /* param: scalar q */
+};
+
+enum gw_pq_binop {
+	GW_OP_ADD, GW_OP_SUB, GW_OP_MUL, GW_OP_DIV, GW_OP_MOD, GW_OP_POW,
+	GW_OP_EQ, GW_OP_NE, GW_OP_GT, GW_OP_LT, GW_OP_GE, GW_OP_LE,
+};
+
+/* The static type of an expression, as Prometheus reports it. */
+enum gw_pq_type {
+	GW_TYPE_SCALAR,
+	GW_TYPE_VECTOR,
+	GW_TYPE_MATRIX,
+	GW_TYPE_STRING,
+};
+
+struct gw_pq_node {
+	enum gw_pq_kind kind;
+	enum gw_pq_type type;
+	uint32_t pos; /* byte offset of the node's first token */
+	union {
+		double num;
+		char *str;
+		struct {
+			char *name;               /* NULL when only {..} */
+			struct gw_matcher *m;     /* includes __name__ = name */
+			size_t nm;
+			int64_t range_ms;         /* GW_PQ_MATRIX only */
+			int64_t offset_ms;
+		} sel;
+		struct {
+			enum gw_pq_func fn;
+			struct gw_pq_node **args;
+			size_t nargs;
+		} call;
+		struct {
+			enum gw_pq_aggop op;
+			struct gw_pq_node *expr;
+			struct gw_pq_node *param; /* topk/bottomk/quantile */
+			char **labels;
+			size_t nlabels;
+			bool without;
+			bool grouping;            /* a by/without clause given */
+		} agg;
+		struct {
+			enum gw_pq_binop op;
+			struct gw_pq_node *lhs, *rhs;
+			bool bool_mod;            /* comparison with "bool" */
+			bool on, ignoring;        /* vector matching clause */
+			char **labels;
+			size_t nlabels;
+		} bin;
+		struct gw_pq_node *inner;         /* NEG, PAREN */
+	} u;
+};
+
+struct gw_promql_error {
+	uint32_t pos;   /* byte offset into the query */
+	char msg[256];  /* Prometheus-style, position included */
+};
+
+#define GW_PROMQL_MAX_DEPTH 128   /* nesting; deeper is a parse error */
+#define GW_PROMQL_MAX_QUERY 65536 /* bytes */
+
+/* Parses query; *out is freed with gw_promql_free.  0, -EINVAL, -ENOMEM. */
+__attribute__((warn_unused_result)) int
+gw_promql_parse(const char *query, struct gw_pq_node **out,
+		struct gw_promql_error *err);
+void gw_promql_free(struct gw_pq_node *n);
+
+/*
+ * Appends the canonical text of n to out: binary operations and unary minus
+ * fully parenthesised, negative numbers as (-1), durations in Prometheus'
+ * form (1h30m), keywords in lower case, parentheses of the query dropped.
+ * Parsing the result gives an expression that formats the same.
+ * 0, -ENOSPC (out's maximum), -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_promql_format(const struct gw_pq_node *n, struct gw_buf *out);
+
+/* Parses a series selector alone (for /api/v1/series match[]). */
+__attribute__((warn_unused_result)) int
+gw_promql_parse_selector(const char *text, struct gw_matcher **m, size_t *nm,
+			 struct gw_promql_error *err);
+void gw_matchers_free(struct gw_matcher *m, size_t nm);
+
+/* Parses a duration such as 5m, 1h30m, 250ms into ms; -EINVAL. */
+__attribute__((warn_unused_result)) int gw_promql_duration(const char *s,
+							    int64_t *ms);
+
+/* Evaluation */
+
+struct gw_promql_opts {
+	int64_t lookback_ms;    /* instant selectors; default 5 min */
+	uint64_t max_samples;   /* 0 = unlimited */
+	uint64_t timeout_ns;    /* 0 = none */
+};
+
+struct gw_qpoint {
+	int64_t t;
+	double v;
+};
+
+struct gw_qseries {
+	struct gw_labels labels;
+	struct gw_qpoint *p;
+	size_t n;
+};
+
+enum gw_qerr {
+	GW_QERR_NONE,
+	GW_QERR_BAD_DATA,   /* errorType "bad_data" */
+	GW_QERR_EXECUTION,  /* "execution": too many samples, etc. */
+	GW_QERR_TIMEOUT,    /* "timeout" */
+	GW_QERR_INTERNAL,   /* "internal" */
+};
+
+struct gw_qresult {
+	enum gw_pq_type type;    /* scalar, vector, matrix or string */
+	/* scalar / string: one point (and str) */
+	struct gw_qpoint scalar;
+	char *str;
+	/* vector: each series has one point; matrix: n points each */
+	struct gw_qseries *series;
+	size_t nseries;
+	/* statistics */
+	uint64_t samples;        /* samples the query touched */
+	enum gw_tier tier;       /* tier the selectors read */
+	/* on failure */
+	enum gw_qerr err;
+	char errmsg[256];
+};
+
+void gw_qresult_release(struct gw_qresult *r);
+
+/*
+ * Evaluates e at time t (instant query).  The result type is the
+ * expression's (a bare range selector gives a matrix, as Prometheus).
+ * Returns 0 or a negative errno with res->err/errmsg set.
+ */
+__attribute__((warn_unused_result)) int
+gw_promql_eval_instant(const struct gw_pq_node *e,
+		       const struct gw_queryable *q, int64_t t,
+		       const struct gw_promql_opts *o, struct gw_qresult *res);
+
+/*
+ * Evaluates e at start, start+step, ... <= end: a matrix (scalars become
+ * one series with no labels, as Prometheus).  A range selector at top
+ * level is bad_data ("invalid expression type \"range vector\" for range
+ * query, must be Scalar or instant Vector").
+ */
+__attribute__((warn_unused_result)) int
+gw_promql_eval_range(const struct gw_pq_node *e, const struct gw_queryable *q,
+		     int64_t start, int64_t end, int64_t step,
+		     const struct gw_promql_opts *o, struct gw_qresult *res);
+
+/* Prometheus' float formatting for JSON ("1.5", "+Inf", "-Inf", "NaN"). */
+__attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
+							     double v);
+
+/* Appends the "data" object of Prometheus' query API for res:
+ * {"resultType":"matrix","result":[...]}.  */
+__attribute__((warn_unused_result)) int
+gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out);
+
+#endif

@@ -1,0 +1,2100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * promql_eval.c - evaluation of the PromQL subset (promql.h) over a struct
+ * gw_queryable (store/query.h).
+ *
+ * Two phases.  Loading: every selector node of the expression is read with
+ * one select() covering the whole query interval, all from one tier chosen
+ * for the query (pick_tier at resolution min(step, smallest range)).
+ * Stepping: the tree is evaluated at each step against the loaded arrays
+ * (binary search), giving a scalar or a vector of (label set, value).
+ *
+ * Label sets are interned in a per-query table so that they are compared,
+ * grouped and matched by pointer.  Sets derived from a set (without
+ * __name__, a by() group, a matching signature) are memoised on it, so a
+ * derivation costs one allocation per distinct set, not one per step.
+ * The per-operation fields of a set (mark, idx) are only valid during one
+ * operation, identified by a fresh stamp.
+ *
+ * Errors: every failure fills res->err/errmsg; internal helpers return
+ * -errno and the entry points map anything not yet described to
+ * GW_QERR_INTERNAL with strerror.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/promql.h"
+
+#define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
+#define MAX_RESOLUTION 11000   /* (end - start) / step, as Prometheus */
+#define MAX_DEPTH (2 * GW_PROMQL_MAX_DEPTH)
+#define MAX_LSETS (1u << 24)   /* distinct label sets per query */
+#define KEY_MAX (1u << 20)
+#define MEMO 4
+
+#define MSG_TOO_MANY \
+	"query processing would load too many samples into memory in query execution"
+#define MSG_TIMEOUT "query timed out in query execution"
+#define MSG_DUP_LABELSET "vector cannot contain metrics with the same labelset"
+
+/* An interned label set. */
+struct lset {
+	struct gw_labels l;
+	char *key;
+	size_t klen;
+	uint64_t hash;
+	uint64_t mark, mark2; /* stamps of the current operation */
+	size_t idx;           /* set together with mark */
+	size_t out;           /* range query: output series index + 1 */
+	struct {
+		const void *by;
+		struct lset *to;
+	} memo[MEMO];
+	unsigned memo_next;
+};
+
+struct ltab {
+	struct lset **slot;
+	size_t cap, n;
+};
+
+/* A loaded selector. */
+struct sel {
+	const struct gw_pq_node *node;
+	struct gw_series_set set;
+	struct lset **ls; /* per series */
+};
+
+struct smp {
+	struct lset *ls;
+	double v;
+};
+
+struct vec {
+	struct smp *p;
+	size_t n, cap;
+};
+
+struct val {
+	enum gw_pq_type type;
+	double s;
+	const char *str;
+	struct vec v;
+};
+
+/* A range query's output series under construction. */
+struct oser {
+	struct lset *ls;
+	struct gw_qpoint *p;
+	size_t n, cap;
+};
+
+struct ev {
+	const struct gw_queryable *q;
+	struct gw_qresult *res;
+	int64_t lookback;
+	enum gw_tier tier;
+	struct gw_query_limits lim;
+	struct sel *sel;
+	size_t nsel, capsel;
+	struct ltab tab;
+	struct gw_buf kb;
+	struct lset *empty;
+	uint64_t stamp;
+	int depth;
+	/* scratch */
+	int64_t *st;
+	double *sv;
+	size_t scap;
+	size_t *ix;
+	size_t ixcap;
+	/* range query output */
+	struct oser *outs;
+	size_t nout, capout;
+};
+
+static const char noname_key; /* memo key: the set without __name__ */
+
+/* ---- errors ---- */
+
+__attribute__((format(printf, 4, 5))) static int
+fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ev->res->err == GW_QERR_NONE) {
+		ev->res->err = kind;
+		va_start(ap, fmt);
+		vsnprintf(ev->res->errmsg, sizeof(ev->res->errmsg), fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static int malformed(struct ev *ev)
+{
+	return fail(ev, GW_QERR_INTERNAL, -EINVAL, "malformed expression");
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- label set interning ---- */
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static void lset_free(struct lset *s)
+{
+	if (!s)
+		return;
+	gw_labels_release(&s->l);
+	free(s->key);
+	free(s);
+}
+
+static int tab_grow(struct ltab *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	struct lset **slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct lset *s = t->slot[i];
+		size_t j;
+
+		if (!s)
+			continue;
+		j = s->hash & (cap - 1);
+		while (slot[j])
+			j = (j + 1) & (cap - 1);
+		slot[j] = s;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->cap = cap;
+	return 0;
+}
+
+/* Interns *take (always consumed). */
+static int intern(struct ev *ev, struct gw_labels *take, struct lset **out)
+{
+	struct ltab *t = &ev->tab;
+	struct lset *s;
+	uint64_t h;
+	size_t i;
+	int err;
+
+	gw_buf_reset(&ev->kb);
+	err = gw_labels_key(take, &ev->kb);
+	if (err)
+		goto out_release;
+	if (t->n >= MAX_LSETS) {
+		err = -E2BIG;
+		goto out_release;
+	}
+	if ((t->n + 1) * 2 > t->cap) {
+		err = tab_grow(t);
+		if (err)
+			goto out_release;
+	}
+	h = hash_bytes(ev->kb.p, ev->kb.len);
+	for (i = h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1)) {
+		s = t->slot[i];
+		if (s->hash == h && s->klen == ev->kb.len &&
+		    memcmp(s->key, ev->kb.p, s->klen) == 0) {
+			gw_labels_release(take);
+			*out = s;
+			return 0;
+		}
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		err = -ENOMEM;
+		goto out_release;
+	}
+	s->key = malloc(ev->kb.len + 1);
+	if (!s->key) {
+		free(s);
+		err = -ENOMEM;
+		goto out_release;
+	}
+	memcpy(s->key, ev->kb.p, ev->kb.len + 1);
+	s->klen = ev->kb.len;
+	s->hash = h;
+	s->l = *take;
+	take->v = NULL;
+	take->n = 0;
+	t->slot[i] = s;
+	t->n++;
+	*out = s;
+	return 0;
+out_release:
+	gw_labels_release(take);
+	return err;
+}
+
+static void tab_release(struct ltab *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		lset_free(t->slot[i]);
+	free(t->slot);
+	t->slot = NULL;
+	t->cap = t->n = 0;
+}
+
+/* The set derived from s by gw_labels_project(names, keep, drop), memoised
+ * under key (one key per distinct derivation). */
+static int derive(struct ev *ev, struct lset *s, const void *key,
+		  char *const *names, size_t n, bool keep, bool drop,
+		  struct lset **out)
+{
+	struct gw_labels l;
+	int err;
+
+	for (unsigned i = 0; i < MEMO; i++) {
+		if (s->memo[i].by == key) {
+			*out = s->memo[i].to;
+			return 0;
+		}
+	}
+	err = gw_labels_project(&l, &s->l, (const char *const *)names, n,
+				keep, drop);
+	if (!err)
+		err = intern(ev, &l, out);
+	if (err)
+		return err;
+	s->memo[s->memo_next].by = key;
+	s->memo[s->memo_next].to = *out;
+	s->memo_next = (s->memo_next + 1) % MEMO;
+	return 0;
+}
+
+static int noname(struct ev *ev, struct lset *s, struct lset **out)
+{
+	if (!gw_labels_get(&s->l, "__name__")) {
+		*out = s;
+		return 0;
+	}
+	return derive(ev, s, &noname_key, NULL, 0, false, true, out);
+}
+
+/* Prometheus' Labels.String(): {a="b", c="d"} (for error messages). */
+static void lstr(const struct gw_labels *l, char *dst, size_t cap)
+{
+	size_t n = 0;
+
+#define PUT(c)                          \
+	do {                            \
+		if (n + 1 < cap)        \
+			dst[n++] = (c); \
+	} while (0)
+	PUT('{');
+	for (size_t i = 0; i < l->n; i++) {
+		if (i) {
+			PUT(',');
+			PUT(' ');
+		}
+		for (const char *p = l->v[i].name; *p; p++)
+			PUT(*p);
+		PUT('=');
+		PUT('"');
+		for (const char *p = l->v[i].value; *p; p++) {
+			if (*p == '"' || *p == '\\') {
+				PUT('\\');
+				PUT(*p);
+			} else if (*p == '\n') {
+				PUT('\\');
+				PUT('n');
+			} else {
+				PUT(*p);
+			}
+		}
+		PUT('"');
+	}
+	PUT('}');
+#undef PUT
+	dst[n] = '\0';
+	if (n + 1 == cap && cap > 5) /* truncated: keep it readable */
+		memcpy(dst + cap - 5, "...}", 5);
+}
+
+/* ---- values ---- */
+
+static int vpush(struct vec *v, struct lset *ls, double x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 8;
+		struct smp *p = realloc(v->p, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		v->p = p;
+		v->cap = cap;
+	}
+	v->p[v->n].ls = ls;
+	v->p[v->n].v = x;
+	v->n++;
+	return 0;
+}
+
+static void val_release(struct val *v)
+{
+	free(v->v.p);
+	memset(v, 0, sizeof(*v));
+}
+
+static int scratch(struct ev *ev, size_t n)
+{
+	if (n <= ev->scap)
+		return 0;
+	size_t cap = ev->scap ? ev->scap : 64;
+
+	while (cap < n)
+		cap *= 2;
+	int64_t *st = realloc(ev->st, cap * sizeof(*st));
+
+	if (!st)
+		return -ENOMEM;
+	ev->st = st;
+	double *sv = realloc(ev->sv, cap * sizeof(*sv));
+
+	if (!sv)
+		return -ENOMEM;
+	ev->sv = sv;
+	ev->scap = cap;
+	return 0;
+}
+
+static int scratch_ix(struct ev *ev, size_t n)
+{
+	if (n <= ev->ixcap)
+		return 0;
+	size_t cap = ev->ixcap ? ev->ixcap : 64;
+
+	while (cap < n)
+		cap *= 2;
+	size_t *ix = realloc(ev->ix, cap * sizeof(*ix));
+
+	if (!ix)
+		return -ENOMEM;
+	ev->ix = ix;
+	ev->ixcap = cap;
+	return 0;
+}
+
+/* Two sets of the vector equal after a name drop: Prometheus' error. */
+static int check_dups(struct ev *ev, const struct vec *v)
+{
+	uint64_t st = ++ev->stamp;
+
+	for (size_t i = 0; i < v->n; i++) {
+		if (v->p[i].ls->mark == st)
+			return fail(ev, GW_QERR_EXECUTION, -EINVAL,
+				    MSG_DUP_LABELSET);
+		v->p[i].ls->mark = st;
+	}
+	return 0;
+}
+
+/* ---- numerics ---- */
+
+/* Neumaier's compensated sum: the result is sum + c. */
+static void ksum(double *sum, double *c, double x)
+{
+	double t = *sum + x;
+
+	if (isinf(t))
+		*c = 0;
+	else if (fabs(*sum) >= fabs(x))
+		*c += (*sum - t) + x;
+	else
+		*c += (x - t) + *sum;
+	*sum = t;
+}
+
+/* A mean that survives overflow of the running sum. */
+struct mean {
+	double sum, c, inc;
+	double n;
+	bool nonfinite; /* an input was +-Inf or NaN */
+};
+
+static void mean_add(struct mean *m, double x)
+{
+	m->n += 1;
+	if (!isfinite(x))
+		m->nonfinite = true;
+	ksum(&m->sum, &m->c, x);
+	m->inc += (x - m->inc) / m->n;
+}
+
+static double mean_get(const struct mean *m)
+{
+	double s = m->sum + m->c;
+
+	if (!isfinite(s) && !m->nonfinite)
+		return m->inc;
+	return s / m->n;
+}
+
+/* Go's sort.Float64s order: NaN first. */
+static int cmp_float(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	if (isnan(x))
+		return isnan(y) ? 0 : -1;
+	if (isnan(y))
+		return 1;
+	return (x > y) - (x < y);
+}
+
+/* Prometheus' quantile: linear interpolation between closest ranks;
+ * v is sorted in place. */
+static double quantile(double q, double *v, size_t n)
+{
+	double rank, w;
+	size_t lo, hi;
+
+	if (n == 0 || isnan(q))
+		return NAN;
+	if (q < 0)
+		return -INFINITY;
+	if (q > 1)
+		return INFINITY;
+	qsort(v, n, sizeof(*v), cmp_float);
+	rank = q * (double)(n - 1);
+	lo = (size_t)floor(rank);
+	hi = lo + 1 < n ? lo + 1 : n - 1;
+	w = rank - floor(rank);
+	return v[lo] * (1 - w) + v[hi] * w;
+}
+
+static double arith(enum gw_pq_binop op, double a, double b)
+{
+	switch (op) {
+	case GW_OP_ADD:
+		return a + b;
+	case GW_OP_SUB:
+		return a - b;
+	case GW_OP_MUL:
+		return a * b;
+	case GW_OP_DIV:
+		return a / b;
+	case GW_OP_MOD:
+		return fmod(a, b);
+	case GW_OP_POW:
+		return pow(a, b);
+	default:
+		return NAN;
+	}
+}
+
+static bool compare(enum gw_pq_binop op, double a, double b)
+{
+	switch (op) {
+	case GW_OP_EQ:
+		return a == b;
+	case GW_OP_NE:
+		return a != b;
+	case GW_OP_GT:
+		return a > b;
+	case GW_OP_LT:
+		return a < b;
+	case GW_OP_GE:
+		return a >= b;
+	case GW_OP_LE:
+		return a <= b;
+	default:
+		return false;
+	}
+}
+
+static bool is_cmp(enum gw_pq_binop op)
+{
+	return op >= GW_OP_EQ && op <= GW_OP_LE;
+}
+
+/* ---- time arithmetic, saturating ---- */
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b > 0 ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+/* ---- loaded data access ---- */
+
+static const struct gw_pq_node *unparen(const struct gw_pq_node *n)
+{
+	while (n && n->kind == GW_PQ_PAREN)
+		n = n->u.inner;
+	return n;
+}
+
+static struct sel *find_sel(struct ev *ev, const struct gw_pq_node *n)
+{
+	for (size_t i = 0; i < ev->nsel; i++)
+		if (ev->sel[i].node == n)
+			return &ev->sel[i];
+	return NULL;
+}
+
+/* First index whose time is > t. */
+static size_t upper_raw(const struct gw_series_data *d, int64_t t)
+{
+	size_t lo = 0, hi = d->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->t[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static size_t upper_rollup(const struct gw_series_data *d, int64_t t)
+{
+	size_t lo = 0, hi = d->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->r[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* [*lo, *hi): the samples (raw) or rollups (window ends) in (a, b]. */
+static void window(const struct gw_series_data *d, int64_t a, int64_t b,
+		   size_t *lo, size_t *hi)
+{
+	if (d->tier == GW_TIER_RAW) {
+		*lo = upper_raw(d, a);
+		*hi = upper_raw(d, b);
+	} else {
+		*lo = upper_rollup(d, a);
+		*hi = upper_rollup(d, b);
+	}
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
+/*
+ * The points of a window as arrays: raw samples as they are, rollups as
+ * (t_last, last) of each non-empty rollup (in ev's scratch arrays).
+ */
+static int points(struct ev *ev, const struct gw_series_data *d, size_t lo,
+		  size_t hi, const int64_t **ts, const double **vs, size_t *n)
+{
+	size_t k = 0;
+	int err;
+
+	if (d->tier == GW_TIER_RAW) {
+		*ts = d->t + lo;
+		*vs = d->v + lo;
+		*n = hi - lo;
+		return 0;
+	}
+	err = scratch(ev, hi - lo);
+	if (err)
+		return err;
+	for (size_t i = lo; i < hi; i++) {
+		if (!(d->r[i].count > 0))
+			continue;
+		ev->st[k] = d->r[i].t_last;
+		ev->sv[k] = d->r[i].last;
+		k++;
+	}
+	*ts = ev->st;
+	*vs = ev->sv;
+	*n = k;
+	return 0;
+}
+
+/* ---- selectors ---- */
+
+static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+			 struct val *out)
+{
+	struct sel *s = find_sel(ev, n);
+	int64_t at = sat_sub(t, n->u.sel.offset_ms);
+	int64_t lb = ev->lookback;
+	int err;
+
+	if (!s)
+		return malformed(ev);
+	if (ev->tier != GW_TIER_RAW && lb < 2 * gw_tier_width(ev->tier))
+		lb = 2 * gw_tier_width(ev->tier);
+	out->type = GW_TYPE_VECTOR;
+	for (size_t i = 0; i < s->set.n; i++) {
+		const struct gw_series_data *d = &s->set.s[i];
+		size_t k;
+
+		if (d->tier == GW_TIER_RAW) {
+			k = upper_raw(d, at);
+			if (k == 0 || d->t[k - 1] <= sat_sub(at, lb))
+				continue;
+			err = vpush(&out->v, s->ls[i], d->v[k - 1]);
+		} else {
+			k = upper_rollup(d, at);
+			if (k == 0 || d->r[k - 1].t <= sat_sub(at, lb) ||
+			    !(d->r[k - 1].count > 0))
+				continue;
+			err = vpush(&out->v, s->ls[i], d->r[k - 1].last);
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* ---- range functions ---- */
+
+/*
+ * Prometheus' extrapolated rate/increase/delta over the samples in
+ * (range_start, range_end].  False when there is no output.
+ */
+static bool xrate(const int64_t *ts, const double *vs, size_t n,
+		  int64_t range_start, int64_t range_end, int64_t range_ms,
+		  bool counter, bool rate, double *out)
+{
+	double result, to_start, to_end, sampled, avg, thr, ext;
+
+	if (n < 2 || ts[n - 1] <= ts[0])
+		return false;
+	result = vs[n - 1] - vs[0];
+	if (counter) {
+		double prev = vs[0];
+
+		for (size_t i = 1; i < n; i++) {
+			if (vs[i] < prev)
+				result += prev;
+			prev = vs[i];
+		}
+	}
+	to_start = (double)(ts[0] - range_start) / 1e3;
+	to_end = (double)(range_end - ts[n - 1]) / 1e3;
+	sampled = (double)(ts[n - 1] - ts[0]) / 1e3;
+	avg = sampled / (double)(n - 1);
+	if (counter && result > 0 && vs[0] >= 0) {
+		/* A counter does not go below zero: extrapolate at most to
+		 * where it would have been zero. */
+		double to_zero = sampled * (vs[0] / result);
+
+		if (to_zero < to_start)
+			to_start = to_zero;
+	}
+	thr = avg * 1.1;
+	ext = sampled;
+	ext += to_start < thr ? to_start : avg / 2;
+	ext += to_end < thr ? to_end : avg / 2;
+	result *= ext / sampled;
+	if (rate)
+		result /= (double)range_ms / 1e3;
+	*out = result;
+	return true;
+}
+
+static bool irate(const int64_t *ts, const double *vs, size_t n, double *out)
+{
+	double r;
+
+	if (n < 2 || ts[n - 1] == ts[n - 2])
+		return false;
+	r = vs[n - 1] < vs[n - 2] ? vs[n - 1] : vs[n - 1] - vs[n - 2];
+	*out = r / ((double)(ts[n - 1] - ts[n - 2]) / 1e3);
+	return true;
+}
+
+/* *_over_time of raw values. */
+static int over_time_raw(struct ev *ev, enum gw_pq_func fn, double phi,
+			 const double *v, size_t n, double *out)
+{
+	struct mean m = { 0 };
+	double a = NAN, c = 0, mu = 0, m2 = 0;
+	int err;
+
+	switch (fn) {
+	case GW_FN_AVG_OVER_TIME:
+		for (size_t i = 0; i < n; i++)
+			mean_add(&m, v[i]);
+		*out = mean_get(&m);
+		return 0;
+	case GW_FN_MIN_OVER_TIME:
+		for (size_t i = 0; i < n; i++)
+			if (v[i] < a || isnan(a))
+				a = v[i];
+		*out = a;
+		return 0;
+	case GW_FN_MAX_OVER_TIME:
+		for (size_t i = 0; i < n; i++)
+			if (v[i] > a || isnan(a))
+				a = v[i];
+		*out = a;
+		return 0;
+	case GW_FN_SUM_OVER_TIME:
+		a = 0;
+		for (size_t i = 0; i < n; i++)
+			ksum(&a, &c, v[i]);
+		*out = a + c;
+		return 0;
+	case GW_FN_COUNT_OVER_TIME:
+		*out = (double)n;
+		return 0;
+	case GW_FN_LAST_OVER_TIME:
+		*out = v[n - 1];
+		return 0;
+	case GW_FN_STDDEV_OVER_TIME:
+		/* Welford; population deviation as Prometheus. */
+		for (size_t i = 0; i < n; i++) {
+			double d = v[i] - mu;
+
+			mu += d / (double)(i + 1);
+			m2 += d * (v[i] - mu);
+		}
+		*out = sqrt(m2 / (double)n);
+		return 0;
+	case GW_FN_QUANTILE_OVER_TIME:
+		err = scratch(ev, n);
+		if (err)
+			return err;
+		memcpy(ev->sv, v, n * sizeof(*v));
+		*out = quantile(phi, ev->sv, n);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* *_over_time of the rollups [lo, hi); false when none has a value. */
+static int over_time_rollup(enum gw_pq_func fn, double phi,
+			    const struct gw_rollup *r, size_t lo, size_t hi,
+			    double *out, bool *ok)
+{
+	double cnt = 0, sum = 0, c = 0, sumsq = 0, mn = NAN, mx = NAN;
+	double last = NAN, mean, var;
+	struct gw_sketch sk;
+	int err = 0;
+
+	*ok = false;
+	for (size_t i = lo; i < hi; i++) {
+		if (!(r[i].count > 0))
+			continue;
+		cnt += r[i].count;
+		ksum(&sum, &c, r[i].sum);
+		sumsq += r[i].sumsq;
+		if (r[i].min < mn || isnan(mn))
+			mn = r[i].min;
+		if (r[i].max > mx || isnan(mx))
+			mx = r[i].max;
+		last = r[i].last;
+	}
+	if (!(cnt > 0))
+		return 0;
+	*ok = true;
+	sum += c;
+	switch (fn) {
+	case GW_FN_AVG_OVER_TIME:
+		*out = sum / cnt;
+		break;
+	case GW_FN_MIN_OVER_TIME:
+		*out = mn;
+		break;
+	case GW_FN_MAX_OVER_TIME:
+		*out = mx;
+		break;
+	case GW_FN_SUM_OVER_TIME:
+		*out = sum;
+		break;
+	case GW_FN_COUNT_OVER_TIME:
+		*out = cnt;
+		break;
+	case GW_FN_LAST_OVER_TIME:
+		*out = last;
+		break;
+	case GW_FN_STDDEV_OVER_TIME:
+		mean = sum / cnt;
+		var = sumsq / cnt - mean * mean;
+		*out = var > 0 ? sqrt(var) : 0;
+		break;
+	case GW_FN_QUANTILE_OVER_TIME:
+		if (isnan(phi) || phi < 0 || phi > 1) {
+			*out = isnan(phi) ? NAN : phi < 0 ? -INFINITY : INFINITY;
+			break;
+		}
+		/* Merged, not averaged: the union's quantile. */
+		gw_sketch_init(&sk);
+		for (size_t i = lo; i < hi && !err; i++)
+			if (r[i].count > 0)
+				err = gw_sketch_merge(&sk, &r[i].sk);
+		if (!err)
+			*out = gw_sketch_quantile(&sk, phi);
+		gw_sketch_release(&sk);
+		break;
+	default:
+		err = -EINVAL;
+	}
+	if (err)
+		*ok = false;
+	return err;
+}
+
+static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		struct val *out);
+
+static int eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n,
+			   int64_t t, double *out)
+{
+	struct val v = { 0 };
+	int err = eval(ev, n, t, &v);
+
+	if (!err && v.type != GW_TYPE_SCALAR)
+		err = malformed(ev);
+	if (!err)
+		*out = v.s;
+	val_release(&v);
+	return err;
+}
+
+static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+			 struct val *out)
+{
+	enum gw_pq_func fn = n->u.call.fn;
+	const struct gw_pq_node *m;
+	bool quant = fn == GW_FN_QUANTILE_OVER_TIME;
+	double phi = 0;
+	int64_t at, from;
+	struct sel *s;
+	int err;
+
+	if (n->u.call.nargs != (quant ? 2u : 1u))
+		return malformed(ev);
+	m = unparen(n->u.call.args[quant ? 1 : 0]);
+	if (!m || m->kind != GW_PQ_MATRIX || !(s = find_sel(ev, m)))
+		return malformed(ev);
+	if (quant) {
+		err = eval_scalar_arg(ev, n->u.call.args[0], t, &phi);
+		if (err)
+			return err;
+	}
+	at = sat_sub(t, m->u.sel.offset_ms);
+	from = sat_sub(at, m->u.sel.range_ms);
+	out->type = GW_TYPE_VECTOR;
+	for (size_t i = 0; i < s->set.n; i++) {
+		const struct gw_series_data *d = &s->set.s[i];
+		const int64_t *ts;
+		const double *vs;
+		size_t lo, hi, np;
+		struct lset *ls = s->ls[i];
+		bool ok = false;
+		double x = 0;
+
+		window(d, from, at, &lo, &hi);
+		if (lo == hi)
+			continue;
+		switch (fn) {
+		case GW_FN_RATE:
+		case GW_FN_INCREASE:
+		case GW_FN_DELTA:
+		case GW_FN_IRATE:
+			err = points(ev, d, lo, hi, &ts, &vs, &np);
+			if (err)
+				return err;
+			if (fn == GW_FN_IRATE)
+				ok = irate(ts, vs, np, &x);
+			else
+				ok = xrate(ts, vs, np, from, at,
+					   m->u.sel.range_ms,
+					   fn != GW_FN_DELTA, fn == GW_FN_RATE,
+					   &x);
+			break;
+		default:
+			if (d->tier == GW_TIER_RAW) {
+				err = over_time_raw(ev, fn, phi, d->v + lo,
+						    hi - lo, &x);
+				ok = true;
+			} else {
+				err = over_time_rollup(fn, phi, d->r, lo, hi,
+						       &x, &ok);
+			}
+			if (err)
+				return err;
+		}
+		if (!ok)
+			continue;
+		/* last_over_time acts like offset and keeps the name. */
+		if (fn != GW_FN_LAST_OVER_TIME) {
+			err = noname(ev, ls, &ls);
+			if (err)
+				return err;
+		}
+		err = vpush(&out->v, ls, x);
+		if (err)
+			return err;
+	}
+	return fn == GW_FN_LAST_OVER_TIME ? 0 : check_dups(ev, &out->v);
+}
+
+static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		     struct val *out)
+{
+	struct val a = { 0 };
+	int err = 0;
+
+	switch (n->u.call.fn) {
+	case GW_FN_TIME:
+		out->type = GW_TYPE_SCALAR;
+		out->s = (double)t / 1e3;
+		return 0;
+	case GW_FN_ABS:
+	case GW_FN_VECTOR:
+	case GW_FN_SCALAR:
+		break;
+	default:
+		return eval_range_fn(ev, n, t, out);
+	}
+	if (n->u.call.nargs != 1)
+		return malformed(ev);
+	err = eval(ev, n->u.call.args[0], t, &a);
+	if (err)
+		goto out;
+	switch (n->u.call.fn) {
+	case GW_FN_ABS:
+		if (a.type != GW_TYPE_VECTOR) {
+			err = malformed(ev);
+			break;
+		}
+		out->type = GW_TYPE_VECTOR;
+		for (size_t i = 0; i < a.v.n && !err; i++) {
+			struct lset *ls;
+
+			err = noname(ev, a.v.p[i].ls, &ls);
+			if (!err)
+				err = vpush(&out->v, ls, fabs(a.v.p[i].v));
+		}
+		if (!err)
+			err = check_dups(ev, &out->v);
+		break;
+	case GW_FN_VECTOR:
+		if (a.type != GW_TYPE_SCALAR) {
+			err = malformed(ev);
+			break;
+		}
+		out->type = GW_TYPE_VECTOR;
+		err = vpush(&out->v, ev->empty, a.s);
+		break;
+	default: /* GW_FN_SCALAR */
+		if (a.type != GW_TYPE_VECTOR) {
+			err = malformed(ev);
+			break;
+		}
+		out->type = GW_TYPE_SCALAR;
+		out->s = a.v.n == 1 ? a.v.p[0].v : NAN;
+		break;
+	}
+out:
+	val_release(&a);
+	return err;
+}
+
+/* ---- aggregation ---- */
+
+struct grp {
+	struct lset *ls;
+	struct mean m;
+	double v;
+	size_t count;
+};
+
+/* Order of samples for topk/bottomk/quantile: by group, then best first. */
+struct ksort {
+	const struct smp *p;
+	const size_t *gi;
+	bool top;
+};
+
+static int ksort_cmp(const struct ksort *k, size_t a, size_t b)
+{
+	double x = k->p[a].v, y = k->p[b].v;
+
+	if (k->gi[a] != k->gi[b])
+		return k->gi[a] < k->gi[b] ? -1 : 1;
+	/* NaN last for both topk and bottomk, as Prometheus. */
+	if (isnan(x) != isnan(y))
+		return isnan(x) ? 1 : -1;
+	if (x != y && !isnan(x))
+		return (k->top ? x > y : x < y) ? -1 : 1;
+	return gw_labels_cmp(&k->p[a].ls->l, &k->p[b].ls->l);
+}
+
+/* Merge sort of idx[0..n) (stable, no global state), tmp of n entries. */
+static void ksort_run(const struct ksort *k, size_t *idx, size_t *tmp,
+		      size_t n)
+{
+	if (n < 2)
+		return;
+	size_t h = n / 2, i = 0, j = h, o = 0;
+
+	ksort_run(k, idx, tmp, h);
+	ksort_run(k, idx + h, tmp, n - h);
+	while (i < h && j < n)
+		tmp[o++] = ksort_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+	while (i < h)
+		tmp[o++] = idx[i++];
+	while (j < n)
+		tmp[o++] = idx[j++];
+	memcpy(idx, tmp, n * sizeof(*idx));
+}
+
+static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    struct val *out)
+{
+	enum gw_pq_aggop op = n->u.agg.op;
+	bool has_param = op == GW_AGG_TOPK || op == GW_AGG_BOTTOMK ||
+			 op == GW_AGG_QUANTILE;
+	struct val in = { 0 };
+	struct grp *g = NULL;
+	size_t ng = 0, *gi = NULL, *idx, *tmp;
+	double param = 0;
+	uint64_t st;
+	int err;
+
+	if (has_param) {
+		if (!n->u.agg.param)
+			return malformed(ev);
+		err = eval_scalar_arg(ev, n->u.agg.param, t, &param);
+		if (err)
+			return err;
+	}
+	err = eval(ev, n->u.agg.expr, t, &in);
+	if (err)
+		goto out;
+	if (in.type != GW_TYPE_VECTOR) {
+		err = malformed(ev);
+		goto out;
+	}
+	out->type = GW_TYPE_VECTOR;
+	if (in.v.n == 0)
+		goto out;
+	g = calloc(in.v.n, sizeof(*g));
+	gi = calloc(in.v.n, sizeof(*gi));
+	if (!g || !gi) {
+		err = -ENOMEM;
+		goto out;
+	}
+	st = ++ev->stamp;
+	for (size_t i = 0; i < in.v.n; i++) {
+		struct lset *k;
+
+		if (!n->u.agg.grouping)
+			k = ev->empty;
+		else if (n->u.agg.without)
+			err = derive(ev, in.v.p[i].ls, &n->u.agg.labels,
+				     n->u.agg.labels, n->u.agg.nlabels, false,
+				     true, &k);
+		else
+			err = derive(ev, in.v.p[i].ls, &n->u.agg.labels,
+				     n->u.agg.labels, n->u.agg.nlabels, true,
+				     false, &k);
+		if (err)
+			goto out;
+		if (k->mark != st) {
+			k->mark = st;
+			k->idx = ng;
+			g[ng].ls = k;
+			g[ng].v = NAN;
+			ng++;
+		}
+		gi[i] = k->idx;
+		struct grp *gg = &g[k->idx];
+		double x = in.v.p[i].v;
+
+		gg->count++;
+		switch (op) {
+		case GW_AGG_SUM:
+			if (gg->count == 1)
+				gg->v = 0;
+			ksum(&gg->v, &gg->m.c, x);
+			break;
+		case GW_AGG_AVG:
+			mean_add(&gg->m, x);
+			break;
+		case GW_AGG_MIN:
+			if (x < gg->v || isnan(gg->v))
+				gg->v = x;
+			break;
+		case GW_AGG_MAX:
+			if (x > gg->v || isnan(gg->v))
+				gg->v = x;
+			break;
+		default:
+			break;
+		}
+	}
+	if (op == GW_AGG_SUM || op == GW_AGG_AVG || op == GW_AGG_MIN ||
+	    op == GW_AGG_MAX || op == GW_AGG_COUNT) {
+		for (size_t j = 0; j < ng && !err; j++) {
+			double x = op == GW_AGG_SUM	? g[j].v + g[j].m.c
+				   : op == GW_AGG_AVG	? mean_get(&g[j].m)
+				   : op == GW_AGG_COUNT ? (double)g[j].count
+							: g[j].v;
+
+			err = vpush(&out->v, g[j].ls, x);
+		}
+		goto out;
+	}
+	/* topk, bottomk, quantile: order each group's samples. */
+	err = scratch_ix(ev, 2 * in.v.n);
+	if (err)
+		goto out;
+	idx = ev->ix;
+	tmp = ev->ix + in.v.n;
+	for (size_t i = 0; i < in.v.n; i++)
+		idx[i] = i;
+	struct ksort ks = { in.v.p, gi, op == GW_AGG_TOPK };
+
+	ksort_run(&ks, idx, tmp, in.v.n);
+	if (op == GW_AGG_QUANTILE) {
+		err = scratch(ev, in.v.n);
+		if (err)
+			goto out;
+		for (size_t i = 0, j; i < in.v.n && !err; i = j) {
+			size_t k = 0;
+
+			for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
+				ev->sv[k++] = in.v.p[idx[j]].v;
+			err = vpush(&out->v, g[gi[idx[i]]].ls,
+				    quantile(param, ev->sv, k));
+		}
+		goto out;
+	}
+	if (isnan(param) || param < 1)
+		goto out;
+	double kmax = param >= (double)in.v.n ? (double)in.v.n : floor(param);
+
+	for (size_t i = 0, j; i < in.v.n && !err; i = j) {
+		for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
+			if ((double)(j - i) < kmax)
+				err = vpush(&out->v, in.v.p[idx[j]].ls,
+					    in.v.p[idx[j]].v);
+	}
+out:
+	free(g);
+	free(gi);
+	val_release(&in);
+	return err;
+}
+
+/* ---- binary operators ---- */
+
+static int eval_vec_scalar(struct ev *ev, const struct gw_pq_node *n,
+			   const struct vec *v, double s, bool swap,
+			   struct val *out)
+{
+	enum gw_pq_binop op = n->u.bin.op;
+	bool cmp = is_cmp(op), boolm = n->u.bin.bool_mod;
+	int err = 0;
+
+	out->type = GW_TYPE_VECTOR;
+	for (size_t i = 0; i < v->n && !err; i++) {
+		double x = v->p[i].v;
+		double l = swap ? s : x, r = swap ? x : s;
+		struct lset *ls = v->p[i].ls;
+
+		if (cmp && !boolm) {
+			/* A filter; the vector's value is kept. */
+			if (compare(op, l, r))
+				err = vpush(&out->v, ls, x);
+			continue;
+		}
+		err = noname(ev, ls, &ls);
+		if (!err)
+			err = vpush(&out->v, ls,
+				    cmp ? (compare(op, l, r) ? 1 : 0)
+					: arith(op, l, r));
+	}
+	if (!err && !(cmp && !boolm))
+		err = check_dups(ev, &out->v);
+	return err;
+}
+
+static int signature(struct ev *ev, const struct gw_pq_node *n,
+		     struct lset *ls, struct lset **out)
+{
+	if (n->u.bin.on)
+		return derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
+			      n->u.bin.nlabels, true, false, out);
+	return derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
+		      n->u.bin.nlabels, false, true, out);
+}
+
+/* The one-to-one result's labels: the left side's, without __name__ for
+ * arithmetic and "bool", reduced to on(..) / without ignoring(..). */
+static int result_labels(struct ev *ev, const struct gw_pq_node *n,
+			 struct lset *ls, struct lset **out)
+{
+	bool drop = !is_cmp(n->u.bin.op) || n->u.bin.bool_mod;
+
+	if (n->u.bin.on)
+		return derive(ev, ls, &n->u.bin.lhs, n->u.bin.labels,
+			      n->u.bin.nlabels, true, drop, out);
+	if (n->u.bin.ignoring && n->u.bin.nlabels)
+		return derive(ev, ls, &n->u.bin.lhs, n->u.bin.labels,
+			      n->u.bin.nlabels, false, drop, out);
+	if (drop)
+		return noname(ev, ls, out);
+	*out = ls;
+	return 0;
+}
+
+static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
+			const struct vec *l, const struct vec *r,
+			struct val *out)
+{
+	enum gw_pq_binop op = n->u.bin.op;
+	bool cmp = is_cmp(op), boolm = n->u.bin.bool_mod;
+	char a[28], b[28], c[28]; /* so the whole message fits errmsg */
+	uint64_t st, st2;
+	struct lset *sig;
+	int err;
+
+	out->type = GW_TYPE_VECTOR;
+	if (l->n == 0 || r->n == 0)
+		return 0;
+	st = ++ev->stamp;
+	for (size_t j = 0; j < r->n; j++) {
+		err = signature(ev, n, r->p[j].ls, &sig);
+		if (err)
+			return err;
+		if (sig->mark == st) {
+			lstr(&sig->l, a, sizeof(a));
+			lstr(&r->p[j].ls->l, b, sizeof(b));
+			lstr(&r->p[sig->idx].ls->l, c, sizeof(c));
+			return fail(ev, GW_QERR_EXECUTION, -EINVAL,
+				    "found duplicate series for the match group %s on the right hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side",
+				    a, b, c);
+		}
+		sig->mark = st;
+		sig->idx = j;
+	}
+	st2 = ++ev->stamp;
+	for (size_t i = 0; i < l->n; i++) {
+		struct lset *ls;
+		double x, y, v;
+		bool keep = true;
+
+		err = signature(ev, n, l->p[i].ls, &sig);
+		if (err)
+			return err;
+		if (sig->mark != st)
+			continue;
+		x = l->p[i].v;
+		y = r->p[sig->idx].v;
+		if (cmp) {
+			keep = compare(op, x, y);
+			v = boolm ? (keep ? 1 : 0) : x;
+			if (!boolm && !keep)
+				continue;
+		} else {
+			v = arith(op, x, y);
+		}
+		if (sig->mark2 == st2)
+			return fail(ev, GW_QERR_EXECUTION, -EINVAL,
+				    "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+		sig->mark2 = st2;
+		err = result_labels(ev, n, l->p[i].ls, &ls);
+		if (!err)
+			err = vpush(&out->v, ls, v);
+		if (err)
+			return err;
+	}
+	return check_dups(ev, &out->v);
+}
+
+static int eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		       struct val *out)
+{
+	enum gw_pq_binop op = n->u.bin.op;
+	struct val l = { 0 }, r = { 0 };
+	int err;
+
+	if (!n->u.bin.lhs || !n->u.bin.rhs || op > GW_OP_LE)
+		return malformed(ev);
+	err = eval(ev, n->u.bin.lhs, t, &l);
+	if (!err)
+		err = eval(ev, n->u.bin.rhs, t, &r);
+	if (err)
+		goto out;
+	if ((l.type != GW_TYPE_SCALAR && l.type != GW_TYPE_VECTOR) ||
+	    (r.type != GW_TYPE_SCALAR && r.type != GW_TYPE_VECTOR)) {
+		err = malformed(ev);
+	} else if (l.type == GW_TYPE_SCALAR && r.type == GW_TYPE_SCALAR) {
+		out->type = GW_TYPE_SCALAR;
+		out->s = is_cmp(op) ? (compare(op, l.s, r.s) ? 1 : 0)
+				    : arith(op, l.s, r.s);
+	} else if (l.type == GW_TYPE_VECTOR && r.type == GW_TYPE_SCALAR) {
+		err = eval_vec_scalar(ev, n, &l.v, r.s, false, out);
+	} else if (l.type == GW_TYPE_SCALAR) {
+		err = eval_vec_scalar(ev, n, &r.v, l.s, true, out);
+	} else {
+		err = eval_vec_vec(ev, n, &l.v, &r.v, out);
+	}
+out:
+	val_release(&l);
+	val_release(&r);
+	return err;
+}
+
+static int eval_neg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    struct val *out)
+{
+	struct val a = { 0 };
+	int err = eval(ev, n->u.inner, t, &a);
+
+	if (err)
+		goto out;
+	if (a.type == GW_TYPE_SCALAR) {
+		out->type = GW_TYPE_SCALAR;
+		out->s = -a.s;
+		goto out;
+	}
+	if (a.type != GW_TYPE_VECTOR) {
+		err = malformed(ev);
+		goto out;
+	}
+	out->type = GW_TYPE_VECTOR;
+	for (size_t i = 0; i < a.v.n && !err; i++) {
+		struct lset *ls;
+
+		err = noname(ev, a.v.p[i].ls, &ls);
+		if (!err)
+			err = vpush(&out->v, ls, -a.v.p[i].v);
+	}
+	if (!err)
+		err = check_dups(ev, &out->v);
+out:
+	val_release(&a);
+	return err;
+}
+
+/* Evaluates n at t into *out (zeroed by the caller); out is released by
+ * the caller on both success and failure. */
+static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		struct val *out)
+{
+	int err;
+
+	if (!n)
+		return malformed(ev);
+	if (++ev->depth > MAX_DEPTH) {
+		ev->depth--;
+		return fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+			    "expression nested too deeply");
+	}
+	switch (n->kind) {
+	case GW_PQ_NUMBER:
+		out->type = GW_TYPE_SCALAR;
+		out->s = n->u.num;
+		err = 0;
+		break;
+	case GW_PQ_STRING:
+		out->type = GW_TYPE_STRING;
+		out->str = n->u.str ? n->u.str : "";
+		err = 0;
+		break;
+	case GW_PQ_SELECTOR:
+		err = eval_selector(ev, n, t, out);
+		break;
+	case GW_PQ_CALL:
+		err = eval_call(ev, n, t, out);
+		break;
+	case GW_PQ_AGG:
+		err = eval_agg(ev, n, t, out);
+		break;
+	case GW_PQ_BINARY:
+		err = eval_binary(ev, n, t, out);
+		break;
+	case GW_PQ_NEG:
+		err = eval_neg(ev, n, t, out);
+		break;
+	case GW_PQ_PAREN:
+		err = eval(ev, n->u.inner, t, out);
+		break;
+	default: /* a range selector outside a range function */
+		err = malformed(ev);
+	}
+	ev->depth--;
+	return err;
+}
+
+/* ---- loading ---- */
+
+static int collect(struct ev *ev, const struct gw_pq_node *n, int depth)
+{
+	int err = 0;
+
+	if (!n)
+		return malformed(ev);
+	if (depth > MAX_DEPTH)
+		return fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+			    "expression nested too deeply");
+	switch (n->kind) {
+	case GW_PQ_SELECTOR:
+	case GW_PQ_MATRIX:
+		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms <= 0)
+			return malformed(ev);
+		if (ev->nsel == ev->capsel) {
+			size_t cap = ev->capsel ? ev->capsel * 2 : 4;
+			struct sel *s = realloc(ev->sel, cap * sizeof(*s));
+
+			if (!s)
+				return -ENOMEM;
+			ev->sel = s;
+			ev->capsel = cap;
+		}
+		memset(&ev->sel[ev->nsel], 0, sizeof(ev->sel[0]));
+		ev->sel[ev->nsel++].node = n;
+		return 0;
+	case GW_PQ_CALL:
+		for (size_t i = 0; i < n->u.call.nargs && !err; i++)
+			err = collect(ev, n->u.call.args[i], depth + 1);
+		return err;
+	case GW_PQ_AGG:
+		err = collect(ev, n->u.agg.expr, depth + 1);
+		if (!err && n->u.agg.param)
+			err = collect(ev, n->u.agg.param, depth + 1);
+		return err;
+	case GW_PQ_BINARY:
+		err = collect(ev, n->u.bin.lhs, depth + 1);
+		if (!err)
+			err = collect(ev, n->u.bin.rhs, depth + 1);
+		return err;
+	case GW_PQ_NEG:
+	case GW_PQ_PAREN:
+		return collect(ev, n->u.inner, depth + 1);
+	case GW_PQ_NUMBER:
+	case GW_PQ_STRING:
+		return 0;
+	default:
+		return malformed(ev);
+	}
+}
+
+static int64_t sel_lookbehind(const struct ev *ev, const struct gw_pq_node *n,
+			      enum gw_tier tier)
+{
+	int64_t lb = ev->lookback;
+
+	if (n->kind == GW_PQ_MATRIX)
+		return n->u.sel.range_ms;
+	if (tier != GW_TIER_RAW && lb < 2 * gw_tier_width(tier))
+		lb = 2 * gw_tier_width(tier);
+	return lb;
+}
+
+static int select_error(struct ev *ev, int rc)
+{
+	if (rc == -E2BIG)
+		return fail(ev, GW_QERR_EXECUTION, rc, MSG_TOO_MANY);
+	if (rc == -ETIMEDOUT)
+		return fail(ev, GW_QERR_TIMEOUT, rc, MSG_TIMEOUT);
+	return fail(ev, GW_QERR_INTERNAL, rc < 0 ? rc : -EIO,
+		    "reading series: %s", strerror(rc < 0 ? -rc : EIO));
+}
+
+static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
+		int64_t end, int64_t step)
+{
+	int64_t res_ms = step, mint = INT64_MAX, maxt = INT64_MIN;
+	int err;
+
+	err = collect(ev, root, 0);
+	if (err || ev->nsel == 0) {
+		ev->tier = GW_TIER_RAW;
+		return err;
+	}
+	for (size_t i = 0; i < ev->nsel; i++) {
+		const struct gw_pq_node *n = ev->sel[i].node;
+		int64_t lb = n->kind == GW_PQ_MATRIX &&
+					     n->u.sel.range_ms > ev->lookback
+				     ? n->u.sel.range_ms
+				     : ev->lookback;
+		int64_t a = sat_sub(sat_sub(start, n->u.sel.offset_ms), lb);
+		int64_t b = sat_sub(end, n->u.sel.offset_ms);
+
+		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < res_ms)
+			res_ms = n->u.sel.range_ms;
+		if (a < mint)
+			mint = a;
+		if (b > maxt)
+			maxt = b;
+	}
+	ev->tier = ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
+	if ((int)ev->tier < GW_TIER_RAW || (int)ev->tier >= GW_TIERS)
+		return fail(ev, GW_QERR_INTERNAL, -EINVAL,
+			    "store picked an unknown tier");
+	ev->res->tier = ev->tier;
+	for (size_t i = 0; i < ev->nsel; i++) {
+		struct sel *s = &ev->sel[i];
+		const struct gw_pq_node *n = s->node;
+		int64_t lb = sel_lookbehind(ev, n, ev->tier);
+		int64_t a = sat_sub(start, n->u.sel.offset_ms);
+		int64_t b = sat_sub(end, n->u.sel.offset_ms);
+		int rc;
+
+		a = sat_sub(a, lb);
+		if (a < INT64_MAX)
+			a++; /* windows are open on the left */
+		rc = ev->q->select(ev->q->ctx, n->u.sel.m, n->u.sel.nm, a, b,
+				   ev->tier, &ev->lim, &s->set);
+		ev->res->samples = ev->lim.samples;
+		if (rc)
+			return select_error(ev, rc);
+		s->ls = calloc(s->set.n ? s->set.n : 1, sizeof(*s->ls));
+		if (!s->ls)
+			return -ENOMEM;
+		for (size_t j = 0; j < s->set.n; j++) {
+			const struct gw_series_data *d = &s->set.s[j];
+			struct gw_labels l;
+
+			if (d->tier != ev->tier ||
+			    (d->n && (d->tier == GW_TIER_RAW ? !d->t || !d->v
+							     : !d->r)))
+				return fail(ev, GW_QERR_INTERNAL, -EINVAL,
+					    "store returned inconsistent series");
+			err = gw_labels_dup(&l, &d->labels);
+			if (!err)
+				err = intern(ev, &l, &s->ls[j]);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* ---- entry points ---- */
+
+static int ev_init(struct ev *ev, const struct gw_queryable *q,
+		   const struct gw_promql_opts *o, struct gw_qresult *res)
+{
+	struct gw_labels none = { NULL, 0 };
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	memset(ev, 0, sizeof(*ev));
+	ev->q = q;
+	ev->res = res;
+	ev->lookback = o && o->lookback_ms > 0 ? o->lookback_ms
+					       : DEFAULT_LOOKBACK_MS;
+	ev->lim.max_samples = o ? o->max_samples : 0;
+	if (o && o->timeout_ns) {
+		uint64_t now = now_ns();
+
+		ev->lim.deadline_ns = o->timeout_ns > UINT64_MAX - now
+					      ? UINT64_MAX
+					      : now + o->timeout_ns;
+	}
+	gw_buf_init(&ev->kb, KEY_MAX);
+	if (!q || !q->pick_tier || !q->select)
+		return fail(ev, GW_QERR_INTERNAL, -EINVAL, "no data source");
+	err = gw_labels_from(&none, NULL, 0);
+	if (!err)
+		err = intern(ev, &none, &ev->empty);
+	return err;
+}
+
+static void ev_release(struct ev *ev)
+{
+	for (size_t i = 0; i < ev->nsel; i++) {
+		gw_series_set_release(&ev->sel[i].set);
+		free(ev->sel[i].ls);
+	}
+	free(ev->sel);
+	for (size_t i = 0; i < ev->nout; i++)
+		free(ev->outs[i].p);
+	free(ev->outs);
+	tab_release(&ev->tab);
+	gw_buf_release(&ev->kb);
+	free(ev->st);
+	free(ev->sv);
+	free(ev->ix);
+}
+
+/* Describes an error not yet described and returns it. */
+static int finish(struct ev *ev, int err)
+{
+	if (err && ev->res->err == GW_QERR_NONE)
+		fail(ev, GW_QERR_INTERNAL, err, "%s", strerror(-err));
+	if (err) {
+		/* A failed result holds no data. */
+		free(ev->res->str);
+		ev->res->str = NULL;
+		for (size_t i = 0; i < ev->res->nseries; i++) {
+			gw_labels_release(&ev->res->series[i].labels);
+			free(ev->res->series[i].p);
+		}
+		free(ev->res->series);
+		ev->res->series = NULL;
+		ev->res->nseries = 0;
+	}
+	ev_release(ev);
+	return err;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct gw_qseries *x = a, *y = b;
+
+	return gw_labels_cmp(&x->labels, &y->labels);
+}
+
+static bool top_level_k(const struct gw_pq_node *e)
+{
+	e = unparen(e);
+	return e && e->kind == GW_PQ_AGG &&
+	       (e->u.agg.op == GW_AGG_TOPK || e->u.agg.op == GW_AGG_BOTTOMK);
+}
+
+/* An instant query of a bare range selector: the samples themselves. */
+static int instant_matrix(struct ev *ev, const struct gw_pq_node *m,
+			  int64_t t)
+{
+	struct sel *s = find_sel(ev, m);
+	struct gw_qresult *res = ev->res;
+	int64_t at = sat_sub(t, m->u.sel.offset_ms);
+	int64_t from = sat_sub(at, m->u.sel.range_ms);
+	int err;
+
+	if (!s)
+		return malformed(ev);
+	res->type = GW_TYPE_MATRIX;
+	res->series = calloc(s->set.n ? s->set.n : 1, sizeof(*res->series));
+	if (!res->series)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->set.n; i++) {
+		const struct gw_series_data *d = &s->set.s[i];
+		struct gw_qseries *o = &res->series[res->nseries];
+		const int64_t *ts;
+		const double *vs;
+		size_t lo, hi, np;
+
+		window(d, from, at, &lo, &hi);
+		err = points(ev, d, lo, hi, &ts, &vs, &np);
+		if (err)
+			return err;
+		if (np == 0)
+			continue;
+		o->p = calloc(np, sizeof(*o->p));
+		if (!o->p)
+			return -ENOMEM;
+		res->nseries++;
+		for (size_t j = 0; j < np; j++) {
+			o->p[j].t = ts[j];
+			o->p[j].v = vs[j];
+		}
+		o->n = np;
+		err = gw_labels_dup(&o->labels, &d->labels);
+		if (err)
+			return err;
+	}
+	qsort(res->series, res->nseries, sizeof(*res->series), series_cmp);
+	return 0;
+}
+
+int gw_promql_eval_instant(const struct gw_pq_node *e,
+			   const struct gw_queryable *q, int64_t t,
+			   const struct gw_promql_opts *o,
+			   struct gw_qresult *res)
+{
+	struct ev ev;
+	struct val v = { 0 };
+	int err;
+
+	err = ev_init(&ev, q, o, res);
+	if (!err && !e)
+		err = malformed(&ev);
+	if (!err)
+		err = load(&ev, e, t, t, 0);
+	if (err)
+		return finish(&ev, err);
+	if (unparen(e)->kind == GW_PQ_MATRIX)
+		return finish(&ev, instant_matrix(&ev, unparen(e), t));
+	err = eval(&ev, e, t, &v);
+	if (err)
+		goto out;
+	res->type = v.type;
+	switch (v.type) {
+	case GW_TYPE_SCALAR:
+		res->scalar.t = t;
+		res->scalar.v = v.s;
+		break;
+	case GW_TYPE_STRING:
+		res->scalar.t = t;
+		res->str = strdup(v.str);
+		if (!res->str)
+			err = -ENOMEM;
+		break;
+	case GW_TYPE_VECTOR:
+		res->series = calloc(v.v.n ? v.v.n : 1, sizeof(*res->series));
+		if (!res->series) {
+			err = -ENOMEM;
+			break;
+		}
+		for (size_t i = 0; i < v.v.n && !err; i++) {
+			struct gw_qseries *s = &res->series[i];
+
+			s->p = malloc(sizeof(*s->p));
+			if (!s->p) {
+				err = -ENOMEM;
+				break;
+			}
+			res->nseries++;
+			s->p->t = t;
+			s->p->v = v.v.p[i].v;
+			s->n = 1;
+			err = gw_labels_dup(&s->labels, &v.v.p[i].ls->l);
+		}
+		if (!err && !top_level_k(e))
+			qsort(res->series, res->nseries, sizeof(*res->series),
+			      series_cmp);
+		break;
+	default:
+		err = malformed(&ev);
+	}
+out:
+	val_release(&v);
+	return finish(&ev, err);
+}
+
+static int out_add(struct ev *ev, struct lset *ls, int64_t t, double v,
+		   size_t nsteps)
+{
+	struct oser *o;
+
+	if (!ls->out) {
+		if (ev->nout == ev->capout) {
+			size_t cap = ev->capout ? ev->capout * 2 : 16;
+			struct oser *p = realloc(ev->outs, cap * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			ev->outs = p;
+			ev->capout = cap;
+		}
+		memset(&ev->outs[ev->nout], 0, sizeof(ev->outs[0]));
+		ev->outs[ev->nout].ls = ls;
+		ls->out = ++ev->nout;
+	}
+	o = &ev->outs[ls->out - 1];
+	if (o->n && o->p[o->n - 1].t == t)
+		return fail(ev, GW_QERR_EXECUTION, -EINVAL, MSG_DUP_LABELSET);
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		struct gw_qpoint *p;
+
+		if (cap > nsteps)
+			cap = nsteps;
+		p = realloc(o->p, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		o->p = p;
+		o->cap = cap;
+	}
+	o->p[o->n].t = t;
+	o->p[o->n].v = v;
+	o->n++;
+	return 0;
+}
+
+int gw_promql_eval_range(const struct gw_pq_node *e,
+			 const struct gw_queryable *q, int64_t start,
+			 int64_t end, int64_t step,
+			 const struct gw_promql_opts *o,
+			 struct gw_qresult *res)
+{
+	const struct gw_pq_node *root;
+	struct gw_qresult *r = res;
+	struct ev ev;
+	size_t nsteps;
+	int err;
+
+	err = ev_init(&ev, q, o, res);
+	if (!err && !e)
+		err = malformed(&ev);
+	if (err)
+		return finish(&ev, err);
+	if (step <= 0)
+		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+					"zero or negative query resolution step widths are not accepted. Try a positive integer"));
+	if (end < start)
+		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+					"end timestamp must not be before start time"));
+	if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > MAX_RESOLUTION)
+		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+					"exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"));
+	nsteps = (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1;
+	root = unparen(e);
+	if (!root)
+		return finish(&ev, malformed(&ev));
+	if (root->kind == GW_PQ_MATRIX || root->kind == GW_PQ_STRING)
+		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+					"invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
+					root->kind == GW_PQ_MATRIX ? "range vector"
+								   : "string"));
+	err = load(&ev, e, start, end, step);
+	for (size_t i = 0; i < nsteps && !err; i++) {
+		int64_t t = start + (int64_t)i * step;
+		struct val v = { 0 };
+
+		if (ev.lim.deadline_ns && now_ns() > ev.lim.deadline_ns) {
+			err = fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT,
+				   MSG_TIMEOUT);
+			break;
+		}
+		err = eval(&ev, e, t, &v);
+		if (!err && v.type == GW_TYPE_SCALAR)
+			err = out_add(&ev, ev.empty, t, v.s, nsteps);
+		else if (!err && v.type == GW_TYPE_VECTOR)
+			for (size_t j = 0; j < v.v.n && !err; j++)
+				err = out_add(&ev, v.v.p[j].ls, t, v.v.p[j].v,
+					      nsteps);
+		else if (!err)
+			err = fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+				   "invalid expression type \"string\" for range query, must be Scalar or instant Vector");
+		val_release(&v);
+	}
+	if (err)
+		return finish(&ev, err);
+	r->type = GW_TYPE_MATRIX;
+	r->series = calloc(ev.nout ? ev.nout : 1, sizeof(*r->series));
+	if (!r->series)
+		return finish(&ev, -ENOMEM);
+	for (size_t i = 0; i < ev.nout; i++) {
+		struct oser *os = &ev.outs[i];
+		struct gw_qseries *s = &r->series[i];
+
+		/* The interned set is no longer needed: move it. */
+		s->labels = os->ls->l;
+		os->ls->l.v = NULL;
+		os->ls->l.n = 0;
+		s->p = os->p;
+		s->n = os->n;
+		os->p = NULL;
+		r->nseries++;
+	}
+	qsort(r->series, r->nseries, sizeof(*r->series), series_cmp);
+	return finish(&ev, 0);
+}
+
+void gw_qresult_release(struct gw_qresult *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nseries; i++) {
+		gw_labels_release(&r->series[i].labels);
+		free(r->series[i].p);
+	}
+	free(r->series);
+	free(r->str);
+	r->series = NULL;
+	r->nseries = 0;
+	r->str = NULL;
+}
+
+/* ---- JSON ---- */
+
+int gw_promql_fmt_value(struct gw_buf *out, double v)
+{
+	char e[40], d[24], s[400];
+	int p, exp10, nd = 0;
+	size_t n = 0;
+	char *q;
+
+	if (isnan(v))
+		return gw_buf_adds(out, "NaN");
+	if (isinf(v))
+		return gw_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
+	if (v == 0)
+		return gw_buf_adds(out, signbit(v) ? "-0" : "0");
+	/* The shortest correctly rounded digits that read back as v. */
+	for (p = 0; p < 17; p++) {
+		snprintf(e, sizeof(e), "%.*e", p, v);
+		if (strtod(e, NULL) == v)
+			break;
+	}
+	if (p == 17)
+		snprintf(e, sizeof(e), "%.16e", v);
+	q = e;
+	if (*q == '-') {
+		s[n++] = '-';
+		q++;
+	}
+	for (; *q && *q != 'e'; q++)
+		if (*q >= '0' && *q <= '9')
+			d[nd++] = *q;
+	exp10 = atoi(q + 1);
+	while (nd > 1 && d[nd - 1] == '0')
+		nd--;
+	if (exp10 < 0) {
+		s[n++] = '0';
+		s[n++] = '.';
+		for (int i = -1; i > exp10; i--)
+			s[n++] = '0';
+		for (int i = 0; i < nd; i++)
+			s[n++] = d[i];
+	} else {
+		for (int i = 0; i <= exp10; i++)
+			s[n++] = i < nd ? d[i] : '0';
+		if (nd > exp10 + 1) {
+			s[n++] = '.';
+			for (int i = exp10 + 1; i < nd; i++)
+				s[n++] = d[i];
+		}
+	}
+	return gw_buf_add(out, s, n);
+}
+
+/* Seconds with up to 3 decimals, as Prometheus writes timestamps. */
+static int fmt_time(struct gw_buf *out, int64_t t)
+{
+	uint64_t m = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
+	unsigned ms = (unsigned)(m % 1000);
+	char frac[5];
+	int k = 3;
+
+	if (!ms)
+		return gw_buf_printf(out, "%s%llu", t < 0 ? "-" : "",
+				     (unsigned long long)(m / 1000));
+	snprintf(frac, sizeof(frac), "%03u", ms);
+	while (frac[k - 1] == '0')
+		k--;
+	frac[k] = '\0';
+	return gw_buf_printf(out, "%s%llu.%s", t < 0 ? "-" : "",
+			     (unsigned long long)(m / 1000), frac);
+}
+
+static int fmt_point(struct gw_buf *out, int64_t t, double v)
+{
+	int err = gw_buf_add(out, "[", 1);
+
+	if (!err)
+		err = fmt_time(out, t);
+	if (!err)
+		err = gw_buf_add(out, ",\"", 2);
+	if (!err)
+		err = gw_promql_fmt_value(out, v);
+	if (!err)
+		err = gw_buf_add(out, "\"]", 2);
+	return err;
+}
+
+static const char *type_name(enum gw_pq_type t)
+{
+	switch (t) {
+	case GW_TYPE_SCALAR:
+		return "scalar";
+	case GW_TYPE_VECTOR:
+		return "vector";
+	case GW_TYPE_MATRIX:
+		return "matrix";
+	default:
+		return "string";
+	}
+}
+
+int gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out)
+{
+	size_t mark = out->len;
+	int err;
+
+	err = gw_buf_printf(out, "{\"resultType\":\"%s\",\"result\":",
+			    type_name(res->type));
+	if (err)
+		goto fail;
+	if (res->type == GW_TYPE_SCALAR) {
+		err = fmt_point(out, res->scalar.t, res->scalar.v);
+	} else if (res->type == GW_TYPE_STRING) {
+		err = gw_buf_add(out, "[", 1);
+		if (!err)
+			err = fmt_time(out, res->scalar.t);
+		if (!err)
+			err = gw_buf_add(out, ",", 1);
+		if (!err)
+			err = gw_json_str(out, res->str ? res->str : "");
+		if (!err)
+			err = gw_buf_add(out, "]", 1);
+	} else {
+		bool matrix = res->type == GW_TYPE_MATRIX;
+		bool first = true;
+
+		err = gw_buf_add(out, "[", 1);
+		for (size_t i = 0; i < res->nseries && !err; i++) {
+			const struct gw_qseries *s = &res->series[i];
+
+			if (!matrix && s->n == 0)
+				continue;
+			if (!first)
+				err = gw_buf_add(out, ",", 1);
+			first = false;
+			if (!err)
+				err = gw_buf_adds(out, "{\"metric\":");
+			if (!err)
+				err = gw_labels_json(&s->labels, out);
+			if (!err)
+				err = gw_buf_adds(out, matrix ? ",\"values\":["
+							      : ",\"value\":");
+			for (size_t j = 0; j < s->n && !err; j++) {
+				if (!matrix && j)
+					break;
+				if (j)
+					err = gw_buf_add(out, ",", 1);
+				if (!err)
+					err = fmt_point(out, s->p[j].t,
+							s->p[j].v);
+			}
+			if (!err)
+				err = gw_buf_adds(out, matrix ? "]}" : "}");
+		}
+		if (!err)
+			err = gw_buf_add(out, "]", 1);
+	}
+	if (!err)
+		err = gw_buf_add(out, "}", 1);
+	if (!err)
+		return 0;
+fail:
+	out->len = mark;
+	if (out->p)
+		out->p[mark] = '\0';
+	return err;
+}

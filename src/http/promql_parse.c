@@ -1,0 +1,2310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * promql_parse.c - the PromQL subset's lexer, parser and type checker, and
+ * the canonical printer (gw_promql_format).
+ *
+ * Recursive descent with precedence climbing over a lexer that, like
+ * Prometheus', has three modes: statements, inside {braces} (label
+ * matchers) and inside [brackets] (durations).  Tokens carry only their
+ * extent; strings are decoded when the parser takes them.  Types are set
+ * and checked as each node is built, so the first error found wins and
+ * parsing stops there.
+ *
+ * Prometheus' rules followed here (see promql.h for the subset):
+ *  - keywords are case-insensitive (SUM, By, OFFSET); function names are not;
+ *  - an aggregation name is an aggregation only when "(" or by/without
+ *    follows, otherwise it is a metric name ("sum", "foo * min"); so are
+ *    by, without, offset, and, or, unless;
+ *  - unary minus binds looser than ^ (-2 ^ 2 is -(2 ^ 2)) and tighter than
+ *    * / %; a minus on a number literal folds into the literal;
+ *  - offset and [range] bind tighter than any operator;
+ *  - a range or an offset of 0 is refused; offsets may be negative;
+ *  - scalar comparisons need "bool"; "bool" only goes with comparisons;
+ *  - errors read "LINE:COL: parse error: MESSAGE", COL 1-based in bytes.
+ *
+ * Depth: every nesting level (parenthesis, call, unary operator) and every
+ * operator of a chain counts one; past GW_PROMQL_MAX_DEPTH the query is
+ * refused, which bounds the recursion here, in the evaluator and in
+ * gw_promql_free.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/promql.h"
+
+#define MAX_MATCHERS 256
+#define MAX_ITEMS 1024 /* call arguments, grouping labels */
+
+enum tk {
+	T_EOF,
+	T_IDENT,
+	T_NUMBER,
+	T_DURATION,
+	T_STRING,
+	T_LPAREN,
+	T_RPAREN,
+	T_LBRACE,
+	T_RBRACE,
+	T_LBRACKET,
+	T_RBRACKET,
+	T_COMMA,
+	T_COLON,
+	T_AT,
+	T_EQL,   /* = */
+	T_OP,    /* a binary operator, in tok.op */
+	T_RE,    /* =~ */
+	T_NRE,   /* !~ */
+};
+
+struct tok {
+	enum tk type;
+	enum gw_pq_binop op;
+	uint32_t pos, end;
+	double num;
+	int64_t ms;
+};
+
+enum mode { M_STMT, M_BRACE, M_BRACKET };
+
+struct parser {
+	const char *q;
+	size_t len;
+	size_t pos;      /* lexer position */
+	enum mode mode;
+	unsigned parens;
+	struct tok la[2];
+	unsigned nla;
+	unsigned depth;
+	struct gw_promql_error *err;
+	int rc;          /* the first error, once set */
+};
+
+/* ---- errors ---- */
+
+static int fail(struct parser *p, size_t pos, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_error(struct gw_promql_error *e, const char *q, size_t len,
+		      size_t pos, const char *msg)
+{
+	unsigned line = 1;
+	size_t last_nl = (size_t)-1;
+
+	if (!e)
+		return;
+	if (pos > len)
+		pos = len;
+	for (size_t i = 0; i < pos; i++)
+		if (q[i] == '\n') {
+			line++;
+			last_nl = i;
+		}
+	e->pos = (uint32_t)pos;
+	snprintf(e->msg, sizeof(e->msg), "%u:%zu: parse error: %s", line,
+		 pos - last_nl, msg);
+}
+
+static int fail(struct parser *p, size_t pos, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (p->rc)
+		return p->rc;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	set_error(p->err, p->q, p->len, pos, msg);
+	p->rc = -EINVAL;
+	return p->rc;
+}
+
+static int nomem(struct parser *p)
+{
+	if (!p->rc) {
+		set_error(p->err, p->q, p->len, 0, "out of memory");
+		p->rc = -ENOMEM;
+	}
+	return p->rc;
+}
+
+/* ---- character classes ---- */
+
+static bool is_alpha(int c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_alnum(int c)
+{
+	return is_alpha(c) || is_digit(c);
+}
+
+static bool is_space(int c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return 99;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	size_t len;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
+		return 0;
+	return len;
+}
+
+/* Go's %q of the character at q[i], into buf. */
+static const char *quote_char(const char *q, size_t len, size_t i, char *buf,
+			      size_t n)
+{
+	unsigned char c = (unsigned char)q[i];
+	size_t u;
+
+	if (c == '\'' || c == '\\')
+		snprintf(buf, n, "'\\%c'", c);
+	else if (c >= 0x20 && c < 0x7f)
+		snprintf(buf, n, "'%c'", c);
+	else if (c == '\n')
+		snprintf(buf, n, "'\\n'");
+	else if (c == '\t')
+		snprintf(buf, n, "'\\t'");
+	else if (c < 0x80)
+		snprintf(buf, n, "'\\x%02x'", c);
+	else if ((u = utf8_len((const unsigned char *)q + i, len - i)) != 0)
+		snprintf(buf, n, "'%.*s'", (int)u, q + i);
+	else
+		snprintf(buf, n, "'\\ufffd'");
+	return buf;
+}
+
+/* Go's %#U of a code point. */
+static const char *unicode_name(uint32_t cp, char *buf, size_t n)
+{
+	if (cp >= 0x20 && cp < 0x7f)
+		snprintf(buf, n, "U+%04X '%c'", (unsigned)cp, (int)cp);
+	else
+		snprintf(buf, n, "U+%04X", (unsigned)cp);
+	return buf;
+}
+
+/* ---- strings ---- */
+
+static size_t put_utf8(char *o, uint32_t cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | cp >> 6);
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12);
+		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | cp >> 18);
+	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * Scans the string literal opening at q[start] (", ' or `) with Go's
+ * rules: escapes \a \b \f \n \r \t \v \\, the opening quote, \NNN octal,
+ * \xNN, \uNNNN, \UNNNNNNNN; raw strings take bytes as they are.  Writes
+ * the decoded bytes to out (if not NULL; never longer than the literal)
+ * and sets *end past the closing quote.  Returns 0 or -EINVAL with a
+ * message in msg.  NUL bytes are refused: values are C strings here.
+ */
+static int scan_string(const char *q, size_t len, size_t start, char *out,
+		       size_t *outlen, size_t *end, char *msg, size_t msgn)
+{
+	char quote = q[start];
+	size_t i = start + 1, o = 0;
+	char nb[32];
+
+	for (;;) {
+		unsigned char c;
+		size_t u;
+
+		if (i >= len) {
+			snprintf(msg, msgn, quote == '`' ?
+				 "unterminated raw string" :
+				 "unterminated quoted string");
+			return -EINVAL;
+		}
+		c = (unsigned char)q[i];
+		if (c == (unsigned char)quote) {
+			i++;
+			break;
+		}
+		if (c == '\n' && quote != '`') {
+			snprintf(msg, msgn, "unterminated quoted string");
+			return -EINVAL;
+		}
+		if (c == '\\' && quote != '`') {
+			uint32_t x = 0, max = 255;
+			int n = 0, base = 16;
+			char e;
+
+			if (i + 1 >= len) {
+				snprintf(msg, msgn,
+					 "escape sequence not terminated");
+				return -EINVAL;
+			}
+			e = q[i + 1];
+			i += 2;
+			switch (e) {
+			case 'a': x = '\a'; break;
+			case 'b': x = '\b'; break;
+			case 'f': x = '\f'; break;
+			case 'n': x = '\n'; break;
+			case 'r': x = '\r'; break;
+			case 't': x = '\t'; break;
+			case 'v': x = '\v'; break;
+			case '\\': x = '\\'; break;
+			case '0': case '1': case '2': case '3':
+			case '4': case '5': case '6': case '7':
+				n = 3, base = 8, i--;
+				break;
+			case 'x':
+				n = 2;
+				break;
+			case 'u':
+				n = 4, max = 0x10ffff;
+				break;
+			case 'U':
+				n = 8, max = 0x10ffff;
+				break;
+			default:
+				if (e == quote) {
+					x = (unsigned char)e;
+					break;
+				}
+				snprintf(msg, msgn,
+					 "unknown escape sequence %s",
+					 unicode_name((unsigned char)e, nb,
+						      sizeof(nb)));
+				return -EINVAL;
+			}
+			for (int k = 0; k < n; k++, i++) {
+				int d;
+
+				if (i >= len) {
+					snprintf(msg, msgn,
+						 "escape sequence not terminated");
+					return -EINVAL;
+				}
+				d = hexval((unsigned char)q[i]);
+				if (d >= base) {
+					snprintf(msg, msgn,
+						 "illegal character %s in escape sequence",
+						 unicode_name((unsigned char)q[i],
+							      nb, sizeof(nb)));
+					return -EINVAL;
+				}
+				x = x * (uint32_t)base + (uint32_t)d;
+			}
+			if (n && (x > max || (x >= 0xd800 && x < 0xe000))) {
+				snprintf(msg, msgn,
+					 "escape sequence is an invalid Unicode code point");
+				return -EINVAL;
+			}
+			if (x == 0) {
+				snprintf(msg, msgn,
+					 "strings must not contain NUL characters");
+				return -EINVAL;
+			}
+			if (out) {
+				if (max == 255)
+					out[o++] = (char)x;
+				else
+					o += put_utf8(out + o, x);
+			}
+			continue;
+		}
+		u = utf8_len((const unsigned char *)q + i, len - i);
+		if (!u) {
+			snprintf(msg, msgn, "invalid UTF-8 rune");
+			return -EINVAL;
+		}
+		if (out)
+			memcpy(out + o, q + i, u);
+		o += u;
+		i += u;
+	}
+	if (out)
+		out[o] = '\0';
+	if (outlen)
+		*outlen = o;
+	*end = i;
+	return 0;
+}
+
+/* ---- durations ---- */
+
+static const struct {
+	const char *unit;
+	uint64_t ns;
+} units[] = {
+	{ "y", 365ULL * 24 * 3600 * 1000000000ULL },
+	{ "w", 7ULL * 24 * 3600 * 1000000000ULL },
+	{ "d", 24ULL * 3600 * 1000000000ULL },
+	{ "h", 3600ULL * 1000000000ULL },
+	{ "m", 60ULL * 1000000000ULL },
+	{ "s", 1000000000ULL },
+	{ "ms", 1000000ULL },
+};
+
+/*
+ * Prometheus' duration syntax over s[0..n): "0", or number+unit pairs with
+ * the units in decreasing order, the total within Go's time.Duration.
+ */
+static int parse_duration(const char *s, size_t n, int64_t *ms, char *msg,
+			  size_t msgn)
+{
+	uint64_t total = 0;
+	size_t i = 0, last = 0;
+
+	if (n == 0) {
+		snprintf(msg, msgn, "empty duration string");
+		return -EINVAL;
+	}
+	if (n == 1 && s[0] == '0') {
+		*ms = 0;
+		return 0;
+	}
+	while (i < n) {
+		uint64_t v = 0;
+		size_t d = i, u, k;
+		bool big = false;
+
+		while (i < n && is_digit((unsigned char)s[i])) {
+			if (v > (UINT64_MAX - 9) / 10)
+				big = true;
+			else
+				v = v * 10 + (uint64_t)(s[i] - '0');
+			i++;
+		}
+		if (i == d || big)
+			goto invalid;
+		u = i;
+		while (i < n && !is_digit((unsigned char)s[i]))
+			i++;
+		if (i == u)
+			goto invalid;
+		for (k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+			if (strlen(units[k].unit) == i - u &&
+			    memcmp(units[k].unit, s + u, i - u) == 0)
+				break;
+		if (k == sizeof(units) / sizeof(units[0])) {
+			snprintf(msg, msgn,
+				 "unknown unit \"%.*s\" in duration \"%.*s\"",
+				 (int)(i - u), s + u, (int)n, s);
+			return -EINVAL;
+		}
+		if (k + 1 <= last)
+			goto invalid;
+		last = k + 1;
+		if (v > (UINT64_MAX >> 1) / units[k].ns) {
+			snprintf(msg, msgn, "duration out of range");
+			return -EINVAL;
+		}
+		total += v * units[k].ns;
+		if (total > (uint64_t)INT64_MAX) {
+			snprintf(msg, msgn, "duration out of range");
+			return -EINVAL;
+		}
+	}
+	*ms = (int64_t)(total / 1000000ULL);
+	return 0;
+invalid:
+	snprintf(msg, msgn, "not a valid duration string: \"%.*s\"", (int)n,
+		 s);
+	return -EINVAL;
+}
+
+int gw_promql_duration(const char *s, int64_t *ms)
+{
+	char msg[160];
+	int64_t v;
+	size_t n;
+
+	if (!s || !ms)
+		return -EINVAL;
+	n = strnlen(s, 64);
+	if (n >= 64 || parse_duration(s, n, &v, msg, sizeof(msg)))
+		return -EINVAL;
+	*ms = v;
+	return 0;
+}
+
+/* ---- lexer ---- */
+
+static int lex_number_or_duration(struct parser *p, struct tok *t)
+{
+	const char *q = p->q;
+	size_t s = p->pos, i = s;
+	bool hex = false;
+	char msg[200];
+
+	if (q[i] == '0' && i + 1 < p->len && (q[i + 1] == 'x' || q[i + 1] == 'X') &&
+	    i + 2 < p->len && hexval((unsigned char)q[i + 2]) < 16) {
+		hex = true;
+		i += 2;
+		while (i < p->len && hexval((unsigned char)q[i]) < 16)
+			i++;
+	} else {
+		while (i < p->len && is_digit((unsigned char)q[i]))
+			i++;
+		if (i < p->len && q[i] == '.') {
+			i++;
+			while (i < p->len && is_digit((unsigned char)q[i]))
+				i++;
+		}
+		if (i < p->len && (q[i] == 'e' || q[i] == 'E')) {
+			size_t j = i + 1;
+
+			if (j < p->len && (q[j] == '+' || q[j] == '-'))
+				j++;
+			if (j < p->len && is_digit((unsigned char)q[j])) {
+				i = j;
+				while (i < p->len &&
+				       is_digit((unsigned char)q[i]))
+					i++;
+			}
+		}
+	}
+	if (i >= p->len || (!is_alnum((unsigned char)q[i]) && q[i] != '.')) {
+		char text[400];
+		char *endp;
+		long long iv;
+		double v;
+
+		if (i - s >= sizeof(text))
+			return fail(p, s, "bad number or duration syntax: \"%.40s...\"",
+				    q + s);
+		memcpy(text, q + s, i - s);
+		text[i - s] = '\0';
+		/* Integers in Go's base-0 syntax first (0755 is octal). */
+		errno = 0;
+		iv = strtoll(text, &endp, 0);
+		if (*endp == '\0' && errno == 0) {
+			v = (double)iv;
+		} else {
+			errno = 0;
+			v = strtod(text, &endp);
+			if (*endp != '\0')
+				return fail(p, s, "bad number or duration syntax: \"%s\"",
+					    text);
+			if (errno == ERANGE && isinf(v))
+				return fail(p, s, "error parsing number \"%.40s\": value out of range",
+					    text);
+		}
+		t->type = T_NUMBER;
+		t->num = v;
+		p->pos = i;
+		return 0;
+	}
+	/* A duration: the digits so far, then unit letters and more pairs. */
+	i = s;
+	while (i < p->len && is_alnum((unsigned char)q[i]))
+		i++;
+	{
+		bool ok = !hex && i > s;
+		size_t j = s;
+
+		/* digits, [smhdwy], optional s, then (digits [smhdw] s?)* */
+		while (ok && j < i) {
+			size_t d = j;
+
+			while (j < i && is_digit((unsigned char)q[j]))
+				j++;
+			if (j == d || j >= i || !strchr("smhdwy", q[j])) {
+				ok = false;
+				break;
+			}
+			j++;
+			if (j < i && q[j] == 's')
+				j++;
+		}
+		if (!ok || (i < p->len && q[i] == '.')) {
+			size_t e = s;
+
+			while (e < p->len && (is_alnum((unsigned char)q[e]) ||
+					      q[e] == '.'))
+				e++;
+			return fail(p, s, "bad number or duration syntax: \"%.*s\"",
+				    (int)(e - s > 64 ? 64 : e - s), q + s);
+		}
+	}
+	if (parse_duration(q + s, i - s, &t->ms, msg, sizeof(msg)))
+		return fail(p, s, "%s", msg);
+	t->type = T_DURATION;
+	p->pos = i;
+	return 0;
+}
+
+static int lex_string(struct parser *p, struct tok *t)
+{
+	char msg[200];
+	size_t end;
+
+	if (scan_string(p->q, p->len, p->pos, NULL, NULL, &end, msg,
+			sizeof(msg)))
+		return fail(p, p->pos, "%s", msg);
+	t->type = T_STRING;
+	p->pos = end;
+	return 0;
+}
+
+static void skip_space(struct parser *p, bool comments)
+{
+	while (p->pos < p->len) {
+		char c = p->q[p->pos];
+
+		if (is_space((unsigned char)c)) {
+			p->pos++;
+		} else if (c == '#' && comments) {
+			while (p->pos < p->len && p->q[p->pos] != '\n')
+				p->pos++;
+		} else {
+			break;
+		}
+	}
+}
+
+static int lex_brace(struct parser *p, struct tok *t)
+{
+	const char *q = p->q;
+	char cb[16];
+	char c;
+
+	skip_space(p, false);
+	t->pos = (uint32_t)p->pos;
+	if (p->pos >= p->len)
+		return fail(p, p->pos, "unexpected end of input inside braces");
+	c = q[p->pos];
+	if (is_alpha((unsigned char)c)) {
+		while (p->pos < p->len && is_alnum((unsigned char)q[p->pos]))
+			p->pos++;
+		t->type = T_IDENT;
+		return 0;
+	}
+	if (c == '"' || c == '\'' || c == '`')
+		return lex_string(p, t);
+	p->pos++;
+	switch (c) {
+	case ',':
+		t->type = T_COMMA;
+		return 0;
+	case '}':
+		t->type = T_RBRACE;
+		p->mode = M_STMT;
+		return 0;
+	case '=':
+		if (p->pos < p->len && q[p->pos] == '~') {
+			p->pos++;
+			t->type = T_RE;
+		} else {
+			t->type = T_EQL;
+		}
+		return 0;
+	case '!':
+		if (p->pos < p->len && q[p->pos] == '~') {
+			p->pos++;
+			t->type = T_NRE;
+			return 0;
+		}
+		if (p->pos < p->len && q[p->pos] == '=') {
+			p->pos++;
+			t->type = T_OP;
+			t->op = GW_OP_NE;
+			return 0;
+		}
+		if (p->pos >= p->len)
+			return fail(p, p->pos,
+				    "unexpected end of input inside braces");
+		return fail(p, p->pos - 1,
+			    "unexpected character after '!' inside braces: %s",
+			    quote_char(q, p->len, p->pos, cb, sizeof(cb)));
+	case '{':
+		return fail(p, p->pos - 1, "unexpected left brace '{'");
+	default:
+		return fail(p, p->pos - 1,
+			    "unexpected character inside braces: %s",
+			    quote_char(q, p->len, p->pos - 1, cb, sizeof(cb)));
+	}
+}
+
+static int lex_bracket(struct parser *p, struct tok *t)
+{
+	char cb[16];
+	char c;
+
+	skip_space(p, false);
+	t->pos = (uint32_t)p->pos;
+	if (p->pos >= p->len)
+		return fail(p, p->pos, "unclosed left bracket");
+	c = p->q[p->pos];
+	if (is_digit((unsigned char)c) ||
+	    (c == '.' && p->pos + 1 < p->len &&
+	     is_digit((unsigned char)p->q[p->pos + 1])))
+		return lex_number_or_duration(p, t);
+	switch (c) {
+	case ':':
+		p->pos++;
+		t->type = T_COLON;
+		return 0;
+	case ']':
+		p->pos++;
+		t->type = T_RBRACKET;
+		p->mode = M_STMT;
+		return 0;
+	default:
+		return fail(p, p->pos,
+			    "unexpected character in duration expression: %s",
+			    quote_char(p->q, p->len, p->pos, cb, sizeof(cb)));
+	}
+}
+
+static int lex_stmt(struct parser *p, struct tok *t)
+{
+	const char *q = p->q;
+	char cb[16];
+	char c, n;
+
+	skip_space(p, true);
+	t->pos = (uint32_t)p->pos;
+	if (p->pos >= p->len) {
+		if (p->parens)
+			return fail(p, p->pos, "unclosed left parenthesis");
+		t->type = T_EOF;
+		return 0;
+	}
+	c = q[p->pos];
+	n = p->pos + 1 < p->len ? q[p->pos + 1] : '\0';
+	if (is_alpha((unsigned char)c) || c == ':') {
+		size_t s = p->pos;
+
+		while (p->pos < p->len && (is_alnum((unsigned char)q[p->pos]) ||
+					   q[p->pos] == ':'))
+			p->pos++;
+		t->type = T_IDENT;
+		if ((p->pos - s == 3 && (strncasecmp(q + s, "inf", 3) == 0 ||
+					 strncasecmp(q + s, "nan", 3) == 0))) {
+			t->type = T_NUMBER;
+			t->num = (q[s] | 0x20) == 'i' ? INFINITY : NAN;
+		}
+		return 0;
+	}
+	if (is_digit((unsigned char)c) || (c == '.' && is_digit((unsigned char)n)))
+		return lex_number_or_duration(p, t);
+	if (c == '"' || c == '\'' || c == '`')
+		return lex_string(p, t);
+	p->pos++;
+	t->type = T_OP;
+	switch (c) {
+	case '(':
+		t->type = T_LPAREN;
+		p->parens++;
+		return 0;
+	case ')':
+		if (!p->parens)
+			return fail(p, p->pos - 1,
+				    "unexpected right parenthesis ')'");
+		p->parens--;
+		t->type = T_RPAREN;
+		return 0;
+	case '{':
+		t->type = T_LBRACE;
+		p->mode = M_BRACE;
+		return 0;
+	case '[':
+		t->type = T_LBRACKET;
+		p->mode = M_BRACKET;
+		return 0;
+	case ',':
+		t->type = T_COMMA;
+		return 0;
+	case '@':
+		t->type = T_AT;
+		return 0;
+	case '+': t->op = GW_OP_ADD; return 0;
+	case '-': t->op = GW_OP_SUB; return 0;
+	case '*': t->op = GW_OP_MUL; return 0;
+	case '/': t->op = GW_OP_DIV; return 0;
+	case '%': t->op = GW_OP_MOD; return 0;
+	case '^': t->op = GW_OP_POW; return 0;
+	case '=':
+		if (n == '=') {
+			p->pos++;
+			t->op = GW_OP_EQ;
+			return 0;
+		}
+		if (n == '~')
+			return fail(p, p->pos - 1,
+				    "unexpected character after '=': '~'");
+		t->type = T_EQL;
+		return 0;
+	case '!':
+		if (n == '=') {
+			p->pos++;
+			t->op = GW_OP_NE;
+			return 0;
+		}
+		if (!n)
+			return fail(p, p->pos - 1,
+				    "unexpected end of input after '!'");
+		return fail(p, p->pos - 1,
+			    "unexpected character after '!': %s",
+			    quote_char(q, p->len, p->pos, cb, sizeof(cb)));
+	case '<':
+		if (n == '=') {
+			p->pos++;
+			t->op = GW_OP_LE;
+		} else {
+			t->op = GW_OP_LT;
+		}
+		return 0;
+	case '>':
+		if (n == '=') {
+			p->pos++;
+			t->op = GW_OP_GE;
+		} else {
+			t->op = GW_OP_GT;
+		}
+		return 0;
+	case ']':
+		return fail(p, p->pos - 1, "unexpected right bracket ']'");
+	default:
+		return fail(p, p->pos - 1, "unexpected character: %s",
+			    quote_char(q, p->len, p->pos - 1, cb, sizeof(cb)));
+	}
+}
+
+static int lex(struct parser *p, struct tok *t)
+{
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	switch (p->mode) {
+	case M_BRACE:
+		err = lex_brace(p, t);
+		break;
+	case M_BRACKET:
+		err = lex_bracket(p, t);
+		break;
+	default:
+		err = lex_stmt(p, t);
+		break;
+	}
+	t->end = (uint32_t)p->pos;
+	return err;
+}
+
+/* The k-th token ahead (k < 2); NULL after a lexer error. */
+static const struct tok *peek(struct parser *p, unsigned k)
+{
+	if (p->rc)
+		return NULL;
+	while (p->nla <= k) {
+		if (lex(p, &p->la[p->nla]))
+			return NULL;
+		p->nla++;
+	}
+	return &p->la[k];
+}
+
+static int next(struct parser *p, struct tok *t)
+{
+	if (!peek(p, 0))
+		return p->rc;
+	*t = p->la[0];
+	p->la[0] = p->la[1];
+	p->nla--;
+	return 0;
+}
+
+/* ---- token descriptions, as Prometheus words them ---- */
+
+enum kw {
+	KW_NONE,
+	KW_BY, KW_WITHOUT, KW_ON, KW_IGNORING, KW_BOOL, KW_OFFSET,
+	KW_GROUP_LEFT, KW_GROUP_RIGHT, KW_START, KW_END,
+	KW_AND, KW_OR, KW_UNLESS, KW_ATAN2,
+	KW_AGG,          /* an aggregation of the subset */
+	KW_AGG_OTHER,    /* one of Prometheus' others */
+};
+
+static const struct {
+	const char *name;
+	enum gw_pq_aggop op;
+	bool param;
+} aggs[] = {
+	{ "sum", GW_AGG_SUM, false },       { "avg", GW_AGG_AVG, false },
+	{ "min", GW_AGG_MIN, false },       { "max", GW_AGG_MAX, false },
+	{ "count", GW_AGG_COUNT, false },   { "topk", GW_AGG_TOPK, true },
+	{ "bottomk", GW_AGG_BOTTOMK, true },
+	{ "quantile", GW_AGG_QUANTILE, true },
+};
+
+static const char *const other_aggs[] = {
+	"group", "stddev", "stdvar", "count_values", "limitk", "limit_ratio",
+};
+
+static const struct {
+	const char *name;
+	enum kw kw;
+} keywords[] = {
+	{ "by", KW_BY },           { "without", KW_WITHOUT },
+	{ "on", KW_ON },           { "ignoring", KW_IGNORING },
+	{ "bool", KW_BOOL },       { "offset", KW_OFFSET },
+	{ "group_left", KW_GROUP_LEFT }, { "group_right", KW_GROUP_RIGHT },
+	{ "start", KW_START },     { "end", KW_END },
+	{ "and", KW_AND },         { "or", KW_OR },
+	{ "unless", KW_UNLESS },   { "atan2", KW_ATAN2 },
+};
+
+static bool word_is(const char *s, size_t n, const char *w)
+{
+	return strlen(w) == n && strncasecmp(s, w, n) == 0;
+}
+
+static enum kw keyword(const struct parser *p, const struct tok *t, int *agg)
+{
+	const char *s = p->q + t->pos;
+	size_t n = t->end - t->pos;
+
+	if (t->type != T_IDENT)
+		return KW_NONE;
+	for (size_t i = 0; i < sizeof(keywords) / sizeof(keywords[0]); i++)
+		if (word_is(s, n, keywords[i].name))
+			return keywords[i].kw;
+	for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
+		if (word_is(s, n, aggs[i].name)) {
+			if (agg)
+				*agg = (int)i;
+			return KW_AGG;
+		}
+	for (size_t i = 0; i < sizeof(other_aggs) / sizeof(other_aggs[0]); i++)
+		if (word_is(s, n, other_aggs[i]))
+			return KW_AGG_OTHER;
+	return KW_NONE;
+}
+
+static const char *const op_text[] = {
+	[GW_OP_ADD] = "+",  [GW_OP_SUB] = "-",  [GW_OP_MUL] = "*",
+	[GW_OP_DIV] = "/",  [GW_OP_MOD] = "%",  [GW_OP_POW] = "^",
+	[GW_OP_EQ] = "==",  [GW_OP_NE] = "!=",  [GW_OP_GT] = ">",
+	[GW_OP_LT] = "<",   [GW_OP_GE] = ">=",  [GW_OP_LE] = "<=",
+};
+
+/* Go's %q of a byte string, cut to max bytes of the text. */
+static void go_quote(char *buf, size_t n, const char *s, size_t len,
+		     size_t max)
+{
+	size_t o = 0;
+
+	if (n < 8)
+		return;
+	buf[o++] = '"';
+	for (size_t i = 0; i < len && i < max && o + 6 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)c;
+		} else if (c >= 0x20 && c < 0x7f) {
+			buf[o++] = (char)c;
+		} else {
+			o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+		}
+	}
+	buf[o++] = '"';
+	if (len > max && o + 4 < n) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+}
+
+static const char *describe(const struct parser *p, const struct tok *t,
+			    char *buf, size_t n)
+{
+	const char *s = p->q + t->pos;
+	size_t len = t->end - t->pos;
+	char qb[96];
+
+	switch (t->type) {
+	case T_EOF: return "end of input";
+	case T_LPAREN: return "\"(\"";
+	case T_RPAREN: return "\")\"";
+	case T_LBRACE: return "\"{\"";
+	case T_RBRACE: return "\"}\"";
+	case T_LBRACKET: return "\"[\"";
+	case T_RBRACKET: return "\"]\"";
+	case T_COMMA: return "\",\"";
+	case T_COLON: return "\":\"";
+	case T_EQL: return "\"=\"";
+	case T_AT: return "<op:@>";
+	case T_RE: return "<op:=~>";
+	case T_NRE: return "<op:!~>";
+	case T_OP:
+		snprintf(buf, n, "<op:%s>", op_text[t->op]);
+		return buf;
+	case T_IDENT:
+		switch (keyword(p, t, NULL)) {
+		case KW_NONE:
+			go_quote(qb, sizeof(qb), s, len, 40);
+			snprintf(buf, n, "%s %s",
+				 memchr(s, ':', len) ? "metric identifier" :
+						       "identifier",
+				 qb);
+			return buf;
+		case KW_AGG:
+		case KW_AGG_OTHER:
+			snprintf(buf, n, "<aggr:%.*s>", (int)len, s);
+			return buf;
+		case KW_AND:
+		case KW_OR:
+		case KW_UNLESS:
+		case KW_ATAN2:
+			snprintf(buf, n, "<op:%.*s>", (int)len, s);
+			return buf;
+		default:
+			snprintf(buf, n, "<%.*s>", (int)len, s);
+			return buf;
+		}
+	case T_NUMBER:
+	case T_DURATION:
+	case T_STRING:
+		go_quote(qb, sizeof(qb), s, len, 10);
+		snprintf(buf, n, "%s %s",
+			 t->type == T_NUMBER ? "number" :
+			 t->type == T_DURATION ? "duration" : "string", qb);
+		return buf;
+	}
+	return "token";
+}
+
+static int unexpected(struct parser *p, const struct tok *t,
+		      const char *context, const char *expected)
+{
+	char b[160];
+
+	if (!t)
+		return p->rc;
+	return fail(p, t->pos, "unexpected %s%s%s%s%s",
+		    describe(p, t, b, sizeof(b)), context ? " in " : "",
+		    context ? context : "", expected ? ", expected " : "",
+		    expected ? expected : "");
+}
+
+/* ---- nodes ---- */
+
+static const char *const type_name[] = {
+	[GW_TYPE_SCALAR] = "scalar",
+	[GW_TYPE_VECTOR] = "instant vector",
+	[GW_TYPE_MATRIX] = "range vector",
+	[GW_TYPE_STRING] = "string",
+};
+
+static const struct fn_info {
+	const char *name;
+	enum gw_pq_func fn;
+	unsigned nargs;
+	enum gw_pq_type args[2];
+	enum gw_pq_type ret;
+} fns[] = {
+	{ "rate", GW_FN_RATE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
+	{ "irate", GW_FN_IRATE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
+	{ "increase", GW_FN_INCREASE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
+	{ "delta", GW_FN_DELTA, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
+	{ "avg_over_time", GW_FN_AVG_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "min_over_time", GW_FN_MIN_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "max_over_time", GW_FN_MAX_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "sum_over_time", GW_FN_SUM_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "count_over_time", GW_FN_COUNT_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "last_over_time", GW_FN_LAST_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "stddev_over_time", GW_FN_STDDEV_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
+	{ "quantile_over_time", GW_FN_QUANTILE_OVER_TIME, 2,
+	  { GW_TYPE_SCALAR, GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
+	{ "abs", GW_FN_ABS, 1, { GW_TYPE_VECTOR }, GW_TYPE_VECTOR },
+	{ "time", GW_FN_TIME, 0, { GW_TYPE_SCALAR }, GW_TYPE_SCALAR },
+	{ "vector", GW_FN_VECTOR, 1, { GW_TYPE_SCALAR }, GW_TYPE_VECTOR },
+	{ "scalar", GW_FN_SCALAR, 1, { GW_TYPE_VECTOR }, GW_TYPE_SCALAR },
+};
+
+/* Prometheus' other functions: known, so named as unsupported. */
+static const char *const other_fns[] = {
+	"absent", "absent_over_time", "acos", "acosh", "asin", "asinh",
+	"atan", "atanh", "ceil", "changes", "clamp", "clamp_max",
+	"clamp_min", "cos", "cosh", "day_of_month", "day_of_week",
+	"day_of_year", "days_in_month", "deg", "deriv",
+	"double_exponential_smoothing", "exp", "floor", "histogram_avg",
+	"histogram_count", "histogram_fraction", "histogram_quantile",
+	"histogram_stddev", "histogram_stdvar", "histogram_sum",
+	"holt_winters", "hour", "idelta", "info", "label_join",
+	"label_replace", "ln", "log10", "log2", "mad_over_time", "minute",
+	"month", "pi", "predict_linear", "present_over_time", "rad",
+	"resets", "round", "sgn", "sin", "sinh", "sort", "sort_by_label",
+	"sort_by_label_desc", "sort_desc", "sqrt", "stdvar_over_time",
+	"tan", "tanh", "timestamp", "year",
+};
+
+void gw_matchers_free(struct gw_matcher *m, size_t nm)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < nm; i++)
+		gw_matcher_release(&m[i]);
+	free(m);
+}
+
+static void free_strv(char **v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void gw_promql_free(struct gw_pq_node *n)
+{
+	if (!n)
+		return;
+	switch (n->kind) {
+	case GW_PQ_NUMBER:
+		break;
+	case GW_PQ_STRING:
+		free(n->u.str);
+		break;
+	case GW_PQ_SELECTOR:
+	case GW_PQ_MATRIX:
+		free(n->u.sel.name);
+		gw_matchers_free(n->u.sel.m, n->u.sel.nm);
+		break;
+	case GW_PQ_CALL:
+		for (size_t i = 0; i < n->u.call.nargs; i++)
+			gw_promql_free(n->u.call.args[i]);
+		free(n->u.call.args);
+		break;
+	case GW_PQ_AGG:
+		gw_promql_free(n->u.agg.expr);
+		gw_promql_free(n->u.agg.param);
+		free_strv(n->u.agg.labels, n->u.agg.nlabels);
+		break;
+	case GW_PQ_BINARY:
+		gw_promql_free(n->u.bin.lhs);
+		gw_promql_free(n->u.bin.rhs);
+		free_strv(n->u.bin.labels, n->u.bin.nlabels);
+		break;
+	case GW_PQ_NEG:
+	case GW_PQ_PAREN:
+		gw_promql_free(n->u.inner);
+		break;
+	}
+	free(n);
+}
+
+static struct gw_pq_node *new_node(struct parser *p, enum gw_pq_kind kind,
+				   enum gw_pq_type type, uint32_t pos)
+{
+	struct gw_pq_node *n = calloc(1, sizeof(*n));
+
+	if (!n) {
+		nomem(p);
+		return NULL;
+	}
+	n->kind = kind;
+	n->type = type;
+	n->pos = pos;
+	return n;
+}
+
+static char *dup_text(struct parser *p, const struct tok *t)
+{
+	size_t n = t->end - t->pos;
+	char *s = malloc(n + 1);
+
+	if (!s) {
+		nomem(p);
+		return NULL;
+	}
+	memcpy(s, p->q + t->pos, n);
+	s[n] = '\0';
+	return s;
+}
+
+static char *dup_string(struct parser *p, const struct tok *t)
+{
+	char msg[160];
+	size_t end;
+	char *s = malloc(t->end - t->pos + 1);
+
+	if (!s) {
+		nomem(p);
+		return NULL;
+	}
+	/* Validated by the lexer already. */
+	if (scan_string(p->q, p->len, t->pos, s, NULL, &end, msg,
+			sizeof(msg))) {
+		free(s);
+		fail(p, t->pos, "%s", msg);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * Makes room for item n in the array at *pv (a pointer to the array
+ * pointer; cap items allocated, of sz bytes each), up to max items.
+ */
+static int grow(struct parser *p, void *pv, size_t *cap, size_t n, size_t sz,
+		size_t max, uint32_t pos, const char *what)
+{
+	void *old, *nv;
+	size_t nc;
+
+	if (n < *cap)
+		return 0;
+	if (n >= max)
+		return fail(p, pos, "too many %s (at most %zu)", what, max);
+	nc = *cap ? *cap * 2 : 4;
+	if (nc > max)
+		nc = max;
+	memcpy(&old, pv, sizeof(old));
+	nv = realloc(old, nc * sz);
+	if (!nv)
+		return nomem(p);
+	memcpy(pv, &nv, sizeof(nv));
+	*cap = nc;
+	return 0;
+}
+
+/* ---- the grammar ---- */
+
+static int parse_expr(struct parser *p, struct gw_pq_node **out);
+static int parse_binary(struct parser *p, int minprec,
+			struct gw_pq_node **out);
+
+static int expect(struct parser *p, enum tk type, struct tok *t,
+		  const char *context, const char *expected)
+{
+	const struct tok *la = peek(p, 0);
+
+	if (!la)
+		return p->rc;
+	if (la->type != type)
+		return unexpected(p, la, context, expected);
+	return next(p, t);
+}
+
+/* "(" label, ... ")" after by/without/on/ignoring. */
+static int parse_grouping(struct parser *p, char ***labels, size_t *nlabels)
+{
+	size_t cap = 0;
+	struct tok t;
+	int err;
+
+	err = expect(p, T_LPAREN, &t, "grouping opts", "\"(\"");
+	if (err)
+		return err;
+	for (;;) {
+		const struct tok *la = peek(p, 0);
+
+		if (!la)
+			return p->rc;
+		if (la->type == T_RPAREN)
+			break;
+		if (la->type != T_IDENT ||
+		    memchr(p->q + la->pos, ':', la->end - la->pos))
+			return unexpected(p, la, "grouping opts", "label");
+		err = grow(p, labels, &cap, *nlabels, sizeof(char *),
+			   MAX_ITEMS, la->pos, "grouping labels");
+		if (err)
+			return err;
+		(*labels)[*nlabels] = dup_text(p, la);
+		if (!(*labels)[*nlabels])
+			return p->rc;
+		(*nlabels)++;
+		if ((err = next(p, &t)))
+			return err;
+		la = peek(p, 0);
+		if (!la)
+			return p->rc;
+		if (la->type == T_RPAREN)
+			break;
+		if (la->type != T_COMMA)
+			return unexpected(p, la, "grouping opts",
+					  "\",\" or \")\"");
+		if ((err = next(p, &t)))
+			return err;
+	}
+	return next(p, &t);
+}
+
+/* "(" [expr {"," expr}] ")" for calls and aggregations. */
+static int parse_args(struct parser *p, struct gw_pq_node ***args,
+		      size_t *nargs)
+{
+	size_t cap = 0;
+	struct tok t;
+	int err;
+
+	if ((err = expect(p, T_LPAREN, &t, NULL, NULL)))
+		return err;
+	for (;;) {
+		const struct tok *la = peek(p, 0);
+
+		if (!la)
+			return p->rc;
+		if (la->type == T_RPAREN)
+			break;
+		err = grow(p, args, &cap, *nargs, sizeof(**args),
+			   MAX_ITEMS, la->pos, "arguments");
+		if (err)
+			return err;
+		(*args)[*nargs] = NULL;
+		err = parse_expr(p, &(*args)[*nargs]);
+		if ((*args)[*nargs])
+			(*nargs)++;
+		if (err)
+			return err;
+		la = peek(p, 0);
+		if (!la)
+			return p->rc;
+		if (la->type == T_RPAREN)
+			break;
+		if (la->type != T_COMMA)
+			return unexpected(p, la, NULL, NULL);
+		if ((err = next(p, &t)))
+			return err;
+		la = peek(p, 0);
+		if (!la)
+			return p->rc;
+		if (la->type == T_RPAREN)
+			return fail(p, t.pos,
+				    "trailing commas not allowed in function call args");
+	}
+	return next(p, &t);
+}
+
+static int expect_type(struct parser *p, const struct gw_pq_node *n,
+		       enum gw_pq_type want, const char *context)
+{
+	if (n->type == want)
+		return 0;
+	return fail(p, n->pos, "expected type %s in %s, got %s",
+		    type_name[want], context, type_name[n->type]);
+}
+
+static int parse_aggregation(struct parser *p, int which,
+			     struct gw_pq_node **out)
+{
+	struct gw_pq_node *n, **args = NULL;
+	size_t nargs = 0, want;
+	const struct tok *la;
+	struct tok t;
+	int err;
+
+	if ((err = next(p, &t)))
+		return err;
+	n = new_node(p, GW_PQ_AGG, GW_TYPE_VECTOR, t.pos);
+	if (!n)
+		return p->rc;
+	*out = n;
+	n->u.agg.op = aggs[which].op;
+	for (int pass = 0; pass < 2; pass++) {
+		enum kw kw;
+
+		la = peek(p, 0);
+		if (!la)
+			goto out;
+		kw = keyword(p, la, NULL);
+		if (!n->u.agg.grouping && (kw == KW_BY || kw == KW_WITHOUT)) {
+			if ((err = next(p, &t)))
+				goto out;
+			n->u.agg.grouping = true;
+			n->u.agg.without = kw == KW_WITHOUT;
+			err = parse_grouping(p, &n->u.agg.labels,
+					     &n->u.agg.nlabels);
+			if (err)
+				goto out;
+		}
+		if (pass == 0) {
+			la = peek(p, 0);
+			if (!la)
+				goto out;
+			if (la->type != T_LPAREN) {
+				unexpected(p, la, "aggregation", NULL);
+				goto out;
+			}
+			err = parse_args(p, &args, &nargs);
+			if (err)
+				goto out;
+		}
+	}
+	want = aggs[which].param ? 2 : 1;
+	if (nargs == 0) {
+		fail(p, n->pos, "no arguments for aggregate expression provided");
+		goto out;
+	}
+	if (nargs != want) {
+		fail(p, n->pos,
+		     "wrong number of arguments for aggregate expression provided, expected %zu, got %zu",
+		     want, nargs);
+		goto out;
+	}
+	n->u.agg.expr = args[want - 1];
+	if (want == 2)
+		n->u.agg.param = args[0];
+	free(args);
+	args = NULL;
+	nargs = 0;
+	if (expect_type(p, n->u.agg.expr, GW_TYPE_VECTOR,
+			"aggregation expression"))
+		goto out;
+	if (n->u.agg.param)
+		expect_type(p, n->u.agg.param, GW_TYPE_SCALAR,
+			    "aggregation parameter");
+out:
+	for (size_t i = 0; i < nargs; i++)
+		gw_promql_free(args[i]);
+	free(args);
+	return p->rc;
+}
+
+static int parse_call(struct parser *p, struct gw_pq_node **out)
+{
+	const struct fn_info *f = NULL;
+	struct gw_pq_node *n;
+	struct tok name;
+	char fname[64];
+	size_t len;
+	int err;
+
+	if ((err = next(p, &name)))
+		return err;
+	n = new_node(p, GW_PQ_CALL, GW_TYPE_VECTOR, name.pos);
+	if (!n)
+		return p->rc;
+	*out = n;
+	if ((err = parse_args(p, &n->u.call.args, &n->u.call.nargs)))
+		return err;
+	len = name.end - name.pos;
+	snprintf(fname, sizeof(fname), "%.*s", (int)len, p->q + name.pos);
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (strlen(fns[i].name) == len &&
+		    memcmp(fns[i].name, p->q + name.pos, len) == 0)
+			f = &fns[i];
+	if (!f) {
+		for (size_t i = 0; i < sizeof(other_fns) / sizeof(other_fns[0]);
+		     i++)
+			if (strlen(other_fns[i]) == len &&
+			    memcmp(other_fns[i], p->q + name.pos, len) == 0)
+				return fail(p, name.pos,
+					    "function \"%s\" is not supported",
+					    fname);
+		return fail(p, name.pos, "unknown function with name \"%.*s\"",
+			    (int)(len > 100 ? 100 : len), p->q + name.pos);
+	}
+	n->u.call.fn = f->fn;
+	n->type = f->ret;
+	if (n->u.call.nargs != f->nargs)
+		return fail(p, n->pos,
+			    "expected %u argument(s) in call to \"%s\", got %zu",
+			    f->nargs, f->name, n->u.call.nargs);
+	for (size_t i = 0; i < f->nargs; i++) {
+		struct gw_pq_node *a = n->u.call.args[i];
+		char ctx[64];
+
+		snprintf(ctx, sizeof(ctx), "call to function \"%s\"", f->name);
+		if ((err = expect_type(p, a, f->args[i], ctx)))
+			return err;
+		/* A range argument is always the selector itself. */
+		while (a->kind == GW_PQ_PAREN && f->args[i] == GW_TYPE_MATRIX) {
+			struct gw_pq_node *in = a->u.inner;
+
+			a->u.inner = NULL;
+			gw_promql_free(a);
+			a = in;
+		}
+		n->u.call.args[i] = a;
+	}
+	return 0;
+}
+
+static int add_matcher(struct parser *p, struct gw_pq_node *n, size_t *cap,
+		       enum gw_match_op op, const char *name,
+		       const char *value, uint32_t pos)
+{
+	char msg[200] = "";
+	int err;
+
+	err = grow(p, &n->u.sel.m, cap, n->u.sel.nm,
+		   sizeof(*n->u.sel.m), MAX_MATCHERS, pos, "label matchers");
+	if (err)
+		return err;
+	err = gw_matcher_init(&n->u.sel.m[n->u.sel.nm], op, name, value, msg,
+			      sizeof(msg));
+	if (err == -ENOMEM)
+		return nomem(p);
+	if (err)
+		return fail(p, pos, "%s", msg[0] ? msg :
+			    "invalid regular expression");
+	n->u.sel.nm++;
+	return 0;
+}
+
+/* [name] ["{" matchers "}"]; the current token is the name or "{". */
+static int parse_selector(struct parser *p, struct gw_pq_node **out)
+{
+	static const enum gw_match_op ops[] = { GW_MATCH_EQ, GW_MATCH_NE,
+						GW_MATCH_RE, GW_MATCH_NRE };
+	const struct tok *la = peek(p, 0);
+	struct gw_pq_node *n;
+	size_t cap = 0;
+	struct tok t;
+	bool nonempty = false;
+	int err;
+
+	if (!la)
+		return p->rc;
+	n = new_node(p, GW_PQ_SELECTOR, GW_TYPE_VECTOR, la->pos);
+	if (!n)
+		return p->rc;
+	*out = n;
+	if (la->type == T_IDENT) {
+		if ((err = next(p, &t)))
+			return err;
+		n->u.sel.name = dup_text(p, &t);
+		if (!n->u.sel.name)
+			return p->rc;
+		err = add_matcher(p, n, &cap, GW_MATCH_EQ, "__name__",
+				  n->u.sel.name, t.pos);
+		if (err)
+			return err;
+		la = peek(p, 0);
+		if (!la)
+			return p->rc;
+		if (la->type != T_LBRACE)
+			return 0;
+	}
+	if ((err = next(p, &t))) /* "{" */
+		return err;
+	for (;;) {
+		struct tok name, op, val;
+		int oi;
+		char *lname, *value;
+
+		if ((err = next(p, &name)))
+			return err;
+		if (name.type == T_RBRACE)
+			break;
+		if (name.type != T_IDENT)
+			return unexpected(p, &name, "label matching",
+					  "identifier or \"}\"");
+		if ((err = next(p, &op)))
+			return err;
+		oi = op.type == T_EQL ? 0 : op.type == T_OP ? 1 :
+		     op.type == T_RE ? 2 : op.type == T_NRE ? 3 : -1;
+		if (oi < 0)
+			return unexpected(p, &op, "label matching",
+					  "label matching operator");
+		if ((err = next(p, &val)))
+			return err;
+		if (val.type != T_STRING)
+			return unexpected(p, &val, "label matching", "string");
+		lname = dup_text(p, &name);
+		value = lname ? dup_string(p, &val) : NULL;
+		if (!value) {
+			free(lname);
+			return p->rc;
+		}
+		err = add_matcher(p, n, &cap, ops[oi], lname, value, name.pos);
+		free(lname);
+		free(value);
+		if (err)
+			return err;
+		if ((err = next(p, &t)))
+			return err;
+		if (t.type == T_RBRACE)
+			break;
+		if (t.type != T_COMMA)
+			return unexpected(p, &t, "label matching",
+					  "\",\" or \"}\"");
+	}
+	for (size_t i = 1; n->u.sel.name && i < n->u.sel.nm; i++)
+		if (strcmp(n->u.sel.m[i].name, "__name__") == 0)
+			return fail(p, n->pos,
+				    "metric name must not be set twice: \"%.60s\" or \"%.60s\"",
+				    n->u.sel.name, n->u.sel.m[i].value);
+	for (size_t i = 0; i < n->u.sel.nm; i++)
+		if (!gw_matcher_matches_empty(&n->u.sel.m[i]))
+			nonempty = true;
+	if (!nonempty)
+		return fail(p, n->pos,
+			    "vector selector must contain at least one non-empty matcher");
+	return 0;
+}
+
+/* A duration (or a number of seconds) inside [ ] or after offset. */
+static int take_duration(struct parser *p, const struct tok *t, int64_t *ms)
+{
+	if (t->type == T_DURATION) {
+		*ms = t->ms;
+	} else {
+		double v = t->num * 1000.0;
+
+		/* Within Go's time.Duration, as written durations are. */
+		if (!(v > -9223372036854.0 && v < 9223372036854.0))
+			return fail(p, t->pos, "duration out of range");
+		*ms = (int64_t)llround(v);
+	}
+	if (*ms <= 0)
+		return fail(p, t->pos, "duration must be greater than 0");
+	return 0;
+}
+
+static int parse_postfix(struct parser *p, struct gw_pq_node *n)
+{
+	for (;;) {
+		const struct tok *la = peek(p, 0);
+		struct tok t, d;
+		int64_t ms;
+		int err;
+
+		if (!la)
+			return p->rc;
+		if (la->type == T_LBRACKET) {
+			struct tok open;
+
+			if ((err = next(p, &open)))
+				return err;
+			if ((err = next(p, &d)))
+				return err;
+			if (d.type != T_DURATION && d.type != T_NUMBER)
+				return unexpected(p, &d,
+						  "subquery or range selector",
+						  "duration");
+			if ((err = next(p, &t)))
+				return err;
+			if (t.type == T_COLON)
+				return fail(p, open.pos,
+					    "subqueries are not supported");
+			if (t.type != T_RBRACKET)
+				return unexpected(p, &t, "subquery or range",
+						  "\":\" or \"]\"");
+			if (n->kind != GW_PQ_SELECTOR)
+				return fail(p, open.pos,
+					    "ranges only allowed for vector selectors");
+			if (n->u.sel.offset_ms)
+				return fail(p, open.pos,
+					    "no offset modifiers allowed before range");
+			if ((err = take_duration(p, &d, &ms)))
+				return err;
+			n->kind = GW_PQ_MATRIX;
+			n->type = GW_TYPE_MATRIX;
+			n->u.sel.range_ms = ms;
+		} else if (keyword(p, la, NULL) == KW_OFFSET) {
+			bool neg = false;
+
+			if ((err = next(p, &t)))
+				return err;
+			if ((err = next(p, &d)))
+				return err;
+			if (d.type == T_OP && d.op == GW_OP_SUB) {
+				neg = true;
+				if ((err = next(p, &d)))
+					return err;
+			}
+			if (d.type != T_DURATION && d.type != T_NUMBER)
+				return unexpected(p, &d, "offset", "duration");
+			if ((err = take_duration(p, &d, &ms)))
+				return err;
+			if (n->kind != GW_PQ_SELECTOR && n->kind != GW_PQ_MATRIX)
+				return fail(p, n->pos,
+					    "offset modifier must be preceded by an instant vector selector or range vector selector or a subquery");
+			if (n->u.sel.offset_ms)
+				return fail(p, n->pos,
+					    "offset may not be set multiple times");
+			n->u.sel.offset_ms = neg ? -ms : ms;
+		} else if (la->type == T_AT) {
+			return fail(p, la->pos, "@ modifier is not supported");
+		} else {
+			return 0;
+		}
+	}
+}
+
+static int parse_primary(struct parser *p, struct gw_pq_node **out)
+{
+	const struct tok *la = peek(p, 0), *la1;
+	struct gw_pq_node *n;
+	struct tok t;
+	int err, agg = -1;
+	enum kw kw;
+
+	if (!la)
+		return p->rc;
+	switch (la->type) {
+	case T_NUMBER:
+		n = new_node(p, GW_PQ_NUMBER, GW_TYPE_SCALAR, la->pos);
+		if (!n)
+			return p->rc;
+		n->u.num = la->num;
+		*out = n;
+		return next(p, &t);
+	case T_STRING:
+		n = new_node(p, GW_PQ_STRING, GW_TYPE_STRING, la->pos);
+		if (!n)
+			return p->rc;
+		*out = n;
+		if ((err = next(p, &t)))
+			return err;
+		n->u.str = dup_string(p, &t);
+		return n->u.str ? 0 : p->rc;
+	case T_LPAREN:
+		n = new_node(p, GW_PQ_PAREN, GW_TYPE_SCALAR, la->pos);
+		if (!n)
+			return p->rc;
+		*out = n;
+		if ((err = next(p, &t)))
+			return err;
+		if ((err = parse_expr(p, &n->u.inner)))
+			return err;
+		n->type = n->u.inner->type;
+		return expect(p, T_RPAREN, &t, NULL, NULL);
+	case T_LBRACE:
+		return parse_selector(p, out);
+	case T_IDENT:
+		kw = keyword(p, la, &agg);
+		if (kw == KW_AGG || kw == KW_AGG_OTHER) {
+			enum kw k1;
+
+			la1 = peek(p, 1);
+			if (!la1)
+				return p->rc;
+			k1 = keyword(p, la1, NULL);
+			if (la1->type == T_LPAREN || k1 == KW_BY ||
+			    k1 == KW_WITHOUT) {
+				if (kw == KW_AGG)
+					return parse_aggregation(p, agg, out);
+				return fail(p, la->pos,
+					    "aggregation \"%.*s\" is not supported",
+					    (int)(la->end - la->pos),
+					    p->q + la->pos);
+			}
+			return parse_selector(p, out);
+		}
+		switch (kw) {
+		case KW_ON:
+		case KW_IGNORING:
+		case KW_BOOL:
+		case KW_GROUP_LEFT:
+		case KW_GROUP_RIGHT:
+		case KW_ATAN2:
+			return unexpected(p, la, NULL, NULL);
+		default:
+			break;
+		}
+		la1 = peek(p, 1);
+		if (!la1)
+			return p->rc;
+		if (kw == KW_NONE && la1->type == T_LPAREN &&
+		    !memchr(p->q + la->pos, ':', la->end - la->pos))
+			return parse_call(p, out);
+		return parse_selector(p, out);
+	default:
+		return unexpected(p, la, NULL, NULL);
+	}
+}
+
+static int enter(struct parser *p, uint32_t pos)
+{
+	if (++p->depth > GW_PROMQL_MAX_DEPTH)
+		return fail(p, pos,
+			    "expression nests too deeply (more than %d levels)",
+			    GW_PROMQL_MAX_DEPTH);
+	return 0;
+}
+
+#define PREC_POW 4
+
+static int parse_unary(struct parser *p, struct gw_pq_node **out)
+{
+	const struct tok *la = peek(p, 0);
+	struct gw_pq_node *inner = NULL, *n;
+	struct tok t;
+	int err;
+
+	if (!la)
+		return p->rc;
+	if (la->type != T_OP || (la->op != GW_OP_ADD && la->op != GW_OP_SUB)) {
+		if ((err = parse_primary(p, out)))
+			return err;
+		return parse_postfix(p, *out);
+	}
+	if ((err = next(p, &t)))
+		return err;
+	err = parse_binary(p, PREC_POW, &inner);
+	if (err) {
+		gw_promql_free(inner);
+		return err;
+	}
+	if (inner->kind == GW_PQ_NUMBER) {
+		if (t.op == GW_OP_SUB)
+			inner->u.num = -inner->u.num;
+		inner->pos = t.pos;
+		*out = inner;
+		return 0;
+	}
+	if (inner->type != GW_TYPE_SCALAR && inner->type != GW_TYPE_VECTOR) {
+		err = fail(p, t.pos,
+			   "unary expression only allowed on expressions of type scalar or instant vector, got \"%s\"",
+			   type_name[inner->type]);
+		gw_promql_free(inner);
+		return err;
+	}
+	if (t.op == GW_OP_ADD) {
+		*out = inner;
+		return 0;
+	}
+	n = new_node(p, GW_PQ_NEG, inner->type, t.pos);
+	if (!n) {
+		gw_promql_free(inner);
+		return p->rc;
+	}
+	n->u.inner = inner;
+	*out = n;
+	return 0;
+}
+
+static int precedence(enum gw_pq_binop op)
+{
+	switch (op) {
+	case GW_OP_POW:
+		return PREC_POW;
+	case GW_OP_MUL:
+	case GW_OP_DIV:
+	case GW_OP_MOD:
+		return 3;
+	case GW_OP_ADD:
+	case GW_OP_SUB:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
+static bool is_comparison(enum gw_pq_binop op)
+{
+	return op >= GW_OP_EQ;
+}
+
+/* Modifiers after the operator: [bool] [on|ignoring (labels)]. */
+static int parse_bin_modifiers(struct parser *p, struct gw_pq_node *n)
+{
+	const struct tok *la = peek(p, 0);
+	struct tok t;
+	enum kw kw;
+	int err;
+
+	if (!la)
+		return p->rc;
+	if (keyword(p, la, NULL) == KW_BOOL) {
+		if ((err = next(p, &t)))
+			return err;
+		n->u.bin.bool_mod = true;
+		if (!(la = peek(p, 0)))
+			return p->rc;
+	}
+	kw = keyword(p, la, NULL);
+	if (kw == KW_ON || kw == KW_IGNORING) {
+		if ((err = next(p, &t)))
+			return err;
+		n->u.bin.on = kw == KW_ON;
+		n->u.bin.ignoring = kw == KW_IGNORING;
+		err = parse_grouping(p, &n->u.bin.labels, &n->u.bin.nlabels);
+		if (err)
+			return err;
+		if (!(la = peek(p, 0)))
+			return p->rc;
+		kw = keyword(p, la, NULL);
+	}
+	if (kw == KW_GROUP_LEFT || kw == KW_GROUP_RIGHT)
+		return fail(p, la->pos,
+			    "group_left/group_right is not supported");
+	return 0;
+}
+
+static int check_binary(struct parser *p, struct gw_pq_node *n,
+			uint32_t oppos)
+{
+	struct gw_pq_node *l = n->u.bin.lhs, *r = n->u.bin.rhs;
+	bool cmp = is_comparison(n->u.bin.op);
+
+	if (n->u.bin.bool_mod && !cmp)
+		return fail(p, oppos,
+			    "bool modifier can only be used on comparison operators");
+	if (cmp && !n->u.bin.bool_mod && l->type == GW_TYPE_SCALAR &&
+	    r->type == GW_TYPE_SCALAR)
+		return fail(p, oppos,
+			    "comparisons between scalars must use BOOL modifier");
+	if (l->type != GW_TYPE_SCALAR && l->type != GW_TYPE_VECTOR)
+		return fail(p, l->pos,
+			    "binary expression must contain only scalar and instant vector types");
+	if (r->type != GW_TYPE_SCALAR && r->type != GW_TYPE_VECTOR)
+		return fail(p, r->pos,
+			    "binary expression must contain only scalar and instant vector types");
+	if (l->type == GW_TYPE_SCALAR || r->type == GW_TYPE_SCALAR) {
+		if (n->u.bin.nlabels)
+			return fail(p, n->pos,
+				    "vector matching only allowed between instant vectors");
+		n->u.bin.on = n->u.bin.ignoring = false;
+		n->type = l->type == GW_TYPE_SCALAR && r->type == GW_TYPE_SCALAR ?
+				  GW_TYPE_SCALAR : GW_TYPE_VECTOR;
+	} else {
+		n->type = GW_TYPE_VECTOR;
+	}
+	return 0;
+}
+
+static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
+{
+	unsigned saved = p->depth;
+	struct gw_pq_node *lhs = NULL;
+	const struct tok *la;
+	int err;
+
+	if (!(la = peek(p, 0)))
+		return p->rc;
+	if ((err = enter(p, la->pos)))
+		goto out;
+	if ((err = parse_unary(p, &lhs)))
+		goto out;
+	for (;;) {
+		struct gw_pq_node *n;
+		struct tok op;
+		enum kw kw;
+		int prec;
+
+		if (!(la = peek(p, 0))) {
+			err = p->rc;
+			goto out;
+		}
+		kw = keyword(p, la, NULL);
+		if (kw == KW_AND || kw == KW_OR || kw == KW_UNLESS) {
+			err = fail(p, la->pos,
+				   "set operator \"%s\" is not supported",
+				   kw == KW_AND ? "and" : kw == KW_OR ? "or" :
+				   "unless");
+			goto out;
+		}
+		if (kw == KW_ATAN2) {
+			err = fail(p, la->pos,
+				   "binary operator \"atan2\" is not supported");
+			goto out;
+		}
+		if (la->type != T_OP)
+			break;
+		prec = precedence(la->op);
+		if (prec < minprec)
+			break;
+		if ((err = enter(p, la->pos)) || (err = next(p, &op)))
+			goto out;
+		n = new_node(p, GW_PQ_BINARY, GW_TYPE_VECTOR, lhs->pos);
+		if (!n) {
+			err = p->rc;
+			goto out;
+		}
+		n->u.bin.op = op.op;
+		n->u.bin.lhs = lhs;
+		lhs = n;
+		if ((err = parse_bin_modifiers(p, n)))
+			goto out;
+		err = parse_binary(p, op.op == GW_OP_POW ? prec : prec + 1,
+				   &n->u.bin.rhs);
+		if (err)
+			goto out;
+		if ((err = check_binary(p, n, op.pos)))
+			goto out;
+	}
+	p->depth = saved;
+	*out = lhs;
+	return 0;
+out:
+	p->depth = saved;
+	gw_promql_free(lhs);
+	return err ? err : p->rc;
+}
+
+static int parse_expr(struct parser *p, struct gw_pq_node **out)
+{
+	return parse_binary(p, 0, out);
+}
+
+static int start(struct parser *p, const char *q,
+		 struct gw_promql_error *err)
+{
+	memset(p, 0, sizeof(*p));
+	p->err = err;
+	if (err) {
+		err->pos = 0;
+		err->msg[0] = '\0';
+	}
+	if (!q) {
+		p->q = "";
+		return fail(p, 0, "no query given");
+	}
+	p->q = q;
+	p->len = strnlen(q, GW_PROMQL_MAX_QUERY + 1);
+	if (p->len > GW_PROMQL_MAX_QUERY) {
+		p->len = 0;
+		return fail(p, 0, "query is longer than %d bytes",
+			    GW_PROMQL_MAX_QUERY);
+	}
+	return 0;
+}
+
+int gw_promql_parse(const char *query, struct gw_pq_node **out,
+		    struct gw_promql_error *err)
+{
+	struct gw_pq_node *n = NULL;
+	const struct tok *la;
+	struct parser p;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if ((rc = start(&p, query, err)))
+		return rc;
+	if (!(la = peek(&p, 0)))
+		return p.rc;
+	if (la->type == T_EOF)
+		return fail(&p, 0, "no expression found in input");
+	rc = parse_expr(&p, &n);
+	if (!rc) {
+		la = peek(&p, 0);
+		if (la && la->type != T_EOF)
+			unexpected(&p, la, NULL, NULL);
+		rc = p.rc;
+	}
+	if (rc) {
+		gw_promql_free(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
+			     size_t *nm, struct gw_promql_error *err)
+{
+	struct gw_pq_node *n = NULL;
+	const struct tok *la;
+	struct parser p;
+	int rc;
+
+	if (!m || !nm)
+		return -EINVAL;
+	*m = NULL;
+	*nm = 0;
+	if ((rc = start(&p, text, err)))
+		return rc;
+	if (!(la = peek(&p, 0)))
+		return p.rc;
+	if (la->type == T_EOF)
+		return fail(&p, 0, "no expression found in input");
+	if (la->type != T_LBRACE &&
+	    (la->type != T_IDENT || keyword(&p, la, NULL) == KW_ON ||
+	     keyword(&p, la, NULL) == KW_IGNORING ||
+	     keyword(&p, la, NULL) == KW_BOOL ||
+	     keyword(&p, la, NULL) == KW_GROUP_LEFT ||
+	     keyword(&p, la, NULL) == KW_GROUP_RIGHT ||
+	     keyword(&p, la, NULL) == KW_ATAN2))
+		return unexpected(&p, la, NULL, NULL);
+	rc = parse_selector(&p, &n);
+	if (!rc) {
+		la = peek(&p, 0);
+		if (la && la->type != T_EOF)
+			unexpected(&p, la, NULL, NULL);
+		rc = p.rc;
+	}
+	if (!rc) {
+		*m = n->u.sel.m;
+		*nm = n->u.sel.nm;
+		n->u.sel.m = NULL;
+		n->u.sel.nm = 0;
+	}
+	gw_promql_free(n);
+	return rc;
+}
+
+/* ---- the canonical form ---- */
+
+/* Go's %v of a float64: shortest exact digits, exponent below 1e-4 and
+ * from 1e21 on. */
+static int fmt_number(struct gw_buf *b, double v)
+{
+	char s[48], *e;
+	double a = fabs(v);
+	int prec, x;
+
+	if (isnan(v))
+		return gw_buf_adds(b, "NaN");
+	if (isinf(v))
+		return gw_buf_adds(b, v > 0 ? "Inf" : "(-Inf)");
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(s, sizeof(s), "%.*e", prec, a);
+		if (strtod(s, NULL) == a)
+			break;
+	}
+	e = strchr(s, 'e');
+	x = e ? atoi(e + 1) : 0;
+	if (a != 0 && (x < -4 || x >= 21)) {
+		/* d.ddde+XX, as Go writes it: at least two exponent digits */
+		snprintf(s, sizeof(s), "%.*e", prec, a);
+	} else {
+		snprintf(s, sizeof(s), "%.*f", prec - x > 0 ? prec - x : 0, a);
+	}
+	if (signbit(v))
+		return gw_buf_printf(b, "(-%s)", s);
+	return gw_buf_adds(b, s);
+}
+
+static int fmt_string(struct gw_buf *b, const char *s)
+{
+	int err = gw_buf_add(b, "\"", 1);
+
+	for (; !err && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			err = gw_buf_printf(b, "\\%c", c);
+		else if (c == '\n')
+			err = gw_buf_adds(b, "\\n");
+		else if (c >= 0x20 && c < 0x7f)
+			err = gw_buf_add(b, s, 1);
+		else
+			err = gw_buf_printf(b, "\\x%02x", c);
+	}
+	return err ? err : gw_buf_add(b, "\"", 1);
+}
+
+static int fmt_duration(struct gw_buf *b, int64_t ms)
+{
+	static const struct {
+		const char *unit;
+		int64_t ms;
+		bool exact;
+	} u[] = {
+		{ "y", 365LL * 86400000, true }, { "w", 7LL * 86400000, true },
+		{ "d", 86400000, false },        { "h", 3600000, false },
+		{ "m", 60000, false },           { "s", 1000, false },
+		{ "ms", 1, false },
+	};
+	int err = 0;
+
+	if (ms < 0) {
+		err = gw_buf_add(b, "-", 1);
+		ms = -ms;
+	}
+	if (ms == 0)
+		return err ? err : gw_buf_adds(b, "0s");
+	for (size_t i = 0; !err && i < sizeof(u) / sizeof(u[0]); i++) {
+		if (u[i].exact && ms % u[i].ms)
+			continue;
+		if (ms / u[i].ms > 0) {
+			err = gw_buf_printf(b, "%lld%s",
+					    (long long)(ms / u[i].ms), u[i].unit);
+			ms %= u[i].ms;
+		}
+	}
+	return err;
+}
+
+static int fmt_labels(struct gw_buf *b, char *const *l, size_t n)
+{
+	int err = gw_buf_add(b, "(", 1);
+
+	for (size_t i = 0; !err && i < n; i++)
+		err = gw_buf_printf(b, "%s%s", i ? ", " : "", l[i]);
+	return err ? err : gw_buf_add(b, ")", 1);
+}
+
+static int fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
+{
+	static const char *const mops[] = { "=", "!=", "=~", "!~" };
+	size_t first = n->u.sel.name ? 1 : 0, k = 0;
+	int err = 0;
+
+	if (n->u.sel.name)
+		err = gw_buf_adds(b, n->u.sel.name);
+	if (!err && n->u.sel.nm > first)
+		err = gw_buf_add(b, "{", 1);
+	for (size_t i = first; !err && i < n->u.sel.nm; i++) {
+		const struct gw_matcher *m = &n->u.sel.m[i];
+
+		err = gw_buf_printf(b, "%s%s%s", k++ ? ", " : "", m->name,
+				    mops[m->op]);
+		if (!err)
+			err = fmt_string(b, m->value);
+	}
+	if (!err && n->u.sel.nm > first)
+		err = gw_buf_add(b, "}", 1);
+	if (!err && n->kind == GW_PQ_MATRIX) {
+		err = gw_buf_add(b, "[", 1);
+		if (!err)
+			err = fmt_duration(b, n->u.sel.range_ms);
+		if (!err)
+			err = gw_buf_add(b, "]", 1);
+	}
+	if (!err && n->u.sel.offset_ms) {
+		err = gw_buf_adds(b, " offset ");
+		if (!err)
+			err = fmt_duration(b, n->u.sel.offset_ms);
+	}
+	return err;
+}
+
+int gw_promql_format(const struct gw_pq_node *n, struct gw_buf *out)
+{
+	static const char *const agg_names[] = {
+		[GW_AGG_SUM] = "sum",         [GW_AGG_AVG] = "avg",
+		[GW_AGG_MIN] = "min",         [GW_AGG_MAX] = "max",
+		[GW_AGG_COUNT] = "count",     [GW_AGG_TOPK] = "topk",
+		[GW_AGG_BOTTOMK] = "bottomk", [GW_AGG_QUANTILE] = "quantile",
+	};
+	int err = 0;
+
+	if (!n || !out)
+		return -EINVAL;
+	switch (n->kind) {
+	case GW_PQ_NUMBER:
+		return fmt_number(out, n->u.num);
+	case GW_PQ_STRING:
+		return fmt_string(out, n->u.str);
+	case GW_PQ_SELECTOR:
+	case GW_PQ_MATRIX:
+		return fmt_selector(out, n);
+	case GW_PQ_CALL:
+		for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+			if (fns[i].fn == n->u.call.fn)
+				err = gw_buf_printf(out, "%s(", fns[i].name);
+		for (size_t i = 0; !err && i < n->u.call.nargs; i++) {
+			if (i)
+				err = gw_buf_adds(out, ", ");
+			if (!err)
+				err = gw_promql_format(n->u.call.args[i], out);
+		}
+		return err ? err : gw_buf_add(out, ")", 1);
+	case GW_PQ_AGG:
+		err = gw_buf_adds(out, agg_names[n->u.agg.op]);
+		if (!err && n->u.agg.grouping) {
+			err = gw_buf_adds(out, n->u.agg.without ? " without " :
+								  " by ");
+			if (!err)
+				err = fmt_labels(out, n->u.agg.labels,
+						 n->u.agg.nlabels);
+			if (!err)
+				err = gw_buf_add(out, " ", 1);
+		}
+		if (!err)
+			err = gw_buf_add(out, "(", 1);
+		if (!err && n->u.agg.param) {
+			err = gw_promql_format(n->u.agg.param, out);
+			if (!err)
+				err = gw_buf_adds(out, ", ");
+		}
+		if (!err)
+			err = gw_promql_format(n->u.agg.expr, out);
+		return err ? err : gw_buf_add(out, ")", 1);
+	case GW_PQ_BINARY:
+		err = gw_buf_add(out, "(", 1);
+		if (!err)
+			err = gw_promql_format(n->u.bin.lhs, out);
+		if (!err)
+			err = gw_buf_printf(out, " %s ", op_text[n->u.bin.op]);
+		if (!err && n->u.bin.bool_mod)
+			err = gw_buf_adds(out, "bool ");
+		if (!err && (n->u.bin.on || n->u.bin.ignoring)) {
+			err = gw_buf_adds(out, n->u.bin.on ? "on " :
+							     "ignoring ");
+			if (!err)
+				err = fmt_labels(out, n->u.bin.labels,
+						 n->u.bin.nlabels);
+			if (!err)
+				err = gw_buf_add(out, " ", 1);
+		}
+		if (!err)
+			err = gw_promql_format(n->u.bin.rhs, out);
+		return err ? err : gw_buf_add(out, ")", 1);
+	case GW_PQ_NEG:
+		err = gw_buf_adds(out, "(-");
+		if (!err)
+			err = gw_promql_format(n->u.inner, out);
+		return err ? err : gw_buf_add(out, ")", 1);
+	case GW_PQ_PAREN:
+		return gw_promql_format(n->u.inner, out);
+	}
+	return -EINVAL;
+}

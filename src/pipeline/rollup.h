@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rollup.h - one aggregation window of one series: count, sum, min, max,
+ * sum of squares and last value (so mean and standard deviation), plus a
+ * quantile sketch of the values, so that quantiles over any window and any
+ * set of series come out right by merging rather than averaging.
+ *
+ * The store keeps a 1-minute and a 1-hour rollup per series; a rollup's
+ * timestamp is the END of its window (exclusive), t_last the time of the
+ * last sample in it.  An empty rollup has count, sum and sumsq 0,
+ * min, max and last NaN, and t_last INT64_MIN.
+ *
+ * A column of rollups is stored as one "rollup chunk": see
+ * gw_rollup_encode / gw_rollup_decode.  Decoding validates everything
+ * (-EBADMSG, no reads out of bounds).  Errors: 0 or -errno.
+ * Not thread-safe.
+ */
+#ifndef GW_ROLLUP_H
+#define GW_ROLLUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "pipeline/sketch.h"
+
+struct gw_rollup {
+	int64_t t;      /* window end, ms */
+	int64_t t_last; /* last sample's timestamp */
+	double count, sum, min, max, sumsq, last;
+	struct gw_sketch sk;
+};
+
+void gw_rollup_init(struct gw_rollup *r, int64_t t_end);
+void gw_rollup_release(struct gw_rollup *r);
+/* Empties the window and moves it to end at t_end. */
+void gw_rollup_reset(struct gw_rollup *r, int64_t t_end);
+
+/* Adds one sample (NaN values are counted nowhere, as Prometheus ignores
+ * stale markers in *_over_time).  -ENOMEM keeps the totals but not the
+ * sketch. */
+__attribute__((warn_unused_result)) int
+gw_rollup_add(struct gw_rollup *r, int64_t t, double v);
+
+/* dst += src (dst keeps its window end; last comes from the later one). */
+__attribute__((warn_unused_result)) int
+gw_rollup_merge(struct gw_rollup *dst, const struct gw_rollup *src);
+
+double gw_rollup_mean(const struct gw_rollup *r);
+/* Population standard deviation, as PromQL's stddev_over_time. */
+double gw_rollup_stddev(const struct gw_rollup *r);
+
+/* At most this many rollups in one chunk. */
+#define GW_ROLLUP_CHUNK_MAX 65535
+
+/* Serialises n rollups (t increasing) into out, versioned and
+ * checksummed.  -EINVAL: n over GW_ROLLUP_CHUNK_MAX, t not strictly
+ * increasing, or a count that is not a whole number in [0, 2^53];
+ * -ENOSPC / -ENOMEM from out.  On error out is left as it was. */
+__attribute__((warn_unused_result)) int
+gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out);
+
+/*
+ * Decodes a rollup chunk; on success *out is a malloc'd array of *n
+ * initialised rollups the caller frees with gw_rollup_free_array.
+ */
+__attribute__((warn_unused_result)) int
+gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
+		 size_t *n);
+void gw_rollup_free_array(struct gw_rollup *r, size_t n);
+
+/* The chunk's checksum, CRC-32C (Castagnoli): crc = 0 to start, feed the
+ * previous result to continue.  Exposed for tests and tools. */
+uint32_t gw_rollup_crc32c(uint32_t crc, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * series.h - the series index: metric name + sorted labels, interned once,
+ * each with a numeric id.  The store persists the ids, so a series keeps
+ * its id across restarts (it re-adds them with gw_series_index_add(id)).
+ *
+ * Caps: at most max_series series, and at most max_values distinct values
+ * per label name (over all series; __name__ counts as a label, so this also
+ * caps metric names).  A series that would pass either is refused
+ * (-ENOSPC / -E2BIG) and counted in the stats; the caller logs it once.
+ *
+ * Ownership: the index owns its series; a struct gw_series stays valid and
+ * at the same address until gw_series_index_free.  series->head belongs to
+ * the store (the index never touches it).
+ *
+ * Thread safety: none; the store serialises access with its own lock.
+ */
+#ifndef GW_SERIES_H
+#define GW_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/labels.h"
+
+struct gw_series {
+	uint32_t id;
+	struct gw_labels labels;
+	const char *key;  /* canonical key, gw_labels_key() */
+	const char *name; /* the __name__ value */
+	void *head;       /* the store's per-series state */
+};
+
+struct gw_series_index;
+
+struct gw_series_index_stats {
+	uint64_t series;
+	uint64_t refused_series; /* over max_series */
+	uint64_t refused_values; /* over max_values for some label */
+	uint32_t next_id;
+};
+
+struct gw_series_index *gw_series_index_new(uint32_t max_series,
+					    uint32_t max_values);
+/* Frees the index; free_head (may be NULL) is called on each head. */
+void gw_series_index_free(struct gw_series_index *x,
+			  void (*free_head)(void *head));
+
+/* The series with this canonical key, or NULL. */
+struct gw_series *gw_series_index_find(struct gw_series_index *x,
+				       const char *key);
+
+/*
+ * Adds the series (labels copied).  id 0 assigns the next free id; an
+ * explicit id (from disk) must be unused.  An existing key returns 0 and
+ * that series.  -ENOSPC, -E2BIG (caps), -EEXIST (id taken), -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
+		    uint32_t id, struct gw_series **out);
+
+/*
+ * Aliases: any other spelling of a series' key (labels in another order,
+ * as a producer writes them) mapped to the series, so that the hot path
+ * looks up the producer's text without canonicalising it.  At most
+ * 4 x max_series aliases are kept; past that -ENOSPC (harmless: the caller
+ * canonicalises).
+ */
+struct gw_series *gw_series_index_find_alias(struct gw_series_index *x,
+					     const char *alias);
+__attribute__((warn_unused_result)) int
+gw_series_index_add_alias(struct gw_series_index *x, const char *alias,
+			  struct gw_series *s);
+
+/* The series by id, or NULL. */
+struct gw_series *gw_series_index_get(struct gw_series_index *x, uint32_t id);
+
+/* Iteration in insertion order: i from 0 to count-1. */
+size_t gw_series_index_count(const struct gw_series_index *x);
+struct gw_series *gw_series_index_at(struct gw_series_index *x, size_t i);
+
+void gw_series_index_stats(const struct gw_series_index *x,
+			   struct gw_series_index_stats *st);
+
+#endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chunk.h - the sample codec: a chunk is one series' samples (timestamp in
+ * milliseconds, float64 value) compressed into a self-describing byte string.
+ *
+ * Contract
+ * - Streaming: samples are appended one at a time; the encoder keeps O(1)
+ *   state besides the bytes, and gw_chunk_bytes() returns a complete,
+ *   decodable chunk at any moment (the store persists and queries the open
+ *   head chunk while it grows).
+ * - Timestamps never go back: t equal to the previous one is kept (repeated
+ *   timestamps round-trip), t smaller is rejected with -EDOM and nothing
+ *   changes.  Any int64 timestamp is accepted, INT64_MIN..INT64_MAX.
+ * - Values round-trip bit-exactly: NaN payloads, +-Inf, -0.0, denormals.
+ * - A chunk is bounded: GW_CHUNK_MAX_SAMPLES samples and GW_CHUNK_MAX_BYTES
+ *   bytes; an append that would pass either returns -ENOSPC (the caller cuts
+ *   a new chunk) and leaves the chunk as it was.
+ * - The format is versioned (first byte) and carries the sample count and a
+ *   CRC-32C of the payload; the decoder never trusts it: any byte string
+ *   gives either the samples or -EBADMSG, never a read out of bounds, and a
+ *   flipped bit is caught by the checksum.
+ *
+ * Thread safety: one owner per encoder / decoder.
+ */
+#ifndef GW_CHUNK_H
+#define GW_CHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GW_CHUNK_MAX_SAMPLES 65535
+#define GW_CHUNK_MAX_BYTES (1u << 20)
+
+/*
+ * Private: the predictor state shared by encoder and decoder (the decoder
+ * replays exactly the updates the encoder made).  See
+ * docs/internals/codec.md.
+ */
+struct gw_chunk_model {
+	uint64_t tprev;  /* last timestamp, as uint64 bits */
+	uint64_t base;   /* reference interval the timestamps are coded against */
+	int64_t acc;     /* residuals not yet folded into base */
+	uint64_t kt, kv; /* running residual sizes, choose the code parameter */
+	uint32_t zt, zv; /* running shares of zero residuals */
+	uint64_t vprev;  /* bits of the last value */
+	uint64_t ivp;    /* last value as a scaled integer (decimal mode) */
+	uint64_t dvp;    /* its last change */
+	int32_t score;   /* > 0: predict values with their last change too */
+	uint8_t mode;    /* decimal or xor */
+	uint8_t scale;   /* decimal mode: value = integer / 10^scale */
+	uint8_t lead, wlen; /* xor mode: the last window */
+};
+
+struct gw_chunk_enc {
+	uint8_t *p;     /* encoded bytes, header included */
+	size_t len;     /* bytes in use (a partial last byte counts) */
+	size_t cap;
+	/* Private encoder state. */
+	uint32_t n;
+	uint64_t pos;   /* payload bits written */
+	int64_t t0;
+	struct gw_chunk_model m;
+};
+
+void gw_chunk_enc_init(struct gw_chunk_enc *e);
+void gw_chunk_enc_release(struct gw_chunk_enc *e);
+/* Empties the chunk (keeps the allocation). */
+void gw_chunk_enc_reset(struct gw_chunk_enc *e);
+
+/* 0, -EDOM (t before the last sample), -ENOSPC (full), -ENOMEM. */
+__attribute__((warn_unused_result)) int
+gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v);
+
+/* Samples in the chunk. */
+static inline uint32_t gw_chunk_count(const struct gw_chunk_enc *e)
+{
+	return e->n;
+}
+
+/*
+ * The chunk as it stands, finalised (header, count and checksum updated);
+ * valid until the next append/reset/release.  Returns NULL with *len = 0
+ * for an empty chunk.
+ */
+const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len);
+
+/* First and last timestamp (undefined for an empty chunk). */
+int64_t gw_chunk_first(const struct gw_chunk_enc *e);
+int64_t gw_chunk_last(const struct gw_chunk_enc *e);
+
+struct gw_chunk_dec {
+	const uint8_t *p;
+	size_t len;
+	uint32_t n, i;
+	/* Private. */
+	uint64_t pos, end; /* bit position and limit in the payload */
+	int bad;
+	struct gw_chunk_model m;
+};
+
+/*
+ * Checks the header and checksum of p[0..len) and prepares to decode; the
+ * bytes are borrowed and must outlive the decoder.  0 or -EBADMSG.
+ */
+__attribute__((warn_unused_result)) int
+gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len);
+
+/* Samples announced by the header (valid after a successful init). */
+static inline uint32_t gw_chunk_dec_count(const struct gw_chunk_dec *d)
+{
+	return d->n;
+}
+
+/* 1 and the next sample, 0 at the end, -EBADMSG on malformed data. */
+__attribute__((warn_unused_result)) int
+gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v);
+
+/*
+ * Decodes a whole chunk into caller arrays of room cap (>= count); returns
+ * the number of samples or -EBADMSG / -ENOSPC.
+ */
+__attribute__((warn_unused_result)) long
+gw_chunk_decode_all(const uint8_t *p, size_t len, int64_t *t, double *v,
+		    size_t cap);
+
+#endif

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+#include "store/ingest.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "store/store.h"
+
+static const struct gw_family
+	f_series = { "gpuwatch_store_series", "Series in the local store.",
+		     GW_GAUGE },
+	f_appended = { "gpuwatch_store_samples_appended_total",
+		       "Samples written to the local store.", GW_COUNTER },
+	f_refused = { "gpuwatch_store_samples_refused_total",
+		      "Samples the store refused, by reason: out_of_order (older "
+		      "than the series' last or the last cut), cap (series or "
+		      "label-value cap), bad (malformed name or labels).",
+		      GW_COUNTER },
+	f_flushes = { "gpuwatch_store_flushes_total",
+		      "Flushes of new samples to disk, by result.", GW_COUNTER },
+	f_flush_secs = { "gpuwatch_store_last_flush_duration_seconds",
+			 "Time the last flush took.", GW_GAUGE },
+	f_cuts = { "gpuwatch_store_cuts_total",
+		   "Hours moved from the head into day partitions.", GW_COUNTER },
+	f_parts = { "gpuwatch_store_partitions",
+		    "Day partitions on disk (all tiers).", GW_GAUGE },
+	f_dropped = { "gpuwatch_store_partitions_dropped_total",
+		      "Day partitions deleted, by reason (retention, budget).",
+		      GW_COUNTER },
+	f_quarantined = { "gpuwatch_store_files_quarantined_total",
+			  "Store files found corrupt and moved to quarantine/.",
+			  GW_COUNTER },
+	f_corrupt = { "gpuwatch_store_corrupt_chunks_total",
+		      "Chunks skipped on read because they failed a check.",
+		      GW_COUNTER },
+	f_disk = { "gpuwatch_store_disk_bytes",
+		   "Bytes of all store files.", GW_GAUGE },
+	f_tier_bytes = { "gpuwatch_store_tier_bytes",
+			 "Bytes of the day partitions of a tier.", GW_GAUGE },
+	f_tier_samples = { "gpuwatch_store_tier_samples",
+			   "Samples (raw) or rollups stored in a tier's "
+			   "partitions.", GW_GAUGE };
+
+struct ingest {
+	struct gw_agent *a;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop, started;
+	int slot;
+	struct gw_snap snap;
+	uint64_t gens[GW_REGISTRY_MAX_SLOTS];
+	uint64_t appended;
+};
+
+static void visit(void *ctx, const struct gw_visit *v)
+{
+	struct ingest *in = ctx;
+
+	/* Refusals are counted (and logged once) by the store. */
+	if (gw_store_append(in->a->store, v->name, v->labels, v->t_ms,
+			    v->value) == 0)
+		in->appended++;
+}
+
+static void publish_stats(struct ingest *in)
+{
+	static const char *const tiers[GW_TIERS] = { "raw", "1m", "1h" };
+	struct gw_store_stats st;
+	struct gw_snap *n = &in->snap;
+
+	gw_store_stats(in->a->store, &st);
+	gw_snap_add(n, &f_series, (double)st.series, NULL, NULL);
+	gw_snap_add(n, &f_appended, (double)st.samples_appended, NULL, NULL);
+	gw_snap_add(n, &f_refused, (double)st.samples_refused_order, NULL,
+		    "reason", "out_of_order", NULL);
+	gw_snap_add(n, &f_refused, (double)st.samples_refused_cap, NULL,
+		    "reason", "cap", NULL);
+	gw_snap_add(n, &f_refused, (double)st.samples_refused_bad, NULL,
+		    "reason", "bad", NULL);
+	gw_snap_add(n, &f_flushes, (double)st.flushes, NULL, "result", "ok",
+		    NULL);
+	gw_snap_add(n, &f_flushes, (double)st.flush_errors, NULL, "result",
+		    "error", NULL);
+	gw_snap_add(n, &f_flush_secs, st.last_flush_seconds, NULL, NULL);
+	gw_snap_add(n, &f_cuts, (double)st.cuts, NULL, NULL);
+	gw_snap_add(n, &f_parts, (double)st.partitions, NULL, NULL);
+	gw_snap_add(n, &f_dropped, (double)st.partitions_dropped_retention,
+		    NULL, "reason", "retention", NULL);
+	gw_snap_add(n, &f_dropped, (double)st.partitions_dropped_budget, NULL,
+		    "reason", "budget", NULL);
+	gw_snap_add(n, &f_quarantined, (double)st.files_quarantined, NULL,
+		    NULL);
+	gw_snap_add(n, &f_corrupt, (double)st.corrupt_chunks, NULL, NULL);
+	gw_snap_add(n, &f_disk, (double)st.disk_bytes, NULL, NULL);
+	for (int t = 0; t < GW_TIERS; t++) {
+		gw_snap_add(n, &f_tier_bytes, (double)st.tier_bytes[t], NULL,
+			    "tier", tiers[t], NULL);
+		gw_snap_add(n, &f_tier_samples, (double)st.tier_samples[t],
+			    NULL, "tier", tiers[t], NULL);
+	}
+	gw_registry_publish(in->a->reg, in->slot, n);
+}
+
+static void *run(void *arg)
+{
+	struct ingest *in = arg;
+
+	pthread_mutex_lock(&in->lock);
+	while (!in->stop) {
+		double wait = (double)atomic_load(&in->a->fast_ms) / 1000.0;
+		struct timespec ts = gw_ts_after(CLOCK_MONOTONIC, wait);
+		int err;
+
+		pthread_cond_timedwait(&in->cond, &in->lock, &ts);
+		if (in->stop)
+			break;
+		pthread_mutex_unlock(&in->lock);
+		gw_registry_visit(in->a->reg, in->gens, visit, in);
+		err = gw_store_maintain(in->a->store);
+		if (err)
+			gw_dbg("store maintenance: %s", strerror(-err));
+		publish_stats(in);
+		pthread_mutex_lock(&in->lock);
+	}
+	pthread_mutex_unlock(&in->lock);
+	/* The last pass: what was published up to now, then a flush. */
+	gw_registry_visit(in->a->reg, in->gens, visit, in);
+	if (gw_store_flush(in->a->store))
+		gw_err("store: the final flush failed");
+	return NULL;
+}
+
+static int ingest_start(struct gw_agent *a, void **priv)
+{
+	struct ingest *in;
+	pthread_condattr_t ca;
+	int err;
+
+	*priv = NULL;
+	if (!a->store)
+		return -ENODEV;
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	in->a = a;
+	gw_snap_init(&in->snap);
+	in->slot = gw_registry_slot(a->reg, "store");
+	if (in->slot < 0) {
+		err = in->slot;
+		gw_snap_release(&in->snap);
+		free(in);
+		return err;
+	}
+	pthread_mutex_init(&in->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&in->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	err = -pthread_create(&in->thread, NULL, run, in);
+	if (err) {
+		pthread_cond_destroy(&in->cond);
+		pthread_mutex_destroy(&in->lock);
+		gw_snap_release(&in->snap);
+		free(in);
+		return err;
+	}
+	in->started = true;
+	*priv = in;
+	return 0;
+}
+
+static void ingest_request_stop(void *priv)
+{
+	struct ingest *in = priv;
+
+	pthread_mutex_lock(&in->lock);
+	in->stop = true;
+	pthread_cond_signal(&in->cond);
+	pthread_mutex_unlock(&in->lock);
+}
+
+static int ingest_stop(void *priv, double deadline)
+{
+	struct ingest *in = priv;
+	struct timespec ts;
+	double left = deadline - gw_now_mono();
+
+	ingest_request_stop(in);
+	if (!in->started)
+		return 0;
+	ts = gw_ts_after(CLOCK_REALTIME, left > 0 ? left : 0);
+	if (pthread_timedjoin_np(in->thread, NULL, &ts) != 0)
+		return -ETIMEDOUT;
+	in->started = false;
+	return 0;
+}
+
+static void ingest_free(void *priv)
+{
+	struct ingest *in = priv;
+
+	if (!in)
+		return;
+	pthread_cond_destroy(&in->cond);
+	pthread_mutex_destroy(&in->lock);
+	gw_snap_release(&in->snap);
+	free(in);
+}
+
+const struct gw_collector_ops gw_store_collector = {
+	.name = "store",
+	.start = ingest_start,
+	.request_stop = ingest_request_stop,
+	.stop = ingest_stop,
+	.free = ingest_free,
+};

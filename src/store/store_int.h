@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_int.h - what store.c (write path, head, cuts, maintenance) and
+ * store_read.c (queries, partitions on disk, export) share.  Not for use
+ * outside src/store/.
+ */
+#ifndef GW_STORE_INT_H
+#define GW_STORE_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+
+#include "common/buf.h"
+#include "pipeline/series.h"
+#include "store/chunk.h"
+#include "store/store.h"
+
+#define MS_MIN 60000LL
+#define MS_HOUR 3600000LL
+#define MS_DAY 86400000LL
+
+#define STORE_APP_ID 0x47575354 /* "GWST" */
+#define STORE_FORMAT 1
+
+/* floor(t / unit) * unit, also for negative t. */
+static inline int64_t floor_to(int64_t t, int64_t unit)
+{
+	int64_t q = t / unit;
+
+	if (t < INT64_MIN + unit)
+		return INT64_MIN; /* "none" stays "none" */
+	if (t % unit < 0)
+		q--;
+	return q * unit;
+}
+
+/* A chunk that left the head and waits for the next cut to be written. */
+struct sealed {
+	uint32_t id;
+	enum gw_tier tier;
+	int64_t t_min, t_max;
+	uint32_t n;
+	uint8_t *data;
+	size_t len;
+};
+
+struct pending {
+	int64_t t;
+	double v;
+};
+
+/* Per-series head state (struct gw_series.head). */
+struct head {
+	struct gw_chunk_enc raw;
+	int64_t raw_hour;  /* hour of the open raw chunk */
+	int64_t last_t;    /* last sample, INT64_MIN when none */
+	int64_t first_t;   /* first sample ever seen (for series()) */
+	struct gw_rollup m1;
+	bool m1_open;
+	struct gw_buf m1_closed; /* framed rollups of the hour m1_hour */
+	int64_t m1_hour;
+	struct gw_rollup h1;
+	bool h1_open;
+	struct gw_buf h1_day;    /* framed rollups of the day h1_day_start */
+	int64_t h1_day_start;
+	int64_t h1_day_t0;       /* t of the first rollup in h1_day */
+	bool h1_dirty;           /* h1_day changed since the last cut */
+	struct pending *pend;
+	uint32_t npend, cappend;
+	bool persisted;          /* row in index.db */
+};
+
+struct part {
+	enum gw_tier tier;
+	int64_t day;        /* ms at 00:00 UTC */
+	char path[PATH_MAX + 320];
+	sqlite3 *w;         /* write connection while open for writing */
+	bool closed;        /* read-only, complete */
+	uint64_t bytes;
+	uint64_t samples;   /* sum of n over chunks */
+};
+
+struct gw_store {
+	struct gw_store_opts o;
+	char dir[PATH_MAX - 128];
+	struct gw_queryable q;
+
+	/* Head: series and sealed chunks, under lock (writer holds it for
+	 * writing while it changes them; queries read). */
+	pthread_rwlock_t lock;
+	struct gw_series_index *idx;
+	struct sealed *sealed;
+	size_t nsealed, capsealed;
+	struct part *parts;  /* sorted by (day, tier) */
+	size_t nparts, capparts;
+
+	/* Writer-only state. */
+	sqlite3 *index;
+	int64_t watermark;   /* everything before it is in partitions */
+	int64_t next_flush;  /* ms */
+	int64_t last_maint;  /* ms */
+	uint64_t pend_total;
+	atomic_flag warned_cap, warned_bad, warned_order, warned_corrupt;
+
+	/* Statistics (atomics: read by any thread). */
+	_Atomic uint64_t st_appended, st_order, st_cap, st_bad, st_flushes,
+		st_flush_errors, st_cuts, st_drop_ret, st_drop_budget,
+		st_quarantined, st_corrupt, st_disk;
+	_Atomic uint64_t st_tier_bytes[GW_TIERS], st_tier_samples[GW_TIERS];
+	_Atomic uint64_t st_flush_ns;
+};
+
+extern const char *const gw_store_tier_dir[GW_TIERS];
+
+int64_t gw_store_now(const struct gw_store *s);
+
+/* "2026-12-02" for the day starting at day_ms. */
+void gw_store_day_name(int64_t day_ms, char out[11]);
+
+/* Opens a partition database (creating it when create), applying the
+ * pragmas and the schema.  Sets SQLite's busy timeout. */
+int gw_store_open_db(const char *path, bool create, bool readonly,
+		     sqlite3 **out);
+
+/* Runs SQLite's quick_check and our schema check: 0 or -EBADMSG. */
+int gw_store_check_db(sqlite3 *db);
+
+/* Moves a file (and its -wal/-shm) to DIR/quarantine/. */
+void gw_store_quarantine(struct gw_store *s, const char *path,
+			 const char *why);
+
+/* Splits a canonical key back into labels. */
+int gw_store_key_labels(const char *key, struct gw_labels *out);
+
+/* Framed rollup buffers: append one, decode all. */
+int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r);
+int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
+			  size_t *n);
+
+void gw_store_init_queryable(struct gw_store *s);
+
+#endif

@@ -1,0 +1,754 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_read.c - the store's read side: the struct gw_queryable the PromQL
+ * engine and the HTTP API use, partition listing and export.
+ *
+ * A select copies what the head holds for the matching series (open and
+ * sealed chunks, closed rollups) under the lock, then reads the partitions
+ * through its own read-only SQLite connections without any lock.  A chunk
+ * that moved from the head to disk in between is seen twice; the copy on
+ * disk is skipped when the head had a chunk with the same first timestamp
+ * (chunks are keyed by (series, t_min), so that identifies it).
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* One in-memory piece copied from the head. */
+struct memchunk {
+	enum gw_tier tier;
+	bool framed;     /* framed rollups (head buffers) */
+	int64_t t_min;   /* for the duplicate check; INT64_MIN if framed */
+	uint8_t *data;
+	size_t len;
+};
+
+struct sel {
+	uint32_t id;
+	struct gw_labels labels;
+	struct memchunk *mem;
+	size_t nmem;
+	/* collected points */
+	int64_t *t;
+	double *v;
+	struct gw_rollup *r;
+	size_t n, cap;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int check_limits(struct gw_query_limits *lim, size_t add)
+{
+	if (!lim)
+		return 0;
+	lim->samples += add;
+	if (lim->max_samples && lim->samples > lim->max_samples)
+		return -E2BIG;
+	if (lim->deadline_ns && mono_ns() > lim->deadline_ns)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static int mem_add(struct sel *x, enum gw_tier tier, bool framed,
+		   int64_t t_min, const void *data, size_t len)
+{
+	struct memchunk *nm;
+	uint8_t *copy;
+
+	if (!len)
+		return 0;
+	nm = realloc(x->mem, (x->nmem + 1) * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	x->mem = nm;
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, data, len);
+	x->mem[x->nmem++] = (struct memchunk){ tier, framed, t_min, copy, len };
+	return 0;
+}
+
+static void sel_release(struct sel *x)
+{
+	for (size_t i = 0; i < x->nmem; i++)
+		free(x->mem[i].data);
+	free(x->mem);
+	gw_labels_release(&x->labels);
+	free(x->t);
+	free(x->v);
+	if (x->r)
+		gw_rollup_free_array(x->r, x->n);
+	memset(x, 0, sizeof(*x));
+}
+
+static bool in_memory(const struct sel *x, int64_t t_min)
+{
+	for (size_t i = 0; i < x->nmem; i++)
+		if (x->mem[i].t_min == t_min)
+			return true;
+	return false;
+}
+
+static int grow(struct sel *x, enum gw_tier tier, size_t need)
+{
+	size_t ncap = x->cap ? x->cap : 256;
+
+	if (need <= x->cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	if (tier == GW_TIER_RAW) {
+		int64_t *t = realloc(x->t, ncap * sizeof(*t));
+		double *v;
+
+		if (!t)
+			return -ENOMEM;
+		x->t = t;
+		v = realloc(x->v, ncap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		x->v = v;
+	} else {
+		struct gw_rollup *r = realloc(x->r, ncap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		x->r = r;
+	}
+	x->cap = ncap;
+	return 0;
+}
+
+/* Decodes one raw chunk, keeping the samples in [mint, maxt]. */
+static int take_raw(struct gw_store *s, struct sel *x, const uint8_t *p,
+		    size_t len, int64_t mint, int64_t maxt,
+		    struct gw_query_limits *lim)
+{
+	struct gw_chunk_dec d;
+	size_t before = x->n;
+	int64_t t;
+	double v;
+	int rc;
+
+	if (gw_chunk_dec_init(&d, p, len) != 0)
+		goto corrupt;
+	while ((rc = gw_chunk_next(&d, &t, &v)) == 1) {
+		if (t < mint || t > maxt)
+			continue;
+		if (grow(x, GW_TIER_RAW, x->n + 1))
+			return -ENOMEM;
+		x->t[x->n] = t;
+		x->v[x->n++] = v;
+	}
+	if (rc < 0) {
+		x->n = before;
+		goto corrupt;
+	}
+	return check_limits(lim, x->n - before);
+corrupt:
+	atomic_fetch_add(&s->st_corrupt, 1);
+	gw_log_once(&s->warned_corrupt, GW_LOG_ERROR,
+		    "store: a chunk of %s failed its checksum and was skipped; "
+		    "further ones are counted in "
+		    "gpuwatch_store_corrupt_chunks_total", x->labels.n ?
+		    x->labels.v[0].value : "?");
+	return 0;
+}
+
+static int keep_rollups(struct gw_store *s, struct sel *x, struct gw_rollup *r,
+			size_t k, int64_t mint, int64_t maxt, enum gw_tier tier,
+			struct gw_query_limits *lim)
+{
+	size_t kept = 0;
+	int err = 0;
+
+	(void)s;
+	for (size_t i = 0; i < k; i++) {
+		if (r[i].t < mint || r[i].t > maxt || err) {
+			gw_rollup_release(&r[i]);
+			continue;
+		}
+		err = grow(x, tier, x->n + 1);
+		if (err) {
+			gw_rollup_release(&r[i]);
+			continue;
+		}
+		x->r[x->n++] = r[i]; /* moved */
+		kept++;
+	}
+	free(r);
+	if (err)
+		return err;
+	return check_limits(lim, kept);
+}
+
+static int take_rollups(struct gw_store *s, struct sel *x, enum gw_tier tier,
+			const uint8_t *p, size_t len, bool framed,
+			int64_t mint, int64_t maxt,
+			struct gw_query_limits *lim)
+{
+	struct gw_rollup *r = NULL;
+	size_t k = 0;
+	int err;
+
+	if (framed) {
+		struct gw_buf b = { (char *)p, len, len, len };
+
+		err = gw_store_frame_decode(&b, &r, &k);
+	} else {
+		err = gw_rollup_decode(p, len, &r, &k);
+	}
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		atomic_fetch_add(&s->st_corrupt, 1);
+		return 0;
+	}
+	return keep_rollups(s, x, r, k, mint, maxt, tier, lim);
+}
+
+static int cmp_data(const void *a, const void *b)
+{
+	const struct gw_series_data *x = a, *y = b;
+
+	return gw_labels_cmp(&x->labels, &y->labels);
+}
+
+/* Sorts collected points by time (stable for equal times). */
+static int sort_points(struct sel *x, enum gw_tier tier)
+{
+	bool sorted = true;
+
+	for (size_t i = 1; i < x->n && sorted; i++)
+		sorted = tier == GW_TIER_RAW ? x->t[i - 1] <= x->t[i] :
+					       x->r[i - 1].t <= x->r[i].t;
+	if (sorted)
+		return 0;
+	/* Insertion sort over runs: pieces arrive mostly in order. */
+	for (size_t i = 1; i < x->n; i++) {
+		size_t j = i;
+
+		if (tier == GW_TIER_RAW) {
+			int64_t t = x->t[i];
+			double v = x->v[i];
+
+			while (j > 0 && x->t[j - 1] > t) {
+				x->t[j] = x->t[j - 1];
+				x->v[j] = x->v[j - 1];
+				j--;
+			}
+			x->t[j] = t;
+			x->v[j] = v;
+		} else {
+			struct gw_rollup r = x->r[i];
+
+			while (j > 0 && x->r[j - 1].t > r.t) {
+				x->r[j] = x->r[j - 1];
+				j--;
+			}
+			x->r[j] = r;
+		}
+	}
+	return 0;
+}
+
+struct part_ref {
+	char path[PATH_MAX + 320];
+};
+
+static void note_corrupt_file(struct gw_store *s, const char *path)
+{
+	atomic_fetch_add(&s->st_corrupt, 1);
+	gw_log_once(&s->warned_corrupt, GW_LOG_ERROR,
+		    "store: %s is damaged (SQLite reports corruption); its "
+		    "chunks are skipped and it is quarantined at the next "
+		    "start", path);
+}
+
+static int read_partition(struct gw_store *s, const char *path,
+			  struct sel *sels, size_t n, enum gw_tier tier,
+			  int64_t mint, int64_t maxt,
+			  struct gw_query_limits *lim)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
+	int err = 0, rc;
+
+	if (gw_store_open_db(path, false, true, &db) != 0)
+		return 0; /* dropped meanwhile, or unreadable: skip */
+	rc = sqlite3_prepare_v2(db, "SELECT t_min, data FROM chunks WHERE "
+				"series = ? AND t_max >= ? AND t_min <= ? "
+				"ORDER BY t_min", -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		note_corrupt_file(s, path);
+		goto out;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, sels[i].id);
+		sqlite3_bind_int64(st, 2, mint);
+		sqlite3_bind_int64(st, 3, maxt);
+		while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t t_min = sqlite3_column_int64(st, 0);
+			const uint8_t *p = sqlite3_column_blob(st, 1);
+			size_t len = (size_t)sqlite3_column_bytes(st, 1);
+
+			if (in_memory(&sels[i], t_min))
+				continue;
+			if (tier == GW_TIER_RAW)
+				err = take_raw(s, &sels[i], p, len, mint, maxt,
+					       lim);
+			else
+				err = take_rollups(s, &sels[i], tier, p, len,
+						   false, mint, maxt, lim);
+		}
+		if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+			if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+				note_corrupt_file(s, path);
+			else
+				gw_warn("store: reading %s: %s", path,
+					sqlite3_errmsg(db));
+		}
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return err;
+}
+
+static bool part_overlaps(const struct part *p, enum gw_tier tier,
+			  int64_t mint, int64_t maxt)
+{
+	if (p->tier != tier)
+		return false;
+	/* Raw chunks of day D hold t in [D, D+1d); rollups t in (D, D+1d]. */
+	return p->day <= maxt && p->day + MS_DAY >= mint;
+}
+
+static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
+			int64_t mint, int64_t maxt, enum gw_tier tier,
+			struct gw_query_limits *lim, struct gw_series_set *out)
+{
+	struct gw_store *s = ctx;
+	struct sel *sels = NULL;
+	struct part_ref *parts = NULL;
+	size_t n = 0, cap = 0, np = 0;
+	int err = 0;
+
+	out->s = NULL;
+	out->n = 0;
+	/* Write lock: finalising an open chunk's header writes to it. */
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < gw_series_index_count(s->idx) && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct head *h = ser->head;
+		struct sel *x;
+
+		if (!gw_matchers_match(m, nm, &ser->labels))
+			continue;
+		if (h->first_t != INT64_MIN && h->first_t > maxt + MS_HOUR)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct sel *nv = realloc(sels, ncap * sizeof(*nv));
+
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			sels = nv;
+			cap = ncap;
+		}
+		x = &sels[n++];
+		memset(x, 0, sizeof(*x));
+		x->id = ser->id;
+		err = gw_labels_dup(&x->labels, &ser->labels);
+		for (size_t k = 0; k < s->nsealed && !err; k++) {
+			const struct sealed *z = &s->sealed[k];
+
+			if (z->id == ser->id && z->tier == tier)
+				err = mem_add(x, tier, false, z->t_min, z->data,
+					      z->len);
+		}
+		if (err)
+			break;
+		if (tier == GW_TIER_RAW && gw_chunk_count(&h->raw)) {
+			size_t len;
+			const uint8_t *p = gw_chunk_bytes(&h->raw, &len);
+
+			err = mem_add(x, tier, false, gw_chunk_first(&h->raw), p,
+				      len);
+		} else if (tier == GW_TIER_1M) {
+			err = mem_add(x, tier, true, INT64_MIN, h->m1_closed.p,
+				      h->m1_closed.len);
+		} else if (tier == GW_TIER_1H) {
+			err = mem_add(x, tier, true, h->h1_day_t0, h->h1_day.p,
+				      h->h1_day.len);
+		}
+	}
+	if (!err && n) {
+		parts = calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
+		if (!parts)
+			err = -ENOMEM;
+		for (size_t i = 0; !err && i < s->nparts; i++)
+			if (part_overlaps(&s->parts[i], tier, mint, maxt))
+				snprintf(parts[np++].path, sizeof(parts->path), "%s",
+					 s->parts[i].path);
+	}
+	pthread_rwlock_unlock(&s->lock);
+
+	for (size_t i = 0; i < np && !err; i++)
+		err = read_partition(s, parts[i].path, sels, n, tier, mint,
+				     maxt, lim);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct sel *x = &sels[i];
+
+		for (size_t k = 0; k < x->nmem && !err; k++) {
+			struct memchunk *c = &x->mem[k];
+
+			if (tier == GW_TIER_RAW)
+				err = take_raw(s, x, c->data, c->len, mint,
+					       maxt, lim);
+			else
+				err = take_rollups(s, x, tier, c->data, c->len,
+						   c->framed, mint, maxt, lim);
+		}
+		if (!err)
+			err = sort_points(x, tier);
+	}
+	if (!err) {
+		size_t k = 0;
+
+		out->s = calloc(n ? n : 1, sizeof(*out->s));
+		if (!out->s)
+			err = -ENOMEM;
+		for (size_t i = 0; !err && i < n; i++) {
+			struct sel *x = &sels[i];
+			struct gw_series_data *d;
+
+			if (!x->n)
+				continue;
+			d = &out->s[k++];
+			d->labels = x->labels;
+			x->labels = (struct gw_labels){ 0 };
+			d->tier = tier;
+			d->n = x->n;
+			d->t = x->t;
+			d->v = x->v;
+			d->r = x->r;
+			x->t = NULL;
+			x->v = NULL;
+			x->r = NULL;
+			x->n = 0;
+		}
+		out->n = k;
+		if (!err && k > 1)
+			qsort(out->s, k, sizeof(*out->s), cmp_data);
+	}
+	for (size_t i = 0; i < n; i++)
+		sel_release(&sels[i]);
+	free(sels);
+	free(parts);
+	if (err)
+		gw_series_set_release(out);
+	return err;
+}
+
+void gw_series_set_release(struct gw_series_set *set)
+{
+	if (!set)
+		return;
+	for (size_t i = 0; i < set->n; i++) {
+		struct gw_series_data *d = &set->s[i];
+
+		gw_labels_release(&d->labels);
+		free(d->t);
+		free(d->v);
+		if (d->r)
+			gw_rollup_free_array(d->r, d->n);
+	}
+	free(set->s);
+	set->s = NULL;
+	set->n = 0;
+}
+
+void gw_label_set_list_release(struct gw_label_set_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		gw_labels_release(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+void gw_string_list_release(struct gw_string_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+/* Series chosen by series() and label_values(): any matcher list. */
+static bool chosen(const struct gw_series *ser,
+		   const struct gw_matcher *const *sets, const size_t *nm,
+		   size_t nsets, int64_t mint, int64_t maxt)
+{
+	const struct head *h = ser->head;
+
+	if (h->first_t != INT64_MIN && h->first_t > maxt)
+		return false;
+	if (h->last_t != INT64_MIN && h->last_t < mint)
+		return false;
+	if (!nsets)
+		return true;
+	for (size_t i = 0; i < nsets; i++)
+		if (gw_matchers_match(sets[i], nm[i], &ser->labels))
+			return true;
+	return false;
+}
+
+static int cmp_labels_p(const void *a, const void *b)
+{
+	return gw_labels_cmp(a, b);
+}
+
+static int store_series(void *ctx, const struct gw_matcher *const *sets,
+			const size_t *nm, size_t nsets, int64_t mint,
+			int64_t maxt, struct gw_label_set_list *out)
+{
+	struct gw_store *s = ctx;
+	size_t n, k = 0;
+	int err = 0;
+
+	out->v = NULL;
+	out->n = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	n = gw_series_index_count(s->idx);
+	out->v = calloc(n ? n : 1, sizeof(*out->v));
+	if (!out->v)
+		err = -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+
+		if (chosen(ser, sets, nm, nsets, mint, maxt))
+			err = gw_labels_dup(&out->v[k++], &ser->labels);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	out->n = k;
+	if (err) {
+		gw_label_set_list_release(out);
+		return err;
+	}
+	qsort(out->v, k, sizeof(*out->v), cmp_labels_p);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int store_label_values(void *ctx, const char *name,
+			      const struct gw_matcher *const *sets,
+			      const size_t *nm, size_t nsets, int64_t mint,
+			      int64_t maxt, struct gw_string_list *out)
+{
+	struct gw_store *s = ctx;
+	size_t cap = 0, k = 0;
+	char **v = NULL;
+	int err = 0;
+
+	out->v = NULL;
+	out->n = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < gw_series_index_count(s->idx) && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+
+		if (!chosen(ser, sets, nm, nsets, mint, maxt))
+			continue;
+		for (size_t j = 0; j < ser->labels.n && !err; j++) {
+			const char *x = name ? ser->labels.v[j].value :
+					       ser->labels.v[j].name;
+
+			if (name && strcmp(ser->labels.v[j].name, name) != 0)
+				continue;
+			if (k == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				char **nv = realloc(v, ncap * sizeof(*nv));
+
+				if (!nv) {
+					err = -ENOMEM;
+					break;
+				}
+				v = nv;
+				cap = ncap;
+			}
+			v[k] = strdup(x);
+			if (!v[k])
+				err = -ENOMEM;
+			else
+				k++;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (!err && k > 1) {
+		size_t u = 1;
+
+		qsort(v, k, sizeof(*v), cmp_str);
+		for (size_t i = 1; i < k; i++) {
+			if (strcmp(v[i], v[u - 1]) == 0)
+				free(v[i]);
+			else
+				v[u++] = v[i];
+		}
+		k = u;
+	}
+	out->v = v;
+	out->n = k;
+	if (err)
+		gw_string_list_release(out);
+	return err;
+}
+
+static enum gw_tier store_pick_tier(void *ctx, int64_t mint, int64_t maxt,
+				    int64_t step_ms)
+{
+	struct gw_store *s = ctx;
+	int64_t now = gw_store_now(s);
+
+	(void)maxt;
+	for (int t = GW_TIERS - 1; t >= 0; t--) {
+		if (gw_tier_width((enum gw_tier)t) > step_ms)
+			continue;
+		if (mint >= now - s->o.retention_ms[t])
+			return (enum gw_tier)t;
+	}
+	/* Nothing fine enough covers mint: the finest tier that does. */
+	for (int t = 0; t < GW_TIERS; t++)
+		if (mint >= now - s->o.retention_ms[t])
+			return (enum gw_tier)t;
+	return GW_TIER_1H;
+}
+
+void gw_store_init_queryable(struct gw_store *s)
+{
+	s->q.ctx = s;
+	s->q.pick_tier = store_pick_tier;
+	s->q.select = store_select;
+	s->q.series = store_series;
+	s->q.label_values = store_label_values;
+}
+
+const struct gw_queryable *gw_store_queryable(struct gw_store *s)
+{
+	return &s->q;
+}
+
+int gw_store_partitions(struct gw_store *s, struct gw_store_partition **out,
+			size_t *n)
+{
+	struct gw_store_partition *v;
+
+	pthread_rwlock_rdlock(&s->lock);
+	v = calloc(s->nparts ? s->nparts : 1, sizeof(*v));
+	if (!v) {
+		pthread_rwlock_unlock(&s->lock);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->nparts; i++) {
+		v[i].tier = s->parts[i].tier;
+		gw_store_day_name(s->parts[i].day, v[i].day);
+		v[i].bytes = s->parts[i].bytes;
+		v[i].closed = s->parts[i].closed;
+	}
+	*n = s->nparts;
+	pthread_rwlock_unlock(&s->lock);
+	*out = v;
+	return 0;
+}
+
+int gw_store_export(const char *dir, const char *partition, const char *path,
+		    char *err, size_t errlen)
+{
+	char src[PATH_MAX + 64], tier[8] = "", day[11] = "";
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	bool ok_tier = false;
+	struct tm tm = { 0 };
+	const char *end;
+	int rc;
+
+	if (sscanf(partition, "%7[^/]/%10s", tier, day) != 2)
+		goto bad;
+	for (int t = 0; t < GW_TIERS; t++)
+		ok_tier |= strcmp(tier, gw_store_tier_dir[t]) == 0;
+	end = strptime(day, "%Y-%m-%d", &tm);
+	if (!ok_tier || !end || *end)
+		goto bad;
+	snprintf(src, sizeof(src), "%s/%s/%s.db", dir, tier, day);
+	if (access(src, R_OK) != 0) {
+		snprintf(err, errlen, "no partition %s in %s (%s)", partition,
+			 dir, strerror(errno));
+		return -ENOENT;
+	}
+	if (access(path, F_OK) == 0) {
+		snprintf(err, errlen, "%s exists; not overwriting it", path);
+		return -EEXIST;
+	}
+	if (gw_store_open_db(src, false, true, &db) != 0 ||
+	    gw_store_check_db(db) != 0) {
+		sqlite3_close(db);
+		snprintf(err, errlen, "%s fails its integrity check", src);
+		return -EBADMSG;
+	}
+	rc = sqlite3_prepare_v2(db, "VACUUM INTO ?", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	if (rc != SQLITE_DONE)
+		snprintf(err, errlen, "exporting %s to %s: %s", src, path,
+			 sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+bad:
+	snprintf(err, errlen, "bad partition name \"%s\": expected "
+		 "raw|1m|1h/YYYY-MM-DD", partition);
+	return -EINVAL;
+}
+
+int gw_store_check_file(const char *path)
+{
+	sqlite3 *db;
+	int err;
+
+	if (access(path, R_OK) != 0)
+		return -errno;
+	err = gw_store_open_db(path, false, true, &db);
+	if (!err)
+		err = gw_store_check_db(db);
+	sqlite3_close(db);
+	return err == -EIO ? -EBADMSG : err;
+}

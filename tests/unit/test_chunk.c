@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_chunk.c - the sample codec: every series comes back bit for bit
+ * (special doubles, extreme and repeated timestamps, random bits, real-ish
+ * GPU telemetry), the open chunk decodes at every length, the limits and
+ * errors the contract promises, and damaged chunks are refused without a
+ * crash.  Series come from a seeded PRNG, so a failure reproduces.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/chunk.h"
+
+#define MAXN 4096
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s)
+{
+	rng_state = s;
+}
+
+/* splitmix64 */
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rndn(uint64_t n)
+{
+	return rnd() % n;
+}
+
+static double rnd01(void)
+{
+	return (double)(rnd() >> 11) * 0x1p-53;
+}
+
+static double from_bits(uint64_t u)
+{
+	double v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+static uint64_t to_bits(double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));
+	return u;
+}
+
+struct series {
+	int64_t t[MAXN];
+	double v[MAXN];
+	size_t n;
+};
+
+static struct series S;
+static int64_t dt_[GW_CHUNK_MAX_SAMPLES];
+static double dv_[GW_CHUNK_MAX_SAMPLES];
+
+/* Decodes p both ways and checks it holds exactly s's first n samples. */
+static void check_decodes(const uint8_t *p, size_t len, const int64_t *t,
+			  const double *v, size_t n)
+{
+	struct gw_chunk_dec d;
+	int64_t ts;
+	double val;
+	long got;
+	size_t i;
+
+	got = gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES);
+	assert_int_equal(got, (long)n);
+	for (i = 0; i < n; i++) {
+		if (dt_[i] != t[i] || to_bits(dv_[i]) != to_bits(v[i]))
+			fail_msg("sample %zu: got (%lld, %016llx) want "
+				 "(%lld, %016llx)",
+				 i, (long long)dt_[i],
+				 (unsigned long long)to_bits(dv_[i]),
+				 (long long)t[i],
+				 (unsigned long long)to_bits(v[i]));
+	}
+	assert_int_equal(gw_chunk_dec_init(&d, p, len), 0);
+	assert_int_equal(gw_chunk_dec_count(&d), n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(gw_chunk_next(&d, &ts, &val), 1);
+		assert_true(ts == t[i]);
+		assert_true(to_bits(val) == to_bits(v[i]));
+	}
+	assert_int_equal(gw_chunk_next(&d, &ts, &val), 0);
+	assert_int_equal(gw_chunk_next(&d, &ts, &val), 0);
+}
+
+/*
+ * Encodes s; with every_step the open chunk is finalised and decoded after
+ * each append.  Returns the chunk's size.
+ */
+static size_t roundtrip(const struct series *s, int every_step)
+{
+	struct gw_chunk_enc e;
+	const uint8_t *p;
+	size_t len = 0, i;
+
+	gw_chunk_enc_init(&e);
+	for (i = 0; i < s->n; i++) {
+		assert_int_equal(gw_chunk_append(&e, s->t[i], s->v[i]), 0);
+		assert_int_equal(gw_chunk_count(&e), i + 1);
+		if (every_step) {
+			p = gw_chunk_bytes(&e, &len);
+			check_decodes(p, len, s->t, s->v, i + 1);
+		}
+	}
+	if (s->n) {
+		p = gw_chunk_bytes(&e, &len);
+		assert_non_null(p);
+		check_decodes(p, len, s->t, s->v, s->n);
+		assert_true(gw_chunk_first(&e) == s->t[0]);
+		assert_true(gw_chunk_last(&e) == s->t[s->n - 1]);
+	}
+	gw_chunk_enc_release(&e);
+	return len;
+}
+
+/* ---- value and timestamp generators ---- */
+
+static const uint64_t special_bits[] = {
+	0x0000000000000000ULL, /* +0 */
+	0x8000000000000000ULL, /* -0 */
+	0x7ff0000000000000ULL, /* +Inf */
+	0xfff0000000000000ULL, /* -Inf */
+	0x7ff8000000000000ULL, /* quiet NaN */
+	0xfff8000000000000ULL, /* negative quiet NaN */
+	0x7ff0000000000001ULL, /* signalling NaN, smallest payload */
+	0x7fffffffffffffffULL, /* NaN, all payload bits */
+	0xfff4000000000abcULL, /* negative signalling NaN with payload */
+	0x0000000000000001ULL, /* smallest denormal */
+	0x800fffffffffffffULL, /* largest negative denormal */
+	0x0010000000000000ULL, /* DBL_MIN */
+	0x7fefffffffffffffULL, /* DBL_MAX */
+	0xffefffffffffffffULL, /* -DBL_MAX */
+	0x4340000000000000ULL, /* 2^53 */
+	0x433fffffffffffffULL, /* 2^53 - 1 */
+	0xc340000000000001ULL, /* -(2^53 + 2) */
+	0x3ff0000000000000ULL, /* 1 */
+	0x3fb999999999999aULL, /* 0.1 */
+	0x3fd3333333333334ULL, /* 0.1 + 0.2 */
+};
+
+#define NSPECIAL (sizeof(special_bits) / sizeof(special_bits[0]))
+
+static double special(void)
+{
+	return from_bits(special_bits[rndn(NSPECIAL)]);
+}
+
+static double any_nan(void)
+{
+	uint64_t payload = rnd() & 0x000fffffffffffffULL;
+
+	return from_bits(0x7ff0000000000000ULL | (rnd() & (1ULL << 63)) |
+			 (payload ? payload : 1));
+}
+
+/* Regular 1 s steps in ms with a few ms of jitter, from a random start. */
+static void times_jitter(struct series *s, int jitter)
+{
+	int64_t base = (int64_t)(1700000000000LL + (int64_t)rndn(1000000));
+
+	for (size_t i = 0; i < s->n; i++)
+		s->t[i] = base + (int64_t)i * 1000 +
+			  (jitter ? (int64_t)rndn((uint64_t)jitter + 1) : 0);
+}
+
+/* Anything non-decreasing: repeats, small and huge steps, both ends. */
+static void times_wild(struct series *s)
+{
+	uint64_t t = rnd();
+
+	switch (rndn(3)) {
+	case 0:
+		t = 0x8000000000000000ULL; /* INT64_MIN */
+		break;
+	case 1:
+		t = 0x8000000000000000ULL + rndn(1000);
+		break;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		/* Steps left to INT64_MAX (t holds the int64's bits). */
+		uint64_t room = 0x7fffffffffffffffULL - t;
+		uint64_t step;
+
+		switch (rndn(6)) {
+		case 0:
+			step = 0;
+			break;
+		case 1:
+			step = 1000;
+			break;
+		case 2:
+			step = rndn(100);
+			break;
+		case 3:
+			step = rnd() >> rndn(64);
+			break;
+		case 4:
+			step = room; /* straight to INT64_MAX */
+			break;
+		default:
+			step = 1000 + rndn(9) - 4;
+			break;
+		}
+		if (step > room)
+			step = room >> rndn(4);
+		t += step;
+		s->t[i] = (int64_t)t;
+	}
+}
+
+static double p10pow(int e)
+{
+	double p = 1;
+
+	while (e-- > 0)
+		p *= 10;
+	return p;
+}
+
+static double gauge(double *x, double lo, double hi, double step, double q)
+{
+	*x += (rnd01() - 0.5) * step;
+	if (*x < lo)
+		*x = lo;
+	if (*x > hi)
+		*x = hi;
+	return round(*x * q) / q;
+}
+
+/* Values of one of many kinds, chosen by kind. */
+static void values(struct series *s, unsigned kind)
+{
+	double x = 50 + rnd01() * 20, c = (double)(rnd() >> 24);
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		double v;
+
+		switch (kind) {
+		case 0: /* random bit patterns */
+			v = from_bits(rnd());
+			break;
+		case 1: /* special values only */
+			v = special();
+			break;
+		case 2: /* NaNs with random payloads */
+			v = any_nan();
+			break;
+		case 3: /* temperature: integer, slow */
+			v = gauge(&x, 20, 95, 0.6, 1);
+			break;
+		case 4: /* power in W, 3 decimals */
+			v = gauge(&x, 50, 700, 20, 1000);
+			break;
+		case 5: /* energy counter in mJ */
+			c += 250000 + (double)rndn(100000);
+			v = c;
+			break;
+		case 6: /* MiB-multiple byte counts */
+			if (rndn(50) == 0)
+				x = (double)rndn(80 * 1024);
+			v = round(x) * 1048576;
+			break;
+		case 7: /* alternating regimes, in runs */
+			switch ((i / 37) % 5) {
+			case 0:
+				v = round(x) + (double)rndn(3);
+				break;
+			case 1:
+				v = rnd01();
+				break;
+			case 2:
+				v = gauge(&x, -100, 100, 3, 100);
+				break;
+			case 3:
+				v = special();
+				break;
+			default:
+				v = from_bits(rnd());
+				break;
+			}
+			break;
+		case 8: /* decimals gaining digits: scale grows */
+			v = round(rnd01() * 1e6) / p10pow((int)(i * 16 / s->n));
+			break;
+		case 9: /* constant, sometimes a special value */
+			v = i % 97 == 50 ? special() : 42;
+			break;
+		case 10: /* integers near and past 2^53, negative too */
+			v = (double)(int64_t)((rnd() >> 10) - (1ULL << 53));
+			break;
+		default: /* mixed: anything in any order */
+			v = rndn(4) == 0 ? special()
+				: rndn(3) == 0 ? from_bits(rnd())
+				: gauge(&x, -1e3, 1e3, 5, 10);
+			break;
+		}
+		s->v[i] = v;
+	}
+}
+
+/* ---- round trips ---- */
+
+static void roundtrip_property(void **state)
+{
+	(void)state;
+	for (unsigned round = 0; round < 600; round++) {
+		rng_seed(0x5eed0000 + round);
+		S.n = 1 + (size_t)rndn(round % 10 == 0 ? MAXN : 300);
+		switch (rndn(3)) {
+		case 0:
+			times_wild(&S);
+			break;
+		default:
+			times_jitter(&S, (int)rndn(8));
+			break;
+		}
+		values(&S, round % 12);
+		roundtrip(&S, 0);
+	}
+}
+
+static void every_prefix_decodes(void **state)
+{
+	(void)state;
+	for (unsigned kind = 0; kind < 12; kind++) {
+		rng_seed(0xabc0 + kind);
+		S.n = 150;
+		if (kind % 2)
+			times_wild(&S);
+		else
+			times_jitter(&S, 5);
+		values(&S, kind);
+		roundtrip(&S, 1);
+	}
+}
+
+static void special_values_and_timestamps(void **state)
+{
+	(void)state;
+	/* Each special value after each other one, at the int64 extremes. */
+	S.n = 0;
+	for (size_t i = 0; i < NSPECIAL; i++) {
+		for (size_t j = 0; j < NSPECIAL; j++) {
+			S.t[S.n] = INT64_MIN + (int64_t)S.n;
+			S.v[S.n++] = from_bits(special_bits[i]);
+			S.t[S.n] = INT64_MIN + (int64_t)S.n;
+			S.v[S.n++] = from_bits(special_bits[j]);
+		}
+	}
+	roundtrip(&S, 0);
+
+	/* The whole int64 range in one step, then repeats at INT64_MAX. */
+	S.n = 0;
+	S.t[S.n] = INT64_MIN;
+	S.v[S.n++] = -0.0;
+	S.t[S.n] = INT64_MAX;
+	S.v[S.n++] = 0.0;
+	S.t[S.n] = INT64_MAX;
+	S.v[S.n++] = -0.0;
+	S.t[S.n] = INT64_MAX;
+	S.v[S.n++] = from_bits(0x7ff0000000000001ULL);
+	roundtrip(&S, 1);
+
+	/* Steps that swing between 1 and 2^63 - 1 and back. */
+	{
+		static const int64_t swing[] = {
+			INT64_MIN, -1, 0, INT64_MAX - 1, INT64_MAX,
+		};
+
+		S.n = 0;
+		for (size_t i = 0; i < sizeof(swing) / sizeof(swing[0]); i++) {
+			S.t[S.n] = swing[i];
+			S.v[S.n++] = (double)i;
+		}
+		roundtrip(&S, 1);
+	}
+
+	/* A single sample, the same timestamp many times. */
+	S.n = 1;
+	S.t[0] = -1;
+	S.v[0] = from_bits(0xfff4000000000abcULL);
+	roundtrip(&S, 1);
+	S.n = 500;
+	for (size_t i = 0; i < S.n; i++) {
+		S.t[i] = 7;
+		S.v[i] = (double)(i % 3);
+	}
+	roundtrip(&S, 0);
+}
+
+/* Telemetry the store really keeps stays small; a user sees disk use. */
+static void gpu_telemetry_is_compact(void **state)
+{
+	size_t len;
+
+	(void)state;
+	rng_seed(7);
+	S.n = 3600;
+	/* Exact 1 s steps and a temperature: about 2 bits a sample. */
+	times_jitter(&S, 0);
+	values(&S, 3);
+	len = roundtrip(&S, 0);
+	assert_true(len < S.n / 3);
+	/* A few ms of jitter and power with 3 decimals: well under raw. */
+	times_jitter(&S, 4);
+	values(&S, 4);
+	len = roundtrip(&S, 0);
+	assert_true(len < S.n * 4);
+	/* An energy counter: much less than its 8 raw bytes. */
+	values(&S, 5);
+	len = roundtrip(&S, 0);
+	assert_true(len < S.n * 4);
+}
+
+/* ---- limits and errors ---- */
+
+static void out_of_order_changes_nothing(void **state)
+{
+	struct gw_chunk_enc e;
+	const uint8_t *p;
+	uint8_t before[256];
+	size_t len, len2;
+
+	(void)state;
+	gw_chunk_enc_init(&e);
+	assert_int_equal(gw_chunk_append(&e, 1000, 1.5), 0);
+	assert_int_equal(gw_chunk_append(&e, 2000, 2.5), 0);
+	p = gw_chunk_bytes(&e, &len);
+	assert_true(len <= sizeof(before));
+	memcpy(before, p, len);
+	assert_int_equal(gw_chunk_append(&e, 1999, 3.5), -EDOM);
+	assert_int_equal(gw_chunk_append(&e, INT64_MIN, 3.5), -EDOM);
+	assert_int_equal(gw_chunk_count(&e), 2);
+	assert_true(gw_chunk_last(&e) == 2000);
+	p = gw_chunk_bytes(&e, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(p, before, len);
+	/* The same timestamp again is fine. */
+	assert_int_equal(gw_chunk_append(&e, 2000, 4.5), 0);
+	S.n = 3;
+	S.t[0] = 1000, S.t[1] = 2000, S.t[2] = 2000;
+	S.v[0] = 1.5, S.v[1] = 2.5, S.v[2] = 4.5;
+	p = gw_chunk_bytes(&e, &len);
+	check_decodes(p, len, S.t, S.v, 3);
+	gw_chunk_enc_release(&e);
+}
+
+static void full_by_count(void **state)
+{
+	struct gw_chunk_enc e;
+	const uint8_t *p;
+	size_t len, len2;
+	uint8_t *copy;
+
+	(void)state;
+	gw_chunk_enc_init(&e);
+	for (uint32_t i = 0; i < GW_CHUNK_MAX_SAMPLES; i++)
+		assert_int_equal(gw_chunk_append(&e, (int64_t)i * 1000,
+						 (double)(i % 100)),
+				 0);
+	p = gw_chunk_bytes(&e, &len);
+	copy = malloc(len);
+	assert_non_null(copy);
+	memcpy(copy, p, len);
+	assert_int_equal(gw_chunk_append(&e, INT64_MAX, 1), -ENOSPC);
+	assert_int_equal(gw_chunk_count(&e), GW_CHUNK_MAX_SAMPLES);
+	p = gw_chunk_bytes(&e, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(p, copy, len);
+	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
+					     GW_CHUNK_MAX_SAMPLES),
+			 GW_CHUNK_MAX_SAMPLES);
+	assert_true(dt_[GW_CHUNK_MAX_SAMPLES - 1] ==
+		    (int64_t)(GW_CHUNK_MAX_SAMPLES - 1) * 1000);
+	/* Too little room in the caller's arrays. */
+	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
+					     GW_CHUNK_MAX_SAMPLES - 1),
+			 -ENOSPC);
+	free(copy);
+
+	/* Reset empties it; the allocation is reused. */
+	gw_chunk_enc_reset(&e);
+	assert_int_equal(gw_chunk_count(&e), 0);
+	assert_null(gw_chunk_bytes(&e, &len));
+	assert_int_equal(len, 0);
+	assert_int_equal(gw_chunk_append(&e, 5, 6), 0);
+	S.n = 1;
+	S.t[0] = 5;
+	S.v[0] = 6;
+	p = gw_chunk_bytes(&e, &len);
+	check_decodes(p, len, S.t, S.v, 1);
+	gw_chunk_enc_release(&e);
+}
+
+static void full_by_size(void **state)
+{
+	struct gw_chunk_enc e;
+	const uint8_t *p;
+	size_t len = 0, len2;
+	uint8_t *copy;
+	uint64_t t = 0x8000000000000000ULL; /* INT64_MIN */
+	uint64_t v = 0;
+	uint32_t n;
+	int r = 0;
+
+	(void)state;
+	rng_seed(99);
+	gw_chunk_enc_init(&e);
+	/*
+	 * Steps alternating between 0 and 2^48, and values whose XOR with
+	 * the previous one never fits the last window: some 17 bytes a
+	 * sample, so the size limit comes before the count.
+	 */
+	for (n = 0; n < GW_CHUNK_MAX_SAMPLES; n++) {
+		t += n % 2 ? 1ULL << 48 : 0;
+		v ^= n % 2 ? 0x8000000000000002ULL |
+				     (rnd() & 0x3ffffffffffffffcULL)
+			   : 0x4000000000000001ULL |
+				     (rnd() & 0x3ffffffffffffffeULL);
+		r = gw_chunk_append(&e, (int64_t)t, from_bits(v));
+		if (r)
+			break;
+	}
+	assert_int_equal(r, -ENOSPC);
+	assert_true(n < GW_CHUNK_MAX_SAMPLES);
+	assert_int_equal(gw_chunk_count(&e), n);
+	p = gw_chunk_bytes(&e, &len);
+	assert_true(len <= GW_CHUNK_MAX_BYTES);
+	assert_true(len > GW_CHUNK_MAX_BYTES - 64);
+	copy = malloc(len);
+	assert_non_null(copy);
+	memcpy(copy, p, len);
+	/* Another big sample fails the same way and changes nothing. */
+	assert_int_equal(gw_chunk_append(&e, INT64_MAX, from_bits(rnd())),
+			 -ENOSPC);
+	p = gw_chunk_bytes(&e, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(p, copy, len);
+	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
+					     GW_CHUNK_MAX_SAMPLES),
+			 n);
+	free(copy);
+	gw_chunk_enc_release(&e);
+}
+
+/* ---- damaged input ---- */
+
+/* Decodes whatever p is; anything but -EBADMSG must be a valid series. */
+static long decode_any(const uint8_t *p, size_t len)
+{
+	long r = gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES);
+
+	if (r < 0)
+		assert_int_equal(r, -EBADMSG);
+	for (long i = 1; i < r; i++)
+		assert_true(dt_[i] >= dt_[i - 1]);
+	return r;
+}
+
+static void corruption_is_detected(void **state)
+{
+	struct gw_chunk_enc e;
+	const uint8_t *p;
+	uint8_t buf[512];
+	size_t len;
+
+	(void)state;
+	for (unsigned kind = 0; kind < 12; kind++) {
+		rng_seed(0xbad0 + kind);
+		S.n = 24;
+		times_jitter(&S, 3);
+		values(&S, kind);
+		gw_chunk_enc_init(&e);
+		for (size_t i = 0; i < S.n; i++)
+			assert_int_equal(gw_chunk_append(&e, S.t[i], S.v[i]),
+					 0);
+		p = gw_chunk_bytes(&e, &len);
+		assert_true(len <= sizeof(buf));
+		memcpy(buf, p, len);
+		/* Every single bit flip. */
+		for (size_t bit = 0; bit < len * 8; bit++) {
+			buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			assert_int_equal(decode_any(buf, len), -EBADMSG);
+			buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		}
+		/* Every truncation, and one byte too many. */
+		for (size_t l = 0; l < len; l++)
+			assert_int_equal(decode_any(buf, l), -EBADMSG);
+		buf[len] = 0;
+		assert_int_equal(decode_any(buf, len + 1), -EBADMSG);
+		assert_int_equal(decode_any(buf, len), (long)S.n);
+		assert_int_equal(decode_any(NULL, 0), -EBADMSG);
+		gw_chunk_enc_release(&e);
+	}
+}
+
+static void garbage_never_crashes(void **state)
+{
+	uint8_t buf[300];
+
+	(void)state;
+	rng_seed(4242);
+	for (unsigned round = 0; round < 20000; round++) {
+		size_t len = (size_t)rndn(sizeof(buf));
+
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)rnd();
+		if (len >= 2 && rndn(2)) {
+			buf[0] = 1; /* a plausible header, wrong checksum */
+			buf[1] = 0;
+		}
+		decode_any(buf, len);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(roundtrip_property),
+		cmocka_unit_test(every_prefix_decodes),
+		cmocka_unit_test(special_values_and_timestamps),
+		cmocka_unit_test(gpu_telemetry_is_compact),
+		cmocka_unit_test(out_of_order_changes_nothing),
+		cmocka_unit_test(full_by_count),
+		cmocka_unit_test(full_by_size),
+		cmocka_unit_test(corruption_is_detected),
+		cmocka_unit_test(garbage_never_crashes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store with a fake clock: samples come back exactly, rollups are
+ * right, restarts and crashes (a child that _exit()s without closing) keep
+ * everything flushed, retention and the disk budget drop the oldest days,
+ * damaged files are quarantined while the rest stays readable.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+#define HOUR 3600000LL
+#define DAY (24 * HOUR)
+/* 2026-11-30T00:00:00Z */
+#define T0 1795996800000LL
+
+struct fixture {
+	char dir[64];
+	int64_t now;
+	struct gw_store_opts o;
+	struct gw_store *s;
+};
+
+static int64_t fake_now(void *ctx)
+{
+	return ((struct fixture *)ctx)->now;
+}
+
+static void reopen(struct fixture *f)
+{
+	char err[512] = "";
+
+	gw_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(gw_store_open(&f->s, &f->o, err, sizeof(err)), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/gw-store-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	gw_store_opts_defaults(&f->o);
+	f->o.dir = f->dir;
+	f->o.now = fake_now;
+	f->o.now_ctx = f;
+	f->now = T0;
+	f->o.disk_budget = 0;
+	*state = f;
+	reopen(f);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	gw_store_close(f->s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+static double temp_at(int64_t t)
+{
+	return 40 + (double)((t / 1000) % 37);
+}
+
+/* Appends one sample per second per GPU in [from, to), maintaining. */
+static void feed(struct fixture *f, int64_t from, int64_t to, int gpus)
+{
+	for (int64_t t = from; t < to; t += 1000) {
+		for (int g = 0; g < gpus; g++) {
+			char labels[64];
+
+			snprintf(labels, sizeof(labels), "uuid=\"GPU-%d\",gpu=\"%d\"",
+				 g, g);
+			assert_int_equal(gw_store_append(f->s,
+							 "gpuwatch_gpu_temperature_celsius",
+							 labels, t, temp_at(t) + g),
+					 0);
+		}
+		f->now = t + 1;
+		if (t % 5000 == 0)
+			assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+}
+
+static struct gw_series_set select_gpu(struct fixture *f, const char *gpu,
+				       int64_t mint, int64_t maxt,
+				       enum gw_tier tier)
+{
+	const struct gw_queryable *q = gw_store_queryable(f->s);
+	struct gw_matcher m[2];
+	struct gw_query_limits lim = { 0 };
+	struct gw_series_set set;
+
+	assert_int_equal(gw_matcher_init(&m[0], GW_MATCH_EQ, "__name__",
+					 "gpuwatch_gpu_temperature_celsius",
+					 NULL, 0), 0);
+	assert_int_equal(gw_matcher_init(&m[1], GW_MATCH_RE, "gpu", gpu, NULL,
+					 0), 0);
+	assert_int_equal(q->select(q->ctx, m, 2, mint, maxt, tier, &lim, &set),
+			 0);
+	gw_matcher_release(&m[0]);
+	gw_matcher_release(&m[1]);
+	return set;
+}
+
+/* Every raw sample of gpu 1 in [from, to) is there, once, exact. */
+static void expect_raw(struct fixture *f, int64_t from, int64_t to)
+{
+	struct gw_series_set set = select_gpu(f, "1", from, to - 1,
+					      GW_TIER_RAW);
+
+	assert_int_equal(set.n, 1);
+	assert_string_equal(gw_labels_get(&set.s[0].labels, "uuid"), "GPU-1");
+	assert_int_equal(set.s[0].n, (size_t)((to - from) / 1000));
+	for (size_t i = 0; i < set.s[0].n; i++) {
+		int64_t t = from + (int64_t)i * 1000;
+
+		assert_int_equal(set.s[0].t[i], t);
+		assert_true(set.s[0].v[i] == temp_at(t) + 1);
+	}
+	gw_series_set_release(&set);
+}
+
+static void samples_round_trip_across_cuts_and_restarts(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+
+	feed(f, T0, T0 + 3 * HOUR + 600000, 2);
+	gw_store_stats(f->s, &st);
+	assert_true(st.cuts >= 2);
+	assert_int_equal(st.series, 2);
+	expect_raw(f, T0, T0 + 3 * HOUR + 600000);
+	/* A clean restart: partitions + the head log. */
+	reopen(f);
+	expect_raw(f, T0, T0 + 3 * HOUR + 600000);
+	/* and the store goes on after it */
+	feed(f, T0 + 3 * HOUR + 600000, T0 + 4 * HOUR + 60000, 2);
+	expect_raw(f, T0 + HOUR, T0 + 4 * HOUR + 60000);
+}
+
+static void rollups_hold_minute_and_hour_aggregates(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_series_set set;
+
+	feed(f, T0, T0 + 2 * HOUR + 120000, 2);
+	set = select_gpu(f, "1", T0, T0 + 2 * HOUR, GW_TIER_1M);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 120);
+	for (size_t i = 0; i < set.s[0].n; i++) {
+		const struct gw_rollup *r = &set.s[0].r[i];
+		double sum = 0, mn = INFINITY, mx = -INFINITY;
+		int64_t start = r->t - 60000;
+
+		assert_int_equal(r->t, T0 + (int64_t)(i + 1) * 60000);
+		for (int64_t t = start; t < r->t; t += 1000) {
+			double v = temp_at(t) + 1;
+
+			sum += v;
+			mn = fmin(mn, v);
+			mx = fmax(mx, v);
+		}
+		assert_true(r->count == 60);
+		assert_true(fabs(r->sum - sum) < 1e-9);
+		assert_true(r->min == mn);
+		assert_true(r->max == mx);
+		assert_true(r->last == temp_at(r->t - 1000) + 1);
+	}
+	gw_series_set_release(&set);
+	set = select_gpu(f, "0|1", T0, T0 + 3 * HOUR, GW_TIER_1H);
+	assert_int_equal(set.n, 2);
+	assert_int_equal(set.s[1].n, 2);
+	assert_true(set.s[1].r[0].count == 3600);
+	assert_int_equal(set.s[1].r[1].t, T0 + 2 * HOUR);
+	gw_series_set_release(&set);
+	/* The same after a restart (1-hour column reloaded, head replayed). */
+	reopen(f);
+	set = select_gpu(f, "1", T0, T0 + 3 * HOUR, GW_TIER_1H);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 2);
+	gw_series_set_release(&set);
+}
+
+static void crash_loses_at_most_the_flush_interval(void **state)
+{
+	struct fixture *f = *state;
+	pid_t pid;
+	int status;
+
+	/* The child owns the store from open to a death without close. */
+	gw_store_close(f->s);
+	f->s = NULL;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char err[256];
+
+		if (gw_store_open(&f->s, &f->o, err, sizeof(err)))
+			_exit(2);
+		feed(f, T0, T0 + HOUR + 30000, 2);
+		/* Flushed at +60 s; the samples after it are not. */
+		for (int64_t t = T0 + HOUR + 30000; t < T0 + HOUR + 65000;
+		     t += 1000) {
+			if (gw_store_append(f->s, "gpuwatch_gpu_temperature_celsius",
+					    "gpu=\"1\",uuid=\"GPU-1\"", t,
+					    temp_at(t) + 1))
+				_exit(3);
+			f->now = t;
+			if (t == T0 + HOUR + 60000 && gw_store_flush(f->s))
+				_exit(4);
+		}
+		_exit(0); /* no close: what kill -9 leaves behind */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	f->now = T0 + HOUR + 65000;
+	reopen(f);
+	expect_raw(f, T0, T0 + HOUR + 61000);
+	{
+		struct gw_series_set set = select_gpu(f, "1", T0 + HOUR + 61000,
+						      T0 + 2 * HOUR,
+						      GW_TIER_RAW);
+
+		assert_int_equal(set.n, 0); /* those were never flushed */
+		gw_series_set_release(&set);
+	}
+}
+
+static void out_of_order_is_refused_and_counted(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+
+	assert_int_equal(gw_store_append(f->s, "m", "", T0 + 5000, 1), 0);
+	assert_int_equal(gw_store_append(f->s, "m", "", T0 + 5000, 2), 0);
+	assert_int_equal(gw_store_append(f->s, "m", "", T0 + 4000, 3), -EDOM);
+	assert_int_equal(gw_store_append(f->s, "bad name", "", T0, 3), -EINVAL);
+	assert_int_equal(gw_store_append(f->s, "m", "x=1", T0 + 6000, 3),
+			 -EINVAL);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.samples_refused_order, 1);
+	assert_int_equal(st.samples_refused_bad, 2);
+	assert_int_equal(st.samples_appended, 2);
+}
+
+static void series_cap_refuses_and_counts(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+	char labels[32];
+
+	f->o.max_series = 3;
+	reopen(f);
+	for (int i = 0; i < 5; i++) {
+		snprintf(labels, sizeof(labels), "pid=\"%d\"", i);
+		assert_int_equal(gw_store_append(f->s, "m", labels, T0, 1),
+				 i < 3 ? 0 : -ENOSPC);
+	}
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series, 3);
+	assert_int_equal(st.samples_refused_cap, 2);
+}
+
+static size_t count_files(const char *dir, const char *sub)
+{
+	char path[256];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void retention_drops_whole_old_days(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_series_set set;
+
+	f->o.retention_ms[GW_TIER_RAW] = DAY;
+	reopen(f);
+	/* Two samples an hour for four days. */
+	for (int64_t t = T0; t < T0 + 4 * DAY; t += HOUR / 2) {
+		assert_int_equal(gw_store_append(f->s, "m", "gpu=\"1\"", t, 1), 0);
+		f->now = t + 11000;
+		assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+	f->now = T0 + 4 * DAY + 61000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	/* raw keeps the last day or so; 1h keeps all four days */
+	assert_true(count_files(f->dir, "raw") <= 2);
+	assert_int_equal(count_files(f->dir, "1h"), 4);
+	{
+		const struct gw_queryable *q = gw_store_queryable(f->s);
+		struct gw_matcher m;
+		struct gw_query_limits lim = { 0 };
+
+		assert_int_equal(gw_matcher_init(&m, GW_MATCH_EQ, "__name__",
+						 "m", NULL, 0), 0);
+		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + DAY,
+					   GW_TIER_RAW, &lim, &set), 0);
+		assert_int_equal(set.n, 0);
+		gw_series_set_release(&set);
+		/* the tier picked for old data is one that still has it */
+		assert_int_equal(q->pick_tier(q->ctx, T0, T0 + DAY, 0),
+				 GW_TIER_1M);
+		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + DAY,
+					   GW_TIER_1H, &lim, &set), 0);
+		assert_int_equal(set.n, 1);
+		assert_int_equal(set.s[0].n, 24);
+		gw_series_set_release(&set);
+		gw_matcher_release(&m);
+	}
+}
+
+static void disk_budget_drops_oldest_first(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+
+	f->o.retention_ms[GW_TIER_RAW] = 30 * DAY;
+	reopen(f);
+	feed(f, T0, T0 + 3 * DAY + HOUR, 2);
+	reopen(f); /* closing checkpoints the write-ahead logs */
+	f->now += 61000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	gw_store_stats(f->s, &st);
+	assert_true(st.disk_bytes > 0);
+	/* Budget: a bit more than half of what is used. */
+	f->o.disk_budget = st.disk_bytes * 6 / 10;
+	reopen(f);
+	f->now += 61000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	gw_store_stats(f->s, &st);
+	assert_true(st.partitions_dropped_budget > 0);
+	assert_true(st.disk_bytes <= f->o.disk_budget);
+	/* the newest data is still there, the oldest is gone */
+	expect_raw(f, T0 + 3 * DAY, T0 + 3 * DAY + HOUR);
+	{
+		struct gw_series_set set = select_gpu(f, "0", T0, T0 + HOUR,
+						      GW_TIER_RAW);
+
+		assert_int_equal(set.n, 0);
+		gw_series_set_release(&set);
+	}
+}
+
+static void garble(const char *path, long at, size_t n)
+{
+	int fd = open(path, O_WRONLY);
+	char junk[4096];
+
+	assert_true(fd >= 0);
+	memset(junk, 0xA5, sizeof(junk));
+	assert_true(n <= sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, n, at), (ssize_t)n);
+	close(fd);
+}
+
+static void damaged_files_are_quarantined(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+	char path[256];
+
+	feed(f, T0, T0 + DAY + 2 * HOUR, 2);
+	gw_store_close(f->s);
+	f->s = NULL;
+	/* Day 1 raw: truncated.  Day 1 1m: garbled header. */
+	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(truncate(path, 3000), 0);
+	assert_int_equal(gw_store_check_file(path), -EBADMSG);
+	snprintf(path, sizeof(path), "%s/1m/2026-11-30.db", f->dir);
+	assert_int_equal(chmod(path, 0644), 0);
+	garble(path, 0, 100);
+	reopen(f);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.files_quarantined, 2);
+	assert_int_equal(count_files(f->dir, "quarantine"), 2);
+	/* what was not damaged is all there */
+	expect_raw(f, T0 + DAY, T0 + DAY + 2 * HOUR);
+	{
+		struct gw_series_set set = select_gpu(f, "1", T0, T0 + DAY,
+						      GW_TIER_1H);
+
+		assert_int_equal(set.n, 1);
+		assert_int_equal(set.s[0].n, 24);
+		gw_series_set_release(&set);
+	}
+	/* the store goes on writing */
+	feed(f, T0 + DAY + 2 * HOUR, T0 + DAY + 3 * HOUR + 20000, 2);
+	expect_raw(f, T0 + DAY, T0 + DAY + 3 * HOUR + 20000);
+}
+
+static void damaged_index_is_rebuilt_from_partitions(void **state)
+{
+	struct fixture *f = *state;
+	char path[256];
+
+	feed(f, T0, T0 + 2 * HOUR + 20000, 2);
+	gw_store_close(f->s);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/index.db", f->dir);
+	garble(path, 0, 4096);
+	reopen(f);
+	/* the hours cut to partitions survive with their series */
+	expect_raw(f, T0, T0 + 2 * HOUR);
+}
+
+static void export_copies_a_partition(void **state)
+{
+	struct fixture *f = *state;
+	char out[256], err[512];
+
+	feed(f, T0, T0 + HOUR + 20000, 1);
+	snprintf(out, sizeof(out), "%s/export.db", f->dir);
+	assert_int_equal(gw_store_export(f->dir, "raw/2026-11-30", out, err,
+					 sizeof(err)), 0);
+	assert_int_equal(gw_store_check_file(out), 0);
+	assert_int_equal(gw_store_export(f->dir, "raw/2026-11-30", out, err,
+					 sizeof(err)), -EEXIST);
+	assert_int_equal(gw_store_export(f->dir, "../x", out, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(gw_store_export(f->dir, "raw/2026-01-01", "/tmp/x",
+					 err, sizeof(err)), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			samples_round_trip_across_cuts_and_restarts, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			rollups_hold_minute_and_hour_aggregates, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			crash_loses_at_most_the_flush_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			out_of_order_is_refused_and_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(series_cap_refuses_and_counts,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(retention_drops_whole_old_days,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(disk_budget_drops_oldest_first,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(damaged_files_are_quarantined,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			damaged_index_is_rebuilt_from_partitions, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(export_copies_a_partition,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
