@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	  "run the node agent: GPU telemetry on /metrics" },
 	{ "query", gw_cmd_query,
 	  "evaluate PromQL on a running agent and print the result" },
+	{ "store", gw_cmd_store,
+	  "list, check or export the local store's day partitions" },
 	{ "version", gw_cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands, or 'help COMMAND' for one" },
 };

@@ -121,6 +121,6 @@ code="$(curl -s -o /dev/null -D "$T_DIR/h" -w '%{http_code}' -X DELETE "$URL/api
 grep -qi '^allow: GET, POST' "$T_DIR/h" || fail "405 without 'Allow: GET, POST'"
 ok "errors: 400 bad_data with position, 404, 405"
 
-# The rest of the server is unchanged and the counters saw the API.
+# The rest of the server is unchanged.
 [ -n "$(value gpuwatch_gpu_temperature_celsius 'gpu="0"')" ] || fail "/metrics lost its series"
 stop_agent

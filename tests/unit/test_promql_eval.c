@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -922,9 +923,9 @@ static void avg_is_stable(void **state)
 	assert_near(inst1(x, "sum(k)", B), 2);
 	assert_near(inst1(x, "avg(k)", B), 0.5);
 	/* Infinities stay infinite. */
-	one(x, "inf", "i=\"1\"", B, INFINITY);
-	one(x, "inf", "i=\"2\"", B, 1);
-	assert_true(isinf(inst1(x, "avg(inf)", B)));
+	one(x, "infs", "i=\"1\"", B, INFINITY);
+	one(x, "infs", "i=\"2\"", B, 1);
+	assert_true(isinf(inst1(x, "avg(infs)", B)));
 }
 
 static void topk_bottomk(void **state)
@@ -1271,8 +1272,8 @@ static void limits(void **state)
 	x->o.max_samples = 0;
 	/* A failure mid-way through a range query frees its output. */
 	one(x, "a", "job=\"x\"", B, 1);
-	one(x, "b", "job=\"x\"", B + 90 * SEC, 2);
-	x->o.lookback_ms = 60 * SEC;
+	one(x, "b", "job=\"x\"", B + 60 * SEC, 2);
+	x->o.lookback_ms = 90 * SEC; /* they meet at the third step */
 	rc = range(x, "-{__name__=~\"a|b|m\"}", B, B + 120 * SEC, 30 * SEC, &r);
 	check_err(&r, rc, GW_QERR_EXECUTION, "same labelset");
 }
