@@ -318,28 +318,24 @@ int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op,
 	if (!m->name || !m->value)
 		goto nomem;
 	if (op == GW_MATCH_RE || op == GW_MATCH_NRE) {
-		size_t len = strlen(value) + 8;
-		char *pat = malloc(len);
 		int code;
 		PCRE2_SIZE off;
 
-		if (!pat)
-			goto nomem;
-		snprintf(pat, len, "^(?:%s)$", value);
-		m->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-				      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DOTALL, &code, &off,
-				      NULL);
-		free(pat);
+		/* Anchored at both ends by options, not by wrapping the text
+		 * (which "a)|(b" could escape). */
+		m->re = pcre2_compile((PCRE2_SPTR)value, PCRE2_ZERO_TERMINATED,
+				      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
+					      PCRE2_DOTALL | PCRE2_ANCHORED |
+					      PCRE2_ENDANCHORED,
+				      &code, &off, NULL);
 		if (!m->re) {
 			if (err && errlen) {
 				PCRE2_UCHAR msg[160];
 
 				pcre2_get_error_message(code, msg, sizeof(msg));
-				/* The offset is into the anchored pattern. */
 				snprintf(err, errlen,
 					 "error parsing regexp: %s at offset %zu",
-					 (const char *)msg,
-					 off >= 4 ? (size_t)off - 4 : 0);
+					 (const char *)msg, (size_t)off);
 			}
 			gw_matcher_release(m);
 			return -EINVAL;

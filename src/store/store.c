@@ -1131,6 +1131,8 @@ static void close_day(struct gw_store *s, int64_t day)
 			p->w = NULL;
 		}
 		if (gw_store_open_db(p->path, false, false, &db) == 0) {
+			if (p->tier != GW_TIER_1H)
+				(void)gw_store_compact_db(db, p->tier);
 			(void)exec(db, "INSERT OR REPLACE INTO meta(k, v) "
 				       "VALUES ('closed', 1);"
 				       "PRAGMA journal_mode=DELETE; VACUUM;");

@@ -141,4 +141,7 @@ int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
 
 void gw_store_init_queryable(struct gw_store *s);
 
+/* Merges each series' chunks in a closed partition (compact.c). */
+int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
+
 #endif

@@ -100,6 +100,17 @@ static void matchers(void **state)
 	assert_false(gw_matcher_match(&m, "12"));
 	assert_true(gw_matcher_matches_empty(&m));
 	gw_matcher_release(&m);
+	/* the anchoring cannot be escaped from inside the value */
+	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "a)|(?:b", err,
+					 sizeof(err)), -EINVAL);
+	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "0|1)|(.*",
+					 err, sizeof(err)), -EINVAL);
+	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "a|b", err,
+					 sizeof(err)), 0);
+	assert_false(gw_matcher_match(&m, "ab"));
+	assert_false(gw_matcher_match(&m, "xb"));
+	assert_true(gw_matcher_match(&m, "b"));
+	gw_matcher_release(&m);
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "(", err,
 					 sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "error parsing regexp"));

@@ -264,6 +264,7 @@ static const struct {
 	{ "foo[5m1m]", "1:5: parse error: not a valid duration string: \"5m1m\"" },
 	{ "foo[0m]", "1:5: parse error: duration must be greater than 0" },
 	{ "foo[300y]", "1:5: parse error: duration out of range" },
+	{ "foo[1111111111111111]", "1:5: parse error: duration out of range" },
 	{ "foo[\"5m\"]", "1:5: parse error: unexpected character in duration expression: '\"'" },
 	{ "foo[]", "1:5: parse error: unexpected \"]\" in subquery or range selector, expected duration" },
 	{ "foo[-1]", "1:5: parse error: unexpected character in duration expression: '-'" },

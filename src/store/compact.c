@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compact.c - when a day is closed, each series' chunks in a partition are
+ * merged into as few chunks as the codec allows (raw: up to 65,535 samples
+ * each; rollups: the whole day in one).  Larger chunks spread the per-chunk
+ * header and SQLite's per-row cost over more samples, and a closed day is
+ * read far more often than it was written.  A series whose chunks do not
+ * all decode is left exactly as it was.
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+struct points {
+	int64_t *t;
+	double *v;
+	struct gw_rollup *r;
+	size_t n, cap;
+};
+
+static int points_grow(struct points *p, bool rollup, size_t need)
+{
+	size_t ncap = p->cap ? p->cap : 4096;
+
+	if (need <= p->cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	if (rollup) {
+		struct gw_rollup *r = realloc(p->r, ncap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		p->r = r;
+	} else {
+		int64_t *t = realloc(p->t, ncap * sizeof(*t));
+		double *v;
+
+		if (!t)
+			return -ENOMEM;
+		p->t = t;
+		v = realloc(p->v, ncap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+	}
+	p->cap = ncap;
+	return 0;
+}
+
+static void points_clear(struct points *p, bool rollup)
+{
+	if (rollup)
+		for (size_t i = 0; i < p->n; i++)
+			gw_rollup_release(&p->r[i]);
+	p->n = 0;
+}
+
+/* Reads every chunk of one series; -EBADMSG if one does not decode. */
+static int load_series(sqlite3_stmt *sel, int64_t id, bool rollup,
+		       struct points *p, size_t *nchunks)
+{
+	int rc, err = 0;
+
+	*nchunks = 0;
+	sqlite3_reset(sel);
+	sqlite3_bind_int64(sel, 1, id);
+	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		const uint8_t *data = sqlite3_column_blob(sel, 0);
+		size_t len = (size_t)sqlite3_column_bytes(sel, 0);
+
+		(*nchunks)++;
+		if (rollup) {
+			struct gw_rollup *r;
+			size_t k;
+
+			err = gw_rollup_decode(data, len, &r, &k);
+			if (!err)
+				err = points_grow(p, true, p->n + k);
+			if (err) {
+				if (err != -EBADMSG)
+					gw_rollup_free_array(r, k);
+				break;
+			}
+			memcpy(p->r + p->n, r, k * sizeof(*r));
+			p->n += k;
+			free(r);
+		} else {
+			struct gw_chunk_dec d;
+			int64_t t;
+			double v;
+			int got;
+
+			err = gw_chunk_dec_init(&d, data, len);
+			if (!err)
+				err = points_grow(p, false,
+						  p->n + gw_chunk_dec_count(&d));
+			while (!err && (got = gw_chunk_next(&d, &t, &v)) == 1) {
+				p->t[p->n] = t;
+				p->v[p->n++] = v;
+			}
+			if (!err && got < 0)
+				err = -EBADMSG;
+		}
+	}
+	return err;
+}
+
+static int put(sqlite3_stmt *ins, int64_t id, int64_t t_min, int64_t t_max,
+	       size_t n, const void *data, size_t len)
+{
+	int rc;
+
+	sqlite3_reset(ins);
+	sqlite3_bind_int64(ins, 1, id);
+	sqlite3_bind_int64(ins, 2, t_min);
+	sqlite3_bind_int64(ins, 3, t_max);
+	sqlite3_bind_int64(ins, 4, (sqlite3_int64)n);
+	sqlite3_bind_blob(ins, 5, data, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(ins);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Writes the points back as few chunks as possible. */
+static int store_series(sqlite3_stmt *ins, int64_t id, bool rollup,
+			struct points *p)
+{
+	struct gw_chunk_enc e;
+	size_t from = 0;
+	int err = 0;
+
+	if (rollup) {
+		struct gw_buf out;
+
+		gw_buf_init(&out, 64u << 20);
+		err = gw_rollup_encode(p->r, p->n, &out);
+		if (!err)
+			err = put(ins, id, p->r[0].t, p->r[p->n - 1].t, p->n,
+				  out.p, out.len);
+		gw_buf_release(&out);
+		return err;
+	}
+	gw_chunk_enc_init(&e);
+	for (size_t i = 0; i <= p->n && !err; i++) {
+		int a = i < p->n ? gw_chunk_append(&e, p->t[i], p->v[i]) :
+				   -ENOSPC;
+
+		if (a == -ENOSPC && gw_chunk_count(&e)) {
+			size_t len;
+			const uint8_t *b = gw_chunk_bytes(&e, &len);
+
+			err = put(ins, id, p->t[from], p->t[i - 1],
+				  gw_chunk_count(&e), b, len);
+			gw_chunk_enc_reset(&e);
+			from = i;
+			if (!err && i < p->n)
+				a = gw_chunk_append(&e, p->t[i], p->v[i]);
+			else
+				a = 0;
+		}
+		if (!err && a)
+			err = a;
+	}
+	gw_chunk_enc_release(&e);
+	return err;
+}
+
+int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
+{
+	sqlite3_stmt *ids = NULL, *sel = NULL, *del = NULL, *ins = NULL;
+	bool rollup = tier != GW_TIER_RAW;
+	struct points p = { 0 };
+	uint64_t merged = 0;
+	int err = 0, rc;
+
+	rc = sqlite3_prepare_v2(db, "SELECT series FROM chunks GROUP BY series "
+				"HAVING count(*) > 1", -1, &ids, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "SELECT data FROM chunks WHERE "
+					"series = ? ORDER BY t_min", -1, &sel,
+					NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "DELETE FROM chunks WHERE series = ?",
+					-1, &del, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "INSERT INTO chunks(series, t_min, "
+					"t_max, n, data) VALUES (?,?,?,?,?)",
+					-1, &ins, NULL);
+	if (rc != SQLITE_OK || sqlite3_exec(db, "BEGIN", NULL, NULL, NULL)) {
+		err = -EIO;
+		goto out;
+	}
+	while (!err && sqlite3_step(ids) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(ids, 0);
+		size_t nchunks;
+		int r;
+
+		points_clear(&p, rollup);
+		r = load_series(sel, id, rollup, &p, &nchunks);
+		if (r == -EBADMSG)
+			continue; /* leave a damaged series untouched */
+		if (r) {
+			err = r;
+			break;
+		}
+		if (!p.n)
+			continue;
+		sqlite3_reset(del);
+		sqlite3_bind_int64(del, 1, id);
+		if (sqlite3_step(del) != SQLITE_DONE) {
+			err = -EIO;
+			break;
+		}
+		err = store_series(ins, id, rollup, &p);
+		merged += nchunks;
+	}
+	if (err)
+		(void)sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	else if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL))
+		err = -EIO;
+	if (!err)
+		gw_dbg("store: compacted %llu chunks", (unsigned long long)merged);
+out:
+	points_clear(&p, rollup);
+	free(p.t);
+	free(p.v);
+	free(p.r);
+	sqlite3_finalize(ids);
+	sqlite3_finalize(sel);
+	sqlite3_finalize(del);
+	sqlite3_finalize(ins);
+	if (err)
+		gw_warn("store: compacting a closed partition failed (%s); it "
+			"stays as written", strerror(-err));
+	return err;
+}
