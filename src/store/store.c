@@ -145,7 +145,7 @@ int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
 
 /* ---- SQLite plumbing ---- */
 
-static int sql_err(sqlite3 *db, int rc, const char *what)
+int gw_store_sql_err(sqlite3 *db, int rc, const char *what)
 {
 	gw_err("store: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 	if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
@@ -157,7 +157,7 @@ static int sql_err(sqlite3 *db, int rc, const char *what)
 	return -EIO;
 }
 
-static int exec(sqlite3 *db, const char *sql)
+int gw_store_exec(sqlite3 *db, const char *sql)
 {
 	char *msg = NULL;
 	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
@@ -192,23 +192,23 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 		flags |= SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		err = sql_err(db, rc, path);
+		err = gw_store_sql_err(db, rc, path);
 		sqlite3_close(db);
 		return err;
 	}
 	sqlite3_busy_timeout(db, 5000);
 	if (!readonly) {
-		err = exec(db, "PRAGMA journal_mode=WAL;"
+		err = gw_store_exec(db, "PRAGMA journal_mode=WAL;"
 			       "PRAGMA synchronous=NORMAL;");
 		if (!err && create) {
 			char sql[128];
 
 			snprintf(sql, sizeof(sql), "PRAGMA application_id=%d;",
 				 STORE_APP_ID);
-			err = exec(db, sql);
+			err = gw_store_exec(db, sql);
 		}
 		if (!err && create)
-			err = exec(db, part_schema);
+			err = gw_store_exec(db, part_schema);
 	}
 	if (err) {
 		sqlite3_close(db);
@@ -605,8 +605,8 @@ static int head_close_before(struct gw_store *s, struct gw_series *ser,
 }
 
 /* The sample path shared by append and log replay. */
-static int head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
-		    double v, bool log)
+int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
+		      double v, bool log)
 {
 	struct head *h = ser->head;
 	int64_t hour = floor_to(t, MS_HOUR);
@@ -751,219 +751,11 @@ int gw_store_append(struct gw_store *s, const char *name, const char *labels,
 			gw_dbg("store: alias cache full");
 		pthread_rwlock_unlock(&s->lock);
 	}
-	err = head_add(s, ser, t, v, true);
+	err = gw_store_head_add(s, ser, t, v, true);
 out:
 	if (key != stackkey)
 		free(key);
 	return err;
-}
-
-/* ---- head log ---- */
-
-static int put_varint(struct gw_buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	return gw_buf_add(b, tmp, n);
-}
-
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return -EBADMSG;
-		v |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
-static int insert_series_row(sqlite3 *db, const struct gw_series *ser,
-			     bool ignore)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	rc = sqlite3_prepare_v2(db, ignore ?
-			"INSERT OR IGNORE INTO series(id, key) VALUES (?, ?)" :
-			"INSERT OR REPLACE INTO series(id, key) VALUES (?, ?)",
-			-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return sql_err(db, rc, "insert series");
-	sqlite3_bind_int64(st, 1, ser->id);
-	sqlite3_bind_text(st, 2, ser->key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : sql_err(db, rc, "insert series");
-}
-
-int gw_store_flush(struct gw_store *s)
-{
-	struct timespec a, b;
-	struct gw_buf blob;
-	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
-	size_t n = gw_series_index_count(s->idx);
-	sqlite3_stmt *st = NULL;
-	int err = 0, rc;
-
-	s->next_flush = gw_store_now(s) + s->o.flush_ms;
-	if (!s->pend_total)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	gw_buf_init(&blob, 1u << 30);
-	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
-		struct head *h = ser->head;
-		int64_t prev;
-
-		if (!h->npend)
-			continue;
-		err = put_varint(&blob, ser->id);
-		if (!err)
-			err = put_varint(&blob, h->npend);
-		prev = h->pend[0].t;
-		if (!err)
-			err = put_varint(&blob, (uint64_t)prev);
-		for (uint32_t j = 0; j < h->npend && !err; j++) {
-			uint64_t d = (uint64_t)h->pend[j].t - (uint64_t)prev;
-
-			err = put_varint(&blob, d);
-			if (!err)
-				err = gw_buf_add(&blob, &h->pend[j].v, 8);
-			prev = h->pend[j].t;
-		}
-		if (h->pend[0].t < tmin)
-			tmin = h->pend[0].t;
-		if (prev > tmax)
-			tmax = prev;
-	}
-	if (err)
-		goto out;
-	err = exec(s->index, "BEGIN");
-	if (err)
-		goto out;
-	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
-		struct head *h = ser->head;
-
-		if (!h->persisted)
-			err = insert_series_row(s->index, ser, false);
-	}
-	if (!err) {
-		rc = sqlite3_prepare_v2(s->index, "INSERT INTO head(t_min, t_max,"
-					" data) VALUES (?, ?, ?)", -1, &st, NULL);
-		if (rc == SQLITE_OK) {
-			sqlite3_bind_int64(st, 1, tmin);
-			sqlite3_bind_int64(st, 2, tmax);
-			sqlite3_bind_blob(st, 3, blob.p, (int)blob.len,
-					  SQLITE_STATIC);
-			rc = sqlite3_step(st);
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE)
-			err = sql_err(s->index, rc, "head log");
-	}
-	if (!err)
-		err = exec(s->index, "COMMIT");
-	if (err) {
-		(void)exec(s->index, "ROLLBACK");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct head *h = gw_series_index_at(s->idx, i)->head;
-
-		h->npend = 0;
-		h->persisted = true;
-	}
-	s->pend_total = 0;
-out:
-	gw_buf_release(&blob);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	atomic_store(&s->st_flush_ns,
-		     (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL +
-				(b.tv_nsec - a.tv_nsec)));
-	if (err)
-		atomic_fetch_add(&s->st_flush_errors, 1);
-	else
-		atomic_fetch_add(&s->st_flushes, 1);
-	return err;
-}
-
-/* Replays the head log after the watermark into the head. */
-static int replay(struct gw_store *s)
-{
-	sqlite3_stmt *st;
-	uint64_t samples = 0, segs = 0;
-	int rc, err = 0;
-
-	rc = sqlite3_prepare_v2(s->index, "SELECT data FROM head WHERE "
-				"t_max >= ? ORDER BY seq", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return sql_err(s->index, rc, "head log");
-	sqlite3_bind_int64(st, 1, s->watermark);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const uint8_t *p = sqlite3_column_blob(st, 0);
-		const uint8_t *end = p + sqlite3_column_bytes(st, 0);
-
-		segs++;
-		while (p && p < end) {
-			uint64_t id, cnt, t0;
-			struct gw_series *ser;
-			int64_t t;
-
-			if (get_varint(&p, end, &id) ||
-			    get_varint(&p, end, &cnt) ||
-			    get_varint(&p, end, &t0)) {
-				err = -EBADMSG;
-				break;
-			}
-			ser = id <= UINT32_MAX ?
-				      gw_series_index_get(s->idx, (uint32_t)id) :
-				      NULL;
-			t = (int64_t)t0;
-			for (uint64_t j = 0; j < cnt; j++) {
-				uint64_t d;
-				double v;
-
-				if (get_varint(&p, end, &d) || end - p < 8) {
-					err = -EBADMSG;
-					break;
-				}
-				memcpy(&v, p, 8);
-				p += 8;
-				t = (int64_t)((uint64_t)t + d);
-				if (ser && t >= s->watermark &&
-				    head_add(s, ser, t, v, false) == 0)
-					samples++;
-			}
-			if (err)
-				break;
-		}
-		if (err)
-			break;
-	}
-	sqlite3_finalize(st);
-	if (err)
-		gw_err("store: the head log in index.db is damaged; replayed "
-		       "what was readable (%llu samples)",
-		       (unsigned long long)samples);
-	else if (segs)
-		gw_info("store: replayed %llu samples from the head log",
-			(unsigned long long)samples);
-	return 0;
 }
 
 /* ---- cuts ---- */
@@ -978,7 +770,7 @@ static int write_chunk(sqlite3 *db, uint32_t id, int64_t t_min, int64_t t_max,
 				"t_min, t_max, n, data) VALUES (?,?,?,?,?)",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return sql_err(db, rc, "write chunk");
+		return gw_store_sql_err(db, rc, "write chunk");
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, t_min);
 	sqlite3_bind_int64(st, 3, t_max);
@@ -986,7 +778,7 @@ static int write_chunk(sqlite3 *db, uint32_t id, int64_t t_min, int64_t t_max,
 	sqlite3_bind_blob(st, 5, data, (int)len, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : sql_err(db, rc, "write chunk");
+	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "write chunk");
 }
 
 /* Partition of a chunk: the day of its first timestamp (a rollup's t is
@@ -1028,12 +820,12 @@ static int write_cut(struct gw_store *s, int64_t H)
 				err = -E2BIG;
 				break;
 			}
-			err = exec(p->w, "BEGIN");
+			err = gw_store_exec(p->w, "BEGIN");
 			if (err)
 				break;
 			open[nopen++] = p;
 		}
-		err = insert_series_row(p->w, ser, true);
+		err = gw_store_insert_series(p->w, ser, true);
 		if (!err)
 			err = write_chunk(p->w, x->id, x->t_min, x->t_max, x->n,
 					  x->data, x->len);
@@ -1065,7 +857,7 @@ static int write_cut(struct gw_store *s, int64_t H)
 				err = -E2BIG;
 				break;
 			}
-			err = exec(p->w, "BEGIN");
+			err = gw_store_exec(p->w, "BEGIN");
 			if (err)
 				break;
 			open[nopen++] = p;
@@ -1075,7 +867,7 @@ static int write_cut(struct gw_store *s, int64_t H)
 		if (!err && k)
 			err = gw_rollup_encode(r, k, &out);
 		if (!err)
-			err = insert_series_row(p->w, ser, true);
+			err = gw_store_insert_series(p->w, ser, true);
 		if (!err && k)
 			err = write_chunk(p->w, ser->id, r[0].t, r[k - 1].t,
 					  (uint32_t)k, out.p, out.len);
@@ -1084,9 +876,9 @@ static int write_cut(struct gw_store *s, int64_t H)
 	}
 	for (size_t k = 0; k < nopen; k++) {
 		if (err)
-			(void)exec(open[k]->w, "ROLLBACK");
+			(void)gw_store_exec(open[k]->w, "ROLLBACK");
 		else
-			err = exec(open[k]->w, "COMMIT");
+			err = gw_store_exec(open[k]->w, "COMMIT");
 	}
 	return err;
 }
@@ -1114,7 +906,7 @@ static int set_watermark(struct gw_store *s, int64_t H)
 		 "BEGIN; INSERT OR REPLACE INTO meta(k, v) VALUES "
 		 "('watermark', %lld); DELETE FROM head WHERE t_max < %lld; "
 		 "COMMIT;", (long long)H, (long long)H);
-	return exec(s->index, sql);
+	return gw_store_exec(s->index, sql);
 }
 
 /* Closes, compacts and write-protects a finished day's partitions. */
@@ -1133,7 +925,7 @@ static void close_day(struct gw_store *s, int64_t day)
 		if (gw_store_open_db(p->path, false, false, &db) == 0) {
 			if (p->tier != GW_TIER_1H)
 				(void)gw_store_compact_db(db, p->tier);
-			(void)exec(db, "INSERT OR REPLACE INTO meta(k, v) "
+			(void)gw_store_exec(db, "INSERT OR REPLACE INTO meta(k, v) "
 				       "VALUES ('closed', 1);"
 				       "PRAGMA journal_mode=DELETE; VACUUM;");
 			sqlite3_close(db);
@@ -1288,14 +1080,14 @@ static int load_index(struct gw_store *s)
 	rc = sqlite3_prepare_v2(s->index, "SELECT v FROM meta WHERE "
 				"k = 'watermark'", -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return sql_err(s->index, rc, "index.db");
+		return gw_store_sql_err(s->index, rc, "index.db");
 	if (sqlite3_step(st) == SQLITE_ROW)
 		s->watermark = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	rc = sqlite3_prepare_v2(s->index, "SELECT id, key FROM series ORDER "
 				"BY id", -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return sql_err(s->index, rc, "index.db");
+		return gw_store_sql_err(s->index, rc, "index.db");
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 		const char *key = (const char *)sqlite3_column_text(st, 1);
@@ -1334,7 +1126,7 @@ static int open_index(struct gw_store *s, bool *fresh)
 		err = gw_store_open_db(path, true, false, &s->index);
 	}
 	if (!err)
-		err = exec(s->index,
+		err = gw_store_exec(s->index,
 			   "CREATE TABLE IF NOT EXISTS head(seq INTEGER "
 			   "PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER "
 			   "NOT NULL, data BLOB NOT NULL);");
@@ -1546,7 +1338,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		s->watermark = floor_to(gw_store_now(s), MS_HOUR);
 	}
 	load_h1_day(s);
-	rc = replay(s);
+	rc = gw_store_replay(s);
 	if (rc)
 		goto fail;
 	s->next_flush = gw_store_now(s) + s->o.flush_ms;

@@ -141,6 +141,19 @@ int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
 
 void gw_store_init_queryable(struct gw_store *s);
 
+/* SQLite helpers: run statements, translate result codes (logged). */
+int gw_store_exec(sqlite3 *db, const char *sql);
+int gw_store_sql_err(sqlite3 *db, int rc, const char *what);
+int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
+			   bool ignore);
+
+/* The sample path shared by append and replay (log: remember it for the
+ * next flush). */
+int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
+		      double v, bool log);
+/* Replays the head log after the watermark (headlog.c). */
+int gw_store_replay(struct gw_store *s);
+
 /* Merges each series' chunks in a closed partition (compact.c). */
 int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
 

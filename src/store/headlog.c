@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * headlog.c - the head log in index.db: every flush interval the samples
+ * appended since the last flush go into one row (series id, count, first
+ * timestamp, then per sample a varint time delta and the value's 8 bytes),
+ * in the same transaction as the rows of new series.  Opening the store
+ * replays the rows after the cut watermark; a cut deletes the rows before
+ * it.  SQLite makes each flush atomic, so a crash loses at most the samples
+ * of the current flush interval.
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+static int put_varint(struct gw_buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	return gw_buf_add(b, tmp, n);
+}
+
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (*p >= end)
+			return -EBADMSG;
+		v |= (uint64_t)(**p & 0x7f) << shift;
+		if (!(*(*p)++ & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
+			   bool ignore)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, ignore ?
+			"INSERT OR IGNORE INTO series(id, key) VALUES (?, ?)" :
+			"INSERT OR REPLACE INTO series(id, key) VALUES (?, ?)",
+			-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return gw_store_sql_err(db, rc, "insert series");
+	sqlite3_bind_int64(st, 1, ser->id);
+	sqlite3_bind_text(st, 2, ser->key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "insert series");
+}
+
+int gw_store_flush(struct gw_store *s)
+{
+	struct timespec a, b;
+	struct gw_buf blob;
+	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+	size_t n = gw_series_index_count(s->idx);
+	sqlite3_stmt *st = NULL;
+	int err = 0, rc;
+
+	s->next_flush = gw_store_now(s) + s->o.flush_ms;
+	if (!s->pend_total)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	gw_buf_init(&blob, 1u << 30);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct head *h = ser->head;
+		int64_t prev;
+
+		if (!h->npend)
+			continue;
+		err = put_varint(&blob, ser->id);
+		if (!err)
+			err = put_varint(&blob, h->npend);
+		prev = h->pend[0].t;
+		if (!err)
+			err = put_varint(&blob, (uint64_t)prev);
+		for (uint32_t j = 0; j < h->npend && !err; j++) {
+			uint64_t d = (uint64_t)h->pend[j].t - (uint64_t)prev;
+
+			err = put_varint(&blob, d);
+			if (!err)
+				err = gw_buf_add(&blob, &h->pend[j].v, 8);
+			prev = h->pend[j].t;
+		}
+		if (h->pend[0].t < tmin)
+			tmin = h->pend[0].t;
+		if (prev > tmax)
+			tmax = prev;
+	}
+	if (err)
+		goto out;
+	err = gw_store_exec(s->index, "BEGIN");
+	if (err)
+		goto out;
+	for (size_t i = 0; i < n && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct head *h = ser->head;
+
+		if (!h->persisted)
+			err = gw_store_insert_series(s->index, ser, false);
+	}
+	if (!err) {
+		rc = sqlite3_prepare_v2(s->index, "INSERT INTO head(t_min, t_max,"
+					" data) VALUES (?, ?, ?)", -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_int64(st, 1, tmin);
+			sqlite3_bind_int64(st, 2, tmax);
+			sqlite3_bind_blob(st, 3, blob.p, (int)blob.len,
+					  SQLITE_STATIC);
+			rc = sqlite3_step(st);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			err = gw_store_sql_err(s->index, rc, "head log");
+	}
+	if (!err)
+		err = gw_store_exec(s->index, "COMMIT");
+	if (err) {
+		(void)gw_store_exec(s->index, "ROLLBACK");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct head *h = gw_series_index_at(s->idx, i)->head;
+
+		h->npend = 0;
+		h->persisted = true;
+	}
+	s->pend_total = 0;
+out:
+	gw_buf_release(&blob);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	atomic_store(&s->st_flush_ns,
+		     (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL +
+				(b.tv_nsec - a.tv_nsec)));
+	if (err)
+		atomic_fetch_add(&s->st_flush_errors, 1);
+	else
+		atomic_fetch_add(&s->st_flushes, 1);
+	return err;
+}
+
+/* Replays the head log after the watermark into the head. */
+int gw_store_replay(struct gw_store *s)
+{
+	sqlite3_stmt *st;
+	uint64_t samples = 0, segs = 0;
+	int rc, err = 0;
+
+	rc = sqlite3_prepare_v2(s->index, "SELECT data FROM head WHERE "
+				"t_max >= ? ORDER BY seq", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return gw_store_sql_err(s->index, rc, "head log");
+	sqlite3_bind_int64(st, 1, s->watermark);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const uint8_t *p = sqlite3_column_blob(st, 0);
+		const uint8_t *end = p + sqlite3_column_bytes(st, 0);
+
+		segs++;
+		while (p && p < end) {
+			uint64_t id, cnt, t0;
+			struct gw_series *ser;
+			int64_t t;
+
+			if (get_varint(&p, end, &id) ||
+			    get_varint(&p, end, &cnt) ||
+			    get_varint(&p, end, &t0)) {
+				err = -EBADMSG;
+				break;
+			}
+			ser = id <= UINT32_MAX ?
+				      gw_series_index_get(s->idx, (uint32_t)id) :
+				      NULL;
+			t = (int64_t)t0;
+			for (uint64_t j = 0; j < cnt; j++) {
+				uint64_t d;
+				double v;
+
+				if (get_varint(&p, end, &d) || end - p < 8) {
+					err = -EBADMSG;
+					break;
+				}
+				memcpy(&v, p, 8);
+				p += 8;
+				t = (int64_t)((uint64_t)t + d);
+				if (ser && t >= s->watermark &&
+				    gw_store_head_add(s, ser, t, v, false) == 0)
+					samples++;
+			}
+			if (err)
+				break;
+		}
+		if (err)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (err)
+		gw_err("store: the head log in index.db is damaged; replayed "
+		       "what was readable (%llu samples)",
+		       (unsigned long long)samples);
+	else if (segs)
+		gw_info("store: replayed %llu samples from the head log",
+			(unsigned long long)samples);
+	return 0;
+}
+
