@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The quantile sketch and the rollups (bench/README.md, "sketch"): ns per
+# The quantile sketch and the rollups (docs/internals/rollups.md): ns per
 # gw_sketch_add / gw_rollup_add, merge cost, encoded sizes of 1-minute and
 # 1-hour windows of GPU-like gauges, rollup chunk size and codec cost.
 # Usage: bench/sketch.sh

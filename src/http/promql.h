@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * promql.h - the PromQL subset: parser (promql_parse.c) and evaluator
- * (promql_eval.c) over a struct gw_queryable (store/query.h).
+ * promql.h - the PromQL subset: lexer (promql_lex.c), parser
+ * (promql_parse.c) and evaluator (promql_eval.c) over a struct gw_queryable (store/query.h).
  *
  * The subset
  *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')

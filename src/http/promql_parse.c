@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * promql_parse.c - the PromQL subset's lexer, parser and type checker, and
- * the canonical printer (gw_promql_format).
+ * promql_parse.c - the PromQL subset's parser and type checker, and the
+ * canonical printer (gw_promql_format).  Tokens come from promql_lex.c.
  *
- * Recursive descent with precedence climbing over a lexer that, like
- * Prometheus', has three modes: statements, inside {braces} (label
- * matchers) and inside [brackets] (durations).  Tokens carry only their
- * extent; strings are decoded when the parser takes them.  Types are set
- * and checked as each node is built, so the first error found wins and
- * parsing stops there.
+ * Recursive descent with precedence climbing over two tokens of
+ * lookahead.  Tokens carry only their extent; strings are decoded when the
+ * parser takes them.  Types are set and checked as each node is built, so
+ * the first error found wins and parsing stops there.
  *
  * Prometheus' rules followed here (see promql.h for the subset):
  *  - keywords are case-insensitive (SUM, By, OFFSET); function names are not;
@@ -20,7 +18,8 @@
  *  - offset and [range] bind tighter than any operator;
  *  - a range or an offset of 0 is refused; offsets may be negative;
  *  - scalar comparisons need "bool"; "bool" only goes with comparisons;
- *  - errors read "LINE:COL: parse error: MESSAGE", COL 1-based in bytes.
+ *  - errors read "LINE:COL: parse error: MESSAGE", COL 1-based in bytes
+ *    (the lexer records them, see promql_lex.h).
  *
  * Depth: every nesting level (parenthesis, call, unary operator) and every
  * operator of a chain counts one; past GW_PROMQL_MAX_DEPTH the query is
@@ -36,52 +35,16 @@
 #include <strings.h>
 
 #include "http/promql.h"
+#include "http/promql_lex.h"
 
 #define MAX_MATCHERS 256
 #define MAX_ITEMS 1024 /* call arguments, grouping labels */
 
-enum tk {
-	T_EOF,
-	T_IDENT,
-	T_NUMBER,
-	T_DURATION,
-	T_STRING,
-	T_LPAREN,
-	T_RPAREN,
-	T_LBRACE,
-	T_RBRACE,
-	T_LBRACKET,
-	T_RBRACKET,
-	T_COMMA,
-	T_COLON,
-	T_AT,
-	T_EQL,   /* = */
-	T_OP,    /* a binary operator, in tok.op */
-	T_RE,    /* =~ */
-	T_NRE,   /* !~ */
-};
-
-struct tok {
-	enum tk type;
-	enum gw_pq_binop op;
-	uint32_t pos, end;
-	double num;
-	int64_t ms;
-};
-
-enum mode { M_STMT, M_BRACE, M_BRACKET };
-
 struct parser {
-	const char *q;
-	size_t len;
-	size_t pos;      /* lexer position */
-	enum mode mode;
-	unsigned parens;
-	struct tok la[2];
+	struct gw_pql_lexer lx; /* the query, the position, the first error */
+	struct gw_pql_tok la[2];
 	unsigned nla;
 	unsigned depth;
-	struct gw_promql_error *err;
-	int rc;          /* the first error, once set */
 };
 
 /* ---- errors ---- */
@@ -89,790 +52,46 @@ struct parser {
 static int fail(struct parser *p, size_t pos, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void set_error(struct gw_promql_error *e, const char *q, size_t len,
-		      size_t pos, const char *msg)
-{
-	unsigned line = 1;
-	size_t last_nl = (size_t)-1;
-
-	if (!e)
-		return;
-	if (pos > len)
-		pos = len;
-	for (size_t i = 0; i < pos; i++)
-		if (q[i] == '\n') {
-			line++;
-			last_nl = i;
-		}
-	e->pos = (uint32_t)pos;
-	snprintf(e->msg, sizeof(e->msg), "%u:%zu: parse error: %s", line,
-		 pos - last_nl, msg);
-}
-
 static int fail(struct parser *p, size_t pos, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
+	int rc;
 
-	if (p->rc)
-		return p->rc;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = gw_pql_vfail(&p->lx, pos, fmt, ap);
 	va_end(ap);
-	set_error(p->err, p->q, p->len, pos, msg);
-	p->rc = -EINVAL;
-	return p->rc;
+	return rc;
 }
 
 static int nomem(struct parser *p)
 {
-	if (!p->rc) {
-		set_error(p->err, p->q, p->len, 0, "out of memory");
-		p->rc = -ENOMEM;
-	}
-	return p->rc;
+	return gw_pql_nomem(&p->lx);
 }
 
-/* ---- character classes ---- */
-
-static bool is_alpha(int c)
-{
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static bool is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool is_alnum(int c)
-{
-	return is_alpha(c) || is_digit(c);
-}
-
-static bool is_space(int c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 99;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes available), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
-		return 0;
-	return len;
-}
-
-/* Go's %q of the character at q[i], into buf. */
-static const char *quote_char(const char *q, size_t len, size_t i, char *buf,
-			      size_t n)
-{
-	unsigned char c = (unsigned char)q[i];
-	size_t u;
-
-	if (c == '\'' || c == '\\')
-		snprintf(buf, n, "'\\%c'", c);
-	else if (c >= 0x20 && c < 0x7f)
-		snprintf(buf, n, "'%c'", c);
-	else if (c == '\n')
-		snprintf(buf, n, "'\\n'");
-	else if (c == '\t')
-		snprintf(buf, n, "'\\t'");
-	else if (c < 0x80)
-		snprintf(buf, n, "'\\x%02x'", c);
-	else if ((u = utf8_len((const unsigned char *)q + i, len - i)) != 0)
-		snprintf(buf, n, "'%.*s'", (int)u, q + i);
-	else
-		snprintf(buf, n, "'\\ufffd'");
-	return buf;
-}
-
-/* Go's %#U of a code point. */
-static const char *unicode_name(uint32_t cp, char *buf, size_t n)
-{
-	if (cp >= 0x20 && cp < 0x7f)
-		snprintf(buf, n, "U+%04X '%c'", (unsigned)cp, (int)cp);
-	else
-		snprintf(buf, n, "U+%04X", (unsigned)cp);
-	return buf;
-}
-
-/* ---- strings ---- */
-
-static size_t put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xc0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | cp >> 12);
-		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | cp >> 18);
-	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
-/*
- * Scans the string literal opening at q[start] (", ' or `) with Go's
- * rules: escapes \a \b \f \n \r \t \v \\, the opening quote, \NNN octal,
- * \xNN, \uNNNN, \UNNNNNNNN; raw strings take bytes as they are.  Writes
- * the decoded bytes to out (if not NULL; never longer than the literal)
- * and sets *end past the closing quote.  Returns 0 or -EINVAL with a
- * message in msg.  NUL bytes are refused: values are C strings here.
- */
-static int scan_string(const char *q, size_t len, size_t start, char *out,
-		       size_t *outlen, size_t *end, char *msg, size_t msgn)
-{
-	char quote = q[start];
-	size_t i = start + 1, o = 0;
-	char nb[32];
-
-	for (;;) {
-		unsigned char c;
-		size_t u;
-
-		if (i >= len) {
-			snprintf(msg, msgn, quote == '`' ?
-				 "unterminated raw string" :
-				 "unterminated quoted string");
-			return -EINVAL;
-		}
-		c = (unsigned char)q[i];
-		if (c == (unsigned char)quote) {
-			i++;
-			break;
-		}
-		if (c == '\n' && quote != '`') {
-			snprintf(msg, msgn, "unterminated quoted string");
-			return -EINVAL;
-		}
-		if (c == '\\' && quote != '`') {
-			uint32_t x = 0, max = 255;
-			int n = 0, base = 16;
-			char e;
-
-			if (i + 1 >= len) {
-				snprintf(msg, msgn,
-					 "escape sequence not terminated");
-				return -EINVAL;
-			}
-			e = q[i + 1];
-			i += 2;
-			switch (e) {
-			case 'a': x = '\a'; break;
-			case 'b': x = '\b'; break;
-			case 'f': x = '\f'; break;
-			case 'n': x = '\n'; break;
-			case 'r': x = '\r'; break;
-			case 't': x = '\t'; break;
-			case 'v': x = '\v'; break;
-			case '\\': x = '\\'; break;
-			case '0': case '1': case '2': case '3':
-			case '4': case '5': case '6': case '7':
-				n = 3, base = 8, i--;
-				break;
-			case 'x':
-				n = 2;
-				break;
-			case 'u':
-				n = 4, max = 0x10ffff;
-				break;
-			case 'U':
-				n = 8, max = 0x10ffff;
-				break;
-			default:
-				if (e == quote) {
-					x = (unsigned char)e;
-					break;
-				}
-				snprintf(msg, msgn,
-					 "unknown escape sequence %s",
-					 unicode_name((unsigned char)e, nb,
-						      sizeof(nb)));
-				return -EINVAL;
-			}
-			for (int k = 0; k < n; k++, i++) {
-				int d;
-
-				if (i >= len) {
-					snprintf(msg, msgn,
-						 "escape sequence not terminated");
-					return -EINVAL;
-				}
-				d = hexval((unsigned char)q[i]);
-				if (d >= base) {
-					snprintf(msg, msgn,
-						 "illegal character %s in escape sequence",
-						 unicode_name((unsigned char)q[i],
-							      nb, sizeof(nb)));
-					return -EINVAL;
-				}
-				x = x * (uint32_t)base + (uint32_t)d;
-			}
-			if (n && (x > max || (x >= 0xd800 && x < 0xe000))) {
-				snprintf(msg, msgn,
-					 "escape sequence is an invalid Unicode code point");
-				return -EINVAL;
-			}
-			if (x == 0) {
-				snprintf(msg, msgn,
-					 "strings must not contain NUL characters");
-				return -EINVAL;
-			}
-			if (out) {
-				if (max == 255)
-					out[o++] = (char)x;
-				else
-					o += put_utf8(out + o, x);
-			}
-			continue;
-		}
-		u = utf8_len((const unsigned char *)q + i, len - i);
-		if (!u) {
-			snprintf(msg, msgn, "invalid UTF-8 rune");
-			return -EINVAL;
-		}
-		if (out)
-			memcpy(out + o, q + i, u);
-		o += u;
-		i += u;
-	}
-	if (out)
-		out[o] = '\0';
-	if (outlen)
-		*outlen = o;
-	*end = i;
-	return 0;
-}
-
-/* ---- durations ---- */
-
-static const struct {
-	const char *unit;
-	uint64_t ns;
-} units[] = {
-	{ "y", 365ULL * 24 * 3600 * 1000000000ULL },
-	{ "w", 7ULL * 24 * 3600 * 1000000000ULL },
-	{ "d", 24ULL * 3600 * 1000000000ULL },
-	{ "h", 3600ULL * 1000000000ULL },
-	{ "m", 60ULL * 1000000000ULL },
-	{ "s", 1000000000ULL },
-	{ "ms", 1000000ULL },
-};
-
-/*
- * Prometheus' duration syntax over s[0..n): "0", or number+unit pairs with
- * the units in decreasing order, the total within Go's time.Duration.
- */
-static int parse_duration(const char *s, size_t n, int64_t *ms, char *msg,
-			  size_t msgn)
-{
-	uint64_t total = 0;
-	size_t i = 0, last = 0;
-
-	if (n == 0) {
-		snprintf(msg, msgn, "empty duration string");
-		return -EINVAL;
-	}
-	if (n == 1 && s[0] == '0') {
-		*ms = 0;
-		return 0;
-	}
-	while (i < n) {
-		uint64_t v = 0;
-		size_t d = i, u, k;
-		bool big = false;
-
-		while (i < n && is_digit((unsigned char)s[i])) {
-			if (v > (UINT64_MAX - 9) / 10)
-				big = true;
-			else
-				v = v * 10 + (uint64_t)(s[i] - '0');
-			i++;
-		}
-		if (i == d || big)
-			goto invalid;
-		u = i;
-		while (i < n && !is_digit((unsigned char)s[i]))
-			i++;
-		if (i == u)
-			goto invalid;
-		for (k = 0; k < sizeof(units) / sizeof(units[0]); k++)
-			if (strlen(units[k].unit) == i - u &&
-			    memcmp(units[k].unit, s + u, i - u) == 0)
-				break;
-		if (k == sizeof(units) / sizeof(units[0])) {
-			snprintf(msg, msgn,
-				 "unknown unit \"%.*s\" in duration \"%.*s\"",
-				 (int)(i - u), s + u, (int)n, s);
-			return -EINVAL;
-		}
-		if (k + 1 <= last)
-			goto invalid;
-		last = k + 1;
-		if (v > (UINT64_MAX >> 1) / units[k].ns) {
-			snprintf(msg, msgn, "duration out of range");
-			return -EINVAL;
-		}
-		total += v * units[k].ns;
-		if (total > (uint64_t)INT64_MAX) {
-			snprintf(msg, msgn, "duration out of range");
-			return -EINVAL;
-		}
-	}
-	*ms = (int64_t)(total / 1000000ULL);
-	return 0;
-invalid:
-	snprintf(msg, msgn, "not a valid duration string: \"%.*s\"", (int)n,
-		 s);
-	return -EINVAL;
-}
-
-int gw_promql_duration(const char *s, int64_t *ms)
-{
-	char msg[160];
-	int64_t v;
-	size_t n;
-
-	if (!s || !ms)
-		return -EINVAL;
-	n = strnlen(s, 64);
-	if (n >= 64 || parse_duration(s, n, &v, msg, sizeof(msg)))
-		return -EINVAL;
-	*ms = v;
-	return 0;
-}
-
-/* ---- lexer ---- */
-
-static int lex_number_or_duration(struct parser *p, struct tok *t)
-{
-	const char *q = p->q;
-	size_t s = p->pos, i = s;
-	bool hex = false;
-	char msg[200];
-
-	if (q[i] == '0' && i + 1 < p->len && (q[i + 1] == 'x' || q[i + 1] == 'X') &&
-	    i + 2 < p->len && hexval((unsigned char)q[i + 2]) < 16) {
-		hex = true;
-		i += 2;
-		while (i < p->len && hexval((unsigned char)q[i]) < 16)
-			i++;
-	} else {
-		while (i < p->len && is_digit((unsigned char)q[i]))
-			i++;
-		if (i < p->len && q[i] == '.') {
-			i++;
-			while (i < p->len && is_digit((unsigned char)q[i]))
-				i++;
-		}
-		if (i < p->len && (q[i] == 'e' || q[i] == 'E')) {
-			size_t j = i + 1;
-
-			if (j < p->len && (q[j] == '+' || q[j] == '-'))
-				j++;
-			if (j < p->len && is_digit((unsigned char)q[j])) {
-				i = j;
-				while (i < p->len &&
-				       is_digit((unsigned char)q[i]))
-					i++;
-			}
-		}
-	}
-	if (i >= p->len || (!is_alnum((unsigned char)q[i]) && q[i] != '.')) {
-		char text[400];
-		char *endp;
-		long long iv;
-		double v;
-
-		if (i - s >= sizeof(text))
-			return fail(p, s, "bad number or duration syntax: \"%.40s...\"",
-				    q + s);
-		memcpy(text, q + s, i - s);
-		text[i - s] = '\0';
-		/* Integers in Go's base-0 syntax first (0755 is octal). */
-		errno = 0;
-		iv = strtoll(text, &endp, 0);
-		if (*endp == '\0' && errno == 0) {
-			v = (double)iv;
-		} else {
-			errno = 0;
-			v = strtod(text, &endp);
-			if (*endp != '\0')
-				return fail(p, s, "bad number or duration syntax: \"%s\"",
-					    text);
-			if (errno == ERANGE && isinf(v))
-				return fail(p, s, "error parsing number \"%.40s\": value out of range",
-					    text);
-		}
-		t->type = T_NUMBER;
-		t->num = v;
-		p->pos = i;
-		return 0;
-	}
-	/* A duration: the digits so far, then unit letters and more pairs. */
-	i = s;
-	while (i < p->len && is_alnum((unsigned char)q[i]))
-		i++;
-	{
-		bool ok = !hex && i > s;
-		size_t j = s;
-
-		/* digits, [smhdwy], optional s, then (digits [smhdw] s?)* */
-		while (ok && j < i) {
-			size_t d = j;
-
-			while (j < i && is_digit((unsigned char)q[j]))
-				j++;
-			if (j == d || j >= i || !strchr("smhdwy", q[j])) {
-				ok = false;
-				break;
-			}
-			j++;
-			if (j < i && q[j] == 's')
-				j++;
-		}
-		if (!ok || (i < p->len && q[i] == '.')) {
-			size_t e = s;
-
-			while (e < p->len && (is_alnum((unsigned char)q[e]) ||
-					      q[e] == '.'))
-				e++;
-			return fail(p, s, "bad number or duration syntax: \"%.*s\"",
-				    (int)(e - s > 64 ? 64 : e - s), q + s);
-		}
-	}
-	if (parse_duration(q + s, i - s, &t->ms, msg, sizeof(msg)))
-		return fail(p, s, "%s", msg);
-	t->type = T_DURATION;
-	p->pos = i;
-	return 0;
-}
-
-static int lex_string(struct parser *p, struct tok *t)
-{
-	char msg[200];
-	size_t end;
-
-	if (scan_string(p->q, p->len, p->pos, NULL, NULL, &end, msg,
-			sizeof(msg)))
-		return fail(p, p->pos, "%s", msg);
-	t->type = T_STRING;
-	p->pos = end;
-	return 0;
-}
-
-static void skip_space(struct parser *p, bool comments)
-{
-	while (p->pos < p->len) {
-		char c = p->q[p->pos];
-
-		if (is_space((unsigned char)c)) {
-			p->pos++;
-		} else if (c == '#' && comments) {
-			while (p->pos < p->len && p->q[p->pos] != '\n')
-				p->pos++;
-		} else {
-			break;
-		}
-	}
-}
-
-static int lex_brace(struct parser *p, struct tok *t)
-{
-	const char *q = p->q;
-	char cb[16];
-	char c;
-
-	skip_space(p, false);
-	t->pos = (uint32_t)p->pos;
-	if (p->pos >= p->len)
-		return fail(p, p->pos, "unexpected end of input inside braces");
-	c = q[p->pos];
-	if (is_alpha((unsigned char)c)) {
-		while (p->pos < p->len && is_alnum((unsigned char)q[p->pos]))
-			p->pos++;
-		t->type = T_IDENT;
-		return 0;
-	}
-	if (c == '"' || c == '\'' || c == '`')
-		return lex_string(p, t);
-	p->pos++;
-	switch (c) {
-	case ',':
-		t->type = T_COMMA;
-		return 0;
-	case '}':
-		t->type = T_RBRACE;
-		p->mode = M_STMT;
-		return 0;
-	case '=':
-		if (p->pos < p->len && q[p->pos] == '~') {
-			p->pos++;
-			t->type = T_RE;
-		} else {
-			t->type = T_EQL;
-		}
-		return 0;
-	case '!':
-		if (p->pos < p->len && q[p->pos] == '~') {
-			p->pos++;
-			t->type = T_NRE;
-			return 0;
-		}
-		if (p->pos < p->len && q[p->pos] == '=') {
-			p->pos++;
-			t->type = T_OP;
-			t->op = GW_OP_NE;
-			return 0;
-		}
-		if (p->pos >= p->len)
-			return fail(p, p->pos,
-				    "unexpected end of input inside braces");
-		return fail(p, p->pos - 1,
-			    "unexpected character after '!' inside braces: %s",
-			    quote_char(q, p->len, p->pos, cb, sizeof(cb)));
-	case '{':
-		return fail(p, p->pos - 1, "unexpected left brace '{'");
-	default:
-		return fail(p, p->pos - 1,
-			    "unexpected character inside braces: %s",
-			    quote_char(q, p->len, p->pos - 1, cb, sizeof(cb)));
-	}
-}
-
-static int lex_bracket(struct parser *p, struct tok *t)
-{
-	char cb[16];
-	char c;
-
-	skip_space(p, false);
-	t->pos = (uint32_t)p->pos;
-	if (p->pos >= p->len)
-		return fail(p, p->pos, "unclosed left bracket");
-	c = p->q[p->pos];
-	if (is_digit((unsigned char)c) ||
-	    (c == '.' && p->pos + 1 < p->len &&
-	     is_digit((unsigned char)p->q[p->pos + 1])))
-		return lex_number_or_duration(p, t);
-	switch (c) {
-	case ':':
-		p->pos++;
-		t->type = T_COLON;
-		return 0;
-	case ']':
-		p->pos++;
-		t->type = T_RBRACKET;
-		p->mode = M_STMT;
-		return 0;
-	default:
-		return fail(p, p->pos,
-			    "unexpected character in duration expression: %s",
-			    quote_char(p->q, p->len, p->pos, cb, sizeof(cb)));
-	}
-}
-
-static int lex_stmt(struct parser *p, struct tok *t)
-{
-	const char *q = p->q;
-	char cb[16];
-	char c, n;
-
-	skip_space(p, true);
-	t->pos = (uint32_t)p->pos;
-	if (p->pos >= p->len) {
-		if (p->parens)
-			return fail(p, p->pos, "unclosed left parenthesis");
-		t->type = T_EOF;
-		return 0;
-	}
-	c = q[p->pos];
-	n = p->pos + 1 < p->len ? q[p->pos + 1] : '\0';
-	if (is_alpha((unsigned char)c) || c == ':') {
-		size_t s = p->pos;
-
-		while (p->pos < p->len && (is_alnum((unsigned char)q[p->pos]) ||
-					   q[p->pos] == ':'))
-			p->pos++;
-		t->type = T_IDENT;
-		if ((p->pos - s == 3 && (strncasecmp(q + s, "inf", 3) == 0 ||
-					 strncasecmp(q + s, "nan", 3) == 0))) {
-			t->type = T_NUMBER;
-			t->num = (q[s] | 0x20) == 'i' ? INFINITY : NAN;
-		}
-		return 0;
-	}
-	if (is_digit((unsigned char)c) || (c == '.' && is_digit((unsigned char)n)))
-		return lex_number_or_duration(p, t);
-	if (c == '"' || c == '\'' || c == '`')
-		return lex_string(p, t);
-	p->pos++;
-	t->type = T_OP;
-	switch (c) {
-	case '(':
-		t->type = T_LPAREN;
-		p->parens++;
-		return 0;
-	case ')':
-		if (!p->parens)
-			return fail(p, p->pos - 1,
-				    "unexpected right parenthesis ')'");
-		p->parens--;
-		t->type = T_RPAREN;
-		return 0;
-	case '{':
-		t->type = T_LBRACE;
-		p->mode = M_BRACE;
-		return 0;
-	case '[':
-		t->type = T_LBRACKET;
-		p->mode = M_BRACKET;
-		return 0;
-	case ',':
-		t->type = T_COMMA;
-		return 0;
-	case '@':
-		t->type = T_AT;
-		return 0;
-	case '+': t->op = GW_OP_ADD; return 0;
-	case '-': t->op = GW_OP_SUB; return 0;
-	case '*': t->op = GW_OP_MUL; return 0;
-	case '/': t->op = GW_OP_DIV; return 0;
-	case '%': t->op = GW_OP_MOD; return 0;
-	case '^': t->op = GW_OP_POW; return 0;
-	case '=':
-		if (n == '=') {
-			p->pos++;
-			t->op = GW_OP_EQ;
-			return 0;
-		}
-		if (n == '~')
-			return fail(p, p->pos - 1,
-				    "unexpected character after '=': '~'");
-		t->type = T_EQL;
-		return 0;
-	case '!':
-		if (n == '=') {
-			p->pos++;
-			t->op = GW_OP_NE;
-			return 0;
-		}
-		if (!n)
-			return fail(p, p->pos - 1,
-				    "unexpected end of input after '!'");
-		return fail(p, p->pos - 1,
-			    "unexpected character after '!': %s",
-			    quote_char(q, p->len, p->pos, cb, sizeof(cb)));
-	case '<':
-		if (n == '=') {
-			p->pos++;
-			t->op = GW_OP_LE;
-		} else {
-			t->op = GW_OP_LT;
-		}
-		return 0;
-	case '>':
-		if (n == '=') {
-			p->pos++;
-			t->op = GW_OP_GE;
-		} else {
-			t->op = GW_OP_GT;
-		}
-		return 0;
-	case ']':
-		return fail(p, p->pos - 1, "unexpected right bracket ']'");
-	default:
-		return fail(p, p->pos - 1, "unexpected character: %s",
-			    quote_char(q, p->len, p->pos - 1, cb, sizeof(cb)));
-	}
-}
-
-static int lex(struct parser *p, struct tok *t)
-{
-	int err;
-
-	memset(t, 0, sizeof(*t));
-	switch (p->mode) {
-	case M_BRACE:
-		err = lex_brace(p, t);
-		break;
-	case M_BRACKET:
-		err = lex_bracket(p, t);
-		break;
-	default:
-		err = lex_stmt(p, t);
-		break;
-	}
-	t->end = (uint32_t)p->pos;
-	return err;
-}
+/* ---- lookahead ---- */
 
 /* The k-th token ahead (k < 2); NULL after a lexer error. */
-static const struct tok *peek(struct parser *p, unsigned k)
+static const struct gw_pql_tok *peek(struct parser *p, unsigned k)
 {
-	if (p->rc)
+	if (p->lx.rc)
 		return NULL;
 	while (p->nla <= k) {
-		if (lex(p, &p->la[p->nla]))
+		if (gw_pql_lex(&p->lx, &p->la[p->nla]))
 			return NULL;
 		p->nla++;
 	}
 	return &p->la[k];
 }
 
-static int next(struct parser *p, struct tok *t)
+static int next(struct parser *p, struct gw_pql_tok *t)
 {
 	if (!peek(p, 0))
-		return p->rc;
+		return p->lx.rc;
 	*t = p->la[0];
 	p->la[0] = p->la[1];
 	p->nla--;
 	return 0;
 }
-
 /* ---- token descriptions, as Prometheus words them ---- */
 
 enum kw {
@@ -918,12 +137,13 @@ static bool word_is(const char *s, size_t n, const char *w)
 	return strlen(w) == n && strncasecmp(s, w, n) == 0;
 }
 
-static enum kw keyword(const struct parser *p, const struct tok *t, int *agg)
+static enum kw keyword(const struct parser *p, const struct gw_pql_tok *t,
+		       int *agg)
 {
-	const char *s = p->q + t->pos;
+	const char *s = p->lx.q + t->pos;
 	size_t n = t->end - t->pos;
 
-	if (t->type != T_IDENT)
+	if (t->type != GW_PQL_T_IDENT)
 		return KW_NONE;
 	for (size_t i = 0; i < sizeof(keywords) / sizeof(keywords[0]); i++)
 		if (word_is(s, n, keywords[i].name))
@@ -976,31 +196,31 @@ static void go_quote(char *buf, size_t n, const char *s, size_t len,
 	buf[o] = '\0';
 }
 
-static const char *describe(const struct parser *p, const struct tok *t,
+static const char *describe(const struct parser *p, const struct gw_pql_tok *t,
 			    char *buf, size_t n)
 {
-	const char *s = p->q + t->pos;
+	const char *s = p->lx.q + t->pos;
 	size_t len = t->end - t->pos;
 	char qb[96];
 
 	switch (t->type) {
-	case T_EOF: return "end of input";
-	case T_LPAREN: return "\"(\"";
-	case T_RPAREN: return "\")\"";
-	case T_LBRACE: return "\"{\"";
-	case T_RBRACE: return "\"}\"";
-	case T_LBRACKET: return "\"[\"";
-	case T_RBRACKET: return "\"]\"";
-	case T_COMMA: return "\",\"";
-	case T_COLON: return "\":\"";
-	case T_EQL: return "\"=\"";
-	case T_AT: return "<op:@>";
-	case T_RE: return "<op:=~>";
-	case T_NRE: return "<op:!~>";
-	case T_OP:
+	case GW_PQL_T_EOF: return "end of input";
+	case GW_PQL_T_LPAREN: return "\"(\"";
+	case GW_PQL_T_RPAREN: return "\")\"";
+	case GW_PQL_T_LBRACE: return "\"{\"";
+	case GW_PQL_T_RBRACE: return "\"}\"";
+	case GW_PQL_T_LBRACKET: return "\"[\"";
+	case GW_PQL_T_RBRACKET: return "\"]\"";
+	case GW_PQL_T_COMMA: return "\",\"";
+	case GW_PQL_T_COLON: return "\":\"";
+	case GW_PQL_T_EQL: return "\"=\"";
+	case GW_PQL_T_AT: return "<op:@>";
+	case GW_PQL_T_RE: return "<op:=~>";
+	case GW_PQL_T_NRE: return "<op:!~>";
+	case GW_PQL_T_OP:
 		snprintf(buf, n, "<op:%s>", op_text[t->op]);
 		return buf;
-	case T_IDENT:
+	case GW_PQL_T_IDENT:
 		switch (keyword(p, t, NULL)) {
 		case KW_NONE:
 			go_quote(qb, sizeof(qb), s, len, 40);
@@ -1023,25 +243,26 @@ static const char *describe(const struct parser *p, const struct tok *t,
 			snprintf(buf, n, "<%.*s>", (int)len, s);
 			return buf;
 		}
-	case T_NUMBER:
-	case T_DURATION:
-	case T_STRING:
+	case GW_PQL_T_NUMBER:
+	case GW_PQL_T_DURATION:
+	case GW_PQL_T_STRING:
 		go_quote(qb, sizeof(qb), s, len, 10);
 		snprintf(buf, n, "%s %s",
-			 t->type == T_NUMBER ? "number" :
-			 t->type == T_DURATION ? "duration" : "string", qb);
+			 t->type == GW_PQL_T_NUMBER ? "number" :
+			 t->type == GW_PQL_T_DURATION ? "duration" : "string",
+			 qb);
 		return buf;
 	}
 	return "token";
 }
 
-static int unexpected(struct parser *p, const struct tok *t,
+static int unexpected(struct parser *p, const struct gw_pql_tok *t,
 		      const char *context, const char *expected)
 {
 	char b[160];
 
 	if (!t)
-		return p->rc;
+		return p->lx.rc;
 	return fail(p, t->pos, "unexpected %s%s%s%s%s",
 		    describe(p, t, b, sizeof(b)), context ? " in " : "",
 		    context ? context : "", expected ? ", expected " : "",
@@ -1178,39 +399,6 @@ static struct gw_pq_node *new_node(struct parser *p, enum gw_pq_kind kind,
 	return n;
 }
 
-static char *dup_text(struct parser *p, const struct tok *t)
-{
-	size_t n = t->end - t->pos;
-	char *s = malloc(n + 1);
-
-	if (!s) {
-		nomem(p);
-		return NULL;
-	}
-	memcpy(s, p->q + t->pos, n);
-	s[n] = '\0';
-	return s;
-}
-
-static char *dup_string(struct parser *p, const struct tok *t)
-{
-	char msg[160];
-	size_t end;
-	char *s = malloc(t->end - t->pos + 1);
-
-	if (!s) {
-		nomem(p);
-		return NULL;
-	}
-	/* Validated by the lexer already. */
-	if (scan_string(p->q, p->len, t->pos, s, NULL, &end, msg,
-			sizeof(msg))) {
-		free(s);
-		fail(p, t->pos, "%s", msg);
-		return NULL;
-	}
-	return s;
-}
 
 /*
  * Makes room for item n in the array at *pv (a pointer to the array
@@ -1244,13 +432,14 @@ static int parse_expr(struct parser *p, struct gw_pq_node **out);
 static int parse_binary(struct parser *p, int minprec,
 			struct gw_pq_node **out);
 
-static int expect(struct parser *p, enum tk type, struct tok *t,
-		  const char *context, const char *expected)
+static int expect(struct parser *p, enum gw_pql_tk type,
+		  struct gw_pql_tok *t, const char *context,
+		  const char *expected)
 {
-	const struct tok *la = peek(p, 0);
+	const struct gw_pql_tok *la = peek(p, 0);
 
 	if (!la)
-		return p->rc;
+		return p->lx.rc;
 	if (la->type != type)
 		return unexpected(p, la, context, expected);
 	return next(p, t);
@@ -1260,38 +449,38 @@ static int expect(struct parser *p, enum tk type, struct tok *t,
 static int parse_grouping(struct parser *p, char ***labels, size_t *nlabels)
 {
 	size_t cap = 0;
-	struct tok t;
+	struct gw_pql_tok t;
 	int err;
 
-	err = expect(p, T_LPAREN, &t, "grouping opts", "\"(\"");
+	err = expect(p, GW_PQL_T_LPAREN, &t, "grouping opts", "\"(\"");
 	if (err)
 		return err;
 	for (;;) {
-		const struct tok *la = peek(p, 0);
+		const struct gw_pql_tok *la = peek(p, 0);
 
 		if (!la)
-			return p->rc;
-		if (la->type == T_RPAREN)
+			return p->lx.rc;
+		if (la->type == GW_PQL_T_RPAREN)
 			break;
-		if (la->type != T_IDENT ||
-		    memchr(p->q + la->pos, ':', la->end - la->pos))
+		if (la->type != GW_PQL_T_IDENT ||
+		    memchr(p->lx.q + la->pos, ':', la->end - la->pos))
 			return unexpected(p, la, "grouping opts", "label");
 		err = grow(p, labels, &cap, *nlabels, sizeof(char *),
 			   MAX_ITEMS, la->pos, "grouping labels");
 		if (err)
 			return err;
-		(*labels)[*nlabels] = dup_text(p, la);
+		(*labels)[*nlabels] = gw_pql_dup_text(&p->lx, la);
 		if (!(*labels)[*nlabels])
-			return p->rc;
+			return p->lx.rc;
 		(*nlabels)++;
 		if ((err = next(p, &t)))
 			return err;
 		la = peek(p, 0);
 		if (!la)
-			return p->rc;
-		if (la->type == T_RPAREN)
+			return p->lx.rc;
+		if (la->type == GW_PQL_T_RPAREN)
 			break;
-		if (la->type != T_COMMA)
+		if (la->type != GW_PQL_T_COMMA)
 			return unexpected(p, la, "grouping opts",
 					  "\",\" or \")\"");
 		if ((err = next(p, &t)))
@@ -1305,17 +494,17 @@ static int parse_args(struct parser *p, struct gw_pq_node ***args,
 		      size_t *nargs)
 {
 	size_t cap = 0;
-	struct tok t;
+	struct gw_pql_tok t;
 	int err;
 
-	if ((err = expect(p, T_LPAREN, &t, NULL, NULL)))
+	if ((err = expect(p, GW_PQL_T_LPAREN, &t, NULL, NULL)))
 		return err;
 	for (;;) {
-		const struct tok *la = peek(p, 0);
+		const struct gw_pql_tok *la = peek(p, 0);
 
 		if (!la)
-			return p->rc;
-		if (la->type == T_RPAREN)
+			return p->lx.rc;
+		if (la->type == GW_PQL_T_RPAREN)
 			break;
 		err = grow(p, args, &cap, *nargs, sizeof(**args),
 			   MAX_ITEMS, la->pos, "arguments");
@@ -1329,17 +518,17 @@ static int parse_args(struct parser *p, struct gw_pq_node ***args,
 			return err;
 		la = peek(p, 0);
 		if (!la)
-			return p->rc;
-		if (la->type == T_RPAREN)
+			return p->lx.rc;
+		if (la->type == GW_PQL_T_RPAREN)
 			break;
-		if (la->type != T_COMMA)
+		if (la->type != GW_PQL_T_COMMA)
 			return unexpected(p, la, NULL, NULL);
 		if ((err = next(p, &t)))
 			return err;
 		la = peek(p, 0);
 		if (!la)
-			return p->rc;
-		if (la->type == T_RPAREN)
+			return p->lx.rc;
+		if (la->type == GW_PQL_T_RPAREN)
 			return fail(p, t.pos,
 				    "trailing commas not allowed in function call args");
 	}
@@ -1360,15 +549,15 @@ static int parse_aggregation(struct parser *p, int which,
 {
 	struct gw_pq_node *n, **args = NULL;
 	size_t nargs = 0, want;
-	const struct tok *la;
-	struct tok t;
+	const struct gw_pql_tok *la;
+	struct gw_pql_tok t;
 	int err;
 
 	if ((err = next(p, &t)))
 		return err;
 	n = new_node(p, GW_PQ_AGG, GW_TYPE_VECTOR, t.pos);
 	if (!n)
-		return p->rc;
+		return p->lx.rc;
 	*out = n;
 	n->u.agg.op = aggs[which].op;
 	for (int pass = 0; pass < 2; pass++) {
@@ -1392,7 +581,7 @@ static int parse_aggregation(struct parser *p, int which,
 			la = peek(p, 0);
 			if (!la)
 				goto out;
-			if (la->type != T_LPAREN) {
+			if (la->type != GW_PQL_T_LPAREN) {
 				unexpected(p, la, "aggregation", NULL);
 				goto out;
 			}
@@ -1428,14 +617,14 @@ out:
 	for (size_t i = 0; i < nargs; i++)
 		gw_promql_free(args[i]);
 	free(args);
-	return p->rc;
+	return p->lx.rc;
 }
 
 static int parse_call(struct parser *p, struct gw_pq_node **out)
 {
 	const struct fn_info *f = NULL;
 	struct gw_pq_node *n;
-	struct tok name;
+	struct gw_pql_tok name;
 	char fname[64];
 	size_t len;
 	int err;
@@ -1444,26 +633,26 @@ static int parse_call(struct parser *p, struct gw_pq_node **out)
 		return err;
 	n = new_node(p, GW_PQ_CALL, GW_TYPE_VECTOR, name.pos);
 	if (!n)
-		return p->rc;
+		return p->lx.rc;
 	*out = n;
 	if ((err = parse_args(p, &n->u.call.args, &n->u.call.nargs)))
 		return err;
 	len = name.end - name.pos;
-	snprintf(fname, sizeof(fname), "%.*s", (int)len, p->q + name.pos);
+	snprintf(fname, sizeof(fname), "%.*s", (int)len, p->lx.q + name.pos);
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		if (strlen(fns[i].name) == len &&
-		    memcmp(fns[i].name, p->q + name.pos, len) == 0)
+		    memcmp(fns[i].name, p->lx.q + name.pos, len) == 0)
 			f = &fns[i];
 	if (!f) {
 		for (size_t i = 0; i < sizeof(other_fns) / sizeof(other_fns[0]);
 		     i++)
 			if (strlen(other_fns[i]) == len &&
-			    memcmp(other_fns[i], p->q + name.pos, len) == 0)
+			    memcmp(other_fns[i], p->lx.q + name.pos, len) == 0)
 				return fail(p, name.pos,
 					    "function \"%s\" is not supported",
 					    fname);
 		return fail(p, name.pos, "unknown function with name \"%.*s\"",
-			    (int)(len > 100 ? 100 : len), p->q + name.pos);
+			    (int)(len > 100 ? 100 : len), p->lx.q + name.pos);
 	}
 	n->u.call.fn = f->fn;
 	n->type = f->ret;
@@ -1518,65 +707,67 @@ static int parse_selector(struct parser *p, struct gw_pq_node **out)
 {
 	static const enum gw_match_op ops[] = { GW_MATCH_EQ, GW_MATCH_NE,
 						GW_MATCH_RE, GW_MATCH_NRE };
-	const struct tok *la = peek(p, 0);
+	const struct gw_pql_tok *la = peek(p, 0);
 	struct gw_pq_node *n;
 	size_t cap = 0;
-	struct tok t;
+	struct gw_pql_tok t;
 	bool nonempty = false;
 	int err;
 
 	if (!la)
-		return p->rc;
+		return p->lx.rc;
 	n = new_node(p, GW_PQ_SELECTOR, GW_TYPE_VECTOR, la->pos);
 	if (!n)
-		return p->rc;
+		return p->lx.rc;
 	*out = n;
-	if (la->type == T_IDENT) {
+	if (la->type == GW_PQL_T_IDENT) {
 		if ((err = next(p, &t)))
 			return err;
-		n->u.sel.name = dup_text(p, &t);
+		n->u.sel.name = gw_pql_dup_text(&p->lx, &t);
 		if (!n->u.sel.name)
-			return p->rc;
+			return p->lx.rc;
 		err = add_matcher(p, n, &cap, GW_MATCH_EQ, "__name__",
 				  n->u.sel.name, t.pos);
 		if (err)
 			return err;
 		la = peek(p, 0);
 		if (!la)
-			return p->rc;
-		if (la->type != T_LBRACE)
+			return p->lx.rc;
+		if (la->type != GW_PQL_T_LBRACE)
 			return 0;
 	}
 	if ((err = next(p, &t))) /* "{" */
 		return err;
 	for (;;) {
-		struct tok name, op, val;
+		struct gw_pql_tok name, op, val;
 		int oi;
 		char *lname, *value;
 
 		if ((err = next(p, &name)))
 			return err;
-		if (name.type == T_RBRACE)
+		if (name.type == GW_PQL_T_RBRACE)
 			break;
-		if (name.type != T_IDENT)
+		if (name.type != GW_PQL_T_IDENT)
 			return unexpected(p, &name, "label matching",
 					  "identifier or \"}\"");
 		if ((err = next(p, &op)))
 			return err;
-		oi = op.type == T_EQL ? 0 : op.type == T_OP ? 1 :
-		     op.type == T_RE ? 2 : op.type == T_NRE ? 3 : -1;
+		oi = op.type == GW_PQL_T_EQL ? 0 :
+		     op.type == GW_PQL_T_OP ? 1 :
+		     op.type == GW_PQL_T_RE ? 2 :
+		     op.type == GW_PQL_T_NRE ? 3 : -1;
 		if (oi < 0)
 			return unexpected(p, &op, "label matching",
 					  "label matching operator");
 		if ((err = next(p, &val)))
 			return err;
-		if (val.type != T_STRING)
+		if (val.type != GW_PQL_T_STRING)
 			return unexpected(p, &val, "label matching", "string");
-		lname = dup_text(p, &name);
-		value = lname ? dup_string(p, &val) : NULL;
+		lname = gw_pql_dup_text(&p->lx, &name);
+		value = lname ? gw_pql_dup_string(&p->lx, &val) : NULL;
 		if (!value) {
 			free(lname);
-			return p->rc;
+			return p->lx.rc;
 		}
 		err = add_matcher(p, n, &cap, ops[oi], lname, value, name.pos);
 		free(lname);
@@ -1585,9 +776,9 @@ static int parse_selector(struct parser *p, struct gw_pq_node **out)
 			return err;
 		if ((err = next(p, &t)))
 			return err;
-		if (t.type == T_RBRACE)
+		if (t.type == GW_PQL_T_RBRACE)
 			break;
-		if (t.type != T_COMMA)
+		if (t.type != GW_PQL_T_COMMA)
 			return unexpected(p, &t, "label matching",
 					  "\",\" or \"}\"");
 	}
@@ -1606,9 +797,10 @@ static int parse_selector(struct parser *p, struct gw_pq_node **out)
 }
 
 /* A duration (or a number of seconds) inside [ ] or after offset. */
-static int take_duration(struct parser *p, const struct tok *t, int64_t *ms)
+static int take_duration(struct parser *p, const struct gw_pql_tok *t,
+			 int64_t *ms)
 {
-	if (t->type == T_DURATION) {
+	if (t->type == GW_PQL_T_DURATION) {
 		*ms = t->ms;
 	} else {
 		double v = t->num * 1000.0;
@@ -1626,30 +818,31 @@ static int take_duration(struct parser *p, const struct tok *t, int64_t *ms)
 static int parse_postfix(struct parser *p, struct gw_pq_node *n)
 {
 	for (;;) {
-		const struct tok *la = peek(p, 0);
-		struct tok t, d;
+		const struct gw_pql_tok *la = peek(p, 0);
+		struct gw_pql_tok t, d;
 		int64_t ms;
 		int err;
 
 		if (!la)
-			return p->rc;
-		if (la->type == T_LBRACKET) {
-			struct tok open;
+			return p->lx.rc;
+		if (la->type == GW_PQL_T_LBRACKET) {
+			struct gw_pql_tok open;
 
 			if ((err = next(p, &open)))
 				return err;
 			if ((err = next(p, &d)))
 				return err;
-			if (d.type != T_DURATION && d.type != T_NUMBER)
+			if (d.type != GW_PQL_T_DURATION &&
+			    d.type != GW_PQL_T_NUMBER)
 				return unexpected(p, &d,
 						  "subquery or range selector",
 						  "duration");
 			if ((err = next(p, &t)))
 				return err;
-			if (t.type == T_COLON)
+			if (t.type == GW_PQL_T_COLON)
 				return fail(p, open.pos,
 					    "subqueries are not supported");
-			if (t.type != T_RBRACKET)
+			if (t.type != GW_PQL_T_RBRACKET)
 				return unexpected(p, &t, "subquery or range",
 						  "\":\" or \"]\"");
 			if (n->kind != GW_PQ_SELECTOR)
@@ -1670,12 +863,13 @@ static int parse_postfix(struct parser *p, struct gw_pq_node *n)
 				return err;
 			if ((err = next(p, &d)))
 				return err;
-			if (d.type == T_OP && d.op == GW_OP_SUB) {
+			if (d.type == GW_PQL_T_OP && d.op == GW_OP_SUB) {
 				neg = true;
 				if ((err = next(p, &d)))
 					return err;
 			}
-			if (d.type != T_DURATION && d.type != T_NUMBER)
+			if (d.type != GW_PQL_T_DURATION &&
+			    d.type != GW_PQL_T_NUMBER)
 				return unexpected(p, &d, "offset", "duration");
 			if ((err = take_duration(p, &d, &ms)))
 				return err;
@@ -1686,7 +880,7 @@ static int parse_postfix(struct parser *p, struct gw_pq_node *n)
 				return fail(p, n->pos,
 					    "offset may not be set multiple times");
 			n->u.sel.offset_ms = neg ? -ms : ms;
-		} else if (la->type == T_AT) {
+		} else if (la->type == GW_PQL_T_AT) {
 			return fail(p, la->pos, "@ modifier is not supported");
 		} else {
 			return 0;
@@ -1696,61 +890,61 @@ static int parse_postfix(struct parser *p, struct gw_pq_node *n)
 
 static int parse_primary(struct parser *p, struct gw_pq_node **out)
 {
-	const struct tok *la = peek(p, 0), *la1;
+	const struct gw_pql_tok *la = peek(p, 0), *la1;
 	struct gw_pq_node *n;
-	struct tok t;
+	struct gw_pql_tok t;
 	int err, agg = -1;
 	enum kw kw;
 
 	if (!la)
-		return p->rc;
+		return p->lx.rc;
 	switch (la->type) {
-	case T_NUMBER:
+	case GW_PQL_T_NUMBER:
 		n = new_node(p, GW_PQ_NUMBER, GW_TYPE_SCALAR, la->pos);
 		if (!n)
-			return p->rc;
+			return p->lx.rc;
 		n->u.num = la->num;
 		*out = n;
 		return next(p, &t);
-	case T_STRING:
+	case GW_PQL_T_STRING:
 		n = new_node(p, GW_PQ_STRING, GW_TYPE_STRING, la->pos);
 		if (!n)
-			return p->rc;
+			return p->lx.rc;
 		*out = n;
 		if ((err = next(p, &t)))
 			return err;
-		n->u.str = dup_string(p, &t);
-		return n->u.str ? 0 : p->rc;
-	case T_LPAREN:
+		n->u.str = gw_pql_dup_string(&p->lx, &t);
+		return n->u.str ? 0 : p->lx.rc;
+	case GW_PQL_T_LPAREN:
 		n = new_node(p, GW_PQ_PAREN, GW_TYPE_SCALAR, la->pos);
 		if (!n)
-			return p->rc;
+			return p->lx.rc;
 		*out = n;
 		if ((err = next(p, &t)))
 			return err;
 		if ((err = parse_expr(p, &n->u.inner)))
 			return err;
 		n->type = n->u.inner->type;
-		return expect(p, T_RPAREN, &t, NULL, NULL);
-	case T_LBRACE:
+		return expect(p, GW_PQL_T_RPAREN, &t, NULL, NULL);
+	case GW_PQL_T_LBRACE:
 		return parse_selector(p, out);
-	case T_IDENT:
+	case GW_PQL_T_IDENT:
 		kw = keyword(p, la, &agg);
 		if (kw == KW_AGG || kw == KW_AGG_OTHER) {
 			enum kw k1;
 
 			la1 = peek(p, 1);
 			if (!la1)
-				return p->rc;
+				return p->lx.rc;
 			k1 = keyword(p, la1, NULL);
-			if (la1->type == T_LPAREN || k1 == KW_BY ||
+			if (la1->type == GW_PQL_T_LPAREN || k1 == KW_BY ||
 			    k1 == KW_WITHOUT) {
 				if (kw == KW_AGG)
 					return parse_aggregation(p, agg, out);
 				return fail(p, la->pos,
 					    "aggregation \"%.*s\" is not supported",
 					    (int)(la->end - la->pos),
-					    p->q + la->pos);
+					    p->lx.q + la->pos);
 			}
 			return parse_selector(p, out);
 		}
@@ -1767,9 +961,9 @@ static int parse_primary(struct parser *p, struct gw_pq_node **out)
 		}
 		la1 = peek(p, 1);
 		if (!la1)
-			return p->rc;
-		if (kw == KW_NONE && la1->type == T_LPAREN &&
-		    !memchr(p->q + la->pos, ':', la->end - la->pos))
+			return p->lx.rc;
+		if (kw == KW_NONE && la1->type == GW_PQL_T_LPAREN &&
+		    !memchr(p->lx.q + la->pos, ':', la->end - la->pos))
 			return parse_call(p, out);
 		return parse_selector(p, out);
 	default:
@@ -1790,14 +984,15 @@ static int enter(struct parser *p, uint32_t pos)
 
 static int parse_unary(struct parser *p, struct gw_pq_node **out)
 {
-	const struct tok *la = peek(p, 0);
+	const struct gw_pql_tok *la = peek(p, 0);
 	struct gw_pq_node *inner = NULL, *n;
-	struct tok t;
+	struct gw_pql_tok t;
 	int err;
 
 	if (!la)
-		return p->rc;
-	if (la->type != T_OP || (la->op != GW_OP_ADD && la->op != GW_OP_SUB)) {
+		return p->lx.rc;
+	if (la->type != GW_PQL_T_OP ||
+	    (la->op != GW_OP_ADD && la->op != GW_OP_SUB)) {
 		if ((err = parse_primary(p, out)))
 			return err;
 		return parse_postfix(p, *out);
@@ -1830,7 +1025,7 @@ static int parse_unary(struct parser *p, struct gw_pq_node **out)
 	n = new_node(p, GW_PQ_NEG, inner->type, t.pos);
 	if (!n) {
 		gw_promql_free(inner);
-		return p->rc;
+		return p->lx.rc;
 	}
 	n->u.inner = inner;
 	*out = n;
@@ -1862,19 +1057,19 @@ static bool is_comparison(enum gw_pq_binop op)
 /* Modifiers after the operator: [bool] [on|ignoring (labels)]. */
 static int parse_bin_modifiers(struct parser *p, struct gw_pq_node *n)
 {
-	const struct tok *la = peek(p, 0);
-	struct tok t;
+	const struct gw_pql_tok *la = peek(p, 0);
+	struct gw_pql_tok t;
 	enum kw kw;
 	int err;
 
 	if (!la)
-		return p->rc;
+		return p->lx.rc;
 	if (keyword(p, la, NULL) == KW_BOOL) {
 		if ((err = next(p, &t)))
 			return err;
 		n->u.bin.bool_mod = true;
 		if (!(la = peek(p, 0)))
-			return p->rc;
+			return p->lx.rc;
 	}
 	kw = keyword(p, la, NULL);
 	if (kw == KW_ON || kw == KW_IGNORING) {
@@ -1886,7 +1081,7 @@ static int parse_bin_modifiers(struct parser *p, struct gw_pq_node *n)
 		if (err)
 			return err;
 		if (!(la = peek(p, 0)))
-			return p->rc;
+			return p->lx.rc;
 		kw = keyword(p, la, NULL);
 	}
 	if (kw == KW_GROUP_LEFT || kw == KW_GROUP_RIGHT)
@@ -1931,23 +1126,23 @@ static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
 {
 	unsigned saved = p->depth;
 	struct gw_pq_node *lhs = NULL;
-	const struct tok *la;
+	const struct gw_pql_tok *la;
 	int err;
 
 	if (!(la = peek(p, 0)))
-		return p->rc;
+		return p->lx.rc;
 	if ((err = enter(p, la->pos)))
 		goto out;
 	if ((err = parse_unary(p, &lhs)))
 		goto out;
 	for (;;) {
 		struct gw_pq_node *n;
-		struct tok op;
+		struct gw_pql_tok op;
 		enum kw kw;
 		int prec;
 
 		if (!(la = peek(p, 0))) {
-			err = p->rc;
+			err = p->lx.rc;
 			goto out;
 		}
 		kw = keyword(p, la, NULL);
@@ -1963,7 +1158,7 @@ static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
 				   "binary operator \"atan2\" is not supported");
 			goto out;
 		}
-		if (la->type != T_OP)
+		if (la->type != GW_PQL_T_OP)
 			break;
 		prec = precedence(la->op);
 		if (prec < minprec)
@@ -1972,7 +1167,7 @@ static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
 			goto out;
 		n = new_node(p, GW_PQ_BINARY, GW_TYPE_VECTOR, lhs->pos);
 		if (!n) {
-			err = p->rc;
+			err = p->lx.rc;
 			goto out;
 		}
 		n->u.bin.op = op.op;
@@ -1993,7 +1188,7 @@ static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
 out:
 	p->depth = saved;
 	gw_promql_free(lhs);
-	return err ? err : p->rc;
+	return err ? err : p->lx.rc;
 }
 
 static int parse_expr(struct parser *p, struct gw_pq_node **out)
@@ -2001,34 +1196,19 @@ static int parse_expr(struct parser *p, struct gw_pq_node **out)
 	return parse_binary(p, 0, out);
 }
 
+
 static int start(struct parser *p, const char *q,
 		 struct gw_promql_error *err)
 {
 	memset(p, 0, sizeof(*p));
-	p->err = err;
-	if (err) {
-		err->pos = 0;
-		err->msg[0] = '\0';
-	}
-	if (!q) {
-		p->q = "";
-		return fail(p, 0, "no query given");
-	}
-	p->q = q;
-	p->len = strnlen(q, GW_PROMQL_MAX_QUERY + 1);
-	if (p->len > GW_PROMQL_MAX_QUERY) {
-		p->len = 0;
-		return fail(p, 0, "query is longer than %d bytes",
-			    GW_PROMQL_MAX_QUERY);
-	}
-	return 0;
+	return gw_pql_lex_init(&p->lx, q, err);
 }
 
 int gw_promql_parse(const char *query, struct gw_pq_node **out,
 		    struct gw_promql_error *err)
 {
 	struct gw_pq_node *n = NULL;
-	const struct tok *la;
+	const struct gw_pql_tok *la;
 	struct parser p;
 	int rc;
 
@@ -2038,15 +1218,15 @@ int gw_promql_parse(const char *query, struct gw_pq_node **out,
 	if ((rc = start(&p, query, err)))
 		return rc;
 	if (!(la = peek(&p, 0)))
-		return p.rc;
-	if (la->type == T_EOF)
+		return p.lx.rc;
+	if (la->type == GW_PQL_T_EOF)
 		return fail(&p, 0, "no expression found in input");
 	rc = parse_expr(&p, &n);
 	if (!rc) {
 		la = peek(&p, 0);
-		if (la && la->type != T_EOF)
+		if (la && la->type != GW_PQL_T_EOF)
 			unexpected(&p, la, NULL, NULL);
-		rc = p.rc;
+		rc = p.lx.rc;
 	}
 	if (rc) {
 		gw_promql_free(n);
@@ -2060,7 +1240,7 @@ int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
 			     size_t *nm, struct gw_promql_error *err)
 {
 	struct gw_pq_node *n = NULL;
-	const struct tok *la;
+	const struct gw_pql_tok *la;
 	struct parser p;
 	int rc;
 
@@ -2071,11 +1251,11 @@ int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
 	if ((rc = start(&p, text, err)))
 		return rc;
 	if (!(la = peek(&p, 0)))
-		return p.rc;
-	if (la->type == T_EOF)
+		return p.lx.rc;
+	if (la->type == GW_PQL_T_EOF)
 		return fail(&p, 0, "no expression found in input");
-	if (la->type != T_LBRACE &&
-	    (la->type != T_IDENT || keyword(&p, la, NULL) == KW_ON ||
+	if (la->type != GW_PQL_T_LBRACE &&
+	    (la->type != GW_PQL_T_IDENT || keyword(&p, la, NULL) == KW_ON ||
 	     keyword(&p, la, NULL) == KW_IGNORING ||
 	     keyword(&p, la, NULL) == KW_BOOL ||
 	     keyword(&p, la, NULL) == KW_GROUP_LEFT ||
@@ -2085,9 +1265,9 @@ int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
 	rc = parse_selector(&p, &n);
 	if (!rc) {
 		la = peek(&p, 0);
-		if (la && la->type != T_EOF)
+		if (la && la->type != GW_PQL_T_EOF)
 			unexpected(&p, la, NULL, NULL);
-		rc = p.rc;
+		rc = p.lx.rc;
 	}
 	if (!rc) {
 		*m = n->u.sel.m;

@@ -154,7 +154,7 @@ static void as_values(const uint8_t *data, size_t size)
 	struct gw_buf a, m;
 	uint64_t nneg = 0, lo1, hi1, lo2, hi2;
 	size_t n = 0, nv = size / 8, i;
-	double *v;
+	double *v, den;
 
 	if (nv > MAX_VALUES)
 		nv = MAX_VALUES;
@@ -204,9 +204,11 @@ static void as_values(const uint8_t *data, size_t size)
 		hi1 = nneg;
 		lo2 = nneg + all.zero;
 		hi2 = lo2 + all.cpos;
-		/* Some 256 ranks, and those next to a collapsed range. */
+		/* Some 256 ranks, and those next to a collapsed range; q is
+		 * the middle of rank i's interval. */
+		den = n > 1 ? (double)(n - 1) : 1;
 		for (i = 0; i < n; i++) {
-			double q = ((double)i + 0.5) / (double)(n > 1 ? n - 1 : 1);
+			double q = ((double)i + 0.5) / den;
 
 			if ((i >= lo1 && i < hi1) || (i >= lo2 && i < hi2))
 				continue;

@@ -213,7 +213,8 @@ static void accuracy_wide_range(void **state)
 	check_dist(v, N, "+-1e-9..1e9");
 	/* Extremes of the double range, and zeros between. */
 	for (i = 0; i < N; i++)
-		v[i] = i % 7 == 0 ? 0 : (i % 2 ? -1 : 1) * pow(10, -300 + 600 * unif());
+		v[i] = i % 7 == 0 ? 0 :
+		       (i % 2 ? -1 : 1) * pow(10, -300 + 600 * unif());
 	v[3] = DBL_MAX;
 	v[5] = -DBL_MAX;
 	v[9] = DBL_MIN;
@@ -982,11 +983,13 @@ static void chunk_is_compact(void **state)
 	for (int i = 0; i < N; i++) {
 		t += 60000;
 		gw_rollup_init(&r[i], t);
-		for (int s = 0; s < 60; s++)
+		for (int s = 0; s < 60; s++) {
+			double v = (double)(64 + rnd() % 3);
+
 			assert_int_equal(gw_rollup_add(&r[i],
-						       t - 60000 + s * 1000,
-						       (double)(64 + rnd() % 3)),
+						       t - 60000 + s * 1000, v),
 					 0);
+		}
 	}
 	assert_int_equal(gw_rollup_encode(r, N, &b), 0);
 	print_message("chunk of %d temperature minutes: %zu bytes\n", N, b.len);
