@@ -40,8 +40,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: gpuwatch query [OPTION]... EXPR\n"
 		"\n"
-		"Evaluate the PromQL expression EXPR on a running agent through "
-		"its Prometheus\n"
+		"Evaluate the PromQL expression EXPR on a running agent "
+		"through its Prometheus\n"
 		"API (/api/v1/query, /api/v1/query_range) and print the result "
 		"as a table.\n"
 		"The agent answers from its local store (gpuwatch agent "
@@ -75,8 +75,8 @@ static void usage(FILE *out)
 		"      The agent to ask (default: $GPUWATCH_URL, else "
 		DEFAULT_URL ").\n"
 		"  --json\n"
-		"      Print the API's JSON answer unchanged (errors too, still "
-		"exiting 1).\n"
+		"      Print the API's JSON answer unchanged (errors too, "
+		"still exiting 1).\n"
 		"  --utc\n"
 		"      Print times in UTC (default: local time with its UTC "
 		"offset).\n"
@@ -649,7 +649,8 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 				"%s: %s\n"
 				"(is 'gpuwatch agent' running there? "
 				"choose another with --url or GPUWATCH_URL)\n",
-				rq->base, cerr[0] ? cerr : curl_easy_strerror(rc));
+				rq->base,
+				cerr[0] ? cerr : curl_easy_strerror(rc));
 		err = 1;
 		goto out;
 	}
@@ -673,8 +674,8 @@ static int parse_when(const char *flag, const char *s, int64_t now_ms,
 		*ms = now_ms;
 		return 0;
 	}
-	if (strncmp(s, "now-", 4) == 0 && gw_api_parse_duration(s + 4, &d) == 0 &&
-	    d >= 0) {
+	if (strncmp(s, "now-", 4) == 0 &&
+	    gw_api_parse_duration(s + 4, &d) == 0 && d >= 0) {
 		*ms = now_ms - d;
 		return 0;
 	}
@@ -843,7 +844,8 @@ int gw_cmd_query(int argc, char **argv)
 			fprintf(stderr,
 				"gpuwatch query: %s answered HTTP %ld, not the "
 				"query API: %.*s\n",
-				base, status, (int)(line > 200 ? 200 : line), b);
+				base, status, (int)(line > 200 ? 200 : line),
+				b);
 		goto out;
 	}
 	{

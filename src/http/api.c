@@ -91,8 +91,10 @@ static int unescape(const char *s, size_t len, struct gw_buf *out, char *err,
 		int r;
 
 		if (c == '%') {
-			int hi = i + 1 < len ? hexval((unsigned char)s[i + 1]) : -1;
-			int lo = i + 2 < len ? hexval((unsigned char)s[i + 2]) : -1;
+			int hi = i + 1 < len ? hexval((unsigned char)s[i + 1])
+					     : -1;
+			int lo = i + 2 < len ? hexval((unsigned char)s[i + 2])
+					     : -1;
 
 			if (hi < 0 || lo < 0) {
 				size_t n = len - i < 3 ? len - i : 3;
@@ -141,7 +143,8 @@ int gw_api_params_parse_form(struct gw_api_params *p, const char *body,
 			r = unescape(eq + 1, plen - (size_t)(eq + 1 - pair),
 				     &value, err, errlen);
 		if (r == -ENOSPC)
-			snprintf(err, errlen, "form values larger than %u bytes",
+			snprintf(err, errlen,
+				 "form values larger than %u bytes",
 				 GW_API_MAX_PARAM_BYTES);
 		if (r)
 			break;
@@ -597,13 +600,14 @@ static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 {
 	const char *to = gw_api_params_get(c->rq->params, "timeout");
 	double cap = o && o->timeout > 0 ? o->timeout : DEFAULT_TIMEOUT;
-	int64_t limit_ns = (int64_t)(cap * 1e9), waited, left;
+	int64_t limit_ns, waited, left;
 	uint64_t arrival = c->rq->arrival_ns ? c->rq->arrival_ns : mono_ns();
 	int64_t ms;
 	int err;
 
-	if (cap > 1e6)
-		limit_ns = (int64_t)(1e6 * 1e9);
+	if (!(cap <= 1e6)) /* also NaN */
+		cap = 1e6;
+	limit_ns = (int64_t)(cap * 1e9);
 	if (to && *to) {
 		err = duration_param(c->r, "timeout", to, &ms);
 		if (err)

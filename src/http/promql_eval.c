@@ -31,15 +31,16 @@
 #include "http/promql.h"
 
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
-#define MAX_RESOLUTION 11000   /* (end - start) / step, as Prometheus */
-#define MAX_DEPTH (2 * GW_PROMQL_MAX_DEPTH)
-#define MAX_LSETS (1u << 24)   /* distinct label sets per query */
-#define KEY_MAX (1u << 20)
-#define MEMO 4
+#define MAX_RESOLUTION	    11000 /* (end - start) / step, as Prometheus */
+#define MAX_DEPTH	    (2 * GW_PROMQL_MAX_DEPTH)
+#define MAX_LSETS	    (1u << 24) /* distinct label sets per query */
+#define KEY_MAX		    (1u << 20)
+#define MEMO		    4
 
-#define MSG_TOO_MANY \
-	"query processing would load too many samples into memory in query execution"
-#define MSG_TIMEOUT "query timed out in query execution"
+#define MSG_TOO_MANY                                                           \
+	"query processing would load too many samples into memory in query "   \
+	"execution"
+#define MSG_TIMEOUT	 "query timed out in query execution"
 #define MSG_DUP_LABELSET "vector cannot contain metrics with the same labelset"
 
 /* An interned label set. */
@@ -49,8 +50,8 @@ struct lset {
 	size_t klen;
 	uint64_t hash;
 	uint64_t mark, mark2; /* stamps of the current operation */
-	size_t idx;           /* set together with mark */
-	size_t out;           /* range query: output series index + 1 */
+	size_t idx;	      /* set together with mark */
+	size_t out;	      /* range query: output series index + 1 */
 	struct {
 		const void *by;
 		struct lset *to;
@@ -277,8 +278,8 @@ static int derive(struct ev *ev, struct lset *s, const void *key,
 			return 0;
 		}
 	}
-	err = gw_labels_project(&l, &s->l, (const char *const *)names, n,
-				keep, drop);
+	err = gw_labels_project(&l, &s->l, (const char *const *)names, n, keep,
+				drop);
 	if (!err)
 		err = intern(ev, &l, out);
 	if (err)
@@ -303,10 +304,10 @@ static void lstr(const struct gw_labels *l, char *dst, size_t cap)
 {
 	size_t n = 0;
 
-#define PUT(c)                          \
-	do {                            \
-		if (n + 1 < cap)        \
-			dst[n++] = (c); \
+#define PUT(c)                                                                 \
+	do {                                                                   \
+		if (n + 1 < cap)                                               \
+			dst[n++] = (c);                                        \
 	} while (0)
 	PUT('{');
 	for (size_t i = 0; i < l->n; i++) {
@@ -740,7 +741,7 @@ static bool irate(const int64_t *ts, const double *vs, size_t n, double *out)
 static int over_time_raw(struct ev *ev, enum gw_pq_func fn, double phi,
 			 const double *v, size_t n, double *out)
 {
-	struct mean m = { 0 };
+	struct mean m = {0};
 	double a = NAN, c = 0, mu = 0, m2 = 0;
 	int err;
 
@@ -849,7 +850,9 @@ static int over_time_rollup(enum gw_pq_func fn, double phi,
 		break;
 	case GW_FN_QUANTILE_OVER_TIME:
 		if (isnan(phi) || phi < 0 || phi > 1) {
-			*out = isnan(phi) ? NAN : phi < 0 ? -INFINITY : INFINITY;
+			*out = isnan(phi) ? NAN
+			       : phi < 0  ? -INFINITY
+					  : INFINITY;
 			break;
 		}
 		/* Merged, not averaged: the union's quantile. */
@@ -872,10 +875,10 @@ static int over_time_rollup(enum gw_pq_func fn, double phi,
 static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		struct val *out);
 
-static int eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n,
-			   int64_t t, double *out)
+static int eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+			   double *out)
 {
-	struct val v = { 0 };
+	struct val v = {0};
 	int err = eval(ev, n, t, &v);
 
 	if (!err && v.type != GW_TYPE_SCALAR)
@@ -934,9 +937,8 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 				ok = irate(ts, vs, np, &x);
 			else
 				ok = xrate(ts, vs, np, from, at,
-					   m->u.sel.range_ms,
-					   fn != GW_FN_DELTA, fn == GW_FN_RATE,
-					   &x);
+					   m->u.sel.range_ms, fn != GW_FN_DELTA,
+					   fn == GW_FN_RATE, &x);
 			break;
 		default:
 			if (d->tier == GW_TIER_RAW) {
@@ -968,7 +970,7 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		     struct val *out)
 {
-	struct val a = { 0 };
+	struct val a = {0};
 	int err = 0;
 
 	switch (n->u.call.fn) {
@@ -1058,8 +1060,7 @@ static int ksort_cmp(const struct ksort *k, size_t a, size_t b)
 }
 
 /* Merge sort of idx[0..n) (stable, no global state), tmp of n entries. */
-static void ksort_run(const struct ksort *k, size_t *idx, size_t *tmp,
-		      size_t n)
+static void ksort_run(const struct ksort *k, size_t *idx, size_t *tmp, size_t n)
 {
 	if (n < 2)
 		return;
@@ -1068,7 +1069,8 @@ static void ksort_run(const struct ksort *k, size_t *idx, size_t *tmp,
 	ksort_run(k, idx, tmp, h);
 	ksort_run(k, idx + h, tmp, n - h);
 	while (i < h && j < n)
-		tmp[o++] = ksort_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+		tmp[o++] =
+		    ksort_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
 	while (i < h)
 		tmp[o++] = idx[i++];
 	while (j < n)
@@ -1080,9 +1082,9 @@ static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    struct val *out)
 {
 	enum gw_pq_aggop op = n->u.agg.op;
-	bool has_param = op == GW_AGG_TOPK || op == GW_AGG_BOTTOMK ||
-			 op == GW_AGG_QUANTILE;
-	struct val in = { 0 };
+	bool has_param =
+	    op == GW_AGG_TOPK || op == GW_AGG_BOTTOMK || op == GW_AGG_QUANTILE;
+	struct val in = {0};
 	struct grp *g = NULL;
 	size_t ng = 0, *gi = NULL, *idx, *tmp;
 	double param = 0;
@@ -1181,7 +1183,7 @@ static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	tmp = ev->ix + in.v.n;
 	for (size_t i = 0; i < in.v.n; i++)
 		idx[i] = i;
-	struct ksort ks = { in.v.p, gi, op == GW_AGG_TOPK };
+	struct ksort ks = {in.v.p, gi, op == GW_AGG_TOPK};
 
 	ksort_run(&ks, idx, tmp, in.v.n);
 	if (op == GW_AGG_QUANTILE) {
@@ -1248,8 +1250,8 @@ static int eval_vec_scalar(struct ev *ev, const struct gw_pq_node *n,
 	return err;
 }
 
-static int signature(struct ev *ev, const struct gw_pq_node *n,
-		     struct lset *ls, struct lset **out)
+static int signature(struct ev *ev, const struct gw_pq_node *n, struct lset *ls,
+		     struct lset **out)
 {
 	if (n->u.bin.on)
 		return derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
@@ -1300,9 +1302,13 @@ static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
 			lstr(&sig->l, a, sizeof(a));
 			lstr(&r->p[j].ls->l, b, sizeof(b));
 			lstr(&r->p[sig->idx].ls->l, c, sizeof(c));
-			return fail(ev, GW_QERR_EXECUTION, -EINVAL,
-				    "found duplicate series for the match group %s on the right hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side",
-				    a, b, c);
+			return fail(
+			    ev, GW_QERR_EXECUTION, -EINVAL,
+			    "found duplicate series for the match group %s on "
+			    "the right hand-side of the operation: [%s, "
+			    "%s];many-to-many matching not allowed: matching "
+			    "labels must be unique on one side",
+			    a, b, c);
 		}
 		sig->mark = st;
 		sig->idx = j;
@@ -1329,8 +1335,10 @@ static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
 			v = arith(op, x, y);
 		}
 		if (sig->mark2 == st2)
-			return fail(ev, GW_QERR_EXECUTION, -EINVAL,
-				    "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+			return fail(
+			    ev, GW_QERR_EXECUTION, -EINVAL,
+			    "multiple matches for labels: many-to-one matching "
+			    "must be explicit (group_left/group_right)");
 		sig->mark2 = st2;
 		err = result_labels(ev, n, l->p[i].ls, &ls);
 		if (!err)
@@ -1345,7 +1353,7 @@ static int eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		       struct val *out)
 {
 	enum gw_pq_binop op = n->u.bin.op;
-	struct val l = { 0 }, r = { 0 };
+	struct val l = {0}, r = {0};
 	int err;
 
 	if (!n->u.bin.lhs || !n->u.bin.rhs || op > GW_OP_LE)
@@ -1378,7 +1386,7 @@ out:
 static int eval_neg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    struct val *out)
 {
-	struct val a = { 0 };
+	struct val a = {0};
 	int err = eval(ev, n->u.inner, t, &a);
 
 	if (err)
@@ -1545,10 +1553,10 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	}
 	for (size_t i = 0; i < ev->nsel; i++) {
 		const struct gw_pq_node *n = ev->sel[i].node;
-		int64_t lb = n->kind == GW_PQ_MATRIX &&
-					     n->u.sel.range_ms > ev->lookback
-				     ? n->u.sel.range_ms
-				     : ev->lookback;
+		int64_t lb =
+		    n->kind == GW_PQ_MATRIX && n->u.sel.range_ms > ev->lookback
+			? n->u.sel.range_ms
+			: ev->lookback;
 		int64_t a = sat_sub(sat_sub(start, n->u.sel.offset_ms), lb);
 		int64_t b = sat_sub(end, n->u.sel.offset_ms);
 
@@ -1588,10 +1596,11 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 			struct gw_labels l;
 
 			if (d->tier != ev->tier ||
-			    (d->n && (d->tier == GW_TIER_RAW ? !d->t || !d->v
-							     : !d->r)))
-				return fail(ev, GW_QERR_INTERNAL, -EINVAL,
-					    "store returned inconsistent series");
+			    (d->n &&
+			     (d->tier == GW_TIER_RAW ? !d->t || !d->v : !d->r)))
+				return fail(
+				    ev, GW_QERR_INTERNAL, -EINVAL,
+				    "store returned inconsistent series");
 			err = gw_labels_dup(&l, &d->labels);
 			if (!err)
 				err = intern(ev, &l, &s->ls[j]);
@@ -1607,22 +1616,22 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 static int ev_init(struct ev *ev, const struct gw_queryable *q,
 		   const struct gw_promql_opts *o, struct gw_qresult *res)
 {
-	struct gw_labels none = { NULL, 0 };
+	struct gw_labels none = {NULL, 0};
 	int err;
 
 	memset(res, 0, sizeof(*res));
 	memset(ev, 0, sizeof(*ev));
 	ev->q = q;
 	ev->res = res;
-	ev->lookback = o && o->lookback_ms > 0 ? o->lookback_ms
-					       : DEFAULT_LOOKBACK_MS;
+	ev->lookback =
+	    o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
 	ev->lim.max_samples = o ? o->max_samples : 0;
 	if (o && o->timeout_ns) {
 		uint64_t now = now_ns();
 
 		ev->lim.deadline_ns = o->timeout_ns > UINT64_MAX - now
-					      ? UINT64_MAX
-					      : now + o->timeout_ns;
+					  ? UINT64_MAX
+					  : now + o->timeout_ns;
 	}
 	gw_buf_init(&ev->kb, KEY_MAX);
 	if (!q || !q->pick_tier || !q->select)
@@ -1686,8 +1695,7 @@ static bool top_level_k(const struct gw_pq_node *e)
 }
 
 /* An instant query of a bare range selector: the samples themselves. */
-static int instant_matrix(struct ev *ev, const struct gw_pq_node *m,
-			  int64_t t)
+static int instant_matrix(struct ev *ev, const struct gw_pq_node *m, int64_t t)
 {
 	struct sel *s = find_sel(ev, m);
 	struct gw_qresult *res = ev->res;
@@ -1737,7 +1745,7 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 			   struct gw_qresult *res)
 {
 	struct ev ev;
-	struct val v = { 0 };
+	struct val v = {0};
 	int err;
 
 	err = ev_init(&ev, q, o, res);
@@ -1839,8 +1847,7 @@ static int out_add(struct ev *ev, struct lset *ls, int64_t t, double v,
 int gw_promql_eval_range(const struct gw_pq_node *e,
 			 const struct gw_queryable *q, int64_t start,
 			 int64_t end, int64_t step,
-			 const struct gw_promql_opts *o,
-			 struct gw_qresult *res)
+			 const struct gw_promql_opts *o, struct gw_qresult *res)
 {
 	const struct gw_pq_node *root;
 	struct gw_qresult *r = res;
@@ -1854,31 +1861,39 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 	if (err)
 		return finish(&ev, err);
 	if (step <= 0)
-		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-					"zero or negative query resolution step widths are not accepted. Try a positive integer"));
+		return finish(
+		    &ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+			      "zero or negative query resolution step widths "
+			      "are not accepted. Try a positive integer"));
 	if (end < start)
-		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-					"end timestamp must not be before start time"));
+		return finish(
+		    &ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+			      "end timestamp must not be before start time"));
 	if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > MAX_RESOLUTION)
 		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-					"exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"));
-	nsteps = (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1;
+					"exceeded maximum resolution of 11,000 "
+					"points per timeseries. Try decreasing "
+					"the query resolution (?step=XX)"));
+	nsteps =
+	    (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1;
 	root = unparen(e);
 	if (!root)
 		return finish(&ev, malformed(&ev));
 	if (root->kind == GW_PQ_MATRIX || root->kind == GW_PQ_STRING)
-		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-					"invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
-					root->kind == GW_PQ_MATRIX ? "range vector"
-								   : "string"));
+		return finish(&ev,
+			      fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+				   "invalid expression type \"%s\" for range "
+				   "query, must be Scalar or instant Vector",
+				   root->kind == GW_PQ_MATRIX ? "range vector"
+							      : "string"));
 	err = load(&ev, e, start, end, step);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		int64_t t = start + (int64_t)i * step;
-		struct val v = { 0 };
+		struct val v = {0};
 
 		if (ev.lim.deadline_ns && now_ns() > ev.lim.deadline_ns) {
-			err = fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT,
-				   MSG_TIMEOUT);
+			err =
+			    fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT, MSG_TIMEOUT);
 			break;
 		}
 		err = eval(&ev, e, t, &v);
@@ -1889,8 +1904,10 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 				err = out_add(&ev, v.v.p[j].ls, t, v.v.p[j].v,
 					      nsteps);
 		else if (!err)
-			err = fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-				   "invalid expression type \"string\" for range query, must be Scalar or instant Vector");
+			err =
+			    fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+				 "invalid expression type \"string\" for range "
+				 "query, must be Scalar or instant Vector");
 		val_release(&v);
 	}
 	if (err)
@@ -2037,8 +2054,8 @@ int gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out)
 	size_t mark = out->len;
 	int err;
 
-	err = gw_buf_printf(out, "{\"resultType\":\"%s\",\"result\":",
-			    type_name(res->type));
+	err = gw_buf_printf(
+	    out, "{\"resultType\":\"%s\",\"result\":", type_name(res->type));
 	if (err)
 		goto fail;
 	if (res->type == GW_TYPE_SCALAR) {

@@ -62,8 +62,8 @@ struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 			     char *err, size_t errlen);
 /*
  * Serves the query API from q with options o (both copied; q->ctx is
- * borrowed and must outlive the server; o NULL = defaults).  Call between gw_http_bind and
- * gw_http_start; q NULL leaves the API answering 503.
+ * borrowed and must outlive the server; o NULL = defaults).  Call between
+ * gw_http_bind and gw_http_start; q NULL leaves the API answering 503.
  */
 void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,
 			   const struct gw_api_opts *o);

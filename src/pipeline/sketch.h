@@ -14,7 +14,10 @@
  *   DBL_MIN) count as zero: their error is below DBL_MIN, not relative.
  *   The extremes are exact: q = 0 gives min, q = 1 gives max.
  * - Merging is exact: merge(a, b) answers as one sketch fed a's and b's
- *   values would.
+ *   values would (the same state and encoding, collapsed or not, whatever
+ *   the order of adds and merges).
+ * - A bucket holds at most 2^32 - 1 values: past that an add or merge is
+ *   -EOVERFLOW; that and -ENOMEM leave the sketch unchanged.
  * - Bounded: at most GW_SKETCH_MAX_BINS non-empty buckets per sign; beyond
  *   that the lowest-magnitude buckets are collapsed into one (accuracy is
  *   kept for the upper quantiles, as in DDSketch's collapsing variant) and

@@ -32,10 +32,10 @@ struct gw_fakeq;
 
 /* What the fake saw, for tests of how the engine reads. */
 struct gw_fakeq_stats {
-	unsigned selects;       /* select() calls */
-	unsigned picks;         /* pick_tier() calls */
+	unsigned selects;			 /* select() calls */
+	unsigned picks;				 /* pick_tier() calls */
 	int64_t pick_mint, pick_maxt, pick_step; /* last pick_tier() */
-	int64_t sel_mint, sel_maxt;              /* last select() */
+	int64_t sel_mint, sel_maxt;		 /* last select() */
 	enum gw_tier sel_tier;
 	uint64_t sel_max_samples, sel_deadline_ns;
 };
@@ -44,9 +44,10 @@ __attribute__((warn_unused_result)) int gw_fakeq_new(struct gw_fakeq **out);
 void gw_fakeq_free(struct gw_fakeq *f);
 
 /* Adds a series (labels as for gw_labels_parse); *id names it after. */
-__attribute__((warn_unused_result)) int
-gw_fakeq_series(struct gw_fakeq *f, const char *name, const char *labels,
-		size_t *id);
+__attribute__((warn_unused_result)) int gw_fakeq_series(struct gw_fakeq *f,
+							const char *name,
+							const char *labels,
+							size_t *id);
 
 /* Adds a raw sample (t after the series' previous one) and feeds it into
  * the series' rollups. */

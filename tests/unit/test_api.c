@@ -324,7 +324,8 @@ static unsigned int call_o(const struct gw_queryable *q,
 	return s;
 }
 
-#define BAD(msg) "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":" msg "}"
+#define BAD(msg) \
+	"{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":" msg "}"
 
 static void query_parameter_errors(void **state)
 {
@@ -347,6 +348,11 @@ static void query_parameter_errors(void **state)
 	assert_string_equal(b, BAD("\"invalid parameter \\\"timeout\\\": "
 				   "cannot parse \\\"soon\\\" to a valid "
 				   "duration\""));
+	assert_int_equal(call(&x->q, "/api/v1/query", &b, "query=temp",
+			      "timeout=0", NULL),
+			 400);
+	assert_string_equal(b, BAD("\"invalid parameter \\\"timeout\\\": "
+				   "timeout must be positive\""));
 	/* A parse error carries the parser's position and message. */
 	assert_int_equal(call(&x->q, "/api/v1/query", &b,
 			      "query=sum(temp", NULL),
@@ -362,8 +368,9 @@ static void query_range_parameter_errors(void **state)
 	static const struct {
 		const char *start, *end, *step, *msg;
 	} cases[] = {
-		{ NULL, "1000", "1", "\"invalid parameter \\\"start\\\": cannot "
-				     "parse \\\"\\\" to a valid timestamp\"" },
+		{ NULL, "1000", "1",
+		  "\"invalid parameter \\\"start\\\": cannot parse \\\"\\\" "
+		  "to a valid timestamp\"" },
 		{ "1000", "x", "1", "\"invalid parameter \\\"end\\\": cannot "
 				    "parse \\\"x\\\" to a valid timestamp\"" },
 		{ "1000", "999", "1", "\"invalid parameter \\\"end\\\": end "
@@ -464,8 +471,9 @@ static void query_failures(void **state)
 	assert_int_equal(call_o(&x->q, NULL, 1, "/api/v1/query", &b,
 				"query=temp", NULL),
 			 503);
-	assert_string_equal(b, "{\"status\":\"error\",\"errorType\":\"timeout\","
-			       "\"error\":\"query timed out in query queue\"}");
+	assert_string_equal(b, "{\"status\":\"error\",\"errorType\":"
+			       "\"timeout\",\"error\":\"query timed out in "
+			       "query queue\"}");
 	/* The store's own failure. */
 	gw_fakeq_fail(x->f, -EIO);
 	assert_int_equal(call(&x->q, "/api/v1/query", &b, "query=temp", NULL),
@@ -679,6 +687,8 @@ static void http_x(const char *url, const char *method, const char *ctype,
 	gw_buf_init(&a->body, 1u << 20);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	/* A server that never answers fails the test instead of hanging it. */
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
@@ -699,8 +709,8 @@ static void http_x(const char *url, const char *method, const char *ctype,
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	rc = curl_easy_perform(c);
 	if (rc != CURLE_OK)
-		fail_msg("%s %s (%zu bytes): %s", method ? method : "GET", url, blen,
-			 curl_easy_strerror(rc));
+		fail_msg("%s %s (%zu bytes): %s", method ? method : "GET",
+			 url, blen, curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
 	curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
 	snprintf(a->ctype, sizeof(a->ctype), "%s", ct ? ct : "");

@@ -20,10 +20,10 @@
 
 #include "fake_queryable.c"
 
-#define SEC 1000LL
-#define MIN (60 * SEC)
+#define SEC  1000LL
+#define MIN  (60 * SEC)
 #define HOUR (60 * MIN)
-#define B (1000 * HOUR) /* an hour boundary */
+#define B    (1000 * HOUR) /* an hour boundary */
 
 /* ---- expressions built by hand (trees the parser would refuse) ---- */
 
@@ -183,14 +183,13 @@ static size_t series(struct fx *x, const char *name, const char *labels,
 
 	assert_int_equal(gw_fakeq_series(x->f, name, labels, &id), 0);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(gw_fakeq_sample(x->f, id, t0 + (int64_t)i * dt,
-						 v[i]),
-				 0);
+		assert_int_equal(
+		    gw_fakeq_sample(x->f, id, t0 + (int64_t)i * dt, v[i]), 0);
 	return id;
 }
 
-static void one(struct fx *x, const char *name, const char *labels,
-		int64_t t, double v)
+static void one(struct fx *x, const char *name, const char *labels, int64_t t,
+		double v)
 {
 	series(x, name, labels, t, 1, 1, &v);
 }
@@ -231,8 +230,8 @@ static void check_err(struct gw_qresult *r, int rc, enum gw_qerr kind,
 }
 
 /* Evaluates q at t, expecting failure kind with msg in the message. */
-static void inst_err(struct fx *x, const char *q, int64_t t,
-		     enum gw_qerr kind, const char *msg)
+static void inst_err(struct fx *x, const char *q, int64_t t, enum gw_qerr kind,
+		     const char *msg)
 {
 	struct gw_pq_node *e = parse(q);
 	struct gw_qresult r;
@@ -281,11 +280,11 @@ static double val(const struct gw_qresult *r, const char *key)
 	return s->p[0].v;
 }
 
-#define assert_near(a, b)                                                   \
-	do {                                                                \
-		double a_ = (a), b_ = (b);                                  \
-		if (!(fabs(a_ - b_) <= 1e-9 * fmax(1, fabs(b_))))           \
-			fail_msg("%s = %.17g, want %.17g", #a, a_, b_);     \
+#define assert_near(a, b)                                                      \
+	do {                                                                   \
+		double a_ = (a), b_ = (b);                                     \
+		if (!(fabs(a_ - b_) <= 1e-9 * fmax(1, fabs(b_))))              \
+			fail_msg("%s = %.17g, want %.17g", #a, a_, b_);        \
 	} while (0)
 
 /* Evaluates e at t: the value of its only series. */
@@ -400,32 +399,40 @@ static struct gw_qseries mkseries(const char *name, const char *labels,
 static void json_shapes(void **state)
 {
 	struct gw_qresult r;
-	struct gw_qpoint p1[] = { { 1435781451781, 1 } };
-	struct gw_qpoint p2[] = { { 1435781430781, 1 },
-				  { 1435781445781, 0.5 },
-				  { 1435781460000, NAN } };
+	struct gw_qpoint p1[] = {{1435781451781, 1}};
+	struct gw_qpoint p2[] = {
+	    {1435781430781, 1}, {1435781445781, 0.5}, {1435781460000, NAN}};
 	struct gw_buf b;
 
 	(void)state;
 	memset(&r, 0, sizeof(r));
 	r.type = GW_TYPE_VECTOR;
 	r.series = calloc(2, sizeof(*r.series));
-	r.series[0] = mkseries("up", "job=\"prometheus\",instance=\"localhost:9090\"", 1, p1);
-	r.series[1] = mkseries("up", "job=\"node\",instance=\"localhost:9100\"", 1, p1);
+	r.series[0] = mkseries(
+	    "up", "job=\"prometheus\",instance=\"localhost:9090\"", 1, p1);
+	r.series[1] =
+	    mkseries("up", "job=\"node\",instance=\"localhost:9100\"", 1, p1);
 	r.nseries = 2;
-	assert_json(&r,
-		    "{\"resultType\":\"vector\",\"result\":["
-		    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9090\",\"job\":\"prometheus\"},\"value\":[1435781451.781,\"1\"]},"
-		    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9100\",\"job\":\"node\"},\"value\":[1435781451.781,\"1\"]}]}");
+	assert_json(
+	    &r,
+	    "{\"resultType\":\"vector\",\"result\":["
+	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9090\","
+	    "\"job\":\"prometheus\"},\"value\":[1435781451.781,\"1\"]},"
+	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9100\","
+	    "\"job\":\"node\"},\"value\":[1435781451.781,\"1\"]}]}");
 	r.type = GW_TYPE_MATRIX;
 	free(r.series[1].p);
 	r.series[1].p = malloc(sizeof(p2));
 	memcpy(r.series[1].p, p2, sizeof(p2));
 	r.series[1].n = 3;
-	assert_json(&r,
-		    "{\"resultType\":\"matrix\",\"result\":["
-		    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9090\",\"job\":\"prometheus\"},\"values\":[[1435781451.781,\"1\"]]},"
-		    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9100\",\"job\":\"node\"},\"values\":[[1435781430.781,\"1\"],[1435781445.781,\"0.5\"],[1435781460,\"NaN\"]]}]}");
+	assert_json(
+	    &r,
+	    "{\"resultType\":\"matrix\",\"result\":["
+	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9090\","
+	    "\"job\":\"prometheus\"},\"values\":[[1435781451.781,\"1\"]]},"
+	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9100\","
+	    "\"job\":\"node\"},\"values\":[[1435781430.781,\"1\"],[1435781445."
+	    "781,\"0.5\"],[1435781460,\"NaN\"]]}]}");
 	gw_qresult_release(&r);
 	assert_null(r.series);
 
@@ -439,19 +446,25 @@ static void json_shapes(void **state)
 	r.type = GW_TYPE_SCALAR;
 	r.scalar.t = 1435781451781;
 	r.scalar.v = -INFINITY;
-	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[1435781451.781,\"-Inf\"]}");
+	assert_json(
+	    &r,
+	    "{\"resultType\":\"scalar\",\"result\":[1435781451.781,\"-Inf\"]}");
 	r.scalar.t = 1500;
 	r.scalar.v = 1e-7;
-	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[1.5,\"0.0000001\"]}");
+	assert_json(
+	    &r, "{\"resultType\":\"scalar\",\"result\":[1.5,\"0.0000001\"]}");
 	r.scalar.t = 10;
-	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[0.01,\"0.0000001\"]}");
+	assert_json(
+	    &r, "{\"resultType\":\"scalar\",\"result\":[0.01,\"0.0000001\"]}");
 	r.scalar.t = -1500;
-	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[-1.5,\"0.0000001\"]}");
+	assert_json(
+	    &r, "{\"resultType\":\"scalar\",\"result\":[-1.5,\"0.0000001\"]}");
 
 	r.type = GW_TYPE_STRING;
 	r.scalar.t = 1435781460000;
 	r.str = strdup("a \"quoted\"\nline");
-	assert_json(&r, "{\"resultType\":\"string\",\"result\":[1435781460,\"a \\\"quoted\\\"\\nline\"]}");
+	assert_json(&r, "{\"resultType\":\"string\",\"result\":[1435781460,\"a "
+			"\\\"quoted\\\"\\nline\"]}");
 	/* Appends, and leaves the buffer as it was when it does not fit. */
 	gw_buf_init(&b, 40);
 	assert_int_equal(gw_buf_adds(&b, "x"), 0);
@@ -467,7 +480,7 @@ static void json_shapes(void **state)
 static void instant_selector_lookback_and_offset(void **state)
 {
 	struct fx *x = *state;
-	const double v[] = { 1, 2, 3 };
+	const double v[] = {1, 2, 3};
 	struct gw_qresult r;
 
 	series(x, "m", "job=\"a\"", B, 15 * SEC, 3, v); /* B, B+15s, B+30s */
@@ -492,8 +505,10 @@ static void instant_selector_lookback_and_offset(void **state)
 	x->o.lookback_ms = 20 * MIN;
 	inst(x, "m", B + 30 * SEC, &r);
 	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"__name__\":\"m\",\"job\":\"a\"},\"value\":[3600030,\"3\"]},"
-			"{\"metric\":{\"__name__\":\"m\",\"job\":\"b\"},\"value\":[3600030,\"7\"]}]}");
+			"{\"metric\":{\"__name__\":\"m\",\"job\":\"a\"},"
+			"\"value\":[3600030,\"3\"]},"
+			"{\"metric\":{\"__name__\":\"m\",\"job\":\"b\"},"
+			"\"value\":[3600030,\"7\"]}]}");
 	gw_qresult_release(&r);
 
 	/* Matchers other than the name. */
@@ -507,7 +522,7 @@ static void instant_selector_lookback_and_offset(void **state)
 static void instant_range_selector_is_matrix(void **state)
 {
 	struct fx *x = *state;
-	const double v[] = { 1, 2, 3, 4 };
+	const double v[] = {1, 2, 3, 4};
 	struct gw_qresult r;
 
 	series(x, "m", "job=\"a\"", B, 15 * SEC, 4, v);
@@ -525,10 +540,10 @@ static void instant_range_selector_is_matrix(void **state)
 static void rate_increase_delta_extrapolate(void **state)
 {
 	struct fx *x = *state;
-	const double c[] = { 10, 20, 30, 40, 50, 60, 70, 80, 90 };
-	const double reset[] = { 0, 10, 20, 5, 15 };
-	const double low[] = { 1, 11, 21 };
-	const double g[] = { 5, 3 };
+	const double c[] = {10, 20, 30, 40, 50, 60, 70, 80, 90};
+	const double reset[] = {0, 10, 20, 5, 15};
+	const double low[] = {1, 11, 21};
+	const double g[] = {5, 3};
 	struct gw_qresult r;
 
 	series(x, "c", "", B, 15 * SEC, 9, c);
@@ -548,7 +563,8 @@ static void rate_increase_delta_extrapolate(void **state)
 
 	/* A counter reset adds the value before it: 15 - 10 + 20 = 25. */
 	series(x, "reset", "", B, 15 * SEC, 5, reset);
-	assert_near(inst1(x, "increase(reset[1m])", B + 60 * SEC), 25.0 * 60 / 45);
+	assert_near(inst1(x, "increase(reset[1m])", B + 60 * SEC),
+		    25.0 * 60 / 45);
 	assert_near(inst1(x, "rate(reset[1m])", B + 60 * SEC), 25.0 / 45);
 	/* delta is not a counter function: 15 - 10. */
 	assert_near(inst1(x, "delta(reset[1m])", B + 60 * SEC), 5.0 * 60 / 45);
@@ -558,7 +574,8 @@ static void rate_increase_delta_extrapolate(void **state)
 	/* A counter is not extrapolated below zero: 1 at 30s rising 10 per
 	 * 15s was zero 1.5s earlier, so the start gains 1.5s, not 30s. */
 	series(x, "low", "", B + 30 * SEC, 15 * SEC, 3, low);
-	assert_near(inst1(x, "increase(low[1m])", B + 60 * SEC), 20 * 31.5 / 30);
+	assert_near(inst1(x, "increase(low[1m])", B + 60 * SEC),
+		    20 * 31.5 / 30);
 	/* delta has no such floor, and the 30s gap to the start is more than
 	 * 1.1 intervals: half an interval (7.5s) is added. */
 	assert_near(inst1(x, "delta(low[1m])", B + 60 * SEC), 20 * 37.5 / 30);
@@ -572,7 +589,7 @@ static void rate_increase_delta_extrapolate(void **state)
 static void over_time_raw(void **state)
 {
 	struct fx *x = *state;
-	const double v[] = { 100, 1, 4, 2, 8, 5 };
+	const double v[] = {100, 1, 4, 2, 8, 5};
 	int64_t t = B + 75 * SEC;
 
 	/* (B+0, B+75s]: 1 4 2 8 5 (100 at B is outside). */
@@ -585,7 +602,8 @@ static void over_time_raw(void **state)
 	assert_near(inst1(x, "last_over_time(g[75s])", t), 5);
 	/* Population deviation: squares 9 0 4 16 1 over 5. */
 	assert_near(inst1(x, "stddev_over_time(g[75s])", t), sqrt(6));
-	/* Sorted 1 2 4 5 8: rank 0.5 * 4 = 2 -> 4; 0.9 * 4 = 3.6 -> 5 + 0.6 * 3. */
+	/* Sorted 1 2 4 5 8: rank 0.5 * 4 = 2 -> 4; 0.9 * 4 = 3.6 -> 5 + 0.6
+	 * * 3. */
 	assert_near(inst1(x, "quantile_over_time(0.5, g[75s])", t), 4);
 	assert_near(inst1(x, "quantile_over_time(0.9, g[75s])", t), 6.8);
 	assert_near(inst1(x, "quantile_over_time(0, g[75s])", t), 1);
@@ -614,11 +632,11 @@ static void last_over_time_keeps_name(void **state)
 static void same_labelset_after_name_drop(void **state)
 {
 	static const char *const clash[] = {
-		"sum_over_time({__name__=~\"a|b\"}[1m])",
-		"abs({__name__=~\"a|b\"})",
-		"{__name__=~\"a|b\"} * 2",
-		"-{__name__=~\"a|b\"}",
-		"{__name__=~\"a|b\"} > bool 0",
+	    "sum_over_time({__name__=~\"a|b\"}[1m])",
+	    "abs({__name__=~\"a|b\"})",
+	    "{__name__=~\"a|b\"} * 2",
+	    "-{__name__=~\"a|b\"}",
+	    "{__name__=~\"a|b\"} > bool 0",
 	};
 	struct fx *x = *state;
 	struct gw_qresult r;
@@ -626,8 +644,9 @@ static void same_labelset_after_name_drop(void **state)
 	one(x, "a", "job=\"x\"", B, 1);
 	one(x, "b", "job=\"x\"", B, 2);
 	for (size_t i = 0; i < sizeof(clash) / sizeof(clash[0]); i++)
-		inst_err(x, clash[i], B, GW_QERR_EXECUTION,
-			 "vector cannot contain metrics with the same labelset");
+		inst_err(
+		    x, clash[i], B, GW_QERR_EXECUTION,
+		    "vector cannot contain metrics with the same labelset");
 	/* A filter keeps the names, so no clash; last_over_time too. */
 	inst(x, "{__name__=~\"a|b\"} > 0", B, &r);
 	assert_int_equal(r.nseries, 2);
@@ -660,9 +679,8 @@ static void rollup_fixture(struct fx *x)
 	for (int64_t t = B; t < rt0; t += 10 * SEC) {
 		assert_int_equal(gw_fakeq_sample(x->f, g, t, gauge_at(t)), 0);
 		/* A counter rising by 1 per second. */
-		assert_int_equal(gw_fakeq_sample(x->f, c, t,
-						 (double)(t - B) / 1000),
-				 0);
+		assert_int_equal(
+		    gw_fakeq_sample(x->f, c, t, (double)(t - B) / 1000), 0);
 	}
 	gw_fakeq_retention(x->f, GW_TIER_RAW, rt0 - 10 * MIN);
 }
@@ -704,7 +722,8 @@ static void rollup_over_time(void **state)
 	assert_near(inst1(x, "count_over_time(g[10m])", t), 60);
 	assert_near(inst1(x, "min_over_time(g[10m])", t), mn);
 	assert_near(inst1(x, "max_over_time(g[10m])", t), mx);
-	assert_near(inst1(x, "last_over_time(g[10m])", t), gauge_at(t - 10 * SEC));
+	assert_near(inst1(x, "last_over_time(g[10m])", t),
+		    gauge_at(t - 10 * SEC));
 	var = sumsq / 60 - (sum / 60) * (sum / 60);
 	assert_true(fabs(inst1(x, "stddev_over_time(g[10m])", t) - sqrt(var)) <
 		    1e-6 * sqrt(var));
@@ -759,21 +778,21 @@ static void rollup_given(void **state)
 	struct fx *x = *state;
 	struct gw_rollup ru;
 	size_t id;
-	const double last[] = { 100, 160, 10, 70 };
+	const double last[] = {100, 160, 10, 70};
 
 	assert_int_equal(gw_fakeq_series(x->f, "c", "", &id), 0);
 	for (int i = 0; i < 4; i++) {
 		gw_rollup_init(&ru, B + (i + 1) * MIN);
-		assert_int_equal(gw_rollup_add(&ru, B + i * MIN + 30 * SEC,
-					       last[i]),
-				 0);
+		assert_int_equal(
+		    gw_rollup_add(&ru, B + i * MIN + 30 * SEC, last[i]), 0);
 		assert_int_equal(gw_fakeq_rollup(x->f, id, GW_TIER_1M, &ru), 0);
 		gw_rollup_release(&ru);
 	}
 	gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MAX);
 	/* Points at 0:30 1:30 2:30 3:30: 60 + (10 + 160) + 60 = 130 with the
 	 * reset, over 180s; 30s (< 66s) extrapolated at each end. */
-	assert_near(inst1(x, "increase(c[4m])", B + 4 * MIN), 130.0 * 240 / 180);
+	assert_near(inst1(x, "increase(c[4m])", B + 4 * MIN),
+		    130.0 * 240 / 180);
 	assert_near(inst1(x, "irate(c[4m])", B + 4 * MIN), 1);
 	assert_near(inst1(x, "irate(c[3m])", B + 3 * MIN), 10.0 / 60);
 	assert_near(inst1(x, "count_over_time(c[4m])", B + 4 * MIN), 4);
@@ -791,9 +810,8 @@ static void tier_choice_and_single_load(void **state)
 
 	rollup_fixture(x);
 	gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MIN);
-	assert_int_equal(range(x, "rate(c[5m])", B + 10 * MIN, B + 110 * MIN,
-			       HOUR, &r),
-			 0);
+	assert_int_equal(
+	    range(x, "rate(c[5m])", B + 10 * MIN, B + 110 * MIN, HOUR, &r), 0);
 	assert_int_equal(r.tier, GW_TIER_1M);
 	assert_int_equal(st->pick_step, 5 * MIN);
 	assert_int_equal(st->selects, 1);
@@ -811,9 +829,9 @@ static void tier_choice_and_single_load(void **state)
 	/* A bare selector at a 2h step reads the hour tier; the window
 	 * reaches back two hour windows (more than the lookback), and
 	 * offset moves it. */
-	assert_int_equal(range(x, "g offset 10m", B + 2 * HOUR, B + 2 * HOUR,
-			       2 * HOUR, &r),
-			 0);
+	assert_int_equal(
+	    range(x, "g offset 10m", B + 2 * HOUR, B + 2 * HOUR, 2 * HOUR, &r),
+	    0);
 	assert_int_equal(r.tier, GW_TIER_1H);
 	assert_int_equal(st->sel_mint, B + 2 * HOUR - 10 * MIN - 2 * HOUR + 1);
 	assert_int_equal(st->sel_maxt, B + 2 * HOUR - 10 * MIN);
@@ -852,9 +870,10 @@ static void aggregations(void **state)
 
 	agg_fixture(x);
 	inst(x, "sum by (job) (x)", B, &r);
-	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"3\"]},"
-			"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"28\"]}]}");
+	assert_json(
+	    &r, "{\"resultType\":\"vector\",\"result\":["
+		"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"3\"]},"
+		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"28\"]}]}");
 	gw_qresult_release(&r);
 	inst(x, "sum(x) without (inst)", B, &r);
 	assert_int_equal(r.nseries, 2);
@@ -937,13 +956,17 @@ static void topk_bottomk(void **state)
 	/* Original labels, best first. */
 	inst(x, "topk(2, x)", B, &r);
 	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"3\",\"job\":\"b\"},\"value\":[3600000,\"16\"]},"
-			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"2\",\"job\":\"b\"},\"value\":[3600000,\"8\"]}]}");
+			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"3\","
+			"\"job\":\"b\"},\"value\":[3600000,\"16\"]},"
+			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"2\","
+			"\"job\":\"b\"},\"value\":[3600000,\"8\"]}]}");
 	gw_qresult_release(&r);
 	inst(x, "(bottomk by (job) (1, x))", B, &r);
 	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"1\",\"job\":\"a\"},\"value\":[3600000,\"1\"]},"
-			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"1\",\"job\":\"b\"},\"value\":[3600000,\"4\"]}]}");
+			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"1\","
+			"\"job\":\"a\"},\"value\":[3600000,\"1\"]},"
+			"{\"metric\":{\"__name__\":\"x\",\"inst\":\"1\","
+			"\"job\":\"b\"},\"value\":[3600000,\"4\"]}]}");
 	gw_qresult_release(&r);
 	/* k is truncated; groups in order of first appearance. */
 	inst(x, "topk by (job) (2.9, x)", B, &r);
@@ -980,12 +1003,12 @@ static void scalar_arithmetic(void **state)
 		const char *q;
 		double want;
 	} c[] = {
-		{ "1 + 2", 3 },	   { "1 - 2", -1 },	 { "3 * 4", 12 },
-		{ "1 / 4", 0.25 }, { "1 / 0", INFINITY }, { "-1 / 0", -INFINITY },
-		{ "7 % 3", 1 },	   { "-7 % 3", -1 },	 { "5.5 % 2", 1.5 },
-		{ "2 ^ 10", 1024 }, { "4 ^ 0.5", 2 },	 { "2 ^ 3 ^ 2", 512 },
-		{ "1 + 2 * 3", 7 }, { "-2 ^ 2", -4 },	 { "1 < bool 2", 1 },
-		{ "1 == bool 2", 0 }, { "(1 + 2) * 3", 9 },
+	    {"1 + 2", 3},	{"1 - 2", -1},	     {"3 * 4", 12},
+	    {"1 / 4", 0.25},	{"1 / 0", INFINITY}, {"-1 / 0", -INFINITY},
+	    {"7 % 3", 1},	{"-7 % 3", -1},	     {"5.5 % 2", 1.5},
+	    {"2 ^ 10", 1024},	{"4 ^ 0.5", 2},	     {"2 ^ 3 ^ 2", 512},
+	    {"1 + 2 * 3", 7},	{"-2 ^ 2", -4},	     {"1 < bool 2", 1},
+	    {"1 == bool 2", 0}, {"(1 + 2) * 3", 9},
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -999,13 +1022,17 @@ static void scalar_arithmetic(void **state)
 		gw_qresult_release(&r);
 	}
 	inst(x, "0 / 0", B, &r);
-	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[3600000,\"NaN\"]}");
+	assert_json(&r,
+		    "{\"resultType\":\"scalar\",\"result\":[3600000,\"NaN\"]}");
 	gw_qresult_release(&r);
 	inst(x, "time()", B + 1500, &r);
-	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[3600001.5,\"3600001.5\"]}");
+	assert_json(
+	    &r,
+	    "{\"resultType\":\"scalar\",\"result\":[3600001.5,\"3600001.5\"]}");
 	gw_qresult_release(&r);
 	inst(x, "\"hi\"", B, &r);
-	assert_json(&r, "{\"resultType\":\"string\",\"result\":[3600000,\"hi\"]}");
+	assert_json(&r,
+		    "{\"resultType\":\"string\",\"result\":[3600000,\"hi\"]}");
 	gw_qresult_release(&r);
 }
 
@@ -1081,8 +1108,10 @@ static void vector_matching(void **state)
 	/* All labels but the name; unmatched sides dropped. */
 	inst(x, "num / den", B, &r);
 	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"inst\":\"1\",\"job\":\"a\"},\"value\":[3600000,\"5\"]},"
-			"{\"metric\":{\"inst\":\"2\",\"job\":\"a\"},\"value\":[3600000,\"+Inf\"]}]}");
+			"{\"metric\":{\"inst\":\"1\",\"job\":\"a\"},\"value\":["
+			"3600000,\"5\"]},"
+			"{\"metric\":{\"inst\":\"2\",\"job\":\"a\"},\"value\":["
+			"3600000,\"+Inf\"]}]}");
 	gw_qresult_release(&r);
 	/* A comparison filters and keeps the left side, name included. */
 	inst(x, "num > den", B, &r);
@@ -1095,28 +1124,34 @@ static void vector_matching(void **state)
 	gw_qresult_release(&r);
 	/* ignoring(inst): num's two job="a" series meet one tot. */
 	inst_err(x, "num / ignoring(inst) tot", B, GW_QERR_EXECUTION,
-		 "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+		 "multiple matches for labels: many-to-one matching must be "
+		 "explicit (group_left/group_right)");
 	/* on(job) with the many on the right. */
 	inst_err(x, "tot / on(job) num", B, GW_QERR_EXECUTION,
-		 "found duplicate series for the match group {job=\"a\"} on the right hand-side of the operation: [");
+		 "found duplicate series for the match group {job=\"a\"} on "
+		 "the right hand-side of the operation: [");
 	inst_err(x, "tot / on(job) num", B, GW_QERR_EXECUTION,
-		 "];many-to-many matching not allowed: matching labels must be unique on one side");
+		 "];many-to-many matching not allowed: matching labels must be "
+		 "unique on one side");
 	/* on(job) one-to-one: the result keeps only job. */
 	inst(x, "tot * on(job) sum by (job) (num)", B, &r);
-	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"3000\"]},"
-			"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"6000\"]}]}");
+	assert_json(
+	    &r, "{\"resultType\":\"vector\",\"result\":["
+		"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"3000\"]},"
+		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"6000\"]}]}");
 	gw_qresult_release(&r);
 	/* ignoring(inst) one-to-one: the result loses inst and the name. */
 	inst(x, "num{job=\"b\"} - ignoring(inst) tot", B, &r);
-	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"-170\"]}]}");
+	assert_json(
+	    &r, "{\"resultType\":\"vector\",\"result\":["
+		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"-170\"]}]}");
 	gw_qresult_release(&r);
 	/* A filter with on() keeps the left side's value, reduced labels. */
 	inst(x, "tot > on(job) sum by (job) (num)", B, &r);
-	assert_json(&r, "{\"resultType\":\"vector\",\"result\":["
-			"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"100\"]},"
-			"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"200\"]}]}");
+	assert_json(
+	    &r, "{\"resultType\":\"vector\",\"result\":["
+		"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"100\"]},"
+		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"200\"]}]}");
 	gw_qresult_release(&r);
 	/* An empty side short-circuits, even with duplicates on the other. */
 	inst0(x, "nothing / on(job) num", B);
@@ -1127,7 +1162,7 @@ static void vector_matching(void **state)
 static void range_steps_and_merge(void **state)
 {
 	struct fx *x = *state;
-	const double early[] = { 1, 2 }, late[] = { 5, 6 };
+	const double early[] = {1, 2}, late[] = {5, 6};
 	struct gw_qresult r;
 
 	series(x, "m", "s=\"early\"", B, 20 * SEC, 2, early); /* B, B+20s */
@@ -1138,22 +1173,24 @@ static void range_steps_and_merge(void **state)
 	/* early at 0 and 30 (lookback 30s: 20s is within (0, 30]), late at
 	 * 60 and 90 (80s within (60, 90]). */
 	assert_json(&r, "{\"resultType\":\"matrix\",\"result\":["
-			"{\"metric\":{\"__name__\":\"m\",\"s\":\"early\"},\"values\":[[3600000,\"1\"],[3600030,\"2\"]]},"
-			"{\"metric\":{\"__name__\":\"m\",\"s\":\"late\"},\"values\":[[3600060,\"5\"],[3600090,\"6\"]]}]}");
+			"{\"metric\":{\"__name__\":\"m\",\"s\":\"early\"},"
+			"\"values\":[[3600000,\"1\"],[3600030,\"2\"]]},"
+			"{\"metric\":{\"__name__\":\"m\",\"s\":\"late\"},"
+			"\"values\":[[3600060,\"5\"],[3600090,\"6\"]]}]}");
 	gw_qresult_release(&r);
 
 	/* Steps stop at or before end; a scalar is one series without
 	 * labels. */
 	assert_int_equal(range(x, "time()", B, B + 50 * SEC, 20 * SEC, &r), 0);
 	assert_json(&r, "{\"resultType\":\"matrix\",\"result\":["
-			"{\"metric\":{},\"values\":[[3600000,\"3600000\"],[3600020,\"3600020\"],[3600040,\"3600040\"]]}]}");
+			"{\"metric\":{},\"values\":[[3600000,\"3600000\"],["
+			"3600020,\"3600020\"],[3600040,\"3600040\"]]}]}");
 	gw_qresult_release(&r);
 
 	/* Series appearing and disappearing under an aggregation; the
 	 * output sorted by labels whatever the order they appeared in. */
-	assert_int_equal(range(x, "sum by (s) (m)", B, B + 90 * SEC, 15 * SEC,
-			       &r),
-			 0);
+	assert_int_equal(
+	    range(x, "sum by (s) (m)", B, B + 90 * SEC, 15 * SEC, &r), 0);
 	assert_int_equal(r.nseries, 2);
 	assert_int_equal(find(&r, "{s=\"early\"}")->n, 4); /* 0 15 30 45 */
 	assert_int_equal(find(&r, "{s=\"late\"}")->n, 3);  /* 60 75 90 */
@@ -1181,26 +1218,36 @@ static void range_errors(void **state)
 	rc = range(x, "a[1m]", B, B + MIN, SEC, &r);
 	assert_int_equal(rc, -EINVAL);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
-	assert_string_equal(r.errmsg, "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector");
+	assert_string_equal(r.errmsg,
+			    "invalid expression type \"range vector\" for "
+			    "range query, must be Scalar or instant Vector");
 	gw_qresult_release(&r);
 	rc = range(x, "\"s\"", B, B + MIN, SEC, &r);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
-	assert_string_equal(r.errmsg, "invalid expression type \"string\" for range query, must be Scalar or instant Vector");
+	assert_string_equal(r.errmsg,
+			    "invalid expression type \"string\" for range "
+			    "query, must be Scalar or instant Vector");
 	gw_qresult_release(&r);
 
 	rc = range(x, "a", B, B + MIN, 0, &r);
 	assert_int_equal(rc, -EINVAL);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
-	assert_string_equal(r.errmsg, "zero or negative query resolution step widths are not accepted. Try a positive integer");
+	assert_string_equal(r.errmsg,
+			    "zero or negative query resolution step widths are "
+			    "not accepted. Try a positive integer");
 	gw_qresult_release(&r);
 	rc = range(x, "a", B, B - 1, SEC, &r);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
-	assert_string_equal(r.errmsg, "end timestamp must not be before start time");
+	assert_string_equal(r.errmsg,
+			    "end timestamp must not be before start time");
 	gw_qresult_release(&r);
 	rc = range(x, "a", 0, 11001 * SEC, SEC, &r);
 	assert_int_equal(rc, -EINVAL);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
-	assert_string_equal(r.errmsg, "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)");
+	assert_string_equal(
+	    r.errmsg,
+	    "exceeded maximum resolution of 11,000 points per timeseries. Try "
+	    "decreasing the query resolution (?step=XX)");
 	gw_qresult_release(&r);
 	rc = range(x, "a", INT64_MIN, INT64_MAX, 1, &r);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
@@ -1209,9 +1256,8 @@ static void range_errors(void **state)
 	/* The same labels from two series after a name drop: fine while
 	 * they never meet at a step (lookback 30s)... */
 	x->o.lookback_ms = 30 * SEC;
-	assert_int_equal(range(x, "-{__name__=~\"a|b\"}", B, B + 60 * SEC,
-			       30 * SEC, &r),
-			 0);
+	assert_int_equal(
+	    range(x, "-{__name__=~\"a|b\"}", B, B + 60 * SEC, 30 * SEC, &r), 0);
 	assert_int_equal(r.nseries, 1);
 	assert_int_equal(r.series[0].n, 2);
 	gw_qresult_release(&r);
@@ -1228,7 +1274,7 @@ static void limits(void **state)
 {
 	struct fx *x = *state;
 	const struct gw_fakeq_stats *st = gw_fakeq_stats(x->f);
-	const double v[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	const double v[] = {1, 2, 3, 4, 5, 6, 7, 8};
 	struct gw_qresult r;
 	int rc;
 
@@ -1236,7 +1282,8 @@ static void limits(void **state)
 	series(x, "m", "i=\"2\"", B, SEC, 8, v);
 	x->o.max_samples = 10;
 	inst_err(x, "sum_over_time(m[1m])", B + 10 * SEC, GW_QERR_EXECUTION,
-		 "query processing would load too many samples into memory in query execution");
+		 "query processing would load too many samples into memory in "
+		 "query execution");
 	assert_int_equal(st->sel_max_samples, 10);
 	x->o.max_samples = 16;
 	inst(x, "sum_over_time(m[1m])", B + 10 * SEC, &r);
@@ -1260,7 +1307,8 @@ static void limits(void **state)
 	x->o.timeout_ns = 1;
 	rc = range(x, "time()", 0, 11000 * SEC, SEC, &r);
 	assert_int_equal(rc, -ETIMEDOUT);
-	check_err(&r, rc, GW_QERR_TIMEOUT, "query timed out in query execution");
+	check_err(&r, rc, GW_QERR_TIMEOUT,
+		  "query timed out in query execution");
 	x->o.timeout_ns = 0;
 
 	/* Other store failures are internal errors. */
@@ -1268,7 +1316,8 @@ static void limits(void **state)
 	inst_err(x, "m", B, GW_QERR_INTERNAL, strerror(EIO));
 	/* A failure after a successful load frees what was loaded. */
 	x->o.max_samples = 12; /* the first load (12) fits, the second not */
-	inst_err(x, "m + m", B + 5 * SEC, GW_QERR_EXECUTION, "too many samples");
+	inst_err(x, "m + m", B + 5 * SEC, GW_QERR_EXECUTION,
+		 "too many samples");
 	x->o.max_samples = 0;
 	/* A failure mid-way through a range query frees its output. */
 	one(x, "a", "job=\"x\"", B, 1);
@@ -1294,7 +1343,8 @@ static void malformed_trees(void **state)
 		 "malformed");
 	tree_err(x, wrap(GW_PQ_PAREN, call(GW_FN_ABS, 1, sel("m", MIN))), B,
 		 GW_QERR_INTERNAL, "malformed");
-	tree_err(x, wrap(GW_PQ_NEG, str("a")), B, GW_QERR_INTERNAL, "malformed");
+	tree_err(x, wrap(GW_PQ_NEG, str("a")), B, GW_QERR_INTERNAL,
+		 "malformed");
 	assert_int_equal(gw_promql_eval_instant(NULL, &x->q, B, NULL, &r),
 			 -EINVAL);
 	assert_int_equal(r.err, GW_QERR_INTERNAL);
@@ -1304,29 +1354,29 @@ static void malformed_trees(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(format_values_as_go),
-		cmocka_unit_test(json_shapes),
+	    cmocka_unit_test(format_values_as_go),
+	    cmocka_unit_test(json_shapes),
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-		T(instant_selector_lookback_and_offset),
-		T(instant_range_selector_is_matrix),
-		T(rate_increase_delta_extrapolate),
-		T(over_time_raw),
-		T(last_over_time_keeps_name),
-		T(same_labelset_after_name_drop),
-		T(rollup_over_time),
-		T(rollup_rate),
-		T(rollup_given),
-		T(tier_choice_and_single_load),
-		T(aggregations),
-		T(avg_is_stable),
-		T(topk_bottomk),
-		T(scalar_arithmetic),
-		T(vector_scalar),
-		T(vector_matching),
-		T(range_steps_and_merge),
-		T(range_errors),
-		T(limits),
-		T(malformed_trees),
+	    T(instant_selector_lookback_and_offset),
+	    T(instant_range_selector_is_matrix),
+	    T(rate_increase_delta_extrapolate),
+	    T(over_time_raw),
+	    T(last_over_time_keeps_name),
+	    T(same_labelset_after_name_drop),
+	    T(rollup_over_time),
+	    T(rollup_rate),
+	    T(rollup_given),
+	    T(tier_choice_and_single_load),
+	    T(aggregations),
+	    T(avg_is_stable),
+	    T(topk_bottomk),
+	    T(scalar_arithmetic),
+	    T(vector_scalar),
+	    T(vector_matching),
+	    T(range_steps_and_merge),
+	    T(range_errors),
+	    T(limits),
+	    T(malformed_trees),
 #undef T
 	};
 

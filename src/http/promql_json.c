@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* placeholder: moves here from promql_eval.c */
+typedef int gw_promql_json_placeholder;
