@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * promql.h - the PromQL subset: lexer (promql_lex.c), parser
- * (promql_parse.c) and evaluator (promql_eval.c) over a struct gw_queryable (store/query.h).
+ * (promql_parse.c) and evaluator (promql_eval.c, with its numerics in
+ * promql_fn.c and its JSON in promql_json.c) over a struct gw_queryable
+ * (store/query.h).
  *
  * The subset
  *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * promql_eval.c - evaluation of the PromQL subset (promql.h) over a struct
- * gw_queryable (store/query.h).
+ * gw_queryable (store/query.h).  The numerics it calls are in promql_fn.c
+ * (promql_int.h); results are written as JSON by promql_json.c.
  *
  * Two phases.  Loading: every selector node of the expression is read with
  * one select() covering the whole query interval, all from one tier chosen
@@ -29,6 +30,7 @@
 #include <time.h>
 
 #include "http/promql.h"
+#include "http/promql_int.h"
 
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
 #define MAX_RESOLUTION	    11000 /* (end - start) / step, as Prometheus */
@@ -417,120 +419,6 @@ static int check_dups(struct ev *ev, const struct vec *v)
 	return 0;
 }
 
-/* ---- numerics ---- */
-
-/* Neumaier's compensated sum: the result is sum + c. */
-static void ksum(double *sum, double *c, double x)
-{
-	double t = *sum + x;
-
-	if (isinf(t))
-		*c = 0;
-	else if (fabs(*sum) >= fabs(x))
-		*c += (*sum - t) + x;
-	else
-		*c += (x - t) + *sum;
-	*sum = t;
-}
-
-/* A mean that survives overflow of the running sum. */
-struct mean {
-	double sum, c, inc;
-	double n;
-	bool nonfinite; /* an input was +-Inf or NaN */
-};
-
-static void mean_add(struct mean *m, double x)
-{
-	m->n += 1;
-	if (!isfinite(x))
-		m->nonfinite = true;
-	ksum(&m->sum, &m->c, x);
-	m->inc += (x - m->inc) / m->n;
-}
-
-static double mean_get(const struct mean *m)
-{
-	double s = m->sum + m->c;
-
-	if (!isfinite(s) && !m->nonfinite)
-		return m->inc;
-	return s / m->n;
-}
-
-/* Go's sort.Float64s order: NaN first. */
-static int cmp_float(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	if (isnan(x))
-		return isnan(y) ? 0 : -1;
-	if (isnan(y))
-		return 1;
-	return (x > y) - (x < y);
-}
-
-/* Prometheus' quantile: linear interpolation between closest ranks;
- * v is sorted in place. */
-static double quantile(double q, double *v, size_t n)
-{
-	double rank, w;
-	size_t lo, hi;
-
-	if (n == 0 || isnan(q))
-		return NAN;
-	if (q < 0)
-		return -INFINITY;
-	if (q > 1)
-		return INFINITY;
-	qsort(v, n, sizeof(*v), cmp_float);
-	rank = q * (double)(n - 1);
-	lo = (size_t)floor(rank);
-	hi = lo + 1 < n ? lo + 1 : n - 1;
-	w = rank - floor(rank);
-	return v[lo] * (1 - w) + v[hi] * w;
-}
-
-static double arith(enum gw_pq_binop op, double a, double b)
-{
-	switch (op) {
-	case GW_OP_ADD:
-		return a + b;
-	case GW_OP_SUB:
-		return a - b;
-	case GW_OP_MUL:
-		return a * b;
-	case GW_OP_DIV:
-		return a / b;
-	case GW_OP_MOD:
-		return fmod(a, b);
-	case GW_OP_POW:
-		return pow(a, b);
-	default:
-		return NAN;
-	}
-}
-
-static bool compare(enum gw_pq_binop op, double a, double b)
-{
-	switch (op) {
-	case GW_OP_EQ:
-		return a == b;
-	case GW_OP_NE:
-		return a != b;
-	case GW_OP_GT:
-		return a > b;
-	case GW_OP_LT:
-		return a < b;
-	case GW_OP_GE:
-		return a >= b;
-	case GW_OP_LE:
-		return a <= b;
-	default:
-		return false;
-	}
-}
-
 static bool is_cmp(enum gw_pq_binop op)
 {
 	return op >= GW_OP_EQ && op <= GW_OP_LE;
@@ -679,199 +567,6 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	return 0;
 }
 
-/* ---- range functions ---- */
-
-/*
- * Prometheus' extrapolated rate/increase/delta over the samples in
- * (range_start, range_end].  False when there is no output.
- */
-static bool xrate(const int64_t *ts, const double *vs, size_t n,
-		  int64_t range_start, int64_t range_end, int64_t range_ms,
-		  bool counter, bool rate, double *out)
-{
-	double result, to_start, to_end, sampled, avg, thr, ext;
-
-	if (n < 2 || ts[n - 1] <= ts[0])
-		return false;
-	result = vs[n - 1] - vs[0];
-	if (counter) {
-		double prev = vs[0];
-
-		for (size_t i = 1; i < n; i++) {
-			if (vs[i] < prev)
-				result += prev;
-			prev = vs[i];
-		}
-	}
-	to_start = (double)(ts[0] - range_start) / 1e3;
-	to_end = (double)(range_end - ts[n - 1]) / 1e3;
-	sampled = (double)(ts[n - 1] - ts[0]) / 1e3;
-	avg = sampled / (double)(n - 1);
-	if (counter && result > 0 && vs[0] >= 0) {
-		/* A counter does not go below zero: extrapolate at most to
-		 * where it would have been zero. */
-		double to_zero = sampled * (vs[0] / result);
-
-		if (to_zero < to_start)
-			to_start = to_zero;
-	}
-	thr = avg * 1.1;
-	ext = sampled;
-	ext += to_start < thr ? to_start : avg / 2;
-	ext += to_end < thr ? to_end : avg / 2;
-	result *= ext / sampled;
-	if (rate)
-		result /= (double)range_ms / 1e3;
-	*out = result;
-	return true;
-}
-
-static bool irate(const int64_t *ts, const double *vs, size_t n, double *out)
-{
-	double r;
-
-	if (n < 2 || ts[n - 1] == ts[n - 2])
-		return false;
-	r = vs[n - 1] < vs[n - 2] ? vs[n - 1] : vs[n - 1] - vs[n - 2];
-	*out = r / ((double)(ts[n - 1] - ts[n - 2]) / 1e3);
-	return true;
-}
-
-/* *_over_time of raw values. */
-static int over_time_raw(struct ev *ev, enum gw_pq_func fn, double phi,
-			 const double *v, size_t n, double *out)
-{
-	struct mean m = {0};
-	double a = NAN, c = 0, mu = 0, m2 = 0;
-	int err;
-
-	switch (fn) {
-	case GW_FN_AVG_OVER_TIME:
-		for (size_t i = 0; i < n; i++)
-			mean_add(&m, v[i]);
-		*out = mean_get(&m);
-		return 0;
-	case GW_FN_MIN_OVER_TIME:
-		for (size_t i = 0; i < n; i++)
-			if (v[i] < a || isnan(a))
-				a = v[i];
-		*out = a;
-		return 0;
-	case GW_FN_MAX_OVER_TIME:
-		for (size_t i = 0; i < n; i++)
-			if (v[i] > a || isnan(a))
-				a = v[i];
-		*out = a;
-		return 0;
-	case GW_FN_SUM_OVER_TIME:
-		a = 0;
-		for (size_t i = 0; i < n; i++)
-			ksum(&a, &c, v[i]);
-		*out = a + c;
-		return 0;
-	case GW_FN_COUNT_OVER_TIME:
-		*out = (double)n;
-		return 0;
-	case GW_FN_LAST_OVER_TIME:
-		*out = v[n - 1];
-		return 0;
-	case GW_FN_STDDEV_OVER_TIME:
-		/* Welford; population deviation as Prometheus. */
-		for (size_t i = 0; i < n; i++) {
-			double d = v[i] - mu;
-
-			mu += d / (double)(i + 1);
-			m2 += d * (v[i] - mu);
-		}
-		*out = sqrt(m2 / (double)n);
-		return 0;
-	case GW_FN_QUANTILE_OVER_TIME:
-		err = scratch(ev, n);
-		if (err)
-			return err;
-		memcpy(ev->sv, v, n * sizeof(*v));
-		*out = quantile(phi, ev->sv, n);
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* *_over_time of the rollups [lo, hi); false when none has a value. */
-static int over_time_rollup(enum gw_pq_func fn, double phi,
-			    const struct gw_rollup *r, size_t lo, size_t hi,
-			    double *out, bool *ok)
-{
-	double cnt = 0, sum = 0, c = 0, sumsq = 0, mn = NAN, mx = NAN;
-	double last = NAN, mean, var;
-	struct gw_sketch sk;
-	int err = 0;
-
-	*ok = false;
-	for (size_t i = lo; i < hi; i++) {
-		if (!(r[i].count > 0))
-			continue;
-		cnt += r[i].count;
-		ksum(&sum, &c, r[i].sum);
-		sumsq += r[i].sumsq;
-		if (r[i].min < mn || isnan(mn))
-			mn = r[i].min;
-		if (r[i].max > mx || isnan(mx))
-			mx = r[i].max;
-		last = r[i].last;
-	}
-	if (!(cnt > 0))
-		return 0;
-	*ok = true;
-	sum += c;
-	switch (fn) {
-	case GW_FN_AVG_OVER_TIME:
-		*out = sum / cnt;
-		break;
-	case GW_FN_MIN_OVER_TIME:
-		*out = mn;
-		break;
-	case GW_FN_MAX_OVER_TIME:
-		*out = mx;
-		break;
-	case GW_FN_SUM_OVER_TIME:
-		*out = sum;
-		break;
-	case GW_FN_COUNT_OVER_TIME:
-		*out = cnt;
-		break;
-	case GW_FN_LAST_OVER_TIME:
-		*out = last;
-		break;
-	case GW_FN_STDDEV_OVER_TIME:
-		mean = sum / cnt;
-		var = sumsq / cnt - mean * mean;
-		*out = var > 0 ? sqrt(var) : 0;
-		break;
-	case GW_FN_QUANTILE_OVER_TIME:
-		if (isnan(phi) || phi < 0 || phi > 1) {
-			*out = isnan(phi) ? NAN
-			       : phi < 0  ? -INFINITY
-					  : INFINITY;
-			break;
-		}
-		/* Merged, not averaged: the union's quantile. */
-		gw_sketch_init(&sk);
-		for (size_t i = lo; i < hi && !err; i++)
-			if (r[i].count > 0)
-				err = gw_sketch_merge(&sk, &r[i].sk);
-		if (!err)
-			*out = gw_sketch_quantile(&sk, phi);
-		gw_sketch_release(&sk);
-		break;
-	default:
-		err = -EINVAL;
-	}
-	if (err)
-		*ok = false;
-	return err;
-}
-
 static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		struct val *out);
 
@@ -934,20 +629,25 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			if (err)
 				return err;
 			if (fn == GW_FN_IRATE)
-				ok = irate(ts, vs, np, &x);
+				ok = gw_pqe_irate(ts, vs, np, &x);
 			else
-				ok = xrate(ts, vs, np, from, at,
-					   m->u.sel.range_ms, fn != GW_FN_DELTA,
-					   fn == GW_FN_RATE, &x);
+				ok = gw_pqe_xrate(ts, vs, np, from, at,
+						  m->u.sel.range_ms,
+						  fn != GW_FN_DELTA,
+						  fn == GW_FN_RATE, &x);
 			break;
 		default:
 			if (d->tier == GW_TIER_RAW) {
-				err = over_time_raw(ev, fn, phi, d->v + lo,
-						    hi - lo, &x);
+				/* ev->sv: quantile_over_time's sort space */
+				err = quant ? scratch(ev, hi - lo) : 0;
+				if (!err)
+					err = gw_pqe_over_time_raw(
+					    fn, phi, d->v + lo, hi - lo, ev->sv,
+					    &x);
 				ok = true;
 			} else {
-				err = over_time_rollup(fn, phi, d->r, lo, hi,
-						       &x, &ok);
+				err = gw_pqe_over_time_rollup(
+				    fn, phi, d->r, lo, hi, &x, &ok);
 			}
 			if (err)
 				return err;
@@ -1033,7 +733,7 @@ out:
 
 struct grp {
 	struct lset *ls;
-	struct mean m;
+	struct gw_pqe_mean m;
 	double v;
 	size_t count;
 };
@@ -1146,10 +846,10 @@ static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		case GW_AGG_SUM:
 			if (gg->count == 1)
 				gg->v = 0;
-			ksum(&gg->v, &gg->m.c, x);
+			gw_pqe_ksum(&gg->v, &gg->m.c, x);
 			break;
 		case GW_AGG_AVG:
-			mean_add(&gg->m, x);
+			gw_pqe_mean_add(&gg->m, x);
 			break;
 		case GW_AGG_MIN:
 			if (x < gg->v || isnan(gg->v))
@@ -1166,8 +866,8 @@ static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	if (op == GW_AGG_SUM || op == GW_AGG_AVG || op == GW_AGG_MIN ||
 	    op == GW_AGG_MAX || op == GW_AGG_COUNT) {
 		for (size_t j = 0; j < ng && !err; j++) {
-			double x = op == GW_AGG_SUM	? g[j].v + g[j].m.c
-				   : op == GW_AGG_AVG	? mean_get(&g[j].m)
+			double x = op == GW_AGG_SUM ? g[j].v + g[j].m.c
+				   : op == GW_AGG_AVG ? gw_pqe_mean_get(&g[j].m)
 				   : op == GW_AGG_COUNT ? (double)g[j].count
 							: g[j].v;
 
@@ -1196,7 +896,7 @@ static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
 				ev->sv[k++] = in.v.p[idx[j]].v;
 			err = vpush(&out->v, g[gi[idx[i]]].ls,
-				    quantile(param, ev->sv, k));
+				    gw_pqe_quantile(param, ev->sv, k));
 		}
 		goto out;
 	}
@@ -1235,15 +935,15 @@ static int eval_vec_scalar(struct ev *ev, const struct gw_pq_node *n,
 
 		if (cmp && !boolm) {
 			/* A filter; the vector's value is kept. */
-			if (compare(op, l, r))
+			if (gw_pqe_compare(op, l, r))
 				err = vpush(&out->v, ls, x);
 			continue;
 		}
 		err = noname(ev, ls, &ls);
 		if (!err)
 			err = vpush(&out->v, ls,
-				    cmp ? (compare(op, l, r) ? 1 : 0)
-					: arith(op, l, r));
+				    cmp ? (gw_pqe_compare(op, l, r) ? 1 : 0)
+					: gw_pqe_arith(op, l, r));
 	}
 	if (!err && !(cmp && !boolm))
 		err = check_dups(ev, &out->v);
@@ -1327,12 +1027,12 @@ static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
 		x = l->p[i].v;
 		y = r->p[sig->idx].v;
 		if (cmp) {
-			keep = compare(op, x, y);
+			keep = gw_pqe_compare(op, x, y);
 			v = boolm ? (keep ? 1 : 0) : x;
 			if (!boolm && !keep)
 				continue;
 		} else {
-			v = arith(op, x, y);
+			v = gw_pqe_arith(op, x, y);
 		}
 		if (sig->mark2 == st2)
 			return fail(
@@ -1368,8 +1068,8 @@ static int eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		err = malformed(ev);
 	} else if (l.type == GW_TYPE_SCALAR && r.type == GW_TYPE_SCALAR) {
 		out->type = GW_TYPE_SCALAR;
-		out->s = is_cmp(op) ? (compare(op, l.s, r.s) ? 1 : 0)
-				    : arith(op, l.s, r.s);
+		out->s = is_cmp(op) ? (gw_pqe_compare(op, l.s, r.s) ? 1 : 0)
+				    : gw_pqe_arith(op, l.s, r.s);
 	} else if (l.type == GW_TYPE_VECTOR && r.type == GW_TYPE_SCALAR) {
 		err = eval_vec_scalar(ev, n, &l.v, r.s, false, out);
 	} else if (l.type == GW_TYPE_SCALAR) {
@@ -1946,172 +1646,4 @@ void gw_qresult_release(struct gw_qresult *r)
 	r->series = NULL;
 	r->nseries = 0;
 	r->str = NULL;
-}
-
-/* ---- JSON ---- */
-
-int gw_promql_fmt_value(struct gw_buf *out, double v)
-{
-	char e[40], d[24], s[400];
-	int p, exp10, nd = 0;
-	size_t n = 0;
-	char *q;
-
-	if (isnan(v))
-		return gw_buf_adds(out, "NaN");
-	if (isinf(v))
-		return gw_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
-	if (v == 0)
-		return gw_buf_adds(out, signbit(v) ? "-0" : "0");
-	/* The shortest correctly rounded digits that read back as v. */
-	for (p = 0; p < 17; p++) {
-		snprintf(e, sizeof(e), "%.*e", p, v);
-		if (strtod(e, NULL) == v)
-			break;
-	}
-	if (p == 17)
-		snprintf(e, sizeof(e), "%.16e", v);
-	q = e;
-	if (*q == '-') {
-		s[n++] = '-';
-		q++;
-	}
-	for (; *q && *q != 'e'; q++)
-		if (*q >= '0' && *q <= '9')
-			d[nd++] = *q;
-	exp10 = atoi(q + 1);
-	while (nd > 1 && d[nd - 1] == '0')
-		nd--;
-	if (exp10 < 0) {
-		s[n++] = '0';
-		s[n++] = '.';
-		for (int i = -1; i > exp10; i--)
-			s[n++] = '0';
-		for (int i = 0; i < nd; i++)
-			s[n++] = d[i];
-	} else {
-		for (int i = 0; i <= exp10; i++)
-			s[n++] = i < nd ? d[i] : '0';
-		if (nd > exp10 + 1) {
-			s[n++] = '.';
-			for (int i = exp10 + 1; i < nd; i++)
-				s[n++] = d[i];
-		}
-	}
-	return gw_buf_add(out, s, n);
-}
-
-/* Seconds with up to 3 decimals, as Prometheus writes timestamps. */
-static int fmt_time(struct gw_buf *out, int64_t t)
-{
-	uint64_t m = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
-	unsigned ms = (unsigned)(m % 1000);
-	char frac[5];
-	int k = 3;
-
-	if (!ms)
-		return gw_buf_printf(out, "%s%llu", t < 0 ? "-" : "",
-				     (unsigned long long)(m / 1000));
-	snprintf(frac, sizeof(frac), "%03u", ms);
-	while (frac[k - 1] == '0')
-		k--;
-	frac[k] = '\0';
-	return gw_buf_printf(out, "%s%llu.%s", t < 0 ? "-" : "",
-			     (unsigned long long)(m / 1000), frac);
-}
-
-static int fmt_point(struct gw_buf *out, int64_t t, double v)
-{
-	int err = gw_buf_add(out, "[", 1);
-
-	if (!err)
-		err = fmt_time(out, t);
-	if (!err)
-		err = gw_buf_add(out, ",\"", 2);
-	if (!err)
-		err = gw_promql_fmt_value(out, v);
-	if (!err)
-		err = gw_buf_add(out, "\"]", 2);
-	return err;
-}
-
-static const char *type_name(enum gw_pq_type t)
-{
-	switch (t) {
-	case GW_TYPE_SCALAR:
-		return "scalar";
-	case GW_TYPE_VECTOR:
-		return "vector";
-	case GW_TYPE_MATRIX:
-		return "matrix";
-	default:
-		return "string";
-	}
-}
-
-int gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out)
-{
-	size_t mark = out->len;
-	int err;
-
-	err = gw_buf_printf(
-	    out, "{\"resultType\":\"%s\",\"result\":", type_name(res->type));
-	if (err)
-		goto fail;
-	if (res->type == GW_TYPE_SCALAR) {
-		err = fmt_point(out, res->scalar.t, res->scalar.v);
-	} else if (res->type == GW_TYPE_STRING) {
-		err = gw_buf_add(out, "[", 1);
-		if (!err)
-			err = fmt_time(out, res->scalar.t);
-		if (!err)
-			err = gw_buf_add(out, ",", 1);
-		if (!err)
-			err = gw_json_str(out, res->str ? res->str : "");
-		if (!err)
-			err = gw_buf_add(out, "]", 1);
-	} else {
-		bool matrix = res->type == GW_TYPE_MATRIX;
-		bool first = true;
-
-		err = gw_buf_add(out, "[", 1);
-		for (size_t i = 0; i < res->nseries && !err; i++) {
-			const struct gw_qseries *s = &res->series[i];
-
-			if (!matrix && s->n == 0)
-				continue;
-			if (!first)
-				err = gw_buf_add(out, ",", 1);
-			first = false;
-			if (!err)
-				err = gw_buf_adds(out, "{\"metric\":");
-			if (!err)
-				err = gw_labels_json(&s->labels, out);
-			if (!err)
-				err = gw_buf_adds(out, matrix ? ",\"values\":["
-							      : ",\"value\":");
-			for (size_t j = 0; j < s->n && !err; j++) {
-				if (!matrix && j)
-					break;
-				if (j)
-					err = gw_buf_add(out, ",", 1);
-				if (!err)
-					err = fmt_point(out, s->p[j].t,
-							s->p[j].v);
-			}
-			if (!err)
-				err = gw_buf_adds(out, matrix ? "]}" : "}");
-		}
-		if (!err)
-			err = gw_buf_add(out, "]", 1);
-	}
-	if (!err)
-		err = gw_buf_add(out, "}", 1);
-	if (!err)
-		return 0;
-fail:
-	out->len = mark;
-	if (out->p)
-		out->p[mark] = '\0';
-	return err;
 }

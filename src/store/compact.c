@@ -209,13 +209,27 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 		}
 		if (!p.n)
 			continue;
-		sqlite3_reset(del);
-		sqlite3_bind_int64(del, 1, id);
-		if (sqlite3_step(del) != SQLITE_DONE) {
+		/* One savepoint per series: a series that cannot be merged
+		 * (a rollup column too long, ...) stays as it was. */
+		if (sqlite3_exec(db, "SAVEPOINT one", NULL, NULL, NULL)) {
 			err = -EIO;
 			break;
 		}
-		err = store_series(ins, id, rollup, &p);
+		sqlite3_reset(del);
+		sqlite3_bind_int64(del, 1, id);
+		r = sqlite3_step(del) == SQLITE_DONE ? 0 : -EIO;
+		if (!r)
+			r = store_series(ins, id, rollup, &p);
+		if (r) {
+			(void)sqlite3_exec(db, "ROLLBACK TO one; RELEASE one",
+					   NULL, NULL, NULL);
+			if (r == -ENOMEM) {
+				err = r;
+				break;
+			}
+			continue;
+		}
+		(void)sqlite3_exec(db, "RELEASE one", NULL, NULL, NULL);
 		merged += nchunks;
 	}
 	if (err)

@@ -46,6 +46,13 @@ static const struct gw_family
 			   "Samples (raw) or rollups stored in a tier's "
 			   "partitions.", GW_GAUGE };
 
+/* A sample copied out of the registry: name and labels in the arena. */
+struct copied {
+	size_t name, labels; /* offsets into the arena */
+	double value;
+	int64_t t_ms;
+};
+
 struct ingest {
 	struct gw_agent *a;
 	pthread_t thread;
@@ -56,16 +63,59 @@ struct ingest {
 	struct gw_snap snap;
 	uint64_t gens[GW_REGISTRY_MAX_SLOTS];
 	uint64_t appended;
+	/* One pass's samples, copied under the registry lock and appended
+	 * after it is released, so that scrapes never wait on the store. */
+	struct copied *batch;
+	size_t n, cap;
+	struct gw_buf arena;
+	uint64_t overflow;
 };
 
-static void visit(void *ctx, const struct gw_visit *v)
+static void copy_one(void *ctx, const struct gw_visit *v)
 {
 	struct ingest *in = ctx;
+	size_t name = in->arena.len, labels;
 
-	/* Refusals are counted (and logged once) by the store. */
-	if (gw_store_append(in->a->store, v->name, v->labels, v->t_ms,
-			    v->value) == 0)
-		in->appended++;
+	if (in->n == in->cap) {
+		size_t ncap = in->cap ? in->cap * 2 : 1024;
+		struct copied *nb = ncap <= GW_SNAP_MAX_SAMPLES * 4 ?
+			realloc(in->batch, ncap * sizeof(*nb)) : NULL;
+
+		if (!nb) {
+			in->overflow++;
+			return;
+		}
+		in->batch = nb;
+		in->cap = ncap;
+	}
+	if (gw_buf_add(&in->arena, v->name, strlen(v->name) + 1)) {
+		in->overflow++;
+		return;
+	}
+	labels = in->arena.len;
+	if (gw_buf_add(&in->arena, v->labels, strlen(v->labels) + 1)) {
+		in->arena.len = name;
+		in->overflow++;
+		return;
+	}
+	in->batch[in->n++] = (struct copied){ name, labels, v->value, v->t_ms };
+}
+
+/* Takes what was published since the last pass into the store. */
+static void pass(struct ingest *in)
+{
+	in->n = 0;
+	gw_buf_reset(&in->arena);
+	gw_registry_visit(in->a->reg, in->gens, copy_one, in);
+	for (size_t i = 0; i < in->n; i++) {
+		const struct copied *c = &in->batch[i];
+
+		/* Refusals are counted (and logged once) by the store. */
+		if (gw_store_append(in->a->store, in->arena.p + c->name,
+				    in->arena.p + c->labels, c->t_ms,
+				    c->value) == 0)
+			in->appended++;
+	}
 }
 
 static void publish_stats(struct ingest *in)
@@ -121,7 +171,7 @@ static void *run(void *arg)
 		if (in->stop)
 			break;
 		pthread_mutex_unlock(&in->lock);
-		gw_registry_visit(in->a->reg, in->gens, visit, in);
+		pass(in);
 		err = gw_store_maintain(in->a->store);
 		if (err)
 			gw_dbg("store maintenance: %s", strerror(-err));
@@ -130,7 +180,7 @@ static void *run(void *arg)
 	}
 	pthread_mutex_unlock(&in->lock);
 	/* The last pass: what was published up to now, then a flush. */
-	gw_registry_visit(in->a->reg, in->gens, visit, in);
+	pass(in);
 	if (gw_store_flush(in->a->store))
 		gw_err("store: the final flush failed");
 	return NULL;
@@ -150,10 +200,12 @@ static int ingest_start(struct gw_agent *a, void **priv)
 		return -ENOMEM;
 	in->a = a;
 	gw_snap_init(&in->snap);
+	gw_buf_init(&in->arena, 64u << 20);
 	in->slot = gw_registry_slot(a->reg, "store");
 	if (in->slot < 0) {
 		err = in->slot;
 		gw_snap_release(&in->snap);
+		gw_buf_release(&in->arena);
 		free(in);
 		return err;
 	}
@@ -167,6 +219,7 @@ static int ingest_start(struct gw_agent *a, void **priv)
 		pthread_cond_destroy(&in->cond);
 		pthread_mutex_destroy(&in->lock);
 		gw_snap_release(&in->snap);
+		gw_buf_release(&in->arena);
 		free(in);
 		return err;
 	}
@@ -210,6 +263,8 @@ static void ingest_free(void *priv)
 	pthread_cond_destroy(&in->cond);
 	pthread_mutex_destroy(&in->lock);
 	gw_snap_release(&in->snap);
+	gw_buf_release(&in->arena);
+	free(in->batch);
 	free(in);
 }
 
