@@ -7,7 +7,11 @@
  * in-process: 24 h of 1 s data of one series, and a 1 h `sum by` over 1,000
  * series.
  *
- * usage: store [-h HOURS] [-g GPUS] [-q RUNS] [-d DIR] [DCGM_CSV]
+ * usage: store [-h HOURS] [-g GPUS] [-j JITTER_MS] [-q RUNS] [-d DIR]
+ *              [DCGM_CSV]
+ * JITTER_MS (default 2): each sample's delay after its 1 s tick, 0..JITTER;
+ * the agent's NVML collector publishes on an exact grid, its self
+ * metrics within 1 ms of it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -252,7 +256,7 @@ static uint64_t ingest_procs(struct gw_store *s, struct clock *c, int64_t t0)
 
 int main(int argc, char **argv)
 {
-	unsigned hours = 24, gpus = 8;
+	unsigned hours = 24, gpus = 8, jitter = 2;
 	int runs = 9, ch;
 	char dir[256] = "";
 	struct bench_dataset ds;
@@ -262,8 +266,11 @@ int main(int argc, char **argv)
 	uint64_t n;
 	char sub[300];
 
-	while ((ch = getopt(argc, argv, "h:g:q:d:")) != -1) {
+	while ((ch = getopt(argc, argv, "h:g:j:q:d:")) != -1) {
 		switch (ch) {
+		case 'j':
+			jitter = (unsigned)atoi(optarg);
+			break;
 		case 'h':
 			hours = (unsigned)atoi(optarg);
 			break;
@@ -294,7 +301,7 @@ int main(int argc, char **argv)
 
 	printf("gpuwatch store benchmark (one thread; fake clock following "
 	       "the data)\n\n");
-	bench_load_sim(&ds, gpus, hours, 4);
+	bench_load_sim(&ds, gpus, hours, jitter);
 	printf("%s: %zu series\n", ds.name, ds.ns);
 	snprintf(sub, sizeof(sub), "%s/sim", dir);
 	c.now = ds.s[0].t[0];

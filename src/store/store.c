@@ -609,9 +609,24 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		      double v, bool log)
 {
 	struct head *h = ser->head;
-	int64_t hour = floor_to(t, MS_HOUR);
+	int64_t hour;
 	int err;
 
+	/*
+	 * Timestamp tolerance (as Prometheus aligns scrape times): a new
+	 * sample within GW_STORE_TIME_TOLERANCE_MS of where the series'
+	 * interval predicts it is stored at the predicted time, so that a
+	 * regular series costs no timestamp bits at all.  Replayed samples
+	 * were aligned before they were logged.
+	 */
+	if (log && h->last_dt > 0 && h->last_t != INT64_MIN) {
+		int64_t want = h->last_t + h->last_dt;
+
+		if (t != want && t - want <= GW_STORE_TIME_TOLERANCE_MS &&
+		    want - t <= GW_STORE_TIME_TOLERANCE_MS)
+			t = want;
+	}
+	hour = floor_to(t, MS_HOUR);
 	if (t < h->last_t || t < s->watermark) {
 		atomic_fetch_add(&s->st_order, 1);
 		gw_log_once(&s->warned_order, GW_LOG_WARN,
@@ -663,6 +678,8 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 			err = gw_chunk_append(&h->raw, t, v);
 	}
 	if (!err) {
+		if (h->last_t != INT64_MIN && t > h->last_t)
+			h->last_dt = t - h->last_t;
 		h->last_t = t;
 		if (h->first_t == INT64_MIN)
 			h->first_t = t;

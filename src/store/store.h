@@ -25,7 +25,10 @@
  * advances and the head log before it is deleted.  Opening the store
  * replays the head log after the watermark, so a crash loses nothing that
  * was flushed.  Samples older than the series' last sample, or older than
- * the watermark, are refused and counted.
+ * the watermark, are refused and counted.  A sample within 2 ms of the
+ * time its series' interval predicts is stored at that time (Prometheus
+ * aligns scrape timestamps the same way): regular series then cost no
+ * timestamp bits.
  *
  * Retention per tier drops whole day partitions; the disk budget drops the
  * oldest partitions first (today's are never dropped).  A partition that
