@@ -123,6 +123,28 @@ static void double_invalid(void **state)
 
 /* ---- gw_parse_duration ---- */
 
+static void bytes_units(void **state)
+{
+	unsigned long long v;
+
+	(void)state;
+	assert_int_equal(gw_parse_bytes("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(gw_parse_bytes("512MiB", &v), 0);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(gw_parse_bytes("10G", &v), 0);
+	assert_int_equal(v, 10ull << 30);
+	assert_int_equal(gw_parse_bytes("2TiB", &v), 0);
+	assert_int_equal(v, 2ull << 40);
+	assert_int_equal(gw_parse_bytes("100B", &v), 0);
+	assert_int_equal(v, 100);
+	assert_int_equal(gw_parse_bytes("", &v), -EINVAL);
+	assert_int_equal(gw_parse_bytes("GiB", &v), -EINVAL);
+	assert_int_equal(gw_parse_bytes("1.5G", &v), -EINVAL);
+	assert_int_equal(gw_parse_bytes("-1", &v), -EINVAL);
+	assert_true(gw_parse_bytes("99999999999TiB", &v) != 0);
+}
+
 static void duration_units(void **state)
 {
 	static const struct {
@@ -132,13 +154,14 @@ static void duration_units(void **state)
 		{ "2", 2 },       { "0.5", 0.5 },  { "500ms", 0.5 },
 		{ "30s", 30 },    { "1m", 60 },    { "5m", 300 },
 		{ "1h", 3600 },   { "1.5m", 90 },  { "250ms", 0.25 },
-		{ "0s", 0 },      { "2h", 7200 },  { "1e3ms", 1 },
+		{ "0s", 0 },      { "2h", 7200 },  { "1e3ms", 1 },   { "1d", 86400 },
+		{ "2w", 1209600 }, { "1y", 31536000 },
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		double d = -1;
-		int r = gw_parse_duration(ok[i].s, 0, 1e6, &d);
+		int r = gw_parse_duration(ok[i].s, 0, 1e9, &d);
 
 		if (r != 0 || d != ok[i].want)
 			fail_msg("gw_parse_duration(\"%s\") = %d, %g; want %g",
@@ -150,7 +173,7 @@ static void duration_bad(void **state)
 {
 	static const char *const bad[] = {
 		"5x", "ms", "s", "m", "h", "", "5 s", "5sec", "5mm", "1hms",
-		"m5", "5S", "abc", "5ms ", " 5s", "1d",
+		"m5", "5S", "abc", "5ms ", " 5s", "1x",
 	};
 	double d = 42;
 
@@ -298,6 +321,7 @@ int main(void)
 		cmocka_unit_test(uint_range),
 		cmocka_unit_test(double_valid),
 		cmocka_unit_test(double_invalid),
+		cmocka_unit_test(bytes_units),
 		cmocka_unit_test(duration_units),
 		cmocka_unit_test(duration_bad),
 		cmocka_unit_test(duration_range_after_unit),
