@@ -70,7 +70,7 @@ static void usage(FILE *out)
 		"  --timeout D\n"
 		"      Ask the agent to give up after D (default and maximum: "
 		"the agent's own\n"
-		"      query timeout, 2m unless configured).\n"
+		"      --query-timeout, 30s unless configured).\n"
 		"  --url URL\n"
 		"      The agent to ask (default: $GPUWATCH_URL, else "
 		DEFAULT_URL ").\n"

@@ -631,6 +631,7 @@ static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 						    : DEFAULT_LOOKBACK_MS;
 	c->po.max_samples = o && o->max_samples ? o->max_samples
 						: DEFAULT_MAX_SAMPLES;
+	c->po.cancel = o ? o->cancel : NULL;
 	return 0;
 }
 
@@ -676,6 +677,12 @@ static int eval_failed(struct gw_api_reply *r, const struct gw_qresult *res,
 
 	memcpy(msg, res->errmsg, sizeof(msg));
 	msg[sizeof(msg) - 1] = '\0';
+	/* Cancelled because the agent stops: not the query's fault, and a
+	 * client may retry elsewhere or later, as for a full queue. */
+	if (e == -ECANCELED)
+		return fail(r, "unavailable", "%s",
+			    msg[0] ? msg
+				   : "query cancelled: the agent is stopping");
 	if (res->err != GW_QERR_NONE &&
 	    (unsigned int)res->err < sizeof(types) / sizeof(types[0]))
 		return fail(r, types[res->err], "%s",

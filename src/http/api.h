@@ -23,7 +23,8 @@
  *   {"status":"success","data":...[,"warnings":[...]]}
  *   {"status":"error","errorType":"bad_data","error":"..."}
  * with HTTP 400 (bad_data), 404 (not_found), 422 (execution), 503 (timeout,
- * unavailable) and 500 (internal).  Messages use Prometheus' wording, e.g.
+ * unavailable: also a query cancelled through gw_api_opts.cancel) and 500
+ * (internal).  Messages use Prometheus' wording, e.g.
  * `invalid parameter "query": 1:5: parse error: ...`.
  *
  * Ownership: parameters and the queryable are borrowed; a reply owns its
@@ -37,6 +38,8 @@
 #ifndef GW_HTTP_API_H
 #define GW_HTTP_API_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +63,10 @@ struct gw_api_opts {
 					 of ?timeout=; 0: 120 */
 	unsigned int max_concurrency; /* queries evaluated at once; 0: 4
 					 (read by server.c) */
+	/* Set (by another thread) to end running queries at once: they
+	 * answer 503 "unavailable", "query cancelled: the agent is
+	 * stopping".  NULL = none; borrowed.  server.c puts its own here. */
+	const _Atomic bool *cancel;
 };
 
 /* ---- parameters ---- */

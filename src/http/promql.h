@@ -39,6 +39,7 @@
 #ifndef GW_PROMQL_H
 #define GW_PROMQL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -182,6 +183,13 @@ struct gw_promql_opts {
 	int64_t lookback_ms;    /* instant selectors; default 5 min */
 	uint64_t max_samples;   /* 0 = unlimited */
 	uint64_t timeout_ns;    /* 0 = none */
+	/*
+	 * Read between steps and passed to select() (gw_query_limits): once
+	 * true the evaluation stops with -ECANCELED, res->err
+	 * GW_QERR_TIMEOUT and "query cancelled: the agent is stopping".
+	 * NULL = never; borrowed, set by another thread.
+	 */
+	const _Atomic bool *cancel;
 };
 
 struct gw_qpoint {

@@ -43,6 +43,7 @@
 	"query processing would load too many samples into memory in query "   \
 	"execution"
 #define MSG_TIMEOUT	 "query timed out in query execution"
+#define MSG_CANCELLED	 "query cancelled: the agent is stopping"
 #define MSG_DUP_LABELSET "vector cannot contain metrics with the same labelset"
 
 /* An interned label set. */
@@ -1230,8 +1231,18 @@ static int64_t sel_lookbehind(const struct ev *ev, const struct gw_pq_node *n,
 	return lb;
 }
 
+/* The cancel flag of the options: -ECANCELED once set. */
+static int check_cancel(struct ev *ev)
+{
+	if (ev->lim.cancel && atomic_load(ev->lim.cancel))
+		return fail(ev, GW_QERR_TIMEOUT, -ECANCELED, MSG_CANCELLED);
+	return 0;
+}
+
 static int select_error(struct ev *ev, int rc)
 {
+	if (rc == -ECANCELED)
+		return fail(ev, GW_QERR_TIMEOUT, rc, MSG_CANCELLED);
 	if (rc == -E2BIG)
 		return fail(ev, GW_QERR_EXECUTION, rc, MSG_TOO_MANY);
 	if (rc == -ETIMEDOUT)
@@ -1283,6 +1294,9 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 		a = sat_sub(a, lb);
 		if (a < INT64_MAX)
 			a++; /* windows are open on the left */
+		rc = check_cancel(ev);
+		if (rc)
+			return rc;
 		rc = ev->q->select(ev->q->ctx, n->u.sel.m, n->u.sel.nm, a, b,
 				   ev->tier, &ev->lim, &s->set);
 		ev->res->samples = ev->lim.samples;
@@ -1326,6 +1340,7 @@ static int ev_init(struct ev *ev, const struct gw_queryable *q,
 	ev->lookback =
 	    o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
 	ev->lim.max_samples = o ? o->max_samples : 0;
+	ev->lim.cancel = o ? o->cancel : NULL;
 	if (o && o->timeout_ns) {
 		uint64_t now = now_ns();
 
@@ -1596,6 +1611,9 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 			    fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT, MSG_TIMEOUT);
 			break;
 		}
+		err = check_cancel(&ev);
+		if (err)
+			break;
 		err = eval(&ev, e, t, &v);
 		if (!err && v.type == GW_TYPE_SCALAR)
 			err = out_add(&ev, ev.empty, t, v.s, nsteps);

@@ -25,6 +25,9 @@
 #define MAX_QUEUED 32       /* API requests waiting for a worker */
 #define MAX_WORKERS 64
 #define DEFAULT_WORKERS 4
+/* How long gw_http_close lets the server thread send the replies of
+ * requests that were parked (cancelled or 503) before it stops. */
+#define FLUSH_NS 1000000000ull
 
 /*
  * One API request.  States: NEW (headers, then body pieces) -> QUEUED
@@ -39,6 +42,7 @@ struct req {
 	enum req_state state;
 	enum gw_api_endpoint ep;
 	bool post, too_big;
+	bool parked; /* counted in gw_http.parked until completed */
 	struct MHD_Connection *conn;
 	char *path;
 	struct gw_buf body;
@@ -61,6 +65,10 @@ struct gw_http {
 	_Atomic uint64_t api_errors[GW_API_ENDPOINTS];
 	_Atomic uint64_t api_ns[GW_API_ENDPOINTS];
 	_Atomic uint64_t api_rejected;
+	_Atomic uint64_t api_in_flight;
+
+	/* Set first by gw_http_close: running queries stop (opts.cancel). */
+	_Atomic bool cancel;
 
 	/* The query API: set before start, read-only after. */
 	bool have_q;
@@ -72,6 +80,8 @@ struct gw_http {
 	pthread_cond_t wake;
 	struct req *head, *tail;
 	size_t queued;
+	size_t parked; /* parked requests not yet completed by MHD */
+	pthread_cond_t flushed; /* parked went to 0; CLOCK_MONOTONIC */
 	bool stopping;
 	pthread_t workers[MAX_WORKERS];
 	size_t nworkers;
@@ -256,12 +266,21 @@ static void request_completed(void *cls, struct MHD_Connection *conn,
 			      void **req_cls,
 			      enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
+	struct gw_http *h = cls;
+	struct req *rq = *req_cls;
+
 	(void)conn;
 	(void)toe;
-	if (*req_cls && *req_cls != &first_call_marker)
-		req_free(*req_cls);
 	*req_cls = NULL;
+	if (!rq || (void *)rq == (void *)&first_call_marker)
+		return;
+	if (rq->parked) {
+		pthread_mutex_lock(&h->lock);
+		if (--h->parked == 0)
+			pthread_cond_broadcast(&h->flushed);
+		pthread_mutex_unlock(&h->lock);
+	}
+	req_free(rq);
 }
 
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
@@ -401,6 +420,8 @@ static enum MHD_Result api_run(struct gw_http *h, struct MHD_Connection *conn,
 	 * follows this suspend. */
 	MHD_suspend_connection(conn);
 	rq->state = REQ_QUEUED;
+	rq->parked = true;
+	h->parked++;
 	rq->next = NULL;
 	if (h->tail)
 		h->tail->next = rq;
@@ -518,8 +539,10 @@ static void *worker(void *arg)
 			.now_ms = rq->now_ms,
 			.arrival_ns = rq->arrival_ns,
 		};
+		atomic_fetch_add(&h->api_in_flight, 1);
 		if (gw_api_handle(&h->q, &h->opts, &arq, &rq->reply))
 			gw_buf_reset(&rq->reply.body);
+		atomic_fetch_sub(&h->api_in_flight, 1);
 		rq->state = REQ_DONE;
 		conn = rq->conn;
 		/* From here rq belongs to the server thread again. */
@@ -594,6 +617,7 @@ struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 			     char *err, size_t errlen)
 {
 	struct gw_http *h = calloc(1, sizeof(*h));
+	pthread_condattr_t ca;
 
 	if (!h) {
 		snprintf(err, errlen, "out of memory");
@@ -607,6 +631,10 @@ struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->wake, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->flushed, &ca);
+	pthread_condattr_destroy(&ca);
 	return h;
 }
 
@@ -621,9 +649,11 @@ void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,
 	memset(&h->opts, 0, sizeof(h->opts));
 	if (o)
 		h->opts = *o;
+	h->opts.cancel = &h->cancel;
 }
 
-/* Stops the workers: queued requests get 503, running ones finish. */
+/* Stops the workers: queued requests get 503; running ones finish, at
+ * once when h->cancel is set. */
 static void stop_workers(struct gw_http *h)
 {
 	struct req *rq;
@@ -690,19 +720,45 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Waits, at most FLUSH_NS, until the server thread has sent (or the client
+ * dropped) every parked request's reply, so that a client whose query was
+ * cancelled or refused reads the 503 rather than a closed connection.
+ */
+static void flush_parked(struct gw_http *h)
+{
+	struct timespec until;
+	uint64_t end = mono_ns() + FLUSH_NS;
+
+	until.tv_sec = (time_t)(end / 1000000000ull);
+	until.tv_nsec = (long)(end % 1000000000ull);
+	pthread_mutex_lock(&h->lock);
+	while (h->parked &&
+	       pthread_cond_timedwait(&h->flushed, &h->lock, &until) == 0)
+		;
+	if (h->parked)
+		gw_warn("http: %zu API replies not sent before stopping",
+			h->parked);
+	pthread_mutex_unlock(&h->lock);
+}
+
 void gw_http_close(struct gw_http *h)
 {
 	if (!h)
 		return;
+	/* Running queries see this between steps and inside the store. */
+	atomic_store(&h->cancel, true);
 	if (h->d) {
 		/* No connection may stay suspended past MHD_stop_daemon. */
 		stop_workers(h);
+		flush_parked(h);
 		MHD_stop_daemon(h->d);
 	}
 	if (h->fd >= 0)
 		close(h->fd);
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->wake);
+	pthread_cond_destroy(&h->flushed);
 	free(h);
 }
 
@@ -726,4 +782,5 @@ void gw_http_stats(struct gw_http *h, struct gw_http_stats *st)
 			(double)atomic_load(&h->api_ns[i]) / 1e9;
 	}
 	st->api_rejected = atomic_load(&h->api_rejected);
+	st->api_in_flight = atomic_load(&h->api_in_flight);
 }

@@ -21,11 +21,15 @@
  * and further ones get 503 at once, so a slow query never holds up a
  * scrape.  All threads are created by gw_http_start and inherit the
  * capabilities of the thread that calls it (none, in the agent).
- * gw_http_close waits for queries being evaluated to finish (each is bounded
- * by its timeout) and answers queued ones with 503.
+ * gw_http_close first cancels the queries being evaluated (they stop
+ * within a step or a store read and answer 503 "unavailable", "query
+ * cancelled: the agent is stopping"), answers queued ones with 503 "the
+ * agent is stopping", lets the server thread send those replies (at most
+ * 1 s), then stops.
  *
- * Counters (requests, bad requests, scrape time, API calls by endpoint) are
- * atomics read by the self collector through gw_http_stats().
+ * Counters (requests, bad requests, scrape time, API calls by endpoint,
+ * API requests in flight) are atomics read by the self collector through
+ * gw_http_stats().
  */
 #ifndef GW_HTTP_SERVER_H
 #define GW_HTTP_SERVER_H
@@ -51,6 +55,8 @@ struct gw_http_stats {
 	uint64_t api_errors[GW_API_ENDPOINTS];     /* 4xx and 5xx answers */
 	double api_seconds_sum[GW_API_ENDPOINTS];  /* arrival to answer */
 	uint64_t api_rejected;                     /* queue full: 503 */
+	uint64_t api_in_flight;  /* API requests a query worker is answering
+				    now (a gauge) */
 };
 
 /*
@@ -62,7 +68,8 @@ struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
 			     char *err, size_t errlen);
 /*
  * Serves the query API from q with options o (both copied; q->ctx is
- * borrowed and must outlive the server; o NULL = defaults).  Call between
+ * borrowed and must outlive the server; o NULL = defaults; o->cancel is
+ * replaced by the server's own flag, set by gw_http_close).  Call between
  * gw_http_bind and gw_http_start; q NULL leaves the API answering 503.
  */
 void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROLLUP_VERSION 1
+#define ROLLUP_VERSION 2
 #define COUNT_MAX 9007199254740992.0 /* 2^53: every whole number below fits */
 
 /* ---- the aggregate ---- */
@@ -192,38 +192,183 @@ static bool count_valid(double c)
 	return c >= 0 && c <= COUNT_MAX && c == floor(c);
 }
 
-enum { COL_SUM, COL_MIN, COL_MAX, COL_SUMSQ, COL_LAST, NCOLS };
-
-static double column(const struct gw_rollup *r, int c)
-{
-	switch (c) {
-	case COL_SUM:
-		return r->sum;
-	case COL_MIN:
-		return r->min;
-	case COL_MAX:
-		return r->max;
-	case COL_SUMSQ:
-		return r->sumsq;
-	default:
-		return r->last;
-	}
-}
+/* The double columns, in the order they are stored and decoded: a field
+ * that can be implied is implied by those before it. */
+enum { COL_MIN, COL_MAX, COL_LAST, COL_SUM, COL_SUMSQ, NCOLS };
 
 static double *column_ref(struct gw_rollup *r, int c)
 {
 	switch (c) {
-	case COL_SUM:
-		return &r->sum;
 	case COL_MIN:
 		return &r->min;
 	case COL_MAX:
 		return &r->max;
-	case COL_SUMSQ:
-		return &r->sumsq;
-	default:
+	case COL_LAST:
 		return &r->last;
+	case COL_SUM:
+		return &r->sum;
+	default:
+		return &r->sumsq;
 	}
+}
+
+static double column(const struct gw_rollup *r, int c)
+{
+	return *column_ref((struct gw_rollup *)r, c);
+}
+
+/* Per-rollup flags: what is implied rather than stored. */
+enum {
+	F_COUNT_SAME = 1 << 0,  /* count: the previous rollup's (0 first) */
+	F_MAX_IS_MIN = 1 << 1,  /* max: min, bit for bit */
+	F_LAST_IS_MIN = 1 << 2, /* last: min */
+	F_LAST_IS_MAX = 1 << 3, /* last: max (and not min) */
+	F_SUM_N = 1 << 4,       /* max is min, sum: 0.0 + count * min */
+	F_SUMSQ_N = 1 << 5,     /* max is min, sumsq: 0.0 + count * min^2 */
+	F_TL_SAME = 1 << 6,     /* t - t_last: the previous non-empty's */
+	F_SK_SHIFT = 7,         /* two bits, the sketch's form: */
+	F_ALL = (1 << 9) - 1,
+};
+
+enum { SK_FULL, SK_BARE, SK_DERIVED };
+
+static bool implied(unsigned int f, int c)
+{
+	switch (c) {
+	case COL_MIN:
+		return false;
+	case COL_MAX:
+		return f & F_MAX_IS_MIN;
+	case COL_LAST:
+		return f & (F_LAST_IS_MIN | F_LAST_IS_MAX);
+	case COL_SUM:
+		return f & F_SUM_N;
+	default:
+		return f & F_SUMSQ_N;
+	}
+}
+
+/* The implied value of column c (the columns before it are known). */
+static double implied_value(const struct gw_rollup *r, unsigned int f, int c)
+{
+	switch (c) {
+	case COL_MAX:
+		return r->min;
+	case COL_LAST:
+		return f & F_LAST_IS_MIN ? r->min : r->max;
+	case COL_SUM:
+		return 0.0 + r->count * r->min;
+	default:
+		return 0.0 + r->count * (r->min * r->min);
+	}
+}
+
+static bool same(double a, double b)
+{
+	return bits_of(a) == bits_of(b);
+}
+
+/* The sketch keeps 0 for -0.0. */
+static double norm(double v)
+{
+	return v == 0 ? 0.0 : v;
+}
+
+/* The sketch of count - 1 values min and one max, into s. */
+static int rebuild(struct gw_sketch *s, const struct gw_rollup *r)
+{
+	int err;
+
+	gw_sketch_reset(s);
+	err = gw_sketch_add_n(s, r->min, (uint64_t)r->count - 1);
+	if (err)
+		return err;
+	return gw_sketch_add(s, r->max);
+}
+
+static bool sketch_same(const struct gw_sketch *a, const struct gw_sketch *b)
+{
+	return a->count == b->count && a->zero == b->zero &&
+	       a->nan == b->nan && a->collapsed == b->collapsed &&
+	       a->cpos == b->cpos && a->cneg == b->cneg &&
+	       same(a->min, b->min) && same(a->max, b->max) &&
+	       a->npos == b->npos && a->nneg == b->nneg &&
+	       (!a->npos ||
+		!memcmp(a->pos, b->pos, a->npos * sizeof(*a->pos))) &&
+	       (!a->nneg || !memcmp(a->neg, b->neg, a->nneg * sizeof(*a->neg)));
+}
+
+/*
+ * The form of a non-empty rollup's sketch: derived when it is exactly
+ * what (count, min, max) rebuild (at most two buckets), bare when its
+ * extremes are the rollup's, else full.  tmp is scratch.
+ */
+static int sketch_form(const struct gw_rollup *r, struct gw_sketch *tmp,
+		       unsigned int *form)
+{
+	const struct gw_sketch *s = &r->sk;
+	int err;
+
+	if (s->nan == 0 && s->collapsed == 0 &&
+	    s->count == (uint64_t)r->count &&
+	    s->npos + s->nneg + (s->zero > 0) <= 2) {
+		err = rebuild(tmp, r);
+		if (err && err != -EOVERFLOW)
+			return err;
+		if (!err && sketch_same(s, tmp)) {
+			*form = SK_DERIVED;
+			return 0;
+		}
+	}
+	if (gw_sketch_bare_ok(s) && same(s->min, norm(r->min)) &&
+	    same(s->max, norm(r->max)))
+		*form = SK_BARE;
+	else
+		*form = SK_FULL;
+	return 0;
+}
+
+/* What the flags of the rollups so far leave behind for the next. */
+struct prev {
+	double count;
+	uint64_t tl; /* t - t_last */
+};
+
+/* The flags the encoder gives r; the decoder checks its input by them. */
+static int flags_of(const struct gw_rollup *r, struct prev *pv,
+		    struct gw_sketch *tmp, unsigned int *out)
+{
+	unsigned int f = 0, form;
+	uint64_t tl;
+	int err;
+
+	if (r->count == pv->count)
+		f |= F_COUNT_SAME;
+	pv->count = r->count;
+	if (r->count == 0) {
+		*out = f;
+		return 0;
+	}
+	tl = (uint64_t)r->t - (uint64_t)r->t_last;
+	if (tl == pv->tl)
+		f |= F_TL_SAME;
+	pv->tl = tl;
+	if (same(r->max, r->min)) {
+		f |= F_MAX_IS_MIN;
+		if (same(r->sum, implied_value(r, f, COL_SUM)))
+			f |= F_SUM_N;
+		if (same(r->sumsq, implied_value(r, f, COL_SUMSQ)))
+			f |= F_SUMSQ_N;
+	}
+	if (same(r->last, r->min))
+		f |= F_LAST_IS_MIN;
+	else if (same(r->last, r->max))
+		f |= F_LAST_IS_MAX;
+	err = sketch_form(r, tmp, &form);
+	if (err)
+		return err;
+	*out = f | form << F_SK_SHIFT;
+	return 0;
 }
 
 static int append_crc(struct gw_buf *out, size_t start)
@@ -235,37 +380,36 @@ static int append_crc(struct gw_buf *out, size_t start)
 	return gw_buf_add(out, le, sizeof(le));
 }
 
-int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
+static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
+			size_t n, const uint16_t *flags)
 {
-	struct gw_sketch_wr w;
-	size_t start = out->len, i;
 	uint64_t prev_t = 0, prev_d = 0, prev;
-	int c, err;
+	size_t i, j;
+	int c;
 
-	if (n > GW_ROLLUP_CHUNK_MAX)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if ((i > 0 && r[i].t <= r[i - 1].t) ||
-		    !count_valid(r[i].count) || !fields_valid(&r[i]))
-			return -EINVAL;
-	}
-
-	gw_sketch_wr_init(&w, out);
-	gw_sketch_wr_u8(&w, ROLLUP_VERSION);
-	gw_sketch_wr_varint(&w, n);
+	gw_sketch_wr_u8(w, ROLLUP_VERSION);
+	gw_sketch_wr_varint(w, n);
 	for (i = 0; i < n; i++) {
 		uint64_t t = (uint64_t)r[i].t, d = t - prev_t;
 
-		gw_sketch_wr_svarint(&w, i < 2 ? d : d - prev_d);
+		gw_sketch_wr_svarint(w, i < 2 ? d : d - prev_d);
 		prev_d = d;
 		prev_t = t;
 	}
-	for (i = 0; i < n; i++)
-		gw_sketch_wr_varint(&w, (uint64_t)r[i].count);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && flags[j] == flags[i]; j++)
+			;
+		gw_sketch_wr_varint(w, flags[i]);
+		gw_sketch_wr_varint(w, j - i - 1);
+	}
 	for (i = 0; i < n; i++) {
-		if (r[i].count > 0)
-			gw_sketch_wr_svarint(&w, (uint64_t)r[i].t -
-							 (uint64_t)r[i].t_last);
+		if (!(flags[i] & F_COUNT_SAME))
+			gw_sketch_wr_varint(w, (uint64_t)r[i].count);
+	}
+	for (i = 0; i < n; i++) {
+		if (r[i].count > 0 && !(flags[i] & F_TL_SAME))
+			gw_sketch_wr_svarint(w, (uint64_t)r[i].t -
+							(uint64_t)r[i].t_last);
 	}
 	for (c = 0; c < NCOLS; c++) {
 		prev = 0;
@@ -275,28 +419,69 @@ int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 			if (r[i].count == 0)
 				continue;
 			x = bits_of(column(&r[i], c));
-			gw_sketch_wr_xor(&w, x ^ prev);
+			if (!implied(flags[i], c))
+				gw_sketch_wr_xor(w, x ^ prev);
 			prev = x;
 		}
 	}
+}
+
+int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
+{
+	struct prev pv = { 0, 0 };
+	struct gw_sketch_wr w;
+	struct gw_sketch tmp;
+	size_t start = out->len, i;
+	uint16_t *flags = NULL;
+	unsigned int f;
+	int err;
+
+	if (n > GW_ROLLUP_CHUNK_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if ((i > 0 && r[i].t <= r[i - 1].t) ||
+		    !count_valid(r[i].count) || !fields_valid(&r[i]))
+			return -EINVAL;
+	}
+	flags = malloc((n ? n : 1) * sizeof(*flags));
+	if (!flags)
+		return -ENOMEM;
+	gw_sketch_init(&tmp);
+	for (i = 0; i < n; i++) {
+		err = flags_of(&r[i], &pv, &tmp, &f);
+		if (err)
+			goto out;
+		flags[i] = (uint16_t)f;
+	}
+	gw_sketch_wr_init(&w, out);
+	put_columns(&w, r, n, flags);
 	err = gw_sketch_wr_finish(&w);
 	if (err)
-		return err;
-	for (i = 0; i < n; i++) {
+		goto out;
+	for (i = 0; i < n && !err; i++) {
 		if (r[i].count == 0)
 			continue;
-		err = gw_sketch_encode(&r[i].sk, out);
-		if (err)
-			goto err;
+		switch (flags[i] >> F_SK_SHIFT) {
+		case SK_FULL:
+			err = gw_sketch_encode(&r[i].sk, out);
+			break;
+		case SK_BARE:
+			err = gw_sketch_encode_bare(&r[i].sk, out);
+			break;
+		default:
+			break;
+		}
 	}
-	err = append_crc(out, start);
-	if (err)
-		goto err;
-	return 0;
-err:
-	out->len = start;
-	if (out->p)
-		out->p[start] = '\0';
+	if (!err)
+		err = append_crc(out, start);
+out:
+	if (err) {
+		out->len = start;
+		if (out->p)
+			out->p[start] = '\0';
+	}
+	gw_sketch_release(&tmp);
+	free(flags);
 	return err;
 }
 
@@ -313,11 +498,14 @@ void gw_rollup_free_array(struct gw_rollup *r, size_t n)
 	free(r);
 }
 
-static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n)
+/* The columns of n rollups into r, their flags into flags. */
+static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
+		       uint16_t *flags)
 {
-	uint64_t prev_t = 0, prev_d = 0, x, prev;
-	size_t i, used;
-	int c, err;
+	uint64_t prev_t = 0, prev_d = 0, x, run, prev;
+	double count = 0;
+	size_t i, k;
+	int c;
 
 	for (i = 0; i < n; i++) {
 		if (gw_sketch_rd_svarint(rd, &x))
@@ -328,39 +516,98 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n)
 		if (i > 0 && r[i].t <= r[i - 1].t)
 			return -EBADMSG;
 	}
-	for (i = 0; i < n; i++) {
-		if (gw_sketch_rd_varint(rd, &x) || x > (uint64_t)COUNT_MAX)
+	/* Runs of flags: each run's differ from the one before. */
+	for (i = 0; i < n; i += run + 1) {
+		if (gw_sketch_rd_varint(rd, &x) || x > F_ALL ||
+		    gw_sketch_rd_varint(rd, &run) || run >= n - i ||
+		    (i > 0 && x == flags[i - 1]))
 			return -EBADMSG;
-		r[i].count = (double)x;
+		for (k = 0; k <= run; k++)
+			flags[i + k] = (uint16_t)x;
 	}
+	for (i = 0; i < n; i++) {
+		if (!(flags[i] & F_COUNT_SAME)) {
+			if (gw_sketch_rd_varint(rd, &x) ||
+			    x > (uint64_t)COUNT_MAX)
+				return -EBADMSG;
+			count = (double)x;
+		}
+		r[i].count = count;
+	}
+	prev = 0;
 	for (i = 0; i < n; i++) {
 		if (r[i].count == 0)
 			continue;
-		if (gw_sketch_rd_svarint(rd, &x))
+		if (!(flags[i] & F_TL_SAME) && gw_sketch_rd_svarint(rd, &prev))
 			return -EBADMSG;
-		r[i].t_last = (int64_t)((uint64_t)r[i].t - x);
+		r[i].t_last = (int64_t)((uint64_t)r[i].t - prev);
 	}
 	for (c = 0; c < NCOLS; c++) {
 		prev = 0;
 		for (i = 0; i < n; i++) {
+			double *v = column_ref(&r[i], c);
+
 			if (r[i].count == 0)
 				continue;
+			if (implied(flags[i], c)) {
+				*v = implied_value(&r[i], flags[i], c);
+				prev = bits_of(*v);
+				continue;
+			}
 			if (gw_sketch_rd_xor(rd, &x))
 				return -EBADMSG;
 			prev ^= x;
-			*column_ref(&r[i], c) = double_of(prev);
+			*v = double_of(prev);
 		}
 	}
+	return 0;
+}
+
+/* The sketches, and every rollup checked against its flags. */
+static int get_sketches(struct gw_sketch_rd *rd, struct gw_rollup *r,
+			size_t n, const uint16_t *flags, struct gw_sketch *tmp)
+{
+	struct prev pv = { 0, 0 };
+	unsigned int f;
+	size_t i, used;
+	int err;
+
 	for (i = 0; i < n; i++) {
-		if (r[i].count == 0)
-			continue;
-		if (!fields_valid(&r[i]))
-			return -EBADMSG;
-		err = gw_sketch_decode(&r[i].sk, rd->p,
-				       (size_t)(rd->end - rd->p), &used);
+		if (r[i].count > 0) {
+			if (!fields_valid(&r[i]))
+				return -EBADMSG;
+			switch (flags[i] >> F_SK_SHIFT) {
+			case SK_FULL:
+				err = gw_sketch_decode(&r[i].sk, rd->p,
+						       (size_t)(rd->end - rd->p),
+						       &used);
+				break;
+			case SK_BARE:
+				err = gw_sketch_decode_bare(
+					&r[i].sk, rd->p,
+					(size_t)(rd->end - rd->p),
+					norm(r[i].min), norm(r[i].max), &used);
+				break;
+			case SK_DERIVED:
+				used = 0;
+				err = rebuild(&r[i].sk, &r[i]);
+				if (err == -EOVERFLOW)
+					err = -EBADMSG;
+				break;
+			default:
+				err = -EBADMSG;
+				break;
+			}
+			if (err)
+				return err;
+			rd->p += used;
+		}
+		/* Only what the encoder writes: the same flags again. */
+		err = flags_of(&r[i], &pv, tmp, &f);
 		if (err)
 			return err;
-		rd->p += used;
+		if (f != flags[i])
+			return -EBADMSG;
 	}
 	return rd->p == rd->end ? 0 : -EBADMSG;
 }
@@ -370,6 +617,8 @@ int gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 {
 	struct gw_sketch_rd rd;
 	struct gw_rollup *r = NULL;
+	struct gw_sketch tmp;
+	uint16_t *flags = NULL;
 	uint64_t count = 0;
 	uint32_t crc;
 	uint8_t version;
@@ -389,17 +638,26 @@ int gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 	if (gw_sketch_rd_u8(&rd, &version) || version != ROLLUP_VERSION ||
 	    gw_sketch_rd_varint(&rd, &count) || count > GW_ROLLUP_CHUNK_MAX)
 		return -EBADMSG;
-	/* Each rollup takes two bytes at least (t and count). */
-	if ((uint64_t)(rd.end - rd.p) / 2 < count)
+	/* Each rollup takes a byte at least (its t). */
+	if ((uint64_t)(rd.end - rd.p) < count)
 		return -EBADMSG;
 	if (count == 0)
 		return rd.p == rd.end ? 0 : -EBADMSG;
 	r = malloc((size_t)count * sizeof(*r));
-	if (!r)
+	flags = malloc((size_t)count * sizeof(*flags));
+	if (!r || !flags) {
+		free(r);
+		free(flags);
 		return -ENOMEM;
+	}
 	for (i = 0; i < count; i++)
 		gw_rollup_init(&r[i], 0);
-	err = get_columns(&rd, r, (size_t)count);
+	gw_sketch_init(&tmp);
+	err = get_columns(&rd, r, (size_t)count, flags);
+	if (!err)
+		err = get_sketches(&rd, r, (size_t)count, flags, &tmp);
+	gw_sketch_release(&tmp);
+	free(flags);
 	if (err)
 		goto err_free;
 	*out = r;

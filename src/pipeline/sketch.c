@@ -696,6 +696,16 @@ static int highest_class(const struct gw_sketch *s)
 	return s->npos ? 1 : s->zero ? 0 : -1;
 }
 
+/* Ordered, no NaN, no -0.0 (an add never makes one), and each extreme in
+ * the outermost class holding values. */
+static bool extremes_ok(const struct gw_sketch *s)
+{
+	return s->min <= s->max && bits_of(s->min) != bits_of(-0.0) &&
+	       bits_of(s->max) != bits_of(-0.0) &&
+	       sign_class(s->min) == lowest_class(s) &&
+	       sign_class(s->max) == highest_class(s);
+}
+
 int gw_sketch_decode(struct gw_sketch *s, const uint8_t *p, size_t len,
 		     size_t *used)
 {
@@ -724,15 +734,154 @@ int gw_sketch_decode(struct gw_sketch *s, const uint8_t *p, size_t len,
 			goto err;
 		s->min = double_of(x);
 		s->max = double_of(x ^ y);
-		/* Ordered, no NaN, no -0.0 (the encoder never makes one),
-		 * and each extreme in the outermost class holding values. */
-		if (!(s->min <= s->max) || x == bits_of(-0.0) ||
-		    (x ^ y) == bits_of(-0.0) ||
-		    sign_class(s->min) != lowest_class(s) ||
-		    sign_class(s->max) != highest_class(s))
+		if (!extremes_ok(s))
 			goto err;
 	}
 	s->count = total;
+	*used = (size_t)(r.p - p);
+	return 0;
+err:
+	gw_sketch_reset(s);
+	return err;
+}
+
+/* ---- the bare encoding (sketch.h) ----
+ *
+ *   varint  zero
+ *   side    the negative buckets, present only when min is in the
+ *           negative class; then the positive side, present only when
+ *           max is in the positive class (the classes say a side is
+ *           non-empty exactly then):
+ *             varint nbins - 1 (nbins <= GW_SKETCH_MAX_BINS)
+ *             varint the top bucket's count (its index is the extreme's)
+ *             nbins - 1 x { varint gap: index above - index - 1,
+ *                           varint count >= 1 }, downwards
+ *             varint collapsed, only when nbins == GW_SKETCH_MAX_BINS
+ */
+
+bool gw_sketch_bare_ok(const struct gw_sketch *s)
+{
+	if (s->count == 0 || s->nan != 0 || !extremes_ok(s))
+		return false;
+	if ((s->npos < GW_SKETCH_MAX_BINS && s->cpos) ||
+	    (s->nneg < GW_SKETCH_MAX_BINS && s->cneg))
+		return false;
+	/* The classes make a side non-empty exactly when its extreme is in
+	 * it, so these indexes are of magnitudes >= DBL_MIN. */
+	if (s->npos && s->pos[s->npos - 1].index != index_of(s->max))
+		return false;
+	if (s->nneg && s->neg[s->nneg - 1].index != index_of(-s->min))
+		return false;
+	return true;
+}
+
+static void put_side_bare(struct gw_sketch_wr *w, const struct gw_sketch_bin *b,
+			  uint32_t n, uint64_t coll)
+{
+	uint32_t i;
+
+	if (n == 0)
+		return;
+	gw_sketch_wr_varint(w, n - 1);
+	gw_sketch_wr_varint(w, b[n - 1].count);
+	for (i = n - 1; i-- > 0;) {
+		gw_sketch_wr_varint(w, (uint64_t)((int64_t)b[i + 1].index -
+						  b[i].index - 1));
+		gw_sketch_wr_varint(w, b[i].count);
+	}
+	if (n == GW_SKETCH_MAX_BINS)
+		gw_sketch_wr_varint(w, coll);
+}
+
+int gw_sketch_encode_bare(const struct gw_sketch *s, struct gw_buf *out)
+{
+	struct gw_sketch_wr w;
+
+	if (!gw_sketch_bare_ok(s))
+		return -EINVAL;
+	gw_sketch_wr_init(&w, out);
+	gw_sketch_wr_varint(&w, s->zero);
+	put_side_bare(&w, s->neg, s->nneg, s->cneg);
+	put_side_bare(&w, s->pos, s->npos, s->cpos);
+	return gw_sketch_wr_finish(&w);
+}
+
+/* One present side, its top bucket at index top. */
+static int get_side_bare(struct gw_sketch_rd *r, struct side sd, int32_t top,
+			 uint64_t *total)
+{
+	int32_t lo = index_min();
+	struct gw_sketch_bin *b;
+	int64_t idx = top;
+	uint64_t n, x, c;
+	uint32_t i;
+
+	if (gw_sketch_rd_varint(r, &n) || n >= GW_SKETCH_MAX_BINS)
+		return -EBADMSG;
+	n++;
+	/* Each bucket takes a byte at least: no allocation for nothing. */
+	if ((uint64_t)(r->end - r->p) < n)
+		return -EBADMSG;
+	if (*sd.cap < n) {
+		b = realloc(*sd.bins, (size_t)n * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		*sd.bins = b;
+		*sd.cap = (uint32_t)n;
+	}
+	b = *sd.bins;
+	for (i = (uint32_t)n; i-- > 0;) {
+		if (i + 1 < n) {
+			if (gw_sketch_rd_varint(r, &x) ||
+			    x >= (uint64_t)(idx - lo))
+				return -EBADMSG;
+			idx -= (int64_t)x + 1;
+		}
+		if (gw_sketch_rd_varint(r, &c) || c == 0 || c > UINT32_MAX ||
+		    *total > UINT64_MAX - c)
+			return -EBADMSG;
+		b[i].index = (int32_t)idx;
+		b[i].count = (uint32_t)c;
+		*total += c;
+	}
+	*sd.n = (uint32_t)n;
+	if (n == GW_SKETCH_MAX_BINS) {
+		if (gw_sketch_rd_varint(r, &c) || c >= b[0].count)
+			return -EBADMSG;
+		*sd.coll = c;
+	}
+	return 0;
+}
+
+int gw_sketch_decode_bare(struct gw_sketch *s, const uint8_t *p, size_t len,
+			  double min, double max, size_t *used)
+{
+	struct gw_sketch_rd r = { p, p + len };
+	uint64_t total;
+	int err = -EBADMSG;
+
+	gw_sketch_reset(s);
+	if (gw_sketch_rd_varint(&r, &s->zero))
+		goto err;
+	total = s->zero;
+	if (sign_class(min) < 0) {
+		err = get_side_bare(&r, side_neg(s), index_of(-min), &total);
+		if (err)
+			goto err;
+	}
+	if (sign_class(max) > 0) {
+		err = get_side_bare(&r, side_pos(s), index_of(max), &total);
+		if (err)
+			goto err;
+	}
+	err = -EBADMSG;
+	s->collapsed = s->cpos + s->cneg;
+	s->count = total;
+	s->min = min;
+	s->max = max;
+	/* Also makes the sketch non-empty: see gw_sketch_bare_ok. */
+	if (!extremes_ok(s))
+		goto err;
 	*used = (size_t)(r.p - p);
 	return 0;
 err:

@@ -32,6 +32,7 @@
 #ifndef GW_SKETCH_H
 #define GW_SKETCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -134,5 +135,24 @@ __attribute__((warn_unused_result)) int
 gw_sketch_rd_svarint(struct gw_sketch_rd *r, uint64_t *v);
 __attribute__((warn_unused_result)) int
 gw_sketch_rd_xor(struct gw_sketch_rd *r, uint64_t *x);
+
+/*
+ * Private, for rollup.c: the "bare" encoding of a sketch whose extremes
+ * are kept elsewhere (a rollup's min and max).  It leaves out the
+ * version, nan (which must be 0), min and max, and the index of each
+ * non-empty side's top bucket (the one its extreme falls in).
+ *
+ * gw_sketch_bare_ok: whether s can be coded so (not empty, no NaN
+ * counted, and its extremes and top buckets as a sketch fed values has
+ * them).  gw_sketch_encode_bare appends it to out (-EINVAL when not
+ * bare_ok).  gw_sketch_decode_bare is gw_sketch_decode with the extremes
+ * given back: it checks them as that does, and gives the very sketch.
+ */
+bool gw_sketch_bare_ok(const struct gw_sketch *s);
+__attribute__((warn_unused_result)) int
+gw_sketch_encode_bare(const struct gw_sketch *s, struct gw_buf *out);
+__attribute__((warn_unused_result)) int
+gw_sketch_decode_bare(struct gw_sketch *s, const uint8_t *p, size_t len,
+		      double min, double max, size_t *used);
 
 #endif

@@ -10,7 +10,12 @@
  * decimal form, XORed with the previous value for the rest of the chunk.
  * Every residual goes through one adaptive Exp-Golomb code whose parameter
  * follows the recent residual sizes, so the decoder learns it without
- * side information.
+ * side information.  After a sample that was predicted exactly (timestamp
+ * and value residual both zero) comes the length of the run of further
+ * exactly predicted samples, in the same adaptive code; those samples cost
+ * nothing else.  An open run is coded provisionally past the write
+ * position when the chunk's bytes are taken, and overwritten by the next
+ * append.
  *
  * All arithmetic on timestamps, intervals and scaled integers is done on
  * uint64_t, wrapping, identically in the encoder and the decoder: any int64
@@ -23,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VERSION 1
+#define VERSION 2
 #define HDR 8		/* version, flags, count (LE16), CRC-32C (LE32) */
 #define ESC 24		/* a run of ESC one-bits is an escape */
 #define KMAX 40		/* largest Exp-Golomb parameter; ESC - 1 + KMAX < 64 */
@@ -214,6 +219,25 @@ static void val_update(struct gw_chunk_model *m, uint64_t iv, uint64_t z)
 	m->ivp = iv;
 }
 
+/*
+ * One sample of a run: the timestamp and the value exactly as predicted,
+ * the statistics updated as if both residuals had been coded.  Returns
+ * whether the scaled integer changed (the value then has to be rebuilt).
+ */
+static int run_step(struct gw_chunk_model *m)
+{
+	uint64_t iv;
+	int moved;
+
+	time_update(m, m->base, 0, 0);
+	if (m->mode == MODE_XOR)
+		return 0;
+	iv = val_pred(m);
+	moved = iv != m->ivp;
+	val_update(m, iv, 0);
+	return moved;
+}
+
 static void rescale(struct gw_chunk_model *m, unsigned s)
 {
 	uint64_t f = 1;
@@ -327,7 +351,23 @@ static int put_res(struct gw_chunk_enc *e, uint64_t z, uint64_t a,
 	return 0;
 }
 
-static void enc_time(struct gw_chunk_enc *e, int64_t t)
+/* Bits put_res writes for a z that needs no escape (a run length). */
+static unsigned res_bits(uint64_t z, uint64_t a, uint32_t zr)
+{
+	unsigned k = kof(a), f = 0, p;
+
+	if (flagged(a, zr)) {
+		if (!z)
+			return 1;
+		f = 1;
+		z--;
+	}
+	p = bitlen(z + (1ULL << k)) - 1 - k;
+	return f + 2 * p + k + 1;
+}
+
+/* Returns whether the timestamp was exactly predicted. */
+static int enc_time(struct gw_chunk_enc *e, int64_t t)
 {
 	struct gw_chunk_model *m = &e->m;
 	uint64_t d = (uint64_t)t - m->tprev, r = d - m->base;
@@ -335,9 +375,11 @@ static void enc_time(struct gw_chunk_enc *e, int64_t t)
 	if (!put_res(e, zz(r), m->kt, m->zt))
 		put(e, r, 64);
 	time_update(m, d, r, e->n == 1);
+	return r == 0;
 }
 
-static void enc_xor(struct gw_chunk_enc *e, uint64_t u)
+/* Returns whether the value repeats the last one. */
+static int enc_xor(struct gw_chunk_enc *e, uint64_t u)
 {
 	struct gw_chunk_model *m = &e->m;
 	uint64_t x = u ^ m->vprev;
@@ -346,7 +388,7 @@ static void enc_xor(struct gw_chunk_enc *e, uint64_t u)
 	m->vprev = u;
 	if (!x) {
 		put(e, 0, 1);
-		return;
+		return 1;
 	}
 	lead = (unsigned)__builtin_clzll(x);
 	trail = (unsigned)__builtin_ctzll(x);
@@ -355,16 +397,18 @@ static void enc_xor(struct gw_chunk_enc *e, uint64_t u)
 	if (m->wlen && lead >= m->lead && trail >= 64u - m->lead - m->wlen) {
 		put(e, 2, 2);
 		put(e, x >> (64 - m->lead - m->wlen), m->wlen);
-		return;
+		return 0;
 	}
 	len = 64 - lead - trail;
 	put(e, 3u << 11 | lead << 6 | (len - 1), 13);
 	put(e, x >> trail, len);
 	m->lead = (uint8_t)lead;
 	m->wlen = (uint8_t)len;
+	return 0;
 }
 
-static void enc_residual(struct gw_chunk_enc *e, uint64_t iv)
+/* Returns whether the residual was zero. */
+static int enc_residual(struct gw_chunk_enc *e, uint64_t iv)
 {
 	struct gw_chunk_model *m = &e->m;
 	uint64_t z = zz(iv - val_pred(m));
@@ -374,22 +418,23 @@ static void enc_residual(struct gw_chunk_enc *e, uint64_t iv)
 		put(e, z, 64);
 	}
 	val_update(m, iv, z);
+	return z == 0;
 }
 
-static void enc_value(struct gw_chunk_enc *e, double v)
+/* Returns whether the value was exactly predicted, without an escape. */
+static int enc_value(struct gw_chunk_enc *e, double v)
 {
 	struct gw_chunk_model *m = &e->m;
 	uint64_t iv;
 	unsigned s;
+	int hit;
 
-	if (m->mode == MODE_XOR) {
-		enc_xor(e, dbits(v));
-		return;
-	}
+	if (m->mode == MODE_XOR)
+		return enc_xor(e, dbits(v));
 	if (to_scaled(v, m->scale, &iv)) {
-		enc_residual(e, iv);
+		hit = enc_residual(e, iv);
 		m->vprev = dbits(v);
-		return;
+		return hit;
 	}
 	for (s = m->scale + 1u; s <= SCALE_MAX; s++) {
 		if (!to_scaled(v, s, &iv))
@@ -397,14 +442,49 @@ static void enc_value(struct gw_chunk_enc *e, double v)
 		put_esc(e, ESC_SCALE);
 		put(e, s, 4);
 		rescale(m, s);
-		enc_residual(e, iv);
+		(void)enc_residual(e, iv);
 		m->vprev = dbits(v);
-		return;
+		return 0;
 	}
 	/* No exact decimal form: XOR for the rest of the chunk. */
 	put_esc(e, ESC_XOR);
 	m->mode = MODE_XOR;
-	enc_xor(e, dbits(v));
+	(void)enc_xor(e, dbits(v));
+	return 0;
+}
+
+/*
+ * Whether (t, v) is exactly what the model predicts, i.e. whether coding
+ * it would give a zero timestamp residual and a zero value residual with
+ * no escape.  The shortcut: in decimal mode the last value is always
+ * exactly its integer at the current scale, so repeating its bits repeats
+ * the integer.
+ */
+static int predicted(const struct gw_chunk_model *m, int64_t t, double v)
+{
+	uint64_t u = dbits(v), iv;
+
+	if ((uint64_t)t - m->tprev != m->base)
+		return 0;
+	if (m->mode == MODE_XOR)
+		return u == m->vprev;
+	if (u == m->vprev && val_pred(m) == m->ivp)
+		return 1;
+	return to_scaled(v, m->scale, &iv) && iv == val_pred(m);
+}
+
+/* Clears the open run's provisional code past pos. */
+static void clear_prov(struct gw_chunk_enc *e)
+{
+	size_t from, to;
+
+	if (!e->prov)
+		return;
+	from = HDR + (size_t)(e->pos >> 3);
+	to = HDR + (size_t)((e->pos + e->prov + 7) >> 3);
+	e->p[from] &= (uint8_t)(0xff00u >> (e->pos & 7));
+	memset(e->p + from + 1, 0, to - from - 1);
+	e->prov = 0;
 }
 
 void gw_chunk_enc_init(struct gw_chunk_enc *e)
@@ -425,7 +505,7 @@ void gw_chunk_enc_reset(struct gw_chunk_enc *e)
 
 	if (p)
 		memset(p, 0, e->len);
-	memset(e, 0, sizeof(*e));
+	gw_chunk_enc_init(e);
 	e->p = p;
 	e->cap = cap;
 }
@@ -451,12 +531,30 @@ static int reserve(struct gw_chunk_enc *e)
 	return 0;
 }
 
+/* One more exactly predicted sample in the open run: nothing is written. */
+static int append_run(struct gw_chunk_enc *e, double v)
+{
+	struct gw_chunk_model *m = &e->m;
+	uint64_t bits = e->pos + res_bits(e->run + 1u, m->kr, m->zr);
+	size_t len = HDR + (size_t)((bits + 7) >> 3);
+
+	if (len > GW_CHUNK_MAX_BYTES)
+		return -ENOSPC;
+	(void)run_step(m);
+	m->vprev = dbits(v);
+	e->run++;
+	e->n++;
+	e->len = len;
+	return 0;
+}
+
 int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 {
 	struct gw_chunk_model saved = e->m;
 	uint64_t oldpos = e->pos;
+	uint32_t oldrun = e->run;
 	size_t len, from, to;
-	int err;
+	int err, hit = 0;
 
 	if (e->n >= GW_CHUNK_MAX_SAMPLES)
 		return -ENOSPC;
@@ -465,16 +563,27 @@ int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 	err = reserve(e);
 	if (err)
 		return err;
+	if (e->m.rmode && predicted(&e->m, t, v))
+		return append_run(e, v);
+	clear_prov(e);
 	if (e->n == 0) {
 		put(e, (uint64_t)t, 64);
 		e->t0 = t;
 		e->m.tprev = (uint64_t)t;
 	} else {
-		enc_time(e, t);
+		if (e->m.rmode) {
+			/* The run ends here: its length, then this sample. */
+			(void)put_res(e, e->run, e->m.kr, e->m.zr);
+			stat_update(&e->m.kr, &e->m.zr, e->run);
+			e->m.rmode = 0;
+			e->run = 0;
+		}
+		hit = enc_time(e, t);
 	}
-	enc_value(e, v);
+	hit &= enc_value(e, v);
 	len = HDR + (size_t)((e->pos + 7) >> 3);
 	if (len <= GW_CHUNK_MAX_BYTES) {
+		e->m.rmode = (uint8_t)hit;
 		e->n++;
 		e->len = len;
 		return 0;
@@ -486,17 +595,27 @@ int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 	memset(e->p + from + 1, 0, to - from - 1);
 	e->pos = oldpos;
 	e->m = saved;
+	e->run = oldrun;
 	return -ENOSPC;
 }
 
 const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len)
 {
+	uint64_t pos = e->pos;
 	uint32_t crc;
 
 	if (e->n == 0) {
 		*len = 0;
 		return NULL;
 	}
+	/* An open run: its length as it stands, past the write position. */
+	clear_prov(e);
+	if (e->m.rmode && e->run) {
+		(void)put_res(e, e->run, e->m.kr, e->m.zr);
+		e->prov = (uint32_t)(e->pos - pos);
+		e->pos = pos;
+	}
+	e->len = HDR + (size_t)((pos + e->prov + 7) >> 3);
 	e->p[0] = VERSION;
 	e->p[1] = 0;
 	e->p[2] = (uint8_t)(e->n & 0xff);
@@ -594,7 +713,8 @@ static uint64_t get_res(struct gw_chunk_dec *d, uint64_t a, uint32_t zr,
 	return m - (1ULL << k) + z1;
 }
 
-static void dec_time(struct gw_chunk_dec *d, int64_t *t)
+/* Returns whether the timestamp was exactly predicted. */
+static int dec_time(struct gw_chunk_dec *d, int64_t *t)
 {
 	struct gw_chunk_model *m = &d->m;
 	uint64_t r, dt;
@@ -607,50 +727,56 @@ static void dec_time(struct gw_chunk_dec *d, int64_t *t)
 	/* The interval may not carry the timestamp past INT64_MAX. */
 	if (dt > (uint64_t)INT64_MAX - m->tprev) {
 		d->bad = 1;
-		return;
+		return 0;
 	}
 	time_update(m, dt, r, d->i == 1);
 	*t = (int64_t)m->tprev;
+	return r == 0 && !esc;
 }
 
-static double dec_xor(struct gw_chunk_dec *d)
+/* *hit is set when the value repeats the last one. */
+static double dec_xor(struct gw_chunk_dec *d, int *hit)
 {
 	struct gw_chunk_model *m = &d->m;
 	unsigned lead, len;
 
+	*hit = !get(d, 1);
+	if (*hit)
+		return bitsd(m->vprev);
 	if (get(d, 1)) {
-		if (get(d, 1)) {
-			lead = (unsigned)get(d, 5);
-			len = (unsigned)get(d, 6) + 1;
-			if (lead + len > 64) {
-				d->bad = 1;
-				return 0;
-			}
-			m->lead = (uint8_t)lead;
-			m->wlen = (uint8_t)len;
-		} else if (!m->wlen) {
+		lead = (unsigned)get(d, 5);
+		len = (unsigned)get(d, 6) + 1;
+		if (lead + len > 64) {
 			d->bad = 1;
 			return 0;
 		}
-		m->vprev ^= get(d, m->wlen) << (64 - m->lead - m->wlen);
+		m->lead = (uint8_t)lead;
+		m->wlen = (uint8_t)len;
+	} else if (!m->wlen) {
+		d->bad = 1;
+		return 0;
 	}
+	m->vprev ^= get(d, m->wlen) << (64 - m->lead - m->wlen);
 	return bitsd(m->vprev);
 }
 
-static double dec_value(struct gw_chunk_dec *d)
+/* *hit is set when the value was exactly predicted, without an escape. */
+static double dec_value(struct gw_chunk_dec *d, int *hit)
 {
 	struct gw_chunk_model *m = &d->m;
 	uint64_t z, iv;
 	unsigned s;
-	int esc;
+	int esc, esc_seen = 0;
 
+	*hit = 0;
 	if (m->mode == MODE_XOR)
-		return dec_xor(d);
+		return dec_xor(d, hit);
 	/* Scales only grow, so this loop runs at most SCALE_MAX + 2 times. */
 	for (;;) {
 		z = get_res(d, m->kv, m->zv, &esc);
 		if (!esc)
 			break;
+		esc_seen = 1;
 		switch (get(d, 2)) {
 		case ESC_RAW:
 			z = get(d, 64);
@@ -665,7 +791,7 @@ static double dec_value(struct gw_chunk_dec *d)
 			continue;
 		case ESC_XOR:
 			m->mode = MODE_XOR;
-			return dec_xor(d);
+			return dec_xor(d, &esc);
 		default:
 			d->bad = 1;
 			return 0;
@@ -675,7 +801,42 @@ residual:
 	iv = val_pred(m) + unzz(z);
 	val_update(m, iv, z);
 	m->vprev = dbits(from_scaled(iv, m->scale));
+	*hit = z == 0 && !esc_seen;
 	return bitsd(m->vprev);
+}
+
+/* A sample of a run. */
+static void dec_run(struct gw_chunk_dec *d, int64_t *t, double *v)
+{
+	struct gw_chunk_model *m = &d->m;
+
+	if (m->base > (uint64_t)INT64_MAX - m->tprev) {
+		d->bad = 1;
+		return;
+	}
+	if (run_step(m))
+		m->vprev = dbits(from_scaled(m->ivp, m->scale));
+	*t = (int64_t)m->tprev;
+	*v = bitsd(m->vprev);
+}
+
+/* A run's length, after an exactly predicted sample. */
+static void dec_run_len(struct gw_chunk_dec *d)
+{
+	struct gw_chunk_model *m = &d->m;
+	uint64_t len;
+	int esc;
+
+	len = get_res(d, m->kr, m->zr, &esc);
+	if (esc || len > d->n - d->i) {
+		d->bad = 1;
+		return;
+	}
+	stat_update(&m->kr, &m->zr, len);
+	m->rmode = 0;
+	d->left = (uint32_t)len;
+	/* Unless the run reaches the end, a sample that breaks it follows. */
+	d->closing = len < d->n - d->i;
 }
 
 int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
@@ -695,8 +856,8 @@ int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
 	crc = crc32c(~0u, p, 4);
 	crc = ~crc32c(crc, p + HDR, len - HDR);
 	bits = (uint64_t)(len - HDR) * 8;
-	/* The first sample takes 65 bits at least, the others 2. */
-	if (d->n == 0 || crc != want || bits < 65 + 2 * (uint64_t)(d->n - 1)) {
+	/* A run can hold any number of samples in a few bits. */
+	if (d->n == 0 || crc != want) {
 		d->n = 0;
 		return -EBADMSG;
 	}
@@ -710,19 +871,31 @@ int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
 int gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v)
 {
 	int64_t ts = 0;
-	double val;
+	double val = 0;
+	int th, vh;
 
 	if (d->bad)
 		return -EBADMSG;
 	if (d->i >= d->n)
 		return 0;
+	if (d->m.rmode && !d->left)
+		dec_run_len(d);
 	if (d->i == 0) {
 		ts = (int64_t)get(d, 64);
 		d->m.tprev = (uint64_t)ts;
-	} else {
-		dec_time(d, &ts);
+		val = dec_value(d, &vh);
+	} else if (d->left) {
+		dec_run(d, &ts, &val);
+		d->left--;
+	} else if (!d->bad) {
+		th = dec_time(d, &ts);
+		val = dec_value(d, &vh);
+		/* A run is only ever broken by a sample it could not hold. */
+		if (th && vh && d->closing)
+			d->bad = 1;
+		d->closing = 0;
+		d->m.rmode = (uint8_t)(th && vh);
 	}
-	val = dec_value(d);
 	if (d->bad)
 		return -EBADMSG;
 	d->i++;

@@ -49,6 +49,9 @@ struct gw_chunk_model {
 	uint8_t mode;    /* decimal or xor */
 	uint8_t scale;   /* decimal mode: value = integer / 10^scale */
 	uint8_t lead, wlen; /* xor mode: the last window */
+	uint64_t kr;     /* running run length, chooses its code parameter */
+	uint32_t zr;     /* running share of empty runs */
+	uint8_t rmode;   /* the last coded sample was exactly predicted */
 };
 
 struct gw_chunk_enc {
@@ -59,6 +62,8 @@ struct gw_chunk_enc {
 	uint32_t n;
 	uint64_t pos;   /* payload bits written */
 	int64_t t0;
+	uint32_t run;   /* exactly predicted samples in the open run */
+	uint32_t prov;  /* bits of the open run's code written past pos */
 	struct gw_chunk_model m;
 };
 
@@ -95,6 +100,8 @@ struct gw_chunk_dec {
 	/* Private. */
 	uint64_t pos, end; /* bit position and limit in the payload */
 	int bad;
+	uint32_t left;  /* samples left in the current run */
+	int closing;    /* the next coded sample ends a run: not predicted */
 	struct gw_chunk_model m;
 };
 

@@ -11,9 +11,11 @@
  *
  * Limits: select() adds the samples it loads to lim->samples and returns
  * -E2BIG as soon as lim->samples would pass lim->max_samples; it returns
- * -ETIMEDOUT once the monotonic clock passes lim->deadline_ns (0 = none).
- * The engine reports both as Prometheus does (errorType "execution" /
- * "timeout").
+ * -ETIMEDOUT once the monotonic clock passes lim->deadline_ns (0 = none),
+ * and -ECANCELED once *lim->cancel reads true (NULL = never), checked where
+ * the deadline is (another thread sets it to stop the query early).
+ * The engine reports the first two as Prometheus does (errorType
+ * "execution" / "timeout"); a cancelled query is 503 "unavailable".
  *
  * Thread safety: a queryable may be called from several HTTP threads at
  * once.
@@ -21,6 +23,8 @@
 #ifndef GW_QUERY_H
 #define GW_QUERY_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +48,8 @@ struct gw_query_limits {
 	uint64_t max_samples; /* 0 = unlimited */
 	uint64_t samples;     /* running total, updated by select() */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0 = none */
+	const _Atomic bool *cancel; /* true = stop now; NULL = none;
+				       borrowed, read only */
 };
 
 /* One selected series: raw points (t, v) or rollups (r), by tier. */

@@ -60,6 +60,8 @@ static int check_limits(struct gw_query_limits *lim, size_t add)
 		return -E2BIG;
 	if (lim->deadline_ns && mono_ns() > lim->deadline_ns)
 		return -ETIMEDOUT;
+	if (lim->cancel && atomic_load(lim->cancel))
+		return -ECANCELED;
 	return 0;
 }
 

@@ -3,13 +3,15 @@
  * test_api.c - the Prometheus query API as a client sees it: which times,
  * durations and forms are accepted, the exact error envelopes and messages
  * Prometheus gives, the success shapes, and the server around it (GET and
- * POST, repeated match[], body bound, 405, 503 without a store, and a
- * scrape that is answered while a query is still running).
+ * POST, repeated match[], body bound, 405, 503 without a store, a scrape
+ * that is answered while a query is still running, and a query cut short
+ * by gw_http_close).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -953,6 +955,134 @@ static void scrape_during_query(void **state)
 	pthread_mutex_destroy(&g.lock);
 }
 
+/*
+ * The fake behind a select() that holds a query until the server cancels
+ * it, as the store gives up once lim->cancel is set.  It gives up waiting
+ * after a minute and answers, so a server that never cancels fails the
+ * test with a 200 rather than hanging it.
+ */
+struct hold {
+	struct gw_queryable inner;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int entered;
+	bool had_cancel;
+};
+
+static int held_select(void *ctx, const struct gw_matcher *m, size_t nm,
+		       int64_t mint, int64_t maxt, enum gw_tier tier,
+		       struct gw_query_limits *lim, struct gw_series_set *out)
+{
+	const struct timespec tick = { 0, 1000000 };
+	struct hold *g = ctx;
+
+	pthread_mutex_lock(&g->lock);
+	g->entered++;
+	g->had_cancel = lim->cancel != NULL;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	/* Nothing wakes a store reading chunks: it checks the flag as it
+	 * goes, and so does this. */
+	for (int i = 0; i < 60000 && lim->cancel; i++) {
+		if (atomic_load(lim->cancel))
+			return -ECANCELED;
+		nanosleep(&tick, NULL);
+	}
+	return g->inner.select(g->inner.ctx, m, nm, mint, maxt, tier, lim,
+			       out);
+}
+
+static enum gw_tier held_pick(void *ctx, int64_t mint, int64_t maxt,
+			      int64_t step)
+{
+	struct hold *g = ctx;
+
+	return g->inner.pick_tier(g->inner.ctx, mint, maxt, step);
+}
+
+struct bg_call {
+	char url[600];
+	struct answer a;
+	CURLcode rc;
+};
+
+/* A GET in its own thread; its outcome is judged by the main thread. */
+static void *bg_get(void *arg)
+{
+	struct bg_call *c = arg;
+	CURL *h = curl_easy_init();
+
+	memset(&c->a, 0, sizeof(c->a));
+	gw_buf_init(&c->a.body, 1u << 20);
+	c->rc = CURLE_FAILED_INIT;
+	if (!h)
+		return NULL;
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->a);
+	c->rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->a.status);
+	if (!c->a.body.p && gw_buf_add(&c->a.body, "", 0))
+		c->rc = CURLE_OUT_OF_MEMORY;
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+static void close_during_query(void **state)
+{
+	struct fix *x = *state;
+	struct hold g = { .inner = x->q };
+	struct gw_queryable q = {
+		.ctx = &g,
+		.pick_tier = held_pick,
+		.select = held_select,
+		.series = x->q.series,
+		.label_values = x->q.label_values,
+	};
+	struct gw_http_stats st;
+	struct bg_call c[2];
+	pthread_t t[2];
+	struct srv s;
+
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	srv_start(&s, &q);
+	/* Two queries, an instant and a range one, both held in the store. */
+	snprintf(c[0].url, sizeof(c[0].url),
+		 "%s/api/v1/query?query=temp&time=1000", s.url);
+	snprintf(c[1].url, sizeof(c[1].url),
+		 "%s/api/v1/query_range?query=temp&start=1000&end=1090&step=10",
+		 s.url);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, bg_get, &c[i]), 0);
+	pthread_mutex_lock(&g.lock);
+	while (g.entered < 2)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+	assert_true(g.had_cancel);
+	gw_http_stats(s.h, &st);
+	assert_true(st.api_in_flight == 2);
+
+	/* Closing cancels them; each client reads the 503 envelope. */
+	srv_stop(&s);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		if (c[i].rc != CURLE_OK)
+			fail_msg("%s: %s", c[i].url,
+				 curl_easy_strerror(c[i].rc));
+		assert_int_equal(c[i].a.status, 503);
+		assert_string_equal(c[i].a.body.p,
+				    "{\"status\":\"error\",\"errorType\":"
+				    "\"unavailable\",\"error\":\"query "
+				    "cancelled: the agent is stopping\"}");
+		gw_buf_release(&c[i].a.body);
+	}
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -976,6 +1106,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test(server_without_store),
 		cmocka_unit_test_setup_teardown(scrape_during_query, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(close_during_query, setup,
 						teardown),
 	};
 	int r;

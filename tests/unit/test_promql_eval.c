@@ -2,12 +2,14 @@
 /*
  * test_promql_eval.c - the PromQL evaluator against an in-memory store:
  * what a query returns (values worked out by hand), on raw samples and on
- * rollup tiers, its errors, its limits and its JSON.
+ * rollup tiers, its errors, its limits, its cancel flag and its JSON.
  */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1327,6 +1329,99 @@ static void limits(void **state)
 	check_err(&r, rc, GW_QERR_EXECUTION, "same labelset");
 }
 
+/* ---- cancellation ---- */
+
+#define MSG_CANCELLED "query cancelled: the agent is stopping"
+
+/* The fake behind a select() that raises the cancel flag, as the server's
+ * thread would while the query is loading. */
+struct canceller {
+	struct gw_queryable inner;
+	_Atomic bool flag;
+	const _Atomic bool *seen; /* lim->cancel of the last select() */
+};
+
+static enum gw_tier cancelling_pick(void *ctx, int64_t mint, int64_t maxt,
+				    int64_t step)
+{
+	struct canceller *c = ctx;
+
+	return c->inner.pick_tier(c->inner.ctx, mint, maxt, step);
+}
+
+static int cancelling_select(void *ctx, const struct gw_matcher *m,
+			     size_t nm, int64_t mint, int64_t maxt,
+			     enum gw_tier tier, struct gw_query_limits *lim,
+			     struct gw_series_set *out)
+{
+	struct canceller *c = ctx;
+
+	c->seen = lim->cancel;
+	atomic_store(&c->flag, true);
+	return c->inner.select(c->inner.ctx, m, nm, mint, maxt, tier, lim,
+			       out);
+}
+
+static void cancellation(void **state)
+{
+	struct fx *x = *state;
+	const struct gw_fakeq_stats *st = gw_fakeq_stats(x->f);
+	const double v[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	struct canceller c = { .inner = x->q };
+	struct gw_queryable q = {
+		.ctx = &c,
+		.pick_tier = cancelling_pick,
+		.select = cancelling_select,
+	};
+	struct gw_pq_node *e;
+	struct gw_qresult r;
+	unsigned selects;
+	int rc;
+
+	series(x, "m", "", B, SEC, 8, v);
+	x->o.cancel = &c.flag;
+	/* A flag that stays clear changes nothing. */
+	rc = range(x, "m", B, B + 7 * SEC, SEC, &r);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.nseries, 1);
+	assert_int_equal(r.series[0].n, 8);
+	gw_qresult_release(&r);
+
+	/* Set: a range query stops at its first step... */
+	atomic_store(&c.flag, true);
+	rc = range(x, "time()", 0, 10000 * SEC, SEC, &r);
+	assert_int_equal(rc, -ECANCELED);
+	check_err(&r, rc, GW_QERR_TIMEOUT, MSG_CANCELLED);
+	/* ... and an instant query before it reads the store. */
+	selects = st->selects;
+	e = parse("sum_over_time(m[1m])");
+	rc = gw_promql_eval_instant(e, &x->q, B + 10 * SEC, &x->o, &r);
+	gw_promql_free(e);
+	assert_int_equal(rc, -ECANCELED);
+	check_err(&r, rc, GW_QERR_TIMEOUT, MSG_CANCELLED);
+	assert_int_equal(st->selects, selects);
+
+	/* Set while the store is read: the flag went down to select() and
+	 * the steps after the load see it. */
+	atomic_store(&c.flag, false);
+	e = parse("m * 2");
+	rc = gw_promql_eval_range(e, &q, B, B + 7 * SEC, SEC, &x->o, &r);
+	gw_promql_free(e);
+	assert_ptr_equal(c.seen, &c.flag);
+	assert_int_equal(rc, -ECANCELED);
+	check_err(&r, rc, GW_QERR_TIMEOUT, MSG_CANCELLED);
+
+	/* A store that noticed the flag itself (-ECANCELED) says the same. */
+	atomic_store(&c.flag, false);
+	gw_fakeq_fail(x->f, -ECANCELED);
+	e = parse("m");
+	rc = gw_promql_eval_instant(e, &x->q, B, &x->o, &r);
+	gw_promql_free(e);
+	assert_int_equal(rc, -ECANCELED);
+	check_err(&r, rc, GW_QERR_TIMEOUT, MSG_CANCELLED);
+	x->o.cancel = NULL;
+}
+
 /* A hand-built tree the parser would refuse is an error, not a crash. */
 static void malformed_trees(void **state)
 {
@@ -1376,6 +1471,7 @@ int main(void)
 	    T(range_steps_and_merge),
 	    T(range_errors),
 	    T(limits),
+	    T(cancellation),
 	    T(malformed_trees),
 #undef T
 	};

@@ -59,6 +59,25 @@ static const struct gw_family
 			  "Time the last /metrics render took.", GW_GAUGE },
 	f_scrape_bytes = { "gpuwatch_agent_last_scrape_bytes",
 			   "Size of the last /metrics answer.", GW_GAUGE },
+	f_api_requests = { "gpuwatch_agent_api_requests_total",
+			   "Prometheus API requests answered, by endpoint.",
+			   GW_COUNTER },
+	f_api_errors = { "gpuwatch_agent_api_errors_total",
+			 "Prometheus API requests answered with a 4xx or 5xx "
+			 "status, by endpoint.",
+			 GW_COUNTER },
+	f_api_seconds = { "gpuwatch_agent_api_query_seconds_total",
+			  "Time from arrival to answer of Prometheus API "
+			  "requests, queueing included, by endpoint.",
+			  GW_COUNTER },
+	f_api_rejected = { "gpuwatch_agent_api_rejected_total",
+			   "Prometheus API requests refused with 503 because "
+			   "the query queue was full.",
+			   GW_COUNTER },
+	f_api_in_flight = { "gpuwatch_agent_api_queries_in_flight",
+			    "Prometheus API requests being evaluated by a "
+			    "query worker now.",
+			    GW_GAUGE },
 	f_build = { "gpuwatch_agent_build_info",
 		    "The agent's version; always 1.", GW_INFO },
 	f_start = { "gpuwatch_agent_start_time_seconds",
@@ -161,6 +180,24 @@ static void govern(struct gw_self *s, double now, double cpu)
 	}
 }
 
+/* The Prometheus API's counters, one series per endpoint. */
+static void add_api(struct gw_snap *n, const struct gw_http_stats *hs)
+{
+	for (size_t i = 0; i < GW_API_ENDPOINTS; i++) {
+		const char *ep = gw_api_endpoint_name((enum gw_api_endpoint)i);
+
+		gw_snap_add(n, &f_api_requests, (double)hs->api_requests[i],
+			    NULL, "endpoint", ep, NULL);
+		gw_snap_add(n, &f_api_errors, (double)hs->api_errors[i], NULL,
+			    "endpoint", ep, NULL);
+		gw_snap_add(n, &f_api_seconds, hs->api_seconds_sum[i], NULL,
+			    "endpoint", ep, NULL);
+	}
+	gw_snap_add(n, &f_api_rejected, (double)hs->api_rejected, NULL, NULL);
+	gw_snap_add(n, &f_api_in_flight, (double)hs->api_in_flight, NULL,
+		    NULL);
+}
+
 void gw_self_tick(struct gw_self *s, struct gw_http *http)
 {
 	struct gw_registry_stats rs;
@@ -198,6 +235,7 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 			    NULL);
 		gw_snap_add(n, &f_scrape_bytes, (double)hs.last_scrape_bytes,
 			    NULL, NULL);
+		add_api(n, &hs);
 	}
 	gw_snap_add(n, &f_build, 1, NULL, "version", GW_VERSION, NULL);
 	gw_snap_add(n, &f_start, s->a->start_time, NULL, NULL);
