@@ -198,8 +198,11 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 	}
 	sqlite3_busy_timeout(db, 5000);
 	if (!readonly) {
-		err = gw_store_exec(db, "PRAGMA journal_mode=WAL;"
-			       "PRAGMA synchronous=NORMAL;");
+		/* auto_vacuum only takes effect before the first table. */
+		err = gw_store_exec(db, "PRAGMA auto_vacuum=INCREMENTAL;"
+				    "PRAGMA journal_mode=WAL;"
+				    "PRAGMA synchronous=NORMAL;"
+				    "PRAGMA journal_size_limit=4194304;");
 		if (!err && create) {
 			char sql[128];
 
@@ -922,7 +925,8 @@ static int set_watermark(struct gw_store *s, int64_t H)
 	snprintf(sql, sizeof(sql),
 		 "BEGIN; INSERT OR REPLACE INTO meta(k, v) VALUES "
 		 "('watermark', %lld); DELETE FROM head WHERE t_max < %lld; "
-		 "COMMIT;", (long long)H, (long long)H);
+		 "COMMIT; PRAGMA incremental_vacuum;", (long long)H,
+		 (long long)H);
 	return gw_store_exec(s->index, sql);
 }
 
@@ -1022,6 +1026,7 @@ static void refresh_sizes(struct gw_store *s)
 
 	snprintf(path, sizeof(path), "%s/index.db", s->dir);
 	total += file_bytes(path);
+	pthread_rwlock_wrlock(&s->lock); /* p->bytes is read by listings */
 	for (size_t i = 0; i < s->nparts; i++) {
 		struct part *p = &s->parts[i];
 
@@ -1031,6 +1036,7 @@ static void refresh_sizes(struct gw_store *s)
 		tier_samples[p->tier] += p->samples;
 		total += p->bytes;
 	}
+	pthread_rwlock_unlock(&s->lock);
 	for (int t = 0; t < GW_TIERS; t++) {
 		atomic_store(&s->st_tier_bytes[t], tier_bytes[t]);
 		atomic_store(&s->st_tier_samples[t], tier_samples[t]);
