@@ -2,25 +2,43 @@
 /*
  * rollup.c - window aggregates and the rollup chunk of rollup.h.
  *
- * Rollup chunk, version 1: columns, so that like sits next to like (the
- * varints and the XOR double coding are sketch.h's wire primitives):
+ * Rollup chunk, version 2: columns, so that like sits next to like (the
+ * varints and the XOR double coding are sketch.h's wire primitives), and
+ * per-rollup flags for what need not be stored:
  *
- *   u8      version = 1
+ *   u8      version = 2
  *   varint  n (<= GW_ROLLUP_CHUNK_MAX)
  *   n x     t: the first as a zigzag varint, then the first delta, then
  *           deltas of deltas (zigzag; modulo 2^64, so any int64 fits);
  *           strictly increasing
- *   n x     count: varint, a whole number <= 2^53
+ *   runs    the n rollups' flags (below) as { varint flags, varint run
+ *           length - 1 }, each run's flags unlike the one before
+ *   count   varint (a whole number <= 2^53), for the rollups whose flags
+ *           lack COUNT_SAME (the previous rollup's count; 0 before the
+ *           first)
  *   for the m rollups with count > 0 only, column by column:
- *   m x     t - t_last: zigzag varint
- *   m x     sum, then m x min, max, sumsq, last: each an XOR double
- *           against the previous value of its own column (0 to start)
- *   m x     the sketch (gw_sketch_encode, self-delimiting)
+ *   t - t_last: zigzag varint, unless TL_SAME (the previous non-empty
+ *           rollup's; 0 before the first)
+ *   min, then max, last, sum, sumsq: each an XOR double against the
+ *           previous non-empty rollup's value of its column (0 to start),
+ *           unless implied: max by MAX_IS_MIN (bit for bit), last by
+ *           LAST_IS_MIN or else LAST_IS_MAX, sum and sumsq, only with
+ *           MAX_IS_MIN, by SUM_N (0.0 + count * min) and SUMSQ_N
+ *           (0.0 + count * (min * min)), which a window of equal values
+ *           built by gw_rollup_add usually has
+ *   the sketches by their form (two flag bits): FULL gw_sketch_encode;
+ *           BARE gw_sketch_encode_bare (the extremes are the rollup's,
+ *           -0.0 taken as 0); DERIVED nothing: it is the sketch of
+ *           count - 1 values min and one max (every single-sample or
+ *           constant window, every one whose values share a bucket)
  *   u32     CRC-32C of everything before it, little-endian
  *
- * An empty rollup carries only t and its count 0.  The decoder checks the
- * checksum first, then every field: lengths, min <= max with last between
- * them, sumsq not negative or NaN, the sketches, and that the columns end
+ * The encoder sets every flag that holds (flags_of), so a column of
+ * regular windows is a single run; an empty rollup carries only t and
+ * COUNT_SAME or its count 0.  The decoder checks the checksum first, then
+ * every field: lengths, min <= max with last between them, sumsq not
+ * negative or NaN, the sketches, that the flags are exactly the ones the
+ * encoder would set for what they decoded to, and that the columns end
  * exactly at the checksum.  Encoding what it decoded gives the same bytes.
  */
 #include "pipeline/rollup.h"
@@ -214,7 +232,18 @@ static double *column_ref(struct gw_rollup *r, int c)
 
 static double column(const struct gw_rollup *r, int c)
 {
-	return *column_ref((struct gw_rollup *)r, c);
+	switch (c) {
+	case COL_MIN:
+		return r->min;
+	case COL_MAX:
+		return r->max;
+	case COL_LAST:
+		return r->last;
+	case COL_SUM:
+		return r->sum;
+	default:
+		return r->sumsq;
+	}
 }
 
 /* Per-rollup flags: what is implied rather than stored. */

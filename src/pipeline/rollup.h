@@ -56,7 +56,7 @@ double gw_rollup_stddev(const struct gw_rollup *r);
 /* Serialises n rollups (t increasing) into out, versioned and
  * checksummed.  -EINVAL: n over GW_ROLLUP_CHUNK_MAX, t not strictly
  * increasing, or a count that is not a whole number in [0, 2^53];
- * -ENOSPC / -ENOMEM from out.  On error out is left as it was. */
+ * -ENOSPC from out; -ENOMEM.  On error out is left as it was. */
 __attribute__((warn_unused_result)) int
 gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out);
 

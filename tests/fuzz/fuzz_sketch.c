@@ -12,7 +12,9 @@
  * 3. as little-endian doubles added to a sketch: every quantile must be
  *    within 1% of the exact one from a sort (the contract's exceptions
  *    aside: subnormals, +-Inf, ranks moved by collapsing), a merge of
- *    parts must equal the whole, and a round trip must change nothing.
+ *    parts must equal the whole, and a round trip must change nothing;
+ *    the same values in rollups (the parts and the whole) must come
+ *    back from a rollup chunk bit for bit, sketches included.
  *
  * Any violation aborts.
  */
@@ -147,8 +149,61 @@ static void check_close(double got, double want)
 	}
 }
 
+static void same_bits(double a, double b)
+{
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+}
+
+static void same_sketch(const struct gw_sketch *a, const struct gw_sketch *b)
+{
+	struct gw_buf x, y;
+
+	CHECK(a->zero == b->zero && a->nan == b->nan &&
+	      a->collapsed == b->collapsed && a->cpos == b->cpos &&
+	      a->cneg == b->cneg && a->npos == b->npos && a->nneg == b->nneg);
+	same_bits(a->min, b->min);
+	same_bits(a->max, b->max);
+	CHECK(!a->npos ||
+	      memcmp(a->pos, b->pos, a->npos * sizeof(*a->pos)) == 0);
+	CHECK(!a->nneg ||
+	      memcmp(a->neg, b->neg, a->nneg * sizeof(*a->neg)) == 0);
+	same_quantiles(a, b);
+	gw_buf_init(&x, BUF_MAX);
+	gw_buf_init(&y, BUF_MAX);
+	CHECK(gw_sketch_encode(a, &x) == 0 && gw_sketch_encode(b, &y) == 0);
+	CHECK(x.len == y.len && memcmp(x.p, y.p, x.len) == 0);
+	gw_buf_release(&x);
+	gw_buf_release(&y);
+}
+
+/* n rollups through a chunk: the same fields, bit for bit. */
+static void chunk_round_trip(const struct gw_rollup *r, size_t n)
+{
+	struct gw_rollup *d = NULL;
+	struct gw_buf b;
+	size_t k;
+
+	gw_buf_init(&b, BUF_MAX);
+	CHECK(gw_rollup_encode(r, n, &b) == 0);
+	CHECK(gw_rollup_decode((const uint8_t *)b.p, b.len, &d, &k) == 0);
+	CHECK(k == n);
+	for (size_t i = 0; i < n; i++) {
+		CHECK(d[i].t == r[i].t && d[i].t_last == r[i].t_last);
+		same_bits(d[i].count, r[i].count);
+		same_bits(d[i].sum, r[i].sum);
+		same_bits(d[i].min, r[i].min);
+		same_bits(d[i].max, r[i].max);
+		same_bits(d[i].sumsq, r[i].sumsq);
+		same_bits(d[i].last, r[i].last);
+		same_sketch(&d[i].sk, &r[i].sk);
+	}
+	gw_rollup_free_array(d, k);
+	gw_buf_release(&b);
+}
+
 static void as_values(const uint8_t *data, size_t size)
 {
+	struct gw_rollup rp[PARTS + 1];
 	struct gw_sketch all, part[PARTS], merged;
 	struct gw_rollup ro;
 	struct gw_buf a, m;
@@ -166,6 +221,8 @@ static void as_values(const uint8_t *data, size_t size)
 	for (i = 0; i < PARTS; i++)
 		gw_sketch_init(&part[i]);
 	gw_rollup_init(&ro, 0);
+	for (i = 0; i <= PARTS; i++)
+		gw_rollup_init(&rp[i], (int64_t)i * 60000);
 	gw_buf_init(&a, BUF_MAX);
 	gw_buf_init(&m, BUF_MAX);
 
@@ -176,6 +233,8 @@ static void as_values(const uint8_t *data, size_t size)
 		CHECK(gw_sketch_add(&all, x) == 0);
 		CHECK(gw_sketch_add(&part[data[8 * i] % PARTS], x) == 0);
 		CHECK(gw_rollup_add(&ro, (int64_t)i, x) == 0);
+		CHECK(gw_rollup_add(&rp[data[8 * i + 1] % (PARTS + 1)],
+				    (int64_t)(data[8 * i + 2] % 4), x) == 0);
 		if (!isnan(x))
 			v[n++] = x == 0 ? 0.0 : x;
 	}
@@ -220,8 +279,13 @@ static void as_values(const uint8_t *data, size_t size)
 		}
 	}
 
+	chunk_round_trip(rp, PARTS + 1);
+	chunk_round_trip(&ro, 1);
+
 	gw_buf_release(&a);
 	gw_buf_release(&m);
+	for (i = 0; i <= PARTS; i++)
+		gw_rollup_release(&rp[i]);
 	gw_rollup_release(&ro);
 	for (i = 0; i < PARTS; i++)
 		gw_sketch_release(&part[i]);

@@ -5,6 +5,7 @@
 #include "fake_queryable.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ struct gw_fakeq {
 	int64_t oldest[GW_TIERS];
 	int fail;
 	struct gw_fakeq_stats st;
+	/* Queries may run on several server threads at once. */
+	pthread_mutex_t lock;
 };
 
 int gw_fakeq_new(struct gw_fakeq **out)
@@ -38,6 +41,7 @@ int gw_fakeq_new(struct gw_fakeq **out)
 		return -ENOMEM;
 	for (int i = 0; i < GW_TIERS; i++)
 		f->oldest[i] = INT64_MIN;
+	pthread_mutex_init(&f->lock, NULL);
 	*out = f;
 	return 0;
 }
@@ -56,6 +60,7 @@ void gw_fakeq_free(struct gw_fakeq *f)
 			gw_rollup_free_array(s->r[k], s->nr[k]);
 	}
 	free(f->s);
+	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
 
@@ -211,10 +216,12 @@ static enum gw_tier fake_pick_tier(void *ctx, int64_t mint, int64_t maxt,
 {
 	struct gw_fakeq *f = ctx;
 
+	pthread_mutex_lock(&f->lock);
 	f->st.picks++;
 	f->st.pick_mint = mint;
 	f->st.pick_maxt = maxt;
 	f->st.pick_step = step_ms;
+	pthread_mutex_unlock(&f->lock);
 	for (int k = GW_TIERS - 1; k >= 0; k--)
 		if (gw_tier_width((enum gw_tier)k) <= step_ms &&
 		    f->oldest[k] <= mint)
@@ -315,17 +322,20 @@ static int fake_select(void *ctx, const struct gw_matcher *m, size_t nm,
 
 	out->s = NULL;
 	out->n = 0;
+	pthread_mutex_lock(&f->lock);
 	f->st.selects++;
 	f->st.sel_mint = mint;
 	f->st.sel_maxt = maxt;
 	f->st.sel_tier = tier;
 	f->st.sel_max_samples = lim->max_samples;
 	f->st.sel_deadline_ns = lim->deadline_ns;
-	if (f->fail) {
-		err = f->fail;
-		f->fail = 0;
+	err = f->fail;
+	f->fail = 0;
+	pthread_mutex_unlock(&f->lock);
+	if (err)
 		return err;
-	}
+	if (lim->cancel && atomic_load(lim->cancel))
+		return -ECANCELED;
 	if ((int)tier < 0 || (int)tier >= GW_TIERS)
 		return -EINVAL;
 	if (lim->deadline_ns && mono_ns() > lim->deadline_ns)

@@ -2,9 +2,11 @@
 /*
  * test_chunk.c - the sample codec: every series comes back bit for bit
  * (special doubles, extreme and repeated timestamps, random bits, real-ish
- * GPU telemetry), the open chunk decodes at every length, the limits and
- * errors the contract promises, and damaged chunks are refused without a
- * crash.  Series come from a seeded PRNG, so a failure reproduces.
+ * GPU telemetry), the open chunk decodes at every length, runs of exactly
+ * predicted samples (constant gauges at exact ticks) cost next to nothing
+ * and survive being taken mid-run, the limits and errors the contract
+ * promises, and damaged chunks are refused without a crash.  Series come
+ * from a seeded PRNG, so a failure reproduces.
  */
 #include <errno.h>
 #include <math.h>
@@ -436,6 +438,253 @@ static void gpu_telemetry_is_compact(void **state)
 	assert_true(len < S.n * 4);
 }
 
+/* ---- runs of exactly predicted samples ---- */
+
+/* A value that repeats in runs of geometric length, broken in many ways. */
+static void runs_broken(struct series *s, unsigned how)
+{
+	int64_t t = 1700000000000LL;
+	double v = 42;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (i && rndn(40) == 0) {
+			switch (how % 6) {
+			case 0: /* one changed value, then back */
+				s->t[i] = t += 1000;
+				s->v[i] = v + 1;
+				continue;
+			case 1: /* a new level */
+				v += (double)rndn(5) - 2;
+				break;
+			case 2: /* one late timestamp, then on the grid */
+				s->t[i] = t + 1003;
+				s->v[i] = v;
+				t += 1000;
+				continue;
+			case 3: /* a gap: the interval changes for a while */
+				t += 5000;
+				break;
+			case 4: /* a repeated timestamp */
+				t -= 1000;
+				break;
+			default: /* a NaN: XOR mode from there on */
+				v = from_bits(0x7ff8000000000000ULL | rndn(8));
+				break;
+			}
+		}
+		s->t[i] = t += 1000;
+		s->v[i] = v;
+	}
+}
+
+static void constant_runs_decode_mid_run(void **state)
+{
+	(void)state;
+	/* A constant at exact ticks, taken after every append. */
+	rng_seed(31);
+	S.n = MAXN;
+	times_jitter(&S, 0);
+	for (size_t i = 0; i < S.n; i++)
+		S.v[i] = 42;
+	roundtrip(&S, 1);
+	/* The same in XOR mode (a NaN), and at one repeated timestamp. */
+	S.n = 1000;
+	for (size_t i = 0; i < S.n; i++) {
+		S.t[i] = i < 2 ? (int64_t)i : 7;
+		S.v[i] = from_bits(0x7ff0000000000001ULL);
+	}
+	roundtrip(&S, 1);
+	/* A counter rising by exactly the same step: predicted too. */
+	times_jitter(&S, 0);
+	for (size_t i = 0; i < S.n; i++)
+		S.v[i] = 1e9 + 12.5 * (double)i;
+	roundtrip(&S, 1);
+	/* The run ends exactly at INT64_MAX. */
+	S.n = 300;
+	for (size_t i = 0; i < S.n; i++) {
+		S.t[i] = INT64_MAX - (int64_t)(S.n - 1 - i) * 1000;
+		S.v[i] = -0.0;
+	}
+	roundtrip(&S, 1);
+}
+
+static void runs_broken_decode_mid_run(void **state)
+{
+	(void)state;
+	for (unsigned how = 0; how < 12; how++) {
+		rng_seed(0x7a11 + how);
+		S.n = 1500;
+		runs_broken(&S, how);
+		roundtrip(&S, 1);
+	}
+	/* Runs broken by exactly one sample, after runs of every length. */
+	S.n = 0;
+	for (size_t len = 0; len < 70 && S.n < MAXN - 80; len++) {
+		for (size_t j = 0; j < len + 2; j++) {
+			S.t[S.n] = (int64_t)S.n * 10;
+			S.v[S.n++] = 3.25;
+		}
+		S.t[S.n] = (int64_t)S.n * 10;
+		S.v[S.n++] = len % 2 ? 3.5 : from_bits(0x400a000000000000ULL);
+	}
+	roundtrip(&S, 1);
+}
+
+/* A constant gauge is nearly free; one change costs a few bytes. */
+static void constant_runs_are_nearly_free(void **state)
+{
+	size_t len, len1;
+
+	(void)state;
+	rng_seed(5);
+	S.n = 3600;
+	times_jitter(&S, 0);
+	for (size_t i = 0; i < S.n; i++)
+		S.v[i] = 1980;
+	len = roundtrip(&S, 0);
+	assert_true(len <= 32);
+	/* One changed sample in the middle. */
+	S.v[1800] = 1985;
+	len1 = roundtrip(&S, 0);
+	assert_true(len1 <= len + 8);
+	/* A step to another level every 100 samples. */
+	for (size_t i = 0; i < S.n; i++)
+		S.v[i] = (double)(1000 + 15 * (i / 100));
+	len = roundtrip(&S, 0);
+	assert_true(len <= 36 * 8 + 32);
+}
+
+static void run_to_max_samples(void **state)
+{
+	struct gw_chunk_enc e;
+	const uint8_t *p;
+	uint8_t copy[64];
+	size_t len, len2;
+
+	(void)state;
+	gw_chunk_enc_init(&e);
+	for (uint32_t i = 0; i < GW_CHUNK_MAX_SAMPLES; i++) {
+		assert_int_equal(gw_chunk_append(&e, (int64_t)i * 1000, 7.5),
+				 0);
+		/* Taken now and then while the run grows. */
+		if (i % 4096 == 4095 || i == 2) {
+			p = gw_chunk_bytes(&e, &len);
+			assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
+							     GW_CHUNK_MAX_SAMPLES),
+					 (long)i + 1);
+			assert_true(dt_[i] == (int64_t)i * 1000);
+			assert_true(to_bits(dv_[i]) == to_bits(7.5));
+		}
+	}
+	p = gw_chunk_bytes(&e, &len);
+	assert_true(len <= 32);
+	memcpy(copy, p, len);
+	/* Full by count, in the middle of the run: nothing changes. */
+	assert_int_equal(gw_chunk_append(&e, (int64_t)GW_CHUNK_MAX_SAMPLES *
+						     1000,
+					 7.5),
+			 -ENOSPC);
+	assert_int_equal(gw_chunk_count(&e), GW_CHUNK_MAX_SAMPLES);
+	p = gw_chunk_bytes(&e, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(p, copy, len);
+	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
+					     GW_CHUNK_MAX_SAMPLES),
+			 GW_CHUNK_MAX_SAMPLES);
+	for (uint32_t i = 0; i < GW_CHUNK_MAX_SAMPLES; i++)
+		if (dt_[i] != (int64_t)i * 1000 ||
+		    to_bits(dv_[i]) != to_bits(7.5))
+			fail_msg("sample %u", i);
+	/* A run reset and started again in the same allocation. */
+	gw_chunk_enc_reset(&e);
+	S.n = 50;
+	for (size_t i = 0; i < S.n; i++) {
+		S.t[i] = (int64_t)i;
+		S.v[i] = 1;
+		assert_int_equal(gw_chunk_append(&e, S.t[i], S.v[i]), 0);
+	}
+	p = gw_chunk_bytes(&e, &len);
+	check_decodes(p, len, S.t, S.v, S.n);
+	gw_chunk_enc_release(&e);
+}
+
+/*
+ * The size limit met while a run is open: the chunk is filled with big
+ * samples to a few bytes short of the limit, then a run grows until its
+ * length no longer fits.  The refused append changes nothing, and the
+ * chunk still takes a sample that fits.
+ */
+static int64_t big_t[GW_CHUNK_MAX_SAMPLES];
+static double big_v[GW_CHUNK_MAX_SAMPLES];
+static uint8_t big_copy[GW_CHUNK_MAX_BYTES];
+
+static void full_by_size_mid_run(void **state)
+{
+	struct gw_chunk_enc e;
+	int64_t *ts = big_t;
+	double *vs = big_v;
+	uint8_t *copy = big_copy;
+	const uint8_t *p;
+	uint64_t t = 0, v = 0;
+	size_t len = 0, len2, n = 0, run = 0;
+	int r;
+
+	(void)state;
+	rng_seed(77);
+	gw_chunk_enc_init(&e);
+	/* Big samples (as in full_by_size) to some 50 bytes short. */
+	while (len < GW_CHUNK_MAX_BYTES - 64) {
+		t += n % 2 ? 1ULL << 48 : 0;
+		v ^= n % 2 ? 0x8000000000000002ULL |
+				     (rnd() & 0x3ffffffffffffffcULL)
+			   : 0x4000000000000001ULL |
+				     (rnd() & 0x3ffffffffffffffeULL);
+		assert_int_equal(gw_chunk_append(&e, (int64_t)t, from_bits(v)),
+				 0);
+		ts[n] = (int64_t)t;
+		vs[n++] = from_bits(v);
+		p = gw_chunk_bytes(&e, &len);
+	}
+	/* Cheap samples (sign flips, same timestamp) up to 2 bytes short. */
+	for (;;) {
+		p = gw_chunk_bytes(&e, &len);
+		if (len >= GW_CHUNK_MAX_BYTES - 2)
+			break;
+		v ^= 1ULL << 63;
+		assert_int_equal(gw_chunk_append(&e, (int64_t)t, from_bits(v)),
+				 0);
+		ts[n] = (int64_t)t;
+		vs[n++] = from_bits(v);
+	}
+	assert_int_equal(len, GW_CHUNK_MAX_BYTES - 2);
+	/* The same sample again and again: a run, until its length won't fit. */
+	for (;;) {
+		r = gw_chunk_append(&e, (int64_t)t, from_bits(v));
+		if (r)
+			break;
+		ts[n] = (int64_t)t;
+		vs[n++] = from_bits(v);
+		run++;
+	}
+	assert_int_equal(r, -ENOSPC);
+	assert_true(n < GW_CHUNK_MAX_SAMPLES);
+	assert_true(run > 10); /* a run, not one sample */
+	assert_int_equal(gw_chunk_count(&e), n);
+	p = gw_chunk_bytes(&e, &len);
+	assert_true(len <= GW_CHUNK_MAX_BYTES);
+	memcpy(copy, p, len);
+	/* Refused again, and a sample that ends the run does not fit either. */
+	assert_int_equal(gw_chunk_append(&e, (int64_t)t, from_bits(v)),
+			 -ENOSPC);
+	assert_int_equal(gw_chunk_append(&e, (int64_t)t, 1.5), -ENOSPC);
+	assert_int_equal(gw_chunk_count(&e), n);
+	p = gw_chunk_bytes(&e, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(p, copy, len);
+	check_decodes(p, len, ts, vs, n);
+	gw_chunk_enc_release(&e);
+}
+
 /* ---- limits and errors ---- */
 
 static void out_of_order_changes_nothing(void **state)
@@ -630,7 +879,7 @@ static void garbage_never_crashes(void **state)
 		for (size_t i = 0; i < len; i++)
 			buf[i] = (uint8_t)rnd();
 		if (len >= 2 && rndn(2)) {
-			buf[0] = 1; /* a plausible header, wrong checksum */
+			buf[0] = 2; /* a plausible header, wrong checksum */
 			buf[1] = 0;
 		}
 		decode_any(buf, len);
@@ -644,6 +893,11 @@ int main(void)
 		cmocka_unit_test(every_prefix_decodes),
 		cmocka_unit_test(special_values_and_timestamps),
 		cmocka_unit_test(gpu_telemetry_is_compact),
+		cmocka_unit_test(constant_runs_decode_mid_run),
+		cmocka_unit_test(runs_broken_decode_mid_run),
+		cmocka_unit_test(constant_runs_are_nearly_free),
+		cmocka_unit_test(run_to_max_samples),
+		cmocka_unit_test(full_by_size_mid_run),
 		cmocka_unit_test(out_of_order_changes_nothing),
 		cmocka_unit_test(full_by_count),
 		cmocka_unit_test(full_by_size),

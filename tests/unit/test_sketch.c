@@ -993,10 +993,219 @@ static void chunk_is_compact(void **state)
 	}
 	assert_int_equal(gw_rollup_encode(r, N, &b), 0);
 	print_message("chunk of %d temperature minutes: %zu bytes\n", N, b.len);
-	assert_true(b.len < 40 * N);
+	assert_true(b.len < 24 * N);
 	for (int i = 0; i < N; i++)
 		gw_rollup_release(&r[i]);
 	gw_buf_release(&b);
+}
+
+/* Encodes n rollups, checks the round trip field by field and that the
+ * decoded ones encode to the same bytes; returns the chunk's size. */
+static size_t round_trip(const struct gw_rollup *r, size_t n)
+{
+	struct gw_rollup *d = NULL;
+	struct gw_buf b, b2;
+	size_t k, len;
+
+	gw_buf_init(&b, BUF_MAX);
+	gw_buf_init(&b2, BUF_MAX);
+	assert_int_equal(gw_rollup_encode(r, n, &b), 0);
+	assert_int_equal(gw_rollup_decode((uint8_t *)b.p, b.len, &d, &k), 0);
+	assert_int_equal(k, n);
+	for (size_t i = 0; i < n; i++)
+		assert_rollup_equal(&r[i], &d[i]);
+	assert_int_equal(gw_rollup_encode(d, k, &b2), 0);
+	assert_int_equal(b.len, b2.len);
+	assert_memory_equal(b.p, b2.p, b.len);
+	gw_rollup_free_array(d, k);
+	len = b.len;
+	gw_buf_release(&b);
+	gw_buf_release(&b2);
+	return len;
+}
+
+/*
+ * The common cases cost little: a sparse series (one sample in a minute
+ * now and then) and constant windows keep only a value or two each.
+ */
+static void chunk_common_cases_compact(void **state)
+{
+	enum { N = 200 };
+	struct gw_rollup *r = malloc(N * sizeof(*r));
+	int64_t t = 1700000040000;
+	size_t len;
+
+	(void)state;
+	assert_non_null(r);
+	seed(21);
+	/* One sample every 10 minutes, a temperature walking around 60. */
+	for (size_t i = 0; i < N; i++) {
+		t += 600000;
+		gw_rollup_init(&r[i], t);
+		assert_int_equal(gw_rollup_add(&r[i], t - 60000 + 2,
+					       (double)(55 + rnd() % 10)),
+				 0);
+	}
+	len = round_trip(r, N);
+	print_message("%d one-sample minutes: %zu bytes\n", N, len);
+	assert_true(len < 5 * N);
+	/* The same with power readings of three decimals. */
+	for (size_t i = 0; i < N; i++) {
+		gw_rollup_reset(&r[i], r[i].t);
+		assert_int_equal(gw_rollup_add(&r[i], r[i].t - 60000 + 2,
+					       round((100 + 600 * unif()) *
+						     1000) / 1000),
+				 0);
+	}
+	len = round_trip(r, N);
+	print_message("%d one-sample power minutes: %zu bytes\n", N, len);
+	assert_true(len < 11 * N);
+	/* Minutes of 60 equal values: a clock, a memory size. */
+	for (size_t i = 0; i < N; i++) {
+		double v = i % 50 < 25 ? 1410 : 1980 + (double)(i % 3) * 15;
+
+		gw_rollup_reset(&r[i], r[i].t);
+		for (int s = 0; s < 60; s++)
+			assert_int_equal(gw_rollup_add(&r[i], r[i].t - 60000 +
+								s * 1000,
+						       v),
+					 0);
+	}
+	len = round_trip(r, N);
+	print_message("%d constant minutes: %zu bytes\n", N, len);
+	assert_true(len < 4 * N);
+	gw_rollup_free_array(r, N);
+}
+
+/* Everything outside the common cases still comes back bit for bit. */
+static void chunk_uncommon_round_trip(void **state)
+{
+	static const double one[] = { -0.0, 0.0, 4.9e-324, -2.2e-308,
+				      INFINITY, -INFINITY, DBL_MAX, -3.25,
+				      0.1, 1e300 };
+	enum { NONE = sizeof(one) / sizeof(one[0]), N = NONE + 12 };
+	struct gw_rollup r[N];
+	int64_t t = 0;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		t += 60000;
+		gw_rollup_init(&r[i], t);
+	}
+	/* Single samples of special values, at varying times. */
+	for (i = 0; i < NONE; i++)
+		assert_int_equal(gw_rollup_add(&r[i], r[i].t - 1 -
+							       (int64_t)i % 3,
+					       one[i]),
+				 0);
+	/* Constant windows whose sums are not count * value. */
+	for (int s = 0; s < 60; s++) {
+		assert_int_equal(gw_rollup_add(&r[i], t - 60000 + s, 0.1), 0);
+		assert_int_equal(gw_rollup_add(&r[i + 1], t, 1e300), 0);
+		/* -0.0 and 0.0: min and max differ in their bits only. */
+		assert_int_equal(gw_rollup_add(&r[i + 2], s, s % 2 ? 0.0 : -0.0),
+				 0);
+		/* Two buckets; then one bucket, three values. */
+		assert_int_equal(gw_rollup_add(&r[i + 3], s, s == 7 ? 90 : 40),
+				 0);
+		assert_int_equal(gw_rollup_add(&r[i + 4], s,
+					       40 + (s % 3) * 0.01),
+				 0);
+		/* Negative and positive, last neither min nor max. */
+		assert_int_equal(gw_rollup_add(&r[i + 5], s, s - 30.5), 0);
+	}
+	/* A sketch that lost values (-ENOMEM in an add keeps the totals). */
+	assert_int_equal(gw_rollup_add(&r[i + 6], 5, 12), 0);
+	assert_int_equal(gw_rollup_add(&r[i + 6], 6, 13), 0);
+	gw_sketch_reset(&r[i + 6].sk);
+	assert_int_equal(gw_rollup_add(&r[i + 7], 5, 12), 0);
+	assert_int_equal(gw_rollup_add(&r[i + 7], 6, 13), 0);
+	assert_int_equal(gw_sketch_add(&r[i + 7].sk, 11), 0);
+	/* A sketch that counted a NaN, and one of other values. */
+	assert_int_equal(gw_rollup_add(&r[i + 8], 5, 12), 0);
+	assert_int_equal(gw_sketch_add(&r[i + 8].sk, NAN), 0);
+	assert_int_equal(gw_rollup_add(&r[i + 9], 5, 12), 0);
+	gw_sketch_reset(&r[i + 9].sk);
+	assert_int_equal(gw_sketch_add(&r[i + 9].sk, -7), 0);
+	/* Hand-set totals, and a merged hour with an empty window in it. */
+	assert_int_equal(gw_rollup_add(&r[i + 10], 5, 12), 0);
+	r[i + 10].sum = 11;
+	r[i + 10].sumsq = 0;
+	r[i + 10].t_last = INT64_MIN;
+	assert_int_equal(gw_rollup_merge(&r[i + 11], &r[i + 3]), 0);
+	assert_int_equal(gw_rollup_merge(&r[i + 11], &r[i + 5]), 0);
+	for (i = 0; i < N; i++)
+		round_trip(&r[i], 1);
+	round_trip(r, N);
+	for (i = 0; i < N; i++)
+		gw_rollup_release(&r[i]);
+}
+
+static void fix_crc(uint8_t *p, size_t len);
+
+/*
+ * The format of one single-sample minute, and the decoder's strictness:
+ * the same rollup with something stored that the flags could have implied
+ * is refused, so that every chunk has one encoding.
+ */
+static void chunk_format(void **state)
+{
+	/* version 2, n 1, t 60000, flags (max, last, sum and sumsq implied,
+	 * sketch derived) in a run of 1, count 1, t - t_last 60000, min 5.0
+	 * as an XOR double, CRC. */
+	static const uint8_t want[] = { 2,    1,    0xc0, 0xa9, 7,	  0xb6,
+					2,    0,    1,	  0xc0, 0xa9, 7,
+					0x02, 0x40, 0x14, 0,	0,    0,
+					0 };
+	uint8_t p[64];
+	struct gw_rollup r, *d;
+	struct gw_buf b;
+	size_t n, len;
+
+	(void)state;
+	gw_rollup_init(&r, 60000);
+	assert_int_equal(gw_rollup_add(&r, 0, 5.0), 0);
+	gw_buf_init(&b, BUF_MAX);
+	assert_int_equal(gw_rollup_encode(&r, 1, &b), 0);
+	memcpy(p, want, sizeof(want));
+	fix_crc(p, sizeof(want));
+	assert_int_equal(b.len, sizeof(want));
+	assert_memory_equal(b.p, p, sizeof(want));
+	/* max stored rather than implied (flags without bit 1). */
+	memcpy(p, want, 12);
+	p[5] = 0xb4;
+	memcpy(p + 12, "\x02\x40\x14\x02\x40\x14", 6);
+	fix_crc(p, 22);
+	assert_int_equal(gw_rollup_decode(p, 22, &d, &n), -EBADMSG);
+	assert_null(d);
+	/* The same, flags and all, is accepted. */
+	p[5] = 0xb6;
+	fix_crc(p, 19);
+	assert_int_equal(gw_rollup_decode(p, 19, &d, &n), 0);
+	assert_rollup_equal(&r, d);
+	gw_rollup_free_array(d, n);
+	/* The sketch stored in full rather than derived. */
+	memcpy(p, want, 15);
+	p[5] = 0x36; /* flags 0x36: sketch in full */
+	gw_buf_reset(&b);
+	assert_int_equal(gw_sketch_encode(&r.sk, &b), 0);
+	assert_true(15 + b.len + 4 <= sizeof(p));
+	memcpy(p + 15, b.p, b.len);
+	len = 15 + b.len + 4;
+	fix_crc(p, len);
+	assert_int_equal(gw_rollup_decode(p, len, &d, &n), -EBADMSG);
+	/* A run of flags longer than the chunk, and an unknown flag. */
+	memcpy(p, want, sizeof(want));
+	p[7] = 1;
+	fix_crc(p, sizeof(want));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want), &d, &n), -EBADMSG);
+	memcpy(p, want, sizeof(want));
+	p[6] = 6; /* flags 0x336: sketch form 3 */
+	fix_crc(p, sizeof(want));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want), &d, &n), -EBADMSG);
+	gw_buf_release(&b);
+	gw_rollup_release(&r);
 }
 
 static void chunk_encode_errors(void **state)
@@ -1125,6 +1334,9 @@ int main(void)
 		cmocka_unit_test(rollup_hour_from_minutes),
 		cmocka_unit_test(chunk_round_trip),
 		cmocka_unit_test(chunk_is_compact),
+		cmocka_unit_test(chunk_common_cases_compact),
+		cmocka_unit_test(chunk_uncommon_round_trip),
+		cmocka_unit_test(chunk_format),
 		cmocka_unit_test(chunk_encode_errors),
 		cmocka_unit_test(chunk_truncated_and_corrupt),
 	};
