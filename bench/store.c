@@ -88,11 +88,20 @@ static uint64_t ingest(struct gw_store *s, struct clock *c,
 		       const struct bench_dataset *ds, const char *prefix)
 {
 	size_t *at = calloc(ds->ns, sizeof(*at));
+	char (*names)[96] = calloc(ds->ns, sizeof(*names));
+	char (*labels)[64] = calloc(ds->ns, sizeof(*labels));
 	uint64_t n = 0;
 	int64_t next_maint = INT64_MIN;
 
-	if (!at)
+	if (!at || !names || !labels)
 		die("memory", -ENOMEM);
+	/* What a collector has at hand: the name and label text. */
+	for (size_t i = 0; i < ds->ns; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s%s", prefix,
+			 ds->s[i].name);
+		snprintf(labels[i], sizeof(labels[i]), "gpu=\"%u\"",
+			 ds->s[i].gpu);
+	}
 	for (;;) {
 		int64_t tmin = INT64_MAX;
 
@@ -104,14 +113,11 @@ static uint64_t ingest(struct gw_store *s, struct clock *c,
 		/* everything up to the end of this second */
 		for (size_t i = 0; i < ds->ns; i++) {
 			const struct bench_series *x = &ds->s[i];
-			char name[96], labels[64];
 
 			if (at[i] >= x->n || x->t[at[i]] >= tmin + 1000)
 				continue;
-			snprintf(name, sizeof(name), "%s%s", prefix, x->name);
-			snprintf(labels, sizeof(labels), "gpu=\"%u\"", x->gpu);
 			while (at[i] < x->n && x->t[at[i]] < tmin + 1000) {
-				int r = gw_store_append(s, name, labels,
+				int r = gw_store_append(s, names[i], labels[i],
 							x->t[at[i]], x->v[at[i]]);
 
 				if (r && r != -EDOM)
@@ -134,6 +140,8 @@ static uint64_t ingest(struct gw_store *s, struct clock *c,
 	if (gw_store_maintain(s))
 		die("maintain", -EIO);
 	free(at);
+	free(names);
+	free(labels);
 	return n;
 }
 
@@ -236,15 +244,17 @@ static uint64_t ingest_procs(struct gw_store *s, struct clock *c, int64_t t0)
 {
 	uint64_t n = 0;
 
+	static char labels[1000][64];
+
+	for (int p = 0; p < 1000; p++)
+		snprintf(labels[p], sizeof(labels[p]), "gpu=\"%d\",pid=\"%d\"",
+			 p % 8, 10000 + p);
 	for (int64_t t = t0; t < t0 + 3600000; t += 1000) {
 		for (int p = 0; p < 1000; p++) {
-			char labels[64];
 			double v = (double)((p * 7919 + t / 1000) % 97) * 1048576;
 
-			snprintf(labels, sizeof(labels), "gpu=\"%d\",pid=\"%d\"",
-				 p % 8, 10000 + p);
 			if (gw_store_append(s, "gpuwatch_bench_process_memory_bytes",
-					    labels, t, v) == 0)
+					    labels[p], t, v) == 0)
 				n++;
 		}
 		c->now = t + 1000;
