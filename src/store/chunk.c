@@ -538,6 +538,8 @@ static int append_run(struct gw_chunk_enc *e, double v)
 	uint64_t bits = e->pos + res_bits(e->run + 1u, m->kr, m->zr);
 	size_t len = HDR + (size_t)((bits + 7) >> 3);
 
+	if (len > GW_CHUNK_MAX_BYTES)
+		return -ENOSPC;
 	(void)run_step(m);
 	m->vprev = dbits(v);
 	e->run++;

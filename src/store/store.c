@@ -176,9 +176,12 @@ static const char part_schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY,"
 	" key TEXT NOT NULL);"
+	/* A rowid table: chunks of a few KiB stay on their b-tree page
+	 * (WITHOUT ROWID would spill anything over ~1 KiB to overflow
+	 * pages); the primary key becomes a small index. */
 	"CREATE TABLE IF NOT EXISTS chunks(series INTEGER NOT NULL,"
 	" t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, n INTEGER NOT NULL,"
-	" data BLOB NOT NULL, PRIMARY KEY(series, t_min)) WITHOUT ROWID;";
+	" data BLOB NOT NULL, PRIMARY KEY(series, t_min));";
 
 int gw_store_open_db(const char *path, bool create, bool readonly,
 		     sqlite3 **out)
@@ -198,11 +201,24 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 	}
 	sqlite3_busy_timeout(db, 5000);
 	if (!readonly) {
-		/* auto_vacuum only takes effect before the first table. */
-		err = gw_store_exec(db, "PRAGMA auto_vacuum=INCREMENTAL;"
-				    "PRAGMA journal_mode=WAL;"
-				    "PRAGMA synchronous=NORMAL;"
-				    "PRAGMA journal_size_limit=4194304;");
+		size_t len = strlen(path);
+		bool index = len >= 9 && strcmp(path + len - 9, "/index.db") == 0;
+		char pragmas[256];
+
+		/*
+		 * Before the first table: index.db reclaims the head log's
+		 * pages after each cut (auto_vacuum); partitions only grow
+		 * and are vacuumed once when closed, and use small pages
+		 * so that a day of sparse series does not cost 4 KiB per
+		 * table.
+		 */
+		snprintf(pragmas, sizeof(pragmas), "%s"
+			 "PRAGMA journal_mode=WAL;"
+			 "PRAGMA synchronous=NORMAL;"
+			 "PRAGMA journal_size_limit=4194304;",
+			 !create ? "" : index ? "PRAGMA auto_vacuum=INCREMENTAL;" :
+						"PRAGMA page_size=1024;");
+		err = gw_store_exec(db, pragmas);
 		if (!err && create) {
 			char sql[128];
 

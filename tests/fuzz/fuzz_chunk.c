@@ -7,8 +7,9 @@
  *    A leading byte 0xff is replaced by a valid header and checksum for the
  *    rest, so the payload decoder is reached past the CRC.
  * 2. The input as samples to encode (a small instruction set: timestamp
- *    step and value kind per record): the chunk must decode to exactly the
- *    samples appended, bit for bit, also while it is still open.
+ *    step and value kind per record, optionally repeated to make runs):
+ *    the chunk must decode to exactly the samples appended, bit for bit,
+ *    also while it is still open (in the middle of a run too).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -94,7 +95,7 @@ static void decode_with_header(const uint8_t *p, size_t len)
 	buf = malloc(len + 6);
 	if (!buf)
 		return;
-	buf[0] = 1;
+	buf[0] = 2; /* the format version */
 	buf[1] = 0;
 	buf[2] = p[1];
 	buf[3] = 0;
@@ -140,7 +141,7 @@ static void encode_from(const uint8_t *p, size_t len)
 	struct gw_chunk_enc e;
 	uint64_t t = take(&p, end, 8);
 	double v = 0;
-	size_t n = 0;
+	size_t n = 0, reps;
 	int r;
 
 	gw_chunk_enc_init(&e);
@@ -203,7 +204,27 @@ static void encode_from(const uint8_t *p, size_t len)
 		want_v[n++] = v;
 		if (op >= 0xf0)
 			check_open(&e, n);
+		/*
+		 * Ops 0x20..0x3f, 0xa0..0xbf: the same step and value up to
+		 * 255 times more (a run); with 0x80 the open chunk is checked
+		 * on both sides of every power of two (where the run's length
+		 * takes another bit).
+		 */
+		reps = (op & 0x60) == 0x20 ? take(&p, end, 1) : 0;
+		for (size_t i = 1; i <= reps && n < MAXS; i++) {
+			room = 0x7fffffffffffffffULL - t;
+			t += step < room ? step : room;
+			r = gw_chunk_append(&e, (int64_t)t, v);
+			if (r == -ENOSPC)
+				goto out;
+			CHECK(r == 0);
+			want_t[n] = (int64_t)t;
+			want_v[n++] = v;
+			if ((op & 0x80) && (!(i & (i - 1)) || !(i & (i + 1))))
+				check_open(&e, n);
+		}
 	}
+out:
 	if (n)
 		check_open(&e, n);
 	gw_chunk_enc_release(&e);
