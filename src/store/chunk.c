@@ -37,6 +37,8 @@
 #define JUMP 64		/* interval residuals beyond this reset the base */
 #define SCALE_MAX 15	/* decimal scales 10^0..10^15 (4 bits) */
 #define SLACK 64	/* room kept past the write position: one sample */
+#define ZT_RUNS 128	/* zero timestamp residuals (x 256) for runs to pay */
+#define ZT0 128		/* the share of zero timestamp residuals to start with */
 
 enum { MODE_DEC, MODE_XOR };
 enum { ESC_RAW, ESC_SCALE, ESC_XOR, ESC_BAD };
@@ -236,6 +238,17 @@ static int run_step(struct gw_chunk_model *m)
 	moved = iv != m->ivp;
 	val_update(m, iv, 0);
 	return moved;
+}
+
+/*
+ * Whether an exactly predicted sample opens a run: only where timestamps
+ * are mostly exactly predicted.  With jitter a zero residual is chance,
+ * the run after it is almost always empty, and its length would cost a
+ * bit for nothing.
+ */
+static int runs_pay(const struct gw_chunk_model *m)
+{
+	return m->zt >= ZT_RUNS;
 }
 
 static void rescale(struct gw_chunk_model *m, unsigned s)
@@ -490,6 +503,7 @@ static void clear_prov(struct gw_chunk_enc *e)
 void gw_chunk_enc_init(struct gw_chunk_enc *e)
 {
 	memset(e, 0, sizeof(*e));
+	e->m.zt = ZT0;
 }
 
 void gw_chunk_enc_release(struct gw_chunk_enc *e)
@@ -583,7 +597,7 @@ int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 	hit &= enc_value(e, v);
 	len = HDR + (size_t)((e->pos + 7) >> 3);
 	if (len <= GW_CHUNK_MAX_BYTES) {
-		e->m.rmode = (uint8_t)hit;
+		e->m.rmode = (uint8_t)(hit && runs_pay(&e->m));
 		e->n++;
 		e->len = len;
 		return 0;
@@ -864,6 +878,7 @@ int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
 	d->p = p;
 	d->len = len;
 	d->end = bits;
+	d->m.zt = ZT0;
 	d->bad = 0;
 	return 0;
 }
@@ -894,7 +909,7 @@ int gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v)
 		if (th && vh && d->closing)
 			d->bad = 1;
 		d->closing = 0;
-		d->m.rmode = (uint8_t)(th && vh);
+		d->m.rmode = (uint8_t)(th && vh && runs_pay(&d->m));
 	}
 	if (d->bad)
 		return -EBADMSG;
