@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "collect/nvml/nvml_abi.h"
+#include "common/bits.h"
 #include "store/chunk.h"
 #include "bench/datasets.h"
 
@@ -35,22 +36,6 @@ static void die(const char *msg)
 {
 	fprintf(stderr, "codec: %s\n", msg);
 	exit(1);
-}
-
-static uint64_t bits_of(double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	return u;
-}
-
-static double of_bits(uint64_t u)
-{
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
 }
 
 static double now_s(void)
@@ -107,7 +92,7 @@ static size_t gorilla_enc(const int64_t *t, const double *v, size_t n,
 			  uint8_t *out)
 {
 	struct bw w = { out, 0 };
-	uint64_t prev = bits_of(v[0]);
+	uint64_t prev = gw_bits_of(v[0]);
 	int64_t dprev = 0;
 	unsigned lead = 0, len = 0;
 
@@ -116,7 +101,7 @@ static size_t gorilla_enc(const int64_t *t, const double *v, size_t n,
 	bw_put(&w, prev, 64);
 	for (size_t i = 1; i < n; i++) {
 		int64_t d = t[i] - t[i - 1], dod = d - dprev;
-		uint64_t x = bits_of(v[i]) ^ prev;
+		uint64_t x = gw_bits_of(v[i]) ^ prev;
 
 		dprev = d;
 		if (dod == 0)
@@ -129,7 +114,7 @@ static size_t gorilla_enc(const int64_t *t, const double *v, size_t n,
 			bw_put(&w, 14, 4), bw_put(&w, (uint64_t)dod, 12);
 		else
 			bw_put(&w, 15, 4), bw_put(&w, (uint64_t)dod, 64);
-		prev = bits_of(v[i]);
+		prev = gw_bits_of(v[i]);
 		if (!x) {
 			bw_put(&w, 0, 1);
 			continue;
@@ -171,7 +156,7 @@ static int gorilla_dec(const uint8_t *p, size_t len, size_t n, int64_t *t,
 	(void)len;
 	t[0] = (int64_t)br_get(p, &pos, 64);
 	prev = br_get(p, &pos, 64);
-	v[0] = of_bits(prev);
+	v[0] = gw_double_of(prev);
 	for (size_t i = 1; i < n; i++) {
 		int64_t dod;
 
@@ -194,7 +179,7 @@ static int gorilla_dec(const uint8_t *p, size_t len, size_t n, int64_t *t,
 			}
 			prev ^= br_get(p, &pos, wl) << (64 - lead - wl);
 		}
-		v[i] = of_bits(prev);
+		v[i] = gw_double_of(prev);
 	}
 	return 0;
 }
@@ -311,7 +296,8 @@ static size_t run_size(const struct codec *c, const struct bench_dataset *ds,
 				die("decode failed");
 			for (size_t j = 0; j < n; j++)
 				if (dt[j] != s->t[o + j] ||
-				    bits_of(dv[j]) != bits_of(s->v[o + j]))
+				    gw_bits_of(dv[j]) !=
+					gw_bits_of(s->v[o + j]))
 					die("round trip mismatch");
 			bytes += len;
 			*samples += n;

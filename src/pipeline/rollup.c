@@ -49,6 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bits.h"
+#include "common/crc32c.h"
+
 #define ROLLUP_VERSION 2
 #define COUNT_MAX 9007199254740992.0 /* 2^53: every whole number below fits */
 
@@ -154,47 +157,7 @@ double gw_rollup_stddev(const struct gw_rollup *r)
 	return sqrt(var);
 }
 
-/* ---- checksum ---- */
-
-/* CRC-32C, reflected polynomial 0x82f63b78, four bits at a time. */
-static const uint32_t crc_nibble[16] = {
-	0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1,
-	0x417b1dbc, 0x5125dad3, 0x61c69362, 0x7198540d,
-	0x82f63b78, 0x92a8fc17, 0xa24bb5a6, 0xb21572c9,
-	0xc38d26c4, 0xd3d3e1ab, 0xe330a81a, 0xf36e6f75,
-};
-
-uint32_t gw_rollup_crc32c(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	size_t i;
-
-	crc = ~crc;
-	for (i = 0; i < n; i++) {
-		crc ^= b[i];
-		crc = (crc >> 4) ^ crc_nibble[crc & 15];
-		crc = (crc >> 4) ^ crc_nibble[crc & 15];
-	}
-	return ~crc;
-}
-
 /* ---- encoding ---- */
-
-static uint64_t bits_of(double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	return u;
-}
-
-static double double_of(uint64_t u)
-{
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
 
 /* What the decoder accepts of one rollup's own fields. */
 static bool fields_valid(const struct gw_rollup *r)
@@ -294,7 +257,7 @@ static double implied_value(const struct gw_rollup *r, unsigned int f, int c)
 
 static bool same(double a, double b)
 {
-	return bits_of(a) == bits_of(b);
+	return gw_bits_of(a) == gw_bits_of(b);
 }
 
 /* The sketch keeps 0 for -0.0. */
@@ -402,7 +365,7 @@ static int flags_of(const struct gw_rollup *r, struct prev *pv,
 
 static int append_crc(struct gw_buf *out, size_t start)
 {
-	uint32_t crc = gw_rollup_crc32c(0, out->p + start, out->len - start);
+	uint32_t crc = gw_crc32c(0, out->p + start, out->len - start);
 	uint8_t le[4] = { (uint8_t)crc, (uint8_t)(crc >> 8),
 			  (uint8_t)(crc >> 16), (uint8_t)(crc >> 24) };
 
@@ -447,7 +410,7 @@ static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 
 			if (r[i].count == 0)
 				continue;
-			x = bits_of(column(&r[i], c));
+			x = gw_bits_of(column(&r[i], c));
 			if (!implied(flags[i], c))
 				gw_sketch_wr_xor(w, x ^ prev);
 			prev = x;
@@ -580,13 +543,13 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 				continue;
 			if (implied(flags[i], c)) {
 				*v = implied_value(&r[i], flags[i], c);
-				prev = bits_of(*v);
+				prev = gw_bits_of(*v);
 				continue;
 			}
 			if (gw_sketch_rd_xor(rd, &x))
 				return -EBADMSG;
 			prev ^= x;
-			*v = double_of(prev);
+			*v = gw_double_of(prev);
 		}
 	}
 	return 0;
@@ -660,7 +623,7 @@ int gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 		return -EBADMSG;
 	crc = (uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
 	      (uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24;
-	if (gw_rollup_crc32c(0, p, len - 4) != crc)
+	if (gw_crc32c(0, p, len - 4) != crc)
 		return -EBADMSG;
 	rd.p = p;
 	rd.end = p + len - 4;

@@ -69,8 +69,4 @@ gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 		 size_t *n);
 void gw_rollup_free_array(struct gw_rollup *r, size_t n);
 
-/* The chunk's checksum, CRC-32C (Castagnoli): crc = 0 to start, feed the
- * previous result to continue.  Exposed for tests and tools. */
-uint32_t gw_rollup_crc32c(uint32_t crc, const void *p, size_t n);
-
 #endif

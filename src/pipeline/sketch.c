@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bits.h"
+
 #define SKETCH_VERSION 1
 #define INIT_CAP 8
 
@@ -454,20 +456,12 @@ void gw_sketch_wr_u8(struct gw_sketch_wr *w, uint8_t v)
 
 void gw_sketch_wr_varint(struct gw_sketch_wr *w, uint64_t v)
 {
-	uint8_t *p = wr_room(w, 10);
-	size_t k = 0;
-
-	while (v >= 0x80) {
-		p[k++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[k++] = (uint8_t)v;
-	w->n += k;
+	w->n += gw_varint_enc(wr_room(w, GW_VARINT_MAX), v);
 }
 
 void gw_sketch_wr_svarint(struct gw_sketch_wr *w, uint64_t v)
 {
-	gw_sketch_wr_varint(w, (v << 1) ^ (0 - (v >> 63)));
+	gw_sketch_wr_varint(w, gw_zigzag(v));
 }
 
 void gw_sketch_wr_xor(struct gw_sketch_wr *w, uint64_t x)
@@ -510,26 +504,7 @@ int gw_sketch_rd_u8(struct gw_sketch_rd *r, uint8_t *v)
 
 int gw_sketch_rd_varint(struct gw_sketch_rd *r, uint64_t *v)
 {
-	uint64_t x = 0;
-	unsigned int shift = 0;
-	uint8_t b;
-
-	for (;;) {
-		if (r->p >= r->end)
-			return -EBADMSG;
-		b = *r->p++;
-		/* The tenth byte holds bit 63 only. */
-		if (shift == 63 && b > 1)
-			return -EBADMSG;
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			break;
-		shift += 7;
-	}
-	if (b == 0 && shift > 0) /* overlong: a trailing zero group */
-		return -EBADMSG;
-	*v = x;
-	return 0;
+	return gw_varint_get_flags(&r->p, r->end, v, GW_VARINT_CANONICAL);
 }
 
 int gw_sketch_rd_svarint(struct gw_sketch_rd *r, uint64_t *v)
@@ -539,7 +514,7 @@ int gw_sketch_rd_svarint(struct gw_sketch_rd *r, uint64_t *v)
 
 	if (err)
 		return err;
-	*v = (z >> 1) ^ (0 - (z & 1));
+	*v = gw_unzigzag(z);
 	return 0;
 }
 
@@ -571,22 +546,6 @@ int gw_sketch_rd_xor(struct gw_sketch_rd *r, uint64_t *x)
 
 /* ---- encoding ---- */
 
-static uint64_t bits_of(double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	return u;
-}
-
-static double double_of(uint64_t u)
-{
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
 static void put_side(struct gw_sketch_wr *w, const struct gw_sketch_bin *b,
 		     uint32_t n, uint64_t coll)
 {
@@ -616,8 +575,8 @@ int gw_sketch_encode(const struct gw_sketch *s, struct gw_buf *out)
 	put_side(&w, s->neg, s->nneg, s->cneg);
 	put_side(&w, s->pos, s->npos, s->cpos);
 	if (s->count > 0) {
-		gw_sketch_wr_xor(&w, bits_of(s->min));
-		gw_sketch_wr_xor(&w, bits_of(s->max) ^ bits_of(s->min));
+		gw_sketch_wr_xor(&w, gw_bits_of(s->min));
+		gw_sketch_wr_xor(&w, gw_bits_of(s->max) ^ gw_bits_of(s->min));
 	}
 	return gw_sketch_wr_finish(&w);
 }
@@ -700,8 +659,8 @@ static int highest_class(const struct gw_sketch *s)
  * the outermost class holding values. */
 static bool extremes_ok(const struct gw_sketch *s)
 {
-	return s->min <= s->max && bits_of(s->min) != bits_of(-0.0) &&
-	       bits_of(s->max) != bits_of(-0.0) &&
+	return s->min <= s->max && gw_bits_of(s->min) != gw_bits_of(-0.0) &&
+	       gw_bits_of(s->max) != gw_bits_of(-0.0) &&
 	       sign_class(s->min) == lowest_class(s) &&
 	       sign_class(s->max) == highest_class(s);
 }
@@ -732,8 +691,8 @@ int gw_sketch_decode(struct gw_sketch *s, const uint8_t *p, size_t len,
 	if (total > 0) {
 		if (gw_sketch_rd_xor(&r, &x) || gw_sketch_rd_xor(&r, &y))
 			goto err;
-		s->min = double_of(x);
-		s->max = double_of(x ^ y);
+		s->min = gw_double_of(x);
+		s->max = gw_double_of(x ^ y);
 		if (!extremes_ok(s))
 			goto err;
 	}

@@ -14,38 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/bits.h"
 #include "common/log.h"
-
-static int put_varint(struct gw_buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	return gw_buf_add(b, tmp, n);
-}
-
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return -EBADMSG;
-		v |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
 
 int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
 			   bool ignore)
@@ -87,16 +57,16 @@ int gw_store_flush(struct gw_store *s)
 
 		if (!h->npend)
 			continue;
-		err = put_varint(&blob, ser->id);
+		err = gw_varint_put(&blob, ser->id);
 		if (!err)
-			err = put_varint(&blob, h->npend);
+			err = gw_varint_put(&blob, h->npend);
 		prev = h->pend[0].t;
 		if (!err)
-			err = put_varint(&blob, (uint64_t)prev);
+			err = gw_varint_put(&blob, (uint64_t)prev);
 		for (uint32_t j = 0; j < h->npend && !err; j++) {
 			uint64_t d = (uint64_t)h->pend[j].t - (uint64_t)prev;
 
-			err = put_varint(&blob, d);
+			err = gw_varint_put(&blob, d);
 			if (!err)
 				err = gw_buf_add(&blob, &h->pend[j].v, 8);
 			prev = h->pend[j].t;
@@ -180,9 +150,9 @@ int gw_store_replay(struct gw_store *s)
 			struct gw_series *ser;
 			int64_t t;
 
-			if (get_varint(&p, end, &id) ||
-			    get_varint(&p, end, &cnt) ||
-			    get_varint(&p, end, &t0)) {
+			if (gw_varint_get(&p, end, &id) ||
+			    gw_varint_get(&p, end, &cnt) ||
+			    gw_varint_get(&p, end, &t0)) {
 				err = -EBADMSG;
 				break;
 			}
@@ -194,7 +164,7 @@ int gw_store_replay(struct gw_store *s)
 				uint64_t d;
 				double v;
 
-				if (get_varint(&p, end, &d) || end - p < 8) {
+				if (gw_varint_get(&p, end, &d) || end - p < 8) {
 					err = -EBADMSG;
 					break;
 				}

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bits.h"
+#include "common/crc32c.h"
 #include "fuzz.h"
 #include "store/chunk.h"
 
@@ -28,32 +30,6 @@
 
 static int64_t ts[GW_CHUNK_MAX_SAMPLES], want_t[MAXS];
 static double vs[GW_CHUNK_MAX_SAMPLES], want_v[MAXS];
-
-static uint64_t bits_of(double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	return u;
-}
-
-static double of_bits(uint64_t u)
-{
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
-static uint32_t crc32c(const uint8_t *p, size_t n, uint32_t crc)
-{
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82f63b78u & (0 - (crc & 1)));
-	}
-	return crc;
-}
 
 static void decode_checked(const uint8_t *p, size_t len)
 {
@@ -76,7 +52,7 @@ static void decode_checked(const uint8_t *p, size_t len)
 		CHECK(t >= tprev);
 		tprev = t;
 		if (n > 0)
-			CHECK(t == ts[i] && bits_of(v) == bits_of(vs[i]));
+			CHECK(t == ts[i] && gw_bits_of(v) == gw_bits_of(vs[i]));
 		i++;
 	}
 	CHECK(r == 0 || r == -EBADMSG);
@@ -100,8 +76,7 @@ static void decode_with_header(const uint8_t *p, size_t len)
 	buf[2] = p[1];
 	buf[3] = 0;
 	memcpy(buf + 8, p + 2, len - 2);
-	crc = crc32c(buf, 4, ~0u);
-	crc = ~crc32c(buf + 8, len - 2, crc);
+	crc = gw_crc32c(gw_crc32c(0, buf, 4), buf + 8, len - 2);
 	for (int i = 0; i < 4; i++)
 		buf[4 + i] = (uint8_t)(crc >> (8 * i));
 	decode_checked(buf, len + 6);
@@ -132,7 +107,7 @@ static void check_open(struct gw_chunk_enc *e, size_t n)
 	CHECK(got == (long)n);
 	for (size_t i = 0; i < n; i++)
 		CHECK(ts[i] == want_t[i] &&
-		      bits_of(vs[i]) == bits_of(want_v[i]));
+		      gw_bits_of(vs[i]) == gw_bits_of(want_v[i]));
 }
 
 static void encode_from(const uint8_t *p, size_t len)
@@ -172,13 +147,13 @@ static void encode_from(const uint8_t *p, size_t len)
 			v = (double)(int8_t)take(&p, end, 1);
 			break;
 		case 2:
-			v = of_bits(take(&p, end, 8));
+			v = gw_double_of(take(&p, end, 8));
 			break;
 		case 3:
 			v = (double)(int64_t)take(&p, end, 3) / 1000;
 			break;
 		case 4:
-			v = of_bits(special[take(&p, end, 1) % 8]);
+			v = gw_double_of(special[take(&p, end, 1) % 8]);
 			break;
 		case 5:
 			v += (double)(int16_t)take(&p, end, 2);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/crc32c.h"
 #include "fuzz.h"
 #include "pipeline/rollup.h"
 #include "pipeline/sketch.h"
@@ -128,7 +129,7 @@ static void as_chunk_payload(const uint8_t *data, size_t size)
 		return;
 	if (size)
 		memcpy(p, data, size);
-	c = gw_rollup_crc32c(0, data, size);
+	c = gw_crc32c(0, data, size);
 	p[size] = (uint8_t)c;
 	p[size + 1] = (uint8_t)(c >> 8);
 	p[size + 2] = (uint8_t)(c >> 16);

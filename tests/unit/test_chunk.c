@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "common/bits.h"
 #include "store/chunk.h"
 
 #define MAXN 4096
@@ -50,22 +51,6 @@ static double rnd01(void)
 	return (double)(rnd() >> 11) * 0x1p-53;
 }
 
-static double from_bits(uint64_t u)
-{
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
-static uint64_t to_bits(double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	return u;
-}
-
 struct series {
 	int64_t t[MAXN];
 	double v[MAXN];
@@ -89,20 +74,20 @@ static void check_decodes(const uint8_t *p, size_t len, const int64_t *t,
 	got = gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES);
 	assert_int_equal(got, (long)n);
 	for (i = 0; i < n; i++) {
-		if (dt_[i] != t[i] || to_bits(dv_[i]) != to_bits(v[i]))
+		if (dt_[i] != t[i] || gw_bits_of(dv_[i]) != gw_bits_of(v[i]))
 			fail_msg("sample %zu: got (%lld, %016llx) want "
 				 "(%lld, %016llx)",
 				 i, (long long)dt_[i],
-				 (unsigned long long)to_bits(dv_[i]),
+				 (unsigned long long)gw_bits_of(dv_[i]),
 				 (long long)t[i],
-				 (unsigned long long)to_bits(v[i]));
+				 (unsigned long long)gw_bits_of(v[i]));
 	}
 	assert_int_equal(gw_chunk_dec_init(&d, p, len), 0);
 	assert_int_equal(gw_chunk_dec_count(&d), n);
 	for (i = 0; i < n; i++) {
 		assert_int_equal(gw_chunk_next(&d, &ts, &val), 1);
 		assert_true(ts == t[i]);
-		assert_true(to_bits(val) == to_bits(v[i]));
+		assert_true(gw_bits_of(val) == gw_bits_of(v[i]));
 	}
 	assert_int_equal(gw_chunk_next(&d, &ts, &val), 0);
 	assert_int_equal(gw_chunk_next(&d, &ts, &val), 0);
@@ -167,15 +152,15 @@ static const uint64_t special_bits[] = {
 
 static double special(void)
 {
-	return from_bits(special_bits[rndn(NSPECIAL)]);
+	return gw_double_of(special_bits[rndn(NSPECIAL)]);
 }
 
 static double any_nan(void)
 {
 	uint64_t payload = rnd() & 0x000fffffffffffffULL;
 
-	return from_bits(0x7ff0000000000000ULL | (rnd() & (1ULL << 63)) |
-			 (payload ? payload : 1));
+	return gw_double_of(0x7ff0000000000000ULL | (rnd() & (1ULL << 63)) |
+			    (payload ? payload : 1));
 }
 
 /* Regular 1 s steps in ms with a few ms of jitter, from a random start. */
@@ -263,7 +248,7 @@ static void values(struct series *s, unsigned kind)
 
 		switch (kind) {
 		case 0: /* random bit patterns */
-			v = from_bits(rnd());
+			v = gw_double_of(rnd());
 			break;
 		case 1: /* special values only */
 			v = special();
@@ -301,7 +286,7 @@ static void values(struct series *s, unsigned kind)
 				v = special();
 				break;
 			default:
-				v = from_bits(rnd());
+				v = gw_double_of(rnd());
 				break;
 			}
 			break;
@@ -316,7 +301,7 @@ static void values(struct series *s, unsigned kind)
 			break;
 		default: /* mixed: anything in any order */
 			v = rndn(4) == 0 ? special()
-				: rndn(3) == 0 ? from_bits(rnd())
+				: rndn(3) == 0 ? gw_double_of(rnd())
 				: gauge(&x, -1e3, 1e3, 5, 10);
 			break;
 		}
@@ -368,9 +353,9 @@ static void special_values_and_timestamps(void **state)
 	for (size_t i = 0; i < NSPECIAL; i++) {
 		for (size_t j = 0; j < NSPECIAL; j++) {
 			S.t[S.n] = INT64_MIN + (int64_t)S.n;
-			S.v[S.n++] = from_bits(special_bits[i]);
+			S.v[S.n++] = gw_double_of(special_bits[i]);
 			S.t[S.n] = INT64_MIN + (int64_t)S.n;
-			S.v[S.n++] = from_bits(special_bits[j]);
+			S.v[S.n++] = gw_double_of(special_bits[j]);
 		}
 	}
 	roundtrip(&S, 0);
@@ -384,7 +369,7 @@ static void special_values_and_timestamps(void **state)
 	S.t[S.n] = INT64_MAX;
 	S.v[S.n++] = -0.0;
 	S.t[S.n] = INT64_MAX;
-	S.v[S.n++] = from_bits(0x7ff0000000000001ULL);
+	S.v[S.n++] = gw_double_of(0x7ff0000000000001ULL);
 	roundtrip(&S, 1);
 
 	/* Steps that swing between 1 and 2^63 - 1 and back. */
@@ -404,7 +389,7 @@ static void special_values_and_timestamps(void **state)
 	/* A single sample, the same timestamp many times. */
 	S.n = 1;
 	S.t[0] = -1;
-	S.v[0] = from_bits(0xfff4000000000abcULL);
+	S.v[0] = gw_double_of(0xfff4000000000abcULL);
 	roundtrip(&S, 1);
 	S.n = 500;
 	for (size_t i = 0; i < S.n; i++) {
@@ -468,7 +453,8 @@ static void runs_broken(struct series *s, unsigned how)
 				t -= 1000;
 				break;
 			default: /* a NaN: XOR mode from there on */
-				v = from_bits(0x7ff8000000000000ULL | rndn(8));
+				v = gw_double_of(0x7ff8000000000000ULL |
+						 rndn(8));
 				break;
 			}
 		}
@@ -491,7 +477,7 @@ static void constant_runs_decode_mid_run(void **state)
 	S.n = 1000;
 	for (size_t i = 0; i < S.n; i++) {
 		S.t[i] = i < 2 ? (int64_t)i : 7;
-		S.v[i] = from_bits(0x7ff0000000000001ULL);
+		S.v[i] = gw_double_of(0x7ff0000000000001ULL);
 	}
 	roundtrip(&S, 1);
 	/* A counter rising by exactly the same step: predicted too. */
@@ -525,7 +511,8 @@ static void runs_broken_decode_mid_run(void **state)
 			S.v[S.n++] = 3.25;
 		}
 		S.t[S.n] = (int64_t)S.n * 10;
-		S.v[S.n++] = len % 2 ? 3.5 : from_bits(0x400a000000000000ULL);
+		S.v[S.n++] =
+		    len % 2 ? 3.5 : gw_double_of(0x400a000000000000ULL);
 	}
 	roundtrip(&S, 1);
 }
@@ -573,7 +560,7 @@ static void run_to_max_samples(void **state)
 							     GW_CHUNK_MAX_SAMPLES),
 					 (long)i + 1);
 			assert_true(dt_[i] == (int64_t)i * 1000);
-			assert_true(to_bits(dv_[i]) == to_bits(7.5));
+			assert_true(gw_bits_of(dv_[i]) == gw_bits_of(7.5));
 		}
 	}
 	p = gw_chunk_bytes(&e, &len);
@@ -593,7 +580,7 @@ static void run_to_max_samples(void **state)
 			 GW_CHUNK_MAX_SAMPLES);
 	for (uint32_t i = 0; i < GW_CHUNK_MAX_SAMPLES; i++)
 		if (dt_[i] != (int64_t)i * 1000 ||
-		    to_bits(dv_[i]) != to_bits(7.5))
+		    gw_bits_of(dv_[i]) != gw_bits_of(7.5))
 			fail_msg("sample %u", i);
 	/* A run reset and started again in the same allocation. */
 	gw_chunk_enc_reset(&e);
@@ -639,10 +626,10 @@ static void full_by_size_mid_run(void **state)
 				     (rnd() & 0x3ffffffffffffffcULL)
 			   : 0x4000000000000001ULL |
 				     (rnd() & 0x3ffffffffffffffeULL);
-		assert_int_equal(gw_chunk_append(&e, (int64_t)t, from_bits(v)),
-				 0);
+		assert_int_equal(
+		    gw_chunk_append(&e, (int64_t)t, gw_double_of(v)), 0);
 		ts[n] = (int64_t)t;
-		vs[n++] = from_bits(v);
+		vs[n++] = gw_double_of(v);
 		/* (A sample adds < 32 bytes; the checksum is not free.) */
 		if (n % 64 == 0 || len >= GW_CHUNK_MAX_BYTES - 4096)
 			p = gw_chunk_bytes(&e, &len);
@@ -653,19 +640,19 @@ static void full_by_size_mid_run(void **state)
 		if (len >= GW_CHUNK_MAX_BYTES - 2)
 			break;
 		v ^= 1ULL << 63;
-		assert_int_equal(gw_chunk_append(&e, (int64_t)t, from_bits(v)),
-				 0);
+		assert_int_equal(
+		    gw_chunk_append(&e, (int64_t)t, gw_double_of(v)), 0);
 		ts[n] = (int64_t)t;
-		vs[n++] = from_bits(v);
+		vs[n++] = gw_double_of(v);
 	}
 	assert_int_equal(len, GW_CHUNK_MAX_BYTES - 2);
 	/* The same sample again and again: a run, until its length won't fit. */
 	for (;;) {
-		r = gw_chunk_append(&e, (int64_t)t, from_bits(v));
+		r = gw_chunk_append(&e, (int64_t)t, gw_double_of(v));
 		if (r)
 			break;
 		ts[n] = (int64_t)t;
-		vs[n++] = from_bits(v);
+		vs[n++] = gw_double_of(v);
 		run++;
 	}
 	assert_int_equal(r, -ENOSPC);
@@ -676,7 +663,7 @@ static void full_by_size_mid_run(void **state)
 	assert_true(len <= GW_CHUNK_MAX_BYTES);
 	memcpy(copy, p, len);
 	/* Refused again, and a sample that ends the run does not fit either. */
-	assert_int_equal(gw_chunk_append(&e, (int64_t)t, from_bits(v)),
+	assert_int_equal(gw_chunk_append(&e, (int64_t)t, gw_double_of(v)),
 			 -ENOSPC);
 	assert_int_equal(gw_chunk_append(&e, (int64_t)t, 1.5), -ENOSPC);
 	assert_int_equal(gw_chunk_count(&e), n);
@@ -792,7 +779,7 @@ static void full_by_size(void **state)
 				     (rnd() & 0x3ffffffffffffffcULL)
 			   : 0x4000000000000001ULL |
 				     (rnd() & 0x3ffffffffffffffeULL);
-		r = gw_chunk_append(&e, (int64_t)t, from_bits(v));
+		r = gw_chunk_append(&e, (int64_t)t, gw_double_of(v));
 		if (r)
 			break;
 	}
@@ -806,7 +793,7 @@ static void full_by_size(void **state)
 	assert_non_null(copy);
 	memcpy(copy, p, len);
 	/* Another big sample fails the same way and changes nothing. */
-	assert_int_equal(gw_chunk_append(&e, INT64_MAX, from_bits(rnd())),
+	assert_int_equal(gw_chunk_append(&e, INT64_MAX, gw_double_of(rnd())),
 			 -ENOSPC);
 	p = gw_chunk_bytes(&e, &len2);
 	assert_int_equal(len2, len);
