@@ -11,6 +11,7 @@
 #include "store/store_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -43,6 +44,7 @@ int gw_store_flush(struct gw_store *s)
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
 	size_t n = gw_series_index_count(s->idx);
 	sqlite3_stmt *st = NULL;
+	char why[256] = "";
 	int err = 0, rc;
 
 	s->next_flush = gw_store_now(s) + s->o.flush_ms;
@@ -78,9 +80,11 @@ int gw_store_flush(struct gw_store *s)
 	}
 	if (err)
 		goto out;
-	err = gw_store_exec(s->index, "BEGIN");
-	if (err)
+	rc = sqlite3_exec(s->index, "BEGIN", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		err = -EIO;
 		goto out;
+	}
 	for (size_t i = 0; i < n && !err; i++) {
 		struct gw_series *ser = gw_series_index_at(s->idx, i);
 		struct head *h = ser->head;
@@ -98,14 +102,17 @@ int gw_store_flush(struct gw_store *s)
 					  SQLITE_STATIC);
 			rc = sqlite3_step(st);
 		}
-		sqlite3_finalize(st);
 		if (rc != SQLITE_DONE)
-			err = gw_store_sql_err(s->index, rc, "head log");
+			err = rc == SQLITE_FULL ? -ENOSPC : -EIO;
+		sqlite3_finalize(st);
 	}
-	if (!err)
-		err = gw_store_exec(s->index, "COMMIT");
+	if (!err && sqlite3_exec(s->index, "COMMIT", NULL, NULL, NULL) !=
+			    SQLITE_OK)
+		err = -EIO;
 	if (err) {
-		(void)gw_store_exec(s->index, "ROLLBACK");
+		/* The message before the rollback clears it. */
+		snprintf(why, sizeof(why), "%s", sqlite3_errmsg(s->index));
+		(void)sqlite3_exec(s->index, "ROLLBACK", NULL, NULL, NULL);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -121,10 +128,24 @@ out:
 	atomic_store(&s->st_flush_ns,
 		     (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL +
 				(b.tv_nsec - a.tv_nsec)));
-	if (err)
+	/* One line when flushes start failing and one when they work
+	 * again, not one every flush interval. */
+	if (err) {
 		atomic_fetch_add(&s->st_flush_errors, 1);
-	else
+		if (!s->flush_failing)
+			gw_err("store: flushing new samples to %s/index.db "
+			       "failed (%s); they stay in memory, retried every "
+			       "%lld ms, counted in "
+			       "gpuwatch_store_flushes_total{result=\"error\"}",
+			       s->dir, *why ? why : strerror(-err),
+			       (long long)s->o.flush_ms);
+		s->flush_failing = true;
+	} else {
 		atomic_fetch_add(&s->st_flushes, 1);
+		if (s->flush_failing)
+			gw_info("store: flushes work again");
+		s->flush_failing = false;
+	}
 	return err;
 }
 

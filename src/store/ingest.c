@@ -23,6 +23,10 @@ static const struct gw_family
 		      GW_COUNTER },
 	f_flushes = { "gpuwatch_store_flushes_total",
 		      "Flushes of new samples to disk, by result.", GW_COUNTER },
+	f_unlogged = { "gpuwatch_store_samples_unlogged_total",
+		       "Samples kept in memory but not in the head log because "
+		       "flushes kept failing; lost if the agent dies before "
+		       "the next hourly cut.", GW_COUNTER },
 	f_flush_secs = { "gpuwatch_store_last_flush_duration_seconds",
 			 "Time the last flush took.", GW_GAUGE },
 	f_cuts = { "gpuwatch_store_cuts_total",
@@ -138,6 +142,7 @@ static void publish_stats(struct ingest *in)
 	gw_snap_add(n, &f_flushes, (double)st.flush_errors, NULL, "result",
 		    "error", NULL);
 	gw_snap_add(n, &f_flush_secs, st.last_flush_seconds, NULL, NULL);
+	gw_snap_add(n, &f_unlogged, (double)st.samples_unlogged, NULL, NULL);
 	gw_snap_add(n, &f_cuts, (double)st.cuts, NULL, NULL);
 	gw_snap_add(n, &f_parts, (double)st.partitions, NULL, NULL);
 	gw_snap_add(n, &f_dropped, (double)st.partitions_dropped_retention,

@@ -660,9 +660,23 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		struct pending *np;
 
 		if (h->npend >= PEND_MAX) {
-			err = gw_store_flush(s);
-			if (err)
-				return err;
+			/*
+			 * Flushes keep failing (disk full, I/O errors): the
+			 * oldest half of the series' unflushed samples leaves
+			 * the log.  They stay in the head and reach the
+			 * partitions at the next cut; only a crash before
+			 * then loses them, and they are counted.
+			 */
+			if (gw_store_now(s) < s->next_flush ||
+			    gw_store_flush(s) != 0) {
+				uint32_t half = h->npend / 2;
+
+				memmove(h->pend, h->pend + half,
+					(h->npend - half) * sizeof(*h->pend));
+				h->npend -= half;
+				s->pend_total -= half;
+				atomic_fetch_add(&s->st_unlogged, half);
+			}
 		} else {
 			np = realloc(h->pend, ncap * sizeof(*np));
 			if (!np)
@@ -1424,6 +1438,7 @@ void gw_store_stats(struct gw_store *s, struct gw_store_stats *st)
 	st->samples_refused_cap = atomic_load(&s->st_cap);
 	st->samples_refused_bad = atomic_load(&s->st_bad);
 	st->flushes = atomic_load(&s->st_flushes);
+	st->samples_unlogged = atomic_load(&s->st_unlogged);
 	st->flush_errors = atomic_load(&s->st_flush_errors);
 	st->cuts = atomic_load(&s->st_cuts);
 	st->partitions_dropped_retention = atomic_load(&s->st_drop_ret);

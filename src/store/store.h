@@ -111,6 +111,7 @@ struct gw_store_stats {
 	uint64_t samples_refused_cap;    /* series or label caps */
 	uint64_t samples_refused_bad;    /* malformed names or labels */
 	uint64_t flushes, flush_errors;
+	uint64_t samples_unlogged;       /* kept in memory only: flushes failed */
 	uint64_t cuts;
 	uint64_t partitions;
 	uint64_t partitions_dropped_retention;

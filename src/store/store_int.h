@@ -106,12 +106,13 @@ struct gw_store {
 	int64_t next_flush;  /* ms */
 	int64_t last_maint;  /* ms */
 	uint64_t pend_total;
+	bool flush_failing;  /* logged once per streak */
 	atomic_flag warned_cap, warned_bad, warned_order, warned_corrupt;
 
 	/* Statistics (atomics: read by any thread). */
 	_Atomic uint64_t st_appended, st_order, st_cap, st_bad, st_flushes,
 		st_flush_errors, st_cuts, st_drop_ret, st_drop_budget,
-		st_quarantined, st_corrupt, st_disk;
+		st_quarantined, st_corrupt, st_disk, st_unlogged;
 	_Atomic uint64_t st_tier_bytes[GW_TIERS], st_tier_samples[GW_TIERS];
 	_Atomic uint64_t st_flush_ns;
 };

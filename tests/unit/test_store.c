@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -33,6 +35,7 @@ struct fixture {
 	int64_t now;
 	struct gw_store_opts o;
 	struct gw_store *s;
+	bool maint_may_fail; /* the test breaks the disk on purpose */
 };
 
 static int64_t fake_now(void *ctx)
@@ -100,8 +103,12 @@ static void feed(struct fixture *f, int64_t from, int64_t to, int gpus)
 					 0);
 		}
 		f->now = t + 1;
-		if (t % 5000 == 0)
-			assert_int_equal(gw_store_maintain(f->s), 0);
+		if (t % 5000 == 0) {
+			int r = gw_store_maintain(f->s);
+
+			if (!f->maint_may_fail)
+				assert_int_equal(r, 0);
+		}
 	}
 }
 
@@ -440,6 +447,47 @@ static void damaged_index_is_rebuilt_from_partitions(void **state)
 	expect_raw(f, T0, T0 + 2 * HOUR);
 }
 
+static void sql(const char *path, const char *stmt)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static void failing_flushes_keep_samples_in_memory(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+	char path[256];
+
+	feed(f, T0, T0 + 60000, 2);
+	/* Flushes fail from now on: the head log's table is gone. */
+	snprintf(path, sizeof(path), "%s/index.db", f->dir);
+	sql(path, "DROP TABLE head");
+	f->maint_may_fail = true;
+	feed(f, T0 + 60000, T0 + 60000 + 5000 * 1000, 2);
+	gw_store_stats(f->s, &st);
+	assert_true(st.flush_errors > 0);
+	assert_true(st.samples_unlogged > 0);
+	/* nothing was refused and everything is still readable */
+	assert_int_equal(st.samples_refused_order + st.samples_refused_cap +
+				 st.samples_refused_bad, 0);
+	expect_raw(f, T0, T0 + 60000 + 5000 * 1000);
+	/* the disk comes back: flushes and cuts go on */
+	sql(path, "CREATE TABLE head(seq INTEGER PRIMARY KEY, t_min INTEGER "
+		  "NOT NULL, t_max INTEGER NOT NULL, data BLOB NOT NULL)");
+	feed(f, T0 + 60000 + 5000 * 1000, T0 + 3 * HOUR, 2);
+	f->maint_may_fail = false;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	gw_store_stats(f->s, &st);
+	assert_true(st.cuts >= 2);
+	reopen(f);
+	expect_raw(f, T0, T0 + 3 * HOUR);
+}
+
 static void export_copies_a_partition(void **state)
 {
 	struct fixture *f = *state;
@@ -484,6 +532,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(export_copies_a_partition,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			failing_flushes_keep_samples_in_memory, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
