@@ -10,10 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A string-keyed open-addressing map; keys are borrowed from the values. */
+/*
+ * A string-keyed open-addressing map (linear probing); keys are borrowed
+ * from the values.  Each slot keeps its key's hash, so a probe compares
+ * strings only when the hashes agree (keys share long prefixes such as
+ * "gpuwatch_gpu_").
+ */
 struct smap {
 	const char **keys;
 	void **vals;
+	uint64_t *hashes;
 	size_t cap, n; /* cap is a power of two */
 };
 
@@ -28,15 +34,15 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-static void **smap_slot(const struct smap *m, const char *key, size_t *at)
+static void **smap_slot(const struct smap *m, const char *key, uint64_t h,
+			size_t *at)
 {
 	size_t i;
 
 	if (!m->cap)
 		return NULL;
-	for (i = hash_str(key) & (m->cap - 1); m->keys[i];
-	     i = (i + 1) & (m->cap - 1)) {
-		if (strcmp(m->keys[i], key) == 0) {
+	for (i = h & (m->cap - 1); m->keys[i]; i = (i + 1) & (m->cap - 1)) {
+		if (m->hashes[i] == h && strcmp(m->keys[i], key) == 0) {
 			*at = i;
 			return &m->vals[i];
 		}
@@ -48,7 +54,7 @@ static void **smap_slot(const struct smap *m, const char *key, size_t *at)
 static void *smap_get(const struct smap *m, const char *key)
 {
 	size_t at;
-	void **v = smap_slot(m, key, &at);
+	void **v = smap_slot(m, key, hash_str(key), &at);
 
 	return v ? *v : NULL;
 }
@@ -58,10 +64,12 @@ static int smap_grow(struct smap *m)
 	size_t cap = m->cap ? m->cap * 2 : 64;
 	const char **keys = calloc(cap, sizeof(*keys));
 	void **vals = calloc(cap, sizeof(*vals));
+	uint64_t *hashes = calloc(cap, sizeof(*hashes));
 
-	if (!keys || !vals) {
+	if (!keys || !vals || !hashes) {
 		free(keys);
 		free(vals);
+		free(hashes);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < m->cap; i++) {
@@ -69,16 +77,19 @@ static int smap_grow(struct smap *m)
 
 		if (!m->keys[i])
 			continue;
-		for (j = hash_str(m->keys[i]) & (cap - 1); keys[j];
+		for (j = m->hashes[i] & (cap - 1); keys[j];
 		     j = (j + 1) & (cap - 1))
 			;
 		keys[j] = m->keys[i];
 		vals[j] = m->vals[i];
+		hashes[j] = m->hashes[i];
 	}
 	free(m->keys);
 	free(m->vals);
+	free(m->hashes);
 	m->keys = keys;
 	m->vals = vals;
+	m->hashes = hashes;
 	m->cap = cap;
 	return 0;
 }
@@ -86,18 +97,21 @@ static int smap_grow(struct smap *m)
 /* Inserts key (absent) -> val; the key string must outlive the map. */
 static int smap_put(struct smap *m, const char *key, void *val)
 {
+	uint64_t h = hash_str(key);
 	size_t at;
 
-	if ((m->n + 1) * 4 > m->cap * 3) {
+	/* At most half full: short probe runs. */
+	if ((m->n + 1) * 2 > m->cap) {
 		int err = smap_grow(m);
 
 		if (err)
 			return err;
 	}
-	if (smap_slot(m, key, &at))
+	if (smap_slot(m, key, h, &at))
 		return -EEXIST;
 	m->keys[at] = key;
 	m->vals[at] = val;
+	m->hashes[at] = h;
 	m->n++;
 	return 0;
 }
@@ -106,6 +120,7 @@ static void smap_release(struct smap *m)
 {
 	free(m->keys);
 	free(m->vals);
+	free(m->hashes);
 	memset(m, 0, sizeof(*m));
 }
 

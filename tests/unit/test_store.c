@@ -292,6 +292,19 @@ static void series_cap_refuses_and_counts(void **state)
 	gw_store_stats(f->s, &st);
 	assert_int_equal(st.series, 3);
 	assert_int_equal(st.samples_refused_cap, 2);
+
+	/* distinct values of one label name over all series */
+	f->o.max_series = 100;
+	f->o.max_values = 3;
+	reopen(f); /* the three series come back from index.db */
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series, 3);
+	assert_int_equal(gw_store_append(f->s, "m", "pid=\"0\"", T0 + 1000, 1),
+			 0);
+	assert_int_equal(gw_store_append(f->s, "m2", "pid=\"0\"", T0, 1), 0);
+	assert_int_equal(gw_store_append(f->s, "m", "pid=\"7\"", T0, 1), -E2BIG);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.samples_refused_cap, 1);
 }
 
 static size_t count_files(const char *dir, const char *sub)
