@@ -714,7 +714,7 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		if (h->last_t != INT64_MIN && t > h->last_t)
 			h->last_dt = t - h->last_t;
 		h->last_t = t;
-		if (h->first_t == INT64_MIN)
+		if (h->first_t == INT64_MIN && !h->from_disk)
 			h->first_t = t;
 	}
 	pthread_rwlock_unlock(&s->lock);
@@ -745,8 +745,11 @@ static int attach_series(struct gw_store *s, const struct gw_labels *l,
 		ser->head = head_new();
 		if (!ser->head)
 			err = -ENOMEM;
-		else
+		else {
 			((struct head *)ser->head)->persisted = persisted;
+			/* From disk: it may have data from before this run. */
+			((struct head *)ser->head)->from_disk = id != 0;
+		}
 	}
 	pthread_rwlock_unlock(&s->lock);
 	if (err == -ENOSPC || err == -E2BIG) {

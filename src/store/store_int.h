@@ -60,7 +60,8 @@ struct head {
 	int64_t raw_hour;  /* hour of the open raw chunk */
 	int64_t last_t;    /* last sample, INT64_MIN when none */
 	int64_t last_dt;   /* its distance from the one before, 0: unknown */
-	int64_t first_t;   /* first sample ever seen (for series()) */
+	int64_t first_t;   /* first sample ever; INT64_MIN: unknown */
+	bool from_disk;    /* known before this run: first_t stays unknown */
 	struct gw_rollup m1;
 	bool m1_open;
 	struct gw_buf m1_closed; /* framed rollups of the hour m1_hour */

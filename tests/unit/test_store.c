@@ -164,9 +164,11 @@ static void samples_round_trip_across_cuts_and_restarts(void **state)
 	/* A clean restart: partitions + the head log. */
 	reopen(f);
 	expect_raw(f, T0, T0 + 3 * HOUR + 600000);
-	/* and the store goes on after it */
+	/* and the store goes on after it; what came before the restart
+	 * stays visible to queries that end before the new samples */
 	feed(f, T0 + 3 * HOUR + 600000, T0 + 4 * HOUR + 60000, 2);
 	expect_raw(f, T0 + HOUR, T0 + 4 * HOUR + 60000);
+	expect_raw(f, T0, T0 + HOUR);
 }
 
 static void rollups_hold_minute_and_hour_aggregates(void **state)
