@@ -40,7 +40,8 @@ static void set_error(struct gw_promql_error *e, const char *q, size_t len,
 			last_nl = i;
 		}
 	e->pos = (uint32_t)pos;
-	snprintf(e->msg, sizeof(e->msg), "%u:%zu: parse error: %s", line,
+	/* The message is cut to fit after the position prefix. */
+	snprintf(e->msg, sizeof(e->msg), "%u:%zu: parse error: %.200s", line,
 		 pos - last_nl, msg);
 }
 
