@@ -228,6 +228,7 @@ static int ingest_start(struct gw_agent *a, void **priv)
 		free(in);
 		return err;
 	}
+	pthread_setname_np(in->thread, "gw-store");
 	in->started = true;
 	*priv = in;
 	return 0;
