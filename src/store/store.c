@@ -1108,12 +1108,45 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 	}
 }
 
+/* Quarantines a partition a query found damaged, once checked. */
+static void check_suspect(struct gw_store *s)
+{
+	char path[sizeof(s->suspect)];
+
+	pthread_mutex_lock(&s->suspect_lock);
+	memcpy(path, s->suspect, sizeof(path));
+	s->suspect[0] = '\0';
+	pthread_mutex_unlock(&s->suspect_lock);
+	if (!path[0])
+		return;
+	for (size_t i = 0; i < s->nparts; i++) {
+		struct part p;
+
+		if (strcmp(s->parts[i].path, path) != 0)
+			continue;
+		if (gw_store_check_file(path) != -EBADMSG)
+			return; /* readable after all (or gone) */
+		pthread_rwlock_wrlock(&s->lock);
+		p = s->parts[i];
+		memmove(&s->parts[i], &s->parts[i + 1],
+			(s->nparts - i - 1) * sizeof(*s->parts));
+		s->nparts--;
+		pthread_rwlock_unlock(&s->lock);
+		if (p.w)
+			sqlite3_close(p.w);
+		gw_store_quarantine(s, path, "SQLite reported corruption while "
+				    "reading it");
+		return;
+	}
+}
+
 int gw_store_maintain(struct gw_store *s)
 {
 	int64_t now = gw_store_now(s);
 	int64_t H = floor_to(now - s->o.grace_ms, MS_HOUR);
 	int err = 0;
 
+	check_suspect(s);
 	if (now >= s->next_flush)
 		err = gw_store_flush(s);
 	if (!err && H > s->watermark)
@@ -1344,6 +1377,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		s->o.flush_ms = 5000;
 	snprintf(s->dir, sizeof(s->dir), "%s", o->dir);
 	pthread_rwlock_init(&s->lock, NULL);
+	pthread_mutex_init(&s->suspect_lock, NULL);
 	atomic_flag_clear(&s->warned_cap);
 	atomic_flag_clear(&s->warned_bad);
 	atomic_flag_clear(&s->warned_order);
@@ -1426,6 +1460,7 @@ void gw_store_close(struct gw_store *s)
 	sqlite3_close(s->index);
 	gw_series_index_free(s->idx, head_free);
 	pthread_rwlock_destroy(&s->lock);
+	pthread_mutex_destroy(&s->suspect_lock);
 	free(s);
 }
 

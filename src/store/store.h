@@ -32,8 +32,9 @@
  *
  * Retention per tier drops whole day partitions; the disk budget drops the
  * oldest partitions first (today's are never dropped).  A partition that
- * fails its integrity check (at open, or SQLITE_CORRUPT on read) is moved
- * to quarantine/, counted and logged; everything else keeps working.  A
+ * fails its integrity check (at open, or after a query met SQLITE_CORRUPT
+ * in it: checked at the next maintenance) is moved to quarantine/, counted
+ * and logged; everything else keeps working.  A
  * corrupt index.db is quarantined and the series table rebuilt from the
  * partitions (the unflushed head log in it is lost, and reported).
  *

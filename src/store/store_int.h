@@ -110,6 +110,11 @@ struct gw_store {
 	bool flush_failing;  /* logged once per streak */
 	atomic_flag warned_cap, warned_bad, warned_order, warned_corrupt;
 
+	/* A partition a query found damaged, for the writer to check and
+	 * quarantine at its next maintenance (one at a time). */
+	pthread_mutex_t suspect_lock;
+	char suspect[PATH_MAX + 320];
+
 	/* Statistics (atomics: read by any thread). */
 	_Atomic uint64_t st_appended, st_order, st_cap, st_bad, st_flushes,
 		st_flush_errors, st_cuts, st_drop_ret, st_drop_budget,

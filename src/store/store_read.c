@@ -278,8 +278,12 @@ static void note_corrupt_file(struct gw_store *s, const char *path)
 	atomic_fetch_add(&s->st_corrupt, 1);
 	gw_log_once(&s->warned_corrupt, GW_LOG_ERROR,
 		    "store: %s is damaged (SQLite reports corruption); its "
-		    "chunks are skipped and it is quarantined at the next "
-		    "start", path);
+		    "chunks are skipped and the file is checked and "
+		    "quarantined", path);
+	pthread_mutex_lock(&s->suspect_lock);
+	if (!s->suspect[0])
+		snprintf(s->suspect, sizeof(s->suspect), "%s", path);
+	pthread_mutex_unlock(&s->suspect_lock);
 }
 
 static int read_partition(struct gw_store *s, const char *path,

@@ -447,6 +447,40 @@ static void damaged_files_are_quarantined(void **state)
 	expect_raw(f, T0 + DAY, T0 + DAY + 3 * HOUR + 20000);
 }
 
+static void damage_found_by_a_query_is_quarantined(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+	struct gw_series_set set;
+	char path[256];
+	struct stat sb;
+
+	feed(f, T0, T0 + DAY + 2 * HOUR, 2);
+	/* Day 1 is closed; damage its raw file under the running store. */
+	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	/* every page but the first: opening works, reading does not */
+	for (long at = 1024; at + 1024 <= sb.st_size; at += 1024)
+		garble(path, at, 1024);
+	set = select_gpu(f, "1", T0, T0 + DAY - 1, GW_TIER_RAW);
+	gw_series_set_release(&set);
+	gw_store_stats(f->s, &st);
+	assert_true(st.corrupt_chunks > 0);
+	f->now += 1000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.files_quarantined, 1);
+	assert_int_equal(count_files(f->dir, "quarantine"), 1);
+	assert_int_not_equal(access(path, F_OK), 0);
+	/* everything else stays readable */
+	expect_raw(f, T0 + DAY, T0 + DAY + 2 * HOUR);
+	set = select_gpu(f, "1", T0, T0 + DAY, GW_TIER_1H);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 24);
+	gw_series_set_release(&set);
+}
+
 static void damaged_index_is_rebuilt_from_partitions(void **state)
 {
 	struct fixture *f = *state;
@@ -542,6 +576,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(damaged_files_are_quarantined,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			damage_found_by_a_query_is_quarantined, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			damaged_index_is_rebuilt_from_partitions, setup,
 			teardown),
