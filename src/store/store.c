@@ -736,22 +736,24 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 static int attach_series(struct gw_store *s, const struct gw_labels *l,
 			 uint32_t id, bool persisted, struct gw_series **out)
 {
-	struct gw_series *ser;
+	/* The head first: a series in the index always has one. */
+	struct head *h = head_new();
+	struct gw_series *ser = NULL;
 	int err;
 
+	if (!h)
+		return -ENOMEM;
+	h->persisted = persisted;
+	/* From disk: it may have data from before this run. */
+	h->from_disk = id != 0;
 	pthread_rwlock_wrlock(&s->lock);
 	err = gw_series_index_add(s->idx, l, id, &ser);
 	if (!err && !ser->head) {
-		ser->head = head_new();
-		if (!ser->head)
-			err = -ENOMEM;
-		else {
-			((struct head *)ser->head)->persisted = persisted;
-			/* From disk: it may have data from before this run. */
-			((struct head *)ser->head)->from_disk = id != 0;
-		}
+		ser->head = h;
+		h = NULL;
 	}
 	pthread_rwlock_unlock(&s->lock);
+	head_free(h);
 	if (err == -ENOSPC || err == -E2BIG) {
 		atomic_fetch_add(&s->st_cap, 1);
 		gw_log_once(&s->warned_cap, GW_LOG_WARN,
@@ -845,7 +847,15 @@ static int64_t chunk_day(enum gw_tier tier, int64_t t_min)
 static int write_cut(struct gw_store *s, int64_t H)
 {
 	size_t n = gw_series_index_count(s->idx);
-	struct part *open[16];
+	/*
+	 * Partitions with an open transaction, by (tier, day): opening
+	 * another partition may move the array they live in, so no
+	 * pointer into it is kept across part_writable().
+	 */
+	struct {
+		enum gw_tier tier;
+		int64_t day;
+	} open[16];
 	size_t nopen = 0;
 	int err = 0;
 
@@ -867,7 +877,7 @@ static int write_cut(struct gw_store *s, int64_t H)
 		if (err)
 			break;
 		for (size_t k = 0; k < nopen; k++)
-			seen |= open[k] == p;
+			seen |= open[k].tier == p->tier && open[k].day == p->day;
 		if (!seen) {
 			if (nopen == 16) {
 				err = -E2BIG;
@@ -876,7 +886,8 @@ static int write_cut(struct gw_store *s, int64_t H)
 			err = gw_store_exec(p->w, "BEGIN");
 			if (err)
 				break;
-			open[nopen++] = p;
+			open[nopen].tier = p->tier;
+			open[nopen++].day = p->day;
 		}
 		err = gw_store_insert_series(p->w, ser, true);
 		if (!err)
@@ -904,7 +915,7 @@ static int write_cut(struct gw_store *s, int64_t H)
 		if (err)
 			break;
 		for (size_t j = 0; j < nopen; j++)
-			seen |= open[j] == p;
+			seen |= open[j].tier == p->tier && open[j].day == p->day;
 		if (!seen) {
 			if (nopen == 16) {
 				err = -E2BIG;
@@ -913,7 +924,8 @@ static int write_cut(struct gw_store *s, int64_t H)
 			err = gw_store_exec(p->w, "BEGIN");
 			if (err)
 				break;
-			open[nopen++] = p;
+			open[nopen].tier = p->tier;
+			open[nopen++].day = p->day;
 		}
 		err = gw_store_frame_decode(&h->h1_day, &r, &k);
 		gw_buf_init(&out, 64u << 20);
@@ -928,10 +940,14 @@ static int write_cut(struct gw_store *s, int64_t H)
 		gw_rollup_free_array(r, k);
 	}
 	for (size_t k = 0; k < nopen; k++) {
+		struct part *p = part_find(s, open[k].tier, open[k].day);
+
+		if (!p || !p->w)
+			continue;
 		if (err)
-			(void)gw_store_exec(open[k]->w, "ROLLBACK");
+			(void)gw_store_exec(p->w, "ROLLBACK");
 		else
-			err = gw_store_exec(open[k]->w, "COMMIT");
+			err = gw_store_exec(p->w, "COMMIT");
 	}
 	return err;
 }

@@ -367,7 +367,7 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 
 		if (!gw_matchers_match(m, nm, &ser->labels))
 			continue;
-		if (h->first_t != INT64_MIN && h->first_t > maxt + MS_HOUR)
+		if (h->first_t != INT64_MIN && h->first_t - MS_HOUR > maxt)
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;

@@ -19,7 +19,12 @@
 
 #include "common/buf.h"
 #include "core/config.h"
+#include "http/promql.h"
 #include "pipeline/metrics.h"
+#include "store/store.h"
+
+/* The in-memory queryable of the PromQL tests, compiled in here. */
+#include "fake_queryable.c"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
@@ -202,6 +207,150 @@ static void config_file_out_of_memory(void **state)
 	unlink(path);
 }
 
+/* One query, parsed and evaluated, with allocation n failing. */
+static int promql_once(const struct gw_queryable *q, const char *query,
+		       bool range, long n)
+{
+	struct gw_promql_opts o = { .lookback_ms = 300000 };
+	struct gw_promql_error perr;
+	struct gw_pq_node *e = NULL;
+	struct gw_qresult res;
+	int r;
+
+	countdown = n;
+	r = gw_promql_parse(query, &e, &perr);
+	if (r == 0) {
+		r = range ? gw_promql_eval_range(e, q, 60000, 600000, 15000, &o,
+						 &res) :
+			    gw_promql_eval_instant(e, q, 600000, &o, &res);
+		/* A failed evaluation says why and holds no data. */
+		if (r)
+			assert_true(res.err != GW_QERR_NONE && res.nseries == 0);
+		gw_qresult_release(&res);
+	}
+	countdown = -1;
+	gw_promql_free(e);
+	return r;
+}
+
+static void promql_out_of_memory(void **state)
+{
+	static const char *const queries[] = {
+		"sum by (gpu) (rate(m_total[1m]))",
+		"topk(2, avg_over_time(m_total[2m]) * 2 > 1)",
+		"quantile_over_time(0.9, m_total{gpu=~\"0|1\"}[5m])",
+		"m_total / on (gpu) group_x",
+	};
+	struct gw_queryable q;
+	struct gw_fakeq *f;
+
+	(void)state;
+	assert_int_equal(gw_fakeq_new(&f), 0);
+	for (int g = 0; g < 3; g++) {
+		char labels[16];
+		size_t id;
+
+		snprintf(labels, sizeof(labels), "gpu=\"%d\"", g);
+		assert_int_equal(gw_fakeq_series(f, "m_total", labels, &id), 0);
+		for (int64_t t = 0; t <= 600000; t += 10000)
+			assert_int_equal(gw_fakeq_sample(f, id, t,
+							 (double)(t / 1000 * (g + 1))),
+					 0);
+	}
+	gw_fakeq_queryable(f, &q);
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+		for (int range = 0; range < 2; range++) {
+			int good = promql_once(&q, queries[i], range, -1);
+			long n;
+
+			for (n = 0; n < 5000; n++) {
+				long before = failures;
+				int r = promql_once(&q, queries[i], range, n);
+
+				if (failures == before) {
+					assert_int_equal(r, good);
+					break;
+				}
+				assert_true(r == 0 || r == -ENOMEM || r == -EINVAL);
+			}
+			assert_true(n < 5000);
+		}
+	}
+	gw_fakeq_free(f);
+}
+
+static int64_t store_clock(void *ctx)
+{
+	return *(int64_t *)ctx;
+}
+
+/* Opens a store, appends across an hourly cut, reads, closes: with
+ * allocation n failing somewhere.  Returns the samples read back. */
+static long store_once(const char *dir, long n)
+{
+	struct gw_store_opts o;
+	struct gw_store *s = NULL;
+	const int64_t start = 1796083200000LL; /* 2026-12-01T00:00:00Z */
+	int64_t now = start;
+	char err[256];
+	long got = -1;
+
+	gw_store_opts_defaults(&o);
+	o.dir = dir;
+	o.now = store_clock;
+	o.now_ctx = &now;
+	countdown = n;
+	if (gw_store_open(&s, &o, err, sizeof(err)) == 0) {
+		const struct gw_queryable *q = gw_store_queryable(s);
+		struct gw_query_limits lim = { 0 };
+		struct gw_series_set set = { 0 };
+		struct gw_matcher m;
+
+		for (int64_t t = start; t < start + 3600000 + 60000; t += 20000) {
+			(void)!gw_store_append(s, "gpuwatch_x", "gpu=\"0\"", t,
+					       (double)t);
+			(void)!gw_store_append(s, "gpuwatch_y", "gpu=\"1\"", t, 1);
+			now = t + 1;
+			(void)!gw_store_maintain(s);
+		}
+		if (gw_matcher_init(&m, GW_MATCH_EQ, "gpu", "0", NULL, 0) == 0) {
+			if (q->select(q->ctx, &m, 1, 0, INT64_MAX, GW_TIER_RAW,
+				      &lim, &set) == 0)
+				got = set.n ? (long)set.s[0].n : 0;
+			gw_series_set_release(&set);
+			gw_matcher_release(&m);
+		}
+		gw_store_close(s);
+	}
+	countdown = -1;
+	return got;
+}
+
+static void store_out_of_memory(void **state)
+{
+	long good, n;
+
+	(void)state;
+	for (n = 0; n < 20000; n += n < 400 ? 1 : 37) {
+		char dir[] = "/tmp/gw-alloc-store-XXXXXX", cmd[64];
+		long before = failures, got;
+
+		assert_non_null(mkdtemp(dir));
+		got = store_once(dir, n);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+		if (failures == before) {
+			assert_int_equal(got, 183);
+			break;
+		}
+		/* Whatever failed, what comes back is no more than was put. */
+		assert_true(got <= 183);
+	}
+	assert_true(n < 20000);
+	good = n;
+	(void)good;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +358,8 @@ int main(void)
 		cmocka_unit_test(snap_counts_what_it_cannot_hold),
 		cmocka_unit_test(nth_allocation_fails),
 		cmocka_unit_test(config_file_out_of_memory),
+		cmocka_unit_test(promql_out_of_memory),
+		cmocka_unit_test(store_out_of_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
