@@ -19,7 +19,9 @@ static const struct gw_family
 	f_refused = { "gpuwatch_store_samples_refused_total",
 		      "Samples the store refused, by reason: out_of_order (older "
 		      "than the series' last or the last cut), cap (series or "
-		      "label-value cap), bad (malformed name or labels).",
+		      "label-value cap), bad (malformed name or labels), "
+		      "batch_full (one pass held more than the ingest thread "
+		      "can copy).",
 		      GW_COUNTER },
 	f_flushes = { "gpuwatch_store_flushes_total",
 		      "Flushes of new samples to disk, by result.", GW_COUNTER },
@@ -66,7 +68,6 @@ struct ingest {
 	int slot;
 	struct gw_snap snap;
 	uint64_t gens[GW_REGISTRY_MAX_SLOTS];
-	uint64_t appended;
 	/* One pass's samples, copied under the registry lock and appended
 	 * after it is released, so that scrapes never wait on the store. */
 	struct copied *batch;
@@ -115,10 +116,9 @@ static void pass(struct ingest *in)
 		const struct copied *c = &in->batch[i];
 
 		/* Refusals are counted (and logged once) by the store. */
-		if (gw_store_append(in->a->store, in->arena.p + c->name,
-				    in->arena.p + c->labels, c->t_ms,
-				    c->value) == 0)
-			in->appended++;
+		(void)!gw_store_append(in->a->store, in->arena.p + c->name,
+				       in->arena.p + c->labels, c->t_ms,
+				       c->value);
 	}
 }
 
@@ -137,6 +137,8 @@ static void publish_stats(struct ingest *in)
 		    "reason", "cap", NULL);
 	gw_snap_add(n, &f_refused, (double)st.samples_refused_bad, NULL,
 		    "reason", "bad", NULL);
+	gw_snap_add(n, &f_refused, (double)in->overflow, NULL, "reason",
+		    "batch_full", NULL);
 	gw_snap_add(n, &f_flushes, (double)st.flushes, NULL, "result", "ok",
 		    NULL);
 	gw_snap_add(n, &f_flushes, (double)st.flush_errors, NULL, "result",

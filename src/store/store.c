@@ -843,20 +843,46 @@ static int64_t chunk_day(enum gw_tier tier, int64_t t_min)
 	return floor_to(tier == GW_TIER_RAW ? t_min : t_min - 1, MS_DAY);
 }
 
+/*
+ * Partitions with an open transaction during a cut, by (tier, day):
+ * opening another partition may move the array they live in, so no
+ * pointer into it is kept across part_writable().
+ */
+struct cut_txns {
+	struct {
+		enum gw_tier tier;
+		int64_t day;
+	} v[16];
+	size_t n;
+};
+
+/* The partition for (tier, day), inside the cut's transaction on it;
+ * -EROFS for a closed day (its data is late and dropped). */
+static int cut_partition(struct gw_store *s, struct cut_txns *tx,
+			 enum gw_tier tier, int64_t day, struct part **out)
+{
+	int err = part_writable(s, tier, day, out);
+
+	if (err)
+		return err;
+	for (size_t k = 0; k < tx->n; k++)
+		if (tx->v[k].tier == tier && tx->v[k].day == day)
+			return 0;
+	if (tx->n == sizeof(tx->v) / sizeof(tx->v[0]))
+		return -E2BIG;
+	err = gw_store_exec((*out)->w, "BEGIN");
+	if (err)
+		return err;
+	tx->v[tx->n].tier = tier;
+	tx->v[tx->n++].day = day;
+	return 0;
+}
+
 /* Writes the sealed chunks before H and the partial 1h day columns. */
 static int write_cut(struct gw_store *s, int64_t H)
 {
 	size_t n = gw_series_index_count(s->idx);
-	/*
-	 * Partitions with an open transaction, by (tier, day): opening
-	 * another partition may move the array they live in, so no
-	 * pointer into it is kept across part_writable().
-	 */
-	struct {
-		enum gw_tier tier;
-		int64_t day;
-	} open[16];
-	size_t nopen = 0;
+	struct cut_txns tx = { .n = 0 };
 	int err = 0;
 
 	/* One transaction per partition touched. */
@@ -865,30 +891,16 @@ static int write_cut(struct gw_store *s, int64_t H)
 		int64_t day = chunk_day(x->tier, x->t_min);
 		struct gw_series *ser = gw_series_index_get(s->idx, x->id);
 		struct part *p;
-		bool seen = false;
 
 		if (x->t_min >= H || !ser)
 			continue;
-		err = part_writable(s, x->tier, day, &p);
+		err = cut_partition(s, &tx, x->tier, day, &p);
 		if (err == -EROFS) {
 			err = 0;
 			continue;
 		}
 		if (err)
 			break;
-		for (size_t k = 0; k < nopen; k++)
-			seen |= open[k].tier == p->tier && open[k].day == p->day;
-		if (!seen) {
-			if (nopen == 16) {
-				err = -E2BIG;
-				break;
-			}
-			err = gw_store_exec(p->w, "BEGIN");
-			if (err)
-				break;
-			open[nopen].tier = p->tier;
-			open[nopen++].day = p->day;
-		}
 		err = gw_store_insert_series(p->w, ser, true);
 		if (!err)
 			err = write_chunk(p->w, x->id, x->t_min, x->t_max, x->n,
@@ -903,30 +915,16 @@ static int write_cut(struct gw_store *s, int64_t H)
 		struct gw_buf out;
 		struct part *p;
 		size_t k = 0;
-		bool seen = false;
 
 		if (!h->h1_dirty || !h->h1_day.len)
 			continue;
-		err = part_writable(s, GW_TIER_1H, h->h1_day_start, &p);
+		err = cut_partition(s, &tx, GW_TIER_1H, h->h1_day_start, &p);
 		if (err == -EROFS) {
 			err = 0;
 			continue;
 		}
 		if (err)
 			break;
-		for (size_t j = 0; j < nopen; j++)
-			seen |= open[j].tier == p->tier && open[j].day == p->day;
-		if (!seen) {
-			if (nopen == 16) {
-				err = -E2BIG;
-				break;
-			}
-			err = gw_store_exec(p->w, "BEGIN");
-			if (err)
-				break;
-			open[nopen].tier = p->tier;
-			open[nopen++].day = p->day;
-		}
 		err = gw_store_frame_decode(&h->h1_day, &r, &k);
 		gw_buf_init(&out, 64u << 20);
 		if (!err && k)
@@ -939,8 +937,8 @@ static int write_cut(struct gw_store *s, int64_t H)
 		gw_buf_release(&out);
 		gw_rollup_free_array(r, k);
 	}
-	for (size_t k = 0; k < nopen; k++) {
-		struct part *p = part_find(s, open[k].tier, open[k].day);
+	for (size_t k = 0; k < tx.n; k++) {
+		struct part *p = part_find(s, tx.v[k].tier, tx.v[k].day);
 
 		if (!p || !p->w)
 			continue;

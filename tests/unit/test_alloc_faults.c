@@ -328,7 +328,7 @@ static long store_once(const char *dir, long n)
 
 static void store_out_of_memory(void **state)
 {
-	long good, n;
+	long n;
 
 	(void)state;
 	for (n = 0; n < 20000; n += n < 400 ? 1 : 37) {
@@ -347,8 +347,6 @@ static void store_out_of_memory(void **state)
 		assert_true(got <= 183);
 	}
 	assert_true(n < 20000);
-	good = n;
-	(void)good;
 }
 
 int main(void)
