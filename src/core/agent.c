@@ -14,8 +14,10 @@
 
 #include "collect/attrib.h"
 #include "collect/bpf/collector.h"
+#include "collect/cupti/collector.h"
 #include "collect/nvml/nvml.h"
 #include "collect/self/self.h"
+#include "collect/statsd/collector.h"
 #include "common/log.h"
 #include "core/caps.h"
 #include "http/api.h"
@@ -33,6 +35,8 @@
 static const struct gw_collector_ops *const collectors[] = {
 	&gw_nvml_collector,
 	&gw_bpf_collector,
+	&gw_cupti_collector,
+	&gw_statsd_collector,
 	&gw_store_collector,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))

@@ -129,6 +129,32 @@ static const struct opt opts[] = {
 	{ "query-timeout", T_DURATION, F(query_timeout), 0.1, 3600, "SECONDS",
 	  "Longest a query may run before it fails with a \"timeout\" error.\n"
 	  "Default 30 (an API request's own timeout= may only shorten it)." },
+	{ "cupti", T_NOFLAG, F(cupti), 0, 0, "",
+	  "--no-cupti stops reading the rings that libgpuwatch_cupti.so (the\n"
+	  "CUPTI injection library, enabled per process with\n"
+	  "CUDA_INJECTION64_PATH) writes: kernels, copies, memory, contexts and\n"
+	  "API errors seen inside each CUDA process. File key: cupti: false." },
+	{ "cupti-dir", T_STRING, F(cupti_dir), 0, 0, "DIR",
+	  "Directory where injected processes create their rings\n"
+	  "(GPUWATCH_CUPTI_DIR in the process's environment). Default /dev/shm;\n"
+	  "for containers, a host directory mounted into every pod." },
+	{ "cupti-max-kernels", T_UINT, F(cupti_max_kernels), 1, 1024, "N",
+	  "Kernel names exported per process, the top N by GPU time; the rest\n"
+	  "is summed under kernel=\"other\". Default 50." },
+	{ "statsd-listen", T_STRING, F(statsd_listen), 0, 0, "HOST:PORT",
+	  "UDP address for StatsD and DogStatsD datagrams from applications\n"
+	  "(training loss, step time, request latency). Default 127.0.0.1:8125;\n"
+	  "\"\" or off turns it off." },
+	{ "statsd-socket", T_STRING, F(statsd_socket), 0, 0, "PATH",
+	  "Unix datagram socket for StatsD, as DogStatsD clients use it.\n"
+	  "Default: none." },
+	{ "statsd-max-series", T_UINT, F(statsd_max_series), 1, 10000000, "N",
+	  "Most StatsD series kept; new ones beyond are refused and counted.\n"
+	  "Default 10000." },
+	{ "statsd-max-tag-values", T_UINT, F(statsd_max_tag_values), 1, 10000000,
+	  "N",
+	  "Most distinct values of one StatsD tag; series beyond are refused\n"
+	  "and counted. Default 1000." },
 	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
 	  "Environment variables of a GPU process whose value becomes its\n"
 	  "'job' label, first found wins. Default SLURM_JOB_ID." },
@@ -165,6 +191,12 @@ void gw_config_defaults(struct gw_config *c)
 	c->store_max_label_values = 10000;
 	c->query_max_samples = 5000000;
 	c->query_timeout = 30;
+	c->cupti = 1;
+	snprintf(c->cupti_dir, sizeof(c->cupti_dir), "/dev/shm");
+	c->cupti_max_kernels = 50;
+	snprintf(c->statsd_listen, sizeof(c->statsd_listen), "127.0.0.1:8125");
+	c->statsd_max_series = 10000;
+	c->statsd_max_tag_values = 1000;
 }
 
 static const struct opt *find_opt(const char *key)

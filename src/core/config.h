@@ -49,6 +49,13 @@ struct gw_config {
 	unsigned int store_max_label_values;
 	unsigned long long query_max_samples;
 	double query_timeout;
+	int cupti;                /* read the CUPTI injection rings (default) */
+	char cupti_dir[PATH_MAX]; /* where injected processes put their rings */
+	unsigned int cupti_max_kernels; /* kernel names kept per process */
+	char statsd_listen[256];  /* UDP HOST:PORT, "" = off */
+	char statsd_socket[PATH_MAX]; /* Unix datagram socket, "" = off */
+	unsigned int statsd_max_series;
+	unsigned int statsd_max_tag_values;
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };

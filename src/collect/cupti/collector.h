@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collector.h - the cupti collector (see collector.c).
+ */
+#ifndef GW_CUPTI_COLLECTOR_H
+#define GW_CUPTI_COLLECTOR_H
+
+#include "core/agent.h"
+
+extern const struct gw_collector_ops gw_cupti_collector;
+
+#endif
