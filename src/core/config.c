@@ -24,6 +24,7 @@ enum opt_type {
 	T_NOFLAG,   /* --no-NAME on the command line; NAME: true|false in the file */
 	T_STRLIST,  /* comma-separated on the command line; a list in the file */
 	T_BYTES,    /* unsigned long long with an optional KiB/MiB/GiB/TiB unit */
+	T_LIST,     /* repeatable string; a YAML sequence in the file */
 };
 
 struct opt {
@@ -144,7 +145,7 @@ static const struct opt opts[] = {
 	{ "statsd-listen", T_STRING, F(statsd_listen), 0, 0, "HOST:PORT",
 	  "UDP address for StatsD and DogStatsD datagrams from applications\n"
 	  "(training loss, step time, request latency). Default 127.0.0.1:8125;\n"
-	  "\"\" or off turns it off." },
+	  "off turns it off." },
 	{ "statsd-socket", T_STRING, F(statsd_socket), 0, 0, "PATH",
 	  "Unix datagram socket for StatsD, as DogStatsD clients use it.\n"
 	  "Default: none." },
@@ -155,6 +156,24 @@ static const struct opt opts[] = {
 	  "N",
 	  "Most distinct values of one StatsD tag; series beyond are refused\n"
 	  "and counted. Default 1000." },
+	{ "rules", T_LIST, F(rule_files), 0, 0, "FILE",
+	  "Alert rule file in Prometheus' format (groups, alert, expr, for,\n"
+	  "labels, annotations), evaluated by the agent on its own history.\n"
+	  "Repeatable (a list in the config file); checked at start and on\n"
+	  "SIGHUP, with errors naming the file, line and problem." },
+	{ "default-rules", T_NOFLAG, F(default_rules), 0, 0, "",
+	  "--no-default-rules turns off the built-in rule set (GPU\n"
+	  "temperature, HBM temperature, ECC, XID, PCIe, NVLink, throttling,\n"
+	  "power, GPU lost, memory leaks, CUDA OOM and API errors, abnormal\n"
+	  "exits, training and inference checks). File key: default_rules." },
+	{ "rule-interval", T_DURATION, F(rule_interval), 1, 3600, "SECONDS",
+	  "How often alert rules are evaluated. Default 10." },
+	{ "alertmanager", T_LIST, F(alertmanagers), 0, 0, "URL",
+	  "Alertmanager to send alerts to (its base URL, e.g.\n"
+	  "http://127.0.0.1:9093); API v2. Repeatable: every alert goes to\n"
+	  "each. Default: none (alerts are still listed on /api/v1/alerts)." },
+	{ "alert-resend", T_DURATION, F(alert_resend), 1, 3600, "SECONDS",
+	  "Firing alerts are sent again this often. Default 60." },
 	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
 	  "Environment variables of a GPU process whose value becomes its\n"
 	  "'job' label, first found wins. Default SLURM_JOB_ID." },
@@ -197,6 +216,9 @@ void gw_config_defaults(struct gw_config *c)
 	snprintf(c->statsd_listen, sizeof(c->statsd_listen), "127.0.0.1:8125");
 	c->statsd_max_series = 10000;
 	c->statsd_max_tag_values = 1000;
+	c->default_rules = 1;
+	c->rule_interval = 10;
+	c->alert_resend = 60;
 }
 
 static const struct opt *find_opt(const char *key)
@@ -400,6 +422,23 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		snprintf(dst, o->size, "%s", val);
 		return 0;
 	}
+	case T_LIST: {
+		struct gw_config_list *l = (struct gw_config_list *)(void *)dst;
+		size_t n = strlen(val);
+
+		if (n == 0 || n >= GW_CONFIG_LIST_LEN) {
+			snprintf(err, errlen, "%s: '%s' must be 1 to %u bytes",
+				 where, val, GW_CONFIG_LIST_LEN - 1);
+			return -EINVAL;
+		}
+		if (l->n >= GW_CONFIG_LIST_MAX) {
+			snprintf(err, errlen, "%s: at most %u", where,
+				 GW_CONFIG_LIST_MAX);
+			return -EINVAL;
+		}
+		memcpy(l->v[l->n++], val, n + 1);
+		return 0;
+	}
 	case T_FAULT: {
 		char ferr[256];
 
@@ -468,6 +507,8 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 		} else {
 			if (o->type == T_FAULT)
 				y->c->nfaults = 0;
+			if (o->type == T_LIST)
+				((struct gw_config_list *)((char *)y->c + o->off))->n = 0;
 			err = set_opt(y->c, o, (const char *)ev.data.scalar.value,
 				      where, y->err, y->errlen);
 		}
@@ -499,9 +540,13 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 		yaml_event_delete(&ev);
 		return set_opt(y->c, o, joined, where, y->err, y->errlen);
 	}
-	if (ev.type == YAML_SEQUENCE_START_EVENT && o->type == T_FAULT) {
+	if (ev.type == YAML_SEQUENCE_START_EVENT &&
+	    (o->type == T_FAULT || o->type == T_LIST)) {
 		yaml_event_delete(&ev);
-		y->c->nfaults = 0;
+		if (o->type == T_FAULT)
+			y->c->nfaults = 0;
+		else
+			((struct gw_config_list *)((char *)y->c + o->off))->n = 0;
 		for (;;) {
 			if (next_event(p, &ev, y))
 				return -EINVAL;
@@ -511,8 +556,10 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 			}
 			if (ev.type != YAML_SCALAR_EVENT) {
 				err = yaml_fail(y, &ev,
+						o->type == T_FAULT ?
 						"fault: each entry must be a "
-						"string like ecc-storm:0:60");
+						"string like ecc-storm:0:60" :
+						"each entry must be a string");
 				yaml_event_delete(&ev);
 				return err;
 			}
@@ -526,7 +573,7 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 		}
 	}
 	snprintf(y->err, y->errlen, "%s: expected a single value%s", where,
-		 o->type == T_FAULT ? " or a list" : "");
+		 o->type == T_FAULT || o->type == T_LIST ? " or a list" : "");
 	yaml_event_delete(&ev);
 	return -EINVAL;
 }
@@ -809,6 +856,7 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 		snprintf(noflags[i], sizeof(noflags[i]), "no-%s", opts[i].name);
 	const char *config_path = NULL;
 	int fault_flags = 0, r, ch, idx;
+	unsigned char list_seen[NOPTS] = { 0 };
 
 	for (size_t i = 0; i < NOPTS; i++) {
 		lopts[i].name = opts[i].type == T_NOFLAG ? noflags[i] : opts[i].name;
@@ -876,6 +924,8 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			continue;
 		if (o->type == T_FAULT && !fault_flags++)
 			c->nfaults = 0;
+		if (o->type == T_LIST && !list_seen[ch - 256]++)
+			((struct gw_config_list *)((char *)c + o->off))->n = 0;
 		snprintf(where, sizeof(where), "--%s%s",
 			 o->type == T_NOFLAG ? "no-" : "", o->name);
 		r = set_opt(c, o, o->type == T_NOFLAG ? "false" : optarg, where,

@@ -20,6 +20,14 @@
 #include "common/log.h"
 
 #define GW_CONFIG_ERR_MAX 512
+#define GW_CONFIG_LIST_MAX 16     /* entries of a repeatable option */
+#define GW_CONFIG_LIST_LEN 1024   /* bytes of one entry, NUL included */
+
+/* A repeatable string option (rule files, Alertmanager URLs). */
+struct gw_config_list {
+	char v[GW_CONFIG_LIST_MAX][GW_CONFIG_LIST_LEN];
+	unsigned int n;
+};
 
 struct gw_config {
 	char listen[256];
@@ -56,6 +64,11 @@ struct gw_config {
 	char statsd_socket[PATH_MAX]; /* Unix datagram socket, "" = off */
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
+	struct gw_config_list rule_files;   /* alert rule files, in order */
+	int default_rules;        /* the built-in rule set (default on) */
+	double rule_interval;     /* seconds between rule evaluations */
+	struct gw_config_list alertmanagers; /* Alertmanager base URLs */
+	double alert_resend;      /* firing alerts re-sent this often */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };

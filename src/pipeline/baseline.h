@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * baseline.h - a dynamic baseline per series: an online model of where a
+ * gauge normally sits and how much it wanders, giving every sample an
+ * anomaly score in [0, 1] that alert rules can use, and an expected value
+ * and band that a dashboard can draw.  docs/internals/baselines.md.
+ *
+ * Model (robust exponentially weighted location and scale)
+ * - level: EWMA (tau_level samples) of the value with each residual clipped
+ *   to +-clip sigma, so outliers do not drag it; fast: unclipped EWMA
+ *   (tau_fast samples) that follows shifts; dev: EWMA (tau_scale samples)
+ *   of the clipped absolute residual; sigma = 1.2533 * dev (the mean
+ *   absolute deviation of a normal is sigma * sqrt(2/pi)), floored at
+ *   max(rel_floor * |level|, the series' quantum, 1e-12): the quantum is the
+ *   smallest non-zero step seen between consecutive samples.
+ * - Optional daily (any period) seasonality: season_bins offsets of the
+ *   value from the level, linearly interpolated between bin centres and
+ *   learned over about season_periods periods (struct gw_baseline_season,
+ *   kept by the caller beside the state).
+ * - The score of a sample is computed before it is learned from:
+ *   z = max(|x - expected| / sigma, |fast - level| / (sigma * sd_fast)),
+ *   where sd_fast = sqrt(a/(2-a)) is the standard deviation of an EWMA of
+ *   unit white noise, and score = z^4 / (z^4 + z_half^4): 0.5 at z_half
+ *   sigma, 0.06 at z_half/2, 0.94 at 2 z_half.  A rule's threshold T on the
+ *   score is the band expected +- gw_baseline_z_for_score(T) sigma.
+ *
+ * Contract
+ * - Learning: the first sample and every sample until warmup_samples have
+ *   been learned and warmup_s seconds (and one season period when seasonal)
+ *   have passed since the (re)start return GW_BASELINE_LEARNING (NaN).
+ *   Test it with isnan() or gw_baseline_learning().
+ * - NaN and +-Inf are ignored (not learned from, counted in ignored) and
+ *   return NaN; so does a sample older than the last one learned.
+ * - A gap longer than gap_s (0: 30 typical intervals, at least 1 s) re-warms
+ *   the level and scale (counted in rewarms); a season profile is kept.
+ * - A constant series is never anomalous (its scale is the floor and its
+ *   residual 0); a change on it of more than z_half floors scores >= 0.5.
+ * - Sustained surprise: reset_samples samples more than z_half sigma off to
+ *   the same side (a leaky count: an unsurprising sample takes one off)
+ *   make the level jump to the fast EWMA and the scale grow to the fast
+ *   estimate of sample-to-sample jitter (counted in resets).  So after a
+ *   clean step the score is back below 0.5 from sample reset_samples + 1 of
+ *   the new level, whatever the step's size; a series is never anomalous
+ *   forever.
+ * - Cost: a few dozen flops per sample, no allocation, no locks, no libm
+ *   calls on the hot path (fmod only with seasonality, as an integer
+ *   remainder).  Measured by bench/baseline.sh.
+ *
+ * Options are size-tagged (sz = sizeof(struct gw_baseline_opts) of the
+ * caller): an older, shorter struct gets defaults for the fields it lacks, a
+ * newer, longer one must have zeros past the fields known here.
+ * gw_baseline_config_init validates them into a config shared by every
+ * series that uses the same options.  The state is plain data (no
+ * pointers, no resources): copy it, keep it in an array, reset it with
+ * gw_baseline_init.  Not thread-safe: one writer per state.
+ * Errors: 0 or -errno (-EINVAL for out-of-range options).
+ */
+#ifndef GW_BASELINE_H
+#define GW_BASELINE_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GW_BASELINE_LEARNING NAN
+#define GW_BASELINE_MAX_BINS 48
+
+struct gw_baseline_opts {
+	uint32_t sz;             /* sizeof(struct gw_baseline_opts) */
+	uint32_t warmup_samples; /* 64; 2 .. 1e6 */
+	uint32_t warmup_s;       /* 0; .. 30 days */
+	uint32_t tau_fast;       /* 6 samples; 1 .. tau_level */
+	uint32_t tau_level;      /* 64 samples; 1 .. 1e6 */
+	uint32_t tau_scale;      /* 256 samples; 1 .. 1e6 */
+	uint32_t reset_samples;  /* 32; 1 .. 1e6 */
+	uint32_t gap_s;          /* 0 = auto; .. 30 days */
+	double z_half;           /* 4; score 0.5 at this many sigma; 0.5 .. 100 */
+	double clip;             /* 3 sigma; 1 .. 100 */
+	double rel_floor;        /* 1e-3; sigma >= rel_floor*|level|; 0 .. 1 */
+	bool seasonal;           /* false */
+	uint32_t season_period_s; /* 86400; 60 .. 30 days */
+	uint32_t season_bins;    /* 48; 2 .. GW_BASELINE_MAX_BINS */
+	uint32_t season_periods; /* 2; learning time of the profile; 1 .. 1000 */
+};
+
+/* Validated options and constants derived from them.  Read-only once made. */
+struct gw_baseline_config {
+	struct gw_baseline_opts o;
+	/* Private. */
+	double a_fast, a_level, a_scale, sd_fast, z_half4, gap_ms;
+};
+
+/* Per-series state, 112 bytes. */
+struct gw_baseline {
+	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
+	double level, fast, dev, jitter, prev, quantum;
+	double dt;               /* EWMA of the sample interval, ms */
+	uint32_t n;              /* samples learned since the (re)start */
+	uint32_t streak;         /* leaky count of same-side surprises */
+	int32_t side;            /* +1 / -1: side of the streak */
+	uint32_t ignored;        /* NaN, Inf and out-of-order samples */
+	uint32_t resets;         /* sustained-surprise resets */
+	uint32_t rewarms;        /* gaps that re-warmed the model */
+};
+
+/* The seasonal profile of one series (with opts.seasonal), 208 bytes. */
+struct gw_baseline_season {
+	float bin[GW_BASELINE_MAX_BINS];
+	int64_t t_start; /* ms, first sample learned into the profile */
+	uint32_t n;      /* samples learned */
+	uint32_t pad;
+};
+
+/* Fills opts with the defaults above (sz set). */
+void gw_baseline_opts_default(struct gw_baseline_opts *opts);
+
+/* Validates opts (NULL: defaults) into cfg.  -EINVAL: sz too small, a field
+ * out of range, or non-zero bytes past the known fields. */
+__attribute__((warn_unused_result)) int
+gw_baseline_config_init(struct gw_baseline_config *cfg,
+			const struct gw_baseline_opts *opts);
+
+/* Resets a series' state (and its profile) to "never seen a sample". */
+void gw_baseline_init(struct gw_baseline *b);
+void gw_baseline_season_init(struct gw_baseline_season *s);
+
+/*
+ * Scores sample (t_ms, v) against the model, then learns from it.  Returns
+ * the anomaly score in [0, 1], or GW_BASELINE_LEARNING (NaN) while learning
+ * and for an ignored sample.  season: the series' profile, or NULL for
+ * none (required for seasonality: cfg->o.seasonal with NULL models no
+ * season).
+ */
+double gw_baseline_update(struct gw_baseline *b,
+			  const struct gw_baseline_config *cfg,
+			  struct gw_baseline_season *season, int64_t t_ms,
+			  double v);
+
+/* True while the model would answer GW_BASELINE_LEARNING at t_ms. */
+bool gw_baseline_learning(const struct gw_baseline *b,
+			  const struct gw_baseline_config *cfg,
+			  const struct gw_baseline_season *season,
+			  int64_t t_ms);
+
+/* The expected value at t_ms (level plus the seasonal offset there), NaN
+ * before the first sample. */
+double gw_baseline_expected(const struct gw_baseline *b,
+			    const struct gw_baseline_config *cfg,
+			    const struct gw_baseline_season *season,
+			    int64_t t_ms);
+
+/* The current scale (sigma), NaN before the first sample. */
+double gw_baseline_sigma(const struct gw_baseline *b,
+			 const struct gw_baseline_config *cfg);
+
+/* The z (in sigma) at which a sample scores `score`; NaN outside (0, 1). */
+double gw_baseline_z_for_score(const struct gw_baseline_config *cfg,
+			       double score);
+
+/*
+ * The band at t_ms inside which a sample scores below `score` (point part
+ * of the score): [expected - z sigma, expected + z sigma].  -EINVAL for a
+ * score outside (0, 1), -EAGAIN before the first sample.
+ */
+__attribute__((warn_unused_result)) int
+gw_baseline_band(const struct gw_baseline *b,
+		 const struct gw_baseline_config *cfg,
+		 const struct gw_baseline_season *season, int64_t t_ms,
+		 double score, double *lo, double *hi);
+
+#endif
