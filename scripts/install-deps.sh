@@ -11,8 +11,11 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
-test_pkgs=(libcmocka-dev prometheus curl libclang-rt-14-dev python3 libzstd-dev sqlite3
+test_pkgs=(libcmocka-dev prometheus prometheus-alertmanager python3-statsd curl
+	libclang-rt-14-dev python3 libzstd-dev sqlite3
 	procps)
+# (prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
+# a StatsD client that is not ours.)
 
 what="${1:-all}"
 case "$what" in
