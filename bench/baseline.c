@@ -37,9 +37,9 @@
 
 /* ---- CPU per sample ---- */
 
-#define NSER 10000
-#define NSAMP 1000
-#define NOISE 4096
+#define NSER   10000
+#define NSAMP  1000
+#define NOISE  4096
 #define REPEAT 5
 
 static uint64_t rng = 0x853c49e6748fea9bull;
@@ -109,9 +109,8 @@ static double run_baseline(struct gw_baseline *b, struct gw_baseline_season *ss,
 		int64_t t = (int64_t)i * 10000;
 
 		for (uint32_t s = 0; s < NSER; s++) {
-			double sc = gw_baseline_update(&b[s], cfg,
-						       ss ? &ss[s] : NULL, t,
-						       sample(s, i));
+			double sc = gw_baseline_update(
+			    &b[s], cfg, ss ? &ss[s] : NULL, t, sample(s, i));
 
 			acc += isnan(sc) ? 0 : sc;
 		}
@@ -152,9 +151,11 @@ static int bench_cpu(void)
 	       NSER, NSAMP, REPEAT, sizeof(struct gw_baseline),
 	       sizeof(struct gw_baseline_season));
 	printf("  plain EWMA update            %7.2f ns/sample\n", te);
-	printf("  gw_baseline_update           %7.2f ns/sample  (%.1fx the EWMA)\n",
+	printf("  gw_baseline_update           %7.2f ns/sample  (%.1fx the "
+	       "EWMA)\n",
 	       tb, tb / te);
-	printf("  gw_baseline_update seasonal  %7.2f ns/sample  (%.1fx the EWMA)\n",
+	printf("  gw_baseline_update seasonal  %7.2f ns/sample  (%.1fx the "
+	       "EWMA)\n",
 	       tsn, tsn / te);
 	printf("  budget 1000 ns/sample: %s\n",
 	       tb <= 1000 && tsn <= 1000 ? "met" : "MISSED");
@@ -167,9 +168,9 @@ static int bench_cpu(void)
 /* ---- NAB ---- */
 
 #define MAX_FILES 256
-#define MAX_ROWS 1000000
-#define MAX_WIN 64
-#define MAX_PATH 1024
+#define MAX_ROWS  1000000
+#define MAX_WIN	  64
+#define MAX_PATH  1024
 
 struct win {
 	int64_t start, end; /* epoch seconds, inclusive */
@@ -401,10 +402,10 @@ static void place_windows(struct nabfile *f)
 /* Sums for one file and one set of detections: the three profiles are
  * linear in them. */
 struct tally {
-	double tp;  /* sum of normalised sigmoids of first detections */
-	double fp;  /* sum of (negative) sigmoids of false positives */
-	double fn;  /* windows missed */
-	double nw;  /* windows */
+	double tp; /* sum of normalised sigmoids of first detections */
+	double fp; /* sum of (negative) sigmoids of false positives */
+	double fn; /* windows missed */
+	double nw; /* windows */
 };
 
 static double scaled_sigmoid(double x)
@@ -418,7 +419,7 @@ static void score_file(const struct nabfile *f, const unsigned char *det,
 		       struct tally *t)
 {
 	double max_tp = scaled_sigmoid(-1);
-	unsigned char hit[MAX_WIN] = { 0 };
+	unsigned char hit[MAX_WIN] = {0};
 	int k = 0; /* next window whose right edge is ahead */
 
 	t->tp = t->fp = 0;
@@ -460,9 +461,9 @@ struct profile {
 };
 
 static const struct profile profiles[] = {
-	{ "standard", 1.0, 0.11, 1.0 },
-	{ "reward_low_FP_rate", 1.0, 0.22, 1.0 },
-	{ "reward_low_FN_rate", 1.0, 0.11, 2.0 },
+    {"standard", 1.0, 0.11, 1.0},
+    {"reward_low_FP_rate", 1.0, 0.22, 1.0},
+    {"reward_low_FN_rate", 1.0, 0.11, 2.0},
 };
 #define NPROF 3
 
@@ -475,9 +476,8 @@ static double normalised(const struct profile *p, const struct tally *t)
 {
 	double null = -p->fnw * t->nw, perfect = p->tpw * t->nw;
 
-	return perfect > null ? 100 * (prof_raw(p, t) - null) /
-					(perfect - null) :
-				0;
+	return perfect > null ? 100 * (prof_raw(p, t) - null) / (perfect - null)
+			      : 0;
 }
 
 enum mode { PER_ROW, ONSET };
@@ -603,7 +603,7 @@ static void report(const char *name, double *const *sc, enum mode m,
 	/* per-category breakdown at the standard profile's threshold */
 	printf("    standard by category:");
 	for (int f = 0; f < nfiles; f++) {
-		struct tally c = { 0, 0, 0, 0 };
+		struct tally c = {0, 0, 0, 0};
 		int seen = 0;
 
 		for (int g = 0; g < f; g++)
@@ -634,8 +634,7 @@ static void report(const char *name, double *const *sc, enum mode m,
 
 /* The windowed Gaussian of NAB's reference detectors: the tail probability
  * of the value under a normal fitted to a trailing window of 6,400 values,
- * refreshed every 100 values; one-sided, as NAB's (a value below the mean
- * scores below 0.5). */
+ * refreshed every 100 values: 1 - Q(|z|). */
 static void windowed_gaussian(const struct nabfile *f, double *sc)
 {
 	enum { WIN = 6400, STEP = 100 };
@@ -649,7 +648,7 @@ static void windowed_gaussian(const struct nabfile *f, double *sc)
 			double z = (x - mean) / sd;
 			double p = 0.5 * erfc(fabs(z) / sqrt(2));
 
-			sc[i] = 1 - (x >= mean ? p : 1 - p);
+			sc[i] = 1 - p;
 		} else {
 			sc[i] = 0;
 		}
@@ -682,8 +681,8 @@ static void run_baseline_file(const struct nabfile *f,
 	gw_baseline_init(&b);
 	gw_baseline_season_init(&s);
 	for (long i = 0; i < f->n; i++)
-		sc[i] = gw_baseline_update(&b, cfg, &s, f->ts[i] * 1000,
-					   f->v[i]);
+		sc[i] =
+		    gw_baseline_update(&b, cfg, &s, f->ts[i] * 1000, f->v[i]);
 }
 
 /* Options can be overridden from the environment for tuning runs:
@@ -692,11 +691,11 @@ static void env_opts(struct gw_baseline_opts *o)
 {
 	const char *e;
 
-#define ENV_U(name, field)                                                    \
-	if ((e = getenv(name)))                                               \
+#define ENV_U(name, field)                                                     \
+	if ((e = getenv(name)))                                                \
 		o->field = (uint32_t)strtoul(e, NULL, 10);
-#define ENV_D(name, field)                                                    \
-	if ((e = getenv(name)))                                               \
+#define ENV_D(name, field)                                                     \
+	if ((e = getenv(name)))                                                \
 		o->field = strtod(e, NULL);
 	ENV_U("BL_WARMUP", warmup_samples)
 	ENV_U("BL_TAU_FAST", tau_fast)
@@ -728,7 +727,8 @@ static int bench_nab(const char *dir)
 	env_opts(&o);
 	if (gw_baseline_config_init(&cfg, &o))
 		die("bad BL_* options");
-	scan_dir(dir, "data");
+	snprintf(path, sizeof(path), "%s/data", dir);
+	scan_dir(path, "");
 	if (!nfiles)
 		die("no CSV files under DIR/data");
 	qsort(files, nfiles, sizeof(files[0]), cmp_key);
@@ -764,6 +764,10 @@ static int bench_nab(const char *dir)
 	printf("baseline CPU on this corpus: %.1f ns/sample\n\n", tbl);
 	printf("%-40s  %-17s  %-17s  %-17s\n", "detector (score @ threshold)",
 	       profiles[0].name, profiles[1].name, profiles[2].name);
+	if (getenv("BL_ONLY")) { /* tuning runs: the baseline's onsets only */
+		report("gw_baseline, onsets (alert fires)", sc_bl, ONSET, &th);
+		return 0;
+	}
 	report("null", sc_null, PER_ROW, &th);
 	report("windowed Gaussian, every row >= T", sc_wg, PER_ROW, &th);
 	report("windowed Gaussian, onsets", sc_wg, ONSET, &th);

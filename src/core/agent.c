@@ -22,6 +22,7 @@
 #include "core/caps.h"
 #include "http/api.h"
 #include "http/server.h"
+#include "pipeline/alerts.h"
 #include "store/ingest.h"
 #include "store/store.h"
 
@@ -146,7 +147,8 @@ static int new_attrib(const struct gw_config *c, struct gw_attrib_cache **out)
  * SIGHUP: read the config again (file, then the same flags) and apply what
  * can change while running.
  */
-static void reload(struct gw_agent *a, struct gw_self *self, void **priv)
+static void reload(struct gw_agent *a, struct gw_self *self, void **priv,
+		   struct gw_alerts *alerts)
 {
 	struct gw_config c;
 	char err[GW_CONFIG_ERR_MAX];
@@ -173,6 +175,7 @@ static void reload(struct gw_agent *a, struct gw_self *self, void **priv)
 	for (size_t i = 0; i < NCOLLECTORS; i++)
 		if (priv[i] && collectors[i]->reload)
 			collectors[i]->reload(priv[i]);
+	gw_alerts_agent_reload(alerts, &c);
 	gw_info("config reloaded: interval %gs, detail-interval %gs, "
 		"log-level %s",
 		c.interval, c.detail_interval, gw_log_level_name(c.log_level));
@@ -208,6 +211,7 @@ int gw_agent_main(int argc, char **argv)
 	struct gw_agent a = { 0 };
 	struct gw_http *http = NULL;
 	struct gw_self *self = NULL;
+	struct gw_alerts *alerts = NULL;
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
 	sigset_t sigs;
@@ -219,6 +223,12 @@ int gw_agent_main(int argc, char **argv)
 		gw_config_usage(stdout);
 		return 0;
 	}
+	if (r) {
+		fprintf(stderr, "gpuwatch agent: %s\n", err);
+		return 2;
+	}
+	/* Rule files are checked like the config: a bad one is exit 2. */
+	r = gw_alerts_agent_new(&a.cfg, &alerts, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
@@ -237,8 +247,10 @@ int gw_agent_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	lock_fd = lock_data_dir(a.cfg.data_dir);
-	if (lock_fd < 0)
+	if (lock_fd < 0) {
+		gw_alerts_free(alerts);
 		return 1;
+	}
 	a.reg = gw_registry_new();
 	if (!a.reg) {
 		gw_err("out of memory");
@@ -263,13 +275,17 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("%s", err);
 		goto out;
 	}
-	if (a.store) {
+	{
 		struct gw_api_opts ao = {
 			.max_samples = a.cfg.query_max_samples,
 			.timeout = a.cfg.query_timeout,
+			.alerts = alerts,
 		};
 
-		gw_http_set_queryable(http, gw_store_queryable(a.store), &ao);
+		gw_http_set_queryable(http,
+				      a.store ? gw_store_queryable(a.store)
+					      : NULL,
+				      &ao);
 	}
 	/*
 	 * Collectors next: their threads keep this thread's capabilities
@@ -284,6 +300,9 @@ int gw_agent_main(int argc, char **argv)
 			priv[i] = NULL;
 		}
 	}
+	r = gw_alerts_agent_start(alerts, &a);
+	if (r)
+		gw_warn("alert rules are not evaluated: %s", strerror(-r));
 	if (gw_caps_any()) {
 		r = gw_caps_drop_thread();
 		if (r)
@@ -316,7 +335,7 @@ int gw_agent_main(int argc, char **argv)
 			break;
 		}
 		if (sig == SIGHUP) {
-			reload(&a, self, priv);
+			reload(&a, self, priv, alerts);
 			continue;
 		}
 		gw_self_tick(self, http);
@@ -327,6 +346,9 @@ out:
 		double deadline = gw_now_mono() + STOP_GRACE;
 
 		gw_http_close(http);
+		/* Before the store closes: the evaluator reads it. */
+		gw_alerts_agent_free(alerts, deadline);
+		alerts = NULL;
 		for (size_t i = 0; i < NCOLLECTORS; i++)
 			if (priv[i] && collectors[i]->request_stop)
 				collectors[i]->request_stop(priv[i]);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "http/promql.h"
+#include "pipeline/alerts.h"
 
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
 #define DEFAULT_MAX_SAMPLES 50000000ull
@@ -426,6 +427,10 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 		*ep = GW_API_SERIES;
 	else if (strcmp(rest, "labels") == 0)
 		*ep = GW_API_LABELS;
+	else if (strcmp(rest, "alerts") == 0)
+		*ep = GW_API_ALERTS;
+	else if (strcmp(rest, "rules") == 0)
+		*ep = GW_API_RULES;
 	else if (strncmp(rest, "label/", 6) == 0 &&
 		 (n = strlen(rest)) > 6 + 7 &&
 		 strcmp(rest + n - 7, "/values") == 0 &&
@@ -440,7 +445,8 @@ const char *gw_api_endpoint_name(enum gw_api_endpoint ep)
 {
 	static const char *const names[GW_API_ENDPOINTS] = {
 		"query",  "query_range",  "series",
-		"labels", "label_values", "unknown",
+		"labels", "label_values", "alerts",
+		"rules",  "unknown",
 	};
 
 	return (unsigned int)ep < GW_API_ENDPOINTS ? names[ep] : "unknown";
@@ -958,6 +964,27 @@ out:
 	return err;
 }
 
+/* ---- alerts and rules ---- */
+
+/* /api/v1/alerts and /api/v1/rules: the evaluator's state, no query. */
+static int do_alerts(struct gw_alerts *al, const struct gw_api_request *rq,
+		     struct gw_api_reply *r, enum gw_api_endpoint ep)
+{
+	const char *inc = gw_api_params_get(rq->params, "include_resolved");
+	bool resolved = inc && (strcmp(inc, "1") == 0 ||
+				strcmp(inc, "true") == 0);
+	int err = begin_ok(r);
+
+	if (!err)
+		err = gw_alerts_json(al, ep == GW_API_RULES, resolved,
+				     &r->body);
+	if (!err)
+		err = end_ok(r, NULL);
+	if (err)
+		err = build_failed(r, err);
+	return err;
+}
+
 /* ---- entry ---- */
 
 int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
@@ -974,6 +1001,8 @@ int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 		quote(qp, sizeof(qp), rq->path);
 		return fail(out, "not_found", "unknown API endpoint %s", qp);
 	}
+	if (ep == GW_API_ALERTS || ep == GW_API_RULES)
+		return do_alerts(o ? o->alerts : NULL, rq, out, ep);
 	if (!q)
 		return fail(out, "unavailable", "no local store (--data-dir)");
 	switch (ep) {

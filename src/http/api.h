@@ -12,6 +12,10 @@
  *   /api/v1/series               match[] (one or more), start, end, limit
  *   /api/v1/labels               match[] (optional), start, end, limit
  *   /api/v1/label/NAME/values    match[] (optional), start, end, limit
+ *   /api/v1/alerts               (pending and firing alerts; with
+ *                                include_resolved=1 also those resolved
+ *                                in the last 15 min, state "resolved")
+ *   /api/v1/rules                (alerting rule groups and their alerts)
  *
  * Parameters follow Prometheus: a time is RFC 3339 (2015-07-01T20:10:51.781Z,
  * or with an offset such as +02:00) or Unix seconds as a float; a duration
@@ -46,6 +50,8 @@
 #include "common/buf.h"
 #include "store/query.h"
 
+struct gw_alerts;
+
 /* "All time" for series/labels without start/end (ms since the epoch). */
 #define GW_API_MIN_TIME (INT64_MIN / 4)
 #define GW_API_MAX_TIME (INT64_MAX / 4)
@@ -67,6 +73,9 @@ struct gw_api_opts {
 	 * answer 503 "unavailable", "query cancelled: the agent is
 	 * stopping".  NULL = none; borrowed.  server.c puts its own here. */
 	const _Atomic bool *cancel;
+	/* The alert evaluator behind /api/v1/alerts and /api/v1/rules
+	 * (pipeline/alerts.h); NULL: both answer empty lists.  Borrowed. */
+	struct gw_alerts *alerts;
 };
 
 /* ---- parameters ---- */
@@ -127,14 +136,17 @@ enum gw_api_endpoint {
 	GW_API_SERIES,
 	GW_API_LABELS,
 	GW_API_LABEL_VALUES,
+	GW_API_ALERTS,
+	GW_API_RULES,
 	GW_API_UNKNOWN, /* under /api/v1/ but not served: 404 not_found */
 };
-#define GW_API_ENDPOINTS 6
+#define GW_API_ENDPOINTS 8
 
 /* 0 and *ep when path is under /api/v1/, -ENOENT otherwise. */
 __attribute__((warn_unused_result)) int
 gw_api_route(const char *path, enum gw_api_endpoint *ep);
-/* "query", "query_range", "series", "labels", "label_values", "unknown". */
+/* "query", "query_range", "series", "labels", "label_values", "alerts",
+ * "rules", "unknown". */
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep);
 
 struct gw_api_reply {

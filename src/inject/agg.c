@@ -21,7 +21,8 @@
 
 #include "inject/agg.h"
 
-#define KSLOTS (GW_AGG_KERNELS * 2u) /* hash slots, load <= 1/2 */
+#define KSLOTS 2048u /* hash slots (a power of two), load <= 1/2 */
+_Static_assert(KSLOTS >= 2u * GW_AGG_KERNELS, "hash load");
 #define OTHER_NAME "(other)"
 
 struct kentry {

@@ -6,9 +6,9 @@
  * records about once a second.
  *
  * Every table is allocated by gw_agg_new() and bounded: 1024 kernel
- * functions (keyed by the 64-bit FNV-1a of the full mangled name; later
- * ones fold into one entry flagged GW_CRING_KF_OTHER and are counted),
- * 256 API error entries (beyond: counted in api_overflow), GW_AGG_SYNCS
+ * entries (keyed by the 64-bit FNV-1a of the full mangled name; 1023
+ * named, later ones fold into one entry flagged GW_CRING_KF_OTHER and are counted),
+ * 240 API error entries (beyond: counted in api_overflow), 16
  * synchronisation entries, GW_AGG_DEVICES devices.  No function allocates
  * after gw_agg_new().
  *
@@ -31,9 +31,13 @@
 
 #include "inject/ring.h"
 
-#define GW_AGG_KERNELS 1024u /* kernel functions, plus the overflow entry */
-#define GW_AGG_APIS    256u  /* (domain, cbid, code) error entries */
-#define GW_AGG_SYNCS   16u   /* synchronisation calls timed */
+/* Named kernel entries; with the overflow entry 1024, what the agent keeps
+ * (GW_CUPTI_MAX_KERNELS). */
+#define GW_AGG_KERNELS 1023u
+/* (domain, cbid, code) error entries and timed synchronisation calls; 256
+ * together, what the agent keeps (GW_CUPTI_MAX_APIS). */
+#define GW_AGG_SYNCS   16u
+#define GW_AGG_APIS    (256u - GW_AGG_SYNCS)
 #define GW_AGG_DEVICES 64u   /* devices whose limits are known */
 #define GW_AGG_RATIO_MIN 0.01
 

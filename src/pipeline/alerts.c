@@ -1,3 +1,1224 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder */
-typedef int gw_placeholder_alerts;
+/*
+ * alerts.c - the rule evaluator and the alert instances' state machine
+ * (diagram in alerts.h), the ALERTS series, delivery and the JSON of
+ * /api/v1/alerts and /api/v1/rules.
+ *
+ * Locking: the evaluating thread is the only writer of rules and
+ * instances; it runs each query without the lock and takes the lock to
+ * apply the result.  Readers (the HTTP API) take the lock.  A new rule set
+ * (reload) waits in pending_rs until the next evaluation picks it up.
+ */
+#include "alerts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "core/agent.h"
+#include "export/alertmanager.h"
+#include "store/store.h"
+
+/*
+ * Delivery links weakly for now: when the Alertmanager client is not in
+ * the build, --alertmanager is refused with a message at start.
+ */
+#pragma weak gw_am_new
+#pragma weak gw_am_free
+#pragma weak gw_am_send
+#pragma weak gw_am_stats
+
+#define DEFAULT_INTERVAL_MS 10000
+#define DEFAULT_RESEND_MS 60000
+#define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
+#define DEFAULT_MAX_SAMPLES 50000000ull
+#define DEFAULT_TIMEOUT 30.0
+#define JSON_MAX (64u << 20)
+#define TEXT_MAX (64u << 10)
+#define MAX_AM 16
+
+struct inst {
+	char *key;            /* canonical key of labels */
+	struct gw_labels labels; /* alert labels, alertname included */
+	char *ann_json;       /* {"summary":"..."} */
+	enum gw_alert_state state;
+	int64_t active_at, fired_at, resolved_at, last_sent;
+	bool resolved_sent;
+	bool seen;            /* in the current evaluation */
+	double value;
+};
+
+struct rstate {
+	struct inst *v;
+	size_t n, cap;
+	int health;           /* 0 unknown, 1 ok, 2 err */
+	char last_error[256];
+	int64_t last_eval;
+	double eval_s;
+	uint64_t failures;
+};
+
+struct gstate {
+	int64_t last_eval, next_due;
+	double eval_s;
+};
+
+struct gw_alerts {
+	struct gw_alerts_opts o;
+	struct gw_ruleset rs;
+	struct rstate *rst;
+	struct gstate *gst;
+
+	pthread_mutex_t lock;
+	struct gw_ruleset pending_rs;
+	bool have_pending;
+
+	/* registry */
+	int slot;
+	struct gw_snap snap;
+	uint64_t evaluations;
+	double last_pass_s;
+
+	/* thread */
+	pthread_t thread;
+	bool started;
+	_Atomic bool stop;
+	pthread_mutex_t wlock;
+	pthread_cond_t wake;
+
+	/* agent wiring */
+	struct gw_am *am_owned;
+	struct gw_queryable q;
+	bool have_q;
+};
+
+static const struct gw_family f_alerts = {
+	"ALERTS", "Alerts pending and firing (1), by alert labels and state.",
+	GW_GAUGE
+};
+static const struct gw_family f_for_state = {
+	"ALERTS_FOR_STATE",
+	"Unix time when each pending or firing alert became active.", GW_GAUGE
+};
+static const struct gw_family f_evals = {
+	"gpuwatch_rules_evaluations_total",
+	"Alert rule evaluations since start.", GW_COUNTER
+};
+static const struct gw_family f_fails = {
+	"gpuwatch_rules_evaluation_failures_total",
+	"Alert rule evaluations that failed, by group and rule.", GW_COUNTER
+};
+static const struct gw_family f_last = {
+	"gpuwatch_rules_last_evaluation_seconds",
+	"How long the last pass over the due rule groups took.", GW_GAUGE
+};
+static const struct gw_family f_rules = {
+	"gpuwatch_rules", "Alert rules loaded.", GW_GAUGE
+};
+static const struct gw_family f_count = {
+	"gpuwatch_alerts", "Alert instances by state.", GW_GAUGE
+};
+static const struct gw_family f_am_sent = {
+	"gpuwatch_alertmanager_alerts_sent_total",
+	"Alerts accepted by each Alertmanager.", GW_COUNTER
+};
+static const struct gw_family f_am_failed = {
+	"gpuwatch_alertmanager_posts_failed_total",
+	"POSTs to each Alertmanager that failed (each retry counts).",
+	GW_COUNTER
+};
+static const struct gw_family f_am_dropped = {
+	"gpuwatch_alertmanager_alerts_dropped_total",
+	"Alerts dropped for each Alertmanager (queue full or refused).",
+	GW_COUNTER
+};
+static const struct gw_family f_am_queued = {
+	"gpuwatch_alertmanager_queue_length",
+	"Alerts waiting for each Alertmanager.", GW_GAUGE
+};
+static const struct gw_family f_am_up = {
+	"gpuwatch_alertmanager_up",
+	"1 when the last POST to the Alertmanager succeeded.", GW_GAUGE
+};
+
+static const char *const state_names[] = { "pending", "firing", "resolved" };
+
+/* ---- instances ---- */
+
+static void inst_release(struct inst *i)
+{
+	free(i->key);
+	gw_labels_release(&i->labels);
+	free(i->ann_json);
+	memset(i, 0, sizeof(*i));
+}
+
+static void rstate_release(struct rstate *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		inst_release(&r->v[i]);
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The state machine's invariants (alerts.h). */
+static bool check_alert(const struct inst *i)
+{
+	switch (i->state) {
+	case GW_ALERT_PENDING:
+		return i->fired_at == 0 && i->resolved_at == 0;
+	case GW_ALERT_FIRING:
+		return i->fired_at >= i->active_at && i->resolved_at == 0;
+	case GW_ALERT_RESOLVED:
+		return i->resolved_at >= i->fired_at && i->fired_at > 0;
+	}
+	return false;
+}
+
+static void free_states(struct gw_alerts *al)
+{
+	for (size_t i = 0; al->rst && i < al->rs.nrules; i++)
+		rstate_release(&al->rst[i]);
+	free(al->rst);
+	free(al->gst);
+	al->rst = NULL;
+	al->gst = NULL;
+}
+
+/*
+ * Installs rs (taken) with fresh states, moving the instances of rules
+ * that are the same (group, name, expr) from the old set.  Under the lock.
+ */
+static int install_rules(struct gw_alerts *al, struct gw_ruleset *rs)
+{
+	struct rstate *rst = calloc(rs->nrules ? rs->nrules : 1, sizeof(*rst));
+	struct gstate *gst = calloc(rs->ngroups ? rs->ngroups : 1,
+				    sizeof(*gst));
+
+	if (!rst || !gst) {
+		free(rst);
+		free(gst);
+		gw_ruleset_release(rs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < rs->nrules; i++) {
+		const struct gw_rule *nr = &rs->rules[i];
+		const struct gw_rule_group *ng = &rs->groups[nr->group];
+
+		for (size_t j = 0; al->rst && j < al->rs.nrules; j++) {
+			const struct gw_rule *or = &al->rs.rules[j];
+			const struct gw_rule_group *og = &al->rs.groups[or->group];
+
+			if (al->rst[j].v && strcmp(or->alert, nr->alert) == 0 &&
+			    strcmp(or->expr, nr->expr) == 0 &&
+			    strcmp(og->name, ng->name) == 0 &&
+			    strcmp(og->file, ng->file) == 0) {
+				rst[i] = al->rst[j];
+				memset(&al->rst[j], 0, sizeof(al->rst[j]));
+				break;
+			}
+		}
+	}
+	free_states(al);
+	gw_ruleset_release(&al->rs);
+	al->rs = *rs;
+	memset(rs, 0, sizeof(*rs));
+	al->rst = rst;
+	al->gst = gst;
+	return 0;
+}
+
+/* ---- formatting ---- */
+
+static int fmt_time(struct gw_buf *b, int64_t ms)
+{
+	struct tm tm;
+	time_t t;
+
+	if (ms <= 0)
+		return gw_buf_adds(b, "\"0001-01-01T00:00:00Z\"");
+	t = (time_t)(ms / 1000);
+	if (!gmtime_r(&t, &tm))
+		return gw_buf_adds(b, "\"0001-01-01T00:00:00Z\"");
+	return gw_buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
+			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			     tm.tm_hour, tm.tm_min, tm.tm_sec,
+			     (int)(ms % 1000));
+}
+
+/* Go's strconv.FormatFloat(v, 'e', -1, 64), as Prometheus writes values. */
+static int fmt_value_e(struct gw_buf *b, double v)
+{
+	char s[40];
+
+	if (isnan(v))
+		return gw_buf_adds(b, "\"NaN\"");
+	if (isinf(v))
+		return gw_buf_adds(b, v > 0 ? "\"+Inf\"" : "\"-Inf\"");
+	for (int p = 0; p < 17; p++) {
+		snprintf(s, sizeof(s), "%.*e", p, v);
+		if (strtod(s, NULL) == v)
+			break;
+	}
+	return gw_buf_printf(b, "\"%s\"", s);
+}
+
+static int pairs_json(struct gw_buf *b, const struct gw_rule_pair *v,
+		      size_t n)
+{
+	int r = gw_buf_adds(b, "{");
+
+	for (size_t i = 0; !r && i < n; i++) {
+		r = gw_buf_adds(b, i ? "," : "");
+		if (!r)
+			r = gw_json_str(b, v[i].name);
+		if (!r)
+			r = gw_buf_adds(b, ":");
+		if (!r)
+			r = gw_json_str(b, v[i].text);
+	}
+	return r ? r : gw_buf_adds(b, "}");
+}
+
+/* ---- one rule ---- */
+
+static struct inst *find_inst(struct rstate *st, const char *key)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (strcmp(st->v[i].key, key) == 0)
+			return &st->v[i];
+	return NULL;
+}
+
+/* An evaluated series: labels and the annotation JSON of its instance. */
+struct sample {
+	struct gw_labels labels;
+	char *key;
+	char *ann_json;
+	double value;
+};
+
+static void samples_free(struct sample *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		gw_labels_release(&s[i].labels);
+		free(s[i].key);
+		free(s[i].ann_json);
+	}
+	free(s);
+}
+
+/* Builds the alert labels and annotations of one output series. */
+static int make_sample(const struct gw_rule *ru, const struct gw_labels *sl,
+		       double value, struct sample *out)
+{
+	struct gw_label pairs[GW_LABELS_MAX + GW_RULES_MAX_PAIRS + 1];
+	struct gw_buf text[GW_RULES_MAX_PAIRS], b;
+	size_t n = 0;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->value = value;
+	for (size_t i = 0; i < ru->nlabels; i++)
+		gw_buf_init(&text[i], TEXT_MAX);
+	for (size_t i = 0; sl && i < sl->n && n < GW_LABELS_MAX; i++) {
+		bool overridden = strcmp(sl->v[i].name, "__name__") == 0 ||
+				  strcmp(sl->v[i].name, "alertname") == 0;
+
+		for (size_t j = 0; !overridden && j < ru->nlabels; j++)
+			overridden = strcmp(ru->labels[j].name,
+					    sl->v[i].name) == 0;
+		if (!overridden)
+			pairs[n++] = sl->v[i];
+	}
+	for (size_t i = 0; i < ru->nlabels; i++) {
+		if (strcmp(ru->labels[i].name, "alertname") == 0)
+			continue;
+		r = gw_tmpl_expand(&ru->labels[i].t, sl, value, &text[i]);
+		if (r)
+			goto out;
+		pairs[n].name = ru->labels[i].name;
+		pairs[n].value = text[i].p ? text[i].p : "";
+		n++;
+	}
+	pairs[n].name = "alertname";
+	pairs[n].value = ru->alert;
+	n++;
+	r = gw_labels_from(&out->labels, pairs, n);
+	if (r)
+		goto out;
+	gw_buf_init(&b, TEXT_MAX * 4);
+	r = gw_labels_key(&out->labels, &b);
+	out->key = r ? NULL : gw_buf_detach(&b, NULL);
+	gw_buf_release(&b);
+	if (!r && !out->key)
+		r = -ENOMEM;
+	if (r)
+		goto out;
+	gw_buf_init(&b, TEXT_MAX * 4);
+	r = gw_buf_adds(&b, "{");
+	for (size_t i = 0; !r && i < ru->nann; i++) {
+		r = gw_buf_adds(&b, i ? "," : "");
+		if (!r)
+			r = gw_json_str(&b, ru->ann[i].name);
+		if (!r)
+			r = gw_buf_adds(&b, ":");
+		if (!r) {
+			struct gw_buf t;
+
+			gw_buf_init(&t, TEXT_MAX);
+			r = gw_tmpl_expand(&ru->ann[i].t, &out->labels, value,
+					   &t);
+			if (!r)
+				r = gw_json_str(&b, t.p ? t.p : "");
+			gw_buf_release(&t);
+		}
+	}
+	if (!r)
+		r = gw_buf_adds(&b, "}");
+	out->ann_json = r ? NULL : gw_buf_detach(&b, NULL);
+	gw_buf_release(&b);
+	if (!r && !out->ann_json)
+		r = -ENOMEM;
+out:
+	for (size_t i = 0; i < ru->nlabels; i++)
+		gw_buf_release(&text[i]);
+	return r;
+}
+
+/* Runs the query of rule ru at now: its output series as samples. */
+static int query_rule(struct gw_alerts *al, const struct gw_rule *ru,
+		      int64_t now, struct sample **out, size_t *nout,
+		      char *err, size_t errlen)
+{
+	struct gw_promql_opts po = {
+		.lookback_ms = al->o.lookback_ms,
+		.max_samples = al->o.max_samples,
+		.timeout_ns = (uint64_t)(al->o.query_timeout * 1e9),
+		.cancel = &al->stop,
+	};
+	struct gw_qresult res;
+	struct sample *s = NULL;
+	size_t n = 0;
+	int r;
+
+	memset(&res, 0, sizeof(res));
+	*out = NULL;
+	*nout = 0;
+	r = gw_promql_eval_instant(ru->ast, al->o.q, now, &po, &res);
+	if (r) {
+		snprintf(err, errlen, "%s",
+			 res.errmsg[0] ? res.errmsg : strerror(-r));
+		gw_qresult_release(&res);
+		return r;
+	}
+	if (res.type == GW_TYPE_SCALAR) {
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		n = 1;
+		r = make_sample(ru, NULL, res.scalar.v, &s[0]);
+	} else if (res.type == GW_TYPE_VECTOR) {
+		if (res.nseries > GW_ALERTS_MAX_PER_RULE) {
+			snprintf(err, errlen,
+				 "the query gives %zu series, more than the "
+				 "%d alerts a rule may have",
+				 res.nseries, GW_ALERTS_MAX_PER_RULE);
+			r = -E2BIG;
+			goto fail;
+		}
+		s = calloc(res.nseries ? res.nseries : 1, sizeof(*s));
+		if (!s) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; !r && i < res.nseries; i++) {
+			if (!res.series[i].n)
+				continue;
+			r = make_sample(ru, &res.series[i].labels,
+					res.series[i].p[0].v, &s[n]);
+			n++;
+		}
+	} else {
+		snprintf(err, errlen, "rule result is not a vector or scalar");
+		r = -EINVAL;
+		goto fail;
+	}
+	if (r) {
+		snprintf(err, errlen, "cannot expand the rule's labels or "
+			 "annotations: %s", strerror(-r));
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(s[i].key, s[j].key) == 0) {
+				snprintf(err, errlen,
+					 "vector contains metrics with the "
+					 "same labelset after applying alert "
+					 "labels");
+				r = -EINVAL;
+				goto fail;
+			}
+	gw_qresult_release(&res);
+	*out = s;
+	*nout = n;
+	return 0;
+fail:
+	gw_qresult_release(&res);
+	samples_free(s, n);
+	return r;
+}
+
+/* Applies one evaluation's samples to the rule's instances.  Locked. */
+static int apply(struct gw_alerts *al, const struct gw_rule *ru,
+		 struct rstate *st, struct sample *s, size_t n, int64_t now)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < st->n; i++)
+		st->v[i].seen = false;
+	for (size_t i = 0; i < n; i++) {
+		struct inst *in = find_inst(st, s[i].key);
+
+		if (in && in->state == GW_ALERT_RESOLVED) {
+			/* seen again after it resolved: a new episode */
+			inst_release(in);
+			*in = st->v[--st->n];
+			in = NULL;
+		}
+		if (!in) {
+			if (st->n == st->cap) {
+				size_t cap = st->cap ? st->cap * 2 : 4;
+				struct inst *v = realloc(st->v,
+							 cap * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				st->v = v;
+				st->cap = cap;
+			}
+			in = &st->v[st->n++];
+			memset(in, 0, sizeof(*in));
+			in->key = s[i].key;
+			in->labels = s[i].labels;
+			s[i].key = NULL;
+			memset(&s[i].labels, 0, sizeof(s[i].labels));
+			in->state = GW_ALERT_PENDING;
+			in->active_at = now;
+		}
+		free(in->ann_json);
+		in->ann_json = s[i].ann_json;
+		s[i].ann_json = NULL;
+		in->value = s[i].value;
+		in->seen = true;
+	}
+	/* not seen: pending ones go, firing ones resolve; old resolved go */
+	for (size_t i = 0; i < st->n; i++) {
+		struct inst *in = &st->v[i];
+		bool drop = false;
+
+		if (!in->seen) {
+			if (in->state == GW_ALERT_PENDING) {
+				drop = true;
+			} else if (in->state == GW_ALERT_FIRING) {
+				in->state = GW_ALERT_RESOLVED;
+				in->resolved_at = now;
+			} else if (now - in->resolved_at >=
+				   al->o.keep_resolved_ms &&
+				   (in->resolved_sent || !al->o.am)) {
+				drop = true;
+			}
+		} else if (in->state == GW_ALERT_PENDING &&
+			   now - in->active_at >= ru->for_ms) {
+			in->state = GW_ALERT_FIRING;
+			in->fired_at = now > in->active_at ? now : in->active_at;
+		}
+		if (drop) {
+			inst_release(in);
+			continue;
+		}
+		if (!check_alert(in))
+			gw_warn("rules: alert %s in an impossible state",
+				in->key);
+		if (k != i)
+			st->v[k] = *in;
+		k++;
+	}
+	st->n = k;
+	return 0;
+}
+
+/* ---- delivery ---- */
+
+static void deliver(struct gw_alerts *al, int64_t now)
+{
+	struct gw_am_alert batch[64];
+	char *lab[64];
+	size_t nb = 0;
+
+	if (!al->o.am || !gw_am_send)
+		return;
+	for (size_t r = 0; r < al->rs.nrules; r++) {
+		struct rstate *st = &al->rst[r];
+
+		for (size_t i = 0; i < st->n; i++) {
+			struct inst *in = &st->v[i];
+			struct gw_buf b;
+			bool due;
+
+			due = (in->state == GW_ALERT_FIRING &&
+			       (in->last_sent == 0 ||
+				now - in->last_sent >= al->o.resend_ms)) ||
+			      (in->state == GW_ALERT_RESOLVED &&
+			       !in->resolved_sent);
+			if (!due)
+				continue;
+			gw_buf_init(&b, TEXT_MAX * 4);
+			if (gw_labels_json(&in->labels, &b) || !b.p) {
+				gw_buf_release(&b);
+				continue; /* retried next pass */
+			}
+			lab[nb] = gw_buf_detach(&b, NULL);
+			batch[nb] = (struct gw_am_alert){
+				.labels = lab[nb],
+				.annotations = in->ann_json ? in->ann_json
+							    : "{}",
+				.starts_ms = in->active_at,
+				.ends_ms = in->state == GW_ALERT_RESOLVED
+						   ? in->resolved_at
+						   : now + 4 * al->o.resend_ms,
+			};
+			nb++;
+			in->last_sent = now;
+			if (in->state == GW_ALERT_RESOLVED)
+				in->resolved_sent = true;
+			if (nb == 64) {
+				gw_am_send(al->o.am, batch, nb);
+				while (nb)
+					free(lab[--nb]);
+			}
+		}
+	}
+	if (nb)
+		gw_am_send(al->o.am, batch, nb);
+	while (nb)
+		free(lab[--nb]);
+}
+
+/* ---- registry ---- */
+
+static void publish(struct gw_alerts *al)
+{
+	struct gw_snap *s = &al->snap;
+	struct gw_alerts_counts c;
+	struct gw_buf b;
+
+	if (!al->o.reg)
+		return;
+	gw_snap_reset(s);
+	gw_buf_init(&b, TEXT_MAX * 4);
+	memset(&c, 0, sizeof(c));
+	c.rules = al->rs.nrules;
+	for (size_t r = 0; r < al->rs.nrules; r++) {
+		const struct gw_rule *ru = &al->rs.rules[r];
+		const struct rstate *st = &al->rst[r];
+
+		if (st->failures)
+			gw_snap_add(s, &f_fails, (double)st->failures, NULL,
+				    "group", al->rs.groups[ru->group].name,
+				    "rule", ru->alert, NULL);
+		for (size_t i = 0; i < st->n; i++) {
+			const struct inst *in = &st->v[i];
+			int e = 0;
+
+			c.pending += in->state == GW_ALERT_PENDING;
+			c.firing += in->state == GW_ALERT_FIRING;
+			c.resolved += in->state == GW_ALERT_RESOLVED;
+			if (in->state == GW_ALERT_RESOLVED)
+				continue;
+			gw_buf_reset(&b);
+			for (size_t j = 0; !e && j < in->labels.n; j++) {
+				if (j)
+					e = gw_buf_adds(&b, ",");
+				if (!e)
+					e = gw_labels_append(
+						&b, in->labels.v[j].name,
+						in->labels.v[j].value);
+			}
+			if (e)
+				continue;
+			gw_snap_add(s, &f_alerts, 1, b.p ? b.p : "",
+				    "alertstate", state_names[in->state], NULL);
+			gw_snap_add(s, &f_for_state,
+				    (double)in->active_at / 1000.0,
+				    b.p ? b.p : "", NULL);
+		}
+	}
+	gw_buf_release(&b);
+	gw_snap_add(s, &f_evals, (double)al->evaluations, NULL, NULL);
+	gw_snap_add(s, &f_last, al->last_pass_s, NULL, NULL);
+	gw_snap_add(s, &f_rules, (double)c.rules, NULL, NULL);
+	gw_snap_add(s, &f_count, (double)c.pending, NULL, "state", "pending",
+		    NULL);
+	gw_snap_add(s, &f_count, (double)c.firing, NULL, "state", "firing",
+		    NULL);
+	if (al->o.am && gw_am_stats) {
+		struct gw_am_target_stats st[MAX_AM];
+		unsigned int n = gw_am_stats(al->o.am, st, MAX_AM);
+
+		for (unsigned int i = 0; i < n && i < MAX_AM; i++) {
+			gw_snap_add(s, &f_am_sent, (double)st[i].sent, NULL,
+				    "url", st[i].url, NULL);
+			gw_snap_add(s, &f_am_failed,
+				    (double)st[i].posts_failed, NULL, "url",
+				    st[i].url, NULL);
+			gw_snap_add(s, &f_am_dropped, (double)st[i].dropped,
+				    NULL, "url", st[i].url, NULL);
+			gw_snap_add(s, &f_am_queued, (double)st[i].queued,
+				    NULL, "url", st[i].url, NULL);
+			gw_snap_add(s, &f_am_up, st[i].up, NULL, "url",
+				    st[i].url, NULL);
+		}
+	}
+	gw_registry_publish(al->o.reg, al->slot, s);
+}
+
+/* ---- evaluation ---- */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void take_pending(struct gw_alerts *al)
+{
+	pthread_mutex_lock(&al->lock);
+	if (al->have_pending) {
+		al->have_pending = false;
+		if (install_rules(al, &al->pending_rs))
+			gw_err("rules: out of memory installing the new rules; "
+			       "keeping the old ones");
+	}
+	pthread_mutex_unlock(&al->lock);
+}
+
+unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now)
+{
+	unsigned int failed = 0;
+	double t0 = mono_s();
+	bool any = false;
+
+	take_pending(al);
+	if (!al->o.q)
+		return 0;
+	for (size_t g = 0; g < al->rs.ngroups; g++) {
+		const struct gw_rule_group *gr = &al->rs.groups[g];
+		struct gstate *gs = &al->gst[g];
+		int64_t iv = gr->interval_ms ? gr->interval_ms
+					     : al->o.interval_ms;
+		double g0 = mono_s();
+
+		if (gs->next_due && now < gs->next_due)
+			continue;
+		any = true;
+		for (size_t k = 0; k < gr->n; k++) {
+			size_t ri = gr->first + k;
+			const struct gw_rule *ru = &al->rs.rules[ri];
+			struct rstate *st = &al->rst[ri];
+			char err[256] = "";
+			struct sample *s;
+			size_t n;
+			double r0 = mono_s();
+			int r;
+
+			if (atomic_load(&al->stop))
+				break;
+			r = query_rule(al, ru, now, &s, &n, err, sizeof(err));
+			pthread_mutex_lock(&al->lock);
+			al->evaluations++;
+			if (!r) {
+				r = apply(al, ru, st, s, n, now);
+				if (r)
+					snprintf(err, sizeof(err),
+						 "out of memory");
+				samples_free(s, n);
+			}
+			if (r) {
+				if (st->health != 2 ||
+				    strcmp(st->last_error, err) != 0)
+					gw_warn("rules: group '%s' rule '%s' "
+						"failed: %s",
+						gr->name, ru->alert, err);
+				st->health = 2;
+				snprintf(st->last_error,
+					 sizeof(st->last_error), "%s", err);
+				st->failures++;
+				failed++;
+			} else {
+				st->health = 1;
+				st->last_error[0] = '\0';
+			}
+			st->last_eval = now;
+			st->eval_s = mono_s() - r0;
+			pthread_mutex_unlock(&al->lock);
+		}
+		pthread_mutex_lock(&al->lock);
+		gs->last_eval = now;
+		gs->eval_s = mono_s() - g0;
+		gs->next_due = now + iv;
+		pthread_mutex_unlock(&al->lock);
+	}
+	pthread_mutex_lock(&al->lock);
+	if (any)
+		al->last_pass_s = mono_s() - t0;
+	deliver(al, now);
+	publish(al);
+	pthread_mutex_unlock(&al->lock);
+	return failed;
+}
+
+/* ---- lifecycle ---- */
+
+int gw_alerts_new(const struct gw_alerts_opts *o, struct gw_ruleset *rules,
+		  struct gw_alerts **out)
+{
+	struct gw_alerts *al = calloc(1, sizeof(*al));
+	int r;
+
+	*out = NULL;
+	if (!al) {
+		gw_ruleset_release(rules);
+		return -ENOMEM;
+	}
+	if (o)
+		memcpy(&al->o, o, o->sz < sizeof(al->o) ? o->sz : sizeof(al->o));
+	al->o.sz = sizeof(al->o);
+	if (al->o.interval_ms <= 0)
+		al->o.interval_ms = DEFAULT_INTERVAL_MS;
+	if (al->o.resend_ms <= 0)
+		al->o.resend_ms = DEFAULT_RESEND_MS;
+	if (al->o.keep_resolved_ms <= 0)
+		al->o.keep_resolved_ms = GW_ALERTS_KEEP_RESOLVED_MS;
+	if (al->o.lookback_ms <= 0)
+		al->o.lookback_ms = DEFAULT_LOOKBACK_MS;
+	if (!al->o.max_samples)
+		al->o.max_samples = DEFAULT_MAX_SAMPLES;
+	if (al->o.query_timeout <= 0)
+		al->o.query_timeout = DEFAULT_TIMEOUT;
+	pthread_mutex_init(&al->lock, NULL);
+	pthread_mutex_init(&al->wlock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&al->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	gw_snap_init(&al->snap);
+	al->slot = -1;
+	if (al->o.reg) {
+		al->slot = gw_registry_slot(al->o.reg, "rules");
+		if (al->slot < 0) {
+			r = al->slot;
+			gw_ruleset_release(rules);
+			gw_alerts_free(al);
+			return r;
+		}
+	}
+	r = install_rules(al, rules);
+	if (r) {
+		gw_alerts_free(al);
+		return r;
+	}
+	*out = al;
+	return 0;
+}
+
+void gw_alerts_free(struct gw_alerts *al)
+{
+	if (!al)
+		return;
+	gw_alerts_stop(al);
+	free_states(al);
+	gw_ruleset_release(&al->rs);
+	if (al->have_pending)
+		gw_ruleset_release(&al->pending_rs);
+	gw_snap_release(&al->snap);
+	pthread_mutex_destroy(&al->lock);
+	pthread_mutex_destroy(&al->wlock);
+	pthread_cond_destroy(&al->wake);
+	free(al);
+}
+
+void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules)
+{
+	pthread_mutex_lock(&al->lock);
+	if (al->have_pending)
+		gw_ruleset_release(&al->pending_rs);
+	al->pending_rs = *rules;
+	al->have_pending = true;
+	memset(rules, 0, sizeof(*rules));
+	pthread_mutex_unlock(&al->lock);
+	pthread_mutex_lock(&al->wlock);
+	pthread_cond_signal(&al->wake);
+	pthread_mutex_unlock(&al->wlock);
+}
+
+static int64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *eval_thread(void *arg)
+{
+	struct gw_alerts *al = arg;
+
+	pthread_setname_np(pthread_self(), "gw-rules");
+	while (!atomic_load(&al->stop)) {
+		int64_t now = real_ms(), wait = 1000;
+		struct timespec ts;
+		double until;
+
+		gw_alerts_eval(al, now);
+		pthread_mutex_lock(&al->lock);
+		for (size_t g = 0; g < al->rs.ngroups; g++) {
+			int64_t d = al->gst[g].next_due - real_ms();
+
+			if (d < wait)
+				wait = d;
+		}
+		pthread_mutex_unlock(&al->lock);
+		if (wait < 20)
+			wait = 20;
+		until = mono_s() + (double)wait / 1000.0;
+		ts.tv_sec = (time_t)until;
+		ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+		pthread_mutex_lock(&al->wlock);
+		if (!atomic_load(&al->stop))
+			pthread_cond_timedwait(&al->wake, &al->wlock, &ts);
+		pthread_mutex_unlock(&al->wlock);
+	}
+	return NULL;
+}
+
+int gw_alerts_start(struct gw_alerts *al)
+{
+	int r;
+
+	if (al->started)
+		return 0;
+	atomic_store(&al->stop, false);
+	r = pthread_create(&al->thread, NULL, eval_thread, al);
+	if (r)
+		return -r;
+	al->started = true;
+	return 0;
+}
+
+void gw_alerts_stop(struct gw_alerts *al)
+{
+	if (!al || !al->started)
+		return;
+	atomic_store(&al->stop, true);
+	pthread_mutex_lock(&al->wlock);
+	pthread_cond_broadcast(&al->wake);
+	pthread_mutex_unlock(&al->wlock);
+	pthread_join(al->thread, NULL);
+	al->started = false;
+}
+
+void gw_alerts_counts(struct gw_alerts *al, struct gw_alerts_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_lock(&al->lock);
+	c->rules = al->rs.nrules;
+	for (size_t r = 0; r < al->rs.nrules; r++)
+		for (size_t i = 0; i < al->rst[r].n; i++) {
+			enum gw_alert_state s = al->rst[r].v[i].state;
+
+			c->pending += s == GW_ALERT_PENDING;
+			c->firing += s == GW_ALERT_FIRING;
+			c->resolved += s == GW_ALERT_RESOLVED;
+		}
+	pthread_mutex_unlock(&al->lock);
+}
+
+/* ---- JSON ---- */
+
+static int inst_json(struct gw_buf *b, const struct inst *in)
+{
+	int r = gw_buf_adds(b, "{\"labels\":");
+
+	if (!r)
+		r = gw_labels_json(&in->labels, b);
+	if (!r)
+		r = gw_buf_printf(b, ",\"annotations\":%s,\"state\":\"%s\","
+				  "\"activeAt\":",
+				  in->ann_json ? in->ann_json : "{}",
+				  state_names[in->state]);
+	if (!r)
+		r = fmt_time(b, in->active_at);
+	if (!r && in->state == GW_ALERT_RESOLVED) {
+		r = gw_buf_adds(b, ",\"resolvedAt\":");
+		if (!r)
+			r = fmt_time(b, in->resolved_at);
+	}
+	if (!r)
+		r = gw_buf_adds(b, ",\"value\":");
+	if (!r)
+		r = fmt_value_e(b, in->value);
+	return r ? r : gw_buf_adds(b, "}");
+}
+
+static int rule_json(struct gw_alerts *al, size_t ri, struct gw_buf *b)
+{
+	const struct gw_rule *ru = &al->rs.rules[ri];
+	const struct rstate *st = &al->rst[ri];
+	const char *state = "inactive";
+	bool first = true;
+	int r;
+
+	for (size_t i = 0; i < st->n; i++) {
+		if (st->v[i].state == GW_ALERT_FIRING)
+			state = "firing";
+		else if (st->v[i].state == GW_ALERT_PENDING &&
+			 strcmp(state, "firing") != 0)
+			state = "pending";
+	}
+	r = gw_buf_printf(b, "{\"state\":\"%s\",\"name\":", state);
+	if (!r)
+		r = gw_json_str(b, ru->alert);
+	if (!r)
+		r = gw_buf_adds(b, ",\"query\":");
+	if (!r)
+		r = gw_json_str(b, ru->expr);
+	if (!r)
+		r = gw_buf_printf(b, ",\"duration\":%g,\"keepFiringFor\":0,"
+				  "\"labels\":",
+				  (double)ru->for_ms / 1000.0);
+	if (!r)
+		r = pairs_json(b, ru->labels, ru->nlabels);
+	if (!r)
+		r = gw_buf_adds(b, ",\"annotations\":");
+	if (!r)
+		r = pairs_json(b, ru->ann, ru->nann);
+	if (!r)
+		r = gw_buf_adds(b, ",\"alerts\":[");
+	for (size_t i = 0; !r && i < st->n; i++) {
+		if (st->v[i].state == GW_ALERT_RESOLVED)
+			continue;
+		r = gw_buf_adds(b, first ? "" : ",");
+		first = false;
+		if (!r)
+			r = inst_json(b, &st->v[i]);
+	}
+	if (!r)
+		r = gw_buf_printf(b, "],\"health\":\"%s\"",
+				  st->health == 1	? "ok"
+				  : st->health == 2 ? "err"
+						    : "unknown");
+	if (!r && st->health == 2) {
+		r = gw_buf_adds(b, ",\"lastError\":");
+		if (!r)
+			r = gw_json_str(b, st->last_error);
+	}
+	if (!r)
+		r = gw_buf_printf(b, ",\"evaluationTime\":%g,"
+				  "\"lastEvaluation\":",
+				  st->eval_s);
+	if (!r)
+		r = fmt_time(b, st->last_eval);
+	return r ? r : gw_buf_adds(b, ",\"type\":\"alerting\"}");
+}
+
+static int json_locked(struct gw_alerts *al, bool rules,
+		       bool include_resolved, struct gw_buf *out)
+{
+	bool first = true;
+	int r;
+
+	if (!rules) {
+		r = gw_buf_adds(out, "{\"alerts\":[");
+		for (size_t ri = 0; al && !r && ri < al->rs.nrules; ri++)
+			for (size_t i = 0; !r && i < al->rst[ri].n; i++) {
+				const struct inst *in = &al->rst[ri].v[i];
+
+				if (in->state == GW_ALERT_RESOLVED &&
+				    !include_resolved)
+					continue;
+				r = gw_buf_adds(out, first ? "" : ",");
+				first = false;
+				if (!r)
+					r = inst_json(out, in);
+			}
+		return r ? r : gw_buf_adds(out, "]}");
+	}
+	r = gw_buf_adds(out, "{\"groups\":[");
+	for (size_t g = 0; al && !r && g < al->rs.ngroups; g++) {
+		const struct gw_rule_group *gr = &al->rs.groups[g];
+		int64_t iv = gr->interval_ms ? gr->interval_ms
+					     : al->o.interval_ms;
+
+		r = gw_buf_adds(out, g ? ",{\"name\":" : "{\"name\":");
+		if (!r)
+			r = gw_json_str(out, gr->name);
+		if (!r)
+			r = gw_buf_adds(out, ",\"file\":");
+		if (!r)
+			r = gw_json_str(out, gr->file);
+		if (!r)
+			r = gw_buf_adds(out, ",\"rules\":[");
+		for (size_t k = 0; !r && k < gr->n; k++) {
+			r = gw_buf_adds(out, k ? "," : "");
+			if (!r)
+				r = rule_json(al, gr->first + k, out);
+		}
+		if (!r)
+			r = gw_buf_printf(out, "],\"interval\":%g,\"limit\":0,"
+					  "\"evaluationTime\":%g,"
+					  "\"lastEvaluation\":",
+					  (double)iv / 1000.0,
+					  al->gst[g].eval_s);
+		if (!r)
+			r = fmt_time(out, al->gst[g].last_eval);
+		if (!r)
+			r = gw_buf_adds(out, "}");
+	}
+	return r ? r : gw_buf_adds(out, "]}");
+}
+
+int gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
+		   struct gw_buf *out)
+{
+	int r;
+
+	if (!al)
+		return json_locked(NULL, rules, include_resolved, out);
+	pthread_mutex_lock(&al->lock);
+	r = json_locked(al, rules, include_resolved, out);
+	pthread_mutex_unlock(&al->lock);
+	return r;
+}
+
+/* ---- the agent's use ---- */
+
+static int load_config_rules(const struct gw_config *c, struct gw_ruleset *rs,
+			     char *err, size_t errlen)
+{
+	return gw_rules_load_all(rs, c->default_rules != 0,
+				 (const char (*)[1024])c->rule_files.v,
+				 c->rule_files.n, err, errlen);
+}
+
+int gw_alerts_agent_new(const struct gw_config *c, struct gw_alerts **out,
+			char *err, size_t errlen)
+{
+	struct gw_alerts_opts o = { .sz = sizeof(o) };
+	struct gw_ruleset rs;
+	int r;
+
+	_Static_assert(sizeof(c->rule_files.v[0]) == 1024,
+		       "gw_rules_load_all takes 1024-byte names");
+	*out = NULL;
+	r = load_config_rules(c, &rs, err, errlen);
+	if (r)
+		return r;
+	if (c->alertmanagers.n && !gw_am_new) {
+		gw_ruleset_release(&rs);
+		snprintf(err, errlen, "--alertmanager: this build has no "
+			 "Alertmanager client");
+		return -ENOSYS;
+	}
+	o.interval_ms = (int64_t)(c->rule_interval * 1000);
+	o.resend_ms = (int64_t)(c->alert_resend * 1000);
+	o.max_samples = c->query_max_samples;
+	o.query_timeout = c->query_timeout;
+	r = gw_alerts_new(&o, &rs, out);
+	if (r)
+		snprintf(err, errlen, "alert rules: %s", strerror(-r));
+	return r;
+}
+
+int gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a)
+{
+	const struct gw_config *c = &a->cfg;
+	int r;
+
+	if (!al)
+		return 0;
+	al->o.reg = a->reg;
+	al->slot = gw_registry_slot(a->reg, "rules");
+	if (al->slot < 0) {
+		al->o.reg = NULL;
+		return al->slot;
+	}
+	if (!a->store) {
+		if (al->rs.nrules)
+			gw_warn("rules: %zu alert rules loaded but not "
+				"evaluated: rules need the local store "
+				"(--no-store is set)",
+				al->rs.nrules);
+		return 0;
+	}
+	al->q = *gw_store_queryable(a->store);
+	al->o.q = &al->q;
+	if (c->alertmanagers.n) {
+		const char *urls[GW_CONFIG_LIST_MAX];
+
+		for (unsigned int i = 0; i < c->alertmanagers.n; i++)
+			urls[i] = c->alertmanagers.v[i];
+		r = gw_am_new(urls, c->alertmanagers.n, NULL, &al->am_owned);
+		if (r) {
+			gw_err("alertmanager: %s", strerror(-r));
+			return r;
+		}
+		al->o.am = al->am_owned;
+	}
+	gw_info("rules: %zu alert rules in %zu groups, evaluated every %gs%s",
+		al->rs.nrules, al->rs.ngroups, c->rule_interval,
+		c->alertmanagers.n ? ", sent to the Alertmanager" : "");
+	return gw_alerts_start(al);
+}
+
+void gw_alerts_agent_reload(struct gw_alerts *al, const struct gw_config *c)
+{
+	char err[GW_RULES_ERR_MAX];
+	struct gw_ruleset rs;
+
+	if (!al)
+		return;
+	if (load_config_rules(c, &rs, err, sizeof(err))) {
+		gw_err("reload: keeping the running alert rules: %s", err);
+		return;
+	}
+	gw_info("reload: %zu alert rules in %zu groups", rs.nrules,
+		rs.ngroups);
+	gw_alerts_set_rules(al, &rs);
+}
+
+void gw_alerts_agent_free(struct gw_alerts *al, double deadline)
+{
+	if (!al)
+		return;
+	gw_alerts_stop(al);
+	if (al->am_owned && gw_am_free)
+		gw_am_free(al->am_owned, deadline);
+	al->am_owned = NULL;
+	al->o.am = NULL;
+	gw_alerts_free(al);
+}

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #define SIGMA_PER_MAD 1.2533141373155003 /* sqrt(pi/2) */
-#define ABS_FLOOR 1e-12
+#define ABS_FLOOR     1e-12
 #define GAP_INTERVALS 30.0
-#define GAP_MIN_MS 1000.0
+#define GAP_MIN_MS    1000.0
 
 void gw_baseline_opts_default(struct gw_baseline_opts *o)
 {
@@ -29,13 +29,13 @@ void gw_baseline_opts_default(struct gw_baseline_opts *o)
 	o->sz = sizeof(*o);
 	o->warmup_samples = 64;
 	o->warmup_s = 0;
-	o->tau_fast = 6;
+	o->tau_fast = 3;
 	o->tau_level = 64;
-	o->tau_scale = 256;
-	o->reset_samples = 32;
+	o->tau_scale = 1024;
+	o->reset_samples = 8;
 	o->gap_s = 0;
 	o->z_half = 4;
-	o->clip = 3;
+	o->clip = 5;
 	o->rel_floor = 1e-3;
 	o->seasonal = false;
 	o->season_period_s = 86400;
@@ -77,16 +77,16 @@ int gw_baseline_config_init(struct gw_baseline_config *cfg,
 		o.sz = sizeof(o);
 	}
 	if (!in_u(o.warmup_samples, 2, 1000000) || o.warmup_s > month ||
-	    !in_u(o.tau_level, 1, 1000000) || !in_u(o.tau_fast, 1, o.tau_level) ||
+	    !in_u(o.tau_level, 1, 1000000) ||
+	    !in_u(o.tau_fast, 1, o.tau_level) ||
 	    !in_u(o.tau_scale, 1, 1000000) ||
 	    !in_u(o.reset_samples, 1, 1000000) || o.gap_s > month ||
 	    !in_d(o.z_half, 0.5, 100) || !in_d(o.clip, 1, 100) ||
 	    !in_d(o.rel_floor, 0, 1))
 		return -EINVAL;
-	if (o.seasonal &&
-	    (!in_u(o.season_period_s, 60, month) ||
-	     !in_u(o.season_bins, 2, GW_BASELINE_MAX_BINS) ||
-	     !in_u(o.season_periods, 1, 1000)))
+	if (o.seasonal && (!in_u(o.season_period_s, 60, month) ||
+			   !in_u(o.season_bins, 2, GW_BASELINE_MAX_BINS) ||
+			   !in_u(o.season_periods, 1, 1000)))
 		return -EINVAL;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->o = o;
@@ -195,6 +195,8 @@ static void start(struct gw_baseline *b, const struct gw_baseline_config *cfg,
 	b->n = 1;
 	b->streak = 0;
 	b->side = 0;
+	b->sum = 0;
+	b->nsum = 0;
 	if (use_season(cfg, season) && !season->n)
 		season->t_start = t_ms;
 }
@@ -284,9 +286,13 @@ double gw_baseline_update(struct gw_baseline *b,
 			side = zs > 0 ? 1 : -1;
 		if (side && side == b->side) {
 			b->streak++;
+			b->sum += y;
+			b->nsum++;
 		} else if (side) {
 			b->side = side;
 			b->streak = 1;
+			b->sum = y;
+			b->nsum = 1;
 		} else if (b->streak) {
 			b->streak--;
 		}
@@ -295,7 +301,8 @@ double gw_baseline_update(struct gw_baseline *b,
 			 * white noise; dev = sigma * sqrt(2 / pi). */
 			double jd = b->jitter * 0.7071067811865476;
 
-			b->level = b->fast;
+			b->level = b->sum / b->nsum;
+			b->fast = b->level;
 			if (b->dev < jd)
 				b->dev = jd;
 			b->streak = 0;

@@ -37,14 +37,14 @@
  *   residual 0); a change on it of more than z_half floors scores >= 0.5.
  * - Sustained surprise: reset_samples samples more than z_half sigma off to
  *   the same side (a leaky count: an unsurprising sample takes one off)
- *   make the level jump to the fast EWMA and the scale grow to the fast
- *   estimate of sample-to-sample jitter (counted in resets).  So after a
+ *   make the level jump to the mean of the surprising samples and the
+ *   scale grow to the fast estimate of sample-to-sample jitter (counted in
+ *   resets).  So after a
  *   clean step the score is back below 0.5 from sample reset_samples + 1 of
  *   the new level, whatever the step's size; a series is never anomalous
  *   forever.
  * - Cost: a few dozen flops per sample, no allocation, no locks, no libm
- *   calls on the hot path (fmod only with seasonality, as an integer
- *   remainder).  Measured by bench/baseline.sh.
+ *   calls on the hot path.  Measured by bench/baseline.sh.
  *
  * Options are size-tagged (sz = sizeof(struct gw_baseline_opts) of the
  * caller): an older, shorter struct gets defaults for the fields it lacks, a
@@ -66,21 +66,22 @@
 #define GW_BASELINE_MAX_BINS 48
 
 struct gw_baseline_opts {
-	uint32_t sz;             /* sizeof(struct gw_baseline_opts) */
+	uint32_t sz;		 /* sizeof(struct gw_baseline_opts) */
 	uint32_t warmup_samples; /* 64; 2 .. 1e6 */
-	uint32_t warmup_s;       /* 0; .. 30 days */
-	uint32_t tau_fast;       /* 6 samples; 1 .. tau_level */
-	uint32_t tau_level;      /* 64 samples; 1 .. 1e6 */
-	uint32_t tau_scale;      /* 256 samples; 1 .. 1e6 */
-	uint32_t reset_samples;  /* 32; 1 .. 1e6 */
-	uint32_t gap_s;          /* 0 = auto; .. 30 days */
-	double z_half;           /* 4; score 0.5 at this many sigma; 0.5 .. 100 */
-	double clip;             /* 3 sigma; 1 .. 100 */
-	double rel_floor;        /* 1e-3; sigma >= rel_floor*|level|; 0 .. 1 */
-	bool seasonal;           /* false */
+	uint32_t warmup_s;	 /* 0; .. 30 days */
+	uint32_t tau_fast;	 /* 3 samples; 1 .. tau_level */
+	uint32_t tau_level;	 /* 64 samples; 1 .. 1e6 */
+	uint32_t tau_scale;	 /* 1024 samples; 1 .. 1e6 */
+	uint32_t reset_samples;	 /* 8; 1 .. 1e6 */
+	uint32_t gap_s;		 /* 0 = auto; .. 30 days */
+	double z_half;	  /* 4; score 0.5 at this many sigma; 0.5 .. 100 */
+	double clip;	  /* 5 sigma; 1 .. 100 */
+	double rel_floor; /* 1e-3; sigma >= rel_floor*|level|; 0 .. 1 */
+	bool seasonal;	  /* false */
 	uint32_t season_period_s; /* 86400; 60 .. 30 days */
-	uint32_t season_bins;    /* 48; 2 .. GW_BASELINE_MAX_BINS */
-	uint32_t season_periods; /* 2; learning time of the profile; 1 .. 1000 */
+	uint32_t season_bins;	  /* 48; 2 .. GW_BASELINE_MAX_BINS */
+	uint32_t
+	    season_periods; /* 2; learning time of the profile; 1 .. 1000 */
 };
 
 /* Validated options and constants derived from them.  Read-only once made. */
@@ -94,20 +95,22 @@ struct gw_baseline_config {
 struct gw_baseline {
 	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
 	double level, fast, dev, jitter, prev, quantum;
-	double dt;               /* EWMA of the sample interval, ms */
-	uint32_t n;              /* samples learned since the (re)start */
-	uint32_t streak;         /* leaky count of same-side surprises */
-	int32_t side;            /* +1 / -1: side of the streak */
-	uint32_t ignored;        /* NaN, Inf and out-of-order samples */
-	uint32_t resets;         /* sustained-surprise resets */
-	uint32_t rewarms;        /* gaps that re-warmed the model */
+	double dt;	  /* EWMA of the sample interval, ms */
+	double sum;	  /* sum of the surprising samples ... */
+	uint32_t nsum;	  /* ... and their count, this streak */
+	uint32_t n;	  /* samples learned since the (re)start */
+	uint32_t streak;  /* leaky count of same-side surprises */
+	int32_t side;	  /* +1 / -1: side of the streak */
+	uint32_t ignored; /* NaN, Inf and out-of-order samples */
+	uint32_t resets;  /* sustained-surprise resets */
+	uint32_t rewarms; /* gaps that re-warmed the model */
 };
 
 /* The seasonal profile of one series (with opts.seasonal), 208 bytes. */
 struct gw_baseline_season {
 	float bin[GW_BASELINE_MAX_BINS];
 	int64_t t_start; /* ms, first sample learned into the profile */
-	uint32_t n;      /* samples learned */
+	uint32_t n;	 /* samples learned */
 	uint32_t pad;
 };
 

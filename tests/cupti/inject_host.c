@@ -11,6 +11,8 @@
  * The fake's path is the argument or $FAKE_CUPTI; the injection library is
  * $CUDA_INJECTION64_PATH or $CUPTI_INJECT.  The ring directory is
  * $GPUWATCH_CUPTI_DIR (default /dev/shm), as for the library.
+ * GPUWATCH_CUPTI_KERNEL_RATE defaults to 10000000 here, so that the burst
+ * of launches below is traced in full (set it to see duty cycling).
  *
  * Scenarios:
  *   basic  one context; a DEVICE record (H100 limits); 1000 launches of
@@ -314,7 +316,9 @@ int main(int argc, char **argv)
 	}
 	if (!dir || !*dir)
 		dir = GW_CRING_DEFAULT_DIR;
-	if (setenv("GPUWATCH_CUPTI_LIB", fake_path, 1))
+	/* 1010 launches in a few ms: trace them all unless told otherwise. */
+	if (setenv("GPUWATCH_CUPTI_LIB", fake_path, 1) ||
+	    setenv("GPUWATCH_CUPTI_KERNEL_RATE", "10000000", 0))
 		return 1;
 	if (fake_cupti_open(&fc, fake_path)) {
 		fprintf(stderr, "inject_host: %s\n", dlerror());

@@ -1491,22 +1491,22 @@ static void unlock(void)
 	pthread_mutex_unlock(&fake.lock);
 }
 
-/* fork() while another thread holds a lock must not leave it held. */
-static void before_fork(void)
+/*
+ * fork() while another thread (a flush) holds a lock: the child has only
+ * the forking thread, so it starts over with unlocked mutexes.  No prepare
+ * handler waits for the locks, as that would deadlock against a flushing
+ * thread that needs the allocator lock a sanitizer's fork() holds.
+ */
+static void child_after_fork(void)
 {
-	pthread_mutex_lock(&fake.flush_lock);
-	pthread_mutex_lock(&fake.lock);
-}
-
-static void after_fork(void)
-{
-	pthread_mutex_unlock(&fake.lock);
-	pthread_mutex_unlock(&fake.flush_lock);
+	pthread_mutex_init(&fake.lock, NULL);
+	pthread_mutex_init(&fake.flush_lock, NULL);
+	in_flush = 0;
 }
 
 __attribute__((constructor)) static void fake_load(void)
 {
-	pthread_atfork(before_fork, after_fork, after_fork);
+	pthread_atfork(NULL, NULL, child_after_fork);
 }
 
 __attribute__((destructor)) static void fake_unload(void)

@@ -58,11 +58,14 @@ fake_script() {
 }
 
 # start_agent ARGS...: starts the agent on a free port, waits until it
-# serves, and sets URL.  Logs go to $T_DIR/agent.log.
+# serves, and sets URL.  Logs go to $T_DIR/agent.log.  StatsD listens on a
+# free UDP port too (not 8125, which agents running side by side would
+# share); a test's own --statsd-listen comes later and wins.
 start_agent() {
 	: >"$T_DIR/agent.log"
 	"$GPUWATCH" agent --listen 127.0.0.1:0 --data-dir "$T_DIR/data" \
-		--cpu-budget 1 "$@" 2>"$T_DIR/agent.log" &
+		--cpu-budget 1 --statsd-listen 127.0.0.1:0 "$@" \
+		2>"$T_DIR/agent.log" &
 	AGENT_PID=$!
 	local deadline=$(($(now_ms) + 15000))
 	while [ "$(now_ms)" -lt $deadline ]; do

@@ -1,26 +1,1210 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder */
+/*
+ * collector.c - the cupti collector: one thread ("gw-cupti") that finds
+ * the rings libgpuwatch_cupti.so writes (include/gpuwatch/cupti_ring.h),
+ * reads them with decode.h and publishes per-process kernel, copy, memory
+ * and API metrics.  See docs/internals/cupti.md.
+ *
+ * A ring's life, one pass every fast interval:
+ *
+ *   (file appears) --open/fstat/mmap/check--> ATTACHED --pid found--> READ
+ *        |                    |                  | tries left: retry    |
+ *        |  refused: counted, |                  | no tries: IGNORED    | pid dead, start time
+ *        |  remembered by     |                  v                      | changed, EXITED flag
+ *        |  (dev, inode)      +-------------> IGNORED                   v
+ *        |                                                 last read, publish, unmap,
+ *        |                                                 unlink, forget
+ *
+ * A file that vanished from the directory (its writer removed it) is read
+ * once more and forgotten without an unlink.  Ignored and refused files
+ * are remembered in a bounded table so that they are logged and counted
+ * once, not once per pass.
+ *
+ * The writer is untrusted: the file must be a regular file owned by the
+ * owner of the process it names (or root), within size bounds, opened
+ * without following links; the header is re-checked every pass and the
+ * file's size too (a mapping beyond EOF would fault).
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef GW_HAVE_DEMANGLE
+#include <libiberty/demangle.h>
+#endif
+
+#include "collect/attrib.h"
 #include "collect/cupti/collector.h"
+#include "collect/cupti/export.h"
+#include "common/clock.h"
+#include "common/log.h"
 
-static int start(struct gw_agent *a, void **priv)
+#define MAX_RINGS 1024      /* rings attached at once */
+#define MAX_SKIP 4096       /* files refused or ignored, remembered */
+#define MAX_TRIES 5         /* passes trying to find a ring's host pid */
+#define MAX_SCAN 65536      /* /proc entries looked at per search */
+#define TAKE_CAP (1u << 20) /* bytes copied out per take */
+#define MAX_TAKES 32        /* takes per ring per pass */
+#define NAME_CACHE 2048     /* kernel label cache entries (direct-mapped) */
+#define LABELS_MAX 512
+#define MAP_MIN (4096u + GW_CRING_DATA_MIN)
+#define MAP_MAX (65536u + GW_CRING_DATA_MAX)
+
+static const struct gw_family
+	f_launches = { "gpuwatch_cuda_kernel_launches_total",
+		       "CUDA kernel launches, by process and kernel (estimated "
+		       "when kernel tracing is duty-cycled).",
+		       GW_COUNTER },
+	f_kdur = { "gpuwatch_cuda_kernel_duration_seconds",
+		   "GPU execution time of CUDA kernels.", GW_HISTOGRAM },
+	f_kmin = { "gpuwatch_cuda_kernel_duration_min_seconds",
+		   "Shortest traced execution of a CUDA kernel.", GW_GAUGE },
+	f_kmax = { "gpuwatch_cuda_kernel_duration_max_seconds",
+		   "Longest traced execution of a CUDA kernel.", GW_GAUGE },
+	f_kregs = { "gpuwatch_cuda_kernel_registers_per_thread",
+		    "Registers per thread of a kernel's last launch.",
+		    GW_GAUGE },
+	f_ksmem = { "gpuwatch_cuda_kernel_shared_memory_bytes",
+		    "Shared memory per block (static and dynamic) of a "
+		    "kernel's last launch.",
+		    GW_GAUGE },
+	f_kblock = { "gpuwatch_cuda_kernel_block_threads",
+		     "Threads per block of a kernel's last launch.", GW_GAUGE },
+	f_kgrid = { "gpuwatch_cuda_kernel_grid_blocks",
+		    "Blocks in the grid of a kernel's last launch.", GW_GAUGE },
+	f_kocc = { "gpuwatch_cuda_kernel_occupancy_ratio",
+		   "Theoretical occupancy of a kernel's last launch (0 to 1).",
+		   GW_GAUGE },
+	f_cbytes = { "gpuwatch_cuda_memcpy_bytes_total",
+		     "Bytes copied or set by CUDA memory operations, by kind.",
+		     GW_COUNTER },
+	f_cops = { "gpuwatch_cuda_memcpy_operations_total",
+		   "CUDA memory copies and sets, by kind.", GW_COUNTER },
+	f_csec = { "gpuwatch_cuda_memcpy_seconds_total",
+		   "GPU time spent in CUDA memory copies and sets, by kind.",
+		   GW_COUNTER },
+	f_cbw = { "gpuwatch_cuda_memcpy_bandwidth_bytes_per_second",
+		  "Bytes per second of GPU time of CUDA memory operations, "
+		  "since the process started.",
+		  GW_GAUGE },
+	f_mem = { "gpuwatch_cuda_memory_allocated_bytes",
+		  "Device memory a process has allocated through CUDA and not "
+		  "freed.",
+		  GW_GAUGE },
+	f_mempeak = { "gpuwatch_cuda_memory_allocated_peak_bytes",
+		      "Most device memory a process had allocated at once.",
+		      GW_GAUGE },
+	f_allocs = { "gpuwatch_cuda_memory_allocations_total",
+		     "CUDA device memory allocations and frees.", GW_COUNTER },
+	f_oom = { "gpuwatch_cuda_oom_total",
+		  "CUDA allocation calls that failed for lack of memory.",
+		  GW_COUNTER },
+	f_ctx = { "gpuwatch_cuda_contexts_total",
+		  "CUDA contexts created and destroyed.", GW_COUNTER },
+	f_errors = { "gpuwatch_cuda_api_errors_total",
+		     "CUDA API calls that returned an error, by code.",
+		     GW_COUNTER },
+	f_sync = { "gpuwatch_cuda_sync_wait_seconds_total",
+		   "Time spent waiting in CUDA synchronisation calls.",
+		   GW_COUNTER },
+	f_synccalls = { "gpuwatch_cuda_sync_calls_total",
+			"CUDA synchronisation calls.", GW_COUNTER },
+	f_status = { "gpuwatch_cupti_status",
+		     "State of the CUPTI injection in a process; 1 for the "
+		     "current one.",
+		     GW_GAUGE },
+	f_ratio = { "gpuwatch_cupti_sampling_ratio",
+		    "Share of kernel launches traced; 1 when not duty-cycled.",
+		    GW_GAUGE },
+	f_overhead = { "gpuwatch_cupti_overhead_seconds_total",
+		       "Overhead CUPTI reported for itself in a process.",
+		       GW_COUNTER },
+	f_dropped = { "gpuwatch_cupti_dropped_total",
+		      "What the CUPTI injection could not keep, by reason.",
+		      GW_COUNTER },
+	f_rings = { "gpuwatch_cupti_rings",
+		    "CUPTI rings the agent is reading.", GW_GAUGE },
+	f_refused = { "gpuwatch_cupti_rings_refused_total",
+		      "Ring files the agent did not read, by reason.",
+		      GW_COUNTER };
+
+static const char *const status_names[GW_CUPTI_ST_COUNT] = {
+	"starting", "ok", "no_library", "busy", "failed", "partial", "stopped",
+};
+
+static const char *const copy_names[GW_COPY_KINDS] = {
+	"htod", "dtoh", "dtod", "htoh", "ptop", "memset", "other",
+};
+
+enum refuse_reason {
+	R_OPEN, R_NOT_REGULAR, R_SIZE, R_MMAP, R_HEADER, R_VERSION, R_LIMIT,
+	R_UNRESOLVED, R_OWNER, R_COUNT
+};
+
+static const char *const refuse_names[R_COUNT] = {
+	"open", "not_regular", "size", "mmap", "header", "version", "limit",
+	"unresolved", "owner",
+};
+
+struct ring {
+	char name[NAME_MAX + 1];
+	dev_t dev;
+	ino_t ino;
+	uid_t uid;
+	int fd;
+	void *map;
+	size_t map_len;
+	struct gw_cupti_ring_info ri;
+	struct gw_cupti_proc *p;
+	uint32_t host_pid; /* 0 until resolved */
+	int tries;
+	int seen;          /* in the directory this pass */
+	uint64_t overruns; /* takes that found head/tail lying */
+};
+
+struct file_key {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct name_entry {
+	uint64_t hash;
+	int used;
+	char label[GW_CUPTI_LABEL_MAX + 1];
+};
+
+struct cupti_col {
+	struct gw_agent *a;
+	pthread_t thread;
+	int started;
+	_Atomic int stop;
+	int slot;
+	struct gw_snap snap;
+	const char *proc_root;
+	uint64_t self_pidns;
+	int dir_warned;
+
+	struct ring *rings[MAX_RINGS];
+	unsigned int nrings;
+	struct file_key skip[MAX_SKIP];
+	unsigned int nskip, skip_next;
+	uint64_t refused[R_COUNT];
+
+	char *buf;
+	unsigned int *idx;
+	struct gw_cupti_kernel other;
+	struct name_entry *names;
+	double bounds[GW_CUPTI_HBOUNDS];
+};
+
+/* ---- pure pieces (export.h) ---- */
+
+void gw_cupti_hist_bounds(double bounds[GW_CUPTI_HBOUNDS])
 {
-	(void)a;
-	*priv = 0;
+	for (unsigned int i = 0; i < GW_CUPTI_HBOUNDS; i++)
+		bounds[i] = ldexp(1, 10 + (int)i) / 1e9;
+}
+
+void gw_cupti_hist_fold(const uint64_t bins[GW_CRING_KBINS], double scale,
+			uint64_t counts[GW_CUPTI_HBOUNDS + 1])
+{
+	uint64_t raw[GW_CUPTI_HBOUNDS + 1] = { 0 };
+	double cum = 0;
+	uint64_t prev = 0;
+
+	if (!(scale >= 1) || !isfinite(scale))
+		scale = 1;
+	for (unsigned int i = 0; i < GW_CRING_KBINS; i++) {
+		uint64_t up = gw_cring_kbin_upper(i);
+		unsigned int j = GW_CUPTI_HBOUNDS; /* +Inf */
+
+		if (!bins[i])
+			continue;
+		if (up) {
+			/* Smallest bound 2^(10+j) >= up (up is exclusive). */
+			j = 0;
+			while (j < GW_CUPTI_HBOUNDS && (1ull << (10 + j)) < up)
+				j++;
+		}
+		raw[j] += bins[i];
+	}
+	for (unsigned int j = 0; j <= GW_CUPTI_HBOUNDS; j++) {
+		uint64_t r;
+
+		cum += (double)raw[j] * scale;
+		r = (uint64_t)llround(cum);
+		counts[j] = r >= prev ? r - prev : 0;
+		if (r > prev)
+			prev = r;
+	}
+}
+
+static int rank_before(const struct gw_cupti_kernel *a,
+		       const struct gw_cupti_kernel *b)
+{
+	if (a->est_ns != b->est_ns)
+		return a->est_ns > b->est_ns;
+	return a->name_hash < b->name_hash;
+}
+
+static void fold_into(struct gw_cupti_kernel *o,
+		      const struct gw_cupti_kernel *k)
+{
+	o->count += k->count;
+	o->total_ns += k->total_ns;
+	o->est_count += k->est_count;
+	o->est_ns += k->est_ns;
+	for (unsigned int i = 0; i < GW_CRING_KBINS; i++)
+		o->bins[i] += k->bins[i];
+	if (k->min_ns && (!o->min_ns || k->min_ns < o->min_ns))
+		o->min_ns = k->min_ns;
+	if (k->max_ns > o->max_ns)
+		o->max_ns = k->max_ns;
+}
+
+unsigned int gw_cupti_topk(const struct gw_cupti_kernel *ks, unsigned int n,
+			   unsigned int k, unsigned int *idx,
+			   struct gw_cupti_kernel *other,
+			   unsigned int *folded)
+{
+	unsigned int m = 0, nf = 0;
+
+	memset(other, 0, sizeof(*other));
+	other->flags = GW_CRING_KF_OTHER;
+	snprintf(other->name, sizeof(other->name), "other");
+	/* Insertion into a sorted list of at most k; n <= 1024. */
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int pos;
+
+		if (ks[i].flags & GW_CRING_KF_OTHER) {
+			fold_into(other, &ks[i]);
+			nf++;
+			continue;
+		}
+		pos = m;
+		while (pos > 0 && rank_before(&ks[i], &ks[idx[pos - 1]]))
+			pos--;
+		if (pos >= k) {
+			fold_into(other, &ks[i]);
+			nf++;
+			continue;
+		}
+		if (m == k) {
+			fold_into(other, &ks[idx[m - 1]]);
+			nf++;
+			m--;
+		}
+		memmove(idx + pos + 1, idx + pos, (m - pos) * sizeof(*idx));
+		idx[pos] = i;
+		m++;
+	}
+	if (folded)
+		*folded = nf;
+	return m;
+}
+
+int gw_cupti_demangle(const char *mangled, char *out, size_t outlen)
+{
+	if (!outlen)
+		return 0;
+#ifdef GW_HAVE_DEMANGLE
+	if (mangled[0] == '_' && mangled[1] == 'Z') {
+		char *d = cplus_demangle(mangled, DMGL_PARAMS | DMGL_ANSI);
+
+		if (d) {
+			snprintf(out, outlen, "%s", d);
+			free(d);
+			return 1;
+		}
+	}
+#endif
+	snprintf(out, outlen, "%s", mangled);
 	return 0;
 }
 
-static int stop(void *priv, double deadline)
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
+static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	(void)priv;
-	(void)deadline;
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+void gw_cupti_label(const char *name, uint64_t hash, int force, char *out,
+		    size_t outlen)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	size_t n = strlen(name), o = 0, limit;
+	int cut = force;
+
+	if (outlen < GW_CUPTI_LABEL_MAX + 1) {
+		if (outlen)
+			out[0] = '\0';
+		return;
+	}
+	/* Room for "~" and 8 hex digits when cut. */
+	limit = GW_CUPTI_LABEL_MAX;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_len(s + i, n - i);
+		size_t w = l ? l : 1;
+
+		if (o + w > GW_CUPTI_LABEL_MAX - 9 && !cut) {
+			/* Would it all fit uncut?  Measure the rest. */
+			size_t rest = 0;
+
+			for (size_t j = i; j < n;) {
+				size_t lj = utf8_len(s + j, n - j);
+
+				rest += lj ? lj : 1;
+				j += lj ? lj : 1;
+			}
+			if (o + rest > limit)
+				cut = 1;
+		}
+		if (cut && o + w > GW_CUPTI_LABEL_MAX - 9)
+			break;
+		if (l)
+			memcpy(out + o, s + i, l);
+		else
+			out[o] = '?';
+		o += w;
+		i += w;
+	}
+	if (cut)
+		o += (size_t)snprintf(out + o, outlen - o, "~%08" PRIx32,
+				      (uint32_t)(hash ^ (hash >> 32)));
+	out[o] = '\0';
+}
+
+static int read_small(const char *path, char *buf, size_t cap, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (n + 1 < cap) {
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			close(fd);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
 	return 0;
 }
 
-static void release(void *priv)
+int gw_cupti_start_ticks(const char *proc_root, uint32_t pid,
+			 uint64_t *ticks)
 {
-	(void)priv;
+	char path[PATH_MAX], buf[1024];
+	const char *p;
+	size_t len;
+	int r;
+
+	if (!proc_root || !ticks)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%u/stat", proc_root,
+			     pid) >= sizeof(path))
+		return -ENAMETOOLONG;
+	r = read_small(path, buf, sizeof(buf), &len);
+	if (r)
+		return r;
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EBADMSG;
+	p++;
+	/* After ") " come fields 3 (state) .. 22 (starttime). */
+	for (int field = 3; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return -EBADMSG;
+		if (field == 22) {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(p, &end, 10);
+			if (errno || end == p || (*end != ' ' && *end != '\n' &&
+						  *end != '\0'))
+				return -EBADMSG;
+			*ticks = v;
+			return 0;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	return -EBADMSG;
+}
+
+int gw_cupti_pidns(const char *proc_root, const char *who, uint64_t *ino)
+{
+	char path[PATH_MAX], link[64];
+	struct stat st;
+	ssize_t n;
+
+	if (!proc_root || !who || !ino)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/ns/pid", proc_root,
+			     who) >= sizeof(path))
+		return -ENAMETOOLONG;
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		char *end;
+		unsigned long long v;
+
+		link[n] = '\0';
+		if (strncmp(link, "pid:[", 5) == 0) {
+			errno = 0;
+			v = strtoull(link + 5, &end, 10);
+			if (!errno && end != link + 5 && end[0] == ']' &&
+			    end[1] == '\0') {
+				*ino = v;
+				return 0;
+			}
+		}
+	}
+	if (stat(path, &st))
+		return -errno;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* The innermost pid of ROOT/P/status's NSpid line, 0 when none. */
+static uint32_t nspid_last(const char *proc_root, const char *p)
+{
+	char path[PATH_MAX], buf[8192];
+	const char *l;
+	size_t len;
+	unsigned long long v = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s/status", proc_root,
+			     p) >= sizeof(path) ||
+	    read_small(path, buf, sizeof(buf), &len))
+		return 0;
+	l = strstr(buf, "\nNSpid:");
+	if (!l)
+		return 0;
+	l += 7;
+	while (*l && *l != '\n') {
+		char *end;
+
+		while (*l == ' ' || *l == '\t')
+			l++;
+		if (!isdigit((unsigned char)*l))
+			break;
+		errno = 0;
+		v = strtoull(l, &end, 10);
+		if (errno || v > UINT32_MAX)
+			return 0;
+		l = end;
+	}
+	return (uint32_t)v;
+}
+
+int gw_cupti_pid_resolve(const char *proc_root, uint64_t self_pidns,
+			 uint32_t pid, uint64_t pidns, uint64_t start_ticks,
+			 unsigned int max_scan, uint32_t *host)
+{
+	DIR *d;
+	struct dirent *e;
+	unsigned int seen = 0;
+	uint64_t t;
+	int r = -ESRCH;
+
+	if (!proc_root || !host || !pid)
+		return -EINVAL;
+	if (!pidns || pidns == self_pidns) {
+		if (gw_cupti_start_ticks(proc_root, pid, &t) || t != start_ticks)
+			return -ESRCH;
+		*host = pid;
+		return 0;
+	}
+	d = opendir(proc_root);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && seen < max_scan) {
+		char *end;
+		unsigned long long v;
+		uint64_t ns;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		seen++;
+		errno = 0;
+		v = strtoull(e->d_name, &end, 10);
+		if (errno || *end || !v || v > UINT32_MAX)
+			continue;
+		if (gw_cupti_pidns(proc_root, e->d_name, &ns) || ns != pidns)
+			continue;
+		if (nspid_last(proc_root, e->d_name) != pid)
+			continue;
+		if (gw_cupti_start_ticks(proc_root, (uint32_t)v, &t) ||
+		    t != start_ticks)
+			continue;
+		*host = (uint32_t)v;
+		r = 0;
+		break;
+	}
+	closedir(d);
+	return r;
+}
+
+/* ---- rings ---- */
+
+static int stopping(struct cupti_col *c)
+{
+	return atomic_load(&c->stop);
+}
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int skipped(const struct cupti_col *c, dev_t dev, ino_t ino)
+{
+	for (unsigned int i = 0; i < c->nskip; i++)
+		if (c->skip[i].dev == dev && c->skip[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+/* Counts and logs a refusal once per file, and remembers the file. */
+static void refuse(struct cupti_col *c, const char *name, dev_t dev,
+		   ino_t ino, enum refuse_reason why, const char *detail)
+{
+	c->refused[why]++;
+	gw_info("cupti: not reading %s/%s: %s%s%s", c->a->cfg.cupti_dir, name,
+		refuse_names[why], detail ? ": " : "", detail ? detail : "");
+	if (!ino)
+		return;
+	c->skip[c->skip_next] = (struct file_key){ dev, ino };
+	c->skip_next = (c->skip_next + 1) % MAX_SKIP;
+	if (c->nskip < MAX_SKIP)
+		c->nskip++;
+}
+
+static void ring_free(struct ring *g)
+{
+	if (!g)
+		return;
+	if (g->map)
+		munmap(g->map, g->map_len);
+	if (g->fd >= 0)
+		close(g->fd);
+	gw_cupti_proc_free(g->p);
+	free(g);
+}
+
+static void attach(struct cupti_col *c, int dfd, const char *name)
+{
+	struct ring *g = NULL;
+	struct stat st;
+	int fd, r, young;
+
+	fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
+				       O_NONBLOCK);
+	if (fd < 0) {
+		/* Gone meanwhile: nothing to say. */
+		if (errno != ENOENT) {
+			if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				refuse(c, name, st.st_dev, st.st_ino, R_OPEN,
+				       strerror(errno));
+		}
+		return;
+	}
+	if (fstat(fd, &st)) {
+		close(fd);
+		return;
+	}
+	if (skipped(c, st.st_dev, st.st_ino)) {
+		close(fd);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		refuse(c, name, st.st_dev, st.st_ino, R_NOT_REGULAR, NULL);
+		goto fail;
+	}
+	young = gw_now_real() - (double)st.st_mtime < 10;
+	if (st.st_size < (off_t)MAP_MIN || st.st_size > (off_t)MAP_MAX) {
+		/* A writer still sizing its file gets another chance. */
+		if (st.st_size == 0 && young)
+			goto fail;
+		refuse(c, name, st.st_dev, st.st_ino, R_SIZE, NULL);
+		goto fail;
+	}
+	if (c->nrings >= MAX_RINGS) {
+		refuse(c, name, st.st_dev, st.st_ino, R_LIMIT, NULL);
+		goto fail;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g || gw_cupti_proc_new(&g->p))
+		goto fail;
+	g->fd = fd;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->dev = st.st_dev;
+	g->ino = st.st_ino;
+	g->uid = st.st_uid;
+	g->map_len = (size_t)st.st_size;
+	g->map = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		      0);
+	if (g->map == MAP_FAILED) {
+		g->map = NULL;
+		refuse(c, name, st.st_dev, st.st_ino, R_MMAP, strerror(errno));
+		goto fail_ring;
+	}
+	r = gw_cupti_ring_check(g->map, g->map_len, &g->ri);
+	if (r == -EBADMSG && young &&
+	    __atomic_load_n((uint32_t *)g->map, __ATOMIC_ACQUIRE) == 0)
+		goto fail_ring; /* the writer stores the magic last */
+	if (r) {
+		refuse(c, name, st.st_dev, st.st_ino,
+		       r == -EPROTONOSUPPORT ? R_VERSION : R_HEADER, NULL);
+		goto fail_ring;
+	}
+	g->seen = 1;
+	c->rings[c->nrings++] = g;
+	gw_dbg("cupti: attached %s (pid %u in its namespace, library %s)",
+	       name, g->ri.pid, g->ri.lib_version);
+	return;
+fail_ring:
+	ring_free(g);
+	return;
+fail:
+	if (g)
+		gw_cupti_proc_free(g->p);
+	free(g);
+	close(fd);
+}
+
+static struct ring *find_ring(struct cupti_col *c, const char *name)
+{
+	for (unsigned int i = 0; i < c->nrings; i++)
+		if (strcmp(c->rings[i]->name, name) == 0)
+			return c->rings[i];
+	return NULL;
+}
+
+static void scan_dir(struct cupti_col *c)
+{
+	const char *dir = c->a->cfg.cupti_dir;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat dst;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < c->nrings; i++)
+		c->rings[i]->seen = 0;
+	if (!d) {
+		if (!c->dir_warned)
+			gw_warn("cupti: cannot read %s: %s; no CUDA kernel "
+				"metrics from the injection library",
+				dir, strerror(errno));
+		c->dir_warned = 1;
+		/* Keep the rings we have: the directory may come back. */
+		for (unsigned int i = 0; i < c->nrings; i++)
+			c->rings[i]->seen = 1;
+		return;
+	}
+	c->dir_warned = 0;
+	if (fstat(dirfd(d), &dst))
+		dst.st_dev = 0;
+	while ((e = readdir(d)) && n++ < 4 * MAX_SKIP) {
+		struct ring *g;
+
+		if (strncmp(e->d_name, GW_CRING_PREFIX,
+			    sizeof(GW_CRING_PREFIX) - 1) != 0)
+			continue;
+		g = find_ring(c, e->d_name);
+		if (g && g->ino == e->d_ino) {
+			g->seen = 1;
+			continue;
+		}
+		if (skipped(c, dst.st_dev, e->d_ino))
+			continue;
+		attach(c, dirfd(d), e->d_name);
+	}
+	closedir(d);
+}
+
+/* The process is gone: pid dead or reused. */
+static int process_gone(struct cupti_col *c, const struct ring *g)
+{
+	uint64_t t;
+
+	return gw_cupti_start_ticks(c->proc_root, g->host_pid, &t) ||
+	       t != g->ri.start_ticks;
+}
+
+static int owner_ok(struct cupti_col *c, const struct ring *g)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (g->uid == 0)
+		return 1;
+	snprintf(path, sizeof(path), "%s/%u", c->proc_root, g->host_pid);
+	if (stat(path, &st))
+		return 1; /* gone: judged by process_gone() */
+	return st.st_uid == g->uid;
+}
+
+static void drain(struct cupti_col *c, struct ring *g)
+{
+	uint64_t now = now_real_ns();
+
+	for (int i = 0; i < MAX_TAKES; i++) {
+		size_t len = 0;
+		int lost = 0;
+
+		if (gw_cupti_ring_take(g->map, &g->ri, c->buf, TAKE_CAP, &len,
+				       &lost, now))
+			break;
+		if (lost)
+			g->overruns++;
+		if (!len)
+			break;
+		gw_cupti_decode(g->p, c->buf, len);
+	}
+}
+
+/* The label value of a kernel, from the cache or computed. */
+static const char *kernel_label(struct cupti_col *c,
+				const struct gw_cupti_kernel *k)
+{
+	struct name_entry *e = &c->names[k->name_hash % NAME_CACHE];
+	char disp[GW_CRING_NAME_MAX * 2];
+	int force;
+
+	if (e->used && e->hash == k->name_hash)
+		return e->label;
+	gw_cupti_demangle(k->name, disp, sizeof(disp));
+	/* A cut name, or one that reads like the fold bucket, gets its
+	 * hash: two kernels never share a series. */
+	force = (k->flags & GW_CRING_KF_TRUNCATED) ||
+		strcmp(disp, "other") == 0;
+	gw_cupti_label(disp, k->name_hash, force, e->label, sizeof(e->label));
+	e->hash = k->name_hash;
+	e->used = 1;
+	return e->label;
+}
+
+static double prod3(const int32_t v[3])
+{
+	double p = 1;
+
+	for (int i = 0; i < 3; i++)
+		p *= v[i] > 0 ? v[i] : 1;
+	return p;
+}
+
+static void pub_kernel(struct cupti_col *c, const char *L,
+		       const struct gw_cupti_kernel *k, const char *kname,
+		       int detail)
+{
+	struct gw_snap *s = &c->snap;
+	uint64_t counts[GW_CUPTI_HBOUNDS + 1];
+	double scale = k->count ? k->est_count / (double)k->count : 1;
+
+	gw_snap_add(s, &f_launches, k->est_count, L, "kernel", kname, NULL);
+	gw_cupti_hist_fold(k->bins, scale, counts);
+	gw_snap_add_histogram(s, &f_kdur, c->bounds, counts, GW_CUPTI_HBOUNDS,
+			      k->est_ns / 1e9, L, "kernel", kname, NULL);
+	if (k->count) {
+		gw_snap_add(s, &f_kmin, (double)k->min_ns / 1e9, L, "kernel",
+			    kname, NULL);
+		gw_snap_add(s, &f_kmax, (double)k->max_ns / 1e9, L, "kernel",
+			    kname, NULL);
+	}
+	if (!detail || !k->count)
+		return;
+	gw_snap_add(s, &f_kregs, k->registers, L, "kernel", kname, NULL);
+	gw_snap_add(s, &f_ksmem, (double)k->static_smem + k->dynamic_smem, L,
+		    "kernel", kname, NULL);
+	gw_snap_add(s, &f_kblock, prod3(k->block), L, "kernel", kname, NULL);
+	gw_snap_add(s, &f_kgrid, prod3(k->grid), L, "kernel", kname, NULL);
+	if (k->occupancy >= 0 && k->occupancy <= 1)
+		gw_snap_add(s, &f_kocc, k->occupancy, L, "kernel", kname,
+			    NULL);
+}
+
+static void pub_ring(struct cupti_col *c, const struct ring *g,
+		     double now_mono)
+{
+	struct gw_snap *s = &c->snap;
+	const struct gw_cupti_proc *p = g->p;
+	const struct gw_crec_process *pr = &p->process;
+	struct gw_attrib at;
+	struct gw_buf buf;
+	char L[LABELS_MAX], code[16];
+	unsigned int m, k = c->a->cfg.cupti_max_kernels;
+	uint32_t st = g->ri.status;
+
+	memset(&at, 0, sizeof(at));
+	if (c->a->attrib &&
+	    gw_attrib_get(c->a->attrib, g->host_pid, now_mono, &at))
+		memset(&at, 0, sizeof(at));
+	gw_buf_init(&buf, sizeof(L));
+	if (gw_attrib_labels(&at, g->host_pid, &buf) || !buf.p)
+		snprintf(L, sizeof(L), "pid=\"%u\"", g->host_pid);
+	else
+		snprintf(L, sizeof(L), "%s", buf.p);
+	gw_buf_release(&buf);
+
+	if (st < GW_CUPTI_ST_COUNT)
+		gw_snap_add(s, &f_status, 1, L, "status", status_names[st],
+			    NULL);
+	if (p->have_process) {
+		gw_snap_add(s, &f_ratio, pr->sampling_ratio, L, NULL);
+		gw_snap_add(s, &f_overhead, (double)pr->overhead_ns / 1e9, L,
+			    NULL);
+		gw_snap_add(s, &f_mem, (double)pr->mem_live_bytes, L, NULL);
+		gw_snap_add(s, &f_mempeak, (double)pr->mem_peak_bytes, L,
+			    NULL);
+		gw_snap_add(s, &f_allocs, (double)pr->mem_allocs, L, "op",
+			    "alloc", NULL);
+		gw_snap_add(s, &f_allocs, (double)pr->mem_frees, L, "op",
+			    "free", NULL);
+		gw_snap_add(s, &f_oom, (double)pr->oom, L, NULL);
+		gw_snap_add(s, &f_ctx, (double)pr->contexts_created, L,
+			    "event", "created", NULL);
+		gw_snap_add(s, &f_ctx, (double)pr->contexts_destroyed, L,
+			    "event", "destroyed", NULL);
+	}
+	gw_snap_add(s, &f_dropped, (double)g->ri.dropped, L, "reason",
+		    "ring_full", NULL);
+	gw_snap_add(s, &f_dropped, (double)pr->records_dropped, L, "reason",
+		    "cupti", NULL);
+	gw_snap_add(s, &f_dropped, (double)pr->kernels_overflow, L, "reason",
+		    "kernel_table", NULL);
+	gw_snap_add(s, &f_dropped, (double)pr->api_overflow, L, "reason",
+		    "api_table", NULL);
+	/* Entries beyond the agent's tables only come from a bad writer. */
+	gw_snap_add(s, &f_dropped, (double)(p->st.bad + p->st.overflow), L,
+		    "reason", "bad_record", NULL);
+	gw_snap_add(s, &f_dropped, (double)g->overruns, L, "reason",
+		    "overrun", NULL);
+
+	if (p->have_memcpy) {
+		for (unsigned int i = 0; i < GW_COPY_KINDS; i++) {
+			const struct gw_crec_copy *cp = &p->memcpy.kind[i];
+
+			if (!cp->count && !cp->bytes)
+				continue;
+			gw_snap_add(s, &f_cbytes, (double)cp->bytes, L, "kind",
+				    copy_names[i], NULL);
+			gw_snap_add(s, &f_cops, (double)cp->count, L, "kind",
+				    copy_names[i], NULL);
+			gw_snap_add(s, &f_csec, (double)cp->total_ns / 1e9, L,
+				    "kind", copy_names[i], NULL);
+			if (cp->total_ns)
+				gw_snap_add(s, &f_cbw,
+					    (double)cp->bytes /
+						    ((double)cp->total_ns / 1e9),
+					    L, "kind", copy_names[i], NULL);
+		}
+	}
+
+	for (unsigned int i = 0; i < p->napis; i++) {
+		const struct gw_cupti_api *a = &p->apis[i];
+
+		if (a->code != 0) {
+			snprintf(code, sizeof(code), "%d", a->code);
+			gw_snap_add(s, &f_errors, (double)a->count, L, "api",
+				    a->name, "code", code, "source", "cupti",
+				    NULL);
+		} else if (a->sync) {
+			gw_snap_add(s, &f_sync, (double)a->total_ns / 1e9, L,
+				    "api", a->name, "source", "cupti", NULL);
+			gw_snap_add(s, &f_synccalls, (double)a->count, L,
+				    "api", a->name, "source", "cupti", NULL);
+		}
+	}
+
+	unsigned int folded = 0;
+
+	m = gw_cupti_topk(p->kernels, p->nkernels, k, c->idx, &c->other,
+			  &folded);
+	for (unsigned int i = 0; i < m; i++) {
+		const struct gw_cupti_kernel *kk = &p->kernels[c->idx[i]];
+
+		pub_kernel(c, L, kk, kernel_label(c, kk), 1);
+	}
+	if (folded)
+		pub_kernel(c, L, &c->other, "other", 0);
+}
+
+/* Unlinks g's file if the name still points at it. */
+static void unlink_ring(struct cupti_col *c, const struct ring *g)
+{
+	int dfd = open(c->a->cfg.cupti_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (dfd < 0)
+		return;
+	if (fstatat(dfd, g->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == g->dev && st.st_ino == g->ino &&
+	    unlinkat(dfd, g->name, 0) && errno != ENOENT)
+		gw_dbg("cupti: cannot remove %s: %s", g->name,
+		       strerror(errno));
+	close(dfd);
+}
+
+static void forget(struct cupti_col *c, unsigned int i, int remove)
+{
+	struct ring *g = c->rings[i];
+
+	if (remove)
+		unlink_ring(c, g);
+	if (g->host_pid && c->a->attrib)
+		gw_attrib_forget(c->a->attrib, g->host_pid);
+	ring_free(g);
+	c->rings[i] = c->rings[--c->nrings];
+}
+
+/* Where rings go after this pass's publish. */
+enum fate { KEEP, FORGET, REMOVE, IGNORE };
+
+static void pass(struct cupti_col *c)
+{
+	unsigned char fate[MAX_RINGS];
+	double now = gw_now_mono();
+	struct gw_snap *s = &c->snap;
+	unsigned int attached = 0;
+
+	scan_dir(c);
+	for (unsigned int i = 0; i < c->nrings; i++) {
+		struct ring *g = c->rings[i];
+		struct stat st;
+		int exited;
+
+		fate[i] = KEEP;
+		/* The file must still cover the mapping, or reads fault. */
+		if (fstat(g->fd, &st) || st.st_size < (off_t)g->map_len ||
+		    gw_cupti_ring_check(g->map, g->map_len, &g->ri)) {
+			refuse(c, g->name, g->dev, g->ino, R_HEADER,
+			       "changed while read");
+			fate[i] = IGNORE;
+			continue;
+		}
+		exited = (g->ri.flags & GW_CRING_F_EXITED) != 0;
+		if (!g->host_pid) {
+			uint32_t host;
+			int r = gw_cupti_pid_resolve(c->proc_root,
+						     c->self_pidns, g->ri.pid,
+						     g->ri.pidns_ino,
+						     g->ri.start_ticks,
+						     MAX_SCAN, &host);
+
+			if (r == 0) {
+				g->host_pid = host;
+			} else if (!g->ri.pidns_ino ||
+				   g->ri.pidns_ino == c->self_pidns) {
+				/* Our namespace, and no such process: the
+				 * file of a dead one.  Nothing to label. */
+				fate[i] = REMOVE;
+				continue;
+			} else if (exited) {
+				fate[i] = REMOVE;
+				continue;
+			} else if (++g->tries >= MAX_TRIES) {
+				refuse(c, g->name, g->dev, g->ino,
+				       R_UNRESOLVED, NULL);
+				fate[i] = IGNORE;
+				continue;
+			} else {
+				continue;
+			}
+			if (!owner_ok(c, g)) {
+				refuse(c, g->name, g->dev, g->ino, R_OWNER,
+				       NULL);
+				fate[i] = IGNORE;
+				continue;
+			}
+		}
+		/* Judged before the read: a dead writer wrote all it will. */
+		if (!g->seen)
+			fate[i] = FORGET;
+		else if (exited || process_gone(c, g))
+			fate[i] = REMOVE;
+		drain(c, g);
+		pub_ring(c, g, now);
+		attached++;
+	}
+	for (unsigned int i = 0; i < R_COUNT; i++)
+		gw_snap_add(s, &f_refused, (double)c->refused[i], NULL,
+			    "reason", refuse_names[i], NULL);
+	gw_snap_add(s, &f_rings, attached, NULL, NULL);
+	gw_registry_publish(c->a->reg, c->slot, s);
+
+	/* From the end, as forget() moves the last ring into the hole. */
+	for (unsigned int i = c->nrings; i-- > 0;) {
+		if (fate[i] == KEEP)
+			continue;
+		if (fate[i] == REMOVE)
+			gw_dbg("cupti: process %u finished; removing %s",
+			       c->rings[i]->host_pid
+				       ? c->rings[i]->host_pid
+				       : c->rings[i]->ri.pid,
+			       c->rings[i]->name);
+		forget(c, i, fate[i] == REMOVE);
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	struct cupti_col *c = arg;
+
+	if (gw_cupti_pidns(c->proc_root, "self", &c->self_pidns))
+		c->self_pidns = 0;
+	while (!stopping(c)) {
+		double next;
+
+		pass(c);
+		next = gw_now_mono() +
+		       (double)atomic_load(&c->a->fast_ms) / 1000;
+		while (!stopping(c)) {
+			double left = next - gw_now_mono();
+			struct timespec ts;
+
+			if (left <= 0)
+				break;
+			/* Bounded so that a stop request is seen quickly. */
+			left = fmin(left, 0.1);
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long)(left * 1e9);
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+static void col_free(void *priv)
+{
+	struct cupti_col *c = priv;
+
+	if (!c)
+		return;
+	/* Rings stay: their writers unlink them once we stop reading. */
+	for (unsigned int i = 0; i < c->nrings; i++)
+		ring_free(c->rings[i]);
+	gw_snap_release(&c->snap);
+	free(c->buf);
+	free(c->idx);
+	free(c->names);
+	free(c);
+}
+
+static int col_start(struct gw_agent *a, void **priv)
+{
+	struct cupti_col *c;
+	int r = -ENOMEM;
+
+	*priv = NULL;
+	if (!a->cfg.cupti) {
+		gw_info("cupti: off (--no-cupti)");
+		return 0;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	gw_snap_init(&c->snap);
+	c->a = a;
+	c->proc_root = "/proc";
+	c->buf = malloc(TAKE_CAP);
+	c->idx = calloc(GW_CUPTI_MAX_KERNELS, sizeof(*c->idx));
+	c->names = calloc(NAME_CACHE, sizeof(*c->names));
+	if (!c->buf || !c->idx || !c->names)
+		goto err;
+	gw_cupti_hist_bounds(c->bounds);
+	c->slot = gw_registry_slot(a->reg, "cupti");
+	if (c->slot < 0) {
+		r = -ENOSPC;
+		goto err;
+	}
+	r = -pthread_create(&c->thread, NULL, thread_main, c);
+	if (r)
+		goto err;
+	pthread_setname_np(c->thread, "gw-cupti");
+	c->started = 1;
+	*priv = c;
+	return 0;
+err:
+	col_free(c);
+	return r;
+}
+
+static void col_request_stop(void *priv)
+{
+	struct cupti_col *c = priv;
+
+	atomic_store(&c->stop, 1);
+}
+
+static int col_stop(void *priv, double deadline)
+{
+	struct cupti_col *c = priv;
+	struct timespec ts;
+
+	atomic_store(&c->stop, 1);
+	if (!c->started)
+		return 0;
+	ts = gw_ts_after(CLOCK_REALTIME, deadline - gw_now_mono());
+	return pthread_timedjoin_np(c->thread, NULL, &ts) ? -ETIMEDOUT : 0;
 }
 
 const struct gw_collector_ops gw_cupti_collector = {
-	.name = "cupti", .start = start, .stop = stop, .free = release,
+	.name = "cupti",
+	.start = col_start,
+	.request_stop = col_request_stop,
+	.stop = col_stop,
+	.free = col_free,
 };

@@ -40,9 +40,9 @@ struct gw_statsd_rx_counts {
 struct gw_statsd_rx;
 
 /*
- * Opens the sockets and the table.  Failing to bind is logged and leaves
- * that transport down (not an error); -EINVAL for a listen address that
- * does not parse, -ENOMEM.
+ * Opens the sockets and the table.  An address that does not parse or
+ * cannot be bound is logged and leaves that transport down (not an
+ * error); errors are -ENOMEM only.
  */
 __attribute__((warn_unused_result)) int
 gw_statsd_rx_open(const struct gw_statsd_rx_opts *o, struct gw_statsd_rx **out);

@@ -463,8 +463,6 @@ static char *make_labels(const struct gw_statsd_line *l,
 	size_t len;
 
 	gw_buf_init(&b, 64 * 1024);
-	if (gw_buf_add(&b, "", 0))
-		goto err;
 	for (size_t i = 0; i < l->ntags; i++) {
 		const struct gw_statsd_tag *g = &l->tags[order[i]];
 
@@ -477,6 +475,8 @@ static char *make_labels(const struct gw_statsd_line *l,
 			goto err;
 	}
 	out = gw_buf_detach(&b, &len);
+	if (!out)
+		out = calloc(1, 1); /* no tags: "" */
 	return out;
 err:
 	gw_buf_release(&b);
@@ -758,6 +758,7 @@ int gw_statsd_table_add(struct gw_statsd_table *t,
 			goto refused;
 		}
 		s->epoch = (int64_t)floor(now / t->o.window_s);
+		refusal = 0;
 	}
 	s->last = now;
 	switch (k) {

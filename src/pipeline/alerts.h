@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * alerts.h - the alert rule evaluator: every interval each rule's expr is
+ * evaluated as an instant query at "now" against the store's queryable;
+ * each output series is an alert instance whose labels are the series'
+ * labels (without __name__) + the rule's labels (templates expanded) +
+ * alertname.
+ *
+ * Lifecycle of one instance (a check: check_alert() in alerts.c)
+ *
+ *            seen, for > 0             active >= for
+ *   (none) ----------------> PENDING -----------------> FIRING
+ *      |   seen, for = 0        | not seen                 | not seen
+ *      +------------------------|------------------------->+
+ *                               v                          v
+ *                            (none)                     RESOLVED --15 min--> (none)
+ *
+ * A resolved instance seen again starts anew as pending.  A rule whose
+ * query fails keeps its instances as they are (health "err").
+ *
+ * Delivery (export/alertmanager.h): an instance is handed over when it
+ * starts firing, then every resend interval while it fires (endsAt = now +
+ * 4 x resend), and once when it resolves (endsAt = when it resolved).
+ *
+ * Published into the registry (so the store keeps alert history):
+ * ALERTS{alertname,alertstate,...} 1 and ALERTS_FOR_STATE{alertname,...}
+ * = activeAt in seconds, for pending and firing instances; self metrics
+ * gpuwatch_rules_evaluations_total, gpuwatch_rules_evaluation_failures_total
+ * {group,rule}, gpuwatch_rules_last_evaluation_seconds, gpuwatch_rules,
+ * gpuwatch_alerts{state}, and the Alertmanager client's
+ * gpuwatch_alertmanager_*{url}.
+ *
+ * Errors: 0 or -errno.  Ownership: a rule set handed over is taken (the
+ * caller's struct is emptied).  Thread safety: gw_alerts_eval runs on one
+ * thread at a time (the "gw-rules" thread once started); gw_alerts_json and
+ * gw_alerts_set_rules may be called from any thread.
+ */
+#ifndef GW_ALERTS_H
+#define GW_ALERTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "pipeline/metrics.h"
+#include "pipeline/rules.h"
+#include "store/query.h"
+
+struct gw_am;
+struct gw_agent;
+struct gw_config;
+
+#define GW_ALERTS_MAX_PER_RULE 1000   /* instances; more fail the rule */
+#define GW_ALERTS_KEEP_RESOLVED_MS (15 * 60 * 1000)
+
+enum gw_alert_state {
+	GW_ALERT_PENDING,
+	GW_ALERT_FIRING,
+	GW_ALERT_RESOLVED,
+};
+
+/* Size-tagged: sz = sizeof(struct gw_alerts_opts); zero = defaults. */
+struct gw_alerts_opts {
+	size_t sz;
+	const struct gw_queryable *q; /* borrowed; NULL: nothing evaluates */
+	struct gw_registry *reg;      /* borrowed; NULL: nothing published */
+	struct gw_am *am;             /* borrowed; NULL: no delivery */
+	int64_t interval_ms;          /* groups without interval; 10 s */
+	int64_t resend_ms;            /* 60 s */
+	int64_t keep_resolved_ms;     /* 15 min */
+	int64_t lookback_ms;          /* instant selectors; 5 min */
+	uint64_t max_samples;         /* per query; 0: 50,000,000 */
+	double query_timeout;         /* seconds per query; 0: 30 */
+};
+
+struct gw_alerts;
+
+/* rules is taken.  -ENOMEM, -ENOSPC (no registry slot). */
+__attribute__((warn_unused_result)) int
+gw_alerts_new(const struct gw_alerts_opts *o, struct gw_ruleset *rules,
+	      struct gw_alerts **out);
+/* Stops the thread if started.  NULL is a no-op. */
+void gw_alerts_free(struct gw_alerts *al);
+
+/* Replaces the rules at the next evaluation (taken).  Instances of a rule
+ * with the same group, name and expression carry over. */
+void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules);
+
+/* Evaluates every group due at now_ms (unix ms), updates the instances,
+ * publishes and delivers.  Returns the rules that failed. */
+unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now_ms);
+
+/* Starts the "gw-rules" thread: gw_alerts_eval at the wall clock, each
+ * second or each interval whichever is shorter.  -EAGAIN etc. */
+__attribute__((warn_unused_result)) int gw_alerts_start(struct gw_alerts *al);
+/* Asks the thread to end and waits for it (evaluations are bounded by
+ * the query timeout). */
+void gw_alerts_stop(struct gw_alerts *al);
+
+struct gw_alerts_counts {
+	size_t rules, pending, firing, resolved;
+};
+void gw_alerts_counts(struct gw_alerts *al, struct gw_alerts_counts *c);
+
+/*
+ * The "data" of Prometheus' /api/v1/alerts ({"alerts":[...]}, pending and
+ * firing, or resolved too with include_resolved, as state "resolved" with
+ * "resolvedAt") or of /api/v1/rules ({"groups":[...]}).  al NULL gives the
+ * empty answer.  0, -ENOSPC, -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
+	       struct gw_buf *out);
+
+/* ---- the agent's use (core/agent.c) ---- */
+
+/* Loads the rules of c (built-in set, --rules files): err names the file
+ * and line of a bad one.  On success *out holds an evaluator that is not
+ * running yet. */
+__attribute__((warn_unused_result)) int
+gw_alerts_agent_new(const struct gw_config *c, struct gw_alerts **out,
+		    char *err, size_t errlen);
+/* Connects the registry, the store (NULL: logs that rules need the store
+ * and evaluates nothing) and the Alertmanagers of a->cfg; starts the
+ * thread. */
+__attribute__((warn_unused_result)) int
+gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a);
+/* SIGHUP: reads the rule files of c again; a bad one keeps the old rules
+ * and logs why. */
+void gw_alerts_agent_reload(struct gw_alerts *al, const struct gw_config *c);
+/* Stops the thread, hands what is queued to the Alertmanagers until
+ * deadline (CLOCK_MONOTONIC s) and frees everything.  NULL: no-op. */
+void gw_alerts_agent_free(struct gw_alerts *al, double deadline);
+
+#endif
