@@ -19,10 +19,10 @@
 #include "collect/statsd/table.h"
 #include "fuzz.h"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 static struct gw_statsd_line line;
@@ -62,15 +62,15 @@ static void check_line(void)
 			      g->value[j] != 0x7f);
 		for (size_t j = 0; j < i; j++)
 			CHECK(line.tags[j].name_len != g->name_len ||
-			      memcmp(line.tags[j].name, g->name,
-				     g->name_len) != 0);
+			      memcmp(line.tags[j].name, g->name, g->name_len) !=
+				  0);
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct gw_statsd_table_opts o = { .max_series = 4,
-						.max_tag_values = 3 };
+	const struct gw_statsd_table_opts o = {.max_series = 4,
+					       .max_tag_values = 3};
 	const char *p = (const char *)data, *end = p + size;
 	struct gw_statsd_table *t;
 	struct gw_statsd_table_stats st;

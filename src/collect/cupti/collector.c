@@ -7,12 +7,12 @@
  *
  * A ring's life, one pass every fast interval:
  *
- *   (file appears) --open/fstat/mmap/check--> ATTACHED --pid found--> READ
+ *   (file appears) --open/fstat/check--> ATTACHED      --pid found--> READ
  *        |                    |                  | tries left: retry    |
  *        |  refused: counted, |                  | no tries: IGNORED    | pid dead, start time
  *        |  remembered by     |                  v                      | changed, EXITED flag
  *        |  (dev, inode)      +-------------> IGNORED                   v
- *        |                                                 last read, publish, unmap,
+ *        |                                                 last read, publish, close,
  *        |                                                 unlink, forget
  *
  * A file that vanished from the directory (its writer removed it) is read
@@ -23,7 +23,9 @@
  * The writer is untrusted: the file must be a regular file owned by the
  * owner of the process it names (or root), within size bounds, opened
  * without following links; the header is re-checked every pass and the
- * file's size too (a mapping beyond EOF would fault).
+ * file's size too.  Rings are read with pread()/pwrite(), not mapped: a
+ * writer that truncates its file makes a read come up short instead of
+ * faulting the agent.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -37,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,12 +151,12 @@ static const char *const copy_names[GW_COPY_KINDS] = {
 };
 
 enum refuse_reason {
-	R_OPEN, R_NOT_REGULAR, R_SIZE, R_MMAP, R_HEADER, R_VERSION, R_LIMIT,
+	R_OPEN, R_NOT_REGULAR, R_SIZE, R_HEADER, R_VERSION, R_LIMIT,
 	R_UNRESOLVED, R_OWNER, R_COUNT
 };
 
 static const char *const refuse_names[R_COUNT] = {
-	"open", "not_regular", "size", "mmap", "header", "version", "limit",
+	"open", "not_regular", "size", "header", "version", "limit",
 	"unresolved", "owner",
 };
 
@@ -165,8 +166,6 @@ struct ring {
 	ino_t ino;
 	uid_t uid;
 	int fd;
-	void *map;
-	size_t map_len;
 	struct gw_cupti_ring_info ri;
 	struct gw_cupti_proc *p;
 	uint32_t host_pid; /* 0 until resolved */
@@ -636,12 +635,19 @@ static void ring_free(struct ring *g)
 {
 	if (!g)
 		return;
-	if (g->map)
-		munmap(g->map, g->map_len);
 	if (g->fd >= 0)
 		close(g->fd);
 	gw_cupti_proc_free(g->p);
 	free(g);
+}
+
+/* The header's magic is still 0: a writer in the middle of creating it. */
+static int magic_unset(int fd)
+{
+	uint32_t magic = 1;
+
+	return pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	       magic == 0;
 }
 
 static void attach(struct cupti_col *c, int dfd, const char *name)
@@ -693,17 +699,8 @@ static void attach(struct cupti_col *c, int dfd, const char *name)
 	g->dev = st.st_dev;
 	g->ino = st.st_ino;
 	g->uid = st.st_uid;
-	g->map_len = (size_t)st.st_size;
-	g->map = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		      0);
-	if (g->map == MAP_FAILED) {
-		g->map = NULL;
-		refuse(c, name, st.st_dev, st.st_ino, R_MMAP, strerror(errno));
-		goto fail_ring;
-	}
-	r = gw_cupti_ring_check(g->map, g->map_len, &g->ri);
-	if (r == -EBADMSG && young &&
-	    __atomic_load_n((uint32_t *)g->map, __ATOMIC_ACQUIRE) == 0)
+	r = gw_cupti_ring_check_fd(fd, &g->ri);
+	if (r == -EBADMSG && young && magic_unset(fd))
 		goto fail_ring; /* the writer stores the magic last */
 	if (r) {
 		refuse(c, name, st.st_dev, st.st_ino,
@@ -805,8 +802,8 @@ static void drain(struct cupti_col *c, struct ring *g)
 		size_t len = 0;
 		int lost = 0;
 
-		if (gw_cupti_ring_take(g->map, &g->ri, c->buf, TAKE_CAP, &len,
-				       &lost, now))
+		if (gw_cupti_ring_take_fd(g->fd, &g->ri, c->buf, TAKE_CAP,
+					  &len, &lost, now))
 			break;
 		if (lost)
 			g->overruns++;
@@ -1023,13 +1020,11 @@ static void pass(struct cupti_col *c)
 	scan_dir(c);
 	for (unsigned int i = 0; i < c->nrings; i++) {
 		struct ring *g = c->rings[i];
-		struct stat st;
 		int exited;
 
 		fate[i] = KEEP;
-		/* The file must still cover the mapping, or reads fault. */
-		if (fstat(g->fd, &st) || st.st_size < (off_t)g->map_len ||
-		    gw_cupti_ring_check(g->map, g->map_len, &g->ri)) {
+		/* Read through the fd: a file cut short fails, never faults. */
+		if (gw_cupti_ring_check_fd(g->fd, &g->ri)) {
 			refuse(c, g->name, g->dev, g->ino, R_HEADER,
 			       "changed while read");
 			fate[i] = IGNORE;

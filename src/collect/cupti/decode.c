@@ -19,6 +19,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collect/cupti/decode.h"
 
@@ -150,6 +152,87 @@ int gw_cupti_ring_take(void *map, const struct gw_cupti_ring_info *ri,
 	*len = n;
 	__atomic_store_n(field64(map, TAIL_OFF), tail + n, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Exactly n bytes at off, or -EBADMSG (file shorter now) / -errno. */
+static int pread_all(int fd, void *dst, size_t n, uint64_t off)
+{
+	ssize_t r = pread(fd, dst, n, (off_t)off);
+
+	if (r < 0)
+		return -errno;
+	return (size_t)r == n ? 0 : -EBADMSG;
+}
+
+static int pwrite64_at(int fd, uint64_t v, size_t off)
+{
+	ssize_t r = pwrite(fd, &v, sizeof(v), (off_t)off);
+
+	if (r < 0)
+		return -errno;
+	return r == (ssize_t)sizeof(v) ? 0 : -EBADMSG;
+}
+
+int gw_cupti_ring_check_fd(int fd, struct gw_cupti_ring_info *out)
+{
+	struct gw_cring_hdr h;
+	struct stat st;
+	int r;
+
+	if (fd < 0 || !out)
+		return -EINVAL;
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_size < (off_t)sizeof(h))
+		return -EBADMSG;
+	r = pread_all(fd, &h, sizeof(h), 0);
+	if (r)
+		return r;
+	/* Only the header is in h; its limits are checked against the file. */
+	return gw_cupti_ring_check(&h, (size_t)st.st_size, out);
+}
+
+int gw_cupti_ring_take_fd(int fd, const struct gw_cupti_ring_info *ri,
+			  void *buf, size_t cap, size_t *len, int *lost,
+			  uint64_t now_ns)
+{
+	uint64_t head, tail, unread, pos;
+	size_t n, first;
+	int r;
+
+	if (fd < 0 || !ri || !buf || !len || !lost || cap < GW_CREC_MAX ||
+	    !is_pow2(ri->data_size))
+		return -EINVAL;
+	*len = 0;
+	*lost = 0;
+	r = pread_all(fd, &head, sizeof(head), HEAD_OFF);
+	if (!r)
+		r = pread_all(fd, &tail, sizeof(tail), TAIL_OFF);
+	if (!r)
+		r = pwrite64_at(fd, now_ns, SEEN_OFF);
+	if (r)
+		return r;
+	unread = head - tail;
+	if (tail > head || unread > ri->data_size || head % 8 || tail % 8) {
+		*lost = 1;
+		return pwrite64_at(fd, head, TAIL_OFF);
+	}
+	if (!unread)
+		return 0;
+	n = unread > cap ? cap : (size_t)unread;
+	pos = tail & (ri->data_size - 1);
+	first = ri->data_size - pos;
+	if (first > n)
+		first = n;
+	r = pread_all(fd, buf, first, ri->data_off + pos);
+	if (!r && n > first)
+		r = pread_all(fd, (char *)buf + first, n - first, ri->data_off);
+	if (r)
+		return r;
+	if (n < unread)
+		n = whole_records(buf, n);
+	*len = n;
+	return pwrite64_at(fd, tail + n, TAIL_OFF);
 }
 
 int gw_cupti_proc_new(struct gw_cupti_proc **out)

@@ -68,6 +68,21 @@ gw_cupti_ring_take(void *map, const struct gw_cupti_ring_info *ri,
 		   void *buf, size_t cap, size_t *len, int *lost,
 		   uint64_t now_ns);
 
+/*
+ * The same two operations on a ring open as fd, through pread()/pwrite()
+ * instead of a mapping: a writer that truncates its file under the reader
+ * makes a read come up short (-EBADMSG), where a mapping would fault.  The
+ * agent reads rings this way; the mapping forms serve tests and the fuzzer.
+ * gw_cupti_ring_check_fd() takes the file's size from fstat(); -errno for
+ * a failed fstat/pread/pwrite.
+ */
+__attribute__((warn_unused_result)) int
+gw_cupti_ring_check_fd(int fd, struct gw_cupti_ring_info *out);
+__attribute__((warn_unused_result)) int
+gw_cupti_ring_take_fd(int fd, const struct gw_cupti_ring_info *ri,
+		      void *buf, size_t cap, size_t *len, int *lost,
+		      uint64_t now_ns);
+
 /* A kernel entry as decoded; name is the mangled name as sent. */
 struct gw_cupti_kernel {
 	uint64_t name_hash;

@@ -32,44 +32,42 @@
 #include "common/log.h"
 #include "common/parse.h"
 
-#define BATCH 32
-#define DGRAM_MAX 65536
+#define BATCH	    32
+#define DGRAM_MAX   65536
 #define MAX_BATCHES 64
-#define RCVBUF (8 << 20)
+#define RCVBUF	    (8 << 20)
 #define LOG_EVERY_S 10.0
 #define POLL_MAX_MS 250
 
 enum { T_UDP, T_UNIX, NT };
 
-static const char *const transport_names[NT] = { "udp", "unix" };
+static const char *const transport_names[NT] = {"udp", "unix"};
 
 static const struct gw_family
-	f_up = { "gpuwatch_statsd_up",
-		 "1 when the StatsD socket is bound, by transport and address.",
-		 GW_GAUGE },
-	f_dgrams = { "gpuwatch_statsd_datagrams_total",
-		     "StatsD datagrams received, by transport.", GW_COUNTER },
-	f_lines = { "gpuwatch_statsd_lines_total",
-		    "StatsD lines received (not empty).", GW_COUNTER },
-	f_malformed = { "gpuwatch_statsd_malformed_total",
-			"StatsD lines that did not parse, by reason.",
-			GW_COUNTER },
-	f_unsupported = { "gpuwatch_statsd_unsupported_total",
-			  "DogStatsD events and service checks (ignored).",
-			  GW_COUNTER },
-	f_refused = { "gpuwatch_statsd_refused_total",
-		      "StatsD lines or values not kept, by reason (caps, "
-		      "type conflicts, reserved names).",
-		      GW_COUNTER },
-	f_series = { "gpuwatch_statsd_series", "StatsD series kept.",
-		     GW_GAUGE },
-	f_expired = { "gpuwatch_statsd_expired_total",
-		      "StatsD series dropped after going quiet.", GW_COUNTER },
-	f_rxerr = { "gpuwatch_statsd_receive_errors_total",
-		    "Failed or truncated StatsD datagram reads.", GW_COUNTER };
+    f_up = {"gpuwatch_statsd_up",
+	    "1 when the StatsD socket is bound, by transport and address.",
+	    GW_GAUGE},
+    f_dgrams = {"gpuwatch_statsd_datagrams_total",
+		"StatsD datagrams received, by transport.", GW_COUNTER},
+    f_lines = {"gpuwatch_statsd_lines_total",
+	       "StatsD lines received (not empty).", GW_COUNTER},
+    f_malformed = {"gpuwatch_statsd_malformed_total",
+		   "StatsD lines that did not parse, by reason.", GW_COUNTER},
+    f_unsupported = {"gpuwatch_statsd_unsupported_total",
+		     "DogStatsD events and service checks (ignored).",
+		     GW_COUNTER},
+    f_refused = {"gpuwatch_statsd_refused_total",
+		 "StatsD lines or values not kept, by reason (caps, "
+		 "type conflicts, reserved names).",
+		 GW_COUNTER},
+    f_series = {"gpuwatch_statsd_series", "StatsD series kept.", GW_GAUGE},
+    f_expired = {"gpuwatch_statsd_expired_total",
+		 "StatsD series dropped after going quiet.", GW_COUNTER},
+    f_rxerr = {"gpuwatch_statsd_receive_errors_total",
+	       "Failed or truncated StatsD datagram reads.", GW_COUNTER};
 
 struct gw_statsd_rx {
-	int fd[NT];        /* -1 when off or down */
+	int fd[NT]; /* -1 when off or down */
 	int configured[NT];
 	char addr[NT][300]; /* as bound (or as configured when down) */
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -118,7 +116,7 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 {
 	char host[256], port[16];
 	unsigned int p;
-	struct addrinfo hints = { 0 }, *res = NULL, *ai;
+	struct addrinfo hints = {0}, *res = NULL, *ai;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int fd = -1, r, saved = 0;
@@ -126,9 +124,10 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 	snprintf(rx->addr[T_UDP], sizeof(rx->addr[T_UDP]), "%s", listen);
 	rx->configured[T_UDP] = 1;
 	if (gw_parse_hostport(listen, host, sizeof(host), &p) || p > 65535) {
-		gw_warn("statsd: --statsd-listen %s: not HOST:PORT; StatsD over "
-			"UDP is off",
-			listen);
+		gw_warn(
+		    "statsd: --statsd-listen %s: not HOST:PORT; StatsD over "
+		    "UDP is off",
+		    listen);
 		return 0;
 	}
 	snprintf(port, sizeof(port), "%u", p);
@@ -157,9 +156,10 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		gw_warn("statsd: cannot bind udp %s: %s; StatsD over UDP is off "
-			"(the agent runs on)",
-			listen, strerror(saved));
+		gw_warn(
+		    "statsd: cannot bind udp %s: %s; StatsD over UDP is off "
+		    "(the agent runs on)",
+		    listen, strerror(saved));
 		return 0;
 	}
 	set_rcvbuf(fd);
@@ -169,7 +169,8 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 		if (ss.ss_family == AF_INET)
 			rx->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 		else if (ss.ss_family == AF_INET6)
-			rx->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+			rx->port =
+			    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 	}
 	rx->fd[T_UDP] = fd;
 	gw_info("statsd: listening on udp %s", rx->addr[T_UDP]);
@@ -179,16 +180,17 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 /* Binds the Unix datagram socket, replacing a stale socket file. */
 static int open_unix(struct gw_statsd_rx *rx, const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	struct stat st;
 	int fd;
 
 	snprintf(rx->addr[T_UNIX], sizeof(rx->addr[T_UNIX]), "%s", path);
 	rx->configured[T_UNIX] = 1;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		gw_warn("statsd: --statsd-socket %s: path too long; StatsD over "
-			"a Unix socket is off",
-			path);
+		gw_warn(
+		    "statsd: --statsd-socket %s: path too long; StatsD over "
+		    "a Unix socket is off",
+		    path);
 		return 0;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
@@ -224,8 +226,8 @@ int gw_statsd_rx_open(const struct gw_statsd_rx_opts *o,
 		      struct gw_statsd_rx **out)
 {
 	struct gw_statsd_table_opts to = {
-		.max_series = o->max_series,
-		.max_tag_values = o->max_tag_values,
+	    .max_series = o->max_series,
+	    .max_tag_values = o->max_tag_values,
 	};
 	struct gw_statsd_rx *rx;
 	int err = -ENOMEM;
@@ -395,8 +397,8 @@ int gw_statsd_rx_poll(struct gw_statsd_rx *rx, int timeout_ms, double now)
 		map[n++] = t;
 	}
 	if (!n) {
-		struct timespec ts = { timeout_ms / 1000,
-				       (long)(timeout_ms % 1000) * 1000000 };
+		struct timespec ts = {timeout_ms / 1000,
+				      (long)(timeout_ms % 1000) * 1000000};
 
 		nanosleep(&ts, NULL);
 		return 0;
@@ -468,7 +470,8 @@ static void *thread_main(void *arg)
 		if (now >= next_pub) {
 			gw_statsd_rx_publish(c->rx, &c->snap, now);
 			gw_registry_publish(c->a->reg, c->slot, &c->snap);
-			next_pub = now + (double)atomic_load(&c->a->fast_ms) / 1000;
+			next_pub =
+			    now + (double)atomic_load(&c->a->fast_ms) / 1000;
 		}
 		timeout = (int)fmin(POLL_MAX_MS,
 				    fmax(1, ceil((next_pub - now) * 1000)));
@@ -482,10 +485,10 @@ static void *thread_main(void *arg)
 static int col_start(struct gw_agent *a, void **priv)
 {
 	struct gw_statsd_rx_opts o = {
-		.listen = a->cfg.statsd_listen,
-		.socket = a->cfg.statsd_socket,
-		.max_series = a->cfg.statsd_max_series,
-		.max_tag_values = a->cfg.statsd_max_tag_values,
+	    .listen = a->cfg.statsd_listen,
+	    .socket = a->cfg.statsd_socket,
+	    .max_series = a->cfg.statsd_max_series,
+	    .max_tag_values = a->cfg.statsd_max_tag_values,
 	};
 	struct statsd_col *c;
 	int r;
@@ -553,9 +556,9 @@ static void col_free(void *priv)
 }
 
 const struct gw_collector_ops gw_statsd_collector = {
-	.name = "statsd",
-	.start = col_start,
-	.request_stop = col_request_stop,
-	.stop = col_stop,
-	.free = col_free,
+    .name = "statsd",
+    .start = col_start,
+    .request_stop = col_request_stop,
+    .stop = col_stop,
+    .free = col_free,
 };

@@ -28,7 +28,7 @@ struct gw_statsd_rx_opts {
 	const char *listen; /* UDP HOST:PORT; NULL, "" or "off" = none */
 	const char *socket; /* Unix datagram socket path; NULL or "" = none */
 	unsigned int max_series, max_tag_values;
-	bool receive_only;  /* benchmark baseline: receive and count only */
+	bool receive_only; /* benchmark baseline: receive and count only */
 };
 
 struct gw_statsd_rx_counts {

@@ -52,50 +52,50 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GW_STATSD_MAX_VALUES 256
-#define GW_STATSD_MAX_TAGS 32
-#define GW_STATSD_NAME_MAX 200
-#define GW_STATSD_TAG_NAME_MAX 100
+#define GW_STATSD_MAX_VALUES	256
+#define GW_STATSD_MAX_TAGS	32
+#define GW_STATSD_NAME_MAX	200
+#define GW_STATSD_TAG_NAME_MAX	100
 #define GW_STATSD_TAG_VALUE_MAX 256
 #define GW_STATSD_SET_VALUE_MAX 256
 
 enum gw_statsd_type {
-	GW_STATSD_COUNTER,      /* c */
-	GW_STATSD_GAUGE,        /* g */
-	GW_STATSD_TIMER,        /* ms */
-	GW_STATSD_HISTOGRAM,    /* h */
+	GW_STATSD_COUNTER,	/* c */
+	GW_STATSD_GAUGE,	/* g */
+	GW_STATSD_TIMER,	/* ms */
+	GW_STATSD_HISTOGRAM,	/* h */
 	GW_STATSD_DISTRIBUTION, /* d */
-	GW_STATSD_SET,          /* s */
+	GW_STATSD_SET,		/* s */
 };
 
 enum gw_statsd_result {
 	GW_STATSD_OK = 0,
 	GW_STATSD_UNSUPPORTED, /* an event or a service check */
 	GW_STATSD_BAD_NAME,    /* empty or longer than GW_STATSD_NAME_MAX */
-	GW_STATSD_BAD_VALUE,   /* missing, not a finite number, negative count */
-	GW_STATSD_BAD_TYPE,    /* no '|', or a type not in the grammar */
-	GW_STATSD_BAD_RATE,    /* not a number in (0, 1] */
-	GW_STATSD_BAD_TAG,     /* too long, not UTF-8, control bytes, too many */
-	GW_STATSD_TOO_MANY,    /* more than GW_STATSD_MAX_VALUES values */
+	GW_STATSD_BAD_VALUE, /* missing, not a finite number, negative count */
+	GW_STATSD_BAD_TYPE,  /* no '|', or a type not in the grammar */
+	GW_STATSD_BAD_RATE,  /* not a number in (0, 1] */
+	GW_STATSD_BAD_TAG,   /* too long, not UTF-8, control bytes, too many */
+	GW_STATSD_TOO_MANY,  /* more than GW_STATSD_MAX_VALUES values */
 	GW_STATSD_NRESULTS
 };
 
 struct gw_statsd_tag {
-	const char *name; /* sanitised, in the line's own storage */
+	const char *name;  /* sanitised, in the line's own storage */
 	const char *value; /* in the input, not NUL-terminated */
 	uint16_t name_len, value_len;
 };
 
 struct gw_statsd_value {
-	double v;         /* the number (0 for a set) */
-	const char *s;    /* the value as sent (sets use it) */
+	double v;      /* the number (0 for a set) */
+	const char *s; /* the value as sent (sets use it) */
 	uint16_t len;
-	bool delta;       /* gauge only: written with a sign */
+	bool delta; /* gauge only: written with a sign */
 };
 
 struct gw_statsd_line {
 	enum gw_statsd_type type;
-	double rate; /* 1 when not given */
+	double rate;			   /* 1 when not given */
 	char name[GW_STATSD_NAME_MAX + 2]; /* sanitised, NUL-terminated */
 	size_t name_len;
 	struct gw_statsd_tag tags[GW_STATSD_MAX_TAGS];

@@ -15,9 +15,10 @@
 #include "collect/statsd/table.h"
 #include "pipeline/sketch.h"
 
-#define KEY_MAX (2 + GW_STATSD_NAME_MAX + 16 +                              \
-		 GW_STATSD_MAX_TAGS *                                         \
-			 (GW_STATSD_TAG_NAME_MAX + GW_STATSD_TAG_VALUE_MAX + 8))
+#define KEY_MAX                                                                \
+	(2 + GW_STATSD_NAME_MAX + 16 +                                         \
+	 GW_STATSD_MAX_TAGS *                                                  \
+	     (GW_STATSD_TAG_NAME_MAX + GW_STATSD_TAG_VALUE_MAX + 8))
 #define FAMILY_NAME_MAX (GW_STATSD_NAME_MAX + 16)
 #define MAP_MIN_BUCKETS 64u
 
@@ -69,7 +70,7 @@ struct series {
 	char *labels; /* exposition text, "" for none */
 	struct tagvalue **tv;
 	unsigned int ntv;
-	double last; /* when a value last came */
+	double last;   /* when a value last came */
 	int64_t epoch; /* summary and set: period of [0] */
 	union {
 		double value; /* counter, gauge */
@@ -94,13 +95,13 @@ struct gw_statsd_table {
 };
 
 static const char *const refusal_names[GW_STATSD_NREFUSALS] = {
-	[0] = "none",
-	[GW_STATSD_REFUSED_SERIES] = "series",
-	[GW_STATSD_REFUSED_TAG_VALUES] = "tag_values",
-	[GW_STATSD_REFUSED_TYPE] = "type_conflict",
-	[GW_STATSD_REFUSED_RESERVED] = "reserved_name",
-	[GW_STATSD_REFUSED_SET_FULL] = "set_full",
-	[GW_STATSD_REFUSED_NOMEM] = "nomem",
+    [0] = "none",
+    [GW_STATSD_REFUSED_SERIES] = "series",
+    [GW_STATSD_REFUSED_TAG_VALUES] = "tag_values",
+    [GW_STATSD_REFUSED_TYPE] = "type_conflict",
+    [GW_STATSD_REFUSED_RESERVED] = "reserved_name",
+    [GW_STATSD_REFUSED_SET_FULL] = "set_full",
+    [GW_STATSD_REFUSED_NOMEM] = "nomem",
 };
 
 const char *gw_statsd_refusal_name(enum gw_statsd_refusal r)
@@ -157,7 +158,8 @@ static struct hent *map_find(const struct map *m, uint64_t h, const char *key,
 			     size_t klen)
 {
 	for (struct hent *e = m->b[h & (m->nb - 1)]; e; e = e->next)
-		if (e->h == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
+		if (e->h == h && e->klen == klen &&
+		    memcmp(e->key, key, klen) == 0)
 			return e;
 	return NULL;
 }
@@ -239,7 +241,8 @@ static int hset_add(struct hset *s, uint64_t h)
 		s->v = v;
 		s->cap = cap;
 	}
-	for (i = (uint32_t)h & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
+	for (i = (uint32_t)h & (s->cap - 1); s->v[i];
+	     i = (i + 1) & (s->cap - 1))
 		;
 	s->v[i] = h;
 	s->n++;
@@ -288,11 +291,11 @@ static char *concat(const char *a, const char *b)
 }
 
 static const char *const helps[] = {
-	[K_COUNTER] = "StatsD counter (c), scaled by the sample rate.",
-	[K_GAUGE] = "StatsD gauge (g).",
-	[K_SUMMARY] = "StatsD timer (ms, in seconds), histogram (h) or "
-		      "distribution (d): quantiles over the window.",
-	[K_SET] = "StatsD set (s): distinct values over the window.",
+    [K_COUNTER] = "StatsD counter (c), scaled by the sample rate.",
+    [K_GAUGE] = "StatsD gauge (g).",
+    [K_SUMMARY] = "StatsD timer (ms, in seconds), histogram (h) or "
+		  "distribution (d): quantiles over the window.",
+    [K_SET] = "StatsD set (s): distinct values over the window.",
 };
 
 static struct family *family_get(struct gw_statsd_table *t, const char *name,
@@ -377,9 +380,10 @@ static int tags_fit(struct gw_statsd_table *t, const struct gw_statsd_line *l)
 
 		if (map_find(&t->tagvalues, hash(buf, k), buf, k))
 			continue;
-		tn = map_find(&t->tagnames, hash(g->name, g->name_len),
-			      g->name, g->name_len);
-		if (tn && ((struct tagname *)tn)->nvalues >= t->o.max_tag_values)
+		tn = map_find(&t->tagnames, hash(g->name, g->name_len), g->name,
+			      g->name_len);
+		if (tn &&
+		    ((struct tagname *)tn)->nvalues >= t->o.max_tag_values)
 			return 0;
 	}
 	return 1;
@@ -685,8 +689,8 @@ static enum kind family_of(struct gw_statsd_table *t,
 }
 
 /* Builds the series key in t->key (tags sorted through t->order). */
-static size_t make_key(struct gw_statsd_table *t, const struct gw_statsd_line *l,
-		       enum kind k)
+static size_t make_key(struct gw_statsd_table *t,
+		       const struct gw_statsd_line *l, enum kind k)
 {
 	size_t n = 0, fl = strlen(t->fname);
 
@@ -694,10 +698,11 @@ static size_t make_key(struct gw_statsd_table *t, const struct gw_statsd_line *l
 		size_t j = i;
 
 		while (j > 0) {
-			const struct gw_statsd_tag *a = &l->tags[t->order[j - 1]];
+			const struct gw_statsd_tag *a =
+			    &l->tags[t->order[j - 1]];
 			const struct gw_statsd_tag *b = &l->tags[i];
-			size_t m = a->name_len < b->name_len ? a->name_len :
-								b->name_len;
+			size_t m = a->name_len < b->name_len ? a->name_len
+							     : b->name_len;
 			int c = memcmp(a->name, b->name, m);
 
 			if (c < 0 || (c == 0 && a->name_len <= b->name_len))
@@ -795,13 +800,13 @@ int gw_statsd_table_add(struct gw_statsd_table *t,
 	case K_SET:
 		rotate(t, s, now);
 		for (size_t i = 0; i < l->nvalues; i++) {
-			int r = hset_add(&s->u.set[0],
-					 hash(l->values[i].s, l->values[i].len));
+			int r = hset_add(&s->u.set[0], hash(l->values[i].s,
+							    l->values[i].len));
 
 			if (r)
-				refusal = r == -ENOSPC ?
-						  GW_STATSD_REFUSED_SET_FULL :
-						  GW_STATSD_REFUSED_NOMEM;
+				refusal = r == -ENOSPC
+					      ? GW_STATSD_REFUSED_SET_FULL
+					      : GW_STATSD_REFUSED_NOMEM;
 		}
 		break;
 	}
@@ -816,8 +821,7 @@ refused:
 static const struct {
 	double q;
 	const char *label;
-} quantiles[] = { { 0.5, "0.5" }, { 0.9, "0.9" }, { 0.95, "0.95" },
-		  { 0.99, "0.99" } };
+} quantiles[] = {{0.5, "0.5"}, {0.9, "0.9"}, {0.95, "0.95"}, {0.99, "0.99"}};
 
 static uint64_t set_size(const struct series *s)
 {
@@ -856,15 +860,15 @@ void gw_statsd_table_publish(struct gw_statsd_table *t, struct gw_snap *snap,
 			if (!gw_sketch_merge(&t->scratch, &s->u.sum.sk[1]) &&
 			    !gw_sketch_merge(&t->scratch, &s->u.sum.sk[0]) &&
 			    t->scratch.count) {
-				for (size_t i = 0;
-				     i < sizeof(quantiles) / sizeof(quantiles[0]);
+				for (size_t i = 0; i < sizeof(quantiles) /
+							   sizeof(quantiles[0]);
 				     i++)
-					gw_snap_add(snap, &f->fam,
-						    gw_sketch_quantile(
-							    &t->scratch,
-							    quantiles[i].q),
-						    s->labels, "quantile",
-						    quantiles[i].label, NULL);
+					gw_snap_add(
+					    snap, &f->fam,
+					    gw_sketch_quantile(&t->scratch,
+							       quantiles[i].q),
+					    s->labels, "quantile",
+					    quantiles[i].label, NULL);
 			}
 			gw_snap_add(snap, &f->fam_count, s->u.sum.count,
 				    s->labels, NULL);

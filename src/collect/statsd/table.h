@@ -56,14 +56,14 @@
 struct gw_statsd_table_opts {
 	unsigned int max_series;     /* >= 1 */
 	unsigned int max_tag_values; /* >= 1 */
-	double window_s;             /* 0 = 10 */
-	double ttl_s;                /* 0 = 300 */
+	double window_s;	     /* 0 = 10 */
+	double ttl_s;		     /* 0 = 300 */
 };
 
 enum gw_statsd_refusal {
 	GW_STATSD_REFUSED_SERIES = 1, /* max_series reached */
 	GW_STATSD_REFUSED_TAG_VALUES, /* max_tag_values of a tag reached */
-	GW_STATSD_REFUSED_TYPE,       /* name already used by another type */
+	GW_STATSD_REFUSED_TYPE,	      /* name already used by another type */
 	GW_STATSD_REFUSED_RESERVED,   /* gpuwatch_* */
 	GW_STATSD_REFUSED_SET_FULL,   /* a set value beyond GW_STATSD_SET_MAX */
 	GW_STATSD_REFUSED_NOMEM,      /* out of memory creating a series */
@@ -71,8 +71,8 @@ enum gw_statsd_refusal {
 };
 
 struct gw_statsd_table_stats {
-	uint64_t series;   /* live */
-	uint64_t expired;  /* since creation */
+	uint64_t series;		       /* live */
+	uint64_t expired;		       /* since creation */
 	uint64_t refused[GW_STATSD_NREFUSALS]; /* by reason, [0] unused */
 };
 
