@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "collect/cupti/decode.h"
 
 #define DATA_OFF 4096u
@@ -337,6 +339,57 @@ static void every_record_type(void **state)
 	assert_int_equal(r->p->apis[1].total_ns, 40);
 	/* The reader marks its pass. */
 	assert_int_equal(r->h->reader_seen_ns, 1000);
+	ring_free(r);
+}
+
+/* The agent reads through a file descriptor: the same records arrive, and
+ * a writer that cuts its file short gets an error, not a crashed reader. */
+static void file_reads_and_truncation(void **state)
+{
+	struct ring *r = ring_new();
+	struct gw_cupti_ring_info ri;
+	char path[] = "/tmp/gw-cupti-test.XXXXXX";
+	uint64_t rec[GW_CREC_MAX / 8], tail;
+	size_t len = 0;
+	int lost = 0, fd;
+
+	(void)state;
+	put_ok(r, rec, mk_process(rec, 3, 1));
+	put_ok(r, rec, mk_memcpy(rec, 1u << 20));
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(pwrite(fd, r->map, MAP_LEN, 0), (ssize_t)MAP_LEN);
+
+	assert_int_equal(gw_cupti_ring_check_fd(fd, &ri), 0);
+	assert_int_equal(ri.pid, 4242);
+	assert_int_equal(gw_cupti_ring_take_fd(fd, &ri, r->buf, CAP, &len,
+					       &lost, 2000),
+			 0);
+	assert_int_equal(lost, 0);
+	assert_int_equal(gw_cupti_decode(r->p, r->buf, len), 2);
+	assert_int_equal(r->p->process.seq, 3);
+	assert_int_equal(r->p->memcpy.kind[GW_COPY_HTOD].bytes, 1u << 20);
+	/* tail and the reader's mark went back into the file. */
+	assert_int_equal(pread(fd, &tail, sizeof(tail),
+			       offsetof(struct gw_cring_hdr, tail)),
+			 (ssize_t)sizeof(tail));
+	assert_int_equal(tail, r->h->head);
+
+	/* New records, then the writer truncates: short reads, no fault. */
+	put_ok(r, rec, mk_process(rec, 4, 1));
+	assert_int_equal(pwrite(fd, r->map, DATA_OFF + 4096, 0),
+			 (ssize_t)(DATA_OFF + 4096));
+	assert_int_equal(ftruncate(fd, DATA_OFF + 64), 0);
+	assert_int_equal(gw_cupti_ring_check_fd(fd, &ri), -EBADMSG);
+	assert_int_equal(gw_cupti_ring_take_fd(fd, &r->ri, r->buf, CAP, &len,
+					       &lost, 3000),
+			 -EBADMSG);
+	assert_int_equal(ftruncate(fd, 16), 0);
+	assert_int_equal(gw_cupti_ring_check_fd(fd, &ri), -EBADMSG);
+	assert_true(gw_cupti_ring_take_fd(fd, &r->ri, r->buf, CAP, &len, &lost,
+					  3000) < 0);
+	close(fd);
 	ring_free(r);
 }
 
@@ -679,6 +732,7 @@ int main(void)
 		cmocka_unit_test(header_valid_and_filled),
 		cmocka_unit_test(header_refusals),
 		cmocka_unit_test(every_record_type),
+		cmocka_unit_test(file_reads_and_truncation),
 		cmocka_unit_test(wrap_with_pad_and_replacement),
 		cmocka_unit_test(counters_backwards_refused),
 		cmocka_unit_test(framing_errors_stop_decoding),
