@@ -507,6 +507,7 @@ static int setup_easy(struct target *t, CURL *c, struct curl_slist *hdrs)
 	return curl_easy_setopt(c, CURLOPT_URL, t->post_url) ||
 	       curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) ||
 	       curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") ||
+	       curl_easy_setopt(c, CURLOPT_PROXY, "") || /* as Prometheus */
 	       curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) ||
 	       curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION) ||
 	       curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, tmo) ||
@@ -520,8 +521,8 @@ static int setup_easy(struct target *t, CURL *c, struct curl_slist *hdrs)
 }
 
 /*
- * One POST of the body.  Returns the HTTP status, or 0 with errbuf set
- * when there was none (transport error, or aborted at the deadline).
+ * One POST of the body.  Returns the HTTP status, 0 with errbuf set when
+ * there was none (transport error), or -1 when aborted at the deadline.
  */
 static long post(struct target *t, CURL *c, struct curl_slist *hdrs)
 {
@@ -564,7 +565,7 @@ static long post(struct target *t, CURL *c, struct curl_slist *hdrs)
 	if (aborted) {
 		snprintf(t->errbuf, sizeof(t->errbuf),
 			 "aborted at the shutdown deadline");
-		return 0;
+		return -1;
 	}
 	if (running) {
 		snprintf(t->errbuf, sizeof(t->errbuf), "curl multi failure");
@@ -584,7 +585,7 @@ static long post(struct target *t, CURL *c, struct curl_slist *hdrs)
 
 static int retryable(long status)
 {
-	return status == 0 || status == 429 || status >= 500;
+	return status <= 0 || status == 429 || status >= 500;
 }
 
 static void log_status_once(struct target *t, long status, unsigned int n)
@@ -715,7 +716,7 @@ static void *sender_main(void *arg)
 		if (status >= 200 && status < 300) {
 			t->sent += n;
 			t->up = 1;
-		} else {
+		} else if (status >= 0) { /* not aborted by the stop */
 			t->posts_failed++;
 			t->up = 0;
 			if (!retryable(status))
@@ -732,6 +733,8 @@ static void *sender_main(void *arg)
 		check_queue(t);
 		pthread_mutex_unlock(&t->mu);
 
+		if (status < 0)
+			continue; /* the deadline: the loop ends there */
 		if (retryable(status)) {
 			failures++;
 			t->failed_since_down++;

@@ -25,15 +25,6 @@
 #include "export/alertmanager.h"
 #include "store/store.h"
 
-/*
- * Delivery links weakly for now: when the Alertmanager client is not in
- * the build, --alertmanager is refused with a message at start.
- */
-#pragma weak gw_am_new
-#pragma weak gw_am_free
-#pragma weak gw_am_send
-#pragma weak gw_am_stats
-
 #define DEFAULT_INTERVAL_MS 10000
 #define DEFAULT_RESEND_MS 60000
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
@@ -564,7 +555,7 @@ static void deliver(struct gw_alerts *al, int64_t now)
 	char *lab[64];
 	size_t nb = 0;
 
-	if (!al->o.am || !gw_am_send)
+	if (!al->o.am)
 		return;
 	for (size_t r = 0; r < al->rs.nrules; r++) {
 		struct rstate *st = &al->rst[r];
@@ -670,7 +661,7 @@ static void publish(struct gw_alerts *al)
 		    NULL);
 	gw_snap_add(s, &f_count, (double)c.firing, NULL, "state", "firing",
 		    NULL);
-	if (al->o.am && gw_am_stats) {
+	if (al->o.am) {
 		struct gw_am_target_stats st[MAX_AM];
 		unsigned int n = gw_am_stats(al->o.am, st, MAX_AM);
 
@@ -1138,12 +1129,6 @@ int gw_alerts_agent_new(const struct gw_config *c, struct gw_alerts **out,
 	r = load_config_rules(c, &rs, err, errlen);
 	if (r)
 		return r;
-	if (c->alertmanagers.n && !gw_am_new) {
-		gw_ruleset_release(&rs);
-		snprintf(err, errlen, "--alertmanager: this build has no "
-			 "Alertmanager client");
-		return -ENOSYS;
-	}
 	o.interval_ms = (int64_t)(c->rule_interval * 1000);
 	o.resend_ms = (int64_t)(c->alert_resend * 1000);
 	o.max_samples = c->query_max_samples;
@@ -1216,7 +1201,7 @@ void gw_alerts_agent_free(struct gw_alerts *al, double deadline)
 	if (!al)
 		return;
 	gw_alerts_stop(al);
-	if (al->am_owned && gw_am_free)
+	if (al->am_owned)
 		gw_am_free(al->am_owned, deadline);
 	al->am_owned = NULL;
 	al->o.am = NULL;

@@ -220,6 +220,33 @@ void gw_snap_add_histogram(struct gw_snap *s, const struct gw_family *f,
 	push(s, f, off, len, (double)cum, GW_SAMPLE_COUNT, 0);
 }
 
+void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
+			 const double *q, const double *values, size_t n,
+			 double count, double sum, const char *base, ...)
+{
+	uint32_t off, len;
+	va_list ap;
+	int err;
+
+	if (reserve_samples(s, n + 2)) {
+		s->dropped += n + 2;
+		return;
+	}
+	va_start(ap, base);
+	err = add_labels(s, base, ap, &off, &len);
+	va_end(ap);
+	if (err) {
+		s->dropped += n + 2;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(values[i]))
+			push(s, f, off, len, values[i], GW_SAMPLE_QUANTILE,
+			     q[i]);
+	push(s, f, off, len, sum, GW_SAMPLE_SUM, 0);
+	push(s, f, off, len, count, GW_SAMPLE_COUNT, 0);
+}
+
 struct slot {
 	char owner[32];
 	struct gw_snap snap;
@@ -372,6 +399,8 @@ static const char *type_name(const struct gw_family *f,
 		return fmt == GW_EXPO_OPENMETRICS ? "info" : "gauge";
 	case GW_HISTOGRAM:
 		return "histogram";
+	case GW_SUMMARY:
+		return "summary";
 	case GW_GAUGE:
 	default:
 		return "gauge";
@@ -383,7 +412,15 @@ static const char *const kind_suffix[] = {
 	[GW_SAMPLE_BUCKET] = "_bucket",
 	[GW_SAMPLE_SUM] = "_sum",
 	[GW_SAMPLE_COUNT] = "_count",
+	[GW_SAMPLE_QUANTILE] = "",
 };
+
+/* The label a bucket or quantile sample adds, "" for the others. */
+static const char *extra_label(enum gw_sample_kind k)
+{
+	return k == GW_SAMPLE_BUCKET ? "le" :
+	       k == GW_SAMPLE_QUANTILE ? "quantile" : "";
+}
 
 static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 			 struct gw_buf *out)
@@ -422,7 +459,7 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 
 		if (i > 0 && entry_cmp(e, e - 1) == 0 &&
 		    e->s->kind == e[-1].s->kind &&
-		    (e->s->kind != GW_SAMPLE_BUCKET || e->s->le == e[-1].s->le)) {
+		    (!*extra_label(e->s->kind) || e->s->le == e[-1].s->le)) {
 			r->duplicates++;
 			continue;
 		}
@@ -444,15 +481,15 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 			err = gw_buf_adds(out, f->name);
 		if (!err)
 			err = gw_buf_adds(out, kind_suffix[e->s->kind]);
-		if (!err && (e->s->labels_len || e->s->kind == GW_SAMPLE_BUCKET)) {
+		if (!err && (e->s->labels_len || *extra_label(e->s->kind))) {
 			err = gw_buf_add(out, "{", 1);
 			if (!err)
 				err = gw_buf_add(out, e->labels,
 						 e->s->labels_len);
-			if (!err && e->s->kind == GW_SAMPLE_BUCKET) {
-				err = gw_buf_adds(out, e->s->labels_len ?
-							       ",le=\"" :
-							       "le=\"");
+			if (!err && *extra_label(e->s->kind)) {
+				err = gw_buf_printf(out, "%s%s=\"",
+						    e->s->labels_len ? "," : "",
+						    extra_label(e->s->kind));
 				if (!err)
 					err = add_value(out, e->s->le);
 				if (!err)
@@ -521,7 +558,7 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 			memcpy(labels, s->labels.p ? s->labels.p + x->labels : "",
 			       len);
 			labels[len] = '\0';
-			if (x->kind == GW_SAMPLE_BUCKET) {
+			if (*extra_label(x->kind)) {
 				char le[40];
 
 				if (isinf(x->le))
@@ -529,7 +566,8 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 				else
 					snprintf(le, sizeof(le), "%.17g", x->le);
 				snprintf(labels + len, sizeof(labels) - len,
-					 "%sle=\"%s\"", len ? "," : "", le);
+					 "%s%s=\"%s\"", len ? "," : "",
+					 extra_label(x->kind), le);
 			}
 			snprintf(name, sizeof(name), "%s%s", x->fam->name,
 				 kind_suffix[x->kind]);

@@ -34,6 +34,7 @@ enum gw_metric_type {
 	GW_COUNTER, /* name ends in _total */
 	GW_INFO,    /* gauge fixed at 1, name ends in _info */
 	GW_HISTOGRAM, /* _bucket{le}, _sum and _count samples */
+	GW_SUMMARY,   /* {quantile}, _sum and _count samples */
 };
 
 struct gw_family {
@@ -50,6 +51,7 @@ enum gw_sample_kind {
 	GW_SAMPLE_BUCKET, /* a histogram's name_bucket{le} */
 	GW_SAMPLE_SUM,
 	GW_SAMPLE_COUNT,
+	GW_SAMPLE_QUANTILE, /* a summary's name{quantile} */
 };
 
 struct gw_sample {
@@ -57,7 +59,8 @@ struct gw_sample {
 	uint32_t labels;    /* offset into the snap's label arena */
 	uint32_t labels_len;
 	double value;
-	double le;          /* upper bound, GW_SAMPLE_BUCKET only */
+	double le;          /* upper bound (GW_SAMPLE_BUCKET) or quantile
+			     * (GW_SAMPLE_QUANTILE) */
 	enum gw_sample_kind kind;
 };
 
@@ -90,6 +93,16 @@ void gw_snap_add(struct gw_snap *s, const struct gw_family *f, double value,
 void gw_snap_add_histogram(struct gw_snap *s, const struct gw_family *f,
 			   const double *bounds, const uint64_t *counts,
 			   size_t n, double sum, const char *base, ...)
+	__attribute__((sentinel));
+
+/*
+ * Adds a summary: values[i] is the quantile q[i] (0..1) for i < n (n may be
+ * 0: nothing observed lately), then _sum and _count.  Labels as for
+ * gw_snap_add.
+ */
+void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
+			 const double *q, const double *values, size_t n,
+			 double count, double sum, const char *base, ...)
 	__attribute__((sentinel));
 
 /* Appends name="value" with Prometheus escaping to b; no separator. */

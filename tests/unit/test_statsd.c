@@ -235,16 +235,32 @@ static int add(struct gw_statsd_table *t, const char *s, double now)
 
 /* The value of name{labels} in s (labels in exposition text, exact), or
  * NAN when absent. */
+/* The value of NAME{LABELS} as the exposition would show it: a summary's
+ * quantiles carry quantile="Q", its _count and _sum the family's labels. */
 static double find(const struct gw_snap *s, const char *name,
 		   const char *labels)
 {
+	static const char *const suffix[] = {
+		[GW_SAMPLE_PLAIN] = "", [GW_SAMPLE_BUCKET] = "_bucket",
+		[GW_SAMPLE_SUM] = "_sum", [GW_SAMPLE_COUNT] = "_count",
+		[GW_SAMPLE_QUANTILE] = "",
+	};
+
 	for (size_t i = 0; i < s->n; i++) {
 		const struct gw_sample *v = &s->v[i];
+		char full[256], lab[512];
+		int n;
 
-		if (strcmp(v->fam->name, name) == 0 &&
-		    v->labels_len == strlen(labels) &&
-		    (!v->labels_len || memcmp(s->labels.p + v->labels, labels,
-					      v->labels_len) == 0))
+		snprintf(full, sizeof(full), "%s%s", v->fam->name,
+			 suffix[v->kind]);
+		if (strcmp(full, name) != 0)
+			continue;
+		n = snprintf(lab, sizeof(lab), "%.*s", (int)v->labels_len,
+			     v->labels_len ? s->labels.p + v->labels : "");
+		if (v->kind == GW_SAMPLE_QUANTILE)
+			snprintf(lab + n, sizeof(lab) - (size_t)n,
+				 "%squantile=\"%g\"", n ? "," : "", v->le);
+		if (strcmp(lab, labels) == 0)
 			return v->value;
 	}
 	return NAN;

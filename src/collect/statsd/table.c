@@ -42,8 +42,7 @@ struct family {
 	enum kind kind;
 	unsigned int nseries;
 	struct family *next_dead;
-	struct gw_family fam, fam_count, fam_sum;
-	char *name_count, *name_sum;
+	struct gw_family fam;
 	char name[];
 };
 
@@ -273,21 +272,7 @@ static void family_free(struct family *f)
 {
 	if (!f)
 		return;
-	free(f->name_count);
-	free(f->name_sum);
 	free(f);
-}
-
-static char *concat(const char *a, const char *b)
-{
-	size_t na = strlen(a), nb = strlen(b);
-	char *s = malloc(na + nb + 1);
-
-	if (s) {
-		memcpy(s, a, na);
-		memcpy(s + na, b, nb + 1);
-	}
-	return s;
 }
 
 static const char *const helps[] = {
@@ -324,21 +309,8 @@ static struct family *family_get(struct gw_statsd_table *t, const char *name,
 	f->e.key = f->name;
 	f->fam.name = f->name;
 	f->fam.help = helps[kind];
-	f->fam.type = kind == K_COUNTER ? GW_COUNTER : GW_GAUGE;
-	if (kind == K_SUMMARY) {
-		f->name_count = concat(name, "_count");
-		f->name_sum = concat(name, "_sum");
-		if (!f->name_count || !f->name_sum)
-			goto nomem;
-		f->fam_count.name = f->name_count;
-		f->fam_count.help = "StatsD values counted, weighted by "
-				    "1 / sample rate.";
-		f->fam_count.type = GW_GAUGE;
-		f->fam_sum.name = f->name_sum;
-		f->fam_sum.help = "StatsD values summed, weighted by "
-				  "1 / sample rate.";
-		f->fam_sum.type = GW_GAUGE;
-	}
+	f->fam.type = kind == K_COUNTER ? GW_COUNTER :
+		      kind == K_SUMMARY ? GW_SUMMARY : GW_GAUGE;
 	map_insert(&t->families, &f->e);
 	return f;
 nomem:
@@ -818,10 +790,9 @@ refused:
 	return refusal;
 }
 
-static const struct {
-	double q;
-	const char *label;
-} quantiles[] = {{0.5, "0.5"}, {0.9, "0.9"}, {0.95, "0.95"}, {0.99, "0.99"}};
+/* The quantiles a summary exports. */
+#define NQUANTILES 4
+static const double quantiles[NQUANTILES] = { 0.5, 0.9, 0.95, 0.99 };
 
 static uint64_t set_size(const struct series *s)
 {
@@ -854,27 +825,24 @@ void gw_statsd_table_publish(struct gw_statsd_table *t, struct gw_snap *snap,
 		case K_GAUGE:
 			gw_snap_add(snap, &f->fam, s->u.value, s->labels, NULL);
 			break;
-		case K_SUMMARY:
+		case K_SUMMARY: {
+			double v[NQUANTILES];
+			size_t nq = 0;
+
 			rotate(t, s, now);
 			gw_sketch_reset(&t->scratch);
 			if (!gw_sketch_merge(&t->scratch, &s->u.sum.sk[1]) &&
 			    !gw_sketch_merge(&t->scratch, &s->u.sum.sk[0]) &&
 			    t->scratch.count) {
-				for (size_t i = 0; i < sizeof(quantiles) /
-							   sizeof(quantiles[0]);
-				     i++)
-					gw_snap_add(
-					    snap, &f->fam,
-					    gw_sketch_quantile(&t->scratch,
-							       quantiles[i].q),
-					    s->labels, "quantile",
-					    quantiles[i].label, NULL);
+				for (; nq < NQUANTILES; nq++)
+					v[nq] = gw_sketch_quantile(&t->scratch,
+								   quantiles[nq]);
 			}
-			gw_snap_add(snap, &f->fam_count, s->u.sum.count,
-				    s->labels, NULL);
-			gw_snap_add(snap, &f->fam_sum, s->u.sum.sum, s->labels,
-				    NULL);
+			gw_snap_add_summary(snap, &f->fam, quantiles, v, nq,
+					    s->u.sum.count, s->u.sum.sum,
+					    s->labels, NULL);
 			break;
+		}
 		case K_SET:
 			rotate(t, s, now);
 			gw_snap_add(snap, &f->fam, (double)set_size(s),
