@@ -156,6 +156,11 @@ static const struct opt opts[] = {
 	  "N",
 	  "Most distinct values of one StatsD tag; series beyond are refused\n"
 	  "and counted. Default 1000." },
+	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "",
+	  "--no-baselines turns off the dynamic baselines: every stored gauge\n"
+	  "gets an online model of its normal level and spread, and an anomaly\n"
+	  "score 0..1 kept in the history as NAME:anomaly_score (usable in\n"
+	  "alert rules). File key: baselines: false." },
 	{ "rules", T_LIST, F(rule_files), 0, 0, "FILE",
 	  "Alert rule file in Prometheus' format (groups, alert, expr, for,\n"
 	  "labels, annotations), evaluated by the agent on its own history.\n"
@@ -216,6 +221,7 @@ void gw_config_defaults(struct gw_config *c)
 	snprintf(c->statsd_listen, sizeof(c->statsd_listen), "127.0.0.1:8125");
 	c->statsd_max_series = 10000;
 	c->statsd_max_tag_values = 1000;
+	c->baselines = 1;
 	c->default_rules = 1;
 	c->rule_interval = 10;
 	c->alert_resend = 60;

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* placeholder */
+typedef int gw_placeholder_anomaly;
