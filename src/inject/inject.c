@@ -163,8 +163,13 @@ static struct inject {
 	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* Runtime allocation calls in progress on this thread (see on_callback). */
-static __thread int tls_rt_alloc __attribute__((tls_model("initial-exec")));
+/*
+ * A runtime API call is in progress on this thread (see on_callback): the
+ * driver calls it makes are its own business.  A flag, not a depth:
+ * runtime entry points do not nest, and an EXIT lost to muting is undone
+ * by the thread's next runtime EXIT.
+ */
+static __thread int tls_in_rt __attribute__((tls_model("initial-exec")));
 
 /* ---- small helpers ---- */
 
@@ -531,21 +536,26 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 	if (cd->callbackSite == CUPTI_API_ENTER) {
 		if ((cls & CB_SYNC) && cd->correlationData)
 			*cd->correlationData = clock_ns(CLOCK_MONOTONIC);
-		if (d == DOM_RT && (cls & CB_ALLOC))
-			tls_rt_alloc++;
+		if (d == DOM_RT)
+			tls_in_rt = 1;
 		return;
 	}
 	if (cd->callbackSite != CUPTI_API_EXIT)
 		return;
 	if (cbid < MAX_CBID)
 		__atomic_fetch_add(&g.calls[d][cbid], 1, __ATOMIC_RELAXED);
+	/* A driver call made by a runtime call: its wait and its error are
+	 * the runtime call's, counted there once (the application called
+	 * cudaMalloc, not cuMemAlloc). */
+	if (d == DOM_DRV && tls_in_rt)
+		return;
 	if ((cls & CB_SYNC) && cd->correlationData && *cd->correlationData) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC), t0 = *cd->correlationData;
 
 		gw_agg_sync(g.agg, g.sync_slot[d][cbid], now > t0 ? now - t0 : 0);
 	}
-	if (d == DOM_RT && (cls & CB_ALLOC) && tls_rt_alloc > 0)
-		tls_rt_alloc--;
+	if (d == DOM_RT)
+		tls_in_rt = 0;
 	if (cd->functionReturnValue)
 		memcpy(&code, cd->functionReturnValue, sizeof(code));
 	if (code == 0)
@@ -556,9 +566,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 	if ((!name || !*name) && g.f.get_callback_name &&
 	    g.f.get_callback_name(dom, cbid, &name) != CUPTI_SUCCESS)
 		name = NULL;
-	/* 2: cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY.  A driver
-	 * OOM inside a runtime allocation is the same failure: counted once. */
-	if (code == 2 && (cls & CB_ALLOC) && (d == DOM_RT || tls_rt_alloc == 0))
+	/* 2: cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY. */
+	if (code == 2 && (cls & CB_ALLOC))
 		gw_agg_oom(g.agg);
 	if (gw_agg_api_error(g.agg, domain, cbid, code, name) != 0)
 		return; /* table full: counted in api_overflow */

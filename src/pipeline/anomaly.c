@@ -1,3 +1,268 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder */
-typedef int gw_placeholder_anomaly;
+/*
+ * anomaly.c - per-series baselines on the ingest path.  The table is open
+ * addressing with linear probing over a power-of-two array, at most half
+ * full, deleting by backward shift (no tombstones, so probes stay short
+ * however many series come and go).  Key 0 marks an empty slot.
+ */
+#include "pipeline/anomaly.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_SLOTS   1024u
+#define EVICT_MAX_S (30u * 86400u)
+
+struct entry {
+	uint64_t key;	 /* 0: empty */
+	int64_t seen_ms; /* timestamp of the last sample */
+	struct gw_baseline b;
+};
+
+struct gw_anomaly {
+	struct gw_anomaly_opts o;
+	struct gw_baseline_config cfg;
+	struct entry *t;
+	size_t slots, max_slots, n;
+	int64_t next_sweep_ms;
+	struct gw_anomaly_stats st;
+};
+
+void gw_anomaly_opts_default(struct gw_anomaly_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_series = 100000;
+	o->evict_s = 3600;
+	gw_baseline_opts_default(&o->baseline);
+}
+
+int gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o)
+{
+	struct gw_anomaly *a;
+	int err;
+
+	*out = NULL;
+	if (o->max_series < 1 || o->max_series > 10000000 || o->evict_s < 1 ||
+	    o->evict_s > EVICT_MAX_S || o->baseline.seasonal)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->o = *o;
+	err = gw_baseline_config_init(&a->cfg, &o->baseline);
+	if (err)
+		goto err_free;
+	a->max_slots = MIN_SLOTS;
+	while (a->max_slots < 2 * (size_t)o->max_series)
+		a->max_slots *= 2;
+	a->slots = MIN_SLOTS;
+	a->t = calloc(a->slots, sizeof(*a->t));
+	if (!a->t) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	*out = a;
+	return 0;
+err_free:
+	free(a);
+	return err;
+}
+
+void gw_anomaly_free(struct gw_anomaly *a)
+{
+	if (!a)
+		return;
+	free(a->t);
+	free(a);
+}
+
+static bool has_prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+bool gw_anomaly_eligible(const char *name, enum gw_metric_type type,
+			 enum gw_sample_kind kind)
+{
+	static const char *const own[] = {
+	    "gpuwatch_agent_",	      "gpuwatch_store_",   "gpuwatch_ebpf_",
+	    "gpuwatch_cupti_",	      "gpuwatch_statsd_",  "gpuwatch_rules_",
+	    "gpuwatch_alertmanager_", "gpuwatch_anomaly_", "ALERTS",
+	};
+	static const char ts[] = "_timestamp_seconds";
+	size_t len;
+
+	if (!(type == GW_GAUGE && kind == GW_SAMPLE_PLAIN) &&
+	    !(type == GW_SUMMARY && kind == GW_SAMPLE_QUANTILE))
+		return false;
+	if (!name || !*name || strchr(name, ':'))
+		return false;
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (has_prefix(name, own[i]))
+			return false;
+	len = strlen(name);
+	return !(len >= sizeof(ts) - 1 &&
+		 strcmp(name + len - (sizeof(ts) - 1), ts) == 0);
+}
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+/* One word into the state: xor, multiply (spreads bits up), xorshift
+ * (spreads them down); a bijection of the state for a given word, so keys
+ * that differ in one word always differ. */
+static uint64_t step(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 29;
+}
+
+/* Word at a time, the length folded into the last word. */
+static uint64_t hash_bytes(uint64_t h, const char *s, size_t len)
+{
+	uint64_t w;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = step(h, w);
+	}
+	w = 0;
+	memcpy(&w, s, len);
+	return step(h, w ^ (uint64_t)len << 56);
+}
+
+static uint64_t key_of(const char *name, const char *labels)
+{
+	size_t ln = strlen(name), ll = labels ? strlen(labels) : 0;
+	uint64_t h = hash_bytes(ln * 0x100000001b3ull, name, ln);
+
+	h = mix(hash_bytes(h, labels ? labels : "", ll));
+	return h ? h : 1;
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static struct entry *probe(struct entry *t, size_t slots, uint64_t key)
+{
+	size_t mask = slots - 1;
+
+	for (size_t i = key & mask;; i = (i + 1) & mask)
+		if (t[i].key == key || t[i].key == 0)
+			return &t[i];
+}
+
+static int grow(struct gw_anomaly *a)
+{
+	size_t ns = a->slots * 2;
+	struct entry *nt = calloc(ns, sizeof(*nt));
+
+	if (!nt)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->slots; i++)
+		if (a->t[i].key)
+			*probe(nt, ns, a->t[i].key) = a->t[i];
+	free(a->t);
+	a->t = nt;
+	a->slots = ns;
+	return 0;
+}
+
+double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
+		       const char *labels, enum gw_metric_type type,
+		       enum gw_sample_kind kind, int64_t t_ms, double v)
+{
+	uint64_t key;
+	struct entry *e;
+	double score;
+
+	if (!gw_anomaly_eligible(name, type, kind))
+		return NAN;
+	key = key_of(name, labels);
+	e = probe(a->t, a->slots, key);
+	if (!e->key) {
+		if (a->n >= a->o.max_series) {
+			a->st.refused_cap++;
+			return NAN;
+		}
+		if (a->n + 1 > a->slots / 2) {
+			if (a->slots >= a->max_slots || grow(a)) {
+				a->st.refused_memory++;
+				return NAN;
+			}
+			e = probe(a->t, a->slots, key);
+		}
+		e->key = key;
+		gw_baseline_init(&e->b);
+		a->n++;
+	}
+	e->seen_ms = t_ms;
+	score = gw_baseline_update(&e->b, &a->cfg, NULL, t_ms, v);
+	if (!isnan(score))
+		a->st.scores++;
+	return score;
+}
+
+/* Empties slot i and moves later members of its cluster back so that
+ * every key stays reachable from its home slot. */
+static void remove_at(struct gw_anomaly *a, size_t i)
+{
+	size_t mask = a->slots - 1, j = i;
+
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (!a->t[j].key)
+			break;
+		home = a->t[j].key & mask;
+		/* t[j] may fill the hole at i unless its home lies cyclically
+		 * in (i, j]. */
+		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+			continue;
+		a->t[i] = a->t[j];
+		i = j;
+	}
+	a->t[i].key = 0;
+	a->n--;
+}
+
+void gw_anomaly_evict(struct gw_anomaly *a, int64_t now_ms)
+{
+	int64_t horizon = (int64_t)a->o.evict_s * 1000;
+
+	if (now_ms < a->next_sweep_ms)
+		return;
+	a->next_sweep_ms = now_ms + (horizon / 8 > 0 ? horizon / 8 : 1);
+	/* A removal may shift a later entry into slot i: look at i again.
+	 * Entries only move backwards into the hole, never behind i except
+	 * ones already kept, so nothing stale is passed over. */
+	for (size_t i = 0; i < a->slots;) {
+		if (a->t[i].key && now_ms - a->t[i].seen_ms > horizon) {
+			remove_at(a, i);
+			a->st.evicted++;
+			continue;
+		}
+		i++;
+	}
+}
+
+int gw_anomaly_score_name(const char *name, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s" GW_ANOMALY_SUFFIX, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+void gw_anomaly_stats(const struct gw_anomaly *a, struct gw_anomaly_stats *st)
+{
+	*st = a->st;
+	st->series = a->n;
+}

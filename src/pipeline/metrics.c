@@ -575,6 +575,8 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 			v.labels = labels;
 			v.value = x->value;
 			v.t_ms = sl->t_ms;
+			v.type = x->fam->type;
+			v.kind = x->kind;
 			fn(ctx, &v);
 			n++;
 		}

@@ -148,6 +148,8 @@ struct gw_visit {
 	const char *labels; /* exposition form, le="..." added for buckets */
 	double value;
 	int64_t t_ms;       /* when its producer published it */
+	enum gw_metric_type type;  /* of its family */
+	enum gw_sample_kind kind;  /* plain, bucket, sum, count or quantile */
 };
 typedef void (*gw_registry_visit_fn)(void *ctx, const struct gw_visit *v);
 

@@ -2,6 +2,7 @@
 #include "store/ingest.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "pipeline/anomaly.h"
 #include "store/store.h"
 
 static const struct gw_family
@@ -50,13 +52,29 @@ static const struct gw_family
 			 "Bytes of the day partitions of a tier.", GW_GAUGE },
 	f_tier_samples = { "gpuwatch_store_tier_samples",
 			   "Samples (raw) or rollups stored in a tier's "
-			   "partitions.", GW_GAUGE };
+			   "partitions.", GW_GAUGE },
+	f_anom_series = { "gpuwatch_anomaly_series",
+			  "Series with a dynamic baseline (gauges and summary "
+			  "quantiles being modelled).", GW_GAUGE },
+	f_anom_scores = { "gpuwatch_anomaly_scores_total",
+			  "Samples judged by their baseline: each added a "
+			  "NAME:anomaly_score sample to the store.",
+			  GW_COUNTER },
+	f_anom_refused = { "gpuwatch_anomaly_refused_total",
+			   "Samples of new series given no baseline, by "
+			   "reason: cap (--store-max-series series modelled), "
+			   "memory (the table could not grow).", GW_COUNTER },
+	f_anom_evicted = { "gpuwatch_anomaly_evicted_total",
+			   "Baselines dropped because their series was not "
+			   "seen for an hour.", GW_COUNTER };
 
 /* A sample copied out of the registry: name and labels in the arena. */
 struct copied {
 	size_t name, labels; /* offsets into the arena */
 	double value;
 	int64_t t_ms;
+	enum gw_metric_type type;
+	enum gw_sample_kind kind;
 };
 
 struct ingest {
@@ -74,6 +92,8 @@ struct ingest {
 	size_t n, cap;
 	struct gw_buf arena;
 	uint64_t overflow;
+	/* Dynamic baselines of the gauges (NULL with --no-baselines). */
+	struct gw_anomaly *anom;
 };
 
 static void copy_one(void *ctx, const struct gw_visit *v)
@@ -103,7 +123,21 @@ static void copy_one(void *ctx, const struct gw_visit *v)
 		in->overflow++;
 		return;
 	}
-	in->batch[in->n++] = (struct copied){ name, labels, v->value, v->t_ms };
+	in->batch[in->n++] = (struct copied){ name, labels, v->value, v->t_ms,
+					      v->type, v->kind };
+}
+
+/* Scores a sample the store took and stores the score beside it. */
+static void judge(struct ingest *in, const char *name, const char *labels,
+		  const struct copied *c)
+{
+	char sname[320];
+	double score = gw_anomaly_feed(in->anom, name, labels, c->type,
+				       c->kind, c->t_ms, c->value);
+
+	if (isnan(score) || gw_anomaly_score_name(name, sname, sizeof(sname)))
+		return;
+	(void)!gw_store_append(in->a->store, sname, labels, c->t_ms, score);
 }
 
 /* Takes what was published since the last pass into the store. */
@@ -114,12 +148,18 @@ static void pass(struct ingest *in)
 	gw_registry_visit(in->a->reg, in->gens, copy_one, in);
 	for (size_t i = 0; i < in->n; i++) {
 		const struct copied *c = &in->batch[i];
+		const char *name = in->arena.p + c->name;
+		const char *labels = in->arena.p + c->labels;
 
-		/* Refusals are counted (and logged once) by the store. */
-		(void)!gw_store_append(in->a->store, in->arena.p + c->name,
-				       in->arena.p + c->labels, c->t_ms,
-				       c->value);
+		/* Refusals are counted (and logged once) by the store; a
+		 * refused sample is not modelled either. */
+		if (gw_store_append(in->a->store, name, labels, c->t_ms,
+				    c->value) == 0 &&
+		    in->anom)
+			judge(in, name, labels, c);
 	}
+	if (in->anom)
+		gw_anomaly_evict(in->anom, (int64_t)(gw_now_real() * 1000.0));
 }
 
 static void publish_stats(struct ingest *in)
@@ -160,6 +200,19 @@ static void publish_stats(struct ingest *in)
 			    "tier", tiers[t], NULL);
 		gw_snap_add(n, &f_tier_samples, (double)st.tier_samples[t],
 			    NULL, "tier", tiers[t], NULL);
+	}
+	if (in->anom) {
+		struct gw_anomaly_stats as;
+
+		gw_anomaly_stats(in->anom, &as);
+		gw_snap_add(n, &f_anom_series, (double)as.series, NULL, NULL);
+		gw_snap_add(n, &f_anom_scores, (double)as.scores, NULL, NULL);
+		gw_snap_add(n, &f_anom_refused, (double)as.refused_cap, NULL,
+			    "reason", "cap", NULL);
+		gw_snap_add(n, &f_anom_refused, (double)as.refused_memory,
+			    NULL, "reason", "memory", NULL);
+		gw_snap_add(n, &f_anom_evicted, (double)as.evicted, NULL,
+			    NULL);
 	}
 	gw_registry_publish(in->a->reg, in->slot, n);
 }
@@ -206,11 +259,23 @@ static int ingest_start(struct gw_agent *a, void **priv)
 	if (!in)
 		return -ENOMEM;
 	in->a = a;
+	if (a->cfg.baselines) {
+		struct gw_anomaly_opts ao;
+
+		gw_anomaly_opts_default(&ao);
+		ao.max_series = a->cfg.store_max_series;
+		err = gw_anomaly_new(&in->anom, &ao);
+		if (err) {
+			free(in);
+			return err;
+		}
+	}
 	gw_snap_init(&in->snap);
 	gw_buf_init(&in->arena, 64u << 20);
 	in->slot = gw_registry_slot(a->reg, "store");
 	if (in->slot < 0) {
 		err = in->slot;
+		gw_anomaly_free(in->anom);
 		gw_snap_release(&in->snap);
 		gw_buf_release(&in->arena);
 		free(in);
@@ -225,6 +290,7 @@ static int ingest_start(struct gw_agent *a, void **priv)
 	if (err) {
 		pthread_cond_destroy(&in->cond);
 		pthread_mutex_destroy(&in->lock);
+		gw_anomaly_free(in->anom);
 		gw_snap_release(&in->snap);
 		gw_buf_release(&in->arena);
 		free(in);
@@ -272,6 +338,7 @@ static void ingest_free(void *priv)
 	pthread_mutex_destroy(&in->lock);
 	gw_snap_release(&in->snap);
 	gw_buf_release(&in->arena);
+	gw_anomaly_free(in->anom);
 	free(in->batch);
 	free(in);
 }

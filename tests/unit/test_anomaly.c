@@ -1,2 +1,328 @@
-/* placeholder */
-int main(void) { return 0; }
+// SPDX-License-Identifier: MIT
+/*
+ * test_anomaly.c - the per-series baselines of the ingest path, on a fake
+ * clock (timestamps are the caller's): which samples are judged, what a
+ * constant, a spike and a step score, the learning period, the series cap
+ * and eviction.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pipeline/anomaly.h"
+
+#define T0   1800000000000ll /* ms */
+#define STEP 1000	     /* ms between samples */
+#define TEMP "gpuwatch_gpu_temperature_celsius"
+
+static struct gw_anomaly *make(uint32_t max_series, uint32_t evict_s)
+{
+	struct gw_anomaly_opts o;
+	struct gw_anomaly *a = NULL;
+
+	gw_anomaly_opts_default(&o);
+	if (max_series)
+		o.max_series = max_series;
+	if (evict_s)
+		o.evict_s = evict_s;
+	assert_int_equal(gw_anomaly_new(&a, &o), 0);
+	assert_non_null(a);
+	return a;
+}
+
+static double gauge(struct gw_anomaly *a, const char *labels, int64_t i,
+		    double v)
+{
+	return gw_anomaly_feed(a, TEMP, labels, GW_GAUGE, GW_SAMPLE_PLAIN,
+			       T0 + i * STEP, v);
+}
+
+/* Deterministic noise in [-1, 1]. */
+static double noise(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (double)(*s >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static struct gw_anomaly_stats stats(const struct gw_anomaly *a)
+{
+	struct gw_anomaly_stats st;
+
+	gw_anomaly_stats(a, &st);
+	return st;
+}
+
+static void learning_then_constant_never_anomalous(void **state)
+{
+	struct gw_anomaly *a = make(0, 0);
+	int64_t learning = 0, judged = 0;
+
+	(void)state;
+	for (int64_t i = 0; i < 5000; i++) {
+		double s = gauge(a, "gpu=\"0\"", i, 61.0);
+
+		if (isnan(s)) {
+			/* Learning comes first and only first. */
+			assert_int_equal(judged, 0);
+			learning++;
+			continue;
+		}
+		judged++;
+		assert_true(s >= 0.0 && s < 0.01);
+	}
+	/* The default warm-up: nothing is judged for 64 samples. */
+	assert_true(learning >= 63 && learning <= 64);
+	assert_int_equal(stats(a).scores, (uint64_t)judged);
+	assert_int_equal(stats(a).series, 1);
+	gw_anomaly_free(a);
+}
+
+static void spike_scores_near_one_at_its_timestamp(void **state)
+{
+	struct gw_anomaly *a = make(0, 0);
+	uint64_t rng = 88172645463325252ull;
+	double before = NAN, spike, after;
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < 600; i++)
+		before = gauge(a, "gpu=\"0\"", i, 70.0 + noise(&rng));
+	assert_false(isnan(before));
+	assert_true(before < 0.5);
+	spike = gauge(a, "gpu=\"0\"", i++, 90.0);
+	assert_true(spike > 0.99);
+	/* The spike did not move the baseline: the noise is soon normal. */
+	for (int k = 0; k < 10; k++)
+		after = gauge(a, "gpu=\"0\"", i++, 70.0 + noise(&rng));
+	assert_true(after < 0.5);
+	gw_anomaly_free(a);
+}
+
+static void step_is_not_anomalous_forever(void **state)
+{
+	struct gw_anomaly *a = make(0, 0);
+	uint64_t rng = 2463534242ull;
+	double s = NAN;
+	int64_t i = 0;
+	int high = 0;
+
+	(void)state;
+	for (; i < 600; i++)
+		(void)gauge(a, "", i, 300.0 + 5 * noise(&rng));
+	for (int k = 0; k < 400; k++, i++) {
+		s = gauge(a, "", i, 650.0 + 5 * noise(&rng));
+		if (k == 0)
+			assert_true(s > 0.99);
+		if (s >= 0.5)
+			high++;
+	}
+	/* The default reset after 8 surprising samples, plus a few for
+	 * noise; then the new level is normal. */
+	assert_true(high >= 1 && high <= 16);
+	assert_true(s < 0.5);
+	gw_anomaly_free(a);
+}
+
+static void series_are_told_apart_by_labels(void **state)
+{
+	struct gw_anomaly *a = make(0, 0);
+	double s0 = NAN, s1 = NAN;
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < 200; i++) {
+		(void)gauge(a, "gpu=\"0\"", i, 40.0);
+		(void)gauge(a, "gpu=\"1\"", i, 40.0);
+	}
+	s0 = gauge(a, "gpu=\"0\"", i, 40.0);
+	s1 = gauge(a, "gpu=\"1\"", i, 55.0);
+	assert_true(s0 < 0.01);
+	assert_true(s1 > 0.99);
+	assert_int_equal(stats(a).series, 2);
+	gw_anomaly_free(a);
+}
+
+/* Feeds name (type, kind) long past any warm-up; true if ever judged. */
+static bool judged(struct gw_anomaly *a, const char *name,
+		   enum gw_metric_type type, enum gw_sample_kind kind,
+		   const char *labels)
+{
+	bool any = false;
+
+	for (int64_t i = 0; i < 200; i++)
+		any |= !isnan(gw_anomaly_feed(a, name, labels, type, kind,
+					      T0 + i * STEP, (double)(i % 3)));
+	return any;
+}
+
+static void only_gauges_and_quantiles_are_judged(void **state)
+{
+	struct gw_anomaly *a = make(0, 0);
+
+	(void)state;
+	assert_false(judged(a, "gpuwatch_gpu_xid_errors_total", GW_COUNTER,
+			    GW_SAMPLE_PLAIN, "gpu=\"0\""));
+	assert_false(judged(a, "gpuwatch_gpu_info", GW_INFO, GW_SAMPLE_PLAIN,
+			    "gpu=\"0\""));
+	assert_false(judged(a, "x_seconds_bucket", GW_HISTOGRAM,
+			    GW_SAMPLE_BUCKET, "le=\"0.1\""));
+	assert_false(
+	    judged(a, "x_seconds_sum", GW_HISTOGRAM, GW_SAMPLE_SUM, ""));
+	assert_false(
+	    judged(a, "x_seconds_count", GW_HISTOGRAM, GW_SAMPLE_COUNT, ""));
+	assert_false(
+	    judged(a, "train_step_seconds_sum", GW_SUMMARY, GW_SAMPLE_SUM, ""));
+	assert_false(judged(a, "train_step_seconds_count", GW_SUMMARY,
+			    GW_SAMPLE_COUNT, ""));
+	/* The agent's own families, alerts, scores and timestamps. */
+	assert_false(judged(a, "gpuwatch_agent_cpu_ratio", GW_GAUGE,
+			    GW_SAMPLE_PLAIN, ""));
+	assert_false(
+	    judged(a, "gpuwatch_store_series", GW_GAUGE, GW_SAMPLE_PLAIN, ""));
+	assert_false(
+	    judged(a, "gpuwatch_statsd_series", GW_GAUGE, GW_SAMPLE_PLAIN, ""));
+	assert_false(judged(a, "gpuwatch_anomaly_series", GW_GAUGE,
+			    GW_SAMPLE_PLAIN, ""));
+	assert_false(
+	    judged(a, "ALERTS", GW_GAUGE, GW_SAMPLE_PLAIN, "alertname=\"X\""));
+	assert_false(judged(a, "ALERTS_FOR_STATE", GW_GAUGE, GW_SAMPLE_PLAIN,
+			    "alertname=\"X\""));
+	assert_false(judged(a, TEMP GW_ANOMALY_SUFFIX, GW_GAUGE,
+			    GW_SAMPLE_PLAIN, "gpu=\"0\""));
+	assert_false(judged(a, "train_checkpoint_timestamp_seconds", GW_GAUGE,
+			    GW_SAMPLE_PLAIN, ""));
+	assert_int_equal(stats(a).series, 0);
+	assert_int_equal(stats(a).scores, 0);
+
+	assert_true(judged(a, TEMP, GW_GAUGE, GW_SAMPLE_PLAIN, "gpu=\"0\""));
+	assert_true(judged(a, "train_step_seconds", GW_SUMMARY,
+			   GW_SAMPLE_QUANTILE, "quantile=\"0.99\""));
+	assert_true(judged(a, "gpuwatch_cuda_memory_used_bytes", GW_GAUGE,
+			   GW_SAMPLE_PLAIN, "pid=\"1\""));
+	assert_int_equal(stats(a).series, 3);
+	gw_anomaly_free(a);
+}
+
+static void cap_refuses_and_counts_until_eviction(void **state)
+{
+	struct gw_anomaly *a = make(3, 60);
+	char l[32];
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < 100; i++) {
+		for (int g = 0; g < 4; g++) {
+			double s;
+
+			snprintf(l, sizeof(l), "gpu=\"%d\"", g);
+			s = gauge(a, l, i, 50.0);
+			if (g == 3)
+				assert_true(isnan(s));
+		}
+	}
+	assert_int_equal(stats(a).series, 3);
+	assert_int_equal(stats(a).refused_cap, 100);
+	/* gpu 0-2 vanish; two minutes later gpu 3 gets a baseline. */
+	i += 120;
+	gw_anomaly_evict(a, T0 + i * STEP);
+	assert_int_equal(stats(a).series, 0);
+	assert_int_equal(stats(a).evicted, 3);
+	for (int64_t k = 0; k < 100; k++)
+		(void)gauge(a, "gpu=\"3\"", i + k, 50.0);
+	assert_int_equal(stats(a).series, 1);
+	assert_int_equal(stats(a).refused_cap, 100);
+	assert_true(stats(a).scores > 0);
+	gw_anomaly_free(a);
+}
+
+/* Many series, half of them stale: eviction drops exactly those and keeps
+ * the others' learned state (they are judged at once, not re-learned). */
+static void eviction_keeps_the_live_series(void **state)
+{
+	enum { N = 6000 };
+	struct gw_anomaly *a = make(N, 60);
+	char l[32];
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < 70; i++) {
+		for (int k = 0; k < N; k++) {
+			snprintf(l, sizeof(l), "pid=\"%d\"", k);
+			(void)gauge(a, l, i, 7.0);
+		}
+	}
+	/* Only the even series go on. */
+	for (; i < 140; i++) {
+		for (int k = 0; k < N; k += 2) {
+			snprintf(l, sizeof(l), "pid=\"%d\"", k);
+			(void)gauge(a, l, i, 7.0);
+		}
+	}
+	gw_anomaly_evict(a, T0 + i * STEP);
+	assert_int_equal(stats(a).series, N / 2);
+	assert_int_equal(stats(a).evicted, N / 2);
+	for (int k = 0; k < N; k++) {
+		double s;
+
+		snprintf(l, sizeof(l), "pid=\"%d\"", k);
+		s = gauge(a, l, i, 7.0);
+		if (k % 2 == 0)
+			assert_true(s < 0.01);
+		else
+			assert_true(isnan(s)); /* learning again */
+	}
+	/* A sweep again right away does nothing (and is cheap). */
+	gw_anomaly_evict(a, T0 + i * STEP + 1);
+	assert_int_equal(stats(a).series, N);
+	gw_anomaly_free(a);
+}
+
+static void score_names_and_options(void **state)
+{
+	struct gw_anomaly_opts o;
+	struct gw_anomaly *a = NULL;
+	char buf[64], tiny[8];
+
+	(void)state;
+	assert_int_equal(gw_anomaly_score_name(TEMP, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, TEMP ":anomaly_score");
+	assert_int_equal(gw_anomaly_score_name(TEMP, tiny, sizeof(tiny)),
+			 -ENAMETOOLONG);
+
+	gw_anomaly_opts_default(&o);
+	o.max_series = 0;
+	assert_int_equal(gw_anomaly_new(&a, &o), -EINVAL);
+	assert_null(a);
+	gw_anomaly_opts_default(&o);
+	o.baseline.seasonal = true;
+	assert_int_equal(gw_anomaly_new(&a, &o), -EINVAL);
+	gw_anomaly_opts_default(&o);
+	o.baseline.z_half = 0;
+	assert_int_equal(gw_anomaly_new(&a, &o), -EINVAL);
+	gw_anomaly_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(learning_then_constant_never_anomalous),
+	    cmocka_unit_test(spike_scores_near_one_at_its_timestamp),
+	    cmocka_unit_test(step_is_not_anomalous_forever),
+	    cmocka_unit_test(series_are_told_apart_by_labels),
+	    cmocka_unit_test(only_gauges_and_quantiles_are_judged),
+	    cmocka_unit_test(cap_refuses_and_counts_until_eviction),
+	    cmocka_unit_test(eviction_keeps_the_live_series),
+	    cmocka_unit_test(score_names_and_options),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -588,6 +588,11 @@ static uint32_t play_program(void)
 			CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0,
 			DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 0,
 			1000000);
+	/* A driver-API program (no runtime call around it): its own error and
+	 * its own wait are counted at the driver level. */
+	KID_CHECK(fc.api_call(DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 2,
+			      0) == 2);
+	fc.api_call(DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 0, 1000000);
 	fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 0, 100000);
 	fc.push_memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, MIB, 100000);
 	fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, 0, 0);
@@ -620,7 +625,7 @@ static int program_seen(void)
 
 	return rd.p->have_process && rd.p->have_memcpy &&
 	       kernel_count(VECADD) == 1000 && kernel_count(GEMM) == 10 &&
-	       p->mem_allocs == 3 && p->mem_frees == 1 && p->oom >= 1 &&
+	       p->mem_allocs == 3 && p->mem_frees == 1 && p->oom == 2 &&
 	       p->contexts_created == 1 &&
 	       api_count(GW_CRING_API_RUNTIME, "cudaDeviceSynchronize", 0,
 			 1) == 5 &&
@@ -691,14 +696,17 @@ static void program_totals(void **state)
 	assert_int_equal(p->mem_frees, 1);
 	assert_int_equal(p->mem_live_bytes, 2 * MIB);
 	assert_int_equal(p->mem_peak_bytes, 3 * MIB);
-	/* One failed cudaMalloc is one OOM, whatever failed inside it. */
-	assert_int_equal(p->oom, 1);
+	/* One failed cudaMalloc is one OOM, whatever failed inside it; the
+	 * failed cuMemAlloc of the driver-API part is another. */
+	assert_int_equal(p->oom, 2);
 	assert_int_equal(p->contexts_created, 1);
 	assert_int_equal(p->contexts_destroyed, 0);
 	assert_true(p->records >= 1000 + 10 + 4 + 3 + 1);
 
 	/* API errors, by (domain, name, code). */
 	assert_int_equal(api_count(GW_CRING_API_RUNTIME, "cudaMalloc", 2, 0), 1);
+	/* The driver call inside the failed cudaMalloc is not counted again;
+	 * the application's own cuMemAlloc is. */
 	assert_int_equal(api_count(GW_CRING_API_DRIVER, "cuMemAlloc_v2", 2, 0),
 			 1);
 	assert_int_equal(api_count(GW_CRING_API_RUNTIME, "cudaMemcpy", 1, 0), 1);
@@ -713,9 +721,12 @@ static void program_totals(void **state)
 	assert_non_null(a);
 	assert_int_equal(a->count, 5);
 	assert_true(a->total_ns >= 5 * 1000000ull);
-	assert_int_equal(api_count(GW_CRING_API_DRIVER, "cuCtxSynchronize", 0,
-				   1),
-			 5);
+	/* The waits inside cudaDeviceSynchronize are its own: the driver's
+	 * entry has only the application's direct call. */
+	a = api(GW_CRING_API_DRIVER, "cuCtxSynchronize", 0, 1);
+	assert_non_null(a);
+	assert_int_equal(a->count, 1);
+	assert_true(a->total_ns >= 1000000ull && a->total_ns < 5 * 1000000ull);
 
 	kid_tell("destroy");
 	kid_expect("destroyed");

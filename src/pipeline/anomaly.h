@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * anomaly.h - the dynamic baselines of every stored gauge: one
+ * struct gw_baseline per series, kept by the store's ingest thread, which
+ * appends each judged sample's anomaly score to the history as the series
+ * NAME:anomaly_score{same labels}.  docs/internals/baselines.md, "In the
+ * agent".
+ *
+ * Which samples are modelled (gw_anomaly_eligible)
+ * - A gauge family's plain samples, and a summary's quantile samples
+ *   (application latencies: p50, p99 ...).
+ * - Not counters, info metrics, histogram buckets, _sum or _count; not a
+ *   name holding ':' (score series themselves, recording-rule results); not
+ *   the agent's own families (gpuwatch_agent_, _store_, _ebpf_, _cupti_,
+ *   _statsd_, _rules_, _alertmanager_, _anomaly_) nor ALERTS*; not gauges
+ *   that hold a Unix time (names ending in _timestamp_seconds: they only
+ *   ever step forward).
+ *
+ * Contract
+ * - A series is identified by a 64-bit hash of its name and label text (the
+ *   exposition form the registry hands over, so one series always has the
+ *   same text).  Two series whose hashes collide (odds about n^2 / 2^65)
+ *   would share one model; nothing else goes wrong.
+ * - At most opts.max_series series are modelled; a new series beyond that
+ *   is refused and counted (refused_cap) until eviction makes room.  State
+ *   of a series whose last sample is older than opts.evict_s at a
+ *   gw_anomaly_evict call is dropped (counted in evicted); the table grows
+ *   by doubling up to 2 x max_series slots, and a growth that cannot
+ *   allocate refuses the new series (refused_memory).
+ * - gw_anomaly_feed returns the sample's score in [0, 1], or NaN when
+ *   there is nothing to store: not eligible, refused, still learning
+ *   (GW_BASELINE_LEARNING), or a sample the model ignores (NaN, Inf, older
+ *   than the last).  Samples must come in time order per series, as the
+ *   store wants them too.
+ * - Memory: 128 bytes per modelled series (the 112-byte baseline, its key
+ *   and last-seen time), in a table at most half full.  No seasonal profile
+ *   (opts.baseline.seasonal is refused with -EINVAL): see the doc page.
+ * - Cost: one hash of the name and labels, one probe, one
+ *   gw_baseline_update; no allocation except when the table doubles.
+ *
+ * Not thread-safe: one owner (the ingest thread) calls everything.
+ * Errors: 0 or -errno.
+ */
+#ifndef GW_ANOMALY_H
+#define GW_ANOMALY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/baseline.h"
+#include "pipeline/metrics.h"
+
+/* The score series of NAME is NAME GW_ANOMALY_SUFFIX. */
+#define GW_ANOMALY_SUFFIX ":anomaly_score"
+
+struct gw_anomaly;
+
+struct gw_anomaly_opts {
+	uint32_t max_series;		  /* 100000; 1 .. 1e7 */
+	uint32_t evict_s;		  /* 3600; 1 .. 30 days */
+	struct gw_baseline_opts baseline; /* gw_baseline_opts_default */
+};
+
+struct gw_anomaly_stats {
+	uint64_t series;	 /* modelled now */
+	uint64_t scores;	 /* samples judged (a score returned) */
+	uint64_t refused_cap;	 /* samples of new series over max_series */
+	uint64_t refused_memory; /* ... that the table could not grow for */
+	uint64_t evicted;	 /* series dropped for not being seen */
+};
+
+/* Fills o with the defaults above. */
+void gw_anomaly_opts_default(struct gw_anomaly_opts *o);
+
+/* -EINVAL: an option out of range (including baseline options that
+ * gw_baseline_config_init refuses, and seasonal); -ENOMEM. */
+__attribute__((warn_unused_result)) int
+gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o);
+/* NULL is a no-op. */
+void gw_anomaly_free(struct gw_anomaly *a);
+
+/* True when a sample of this name, family type and kind is modelled. */
+bool gw_anomaly_eligible(const char *name, enum gw_metric_type type,
+			 enum gw_sample_kind kind);
+
+/*
+ * Scores and learns one sample of name{labels} (labels in exposition form,
+ * "" or NULL for none) at t_ms.  Returns the score, or NaN (see above).
+ */
+double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
+		       const char *labels, enum gw_metric_type type,
+		       enum gw_sample_kind kind, int64_t t_ms, double v);
+
+/*
+ * Drops the state of series not seen for opts.evict_s before now_ms.
+ * Cheap to call often: it scans the table at most once per evict_s / 8.
+ */
+void gw_anomaly_evict(struct gw_anomaly *a, int64_t now_ms);
+
+/* Writes name GW_ANOMALY_SUFFIX to out; -ENAMETOOLONG if it does not fit. */
+__attribute__((warn_unused_result)) int
+gw_anomaly_score_name(const char *name, char *out, size_t len);
+
+void gw_anomaly_stats(const struct gw_anomaly *a, struct gw_anomaly_stats *st);
+
+#endif
