@@ -157,6 +157,7 @@ int main(int argc, char **argv)
 			ckpts++;
 		}
 	}
+	gwm_training_finish(&tr);
 	gwm_close(&m);
 	printf("example_train: steps=%ld loss=%.17g checkpoints=%ld "
 	       "nonfinite=%llu datagrams=%llu dropped=%llu\n",

@@ -489,7 +489,8 @@ static inline void gwm_training_value(struct gwm_training *t,
 }
 
 /* One finished step: train.steps, train.samples, train.step (the time
- * since the last step or start unless GWM_SECONDS), and the gauges given. */
+ * since the last step or start unless GWM_SECONDS), the gauges given, and
+ * train.step_timestamp_seconds and train.running (1). */
 static inline void gwm_training_step(struct gwm_training *t,
 					 const struct gwm_step *s)
 {
@@ -517,7 +518,16 @@ static inline void gwm_training_step(struct gwm_training *t,
 		gwm_gauge(t->c, "train.checkpoint_timestamp_seconds", t->ckpt,
 			  t->tags);
 	}
+	gwm_gauge(t->c, "train.step_timestamp_seconds", wall, t->tags);
+	gwm_gauge(t->c, "train.running", 1, t->tags);
 	gwm_batch_end(t->c);
+}
+
+/* The run is over: train.running 0, so the agent's stall alert (no step
+ * for several step times) stays quiet. */
+static inline void gwm_training_finish(struct gwm_training *t)
+{
+	gwm_gauge(t->c, "train.running", 0, t->tags);
 }
 
 /* A checkpoint was written now. */

@@ -378,7 +378,9 @@ class Training:
         The step time is seconds if given, else what the last step_timer()
         block measured, else the time since the previous step() (or
         start(), or the helper's creation).  Sends train.steps, train.samples
-        (samples or samples_per_step), train.step and the gauges given.
+        (samples or samples_per_step), train.step, the gauges given, and
+        train.step_timestamp_seconds and train.running (1), by which a
+        stalled job is told from a finished one (see finish()).
         """
         now = self._clock()
         if seconds is None:
@@ -402,6 +404,20 @@ class Training:
             if (self._ckpt is not None and
                     wall - self._ckpt_sent >= self.KEEPALIVE_S):
                 self._send_checkpoint_time(wall)
+            c.gauge("train.step_timestamp_seconds", wall, tags)
+            c.gauge("train.running", 1, tags)
+
+    def finish(self):
+        """The run is over: sends train.running 0, so that the agent's
+        stall alert (no step for several step times) stays quiet."""
+        self.client.gauge("train.running", 0, self.tags)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.finish()
+        return False
 
     def _value(self, what, v):
         if v is None:

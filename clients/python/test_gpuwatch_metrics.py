@@ -237,7 +237,8 @@ class TestTraining(UDPCase):
             "train.step:500|ms" + tg,
             "train.loss:2.25|g" + tg,
             "train.grad_norm:0.5|g" + tg,
-            "train.epoch:0.01|g" + tg]))
+            "train.epoch:0.01|g" + tg,
+            "train.step_timestamp_seconds:1700000000|g" + tg, "train.running:1|g" + tg]))
         # Time since the previous step, then a step_timer block, then an
         # explicit duration; samples given per step.
         clock.t = 10.75
@@ -249,25 +250,27 @@ class TestTraining(UDPCase):
         t.step(seconds=0.002)
         self.assertEqual(self.recv(), "\n".join([
             "train.steps:1|c" + tg, "train.samples:32|c" + tg,
-            "train.step:250|ms" + tg, "train.loss:2|g" + tg]))
+            "train.step:250|ms" + tg, "train.loss:2|g" + tg, "train.step_timestamp_seconds:1700000000|g" + tg, "train.running:1|g" + tg]))
         self.assertEqual(self.recv(), "\n".join([
             "train.steps:1|c" + tg, "train.samples:7|c" + tg,
-            "train.step:250|ms" + tg]))
+            "train.step:250|ms" + tg, "train.step_timestamp_seconds:1700000000|g" + tg, "train.running:1|g" + tg]))
         self.assertEqual(self.recv(), "\n".join([
             "train.steps:1|c" + tg, "train.samples:32|c" + tg,
-            "train.step:2|ms" + tg]))
+            "train.step:2|ms" + tg, "train.step_timestamp_seconds:1700000000|g" + tg, "train.running:1|g" + tg]))
         self.assertNothingMore()
 
     def test_nonfinite_loss_is_counted_not_sent(self):
         m = self.client()
-        clock = FakeClock()
-        t = gm.Training(m, clock=clock)
+        clock, wall = FakeClock(), FakeClock(1700000000.0)
+        t = gm.Training(m, clock=clock, wall=wall)
         t.step(loss=float("nan"), grad_norm=float("inf"), epoch=1)
         self.assertEqual(self.recv(), "\n".join([
             "train.steps:1|c", "train.step:0|ms",
             "train.nonfinite:1|c|#what:loss",
             "train.nonfinite:1|c|#what:grad_norm",
-            "train.epoch:1|g"]))
+            "train.epoch:1|g",
+            "train.step_timestamp_seconds:1700000000|g",
+            "train.running:1|g"]))
         self.assertEqual(t.nonfinite, 2)
         self.assertEqual(m.invalid, 0)
 
@@ -280,11 +283,19 @@ class TestTraining(UDPCase):
                          "train.checkpoint_timestamp_seconds:1700000000|g")
         wall.t += 10
         t.step()
-        self.assertEqual(self.recv(), "train.steps:1|c\ntrain.step:0|ms")
+        self.assertEqual(self.recv(), "train.steps:1|c\ntrain.step:0|ms\n"
+                         "train.step_timestamp_seconds:1700000010|g\n"
+                         "train.running:1|g")
         wall.t += 25  # 35 s since it was sent: sent again, same value
         t.step()
         self.assertEqual(self.recv(), "train.steps:1|c\ntrain.step:0|ms\n"
-                         "train.checkpoint_timestamp_seconds:1700000000|g")
+                         "train.checkpoint_timestamp_seconds:1700000000|g\n"
+                         "train.step_timestamp_seconds:1700000035|g\n"
+                         "train.running:1|g")
+        # The end of the run.
+        with t:
+            pass
+        self.assertEqual(self.recv(), "train.running:0|g")
         t.checkpoint(timestamp=1700000100.5)
         self.assertEqual(self.recv(), "train.checkpoints:1|c\n"
                          "train.checkpoint_timestamp_seconds:1700000100.5|g")

@@ -86,19 +86,19 @@ ARGS=(--steps 20 --step-ms 0 --batch 8 --steps-per-epoch 10
 	--checkpoint-every 10 --nan-at 20)
 out="$("$PY" "$CLIENTS/python/examples/train_loop.py" --port "$PORT" \
 	--tags job:py,rank:0 "${ARGS[@]}")" || fail "train_loop.py failed"
-grep -q 'nonfinite=1 datagrams=22 dropped=0' <<<"$out" || fail "train_loop.py: $out"
+grep -q 'nonfinite=1 datagrams=23 dropped=0' <<<"$out" || fail "train_loop.py: $out"
 out="$("$T_DIR/example_train" --port "$PORT" --tags job:c,rank:1 "${ARGS[@]}")" ||
 	fail "example_train failed"
-grep -q 'nonfinite=1 datagrams=22 dropped=0' <<<"$out" || fail "example_train: $out"
+grep -q 'nonfinite=1 datagrams=23 dropped=0' <<<"$out" || fail "example_train: $out"
 # Over the Unix socket: a few datagrams only, as the kernel queues at most
 # net.unix.max_dgram_qlen (10 by default) before the agent reads them.
 out="$("$T_DIR/example_train" --socket "$SOCK" --tags job:cunix --steps 3 \
 	--step-ms 0 --batch 4)" || fail "example_train over the socket failed"
-grep -q 'datagrams=3 dropped=0' <<<"$out" || fail "example_train: $out"
+grep -q 'datagrams=4 dropped=0' <<<"$out" || fail "example_train: $out"
 out="$("$PY" "$CLIENTS/python/examples/train_loop.py" --socket "$SOCK" \
 	--tags job:pyunix --steps 3 --step-ms 0 --batch 4)" ||
 	fail "train_loop.py over the socket failed"
-grep -q 'datagrams=3 dropped=0' <<<"$out" || fail "train_loop.py: $out"
+grep -q 'datagrams=4 dropped=0' <<<"$out" || fail "train_loop.py: $out"
 T1="$(date +%s)"
 
 loss19="$(awk 'BEGIN { printf "%.17g", 0.1 + 2.4 * exp(-19 / 100) }')"
@@ -119,6 +119,11 @@ for job in py c; do
 		fail "train_checkpoint_timestamp_seconds{job=$job} is $ts, not in [$T0, $T1]"
 	[ -n "$(value train_step_seconds "job=\"$job\",rank=\"$rank\",quantile=\"0.99\"")" ] ||
 		fail "no train_step_seconds p99 for job=$job"
+	# The end of the run is said, so a finished job is not a stalled one.
+	wait_for train_running "job=\"$job\"" 0
+	ts="$(value train_step_timestamp_seconds "job=\"$job\"")"
+	awk -v t="$ts" -v a="$T0" -v b="$T1" 'BEGIN { exit !(t >= a && t <= b + 1) }' ||
+		fail "train_step_timestamp_seconds{job=$job} is $ts, not in [$T0, $T1]"
 done
 wait_for train_samples_total 'job="cunix"' 12
 wait_for train_samples_total 'job="pyunix"' 12

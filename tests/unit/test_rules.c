@@ -327,7 +327,7 @@ static void default_rules_load(void **state)
 		"GpuThermalSlowdown", "GpuHardwareSlowdown", "GpuPowerAtLimit",
 		"GpuLost", "GpuMemoryLeakSuspected", "CudaOutOfMemory",
 		"CudaApiErrorSpike", "GpuProcessAbnormalExit",
-		"TrainingLossNotFinite", "TrainingGradNormNotFinite",
+		"TrainingNotFinite",
 		"TrainingStepTimeRegressed", "TrainingStalled",
 		"TrainingCheckpointTooOld", "InferenceLatencyP99High",
 		"InferenceErrorRatioHigh",

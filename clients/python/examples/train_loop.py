@@ -68,6 +68,7 @@ def main():
             # (torch.save(...) would go here)
             train.checkpoint()
             checkpoints += 1
+    train.finish()
     m.close()
     print("train_loop: steps=%d loss=%r checkpoints=%d nonfinite=%d "
           "datagrams=%d dropped=%d" % (a.steps, loss, checkpoints,
