@@ -16,6 +16,9 @@ T_NAME="$(basename "$0" .sh)"
 
 cleanup() {
 	local rc=$?
+	if [ -n "${AM_PID:-}" ]; then
+		kill -KILL "$AM_PID" 2>/dev/null || true
+	fi
 	if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
 		kill -KILL "$AGENT_PID" 2>/dev/null || true
 	fi
@@ -157,4 +160,64 @@ check_promtool() {
 			fail "promtool check metrics: $out"
 		fi
 	fi
+}
+
+# A real Alertmanager (Debian's prometheus-alertmanager) with a null
+# receiver.  am_start [PORT]: starts it (on PORT, else a free port) and
+# waits until it is ready; sets AM (its URL), AM_PORT and AM_PID; stopped by
+# am_stop and at exit.  am_active 'PYTHON EXPRESSION': true when the
+# expression holds for `a`, the active alerts by alertname, as amtool
+# lists them (`l`: the same as a list, for alerts sharing a name).
+AM_PID=""
+am_require() {
+	need amtool
+	AM_BIN="$(command -v prometheus-alertmanager || true)"
+	[ -n "$AM_BIN" ] || skip "prometheus-alertmanager is not installed"
+}
+
+am_start() {
+	AM_PORT="${1:-$(python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+	AM="http://127.0.0.1:$AM_PORT"
+	[ -f "$T_DIR/am.yml" ] || cat >"$T_DIR/am.yml" <<'YML'
+route:
+  receiver: "null"
+receivers:
+  - name: "null"
+YML
+	"$AM_BIN" --config.file="$T_DIR/am.yml" --storage.path="$T_DIR/am-data" \
+		--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= \
+		>>"$T_DIR/am.log" 2>&1 &
+	AM_PID=$!
+	local deadline=$(($(now_ms) + 20000))
+	until curl -fsS "$AM/-/ready" >/dev/null 2>&1; do
+		kill -0 "$AM_PID" 2>/dev/null || fail "alertmanager exited: $(tail -n 20 "$T_DIR/am.log")"
+		[ "$(now_ms)" -lt $deadline ] || fail "alertmanager not ready within 20 s"
+		sleep 0.05
+	done
+}
+
+am_stop() {
+	[ -n "$AM_PID" ] || return 0
+	kill -TERM "$AM_PID" 2>/dev/null || true
+	local deadline=$(($(now_ms) + 10000))
+	while kill -0 "$AM_PID" 2>/dev/null; do
+		if [ "$(now_ms)" -ge $deadline ]; then
+			kill -KILL "$AM_PID" 2>/dev/null || true
+			break
+		fi
+		sleep 0.05
+	done
+	wait "$AM_PID" 2>/dev/null || true
+	AM_PID=""
+}
+
+am_active() {
+	amtool --alertmanager.url="$AM" -o json alert query >"$T_DIR/q.json" 2>"$T_DIR/q.err" || return 1
+	python3 - "$T_DIR/q.json" "$1" <<'PY'
+import json, sys
+l = json.load(open(sys.argv[1]))
+a = {x["labels"].get("alertname"): x for x in l}
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
+PY
 }

@@ -896,6 +896,37 @@ static void test_power_cap(void **state)
 	assert_int_equal(limit_mw(0), 700000);
 }
 
+/*
+ * A fault-free day of simulated load, second by second on eight GPUs, stays
+ * clear of what the built-in alert rules (deploy/rules/default.yml) call
+ * trouble: core <= 83 C and HBM <= 85 C (the warning thresholds), no
+ * thermal or hardware slowdown, the power limit never lowered.  Busy GPUs do sit at their own power limit
+ * for long stretches, as real ones do: that alone is not an alert.
+ */
+static void test_healthy_day_below_alert_thresholds(void **state)
+{
+	const unsigned long long bad = GW_NVML_CLOCKS_EVENT_SW_THERMAL |
+				       GW_NVML_CLOCKS_EVENT_HW_THERMAL |
+				       GW_NVML_CLOCKS_EVENT_HW_SLOWDOWN;
+	unsigned int g, at_limit = 0;
+
+	(void)state;
+	sim_up(8, 0, 1, 1, NULL);
+	for (int s = 0; s < 86400; s++) {
+		gw_sim_advance(1.0);
+		if (s % 10)
+			continue; /* every 10 s is plenty, and quicker */
+		for (g = 0; g < 8; g++) {
+			assert_true(temp_core(g) <= 83);
+			assert_true(temp_hbm(g) <= 85);
+			assert_false(reasons(g) & bad);
+			assert_int_equal(limit_mw(g), 700000);
+			at_limit += power_mw(g) >= 0.97 * 700000;
+		}
+	}
+	assert_true(at_limit > 0);
+}
+
 /* ---- processes ------------------------------------------------------------ */
 
 static void test_processes_sizing(void **state)
@@ -1244,6 +1275,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_ecc_storm, teardown_sim),
 		cmocka_unit_test_teardown(test_pcie_downgrade, teardown_sim),
 		cmocka_unit_test_teardown(test_power_cap, teardown_sim),
+		cmocka_unit_test_teardown(test_healthy_day_below_alert_thresholds,
+					  teardown_sim),
 		cmocka_unit_test_teardown(test_processes_sizing, teardown_sim),
 		cmocka_unit_test_teardown(test_fields_links_misc,
 					  teardown_sim),
