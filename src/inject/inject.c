@@ -21,11 +21,15 @@
  *       | missing    |           | setup fails | enabled     | domains refused
  *       v            v           v             v             v
  *   NO_LIBRARY      BUSY       FAILED          OK         PARTIAL
- *       |            |           |             |             |
- *       +------------+-----------+-------------+-------------+
- *                                |  exit (atexit, once)
- *                                v
- *                             STOPPED   (+ GW_CRING_F_EXITED)
+ *                                              |             |
+ *                                              +------+------+
+ *                                                     |  exit (atexit, once)
+ *                                                     v
+ *                                                  STOPPED
+ *
+ * At exit every state gets GW_CRING_F_EXITED; NO_LIBRARY, BUSY and FAILED
+ * keep their status, so that the agent can still say why a short-lived
+ * process had no CUDA metrics.
  *
  * Only OK and PARTIAL run the summary thread; the others write one
  * summary at start and one at exit and otherwise do nothing.
@@ -257,7 +261,8 @@ static void check_state(uint32_t from, uint32_t to)
 	(void)from;
 	(void)to;
 	assert(to < GW_CUPTI_ST_COUNT);
-	assert(to == GW_CUPTI_ST_STOPPED ? from != GW_CUPTI_ST_STOPPED
+	assert(to == GW_CUPTI_ST_STOPPED ? from == GW_CUPTI_ST_OK ||
+						   from == GW_CUPTI_ST_PARTIAL
 					 : from == GW_CUPTI_ST_STARTING &&
 						   to != GW_CUPTI_ST_STARTING);
 }
@@ -895,7 +900,8 @@ static void teardown(void)
 	if (g.child || g.pid != getpid() || !g.have_ring)
 		return;
 	stop_thread();
-	transition(GW_CUPTI_ST_STOPPED);
+	if (get_status() == GW_CUPTI_ST_OK || get_status() == GW_CUPTI_ST_PARTIAL)
+		transition(GW_CUPTI_ST_STOPPED);
 	summary(1, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	__atomic_store_n(&g.active, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&g.ring_lock);

@@ -868,6 +868,10 @@ static void busy_when_another_subscriber(void **state)
 	WAIT_FOR(0, rd.ri.status == GW_CUPTI_ST_BUSY);
 	kid_tell("exit");
 	assert_int_equal(kid_finish(), 0);
+	/* The reason outlives the process: still BUSY, now EXITED. */
+	assert_int_equal(rd_check(), 0);
+	assert_int_equal(rd.ri.flags & GW_CRING_F_EXITED, GW_CRING_F_EXITED);
+	assert_int_equal(rd.ri.status, GW_CUPTI_ST_BUSY);
 }
 
 /* ================= (d) no libcupti ================= */

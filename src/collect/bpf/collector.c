@@ -545,7 +545,7 @@ static void publish(struct bpf_col *b, double now)
 
 			if (pp->sync_ns)
 				gw_snap_add(s, &f_sync, (double)pp->sync_ns / 1e9,
-					    pp->labels, NULL);
+					    pp->labels, "source", "ebpf", NULL);
 			if (pp->high_rate)
 				gw_snap_add(s, &f_ratio, b->duty, pp->labels,
 					    NULL);
