@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/utf8.h"
 #include "http/promql_lex.h"
 
 /* ---- errors ---- */
@@ -111,35 +112,6 @@ static int hexval(int c)
 	return 99;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes available), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
-		return 0;
-	return len;
-}
-
 /* Go's %q of the character at q[i], into buf. */
 static const char *quote_char(const char *q, size_t len, size_t i, char *buf,
 			      size_t n)
@@ -157,7 +129,7 @@ static const char *quote_char(const char *q, size_t len, size_t i, char *buf,
 		snprintf(buf, n, "'\\t'");
 	else if (c < 0x80)
 		snprintf(buf, n, "'\\x%02x'", c);
-	else if ((u = utf8_len((const unsigned char *)q + i, len - i)) != 0)
+	else if ((u = gw_utf8_len((const unsigned char *)q + i, len - i, NULL)) != 0)
 		snprintf(buf, n, "'%.*s'", (int)u, q + i);
 	else
 		snprintf(buf, n, "'\\ufffd'");
@@ -315,7 +287,7 @@ static int scan_string(const char *q, size_t len, size_t start, char *out,
 			}
 			continue;
 		}
-		u = utf8_len((const unsigned char *)q + i, len - i);
+		u = gw_utf8_len((const unsigned char *)q + i, len - i, NULL);
 		if (!u) {
 			snprintf(msg, msgn, "invalid UTF-8 rune");
 			return -EINVAL;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/utf8.h"
+
 void gw_snap_init(struct gw_snap *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -29,36 +31,6 @@ void gw_snap_reset(struct gw_snap *s)
 	gw_buf_reset(&s->labels);
 }
 
-/*
- * Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one.
- * Label values must be UTF-8 or the whole scrape is rejected.
- */
-static size_t utf8_len(const unsigned char *p)
-{
-	size_t n;
-	unsigned int cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2, cp = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		n = 3, cp = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		n = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
-}
-
 int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 {
 	size_t start = b->len;
@@ -76,7 +48,7 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 				c++;
 				continue;
 			}
-			u = utf8_len((const unsigned char *)c);
+			u = gw_utf8_len((const unsigned char *)c, SIZE_MAX, NULL);
 			if (!u)
 				break;
 			c += u;

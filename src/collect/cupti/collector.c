@@ -50,6 +50,7 @@
 #include "collect/attrib.h"
 #include "collect/cupti/collector.h"
 #include "collect/cupti/export.h"
+#include "common/utf8.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -334,35 +335,6 @@ int gw_cupti_demangle(const char *mangled, char *out, size_t outlen)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 void gw_cupti_label(const char *name, uint64_t hash, int force, char *out,
 		    size_t outlen)
 {
@@ -378,7 +350,7 @@ void gw_cupti_label(const char *name, uint64_t hash, int force, char *out,
 	/* Room for "~" and 8 hex digits when cut. */
 	limit = GW_CUPTI_LABEL_MAX;
 	for (size_t i = 0; i < n;) {
-		size_t l = utf8_len(s + i, n - i);
+		size_t l = gw_utf8_len(s + i, n - i, NULL);
 		size_t w = l ? l : 1;
 
 		if (o + w > GW_CUPTI_LABEL_MAX - 9 && !cut) {
@@ -386,7 +358,7 @@ void gw_cupti_label(const char *name, uint64_t hash, int force, char *out,
 			size_t rest = 0;
 
 			for (size_t j = i; j < n;) {
-				size_t lj = utf8_len(s + j, n - j);
+				size_t lj = gw_utf8_len(s + j, n - j, NULL);
 
 				rest += lj ? lj : 1;
 				j += lj ? lj : 1;

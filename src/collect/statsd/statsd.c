@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collect/statsd/statsd.h"
+#include "common/utf8.h"
 
 static const char *const result_names[GW_STATSD_NRESULTS] = {
     [GW_STATSD_OK] = "ok",	   [GW_STATSD_UNSUPPORTED] = "unsupported",
@@ -115,34 +116,10 @@ static int parse_number(const char *p, size_t n, double *out)
  * or a control character. */
 static size_t utf8_char(const unsigned char *p, size_t n)
 {
-	unsigned char c = p[0];
-	size_t len, i;
 	uint32_t cp;
+	size_t len = gw_utf8_len(p, n, &cp);
 
-	if (c < 0x80)
-		return (c < 0x20 || c == 0x7f) ? 0 : 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
-	    (cp >= 0x80 && cp < 0xa0))
+	if (!len || cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
 		return 0;
 	return len;
 }
