@@ -191,6 +191,11 @@ struct cupti_col {
 	pthread_t thread;
 	int started;
 	_Atomic int stop;
+	/* The thread waits on wake between passes; a stop request signals it
+	 * (one wake-up per pass: timer wake-ups are not free on a VM). */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int sync_ok;       /* lock and wake initialised */
 	int slot;
 	struct gw_snap snap;
 	const char *proc_root;
@@ -1073,23 +1078,16 @@ static void *thread_main(void *arg)
 	if (gw_cupti_pidns(c->proc_root, "self", &c->self_pidns))
 		c->self_pidns = 0;
 	while (!stopping(c)) {
-		double next;
+		struct timespec ts;
 
 		pass(c);
-		next = gw_now_mono() +
-		       (double)atomic_load(&c->a->fast_ms) / 1000;
-		while (!stopping(c)) {
-			double left = next - gw_now_mono();
-			struct timespec ts;
-
-			if (left <= 0)
-				break;
-			/* Bounded so that a stop request is seen quickly. */
-			left = fmin(left, 0.1);
-			ts.tv_sec = 0;
-			ts.tv_nsec = (long)(left * 1e9);
-			nanosleep(&ts, NULL);
-		}
+		ts = gw_ts_after(CLOCK_MONOTONIC,
+				 (double)atomic_load(&c->a->fast_ms) / 1000);
+		pthread_mutex_lock(&c->lock);
+		while (!stopping(c) &&
+		       pthread_cond_timedwait(&c->wake, &c->lock, &ts) == 0)
+			;
+		pthread_mutex_unlock(&c->lock);
 	}
 	return NULL;
 }
@@ -1107,6 +1105,10 @@ static void col_free(void *priv)
 	free(c->buf);
 	free(c->idx);
 	free(c->names);
+	if (c->sync_ok) {
+		pthread_cond_destroy(&c->wake);
+		pthread_mutex_destroy(&c->lock);
+	}
 	free(c);
 }
 
@@ -1132,6 +1134,16 @@ static int col_start(struct gw_agent *a, void **priv)
 	if (!c->buf || !c->idx || !c->names)
 		goto err;
 	gw_cupti_hist_bounds(c->bounds);
+	{
+		pthread_condattr_t ca;
+
+		pthread_mutex_init(&c->lock, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wake, &ca);
+		pthread_condattr_destroy(&ca);
+		c->sync_ok = 1;
+	}
 	c->slot = gw_registry_slot(a->reg, "cupti");
 	if (c->slot < 0) {
 		r = -ENOSPC;
@@ -1149,11 +1161,20 @@ err:
 	return r;
 }
 
+/* Sets stop and wakes the thread out of its wait between passes. */
+static void signal_stop(struct cupti_col *c)
+{
+	atomic_store(&c->stop, 1);
+	if (!c->sync_ok)
+		return;
+	pthread_mutex_lock(&c->lock);
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void col_request_stop(void *priv)
 {
-	struct cupti_col *c = priv;
-
-	atomic_store(&c->stop, 1);
+	signal_stop(priv);
 }
 
 static int col_stop(void *priv, double deadline)
@@ -1161,7 +1182,7 @@ static int col_stop(void *priv, double deadline)
 	struct cupti_col *c = priv;
 	struct timespec ts;
 
-	atomic_store(&c->stop, 1);
+	signal_stop(c);
 	if (!c->started)
 		return 0;
 	ts = gw_ts_after(CLOCK_REALTIME, deadline - gw_now_mono());

@@ -3,8 +3,8 @@
  * collector.c - the StatsD collector: sockets, the "gw-statsd" thread and
  * publishing.  See collector.h.
  *
- * Receive path: poll(2) on the (non-blocking) sockets with a short
- * timeout, then recvmmsg(2) batches of BATCH datagrams into buffers
+ * Receive path: poll(2) on the (non-blocking) sockets until the next
+ * publication (at most POLL_MAX_MS), then recvmmsg(2) batches of BATCH datagrams into buffers
  * allocated once, until the socket is empty or MAX_BATCHES batches were
  * read (so that publishing stays on time under a flood).  Each datagram is
  * split on '\n', each line parsed into one reused struct gw_statsd_line and
@@ -37,7 +37,9 @@
 #define MAX_BATCHES 64
 #define RCVBUF	    (8 << 20)
 #define LOG_EVERY_S 10.0
-#define POLL_MAX_MS 250
+/* Longest poll: wakes up at most once a second when idle (timer wake-ups
+ * cost on a VM), which is also how long a stop request may wait. */
+#define POLL_MAX_MS 1000
 
 enum { T_UDP, T_UNIX, NT };
 
