@@ -346,8 +346,9 @@ out:
 		double deadline = gw_now_mono() + STOP_GRACE;
 
 		gw_http_close(http);
-		/* Before the store closes: the evaluator reads it. */
-		gw_alerts_agent_free(alerts, deadline);
+		/* Before the store closes: the evaluator reads it.  Queued
+		 * alerts get at most a second, the collectors the rest. */
+		gw_alerts_agent_free(alerts, gw_now_mono() + 1.0);
 		alerts = NULL;
 		for (size_t i = 0; i < NCOLLECTORS; i++)
 			if (priv[i] && collectors[i]->request_stop)
