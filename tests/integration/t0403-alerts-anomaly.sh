@@ -2,7 +2,9 @@
 # A rule on a dynamic baseline: GPU 1's cooling fails 10 s after start;
 # the rule on gpuwatch_gpu_temperature_celsius:anomaly_score fires for GPU 1
 # (the score is kept with the data by the store's ingest), and never for
-# the healthy GPU 0.
+# the healthy GPU 0.  A score is high for a few samples around a change, so
+# the rule looks at its maximum over a window, as rules on scores should
+# (an instant test at one evaluation may fall between them).
 . "$(dirname "$0")/lib.sh"
 need curl
 need python3
@@ -12,7 +14,7 @@ groups:
   - name: t
     rules:
       - alert: GpuTemperatureUnusual
-        expr: gpuwatch_gpu_temperature_celsius:anomaly_score > 0.9
+        expr: max_over_time(gpuwatch_gpu_temperature_celsius:anomaly_score[30s]) > 0.9
         labels: {severity: info}
         annotations:
           summary: "GPU {{ $labels.gpu }} temperature unusual (score {{ $value }})"
