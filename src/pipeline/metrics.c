@@ -325,23 +325,40 @@ static int entry_cmp_ordered(const void *a, const void *b)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
+/*
+ * v as the exposition writes it: NaN, +Inf, -Inf, an integer without a
+ * point, else the shortest of %.15g..%.17g that reads back as the same
+ * double.  The store gets le and quantile labels in this same form, so a
+ * series has one name whether it is scraped or queried.
+ */
+static void format_value(char *buf, size_t n, double v)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, n, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+		snprintf(buf, n, "%.0f", v);
+		return;
+	}
+	for (int prec = 15; prec < 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+	snprintf(buf, n, "%.17g", v);
+}
+
 static int add_value(struct gw_buf *out, double v)
 {
-	if (isnan(v))
-		return gw_buf_adds(out, "NaN");
-	if (isinf(v))
-		return gw_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
-		return gw_buf_printf(out, "%.0f", v);
-	/* The shortest of %.15g..%.17g that reads back as the same double. */
-	for (int prec = 15; prec < 17; prec++) {
-		char tmp[40];
+	char tmp[40];
 
-		snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
-		if (strtod(tmp, NULL) == v)
-			return gw_buf_adds(out, tmp);
-	}
-	return gw_buf_printf(out, "%.17g", v);
+	format_value(tmp, sizeof(tmp), v);
+	return gw_buf_adds(out, tmp);
 }
 
 /* The family's name in # TYPE/# HELP lines for the given format. */
@@ -533,10 +550,7 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 			if (*extra_label(x->kind)) {
 				char le[40];
 
-				if (isinf(x->le))
-					snprintf(le, sizeof(le), "+Inf");
-				else
-					snprintf(le, sizeof(le), "%.17g", x->le);
+				format_value(le, sizeof(le), x->le);
 				snprintf(labels + len, sizeof(labels) - len,
 					 "%s%s=\"%s\"", len ? "," : "",
 					 extra_label(x->kind), le);

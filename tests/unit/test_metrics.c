@@ -296,6 +296,61 @@ static void histogram_rendering(void **state)
 	gw_registry_free(r);
 }
 
+static void collect_visit(void *ctx, const struct gw_visit *v)
+{
+	struct gw_buf *b = ctx;
+
+	assert_int_equal(gw_buf_printf(b, "%s{%s} %g\n", v->name, v->labels,
+				       v->value),
+			 0);
+}
+
+/*
+ * A summary renders its quantiles, _sum and _count; the store sees every
+ * le and quantile label spelled as the exposition spells it (0.9, not
+ * 0.90000000000000002), so one series has one name scraped or queried.
+ */
+static void summary_and_visit_labels(void **state)
+{
+	static const struct gw_family sm = { "lat_seconds", "Latency.",
+					     GW_SUMMARY },
+				      h = { "k_seconds", "Kernels.", GW_HISTOGRAM };
+	static const double q[] = { 0.5, 0.9, 0.99 }, v[] = { 1, 2, 3 };
+	static const double bounds[] = { 1.024e-06, 0.1 };
+	static const uint64_t counts[] = { 1, 1, 1 };
+	struct gw_registry *r = gw_registry_new();
+	uint64_t gens[GW_REGISTRY_MAX_SLOTS] = { 0 };
+	struct gw_buf b;
+	struct gw_snap s;
+	int slot = gw_registry_slot(r, "s");
+	char *t;
+
+	(void)state;
+	gw_snap_init(&s);
+	gw_buf_init(&b, 1 << 16);
+	gw_snap_add_summary(&s, &sm, q, v, 3, 7, 12.5, NULL, "job", "a", NULL);
+	gw_snap_add_histogram(&s, &h, bounds, counts, 2, 0.5, NULL, NULL);
+	gw_registry_publish(r, slot, &s);
+	t = render(r, GW_EXPO_TEXT_004);
+	assert_non_null(strstr(t, "# TYPE lat_seconds summary\n"
+				  "lat_seconds{job=\"a\",quantile=\"0.5\"} 1\n"
+				  "lat_seconds{job=\"a\",quantile=\"0.9\"} 2\n"
+				  "lat_seconds{job=\"a\",quantile=\"0.99\"} 3\n"
+				  "lat_seconds_sum{job=\"a\"} 12.5\n"
+				  "lat_seconds_count{job=\"a\"} 7\n"));
+	assert_non_null(strstr(t, "k_seconds_bucket{le=\"1.024e-06\"} 1\n"));
+	free(t);
+	assert_int_equal(gw_registry_visit(r, gens, collect_visit, &b), 10);
+	assert_non_null(strstr(b.p, "lat_seconds{job=\"a\",quantile=\"0.9\"} 2\n"));
+	assert_non_null(strstr(b.p, "lat_seconds_count{job=\"a\"} 7\n"));
+	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"1.024e-06\"} 1\n"));
+	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"0.1\"} 2\n"));
+	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"+Inf\"} 3\n"));
+	gw_buf_release(&b);
+	gw_snap_release(&s);
+	gw_registry_free(r);
+}
+
 /* Label values must be UTF-8: invalid bytes become U+FFFD, valid ones stay. */
 static void label_values_made_utf8(void **state)
 {
@@ -756,6 +811,7 @@ int main(void)
 		cmocka_unit_test(snap_bounds_count_drops),
 		cmocka_unit_test(render_bounded_output),
 		cmocka_unit_test(negotiate),
+		cmocka_unit_test(summary_and_visit_labels),
 		cmocka_unit_test(concurrent_publish_render),
 	};
 
