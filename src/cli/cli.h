@@ -9,5 +9,6 @@
 int gw_cmd_agent(int argc, char **argv);
 int gw_cmd_version(int argc, char **argv);
 int gw_cmd_store(int argc, char **argv);
+int gw_cmd_rules(int argc, char **argv);
 
 #endif

@@ -26,6 +26,8 @@ static const struct command commands[] = {
 	  "evaluate PromQL on a running agent and print the result" },
 	{ "store", gw_cmd_store,
 	  "list, check or export the local store's day partitions" },
+	{ "rules", gw_cmd_rules,
+	  "check alert rule files, list the rules the agent would run" },
 	{ "version", gw_cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands, or 'help COMMAND' for one" },
 };
