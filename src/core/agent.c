@@ -353,6 +353,9 @@ out:
 		for (size_t i = 0; i < NCOLLECTORS; i++)
 			if (priv[i] && collectors[i]->request_stop)
 				collectors[i]->request_stop(priv[i]);
+		/* Every thread is joined before anything is freed: the store's
+		 * last pass reads what the other collectors published, whose
+		 * families (StatsD's) they own. */
 		for (size_t i = 0; i < NCOLLECTORS; i++) {
 			if (!priv[i])
 				continue;
@@ -361,10 +364,11 @@ out:
 					"driver call; leaving it behind",
 					collectors[i]->name);
 				stuck = 1;
-				continue;
 			}
-			collectors[i]->free(priv[i]);
 		}
+		for (size_t i = 0; i < NCOLLECTORS && !stuck; i++)
+			if (priv[i])
+				collectors[i]->free(priv[i]);
 	}
 	if (stuck) {
 		/* A thread may still touch the registry: do not free it. */
