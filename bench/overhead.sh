@@ -25,6 +25,13 @@ trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 # 10 ms ticks of /proc/PID/stat, which cannot resolve 0.01% in a minute).
 cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'; }
 hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+# "TID NAME NS" for every thread, for the per-thread breakdown.
+thread_ns() {
+	for t in /proc/"$1"/task/*; do
+		printf '%s %s %s\n' "${t##*/}" "$(tr ' ' _ <"$t/comm")" \
+			"$(cut -d' ' -f1 "$t/schedstat")"
+	done 2>/dev/null
+}
 
 start() {
 	"$bin" agent --listen 127.0.0.1:0 --data-dir "$tmp/data.$1" \
@@ -51,9 +58,9 @@ measure() {
 	sleep 5
 	startup="$(awk -v c="$(cpu_ns $pid)" 'BEGIN { printf "%.2f", c / 1e9 }')"
 	local t0 c0 t1 c1
-	t0="$(date +%s.%N)"; c0="$(cpu_ns $pid)"
+	t0="$(date +%s.%N)"; c0="$(cpu_ns $pid)"; thread_ns $pid >"$tmp/thr0.$1"
 	sleep "$duration"
-	t1="$(date +%s.%N)"; c1="$(cpu_ns $pid)"
+	t1="$(date +%s.%N)"; c1="$(cpu_ns $pid)"; thread_ns $pid >"$tmp/thr1.$1"
 	cpu="$(awk -v c="$((c1 - c0))" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", 100 * c / 1e9 / (b - a) }')"
 	rss="$(awk -v k="$(hwm_kib $pid)" 'BEGIN { printf "%.1f", k / 1024 }')"
 }
@@ -96,4 +103,12 @@ printf '\n/metrics with 8 GPUs (%s series): median %s ms, p99 %s ms (curl, loopb
 printf '/healthz baseline: median %s ms, p99 %s ms; /metrics/healthz median ratio %s\n' "$h_med" "$h_p99" \
 	"$(awk -v a="$m_med" -v b="$h_med" 'BEGIN { printf "%.2f", a / b }')"
 printf 'render time inside the agent: %s ms per scrape (mean)\n' "$render"
+# Where the --simulate 8 agent's CPU went, by thread name (threads of
+# one name summed; gpuwatch = the main thread and per-GPU NVML workers).
+printf '\n--simulate 8, CPU by thread (%% of a core):'
+awk -v d="$duration" 'NR == FNR { c0[$1] = $3; next }
+	{ n[$2] += $3 - c0[$1] }
+	END { for (k in n) if (n[k] > 0) printf "%s %.4f\n", k, 100 * n[k] / 1e9 / d }' \
+	"$tmp/thr0.sim8" "$tmp/thr1.sim8" | sort -k2 -rn | head -8 |
+	awk '{ printf "  %s %s", $1, $2 } END { print "" }'
 printf '\nbudget: cpu <= 0.5%% of a core, peak RSS <= 32 MiB, scrape <= 2 ms\n'
