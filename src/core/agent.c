@@ -1,4 +1,14 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * agent.c - start, run and stop the daemon.
+ *
+ * What runs: the main thread (signals, self metrics, the CPU governor),
+ * libmicrohttpd's "MHD-single" and the "gw-query" workers of the HTTP side,
+ * and these worker threads (common/worker.h), each listed in a.workers with
+ * its CPU time in gpuwatch_agent_worker_cpu_seconds_total{worker}:
+ *
+ *   name            owner                  paced by
+ */
 #include "agent.h"
 
 #include <errno.h>
@@ -19,6 +29,7 @@
 #include "collect/self/self.h"
 #include "collect/statsd/collector.h"
 #include "common/log.h"
+#include "common/worker.h"
 #include "core/caps.h"
 #include "http/api.h"
 #include "http/server.h"
@@ -252,7 +263,8 @@ int gw_agent_main(int argc, char **argv)
 		return 1;
 	}
 	a.reg = gw_registry_new();
-	if (!a.reg) {
+	a.workers = gw_worker_table_new();
+	if (!a.reg || !a.workers) {
 		gw_err("out of memory");
 		goto out;
 	}
@@ -380,6 +392,7 @@ out:
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);
 	gw_registry_free(a.reg);
+	gw_worker_table_free(a.workers);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	if (status == 0)

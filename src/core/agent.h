@@ -43,6 +43,7 @@ struct gw_collector_ops {
 
 struct gw_attrib_cache;
 struct gw_store;
+struct gw_worker_table;
 
 struct gw_agent {
 	struct gw_config cfg;
@@ -52,6 +53,8 @@ struct gw_agent {
 	/* The local history (NULL with --no-store); the store collector
 	 * feeds it, the HTTP API reads it. */
 	struct gw_store *store;
+	/* Every worker thread, for gpuwatch_agent_worker_cpu_seconds_total. */
+	struct gw_worker_table *workers;
 	/* Intervals in use, milliseconds; the governor may stretch them. */
 	_Atomic uint64_t fast_ms;
 	_Atomic uint64_t detail_ms;

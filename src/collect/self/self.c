@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/procstat.h"
+#include "common/worker.h"
 #include "core/pace.h"
 #include "http/server.h"
 
@@ -33,6 +34,11 @@ static const struct gw_family
 		       "Peak resident memory of the agent.", GW_GAUGE },
 	f_threads = { "gpuwatch_agent_threads", "Threads of the agent.",
 		      GW_GAUGE },
+	f_worker_cpu = { "gpuwatch_agent_worker_cpu_seconds_total",
+			 "CPU time used by each of the agent's worker threads "
+			 "(user + system), by thread name; a thread that ended "
+			 "keeps its last value.",
+			 GW_COUNTER },
 	f_series = { "gpuwatch_agent_series",
 		     "Series currently exposed on /metrics.", GW_GAUGE },
 	f_dropped = { "gpuwatch_agent_dropped_samples_total",
@@ -198,6 +204,13 @@ static void add_api(struct gw_snap *n, const struct gw_http_stats *hs)
 		    NULL);
 }
 
+static void add_worker(void *ctx, const char *name, double cpu_s,
+		       enum gw_worker_state st)
+{
+	(void)st;
+	gw_snap_add(ctx, &f_worker_cpu, cpu_s, NULL, "worker", name, NULL);
+}
+
 void gw_self_tick(struct gw_self *s, struct gw_http *http)
 {
 	struct gw_registry_stats rs;
@@ -215,6 +228,8 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 	gw_snap_add(n, &f_rss, rss, NULL, NULL);
 	gw_snap_add(n, &f_rss_peak, hwm, NULL, NULL);
 	gw_snap_add(n, &f_threads, threads, NULL, NULL);
+	if (s->a->workers)
+		gw_worker_table_visit(s->a->workers, add_worker, n);
 	gw_snap_add(n, &f_series, (double)rs.series, NULL, NULL);
 	gw_snap_add(n, &f_dropped, (double)rs.dropped, NULL, NULL);
 	gw_snap_add(n, &f_duplicates, (double)rs.duplicates, NULL, NULL);

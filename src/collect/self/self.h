@@ -7,6 +7,7 @@
  * interval.  It reads the process CPU clock and /proc/self, publishes the
  * gpuwatch_agent_* metrics and, once per governor window, stretches or
  * restores the intervals the collectors use (agent->fast_ms, ->detail_ms).
+ * Each worker thread's CPU time comes from agent->workers.
  */
 #ifndef GW_SELF_H
 #define GW_SELF_H
