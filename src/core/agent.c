@@ -8,6 +8,9 @@
  * its CPU time in gpuwatch_agent_worker_cpu_seconds_total{worker}:
  *
  *   name            owner                  paced by
+ *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
+ *   gw-am-N         export/alertmanager,   its queue (curl's poll)
+ *                   Alertmanager N
  */
 #include "agent.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * alertmanager.c - one bounded queue and one sender thread ("gw-am") per
- * Alertmanager; see alertmanager.h for the contract and
+ * alertmanager.c - one bounded queue and one sender thread ("gw-am-N", N the
+ * Alertmanager's position in the list) per Alertmanager; see alertmanager.h for the contract and
  * docs/internals/alertmanager.md for the design in prose.
  *
  * The queue of a target holds at most queue_max alerts, oldest first, with
@@ -57,6 +57,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/worker.h"
 
 #define URL_MAX 2048
 #define API_PATH "/api/v2/alerts"
@@ -91,8 +92,7 @@ struct target {
 	char *url;      /* as given */
 	char *post_url; /* url without trailing '/' + API_PATH */
 	CURLM *multi;   /* the sender's; others only curl_multi_wakeup() it */
-	pthread_t thread;
-	int started;
+	struct gw_worker *w; /* the sender; NULL until started */
 
 	pthread_mutex_t mu;
 	/* Under mu. */
@@ -106,6 +106,11 @@ struct target {
 	int up;
 
 	/* The sender thread's alone. */
+	CURL *easy;
+	struct curl_slist *hdrs;
+	unsigned int failures;
+	double next_try;
+	int was_stopping;
 	struct item **batch;
 	struct gw_buf body;
 	char reply[REPLY_KEEP];
@@ -650,126 +655,144 @@ static int build_body(struct target *t, unsigned int n)
 	return r ? r : gw_buf_adds(&t->body, "]");
 }
 
-static void *sender_main(void *arg)
+static int sender_init(struct gw_worker *w, void *arg)
 {
 	struct target *t = arg;
-	struct curl_slist *hdrs = NULL, *h2;
-	unsigned int failures = 0, n = 0;
-	double next_try = 0, now;
-	int was_stopping = 0;
-	CURL *c = NULL;
+	struct curl_slist *h2;
 	sigset_t all;
 
+	(void)w;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-	h2 = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
+	t->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	h2 = t->hdrs ? curl_slist_append(t->hdrs, "Expect:") : NULL;
 	if (!h2) {
-		curl_slist_free_all(hdrs);
-		hdrs = NULL;
+		curl_slist_free_all(t->hdrs);
+		t->hdrs = NULL;
 	}
 	t->rng = (uint64_t)(mono_s() * 1e9) ^ (uintptr_t)t ^ 0x9E3779B97F4A7C15ULL;
 	if (!t->rng)
 		t->rng = 1;
+	return 0;
+}
 
+/*
+ * One batch: waits in curl for alerts (or the retry time), POSTs them and
+ * handles the answer.  GW_WORKER_EXIT once stopping with an empty queue or
+ * past the deadline.
+ */
+static double sender_round(struct gw_worker *w, void *arg)
+{
+	struct target *t = arg;
+	unsigned int n;
+	double wait, now;
+	long status;
+	int r;
+
+	(void)w;
+	log_drops(t, mono_s());
+	pthread_mutex_lock(&t->mu);
 	for (;;) {
-		double wait;
-		long status;
-		int r;
-
-		log_drops(t, mono_s());
-		pthread_mutex_lock(&t->mu);
-		for (;;) {
-			now = mono_s();
-			if (t->stopping && !was_stopping) {
-				was_stopping = 1;
-				next_try = now; /* one more try at once */
-			}
-			if (t->stopping && (!t->head || now >= t->deadline))
-				goto out_locked;
-			if (t->head && now >= next_try)
-				break;
-			wait = t->head ? next_try - now : POLL_MAX_MS / 1000.0;
-			if (t->stopping && t->deadline - now < wait)
-				wait = t->deadline - now;
-			pthread_mutex_unlock(&t->mu);
-			wait_curl(t, wait);
-			pthread_mutex_lock(&t->mu);
-		}
-		n = take_batch(t);
-		check_queue(t);
-		pthread_mutex_unlock(&t->mu);
-
-		if (!c)
-			c = curl_easy_init();
-		r = build_body(t, n);
-		if (!c || !hdrs || r) {
-			status = 0;
-			snprintf(t->errbuf, sizeof(t->errbuf), "%s",
-				 r == -ENOSPC ? "batch too large" : "out of memory");
-		} else {
-			status = post(t, c, hdrs);
-		}
 		now = mono_s();
-
-		pthread_mutex_lock(&t->mu);
-		if (status >= 200 && status < 300) {
-			t->sent += n;
-			t->up = 1;
-		} else if (status >= 0) { /* not aborted by the stop */
-			t->posts_failed++;
-			t->up = 0;
-			if (!retryable(status))
-				t->dropped += n;
+		if (t->stopping && !t->was_stopping) {
+			t->was_stopping = 1;
+			t->next_try = now; /* one more try at once */
 		}
-		if (retryable(status)) {
-			for (unsigned int i = n; i-- > 0;)
-				enqueue(t, t->batch[i], 1);
-		} else {
-			for (unsigned int i = 0; i < n; i++)
-				free(t->batch[i]);
+		if (t->stopping && (!t->head || now >= t->deadline)) {
+			pthread_mutex_unlock(&t->mu);
+			return GW_WORKER_EXIT;
 		}
-		t->ninflight = 0;
-		check_queue(t);
+		if (t->head && now >= t->next_try)
+			break;
+		wait = t->head ? t->next_try - now : POLL_MAX_MS / 1000.0;
+		if (t->stopping && t->deadline - now < wait)
+			wait = t->deadline - now;
 		pthread_mutex_unlock(&t->mu);
-
-		if (status < 0)
-			continue; /* the deadline: the loop ends there */
-		if (retryable(status)) {
-			failures++;
-			t->failed_since_down++;
-			next_try = now + backoff(t, failures);
-			if (t->reachable) {
-				t->reachable = 0;
-				t->down_since = now;
-				if (status)
-					gw_warn("alertmanager %s: down: HTTP %ld; "
-						"retrying with backoff",
-						t->url, status);
-				else
-					gw_warn("alertmanager %s: down: %s; "
-						"retrying with backoff",
-						t->url, t->errbuf);
-			}
-			gw_dbg("alertmanager %s: POST failed (HTTP %ld, %s), "
-			       "retry %u in %.2f s", t->url, status, t->errbuf,
-			       failures, next_try - now);
-			continue;
-		}
-		failures = 0;
-		next_try = 0;
-		if (!t->reachable) {
-			gw_info("alertmanager %s: up again after %.1f s and %" PRIu64
-				" failed POSTs", t->url, now - t->down_since,
-				t->failed_since_down);
-			t->reachable = 1;
-		}
-		t->failed_since_down = 0;
-		if (status < 200 || status >= 300)
-			log_status_once(t, status, n);
+		wait_curl(t, wait);
+		pthread_mutex_lock(&t->mu);
 	}
+	n = take_batch(t);
+	check_queue(t);
+	pthread_mutex_unlock(&t->mu);
 
-out_locked:
+	if (!t->easy)
+		t->easy = curl_easy_init();
+	r = build_body(t, n);
+	if (!t->easy || !t->hdrs || r) {
+		status = 0;
+		snprintf(t->errbuf, sizeof(t->errbuf), "%s",
+			 r == -ENOSPC ? "batch too large" : "out of memory");
+	} else {
+		status = post(t, t->easy, t->hdrs);
+	}
+	now = mono_s();
+
+	pthread_mutex_lock(&t->mu);
+	if (status >= 200 && status < 300) {
+		t->sent += n;
+		t->up = 1;
+	} else if (status >= 0) { /* not aborted by the stop */
+		t->posts_failed++;
+		t->up = 0;
+		if (!retryable(status))
+			t->dropped += n;
+	}
+	if (retryable(status)) {
+		for (unsigned int i = n; i-- > 0;)
+			enqueue(t, t->batch[i], 1);
+	} else {
+		for (unsigned int i = 0; i < n; i++)
+			free(t->batch[i]);
+	}
+	t->ninflight = 0;
+	check_queue(t);
+	pthread_mutex_unlock(&t->mu);
+
+	if (status < 0)
+		return 0; /* the deadline: the next round ends there */
+	if (retryable(status)) {
+		t->failures++;
+		t->failed_since_down++;
+		t->next_try = now + backoff(t, t->failures);
+		if (t->reachable) {
+			t->reachable = 0;
+			t->down_since = now;
+			if (status)
+				gw_warn("alertmanager %s: down: HTTP %ld; "
+					"retrying with backoff",
+					t->url, status);
+			else
+				gw_warn("alertmanager %s: down: %s; "
+					"retrying with backoff",
+					t->url, t->errbuf);
+		}
+		gw_dbg("alertmanager %s: POST failed (HTTP %ld, %s), "
+		       "retry %u in %.2f s", t->url, status, t->errbuf,
+		       t->failures, t->next_try - now);
+		return 0;
+	}
+	t->failures = 0;
+	t->next_try = 0;
+	if (!t->reachable) {
+		gw_info("alertmanager %s: up again after %.1f s and %" PRIu64
+			" failed POSTs", t->url, now - t->down_since,
+			t->failed_since_down);
+		t->reachable = 1;
+	}
+	t->failed_since_down = 0;
+	if (status < 200 || status >= 300)
+		log_status_once(t, status, n);
+	return 0;
+}
+
+/* What is still queued when the sender ends is dropped and counted. */
+static void sender_fini(struct gw_worker *w, void *arg)
+{
+	struct target *t = arg;
+	unsigned int n;
+
+	(void)w;
+	pthread_mutex_lock(&t->mu);
 	n = t->nq;
 	while (t->head) {
 		struct item *it = t->head;
@@ -782,9 +805,10 @@ out_locked:
 	if (n)
 		gw_warn("alertmanager %s: %u alerts not delivered by the "
 			"shutdown deadline", t->url, n);
-	curl_easy_cleanup(c);
-	curl_slist_free_all(hdrs);
-	return NULL;
+	curl_easy_cleanup(t->easy);
+	t->easy = NULL;
+	curl_slist_free_all(t->hdrs);
+	t->hdrs = NULL;
 }
 
 /* ---- the API ---- */
@@ -896,7 +920,7 @@ void gw_am_free(struct gw_am *am, double deadline)
 	for (unsigned int i = 0; i < am->n; i++) {
 		struct target *t = &am->t[i];
 
-		if (!t->started)
+		if (!t->w)
 			continue;
 		pthread_mutex_lock(&t->mu);
 		t->stopping = 1;
@@ -907,8 +931,9 @@ void gw_am_free(struct gw_am *am, double deadline)
 	for (unsigned int i = 0; i < am->n; i++) {
 		struct target *t = &am->t[i];
 
-		if (t->started)
-			pthread_join(t->thread, NULL);
+		/* The sender ends by itself at the deadline. */
+		if (gw_worker_join(t->w, INFINITY) == 0)
+			gw_worker_free(t->w);
 		if (t->am) {
 			while (t->head) {
 				struct item *it = t->head;
@@ -963,12 +988,20 @@ int gw_am_new(const char *const *urls, unsigned int n,
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		struct target *t = &am->t[i];
+		char name[GW_WORKER_NAME_MAX + 1];
+		struct gw_worker_opts wo = {
+			.name = name,
+			.init = sender_init,
+			.round = sender_round,
+			.fini = sender_fini,
+			.arg = t,
+			.table = am->o.workers,
+		};
 
-		r = -pthread_create(&t->thread, NULL, sender_main, t);
+		snprintf(name, sizeof(name), "gw-am-%u", i);
+		r = gw_worker_start(&wo, &t->w);
 		if (r)
 			goto err;
-		pthread_setname_np(t->thread, "gw-am");
-		t->started = 1;
 	}
 	*out = am;
 	return 0;

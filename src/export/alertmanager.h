@@ -38,6 +38,8 @@ struct gw_am_alert {
 	const char *generator_url; /* may be NULL */
 };
 
+struct gw_worker_table;
+
 /* Size-tagged: set sz = sizeof(struct gw_am_opts); zero fields = defaults. */
 struct gw_am_opts {
 	size_t sz;
@@ -46,6 +48,8 @@ struct gw_am_opts {
 	double backoff_min_s;     /* first retry, 0.5 */
 	double backoff_max_s;     /* longest wait between retries, 30 */
 	unsigned int batch_max;   /* alerts per POST, 64 */
+	/* Lists the sender threads ("gw-am-N"); borrowed, NULL: none. */
+	struct gw_worker_table *workers;
 };
 
 struct gw_am;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/worker.h"
 #include "core/agent.h"
 #include "export/alertmanager.h"
 #include "store/store.h"
@@ -76,12 +77,10 @@ struct gw_alerts {
 	uint64_t evaluations;
 	double last_pass_s;
 
-	/* thread */
-	pthread_t thread;
-	bool started;
+	/* thread: w under lock (set_rules wakes it from any thread); stop
+	 * cancels a query in flight */
+	struct gw_worker *w;
 	_Atomic bool stop;
-	pthread_mutex_t wlock;
-	pthread_cond_t wake;
 
 	/* agent wiring */
 	struct gw_am *am_owned;
@@ -808,15 +807,6 @@ int gw_alerts_new(const struct gw_alerts_opts *o, struct gw_ruleset *rules,
 	if (al->o.query_timeout <= 0)
 		al->o.query_timeout = DEFAULT_TIMEOUT;
 	pthread_mutex_init(&al->lock, NULL);
-	pthread_mutex_init(&al->wlock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&al->wake, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	gw_snap_init(&al->snap);
 	al->slot = -1;
 	if (al->o.reg) {
@@ -848,8 +838,6 @@ void gw_alerts_free(struct gw_alerts *al)
 		gw_ruleset_release(&al->pending_rs);
 	gw_snap_release(&al->snap);
 	pthread_mutex_destroy(&al->lock);
-	pthread_mutex_destroy(&al->wlock);
-	pthread_cond_destroy(&al->wake);
 	free(al);
 }
 
@@ -861,10 +849,9 @@ void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules)
 	al->pending_rs = *rules;
 	al->have_pending = true;
 	memset(rules, 0, sizeof(*rules));
+	if (al->w)
+		gw_worker_wake(al->w);
 	pthread_mutex_unlock(&al->lock);
-	pthread_mutex_lock(&al->wlock);
-	pthread_cond_signal(&al->wake);
-	pthread_mutex_unlock(&al->wlock);
 }
 
 static int64_t real_ms(void)
@@ -875,62 +862,65 @@ static int64_t real_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void *eval_thread(void *arg)
+/* One pass; the next when the first group is due, within 20 ms to 1 s. */
+static double eval_round(struct gw_worker *w, void *arg)
 {
 	struct gw_alerts *al = arg;
+	int64_t wait = 1000;
 
-	pthread_setname_np(pthread_self(), "gw-rules");
-	while (!atomic_load(&al->stop)) {
-		int64_t now = real_ms(), wait = 1000;
-		struct timespec ts;
-		double until;
+	(void)w;
+	gw_alerts_eval(al, real_ms());
+	pthread_mutex_lock(&al->lock);
+	for (size_t g = 0; g < al->rs.ngroups; g++) {
+		int64_t d = al->gst[g].next_due - real_ms();
 
-		gw_alerts_eval(al, now);
-		pthread_mutex_lock(&al->lock);
-		for (size_t g = 0; g < al->rs.ngroups; g++) {
-			int64_t d = al->gst[g].next_due - real_ms();
-
-			if (d < wait)
-				wait = d;
-		}
-		pthread_mutex_unlock(&al->lock);
-		if (wait < 20)
-			wait = 20;
-		until = mono_s() + (double)wait / 1000.0;
-		ts.tv_sec = (time_t)until;
-		ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
-		pthread_mutex_lock(&al->wlock);
-		if (!atomic_load(&al->stop))
-			pthread_cond_timedwait(&al->wake, &al->wlock, &ts);
-		pthread_mutex_unlock(&al->wlock);
+		if (d < wait)
+			wait = d;
 	}
-	return NULL;
+	pthread_mutex_unlock(&al->lock);
+	if (wait < 20)
+		wait = 20;
+	return (double)wait / 1000.0;
 }
 
 int gw_alerts_start(struct gw_alerts *al)
 {
+	struct gw_worker_opts wo = {
+		.name = "gw-rules",
+		.round = eval_round,
+		.arg = al,
+		.table = al->o.workers,
+	};
+	struct gw_worker *w;
 	int r;
 
-	if (al->started)
+	if (al->w)
 		return 0;
 	atomic_store(&al->stop, false);
-	r = pthread_create(&al->thread, NULL, eval_thread, al);
+	r = gw_worker_start(&wo, &w);
 	if (r)
-		return -r;
-	al->started = true;
+		return r;
+	pthread_mutex_lock(&al->lock);
+	al->w = w;
+	pthread_mutex_unlock(&al->lock);
 	return 0;
 }
 
 void gw_alerts_stop(struct gw_alerts *al)
 {
-	if (!al || !al->started)
+	struct gw_worker *w;
+
+	if (!al || !al->w)
 		return;
+	/* Cancels a query in flight: evaluations are bounded anyway. */
 	atomic_store(&al->stop, true);
-	pthread_mutex_lock(&al->wlock);
-	pthread_cond_broadcast(&al->wake);
-	pthread_mutex_unlock(&al->wlock);
-	pthread_join(al->thread, NULL);
-	al->started = false;
+	if (gw_worker_stop(al->w, INFINITY))
+		return; /* not with an endless deadline */
+	pthread_mutex_lock(&al->lock);
+	w = al->w;
+	al->w = NULL;
+	pthread_mutex_unlock(&al->lock);
+	gw_worker_free(w);
 }
 
 void gw_alerts_counts(struct gw_alerts *al, struct gw_alerts_counts *c)
@@ -1147,6 +1137,7 @@ int gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a)
 	if (!al)
 		return 0;
 	al->o.reg = a->reg;
+	al->o.workers = a->workers;
 	al->slot = gw_registry_slot(a->reg, "rules");
 	if (al->slot < 0) {
 		al->o.reg = NULL;
@@ -1164,10 +1155,12 @@ int gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a)
 	al->o.q = &al->q;
 	if (c->alertmanagers.n) {
 		const char *urls[GW_CONFIG_LIST_MAX];
+		struct gw_am_opts ao = { .sz = sizeof(ao),
+					 .workers = a->workers };
 
 		for (unsigned int i = 0; i < c->alertmanagers.n; i++)
 			urls[i] = c->alertmanagers.v[i];
-		r = gw_am_new(urls, c->alertmanagers.n, NULL, &al->am_owned);
+		r = gw_am_new(urls, c->alertmanagers.n, &ao, &al->am_owned);
 		if (r) {
 			gw_err("alertmanager: %s", strerror(-r));
 			return r;

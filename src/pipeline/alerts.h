@@ -49,6 +49,7 @@
 
 struct gw_am;
 struct gw_agent;
+struct gw_worker_table;
 struct gw_config;
 
 #define GW_ALERTS_MAX_PER_RULE 1000   /* instances; more fail the rule */
@@ -72,6 +73,7 @@ struct gw_alerts_opts {
 	int64_t lookback_ms;          /* instant selectors; 5 min */
 	uint64_t max_samples;         /* per query; 0: 50,000,000 */
 	double query_timeout;         /* seconds per query; 0: 30 */
+	struct gw_worker_table *workers; /* lists "gw-rules"; borrowed */
 };
 
 struct gw_alerts;
