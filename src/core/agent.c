@@ -8,6 +8,10 @@
  * its CPU time in gpuwatch_agent_worker_cpu_seconds_total{worker}:
  *
  *   name            owner                  paced by
+ *   gw-nvml         collect/nvml           the fast and detail intervals;
+ *                                          hands out jobs, watches for hangs
+ *   gw-nvml-N       collect/nvml, GPU N    a job from gw-nvml (woken)
+ *   gw-nvml-events  collect/nvml           NVML's event wait (0.5 s)
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nvml.c - the hardware collector's threads: scheduler, per-GPU workers and
- * the hang watchdog.  See nvml.h for the thread and state diagram.
+ * nvml.c - the hardware collector's threads: scheduler ("gw-nvml"), per-GPU
+ * workers ("gw-nvml-N") and the hang watchdog.  See nvml.h for the thread
+ * and state diagram.
  */
 #include <errno.h>
 #include <math.h>
@@ -38,21 +39,22 @@ static const struct gw_family
 	f_lost = { "gpuwatch_gpu_lost_total",
 		   "Times the GPU stopped answering (GPU_IS_LOST).", GW_COUNTER };
 
-static int stopping(struct gw_nvml *c)
+/* Starts a worker of the collector; *out is written under c->mu. */
+static int start_worker(struct gw_nvml *c, struct gw_worker **out,
+			struct gw_worker_opts *o)
 {
-	return atomic_load(&c->stop);
-}
-
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t attr;
+	struct gw_worker *w;
 	int r;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, THREAD_STACK);
-	r = pthread_create(t, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return -r;
+	o->stack_size = THREAD_STACK;
+	o->table = c->a->workers;
+	r = gw_worker_start(o, &w);
+	if (r)
+		return r;
+	pthread_mutex_lock(&c->mu);
+	*out = w;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
 }
 
 static void mark_lost(struct nvml_dev *d)
@@ -151,40 +153,37 @@ static void run_jobs(struct nvml_dev *d, int jobs)
 	d->backoff = 0; /* a clean pass */
 }
 
-static void *worker_main(void *arg)
+/* A GPU's worker: runs the job the scheduler handed over, then rests
+ * until the next one wakes it. */
+static double dev_round(struct gw_worker *w, void *arg)
 {
 	struct nvml_dev *d = arg;
-	struct gw_nvml *c = d->c;
+	int jobs;
 
-	for (;;) {
-		int jobs;
-
-		pthread_mutex_lock(&d->mu);
-		while (!d->jobs && !stopping(c))
-			pthread_cond_wait(&d->cv, &d->mu);
-		if (stopping(c)) {
-			pthread_mutex_unlock(&d->mu);
-			break;
-		}
-		jobs = d->jobs;
-		d->jobs = 0;
+	(void)w;
+	pthread_mutex_lock(&d->mu);
+	jobs = d->jobs;
+	d->jobs = 0;
+	if (jobs) {
 		d->busy = 1;
 		d->job_started = gw_now_mono();
-		pthread_mutex_unlock(&d->mu);
-
-		run_jobs(d, jobs);
-
-		pthread_mutex_lock(&d->mu);
-		d->busy = 0;
-		d->in_call = NULL;
-		if (d->hung) {
-			d->hung = 0;
-			gw_info("nvml: GPU %u answers again after a hung call",
-				d->index);
-		}
-		pthread_mutex_unlock(&d->mu);
 	}
-	return NULL;
+	pthread_mutex_unlock(&d->mu);
+	if (!jobs)
+		return INFINITY;
+
+	run_jobs(d, jobs);
+
+	pthread_mutex_lock(&d->mu);
+	d->busy = 0;
+	d->in_call = NULL;
+	if (d->hung) {
+		d->hung = 0;
+		gw_info("nvml: GPU %u answers again after a hung call",
+			d->index);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return INFINITY;
 }
 
 /* Starts the per-GPU workers and the event thread after a successful load. */
@@ -194,7 +193,12 @@ static int start_workers(struct gw_nvml *c)
 
 	for (unsigned int i = 0; i < c->ndev; i++) {
 		struct nvml_dev *d = &c->dev[i];
-		char owner[32];
+		char owner[32], name[24]; /* "gw-nvml-63" at most */
+		struct gw_worker_opts o = {
+			.name = name,
+			.round = dev_round,
+			.arg = d,
+		};
 
 		snprintf(owner, sizeof(owner), "nvml-gpu%u-fast", i);
 		d->slot_fast = gw_registry_slot(c->a->reg, owner);
@@ -202,7 +206,8 @@ static int start_workers(struct gw_nvml *c)
 		d->slot_detail = gw_registry_slot(c->a->reg, owner);
 		if (d->slot_fast < 0 || d->slot_detail < 0)
 			return -ENOSPC;
-		r = start_thread(&d->thread, worker_main, d);
+		snprintf(name, sizeof(name), "gw-nvml-%u", i);
+		r = start_worker(c, &d->w, &o);
 		if (r) {
 			gw_err("nvml: cannot start the thread for GPU %u: %s", i,
 			       strerror(-r));
@@ -212,9 +217,19 @@ static int start_workers(struct gw_nvml *c)
 	}
 	if (c->fns.event_set_create && c->fns.event_set_wait &&
 	    c->fns.device_register_events) {
-		r = start_thread(&c->events, gw_nvml_events_main, c);
-		if (r == 0)
-			c->events_started = 1;
+		struct gw_worker_opts o = {
+			.name = "gw-nvml-events",
+			.init = gw_nvml_events_init,
+			.round = gw_nvml_events_round,
+			.fini = gw_nvml_events_fini,
+			.arg = c,
+		};
+
+		r = start_worker(c, &c->events, &o);
+		if (r)
+			gw_warn("nvml: cannot start the event thread: %s; XID "
+				"errors are not counted",
+				strerror(-r));
 	} else {
 		gw_warn("nvml: no event API in this driver; XID errors are not "
 			"counted");
@@ -308,7 +323,7 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 		} else if (jobs) {
 			d->jobs |= jobs;
 			d->job_started = now; /* until the worker takes it */
-			pthread_cond_signal(&d->cv);
+			gw_worker_wake(d->w);
 			*watch = fmin(*watch, now + timeout + 0.01);
 		}
 		pthread_mutex_unlock(&d->mu);
@@ -316,83 +331,76 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 	return hung;
 }
 
-static void sleep_until(struct gw_nvml *c, double mono_deadline)
+static int sched_init(struct gw_worker *w, void *arg)
 {
-	double wait = mono_deadline - gw_now_mono();
-	struct timespec ts;
+	struct gw_nvml *c = arg;
 
-	if (wait <= 0)
-		return;
-	ts = gw_ts_after(CLOCK_MONOTONIC, wait);
-	pthread_mutex_lock(&c->mu);
-	if (!stopping(c))
-		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-	pthread_mutex_unlock(&c->mu);
+	(void)w;
+	c->load_backoff = LOAD_BACKOFF_MIN;
+	return 0;
 }
 
-static void *sched_main(void *arg)
+/* One tick; rests until the next set is due, a busy worker would turn hung
+ * or the next load attempt (a reload wakes it). */
+static double sched_round(struct gw_worker *w, void *arg)
 {
 	struct gw_nvml *c = arg;
 	struct gw_agent *a = c->a;
-	double next_fast = 0, next_detail = 0;
+	double now = gw_now_mono(), fast, detail, next;
+	int jobs = 0;
 
-	c->load_backoff = LOAD_BACKOFF_MIN;
-	while (!stopping(c)) {
-		double now = gw_now_mono(), fast, detail, next;
-		int jobs = 0;
-
+	(void)w;
+	if (!c->loaded) {
+		if (now >= c->retry_load_at) {
+			if (gw_nvml_load(c) == 0) {
+				if (start_workers(c))
+					gw_err("nvml: collector disabled");
+			} else {
+				c->retry_load_at = now + c->load_backoff;
+				c->load_backoff = fmin(c->load_backoff * 2,
+						       LOAD_BACKOFF_MAX);
+			}
+		}
 		if (!c->loaded) {
-			if (now >= c->retry_load_at) {
-				if (gw_nvml_load(c) == 0) {
-					if (start_workers(c))
-						gw_err("nvml: collector disabled");
-				} else {
-					c->retry_load_at = now + c->load_backoff;
-					c->load_backoff = fmin(
-						c->load_backoff * 2,
-						LOAD_BACKOFF_MAX);
-				}
-			}
-			if (!c->loaded) {
-				add_status(c, &c->status_snap);
-				gw_registry_publish(a->reg, c->slot_status,
-						    &c->status_snap);
-				sleep_until(c, c->retry_load_at);
-				continue;
-			}
-			now = gw_now_mono();
-		}
-		fast = (double)atomic_load(&a->fast_ms) / 1000;
-		detail = (double)atomic_load(&a->detail_ms) / 1000;
-		if (now >= next_fast) {
-			jobs |= JOB_FAST;
-			next_fast = next_fast + fast > now ? next_fast + fast :
-							     now + fast;
-		}
-		if (now >= next_detail) {
-			jobs |= JOB_DETAIL;
-			next_detail = next_detail + detail > now ?
-					      next_detail + detail :
-					      now + detail;
-		}
-		/* Status and events are published on each tick, and at once
-		 * when a worker is declared hung. */
-		next = fmin(next_fast, next_detail);
-		if (dispatch(c, jobs, now, &next) || jobs) {
 			add_status(c, &c->status_snap);
 			gw_registry_publish(a->reg, c->slot_status,
 					    &c->status_snap);
-			gw_nvml_publish_events(c);
+			return c->retry_load_at - gw_now_mono();
 		}
-		sleep_until(c, next);
+		now = gw_now_mono();
 	}
-	return NULL;
+	fast = (double)atomic_load(&a->fast_ms) / 1000;
+	detail = (double)atomic_load(&a->detail_ms) / 1000;
+	if (now >= c->next_fast) {
+		jobs |= JOB_FAST;
+		c->next_fast = c->next_fast + fast > now ? c->next_fast + fast
+							 : now + fast;
+	}
+	if (now >= c->next_detail) {
+		jobs |= JOB_DETAIL;
+		c->next_detail = c->next_detail + detail > now ?
+					 c->next_detail + detail :
+					 now + detail;
+	}
+	/* Status and events are published on each tick, and at once
+	 * when a worker is declared hung. */
+	next = fmin(c->next_fast, c->next_detail);
+	if (dispatch(c, jobs, now, &next) || jobs) {
+		add_status(c, &c->status_snap);
+		gw_registry_publish(a->reg, c->slot_status, &c->status_snap);
+		gw_nvml_publish_events(c);
+	}
+	return next - gw_now_mono();
 }
 
 static int nvml_start(struct gw_agent *a, void **out)
 {
 	struct gw_nvml *c = calloc(1, sizeof(*c));
-	pthread_condattr_t ca;
+	struct gw_worker_opts o = {
+		.name = "gw-nvml",
+		.init = sched_init,
+		.round = sched_round,
+	};
 	int r;
 
 	if (!c)
@@ -403,9 +411,6 @@ static int nvml_start(struct gw_agent *a, void **out)
 		     (uint64_t)(a->cfg.collector_timeout * 1000));
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->ev_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
 	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
 		struct nvml_dev *d = &c->dev[i];
 
@@ -414,10 +419,8 @@ static int nvml_start(struct gw_agent *a, void **out)
 		d->nvlink_links = -1;
 		d->slot_fast = d->slot_detail = -1;
 		pthread_mutex_init(&d->mu, NULL);
-		pthread_cond_init(&d->cv, NULL);
 		gw_snap_init(&d->snap);
 	}
-	pthread_condattr_destroy(&ca);
 	gw_snap_init(&c->status_snap);
 	gw_snap_init(&c->events_snap);
 	gw_snap_init(&c->empty_snap);
@@ -427,10 +430,10 @@ static int nvml_start(struct gw_agent *a, void **out)
 		r = -ENOSPC;
 		goto err;
 	}
-	r = start_thread(&c->sched, sched_main, c);
+	o.arg = c;
+	r = start_worker(c, &c->sched, &o);
 	if (r)
 		goto err;
-	c->sched_started = 1;
 	*out = c;
 	return 0;
 err:
@@ -438,47 +441,40 @@ err:
 	return r;
 }
 
-static int join_by(pthread_t t, double deadline)
-{
-	struct timespec ts = gw_ts_after(CLOCK_REALTIME,
-					 deadline - gw_now_mono());
-
-	return pthread_timedjoin_np(t, NULL, &ts) ? -ETIMEDOUT : 0;
-}
-
+/* Asks every thread started so far to finish. */
 static void nvml_request_stop(void *priv)
 {
 	struct gw_nvml *c = priv;
 
-	atomic_store(&c->stop, 1);
 	pthread_mutex_lock(&c->mu);
-	pthread_cond_broadcast(&c->cv);
+	gw_worker_request_stop(c->sched);
+	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++)
+		gw_worker_request_stop(c->dev[i].w);
+	gw_worker_request_stop(c->events);
 	pthread_mutex_unlock(&c->mu);
 }
 
 static int nvml_stop(void *priv, double deadline)
 {
 	struct gw_nvml *c = priv;
+	struct gw_worker *w[GW_NVML_MAX_GPUS + 1];
 	int r = 0;
 
 	nvml_request_stop(c);
-	if (c->sched_started && join_by(c->sched, deadline))
+	if (gw_worker_join(c->sched, deadline))
 		r = -ETIMEDOUT;
-	/* The scheduler has stopped (or is stuck loading): wake the workers. */
-	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
-		struct nvml_dev *d = &c->dev[i];
-
-		pthread_mutex_lock(&d->mu);
-		pthread_cond_broadcast(&d->cv);
-		pthread_mutex_unlock(&d->mu);
-	}
-	/* Join every thread that finishes in time, even past a stuck one. */
+	/* Threads the scheduler started after the request (it may still be
+	 * starting them if it is stuck) are asked again. */
+	nvml_request_stop(c);
+	pthread_mutex_lock(&c->mu);
 	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++)
-		if (c->dev[i].thread_started &&
-		    join_by(c->dev[i].thread, deadline))
+		w[i] = c->dev[i].w;
+	w[GW_NVML_MAX_GPUS] = c->events;
+	pthread_mutex_unlock(&c->mu);
+	/* Join every thread that finishes in time, even past a stuck one. */
+	for (unsigned int i = 0; i <= GW_NVML_MAX_GPUS; i++)
+		if (gw_worker_join(w[i], deadline))
 			r = -ETIMEDOUT;
-	if (c->events_started && join_by(c->events, deadline))
-		r = -ETIMEDOUT;
 	return r;
 }
 
@@ -499,15 +495,16 @@ static void nvml_free(void *priv)
 		free(d->putil);
 		gw_snap_release(&d->snap);
 		pthread_mutex_destroy(&d->mu);
-		pthread_cond_destroy(&d->cv);
+		gw_worker_free(d->w);
 	}
+	gw_worker_free(c->events);
+	gw_worker_free(c->sched);
 	gw_nvml_unload(c);
 	gw_snap_release(&c->status_snap);
 	gw_snap_release(&c->events_snap);
 	gw_snap_release(&c->empty_snap);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->ev_mu);
-	pthread_cond_destroy(&c->cv);
 	free(c);
 }
 
@@ -517,9 +514,7 @@ static void nvml_reload(void *priv)
 
 	atomic_store(&c->timeout_ms,
 		     (uint64_t)(c->a->cfg.collector_timeout * 1000));
-	pthread_mutex_lock(&c->mu);
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
+	gw_worker_wake(c->sched);
 }
 
 const struct gw_collector_ops gw_nvml_collector = {

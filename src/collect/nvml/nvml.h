@@ -3,14 +3,15 @@
  * nvml.h - the hardware collector: every GPU read through NVML (or through
  * the simulator's stand-in table with --simulate).
  *
- * Threads:
- *   scheduler   one; ticks the fast and detail sets, hands a job to each
- *               GPU's worker, declares a worker hung after
+ * Threads (common/worker.h workers):
+ *   scheduler   "gw-nvml"; ticks the fast and detail sets, hands a job to
+ *               each GPU's worker, declares a worker hung after
  *               --collector-timeout, publishes gpu_up/gpu_info and the
  *               collector's own counters.  Also (re)tries to load NVML.
- *   worker      one per GPU; runs the NVML calls of a job and publishes.
- *               A call that hangs blocks only its own GPU.
- *   events      one; waits on an NVML event set for XID and ECC events.
+ *   worker      "gw-nvml-N", one per GPU; runs the NVML calls of a job and
+ *               publishes.  A call that hangs blocks only its own GPU.
+ *   events      "gw-nvml-events"; waits on an NVML event set for XID and
+ *               ECC events.
  *
  * Device states (per GPU, owned by its worker):
  *

@@ -5,6 +5,7 @@
  * exported as counters with a last-seen timestamp, never as a last-value
  * gauge, so two XIDs between scrapes are both seen.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -47,14 +48,6 @@ static const char *xid_meaning(unsigned long long xid)
 	case 119: case 120: return "GSP error";
 	default: return "see NVIDIA's XID catalogue";
 	}
-}
-
-static void nap(struct gw_nvml *c, int ms)
-{
-	struct timespec ts = { 0, 100 * 1000000L };
-
-	for (int waited = 0; waited < ms && !atomic_load(&c->stop); waited += 100)
-		nanosleep(&ts, NULL);
 }
 
 static gw_nvml_device_t handle_of(struct nvml_dev *d)
@@ -135,49 +128,63 @@ static int register_dev(struct gw_nvml *c, struct nvml_dev *d, void *set)
 	return 0;
 }
 
-void *gw_nvml_events_main(void *arg)
+int gw_nvml_events_init(struct gw_worker *w, void *arg)
 {
 	struct gw_nvml *c = arg;
 	unsigned int registered = 0;
-	void *set = NULL;
 	char nb[24];
 	int r;
 
-	r = c->fns.event_set_create(&set);
+	(void)w;
+	r = c->fns.event_set_create(&c->ev_set);
 	if (r != GW_NVML_SUCCESS) {
 		gw_warn("nvml: cannot create an event set (%s); XID errors "
 			"are not counted",
 			gw_nvml_code_name(r, nb, sizeof(nb)));
-		return NULL;
+		return -EIO;
 	}
 	for (unsigned int i = 0; i < c->ndev; i++)
-		registered += register_dev(c, &c->dev[i], set);
+		registered += register_dev(c, &c->dev[i], c->ev_set);
 	if (registered == 0 && c->ndev > 0)
 		gw_warn("nvml: no GPU accepts event registration yet; XID "
 			"errors are not counted");
-	while (!atomic_load(&c->stop)) {
-		struct gw_nvml_event_data ev;
+	return 0;
+}
 
-		/* GPUs identified after start join the set here. */
-		for (unsigned int i = 0; i < c->ndev; i++)
-			if (atomic_exchange(&c->dev[i].register_events, 0))
-				register_dev(c, &c->dev[i], set);
+/* One wait on the event set; the stop is seen within WAIT_MS. */
+double gw_nvml_events_round(struct gw_worker *w, void *arg)
+{
+	struct gw_nvml *c = arg;
+	struct gw_nvml_event_data ev;
+	int r;
 
-		memset(&ev, 0, sizeof(ev));
-		r = c->fns.event_set_wait(set, &ev, WAIT_MS);
-		if (r == GW_NVML_SUCCESS) {
-			count_event(c, &ev);
-			continue;
-		}
-		if (r == GW_NVML_ERROR_TIMEOUT)
-			continue;
-		/* A lost GPU or a driver in trouble: do not spin. */
-		atomic_fetch_add(&c->errors[gw_nvml_err_slot(r)], 1);
-		nap(c, WAIT_MS);
+	(void)w;
+	/* GPUs identified after start join the set here. */
+	for (unsigned int i = 0; i < c->ndev; i++)
+		if (atomic_exchange(&c->dev[i].register_events, 0))
+			register_dev(c, &c->dev[i], c->ev_set);
+
+	memset(&ev, 0, sizeof(ev));
+	r = c->fns.event_set_wait(c->ev_set, &ev, WAIT_MS);
+	if (r == GW_NVML_SUCCESS) {
+		count_event(c, &ev);
+		return 0;
 	}
+	if (r == GW_NVML_ERROR_TIMEOUT)
+		return 0;
+	/* A lost GPU or a driver in trouble: do not spin. */
+	atomic_fetch_add(&c->errors[gw_nvml_err_slot(r)], 1);
+	return WAIT_MS / 1000.0;
+}
+
+void gw_nvml_events_fini(struct gw_worker *w, void *arg)
+{
+	struct gw_nvml *c = arg;
+
+	(void)w;
 	if (c->fns.event_set_free)
-		c->fns.event_set_free(set);
-	return NULL;
+		c->fns.event_set_free(c->ev_set);
+	c->ev_set = NULL;
 }
 
 void gw_nvml_publish_events(struct gw_nvml *c)

@@ -12,6 +12,7 @@
 
 #include "collect/nvml/nvml.h"
 #include "collect/nvml/nvml_abi.h"
+#include "common/worker.h"
 #include "pipeline/metrics.h"
 
 #define GW_NVML_MAX_GPUS 64
@@ -57,10 +58,9 @@ struct nvml_dev {
 	char labels[384];      /* gpu="0",uuid="GPU-..." */
 	char dcgm_labels[640]; /* dcgm-exporter's label set */
 
-	pthread_t thread;
-	int thread_started;
+	struct gw_worker *w;  /* "gw-nvml-N"; written under c->mu */
+	int thread_started;   /* the scheduler's */
 	pthread_mutex_t mu; /* guards the fields down to 'end of mu' */
-	pthread_cond_t cv;
 	int jobs;             /* pending JOB_* bits */
 	int busy;             /* a job is running */
 	double job_started;   /* monotonic */
@@ -108,13 +108,13 @@ struct gw_nvml {
 	struct nvml_dev dev[GW_NVML_MAX_GPUS];
 	int dcgm;
 
-	pthread_t sched;
-	int sched_started;
-	pthread_t events;
-	int events_started;
+	struct gw_worker *sched;  /* "gw-nvml" */
+	/* "gw-nvml-events"; it and dev[].w are started by the scheduler and
+	 * written under mu, for the stop. */
+	struct gw_worker *events;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	_Atomic int stop;
+	double next_fast, next_detail; /* the scheduler's */
+	void *ev_set;                  /* the events thread's */
 	_Atomic uint64_t timeout_ms; /* --collector-timeout */
 
 	int slot_status, slot_events;
@@ -145,8 +145,10 @@ int gw_nvml_probe(struct nvml_dev *d);
 /* Builds the per-GPU label strings from uuid, name, bus id. */
 void gw_nvml_dev_labels(struct nvml_dev *d);
 
-/* nvml_events.c */
-void *gw_nvml_events_main(void *arg);
+/* nvml_events.c: the "gw-nvml-events" worker (arg: struct gw_nvml). */
+int gw_nvml_events_init(struct gw_worker *w, void *arg);
+double gw_nvml_events_round(struct gw_worker *w, void *arg);
+void gw_nvml_events_fini(struct gw_worker *w, void *arg);
 void gw_nvml_publish_events(struct gw_nvml *c);
 
 #endif
