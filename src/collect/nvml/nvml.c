@@ -73,8 +73,8 @@ static void mark_lost(struct nvml_dev *d)
 		    "gpuwatch_gpu_up is 0 and the agent retries with backoff",
 		    d->index, d->uuid);
 	gw_snap_reset(&d->snap);
-	gw_registry_publish(c->a->reg, d->slot_fast, &d->snap);
-	gw_registry_publish(c->a->reg, d->slot_detail, &d->snap);
+	gw_registry_publish(c->env->reg, d->slot_fast, &d->snap);
+	gw_registry_publish(c->env->reg, d->slot_detail, &d->snap);
 }
 
 /* A lost GPU is probed with exponential backoff; returns 1 when it is back. */
@@ -145,7 +145,7 @@ static void run_jobs(struct nvml_dev *d, int jobs)
 		pthread_mutex_lock(&d->mu);
 		d->dur[set] = gw_now_mono() - t0;
 		pthread_mutex_unlock(&d->mu);
-		gw_registry_publish(c->a->reg,
+		gw_registry_publish(c->env->reg,
 				    set ? d->slot_detail : d->slot_fast, &d->snap);
 	}
 	d->backoff = 0; /* a clean pass */
@@ -197,9 +197,9 @@ static int start_workers(struct gw_nvml *c)
 		char owner[32];
 
 		snprintf(owner, sizeof(owner), "nvml-gpu%u-fast", i);
-		d->slot_fast = gw_registry_slot(c->a->reg, owner);
+		d->slot_fast = gw_registry_slot(c->env->reg, owner);
 		snprintf(owner, sizeof(owner), "nvml-gpu%u-detail", i);
-		d->slot_detail = gw_registry_slot(c->a->reg, owner);
+		d->slot_detail = gw_registry_slot(c->env->reg, owner);
 		if (d->slot_fast < 0 || d->slot_detail < 0)
 			return -ENOSPC;
 		r = start_thread(&d->thread, worker_main, d);
@@ -297,9 +297,9 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 					d->in_call ? d->in_call : "a call",
 					now - d->job_started);
 				/* Its last values are stale now. */
-				gw_registry_publish(c->a->reg, d->slot_fast,
+				gw_registry_publish(c->env->reg, d->slot_fast,
 						    &c->empty_snap);
-				gw_registry_publish(c->a->reg, d->slot_detail,
+				gw_registry_publish(c->env->reg, d->slot_detail,
 						    &c->empty_snap);
 			}
 			else if (!d->hung)
@@ -333,7 +333,7 @@ static void sleep_until(struct gw_nvml *c, double mono_deadline)
 static void *sched_main(void *arg)
 {
 	struct gw_nvml *c = arg;
-	struct gw_agent *a = c->a;
+	const struct gw_collect_env *env = c->env;
 	double next_fast = 0, next_detail = 0;
 
 	c->load_backoff = LOAD_BACKOFF_MIN;
@@ -355,15 +355,15 @@ static void *sched_main(void *arg)
 			}
 			if (!c->loaded) {
 				add_status(c, &c->status_snap);
-				gw_registry_publish(a->reg, c->slot_status,
+				gw_registry_publish(env->reg, c->slot_status,
 						    &c->status_snap);
 				sleep_until(c, c->retry_load_at);
 				continue;
 			}
 			now = gw_now_mono();
 		}
-		fast = (double)atomic_load(&a->fast_ms) / 1000;
-		detail = (double)atomic_load(&a->detail_ms) / 1000;
+		fast = (double)atomic_load(env->fast_ms) / 1000;
+		detail = (double)atomic_load(env->detail_ms) / 1000;
 		if (now >= next_fast) {
 			jobs |= JOB_FAST;
 			next_fast = next_fast + fast > now ? next_fast + fast :
@@ -380,7 +380,7 @@ static void *sched_main(void *arg)
 		next = fmin(next_fast, next_detail);
 		if (dispatch(c, jobs, now, &next) || jobs) {
 			add_status(c, &c->status_snap);
-			gw_registry_publish(a->reg, c->slot_status,
+			gw_registry_publish(env->reg, c->slot_status,
 					    &c->status_snap);
 			gw_nvml_publish_events(c);
 		}
@@ -389,7 +389,7 @@ static void *sched_main(void *arg)
 	return NULL;
 }
 
-static int nvml_start(struct gw_agent *a, void **out)
+static int nvml_start(const struct gw_collect_env *env, void **out)
 {
 	struct gw_nvml *c = calloc(1, sizeof(*c));
 	pthread_condattr_t ca;
@@ -397,10 +397,10 @@ static int nvml_start(struct gw_agent *a, void **out)
 
 	if (!c)
 		return -ENOMEM;
-	c->a = a;
-	c->dcgm = strcmp(a->cfg.compat, "dcgm") == 0;
+	c->env = env;
+	c->dcgm = env->o->dcgm;
 	atomic_store(&c->timeout_ms,
-		     (uint64_t)(a->cfg.collector_timeout * 1000));
+		     (uint64_t)(env->o->collector_timeout * 1000));
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->ev_mu, NULL);
 	pthread_condattr_init(&ca);
@@ -421,8 +421,8 @@ static int nvml_start(struct gw_agent *a, void **out)
 	gw_snap_init(&c->status_snap);
 	gw_snap_init(&c->events_snap);
 	gw_snap_init(&c->empty_snap);
-	c->slot_status = gw_registry_slot(a->reg, "nvml-status");
-	c->slot_events = gw_registry_slot(a->reg, "nvml-events");
+	c->slot_status = gw_registry_slot(env->reg, "nvml-status");
+	c->slot_events = gw_registry_slot(env->reg, "nvml-events");
 	if (c->slot_status < 0 || c->slot_events < 0) {
 		r = -ENOSPC;
 		goto err;
@@ -516,7 +516,7 @@ static void nvml_reload(void *priv)
 	struct gw_nvml *c = priv;
 
 	atomic_store(&c->timeout_ms,
-		     (uint64_t)(c->a->cfg.collector_timeout * 1000));
+		     (uint64_t)(c->env->o->collector_timeout * 1000));
 	pthread_mutex_lock(&c->mu);
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
