@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "common/buf.h"
-#include "pipeline/rollup.h"
-#include "pipeline/sketch.h"
+#include "store/rollup.h"
+#include "store/sketch.h"
 
 #define NVAL (1 << 20)
 

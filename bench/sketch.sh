@@ -12,6 +12,6 @@ out=${BUILD:-$root/build}/bench
 mkdir -p "$out"
 ${CC:-cc} -std=gnu17 -O2 -g -D_GNU_SOURCE -Wall -Wextra \
 	-I"$root/src" -o "$out/sketch" "$here/sketch.c" \
-	"$root/src/pipeline/sketch.c" "$root/src/pipeline/rollup.c" \
+	"$root/src/store/sketch.c" "$root/src/store/rollup.c" \
 	"$root/src/common/buf.c" "$root/src/common/crc32c.c" -lm
 exec "$out/sketch"

@@ -25,7 +25,7 @@
 
 #include "bench/datasets.h"
 #include "common/log.h"
-#include "http/promql.h"
+#include "query/promql.h"
 #include "store/store.h"
 
 struct clock {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * clock.h - absolute timeouts for pthread_cond_timedwait() and
- * pthread_timedjoin_np(): "secs from now" on a given clock as a timespec.
+ * pthread_timedjoin_np(): "secs from now" on a given clock as a timespec;
+ * and the monotonic and wall clocks in seconds.
  */
 #ifndef GW_CLOCK_H
 #define GW_CLOCK_H
@@ -23,6 +24,24 @@ static inline struct timespec gw_ts_after(clockid_t clock, double secs)
 		ts.tv_nsec -= 1000000000L;
 	}
 	return ts;
+}
+
+/* CLOCK_MONOTONIC in seconds: for intervals and deadlines. */
+static inline double gw_now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CLOCK_REALTIME in seconds: for timestamps. */
+static inline double gw_now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * crc32c.h - CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), the
  * checksum of the sample chunks (store/chunk.c) and the rollup chunks
- * (pipeline/rollup.c).
+ * (store/rollup.c).
  *
  * The usual convention, as zlib's crc32(): gw_crc32c(0, p, n) is the
  * finished CRC of p[0..n) (initial value and final XOR ~0 are applied

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,15 +34,16 @@
 #include "collect/bpf/collector.h"
 #include "collect/cupti/collector.h"
 #include "collect/nvml/nvml.h"
-#include "collect/self/self.h"
 #include "collect/statsd/collector.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/worker.h"
+#include "core/alerting.h"
 #include "core/caps.h"
+#include "core/self.h"
 #include "http/api.h"
 #include "http/server.h"
-#include "pipeline/alerts.h"
-#include "store/ingest.h"
+#include "pipeline/ingest.h"
 #include "store/store.h"
 
 #ifndef GW_VERSION
@@ -51,29 +53,88 @@
 /* Seconds the agent gives its threads to finish on SIGTERM. */
 #define STOP_GRACE 3.0
 
+/* The store's ingest thread (pipeline/ingest.h) runs beside the
+ * collectors, started and stopped with them. */
+static int ingest_start(const struct gw_collect_env *env, void **priv);
+static void ingest_request_stop(void *priv);
+static int ingest_stop(void *priv, double deadline);
+static void ingest_free(void *priv);
+
+static const struct gw_collector_ops ingest_ops = {
+	.name = "store",
+	.start = ingest_start,
+	.request_stop = ingest_request_stop,
+	.stop = ingest_stop,
+	.free = ingest_free,
+};
+
 static const struct gw_collector_ops *const collectors[] = {
 	&gw_nvml_collector,
 	&gw_bpf_collector,
 	&gw_cupti_collector,
 	&gw_statsd_collector,
-	&gw_store_collector,
+	&ingest_ops,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
-double gw_now_mono(void)
+/* The agent whose env this is: env is a member of struct gw_agent. */
+static struct gw_agent *agent_of(const struct gw_collect_env *env)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (struct gw_agent *)((char *)env - offsetof(struct gw_agent, env));
 }
 
-double gw_now_real(void)
+static int ingest_start(const struct gw_collect_env *env, void **priv)
 {
-	struct timespec ts;
+	const struct gw_agent *a = agent_of(env);
+	struct gw_ingest_opts o = {
+		.reg = a->reg,
+		.store = a->store,
+		.fast_ms = env->fast_ms,
+		.baselines = a->cfg.baselines != 0,
+		.max_series = a->cfg.store_max_series,
+	};
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return gw_ingest_start(&o, (struct gw_ingest **)priv);
+}
+
+static void ingest_request_stop(void *priv)
+{
+	gw_ingest_request_stop(priv);
+}
+
+static int ingest_stop(void *priv, double deadline)
+{
+	return gw_ingest_stop(priv, deadline);
+}
+
+static void ingest_free(void *priv)
+{
+	gw_ingest_free(priv);
+}
+
+/* The collectors' view of the settings (collect/collector.h). */
+static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o)
+{
+	*o = (struct gw_collect_opts){
+		.nvml_lib = c->nvml_lib,
+		.dcgm = strcmp(c->compat, "dcgm") == 0,
+		.collector_timeout = c->collector_timeout,
+		.simulate = c->simulate,
+		.sim_day = c->sim_day,
+		.sim_seed = c->sim_seed,
+		.faults = c->faults,
+		.nfaults = c->nfaults,
+		.ebpf = c->ebpf,
+		.leak_age = c->leak_age,
+		.ebpf_budget = c->ebpf_budget,
+		.cupti = c->cupti,
+		.cupti_dir = c->cupti_dir,
+		.cupti_max_kernels = c->cupti_max_kernels,
+		.statsd_listen = c->statsd_listen,
+		.statsd_socket = c->statsd_socket,
+		.statsd_max_series = c->statsd_max_series,
+		.statsd_max_tag_values = c->statsd_max_tag_values,
+	};
 }
 
 /* mkdir -p with mode 0750 for the parts that are missing. */
@@ -166,7 +227,7 @@ static int new_attrib(const struct gw_config *c, struct gw_attrib_cache **out)
  * can change while running.
  */
 static void reload(struct gw_agent *a, struct gw_self *self, void **priv,
-		   struct gw_alerts *alerts)
+		   struct gw_alerting *alerts)
 {
 	struct gw_config c;
 	char err[GW_CONFIG_ERR_MAX];
@@ -188,12 +249,13 @@ static void reload(struct gw_agent *a, struct gw_self *self, void **priv,
 	a->cfg.detail_interval = c.detail_interval;
 	a->cfg.collector_timeout = c.collector_timeout;
 	a->cfg.cpu_budget = c.cpu_budget;
+	a->copts.collector_timeout = c.collector_timeout;
 	gw_log_set_level(c.log_level);
 	gw_self_reconfigure(self);
 	for (size_t i = 0; i < NCOLLECTORS; i++)
 		if (priv[i] && collectors[i]->reload)
 			collectors[i]->reload(priv[i]);
-	gw_alerts_agent_reload(alerts, &c);
+	gw_alerting_reload(alerts, &c);
 	gw_info("config reloaded: interval %gs, detail-interval %gs, "
 		"log-level %s",
 		c.interval, c.detail_interval, gw_log_level_name(c.log_level));
@@ -229,7 +291,7 @@ int gw_agent_main(int argc, char **argv)
 	struct gw_agent a = { 0 };
 	struct gw_http *http = NULL;
 	struct gw_self *self = NULL;
-	struct gw_alerts *alerts = NULL;
+	struct gw_alerting *alerts = NULL;
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
 	sigset_t sigs;
@@ -246,7 +308,7 @@ int gw_agent_main(int argc, char **argv)
 		return 2;
 	}
 	/* Rule files are checked like the config: a bad one is exit 2. */
-	r = gw_alerts_agent_new(&a.cfg, &alerts, err, sizeof(err));
+	r = gw_alerting_new(&a.cfg, &alerts, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
@@ -266,7 +328,7 @@ int gw_agent_main(int argc, char **argv)
 
 	lock_fd = lock_data_dir(a.cfg.data_dir);
 	if (lock_fd < 0) {
-		gw_alerts_free(alerts);
+		gw_alerting_free(alerts, gw_now_mono());
 		return 1;
 	}
 	a.reg = gw_registry_new();
@@ -298,7 +360,7 @@ int gw_agent_main(int argc, char **argv)
 		struct gw_api_opts ao = {
 			.max_samples = a.cfg.query_max_samples,
 			.timeout = a.cfg.query_timeout,
-			.alerts = alerts,
+			.alerts = gw_alerting_alerts(alerts),
 		};
 
 		gw_http_set_queryable(http,
@@ -311,15 +373,24 @@ int gw_agent_main(int argc, char **argv)
 	 * (eBPF needs CAP_BPF and CAP_PERFMON).  Then this thread drops all
 	 * of them, so the HTTP server's thread starts with none.
 	 */
+	collect_opts(&a.cfg, &a.copts);
+	a.env = (struct gw_collect_env){
+		.reg = a.reg,
+		.attrib = a.attrib,
+		.fast_ms = &a.fast_ms,
+		.detail_ms = &a.detail_ms,
+		.o = &a.copts,
+		.workers = a.workers,
+	};
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
-		r = collectors[i]->start(&a, &priv[i]);
+		r = collectors[i]->start(&a.env, &priv[i]);
 		if (r) {
 			gw_warn("collector %s did not start: %s",
 				collectors[i]->name, strerror(-r));
 			priv[i] = NULL;
 		}
 	}
-	r = gw_alerts_agent_start(alerts, &a);
+	r = gw_alerting_start(alerts, &a);
 	if (r)
 		gw_warn("alert rules are not evaluated: %s", strerror(-r));
 	if (gw_caps_any()) {
@@ -367,7 +438,7 @@ out:
 		gw_http_close(http);
 		/* Before the store closes: the evaluator reads it.  Queued
 		 * alerts get at most a second, the collectors the rest. */
-		gw_alerts_agent_free(alerts, gw_now_mono() + 1.0);
+		gw_alerting_free(alerts, gw_now_mono() + 1.0);
 		alerts = NULL;
 		for (size_t i = 0; i < NCOLLECTORS; i++)
 			if (priv[i] && collectors[i]->request_stop)

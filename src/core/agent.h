@@ -2,7 +2,7 @@
 /*
  * agent.h - the one context of the daemon, passed down to every module.
  *
- * Threads: the main thread runs gw_agent_run(): it waits for signals and
+ * Threads: the main thread runs gw_agent_main(): it waits for signals and
  * ticks the self collector and the CPU governor.  The HTTP server runs on
  * its own thread; each collector may own threads of its own (NVML: one per
  * GPU, a scheduler and an event thread).  Collectors hand values to the HTTP
@@ -17,29 +17,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "collect/collector.h"
 #include "core/config.h"
 #include "pipeline/metrics.h"
 
 struct gw_agent;
-
-/*
- * A collector plug-in.  start() creates its threads and returns; at the end
- * request_stop() is called on every collector first, so that they all wind
- * down together, then stop() waits at most until deadline (CLOCK_MONOTONIC
- * seconds),
- * returning -ETIMEDOUT if a thread is stuck (in a hung driver call): the
- * agent then exits without freeing what that thread may still touch.
- */
-struct gw_collector_ops {
-	const char *name;
-	int (*start)(struct gw_agent *a, void **priv);
-	/* Optional: tell the threads to finish, without waiting for them. */
-	void (*request_stop)(void *priv);
-	int (*stop)(void *priv, double deadline);
-	void (*free)(void *priv);
-	/* Optional: the config was reloaded (new intervals, log level). */
-	void (*reload)(void *priv);
-};
 
 struct gw_attrib_cache;
 struct gw_store;
@@ -58,14 +40,14 @@ struct gw_agent {
 	/* Intervals in use, milliseconds; the governor may stretch them. */
 	_Atomic uint64_t fast_ms;
 	_Atomic uint64_t detail_ms;
+	/* What the collectors are given (collect/collector.h): copts is
+	 * filled from cfg, env points at the fields above. */
+	struct gw_collect_opts copts;
+	struct gw_collect_env env;
 	double start_time;  /* CLOCK_REALTIME seconds */
 	int argc;
 	char **argv;
 };
-
-/* Monotonic and wall clocks in seconds. */
-double gw_now_mono(void);
-double gw_now_real(void);
 
 /* Runs the agent until SIGTERM/SIGINT; returns the process exit status. */
 int gw_agent_main(int argc, char **argv);

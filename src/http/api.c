@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "http/promql.h"
+#include "query/promql.h"
 #include "pipeline/alerts.h"
 
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)

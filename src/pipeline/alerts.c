@@ -22,8 +22,6 @@
 
 #include "common/log.h"
 #include "common/worker.h"
-#include "core/agent.h"
-#include "export/alertmanager.h"
 #include "store/store.h"
 
 #define DEFAULT_INTERVAL_MS 10000
@@ -33,7 +31,6 @@
 #define DEFAULT_TIMEOUT 30.0
 #define JSON_MAX (64u << 20)
 #define TEXT_MAX (64u << 10)
-#define MAX_AM 16
 
 struct inst {
 	char *key;            /* canonical key of labels */
@@ -82,10 +79,8 @@ struct gw_alerts {
 	struct gw_worker *w;
 	_Atomic bool stop;
 
-	/* agent wiring */
-	struct gw_am *am_owned;
+	/* what gw_alerts_attach() connected */
 	struct gw_queryable q;
-	bool have_q;
 };
 
 static const struct gw_family f_alerts = {
@@ -114,29 +109,6 @@ static const struct gw_family f_rules = {
 static const struct gw_family f_count = {
 	"gpuwatch_alerts", "Alert instances by state.", GW_GAUGE
 };
-static const struct gw_family f_am_sent = {
-	"gpuwatch_alertmanager_alerts_sent_total",
-	"Alerts accepted by each Alertmanager.", GW_COUNTER
-};
-static const struct gw_family f_am_failed = {
-	"gpuwatch_alertmanager_posts_failed_total",
-	"POSTs to each Alertmanager that failed (each retry counts).",
-	GW_COUNTER
-};
-static const struct gw_family f_am_dropped = {
-	"gpuwatch_alertmanager_alerts_dropped_total",
-	"Alerts dropped for each Alertmanager (queue full or refused).",
-	GW_COUNTER
-};
-static const struct gw_family f_am_queued = {
-	"gpuwatch_alertmanager_queue_length",
-	"Alerts waiting for each Alertmanager.", GW_GAUGE
-};
-static const struct gw_family f_am_up = {
-	"gpuwatch_alertmanager_up",
-	"1 when the last POST to the Alertmanager succeeded.", GW_GAUGE
-};
-
 static const char *const state_names[] = { "pending", "firing", "resolved" };
 
 /* ---- instances ---- */
@@ -523,7 +495,7 @@ static int apply(struct gw_alerts *al, const struct gw_rule *ru,
 				in->resolved_at = now;
 			} else if (now - in->resolved_at >=
 				   al->o.keep_resolved_ms &&
-				   (in->resolved_sent || !al->o.am)) {
+				   (in->resolved_sent || !al->o.sink)) {
 				drop = true;
 			}
 		} else if (in->state == GW_ALERT_PENDING &&
@@ -550,11 +522,11 @@ static int apply(struct gw_alerts *al, const struct gw_rule *ru,
 
 static void deliver(struct gw_alerts *al, int64_t now)
 {
-	struct gw_am_alert batch[64];
+	struct gw_alert_out batch[64];
 	char *lab[64];
 	size_t nb = 0;
 
-	if (!al->o.am)
+	if (!al->o.sink)
 		return;
 	for (size_t r = 0; r < al->rs.nrules; r++) {
 		struct rstate *st = &al->rst[r];
@@ -577,7 +549,7 @@ static void deliver(struct gw_alerts *al, int64_t now)
 				continue; /* retried next pass */
 			}
 			lab[nb] = gw_buf_detach(&b, NULL);
-			batch[nb] = (struct gw_am_alert){
+			batch[nb] = (struct gw_alert_out){
 				.labels = lab[nb],
 				.annotations = in->ann_json ? in->ann_json
 							    : "{}",
@@ -591,14 +563,14 @@ static void deliver(struct gw_alerts *al, int64_t now)
 			if (in->state == GW_ALERT_RESOLVED)
 				in->resolved_sent = true;
 			if (nb == 64) {
-				gw_am_send(al->o.am, batch, nb);
+				al->o.sink->send(al->o.sink->ctx, batch, nb);
 				while (nb)
 					free(lab[--nb]);
 			}
 		}
 	}
 	if (nb)
-		gw_am_send(al->o.am, batch, nb);
+		al->o.sink->send(al->o.sink->ctx, batch, nb);
 	while (nb)
 		free(lab[--nb]);
 }
@@ -660,24 +632,8 @@ static void publish(struct gw_alerts *al)
 		    NULL);
 	gw_snap_add(s, &f_count, (double)c.firing, NULL, "state", "firing",
 		    NULL);
-	if (al->o.am) {
-		struct gw_am_target_stats st[MAX_AM];
-		unsigned int n = gw_am_stats(al->o.am, st, MAX_AM);
-
-		for (unsigned int i = 0; i < n && i < MAX_AM; i++) {
-			gw_snap_add(s, &f_am_sent, (double)st[i].sent, NULL,
-				    "url", st[i].url, NULL);
-			gw_snap_add(s, &f_am_failed,
-				    (double)st[i].posts_failed, NULL, "url",
-				    st[i].url, NULL);
-			gw_snap_add(s, &f_am_dropped, (double)st[i].dropped,
-				    NULL, "url", st[i].url, NULL);
-			gw_snap_add(s, &f_am_queued, (double)st[i].queued,
-				    NULL, "url", st[i].url, NULL);
-			gw_snap_add(s, &f_am_up, st[i].up, NULL, "url",
-				    st[i].url, NULL);
-		}
-	}
+	if (al->o.sink && al->o.sink->publish)
+		al->o.sink->publish(al->o.sink->ctx, s);
 	gw_registry_publish(al->o.reg, al->slot, s);
 }
 
@@ -883,13 +839,13 @@ static double eval_round(struct gw_worker *w, void *arg)
 	return (double)wait / 1000.0;
 }
 
-int gw_alerts_start(struct gw_alerts *al)
+int gw_alerts_start(struct gw_alerts *al, struct gw_worker_table *workers)
 {
 	struct gw_worker_opts wo = {
 		.name = "gw-rules",
 		.round = eval_round,
 		.arg = al,
-		.table = al->o.workers,
+		.table = workers,
 	};
 	struct gw_worker *w;
 	int r;
@@ -1096,107 +1052,22 @@ int gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
 	return r;
 }
 
-/* ---- the agent's use ---- */
-
-static int load_config_rules(const struct gw_config *c, struct gw_ruleset *rs,
-			     char *err, size_t errlen)
+int gw_alerts_attach(struct gw_alerts *al, struct gw_registry *reg,
+		     const struct gw_queryable *q,
+		     const struct gw_alerts_sink *sink)
 {
-	return gw_rules_load_all(rs, c->default_rules != 0,
-				 (const char (*)[1024])c->rule_files.v,
-				 c->rule_files.n, err, errlen);
-}
+	if (reg && al->slot < 0) {
+		int slot = gw_registry_slot(reg, "rules");
 
-int gw_alerts_agent_new(const struct gw_config *c, struct gw_alerts **out,
-			char *err, size_t errlen)
-{
-	struct gw_alerts_opts o = { .sz = sizeof(o) };
-	struct gw_ruleset rs;
-	int r;
-
-	_Static_assert(sizeof(c->rule_files.v[0]) == 1024,
-		       "gw_rules_load_all takes 1024-byte names");
-	*out = NULL;
-	r = load_config_rules(c, &rs, err, errlen);
-	if (r)
-		return r;
-	o.interval_ms = (int64_t)(c->rule_interval * 1000);
-	o.resend_ms = (int64_t)(c->alert_resend * 1000);
-	o.max_samples = c->query_max_samples;
-	o.query_timeout = c->query_timeout;
-	r = gw_alerts_new(&o, &rs, out);
-	if (r)
-		snprintf(err, errlen, "alert rules: %s", strerror(-r));
-	return r;
-}
-
-int gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a)
-{
-	const struct gw_config *c = &a->cfg;
-	int r;
-
-	if (!al)
-		return 0;
-	al->o.reg = a->reg;
-	al->o.workers = a->workers;
-	al->slot = gw_registry_slot(a->reg, "rules");
-	if (al->slot < 0) {
-		al->o.reg = NULL;
-		return al->slot;
+		if (slot < 0)
+			return slot;
+		al->slot = slot;
+		al->o.reg = reg;
 	}
-	if (!a->store) {
-		if (al->rs.nrules)
-			gw_warn("rules: %zu alert rules loaded but not "
-				"evaluated: rules need the local store "
-				"(--no-store is set)",
-				al->rs.nrules);
-		return 0;
+	if (q) {
+		al->q = *q;
+		al->o.q = &al->q;
 	}
-	al->q = *gw_store_queryable(a->store);
-	al->o.q = &al->q;
-	if (c->alertmanagers.n) {
-		const char *urls[GW_CONFIG_LIST_MAX];
-		struct gw_am_opts ao = { .sz = sizeof(ao),
-					 .workers = a->workers };
-
-		for (unsigned int i = 0; i < c->alertmanagers.n; i++)
-			urls[i] = c->alertmanagers.v[i];
-		r = gw_am_new(urls, c->alertmanagers.n, &ao, &al->am_owned);
-		if (r) {
-			gw_err("alertmanager: %s", strerror(-r));
-			return r;
-		}
-		al->o.am = al->am_owned;
-	}
-	gw_info("rules: %zu alert rules in %zu groups, evaluated every %gs%s",
-		al->rs.nrules, al->rs.ngroups, c->rule_interval,
-		c->alertmanagers.n ? ", sent to the Alertmanager" : "");
-	return gw_alerts_start(al);
-}
-
-void gw_alerts_agent_reload(struct gw_alerts *al, const struct gw_config *c)
-{
-	char err[GW_RULES_ERR_MAX];
-	struct gw_ruleset rs;
-
-	if (!al)
-		return;
-	if (load_config_rules(c, &rs, err, sizeof(err))) {
-		gw_err("reload: keeping the running alert rules: %s", err);
-		return;
-	}
-	gw_info("reload: %zu alert rules in %zu groups", rs.nrules,
-		rs.ngroups);
-	gw_alerts_set_rules(al, &rs);
-}
-
-void gw_alerts_agent_free(struct gw_alerts *al, double deadline)
-{
-	if (!al)
-		return;
-	gw_alerts_stop(al);
-	if (al->am_owned)
-		gw_am_free(al->am_owned, deadline);
-	al->am_owned = NULL;
-	al->o.am = NULL;
-	gw_alerts_free(al);
+	al->o.sink = sink;
+	return 0;
 }

@@ -18,7 +18,8 @@
  * A resolved instance seen again starts anew as pending.  A rule whose
  * query fails keeps its instances as they are (health "err").
  *
- * Delivery (export/alertmanager.h): an instance is handed over when it
+ * Delivery (to a sink, struct gw_alerts_sink: export/am_sink.c hands
+ * alerts to the Alertmanager client): an instance is handed over when it
  * starts firing, then every resend interval while it fires (endsAt = now +
  * 4 x resend), and once when it resolves (endsAt = when it resolved).
  *
@@ -27,8 +28,8 @@
  * = activeAt in seconds, for pending and firing instances; self metrics
  * gpuwatch_rules_evaluations_total, gpuwatch_rules_evaluation_failures_total
  * {group,rule}, gpuwatch_rules_last_evaluation_seconds, gpuwatch_rules,
- * gpuwatch_alerts{state}, and the Alertmanager client's
- * gpuwatch_alertmanager_*{url}.
+ * gpuwatch_alerts{state}, and what the sink adds (the Alertmanager
+ * client's gpuwatch_alertmanager_*{url}).
  *
  * Errors: 0 or -errno.  Ownership: a rule set handed over is taken (the
  * caller's struct is emptied).  Thread safety: gw_alerts_eval runs on one
@@ -47,10 +48,7 @@
 #include "pipeline/rules.h"
 #include "store/query.h"
 
-struct gw_am;
-struct gw_agent;
 struct gw_worker_table;
-struct gw_config;
 
 #define GW_ALERTS_MAX_PER_RULE 1000   /* instances; more fail the rule */
 #define GW_ALERTS_KEEP_RESOLVED_MS (15 * 60 * 1000)
@@ -61,19 +59,36 @@ enum gw_alert_state {
 	GW_ALERT_RESOLVED,
 };
 
+/* One alert handed to a sink; borrowed for the call. */
+struct gw_alert_out {
+	const char *labels;      /* JSON object text: {"alertname":"X",...} */
+	const char *annotations; /* JSON object text, "{}" when none */
+	int64_t starts_ms;       /* unix ms */
+	int64_t ends_ms;         /* unix ms: in the future while firing (now +
+				  * 4 x resend), when it resolved once resolved */
+};
+
+/* Where alerts go; implemented above this layer (export/am_sink.h). */
+struct gw_alerts_sink {
+	void *ctx;
+	/* Queues copies; never blocks on the network. */
+	void (*send)(void *ctx, const struct gw_alert_out *v, size_t n);
+	/* Optional: adds the sink's own metrics to the evaluator's. */
+	void (*publish)(void *ctx, struct gw_snap *s);
+};
+
 /* Size-tagged: sz = sizeof(struct gw_alerts_opts); zero = defaults. */
 struct gw_alerts_opts {
 	size_t sz;
 	const struct gw_queryable *q; /* borrowed; NULL: nothing evaluates */
 	struct gw_registry *reg;      /* borrowed; NULL: nothing published */
-	struct gw_am *am;             /* borrowed; NULL: no delivery */
+	const struct gw_alerts_sink *sink; /* borrowed; NULL: no delivery */
 	int64_t interval_ms;          /* groups without interval; 10 s */
 	int64_t resend_ms;            /* 60 s */
 	int64_t keep_resolved_ms;     /* 15 min */
 	int64_t lookback_ms;          /* instant selectors; 5 min */
 	uint64_t max_samples;         /* per query; 0: 50,000,000 */
 	double query_timeout;         /* seconds per query; 0: 30 */
-	struct gw_worker_table *workers; /* lists "gw-rules"; borrowed */
 };
 
 struct gw_alerts;
@@ -93,9 +108,11 @@ void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules);
  * publishes and delivers.  Returns the rules that failed. */
 unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now_ms);
 
-/* Starts the "gw-rules" thread: gw_alerts_eval at the wall clock, each
- * second or each interval whichever is shorter.  -EAGAIN etc. */
-__attribute__((warn_unused_result)) int gw_alerts_start(struct gw_alerts *al);
+/* Starts the "gw-rules" thread (a common/worker.h worker, listed in
+ * workers unless NULL): gw_alerts_eval at the wall clock, each second or
+ * each interval whichever is shorter.  -EAGAIN etc. */
+__attribute__((warn_unused_result)) int
+gw_alerts_start(struct gw_alerts *al, struct gw_worker_table *workers);
 /* Asks the thread to end and waits for it (evaluations are bounded by
  * the query timeout). */
 void gw_alerts_stop(struct gw_alerts *al);
@@ -115,24 +132,16 @@ __attribute__((warn_unused_result)) int
 gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
 	       struct gw_buf *out);
 
-/* ---- the agent's use (core/agent.c) ---- */
-
-/* Loads the rules of c (built-in set, --rules files): err names the file
- * and line of a bad one.  On success *out holds an evaluator that is not
- * running yet. */
+/*
+ * Connects what was not known when the rules were loaded (an agent checks
+ * its rule files before it opens the store): the registry to publish into
+ * (taken only if none was given), the history to query and the sink.
+ * NULLs leave that part as it is.  Before gw_alerts_start().  0 or -ENOSPC
+ * (no registry slot).
+ */
 __attribute__((warn_unused_result)) int
-gw_alerts_agent_new(const struct gw_config *c, struct gw_alerts **out,
-		    char *err, size_t errlen);
-/* Connects the registry, the store (NULL: logs that rules need the store
- * and evaluates nothing) and the Alertmanagers of a->cfg; starts the
- * thread. */
-__attribute__((warn_unused_result)) int
-gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a);
-/* SIGHUP: reads the rule files of c again; a bad one keeps the old rules
- * and logs why. */
-void gw_alerts_agent_reload(struct gw_alerts *al, const struct gw_config *c);
-/* Stops the thread, hands what is queued to the Alertmanagers until
- * deadline (CLOCK_MONOTONIC s) and frees everything.  NULL: no-op. */
-void gw_alerts_agent_free(struct gw_alerts *al, double deadline);
+gw_alerts_attach(struct gw_alerts *al, struct gw_registry *reg,
+		 const struct gw_queryable *q,
+		 const struct gw_alerts_sink *sink);
 
 #endif

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "store/labels.h"
 
 enum gw_metric_type {
 	GW_GAUGE,
@@ -104,10 +105,6 @@ void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
 			 const double *q, const double *values, size_t n,
 			 double count, double sum, const char *base, ...)
 	__attribute__((sentinel));
-
-/* Appends name="value" with Prometheus escaping to b; no separator. */
-__attribute__((warn_unused_result)) int
-gw_labels_append(struct gw_buf *b, const char *name, const char *value);
 
 struct gw_registry;
 

@@ -46,8 +46,8 @@
 #include <stdint.h>
 
 #include "common/buf.h"
-#include "http/promql.h"
-#include "pipeline/labels.h"
+#include "query/promql.h"
+#include "store/labels.h"
 
 #define GW_RULES_ERR_MAX 512
 #define GW_RULES_MAX_FILE (1u << 20)  /* bytes per rule file */

@@ -4,7 +4,7 @@
  * "queryable", implemented by the store (and by in-memory fakes in tests).
  *
  * Times are milliseconds since the epoch.  Tiers: raw samples, 1-minute and
- * 1-hour rollups (see pipeline/rollup.h; a rollup's t is its window's end).
+ * 1-hour rollups (see store/rollup.h; a rollup's t is its window's end).
  *
  * Ownership: every result struct is filled by the queryable and released by
  * the caller with the matching _release function below.
@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/labels.h"
-#include "pipeline/rollup.h"
+#include "store/labels.h"
+#include "store/rollup.h"
 
 enum gw_tier {
 	GW_TIER_RAW = 0,

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 
 #include "common/buf.h"
-#include "pipeline/series.h"
+#include "store/series.h"
 #include "store/chunk.h"
 #include "store/store.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "http/promql.h"
+#include "query/promql.h"
 
 #define CHECK(cond)             \
 	do {                    \

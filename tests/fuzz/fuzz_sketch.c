@@ -27,8 +27,8 @@
 #include "common/buf.h"
 #include "common/crc32c.h"
 #include "fuzz.h"
-#include "pipeline/rollup.h"
-#include "pipeline/sketch.h"
+#include "store/rollup.h"
+#include "store/sketch.h"
 
 #define CHECK(cond)              \
 	do {                     \

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "pipeline/labels.h"
-#include "pipeline/rollup.h"
+#include "store/labels.h"
+#include "store/rollup.h"
 
 struct fake_series {
 	struct gw_labels l;

@@ -6,7 +6,8 @@
  * reload, and the JSON of /api/v1/alerts and /api/v1/rules.
  *
  * The Alertmanager client is replaced by the recorder below (the test's
- * own gw_am_* are linked instead of export/alertmanager.c).
+ * own gw_am_* are linked instead of export/alertmanager.c); alerts reach it
+ * through the real sink, export/am_sink.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "export/alertmanager.h"
+#include "export/am_sink.h"
 #include "pipeline/alerts.h"
 
 #include "fake_queryable.c"
@@ -89,6 +91,7 @@ struct fx {
 	struct gw_queryable q;
 	struct gw_registry *reg;
 	struct gw_alerts *al;
+	struct gw_alerts_sink sink;
 	size_t temp0, temp1;
 };
 
@@ -133,7 +136,10 @@ static void fx_open(struct fx *x, const char *yaml, struct gw_am *am)
 	assert_non_null(x->reg);
 	o.q = &x->q;
 	o.reg = x->reg;
-	o.am = am;
+	if (am) {
+		gw_am_sink_init(&x->sink, am);
+		o.sink = &x->sink;
+	}
 	o.interval_ms = 10 * SEC;
 	o.resend_ms = 60 * SEC;
 	o.lookback_ms = 15 * SEC;

@@ -19,7 +19,7 @@
 
 #include "common/buf.h"
 #include "core/config.h"
-#include "http/promql.h"
+#include "query/promql.h"
 #include "pipeline/metrics.h"
 #include "store/store.h"
 

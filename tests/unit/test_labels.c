@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "pipeline/labels.h"
+#include "store/labels.h"
 
 static void parse_sorts_and_unescapes(void **state)
 {

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "http/promql.h"
+#include "query/promql.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

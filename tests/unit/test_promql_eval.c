@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "http/promql.h"
+#include "query/promql.h"
 
 #include "fake_queryable.c"
 

@@ -19,8 +19,8 @@
 
 #include "common/buf.h"
 #include "common/crc32c.h"
-#include "pipeline/rollup.h"
-#include "pipeline/sketch.h"
+#include "store/rollup.h"
+#include "store/sketch.h"
 
 #define BUF_MAX (64u << 20)
 #define NQ (sizeof(qs) / sizeof(qs[0]))

@@ -94,7 +94,8 @@ if(GW_HAVE_BPF)
 	add_library(gw_bpf STATIC ${_gw_bpf_src}/probes.c
 		${_gw_bpf_out}/cuda.skel.h)
 	add_dependencies(gw_bpf gw_bpf_skel)
-	target_include_directories(gw_bpf PUBLIC ${PROJECT_SOURCE_DIR}/src)
+	# The collect layer's view of the tree (src/CMakeLists.txt).
+	target_include_directories(gw_bpf PRIVATE ${CMAKE_BINARY_DIR}/layers/collect)
 	target_include_directories(gw_bpf PRIVATE ${_gw_bpf_src})
 	# The generated skeleton is not ours to warn about.
 	target_include_directories(gw_bpf SYSTEM PRIVATE ${_gw_bpf_out})

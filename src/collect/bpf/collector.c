@@ -112,7 +112,7 @@ struct pid_cost {
 };
 
 struct bpf_col {
-	struct gw_agent *a;
+	const struct gw_collect_env *env;
 	struct gw_probes *p;
 	struct gw_attrib_cache *attrib;
 	pthread_t thread;
@@ -537,7 +537,7 @@ static void publish(struct bpf_col *b, double now)
 		if (gw_probes_read_api(b->p, pub_api, &pc) ||
 		    gw_probes_read_errors(b->p, pub_err, &pc) ||
 		    gw_probes_read_mem(b->p,
-				       (uint64_t)(b->a->cfg.leak_age * 1e9),
+				       (uint64_t)(b->env->o->leak_age * 1e9),
 				       pub_mem, &pc))
 			gw_dbg("ebpf: reading the maps failed");
 		for (unsigned int i = 0; i < b->npass; i++) {
@@ -575,7 +575,7 @@ static void publish(struct bpf_col *b, double now)
 	gw_snap_add(s, &f_dropped, (double)b->exits_dropped, NULL, "what",
 		    "exit_labels", NULL);
 	gw_snap_add(s, &f_up, b->up, NULL, NULL);
-	gw_registry_publish(b->a->reg, b->slot, s);
+	gw_registry_publish(b->env->reg, b->slot, s);
 	if (b->up)
 		forget_gone(b);
 }
@@ -617,7 +617,7 @@ static int gov_api(void *ctx, const struct gw_api_stats *s)
  */
 static void govern(struct bpf_col *b)
 {
-	double budget = b->a->cfg.ebpf_budget, old = b->duty, worst = 0;
+	double budget = b->env->o->ebpf_budget, old = b->duty, worst = 0;
 
 	b->ncur = 0;
 	if (gw_probes_read_api(b->p, gov_api, b))
@@ -751,7 +751,7 @@ static void *thread_main(void *arg)
 		duty_cycle(b, now);
 		if (now >= next_pub) {
 			publish(b, now);
-			next_pub = now + (double)atomic_load(&b->a->fast_ms) / 1000;
+			next_pub = now + (double)atomic_load(b->env->fast_ms) / 1000;
 		}
 		wake = fmin(next_pub, fmin(next_scan, b->next_govern));
 		for (unsigned int i = 0; i < b->npending; i++)
@@ -769,13 +769,13 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static int col_start(struct gw_agent *a, void **priv)
+static int col_start(const struct gw_collect_env *env, void **priv)
 {
 	struct bpf_col *b;
 	int r;
 
 	*priv = NULL;
-	if (!a->cfg.ebpf) {
+	if (!env->o->ebpf) {
 		gw_info("ebpf: off (--no-ebpf)");
 		return 0;
 	}
@@ -789,13 +789,13 @@ static int col_start(struct gw_agent *a, void **priv)
 	}
 	for (int i = 0; i < NBOUNDS; i++)
 		bounds[i] = ldexp(1, 10 + 2 * i) / 1e9;
-	b->a = a;
-	b->attrib = a->attrib;
+	b->env = env;
+	b->attrib = env->attrib;
 	b->ticks_per_s = sysconf(_SC_CLK_TCK);
 	if (b->ticks_per_s <= 0)
 		b->ticks_per_s = 100;
 	gw_snap_init(&b->snap);
-	b->slot = gw_registry_slot(a->reg, "ebpf");
+	b->slot = gw_registry_slot(env->reg, "ebpf");
 	if (b->slot < 0) {
 		r = -ENOSPC;
 		goto err;

@@ -23,7 +23,7 @@
 #ifndef GW_BPF_COLLECTOR_H
 #define GW_BPF_COLLECTOR_H
 
-#include "core/agent.h"
+#include "collect/collector.h"
 
 extern const struct gw_collector_ops gw_bpf_collector;
 

@@ -5,10 +5,10 @@
 #include "collect/bpf/collector.h"
 #include "common/log.h"
 
-static int stub_start(struct gw_agent *a, void **priv)
+static int stub_start(const struct gw_collect_env *env, void **priv)
 {
 	*priv = NULL;
-	if (a->cfg.ebpf)
+	if (env->o->ebpf)
 		gw_info("ebpf: unavailable: this build has no eBPF support "
 			"(clang, bpftool or libbpf were missing)");
 	return 0;

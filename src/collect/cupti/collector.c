@@ -187,7 +187,7 @@ struct name_entry {
 };
 
 struct cupti_col {
-	struct gw_agent *a;
+	const struct gw_collect_env *env;
 	pthread_t thread;
 	int started;
 	_Atomic int stop;
@@ -598,7 +598,7 @@ static void refuse(struct cupti_col *c, const char *name, dev_t dev,
 		   ino_t ino, enum refuse_reason why, const char *detail)
 {
 	c->refused[why]++;
-	gw_info("cupti: not reading %s/%s: %s%s%s", c->a->cfg.cupti_dir, name,
+	gw_info("cupti: not reading %s/%s: %s%s%s", c->env->o->cupti_dir, name,
 		refuse_names[why], detail ? ": " : "", detail ? detail : "");
 	if (!ino)
 		return;
@@ -709,7 +709,7 @@ static struct ring *find_ring(struct cupti_col *c, const char *name)
 
 static void scan_dir(struct cupti_col *c)
 {
-	const char *dir = c->a->cfg.cupti_dir;
+	const char *dir = c->env->o->cupti_dir;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	struct stat dst;
@@ -859,12 +859,12 @@ static void pub_ring(struct cupti_col *c, const struct ring *g,
 	struct gw_attrib at;
 	struct gw_buf buf;
 	char L[LABELS_MAX], code[16];
-	unsigned int m, k = c->a->cfg.cupti_max_kernels;
+	unsigned int m, k = c->env->o->cupti_max_kernels;
 	uint32_t st = g->ri.status;
 
 	memset(&at, 0, sizeof(at));
-	if (c->a->attrib &&
-	    gw_attrib_get(c->a->attrib, g->host_pid, now_mono, &at))
+	if (c->env->attrib &&
+	    gw_attrib_get(c->env->attrib, g->host_pid, now_mono, &at))
 		memset(&at, 0, sizeof(at));
 	gw_buf_init(&buf, sizeof(L));
 	if (gw_attrib_labels(&at, g->host_pid, &buf) || !buf.p)
@@ -959,7 +959,7 @@ static void pub_ring(struct cupti_col *c, const struct ring *g,
 /* Unlinks g's file if the name still points at it. */
 static void unlink_ring(struct cupti_col *c, const struct ring *g)
 {
-	int dfd = open(c->a->cfg.cupti_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(c->env->o->cupti_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
 
 	if (dfd < 0)
@@ -978,8 +978,8 @@ static void forget(struct cupti_col *c, unsigned int i, int remove)
 
 	if (remove)
 		unlink_ring(c, g);
-	if (g->host_pid && c->a->attrib)
-		gw_attrib_forget(c->a->attrib, g->host_pid);
+	if (g->host_pid && c->env->attrib)
+		gw_attrib_forget(c->env->attrib, g->host_pid);
 	ring_free(g);
 	c->rings[i] = c->rings[--c->nrings];
 }
@@ -1055,7 +1055,7 @@ static void pass(struct cupti_col *c)
 		gw_snap_add(s, &f_refused, (double)c->refused[i], NULL,
 			    "reason", refuse_names[i], NULL);
 	gw_snap_add(s, &f_rings, attached, NULL, NULL);
-	gw_registry_publish(c->a->reg, c->slot, s);
+	gw_registry_publish(c->env->reg, c->slot, s);
 
 	/* From the end, as forget() moves the last ring into the hole. */
 	for (unsigned int i = c->nrings; i-- > 0;) {
@@ -1082,7 +1082,7 @@ static void *thread_main(void *arg)
 
 		pass(c);
 		ts = gw_ts_after(CLOCK_MONOTONIC,
-				 (double)atomic_load(&c->a->fast_ms) / 1000);
+				 (double)atomic_load(c->env->fast_ms) / 1000);
 		pthread_mutex_lock(&c->lock);
 		while (!stopping(c) &&
 		       pthread_cond_timedwait(&c->wake, &c->lock, &ts) == 0)
@@ -1112,13 +1112,13 @@ static void col_free(void *priv)
 	free(c);
 }
 
-static int col_start(struct gw_agent *a, void **priv)
+static int col_start(const struct gw_collect_env *env, void **priv)
 {
 	struct cupti_col *c;
 	int r = -ENOMEM;
 
 	*priv = NULL;
-	if (!a->cfg.cupti) {
+	if (!env->o->cupti) {
 		gw_info("cupti: off (--no-cupti)");
 		return 0;
 	}
@@ -1126,7 +1126,7 @@ static int col_start(struct gw_agent *a, void **priv)
 	if (!c)
 		return -ENOMEM;
 	gw_snap_init(&c->snap);
-	c->a = a;
+	c->env = env;
 	c->proc_root = "/proc";
 	c->buf = malloc(TAKE_CAP);
 	c->idx = calloc(GW_CUPTI_MAX_KERNELS, sizeof(*c->idx));
@@ -1144,7 +1144,7 @@ static int col_start(struct gw_agent *a, void **priv)
 		pthread_condattr_destroy(&ca);
 		c->sync_ok = 1;
 	}
-	c->slot = gw_registry_slot(a->reg, "cupti");
+	c->slot = gw_registry_slot(env->reg, "cupti");
 	if (c->slot < 0) {
 		r = -ENOSPC;
 		goto err;

@@ -5,7 +5,7 @@
 #ifndef GW_CUPTI_COLLECTOR_H
 #define GW_CUPTI_COLLECTOR_H
 
-#include "core/agent.h"
+#include "collect/collector.h"
 
 extern const struct gw_collector_ops gw_cupti_collector;
 

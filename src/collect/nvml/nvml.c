@@ -47,7 +47,7 @@ static int start_worker(struct gw_nvml *c, struct gw_worker **out,
 	int r;
 
 	o->stack_size = THREAD_STACK;
-	o->table = c->a->workers;
+	o->table = c->env->workers;
 	r = gw_worker_start(o, &w);
 	if (r)
 		return r;
@@ -75,8 +75,8 @@ static void mark_lost(struct nvml_dev *d)
 		    "gpuwatch_gpu_up is 0 and the agent retries with backoff",
 		    d->index, d->uuid);
 	gw_snap_reset(&d->snap);
-	gw_registry_publish(c->a->reg, d->slot_fast, &d->snap);
-	gw_registry_publish(c->a->reg, d->slot_detail, &d->snap);
+	gw_registry_publish(c->env->reg, d->slot_fast, &d->snap);
+	gw_registry_publish(c->env->reg, d->slot_detail, &d->snap);
 }
 
 /* A lost GPU is probed with exponential backoff; returns 1 when it is back. */
@@ -147,7 +147,7 @@ static void run_jobs(struct nvml_dev *d, int jobs)
 		pthread_mutex_lock(&d->mu);
 		d->dur[set] = gw_now_mono() - t0;
 		pthread_mutex_unlock(&d->mu);
-		gw_registry_publish(c->a->reg,
+		gw_registry_publish(c->env->reg,
 				    set ? d->slot_detail : d->slot_fast, &d->snap);
 	}
 	d->backoff = 0; /* a clean pass */
@@ -201,9 +201,9 @@ static int start_workers(struct gw_nvml *c)
 		};
 
 		snprintf(owner, sizeof(owner), "nvml-gpu%u-fast", i);
-		d->slot_fast = gw_registry_slot(c->a->reg, owner);
+		d->slot_fast = gw_registry_slot(c->env->reg, owner);
 		snprintf(owner, sizeof(owner), "nvml-gpu%u-detail", i);
-		d->slot_detail = gw_registry_slot(c->a->reg, owner);
+		d->slot_detail = gw_registry_slot(c->env->reg, owner);
 		if (d->slot_fast < 0 || d->slot_detail < 0)
 			return -ENOSPC;
 		snprintf(name, sizeof(name), "gw-nvml-%u", i);
@@ -312,9 +312,9 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 					d->in_call ? d->in_call : "a call",
 					now - d->job_started);
 				/* Its last values are stale now. */
-				gw_registry_publish(c->a->reg, d->slot_fast,
+				gw_registry_publish(c->env->reg, d->slot_fast,
 						    &c->empty_snap);
-				gw_registry_publish(c->a->reg, d->slot_detail,
+				gw_registry_publish(c->env->reg, d->slot_detail,
 						    &c->empty_snap);
 			}
 			else if (!d->hung)
@@ -345,7 +345,7 @@ static int sched_init(struct gw_worker *w, void *arg)
 static double sched_round(struct gw_worker *w, void *arg)
 {
 	struct gw_nvml *c = arg;
-	struct gw_agent *a = c->a;
+	const struct gw_collect_env *env = c->env;
 	double now = gw_now_mono(), fast, detail, next;
 	int jobs = 0;
 
@@ -363,14 +363,14 @@ static double sched_round(struct gw_worker *w, void *arg)
 		}
 		if (!c->loaded) {
 			add_status(c, &c->status_snap);
-			gw_registry_publish(a->reg, c->slot_status,
+			gw_registry_publish(env->reg, c->slot_status,
 					    &c->status_snap);
 			return c->retry_load_at - gw_now_mono();
 		}
 		now = gw_now_mono();
 	}
-	fast = (double)atomic_load(&a->fast_ms) / 1000;
-	detail = (double)atomic_load(&a->detail_ms) / 1000;
+	fast = (double)atomic_load(env->fast_ms) / 1000;
+	detail = (double)atomic_load(env->detail_ms) / 1000;
 	if (now >= c->next_fast) {
 		jobs |= JOB_FAST;
 		c->next_fast = c->next_fast + fast > now ? c->next_fast + fast
@@ -387,13 +387,13 @@ static double sched_round(struct gw_worker *w, void *arg)
 	next = fmin(c->next_fast, c->next_detail);
 	if (dispatch(c, jobs, now, &next) || jobs) {
 		add_status(c, &c->status_snap);
-		gw_registry_publish(a->reg, c->slot_status, &c->status_snap);
+		gw_registry_publish(env->reg, c->slot_status, &c->status_snap);
 		gw_nvml_publish_events(c);
 	}
 	return next - gw_now_mono();
 }
 
-static int nvml_start(struct gw_agent *a, void **out)
+static int nvml_start(const struct gw_collect_env *env, void **out)
 {
 	struct gw_nvml *c = calloc(1, sizeof(*c));
 	struct gw_worker_opts o = {
@@ -405,10 +405,10 @@ static int nvml_start(struct gw_agent *a, void **out)
 
 	if (!c)
 		return -ENOMEM;
-	c->a = a;
-	c->dcgm = strcmp(a->cfg.compat, "dcgm") == 0;
+	c->env = env;
+	c->dcgm = env->o->dcgm;
 	atomic_store(&c->timeout_ms,
-		     (uint64_t)(a->cfg.collector_timeout * 1000));
+		     (uint64_t)(env->o->collector_timeout * 1000));
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->ev_mu, NULL);
 	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
@@ -424,8 +424,8 @@ static int nvml_start(struct gw_agent *a, void **out)
 	gw_snap_init(&c->status_snap);
 	gw_snap_init(&c->events_snap);
 	gw_snap_init(&c->empty_snap);
-	c->slot_status = gw_registry_slot(a->reg, "nvml-status");
-	c->slot_events = gw_registry_slot(a->reg, "nvml-events");
+	c->slot_status = gw_registry_slot(env->reg, "nvml-status");
+	c->slot_events = gw_registry_slot(env->reg, "nvml-events");
 	if (c->slot_status < 0 || c->slot_events < 0) {
 		r = -ENOSPC;
 		goto err;
@@ -513,7 +513,7 @@ static void nvml_reload(void *priv)
 	struct gw_nvml *c = priv;
 
 	atomic_store(&c->timeout_ms,
-		     (uint64_t)(c->a->cfg.collector_timeout * 1000));
+		     (uint64_t)(c->env->o->collector_timeout * 1000));
 	gw_worker_wake(c->sched);
 }
 

@@ -28,7 +28,7 @@
 #ifndef GW_NVML_H
 #define GW_NVML_H
 
-#include "core/agent.h"
+#include "collect/collector.h"
 
 extern const struct gw_collector_ops gw_nvml_collector;
 

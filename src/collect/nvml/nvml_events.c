@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "collect/nvml/nvml_internal.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define WAIT_MS 500
@@ -221,5 +222,5 @@ void gw_nvml_publish_events(struct gw_nvml *c)
 	}
 	gw_snap_add(s, &f_xid_overflow, (double)c->xid_overflow, NULL, NULL);
 	pthread_mutex_unlock(&c->ev_mu);
-	gw_registry_publish(c->a->reg, c->slot_events, s);
+	gw_registry_publish(c->env->reg, c->slot_events, s);
 }

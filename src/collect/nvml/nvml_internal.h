@@ -98,7 +98,7 @@ struct nvml_dev {
 };
 
 struct gw_nvml {
-	struct gw_agent *a;
+	const struct gw_collect_env *env;
 	struct gw_nvml_fns fns;
 	void *dl;          /* dlopen handle, NULL when simulating */
 	int simulated;

@@ -122,14 +122,14 @@ static int resolve(struct gw_nvml *c)
 	if (nmissing)
 		gw_warn("nvml: %u functions are missing from %s (an older "
 			"driver?): %s; their metrics are off",
-			nmissing, c->a->cfg.nvml_lib,
+			nmissing, c->env->o->nvml_lib,
 			missing.p ? missing.p : "?");
 	gw_buf_release(&missing);
 	if (!c->fns.init || !c->fns.device_get_count ||
 	    !c->fns.device_get_handle_by_index) {
 		gw_err("nvml: %s lacks nvmlInit, nvmlDeviceGetCount or "
 		       "nvmlDeviceGetHandleByIndex; hardware metrics are off",
-		       c->a->cfg.nvml_lib);
+		       c->env->o->nvml_lib);
 		return -ENOSYS;
 	}
 	return 0;
@@ -183,7 +183,7 @@ void gw_nvml_discover(struct gw_nvml *c, struct nvml_dev *d)
 
 int gw_nvml_load(struct gw_nvml *c)
 {
-	const struct gw_config *cfg = &c->a->cfg;
+	const struct gw_collect_opts *cfg = c->env->o;
 	unsigned int n = 0;
 	char why[256];
 	int r;
@@ -194,8 +194,11 @@ int gw_nvml_load(struct gw_nvml *c)
 		o.gpus = cfg->simulate;
 		o.day_s = cfg->sim_day;
 		o.seed = cfg->sim_seed;
-		memcpy(o.faults, cfg->faults, sizeof(o.faults));
-		o.nfaults = cfg->nfaults;
+		o.nfaults = cfg->nfaults < GW_SIM_MAX_FAULTS ? cfg->nfaults
+							       : GW_SIM_MAX_FAULTS;
+		if (o.nfaults)
+			memcpy(o.faults, cfg->faults,
+			       o.nfaults * sizeof(o.faults[0]));
 		r = gw_sim_start(&o);
 		if (r) {
 			gw_err("sim: cannot start: %s", strerror(-r));

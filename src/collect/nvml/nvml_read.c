@@ -14,6 +14,7 @@
 
 #include "collect/attrib.h"
 #include "collect/nvml/nvml_internal.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL /* NVML_VALUE_NOT_AVAILABLE */
@@ -257,8 +258,8 @@ static void proc_labels(struct nvml_dev *d, unsigned int pid, char *out,
 	int err;
 
 	memset(&at, 0, sizeof(at));
-	if (d->c->a->attrib &&
-	    gw_attrib_get(d->c->a->attrib, pid, gw_now_mono(), &at))
+	if (d->c->env->attrib &&
+	    gw_attrib_get(d->c->env->attrib, pid, gw_now_mono(), &at))
 		memset(&at, 0, sizeof(at)); /* gone, or over the cache bound */
 	gw_buf_init(&b, len);
 	err = gw_buf_adds(&b, d->labels);

@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nvml_abi.h"
+#include "collect/nvml/nvml_abi.h"
 
 #define GW_SIM_MAX_GPUS 64
 #define GW_SIM_MAX_FAULTS 32

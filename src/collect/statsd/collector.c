@@ -451,7 +451,7 @@ void gw_statsd_rx_counts(const struct gw_statsd_rx *rx,
 /* ---- the collector ---- */
 
 struct statsd_col {
-	struct gw_agent *a;
+	const struct gw_collect_env *env;
 	struct gw_statsd_rx *rx;
 	struct gw_snap snap;
 	pthread_t thread;
@@ -471,9 +471,9 @@ static void *thread_main(void *arg)
 
 		if (now >= next_pub) {
 			gw_statsd_rx_publish(c->rx, &c->snap, now);
-			gw_registry_publish(c->a->reg, c->slot, &c->snap);
+			gw_registry_publish(c->env->reg, c->slot, &c->snap);
 			next_pub =
-			    now + (double)atomic_load(&c->a->fast_ms) / 1000;
+			    now + (double)atomic_load(c->env->fast_ms) / 1000;
 		}
 		timeout = (int)fmin(POLL_MAX_MS,
 				    fmax(1, ceil((next_pub - now) * 1000)));
@@ -484,13 +484,13 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static int col_start(struct gw_agent *a, void **priv)
+static int col_start(const struct gw_collect_env *env, void **priv)
 {
 	struct gw_statsd_rx_opts o = {
-	    .listen = a->cfg.statsd_listen,
-	    .socket = a->cfg.statsd_socket,
-	    .max_series = a->cfg.statsd_max_series,
-	    .max_tag_values = a->cfg.statsd_max_tag_values,
+	    .listen = env->o->statsd_listen,
+	    .socket = env->o->statsd_socket,
+	    .max_series = env->o->statsd_max_series,
+	    .max_tag_values = env->o->statsd_max_tag_values,
 	};
 	struct statsd_col *c;
 	int r;
@@ -503,12 +503,12 @@ static int col_start(struct gw_agent *a, void **priv)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->a = a;
+	c->env = env;
 	gw_snap_init(&c->snap);
 	r = gw_statsd_rx_open(&o, &c->rx);
 	if (r)
 		goto err;
-	c->slot = gw_registry_slot(a->reg, "statsd");
+	c->slot = gw_registry_slot(env->reg, "statsd");
 	if (c->slot < 0) {
 		r = -ENOSPC;
 		goto err;

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/agent.h"
+#include "collect/collector.h"
 
 extern const struct gw_collector_ops gw_statsd_collector;
 

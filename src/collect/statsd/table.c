@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "collect/statsd/table.h"
-#include "pipeline/sketch.h"
+#include "store/sketch.h"
 
 #define KEY_MAX                                                                \
 	(2 + GW_STATSD_NAME_MAX + 16 +                                         \

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "store/ingest.h"
+#include "pipeline/ingest.h"
 
 #include <errno.h>
 #include <math.h>
@@ -77,8 +77,10 @@ struct copied {
 	enum gw_sample_kind kind;
 };
 
-struct ingest {
-	struct gw_agent *a;
+struct gw_ingest {
+	struct gw_registry *reg;
+	struct gw_store *store;
+	_Atomic uint64_t *fast_ms;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -98,7 +100,7 @@ struct ingest {
 
 static void copy_one(void *ctx, const struct gw_visit *v)
 {
-	struct ingest *in = ctx;
+	struct gw_ingest *in = ctx;
 	size_t name = in->arena.len, labels;
 
 	if (in->n == in->cap) {
@@ -128,7 +130,7 @@ static void copy_one(void *ctx, const struct gw_visit *v)
 }
 
 /* Scores a sample the store took and stores the score beside it. */
-static void judge(struct ingest *in, const char *name, const char *labels,
+static void judge(struct gw_ingest *in, const char *name, const char *labels,
 		  const struct copied *c)
 {
 	char sname[320];
@@ -137,15 +139,15 @@ static void judge(struct ingest *in, const char *name, const char *labels,
 
 	if (isnan(score) || gw_anomaly_score_name(name, sname, sizeof(sname)))
 		return;
-	(void)!gw_store_append(in->a->store, sname, labels, c->t_ms, score);
+	(void)!gw_store_append(in->store, sname, labels, c->t_ms, score);
 }
 
 /* Takes what was published since the last pass into the store. */
-static void pass(struct ingest *in)
+static void pass(struct gw_ingest *in)
 {
 	in->n = 0;
 	gw_buf_reset(&in->arena);
-	gw_registry_visit(in->a->reg, in->gens, copy_one, in);
+	gw_registry_visit(in->reg, in->gens, copy_one, in);
 	for (size_t i = 0; i < in->n; i++) {
 		const struct copied *c = &in->batch[i];
 		const char *name = in->arena.p + c->name;
@@ -153,7 +155,7 @@ static void pass(struct ingest *in)
 
 		/* Refusals are counted (and logged once) by the store; a
 		 * refused sample is not modelled either. */
-		if (gw_store_append(in->a->store, name, labels, c->t_ms,
+		if (gw_store_append(in->store, name, labels, c->t_ms,
 				    c->value) == 0 &&
 		    in->anom)
 			judge(in, name, labels, c);
@@ -162,13 +164,13 @@ static void pass(struct ingest *in)
 		gw_anomaly_evict(in->anom, (int64_t)(gw_now_real() * 1000.0));
 }
 
-static void publish_stats(struct ingest *in)
+static void publish_stats(struct gw_ingest *in)
 {
 	static const char *const tiers[GW_TIERS] = { "raw", "1m", "1h" };
 	struct gw_store_stats st;
 	struct gw_snap *n = &in->snap;
 
-	gw_store_stats(in->a->store, &st);
+	gw_store_stats(in->store, &st);
 	gw_snap_add(n, &f_series, (double)st.series, NULL, NULL);
 	gw_snap_add(n, &f_appended, (double)st.samples_appended, NULL, NULL);
 	gw_snap_add(n, &f_refused, (double)st.samples_refused_order, NULL,
@@ -214,16 +216,16 @@ static void publish_stats(struct ingest *in)
 		gw_snap_add(n, &f_anom_evicted, (double)as.evicted, NULL,
 			    NULL);
 	}
-	gw_registry_publish(in->a->reg, in->slot, n);
+	gw_registry_publish(in->reg, in->slot, n);
 }
 
 static void *run(void *arg)
 {
-	struct ingest *in = arg;
+	struct gw_ingest *in = arg;
 
 	pthread_mutex_lock(&in->lock);
 	while (!in->stop) {
-		double wait = (double)atomic_load(&in->a->fast_ms) / 1000.0;
+		double wait = (double)atomic_load(in->fast_ms) / 1000.0;
 		struct timespec ts = gw_ts_after(CLOCK_MONOTONIC, wait);
 		int err;
 
@@ -232,7 +234,7 @@ static void *run(void *arg)
 			break;
 		pthread_mutex_unlock(&in->lock);
 		pass(in);
-		err = gw_store_maintain(in->a->store);
+		err = gw_store_maintain(in->store);
 		if (err)
 			gw_dbg("store maintenance: %s", strerror(-err));
 		publish_stats(in);
@@ -241,29 +243,31 @@ static void *run(void *arg)
 	pthread_mutex_unlock(&in->lock);
 	/* The last pass: what was published up to now, then a flush. */
 	pass(in);
-	if (gw_store_flush(in->a->store))
+	if (gw_store_flush(in->store))
 		gw_err("store: the final flush failed");
 	return NULL;
 }
 
-static int ingest_start(struct gw_agent *a, void **priv)
+int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 {
-	struct ingest *in;
+	struct gw_ingest *in;
 	pthread_condattr_t ca;
 	int err;
 
-	*priv = NULL;
-	if (!a->store)
+	*out = NULL;
+	if (!o->store)
 		return -ENODEV;
 	in = calloc(1, sizeof(*in));
 	if (!in)
 		return -ENOMEM;
-	in->a = a;
-	if (a->cfg.baselines) {
+	in->reg = o->reg;
+	in->store = o->store;
+	in->fast_ms = o->fast_ms;
+	if (o->baselines) {
 		struct gw_anomaly_opts ao;
 
 		gw_anomaly_opts_default(&ao);
-		ao.max_series = a->cfg.store_max_series;
+		ao.max_series = o->max_series;
 		err = gw_anomaly_new(&in->anom, &ao);
 		if (err) {
 			free(in);
@@ -272,7 +276,7 @@ static int ingest_start(struct gw_agent *a, void **priv)
 	}
 	gw_snap_init(&in->snap);
 	gw_buf_init(&in->arena, 64u << 20);
-	in->slot = gw_registry_slot(a->reg, "store");
+	in->slot = gw_registry_slot(in->reg, "store");
 	if (in->slot < 0) {
 		err = in->slot;
 		gw_anomaly_free(in->anom);
@@ -298,27 +302,24 @@ static int ingest_start(struct gw_agent *a, void **priv)
 	}
 	pthread_setname_np(in->thread, "gw-store");
 	in->started = true;
-	*priv = in;
+	*out = in;
 	return 0;
 }
 
-static void ingest_request_stop(void *priv)
+void gw_ingest_request_stop(struct gw_ingest *in)
 {
-	struct ingest *in = priv;
-
 	pthread_mutex_lock(&in->lock);
 	in->stop = true;
 	pthread_cond_signal(&in->cond);
 	pthread_mutex_unlock(&in->lock);
 }
 
-static int ingest_stop(void *priv, double deadline)
+int gw_ingest_stop(struct gw_ingest *in, double deadline)
 {
-	struct ingest *in = priv;
 	struct timespec ts;
 	double left = deadline - gw_now_mono();
 
-	ingest_request_stop(in);
+	gw_ingest_request_stop(in);
 	if (!in->started)
 		return 0;
 	ts = gw_ts_after(CLOCK_REALTIME, left > 0 ? left : 0);
@@ -328,10 +329,8 @@ static int ingest_stop(void *priv, double deadline)
 	return 0;
 }
 
-static void ingest_free(void *priv)
+void gw_ingest_free(struct gw_ingest *in)
 {
-	struct ingest *in = priv;
-
 	if (!in)
 		return;
 	pthread_cond_destroy(&in->cond);
@@ -342,11 +341,3 @@ static void ingest_free(void *priv)
 	free(in->batch);
 	free(in);
 }
-
-const struct gw_collector_ops gw_store_collector = {
-	.name = "store",
-	.start = ingest_start,
-	.request_stop = ingest_request_stop,
-	.stop = ingest_stop,
-	.free = ingest_free,
-};

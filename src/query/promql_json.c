@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "http/promql.h"
+#include "query/promql.h"
 
 int gw_promql_fmt_value(struct gw_buf *out, double v)
 {

@@ -120,4 +120,8 @@ bool gw_matchers_match(const struct gw_matcher *m, size_t n,
  * the label); a selector needs one matcher for which this is false. */
 bool gw_matcher_matches_empty(const struct gw_matcher *m);
 
+/* Appends name="value" with Prometheus escaping to b; no separator. */
+__attribute__((warn_unused_result)) int
+gw_labels_append(struct gw_buf *b, const char *name, const char *value);
+
 #endif

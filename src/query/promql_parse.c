@@ -34,8 +34,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/promql.h"
-#include "http/promql_lex.h"
+#include "query/promql.h"
+#include "query/promql_lex.h"
 
 #define MAX_MATCHERS 256
 #define MAX_ITEMS 1024 /* call arguments, grouping labels */

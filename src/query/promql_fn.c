@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/promql_int.h"
+#include "query/promql_int.h"
 
 /* ---- numerics ---- */
 

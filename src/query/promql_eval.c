@@ -29,8 +29,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "http/promql.h"
-#include "http/promql_int.h"
+#include "query/promql.h"
+#include "query/promql_int.h"
 
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
 #define MAX_RESOLUTION	    11000 /* (end - start) / step, as Prometheus */

@@ -4,7 +4,7 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
-#include "pipeline/labels.h"
+#include "store/labels.h"
 
 #include <errno.h>
 #include <pcre2.h>
@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/metrics.h"
+#include "common/utf8.h"
+
 
 static int pair_cmp(const void *a, const void *b)
 {
@@ -400,4 +401,49 @@ bool gw_matchers_match(const struct gw_matcher *m, size_t n,
 bool gw_matcher_matches_empty(const struct gw_matcher *m)
 {
 	return gw_matcher_match(m, "");
+}
+
+int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
+{
+	size_t start = b->len;
+	int err;
+
+	err = gw_buf_adds(b, name);
+	if (!err)
+		err = gw_buf_add(b, "=\"", 2);
+	for (const char *c = value; !err && *c; c++) {
+		const char *run = c;
+		size_t u = 1;
+
+		while (*c && *c != '\\' && *c != '"' && *c != '\n') {
+			if ((unsigned char)*c < 0x80) { /* the common case */
+				c++;
+				continue;
+			}
+			u = gw_utf8_len((const unsigned char *)c, SIZE_MAX, NULL);
+			if (!u)
+				break;
+			c += u;
+		}
+		if (c > run)
+			err = gw_buf_add(b, run, (size_t)(c - run));
+		if (err || !*c)
+			break;
+		if (u == 0)
+			err = gw_buf_add(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+		else if (*c == '\n')
+			err = gw_buf_add(b, "\\n", 2);
+		else if (*c == '\\')
+			err = gw_buf_add(b, "\\\\", 2);
+		else
+			err = gw_buf_add(b, "\\\"", 2);
+	}
+	if (!err)
+		err = gw_buf_add(b, "\"", 1);
+	if (err) {
+		b->len = start;
+		if (b->p)
+			b->p[start] = '\0';
+	}
+	return err;
 }

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/promql.h"
+#include "query/promql.h"
 
 enum gw_pql_tk {
 	GW_PQL_T_EOF,

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/labels.h"
+#include "store/labels.h"
 
 struct gw_series {
 	uint32_t id;

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/promql.h"
+#include "query/promql.h"
 
 /* Neumaier's compensated sum: adds x to *sum, the running error to *c;
  * the result is *sum + *c (both start at 0). */

@@ -39,7 +39,7 @@
  * range, counts that do not overflow, min <= max on the right sides of
  * zero), so decode-then-encode gives back the same bytes.
  */
-#include "pipeline/sketch.h"
+#include "store/sketch.h"
 
 #include <errno.h>
 #include <float.h>

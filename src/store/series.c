@@ -4,7 +4,7 @@
  * key to series and from id to series, and a set of label name=value pairs
  * for the per-label cap.
  */
-#include "pipeline/series.h"
+#include "store/series.h"
 
 #include <errno.h>
 #include <stdlib.h>

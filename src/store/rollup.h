@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
-#include "pipeline/sketch.h"
+#include "store/sketch.h"
 
 struct gw_rollup {
 	int64_t t;      /* window end, ms */

@@ -18,7 +18,7 @@
 #include <strings.h>
 
 #include "common/utf8.h"
-#include "http/promql_lex.h"
+#include "query/promql_lex.h"
 
 /* ---- errors ---- */
 

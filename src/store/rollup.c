@@ -41,7 +41,7 @@
  * encoder would set for what they decoded to, and that the columns end
  * exactly at the checksum.  Encoding what it decoded gives the same bytes.
  */
-#include "pipeline/rollup.h"
+#include "store/rollup.h"
 
 #include <errno.h>
 #include <math.h>

@@ -45,7 +45,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
-#include "pipeline/labels.h"
+#include "store/labels.h"
 #include "store/query.h"
 
 enum gw_pq_kind {
