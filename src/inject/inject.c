@@ -43,7 +43,7 @@
  *
  * Safety: nothing here blocks an application thread for long (callbacks
  * use atomics and, for errors only, one mutex), nothing allocates after
- * start, every CUPTI result is checked (cupti_err(), the one place that
+ * start, every CUPTI result is checked (check_result(), the one place that
  * translates them), nothing is ever asserted on what CUPTI returns, and
  * after fork() the child leaves the parent's ring alone.
  */
@@ -81,7 +81,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void);
 enum { DOM_RT = 0, DOM_DRV = 1, DOMS = 2 };
 enum { CB_DENY = 1, CB_SYNC = 2, CB_ALLOC = 4 };
 
-struct cupti_fns {
+struct lib_fns {
 	CUptiResult (*get_version)(uint32_t *);
 	CUptiResult (*get_result_string)(CUptiResult, const char **);
 	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
@@ -104,7 +104,7 @@ static const struct {
 	size_t off;
 	int required;
 } symbols[] = {
-#define SYM(n, f, req) { #n, offsetof(struct cupti_fns, f), req }
+#define SYM(n, f, req) { #n, offsetof(struct lib_fns, f), req }
 	SYM(cuptiGetVersion, get_version, 1),
 	SYM(cuptiGetResultString, get_result_string, 1),
 	SYM(cuptiSubscribe, subscribe, 1),
@@ -136,7 +136,7 @@ static struct inject {
 	uint32_t cupti_version;
 
 	void *lib;
-	struct cupti_fns f;
+	struct lib_fns f;
 	CUpti_SubscriberHandle sub;
 	int subscribed;
 	int kernels_on;       /* summary thread only */
@@ -214,7 +214,7 @@ static uint64_t clock_ns(clockid_t id)
  * The one place CUPTI results are translated: 0 or -errno, and the
  * library's own message on stderr under GPUWATCH_CUPTI_DEBUG=1.
  */
-static int cupti_err(CUptiResult r, const char *what)
+static int check_result(CUptiResult r, const char *what)
 {
 	if (r == CUPTI_SUCCESS)
 		return 0;
@@ -637,7 +637,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 
 static int enable_activity(CUpti_ActivityKind kind, const char *what)
 {
-	return cupti_err(g.f.activity_enable(kind), what);
+	return check_result(g.f.activity_enable(kind), what);
 }
 
 static void set_kernels(int on)
@@ -650,7 +650,7 @@ static void set_kernels(int on)
 	       : g.f.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	if (r != CUPTI_SUCCESS && !g.logged_toggle) {
 		g.logged_toggle = 1;
-		(void)cupti_err(r, on ? "enable kernels" : "disable kernels");
+		(void)check_result(r, on ? "enable kernels" : "disable kernels");
 	}
 	if (r == CUPTI_SUCCESS)
 		g.kernels_on = on;
@@ -663,7 +663,7 @@ static uint32_t start_cupti(void)
 
 	if (load_library() != 0)
 		return GW_CUPTI_ST_NO_LIBRARY;
-	if (cupti_err(g.f.get_version(&v), "cuptiGetVersion") == 0)
+	if (check_result(g.f.get_version(&v), "cuptiGetVersion") == 0)
 		g.cupti_version = v;
 	if (g.cupti_version && g.cupti_version < MIN_CUPTI_VERSION) {
 		dbg("CUPTI API version %u is older than CUDA 12", g.cupti_version);
@@ -671,7 +671,7 @@ static uint32_t start_cupti(void)
 	}
 	classify_callbacks();
 
-	err = cupti_err(g.f.subscribe(&g.sub, on_callback, NULL), "cuptiSubscribe");
+	err = check_result(g.f.subscribe(&g.sub, on_callback, NULL), "cuptiSubscribe");
 	if (err == -EBUSY)
 		return GW_CUPTI_ST_BUSY;
 	if (err)
@@ -686,26 +686,26 @@ static uint32_t start_cupti(void)
 	} else {
 		__atomic_store_n(&g.pool_free, (1u << POOL_BUFS) - 1u, __ATOMIC_RELEASE);
 	}
-	if (!g.pool || cupti_err(g.f.register_callbacks(buffer_requested,
+	if (!g.pool || check_result(g.f.register_callbacks(buffer_requested,
 							buffer_completed),
 				 "cuptiActivityRegisterCallbacks") != 0) {
-		(void)cupti_err(g.f.unsubscribe(g.sub), "cuptiUnsubscribe");
+		(void)check_result(g.f.unsubscribe(g.sub), "cuptiUnsubscribe");
 		g.subscribed = 0;
 		return GW_CUPTI_ST_FAILED;
 	}
 	__atomic_store_n(&g.active, 1, __ATOMIC_RELEASE);
 
-	if (cupti_err(g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+	if (check_result(g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 					  CUPTI_CBID_RESOURCE_CONTEXT_CREATED),
 		      "enable CONTEXT_CREATED") ||
-	    cupti_err(g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+	    check_result(g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 					  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
 		      "enable CONTEXT_DESTROY_STARTING"))
 		partial = 1;
 	for (int d = 0; d < DOMS; d++) {
 		CUpti_CallbackDomain dom = d == DOM_RT ? CUPTI_CB_DOMAIN_RUNTIME_API
 						       : CUPTI_CB_DOMAIN_DRIVER_API;
-		if (cupti_err(g.f.enable_domain(1, g.sub, dom),
+		if (check_result(g.f.enable_domain(1, g.sub, dom),
 			      d == DOM_RT ? "enable runtime API" : "enable driver API")) {
 			partial = 1;
 			continue;
@@ -741,7 +741,7 @@ static void summary(int flush, uint32_t flush_flags)
 
 		if (r != CUPTI_SUCCESS && !g.logged_flush) {
 			g.logged_flush = 1;
-			(void)cupti_err(r, "cuptiActivityFlushAll");
+			(void)check_result(r, "cuptiActivityFlushAll");
 		}
 	}
 	pthread_mutex_lock(&g.ring_lock);
@@ -789,7 +789,7 @@ static void mute_hot(uint64_t elapsed_ns)
 			if (n * 1000000000ull <= (uint64_t)HOT_CALLS_PER_S * elapsed_ns)
 				continue;
 			g.muted[d][cbid] = 1;
-			if (cupti_err(g.f.enable_callback(0, g.sub, dom, cbid),
+			if (check_result(g.f.enable_callback(0, g.sub, dom, cbid),
 				      "mute a hot callback") == 0)
 				gw_agg_muted(g.agg);
 		}
