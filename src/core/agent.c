@@ -12,6 +12,9 @@
  *                                          hands out jobs, watches for hangs
  *   gw-nvml-N       collect/nvml, GPU N    a job from gw-nvml (woken)
  *   gw-nvml-events  collect/nvml           NVML's event wait (0.5 s)
+ *   gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
+ *                                          it); publishes every fast
+ *                                          interval
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N

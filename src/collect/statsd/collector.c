@@ -31,6 +31,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/worker.h"
 
 #define BATCH	    32
 #define DGRAM_MAX   65536
@@ -38,7 +39,7 @@
 #define RCVBUF	    (8 << 20)
 #define LOG_EVERY_S 10.0
 /* Longest poll: wakes up at most once a second when idle (timer wake-ups
- * cost on a VM), which is also how long a stop request may wait. */
+ * cost on a VM); a stop request ends it at once through the wake fd. */
 #define POLL_MAX_MS 1000
 
 enum { T_UDP, T_UNIX, NT };
@@ -70,6 +71,7 @@ static const struct gw_family
 
 struct gw_statsd_rx {
 	int fd[NT]; /* -1 when off or down */
+	int wake_fd; /* readable: poll returns; -1 when none */
 	int configured[NT];
 	char addr[NT][300]; /* as bound (or as configured when down) */
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -239,6 +241,7 @@ int gw_statsd_rx_open(const struct gw_statsd_rx_opts *o,
 	if (!rx)
 		return -ENOMEM;
 	rx->fd[T_UDP] = rx->fd[T_UNIX] = -1;
+	rx->wake_fd = -1;
 	rx->receive_only = o->receive_only;
 	rx->line = malloc(sizeof(*rx->line));
 	rx->bufs = malloc((size_t)BATCH * DGRAM_MAX);
@@ -385,10 +388,15 @@ static int drain(struct gw_statsd_rx *rx, int t, double now)
 	return total;
 }
 
+void gw_statsd_rx_wake_fd(struct gw_statsd_rx *rx, int fd)
+{
+	rx->wake_fd = fd;
+}
+
 int gw_statsd_rx_poll(struct gw_statsd_rx *rx, int timeout_ms, double now)
 {
-	struct pollfd pfd[NT];
-	int map[NT], n = 0, r, total = 0;
+	struct pollfd pfd[NT + 1];
+	int map[NT + 1], n = 0, r, total = 0;
 
 	for (int t = 0; t < NT; t++) {
 		if (rx->fd[t] < 0)
@@ -397,6 +405,12 @@ int gw_statsd_rx_poll(struct gw_statsd_rx *rx, int timeout_ms, double now)
 		pfd[n].events = POLLIN;
 		pfd[n].revents = 0;
 		map[n++] = t;
+	}
+	if (n && rx->wake_fd >= 0) {
+		pfd[n].fd = rx->wake_fd;
+		pfd[n].events = POLLIN;
+		pfd[n].revents = 0;
+		map[n++] = NT; /* not read: its owner's signal */
 	}
 	if (!n) {
 		struct timespec ts = {timeout_ms / 1000,
@@ -409,7 +423,7 @@ int gw_statsd_rx_poll(struct gw_statsd_rx *rx, int timeout_ms, double now)
 	if (r < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < n; i++)
-		if (pfd[i].revents)
+		if (pfd[i].revents && map[i] < NT)
 			total += drain(rx, map[i], now);
 	return total;
 }
@@ -454,34 +468,31 @@ struct statsd_col {
 	const struct gw_collect_env *env;
 	struct gw_statsd_rx *rx;
 	struct gw_snap snap;
-	pthread_t thread;
-	int started;
+	struct gw_worker *w; /* "gw-statsd" */
 	int slot;
-	_Atomic int stop;
+	double next_pub;
 };
 
-static void *thread_main(void *arg)
+/* Publishes when due, then waits for datagrams until the next publication
+ * (at most POLL_MAX_MS) or a stop request. */
+static double rx_round(struct gw_worker *w, void *arg)
 {
 	struct statsd_col *c = arg;
-	double next_pub = gw_now_mono();
+	double now = gw_now_mono();
+	int timeout, r;
 
-	while (!atomic_load(&c->stop)) {
-		double now = gw_now_mono();
-		int timeout, r;
-
-		if (now >= next_pub) {
-			gw_statsd_rx_publish(c->rx, &c->snap, now);
-			gw_registry_publish(c->env->reg, c->slot, &c->snap);
-			next_pub =
-			    now + (double)atomic_load(c->env->fast_ms) / 1000;
-		}
-		timeout = (int)fmin(POLL_MAX_MS,
-				    fmax(1, ceil((next_pub - now) * 1000)));
-		r = gw_statsd_rx_poll(c->rx, timeout, now);
-		if (r < 0)
-			gw_dbg("statsd: poll: %s", strerror(-r));
+	(void)w;
+	if (now >= c->next_pub) {
+		gw_statsd_rx_publish(c->rx, &c->snap, now);
+		gw_registry_publish(c->env->reg, c->slot, &c->snap);
+		c->next_pub = now + (double)atomic_load(c->env->fast_ms) / 1000;
 	}
-	return NULL;
+	timeout = (int)fmin(POLL_MAX_MS,
+			    fmax(1, ceil((c->next_pub - now) * 1000)));
+	r = gw_statsd_rx_poll(c->rx, timeout, now);
+	if (r < 0)
+		gw_dbg("statsd: poll: %s", strerror(-r));
+	return 0;
 }
 
 static int col_start(const struct gw_collect_env *env, void **priv)
@@ -491,6 +502,11 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	    .socket = env->o->statsd_socket,
 	    .max_series = env->o->statsd_max_series,
 	    .max_tag_values = env->o->statsd_max_tag_values,
+	};
+	struct gw_worker_opts wo = {
+	    .name = "gw-statsd",
+	    .round = rx_round,
+	    .table = env->workers,
 	};
 	struct statsd_col *c;
 	int r;
@@ -513,11 +529,11 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		r = -ENOSPC;
 		goto err;
 	}
-	r = -pthread_create(&c->thread, NULL, thread_main, c);
+	wo.arg = c;
+	r = gw_worker_start(&wo, &c->w);
 	if (r)
 		goto err;
-	pthread_setname_np(c->thread, "gw-statsd");
-	c->started = 1;
+	gw_statsd_rx_wake_fd(c->rx, gw_worker_stop_fd(c->w));
 	*priv = c;
 	return 0;
 err:
@@ -531,19 +547,14 @@ static void col_request_stop(void *priv)
 {
 	struct statsd_col *c = priv;
 
-	atomic_store(&c->stop, 1);
+	gw_worker_request_stop(c->w);
 }
 
 static int col_stop(void *priv, double deadline)
 {
 	struct statsd_col *c = priv;
-	struct timespec ts;
 
-	atomic_store(&c->stop, 1);
-	if (!c->started)
-		return 0;
-	ts = gw_ts_after(CLOCK_REALTIME, deadline - gw_now_mono());
-	return pthread_timedjoin_np(c->thread, NULL, &ts) ? -ETIMEDOUT : 0;
+	return gw_worker_stop(c->w, deadline);
 }
 
 static void col_free(void *priv)
@@ -552,6 +563,7 @@ static void col_free(void *priv)
 
 	if (!c)
 		return;
+	gw_worker_free(c->w);
 	gw_statsd_rx_close(c->rx);
 	gw_snap_release(&c->snap);
 	free(c);

@@ -51,10 +51,14 @@ void gw_statsd_rx_close(struct gw_statsd_rx *rx);
 /* The UDP port bound, 0 when UDP is down or off. */
 unsigned int gw_statsd_rx_port(const struct gw_statsd_rx *rx);
 
+/* An fd (or -1) whose readability ends gw_statsd_rx_poll's wait: the
+ * collector's stop.  Borrowed, never read. */
+void gw_statsd_rx_wake_fd(struct gw_statsd_rx *rx, int fd);
+
 /*
- * Waits at most timeout_ms for datagrams, then handles what is queued (a
- * bounded number of batches).  now: CLOCK_MONOTONIC seconds.  Returns the
- * datagrams handled, or -errno when poll fails.
+ * Waits at most timeout_ms for datagrams (or the wake fd), then handles
+ * what is queued (a bounded number of batches).  now: CLOCK_MONOTONIC
+ * seconds.  Returns the datagrams handled, or -errno when poll fails.
  */
 int gw_statsd_rx_poll(struct gw_statsd_rx *rx, int timeout_ms, double now);
 
