@@ -53,6 +53,7 @@
 #include "common/utf8.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/worker.h"
 
 #define MAX_RINGS 1024      /* rings attached at once */
 #define MAX_SKIP 4096       /* files refused or ignored, remembered */
@@ -188,14 +189,9 @@ struct name_entry {
 
 struct cupti_col {
 	const struct gw_collect_env *env;
-	pthread_t thread;
-	int started;
-	_Atomic int stop;
-	/* The thread waits on wake between passes; a stop request signals it
+	/* The thread rests between passes until the next or a stop request
 	 * (one wake-up per pass: timer wake-ups are not free on a VM). */
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	int sync_ok;       /* lock and wake initialised */
+	struct gw_worker *w;
 	int slot;
 	struct gw_snap snap;
 	const char *proc_root;
@@ -571,11 +567,6 @@ int gw_cupti_pid_resolve(const char *proc_root, uint64_t self_pidns,
 }
 
 /* ---- rings ---- */
-
-static int stopping(struct cupti_col *c)
-{
-	return atomic_load(&c->stop);
-}
 
 static uint64_t now_real_ns(void)
 {
@@ -1071,25 +1062,24 @@ static void pass(struct cupti_col *c)
 	}
 }
 
-static void *thread_main(void *arg)
+static int rings_init(struct gw_worker *w, void *arg)
 {
 	struct cupti_col *c = arg;
 
+	(void)w;
 	if (gw_cupti_pidns(c->proc_root, "self", &c->self_pidns))
 		c->self_pidns = 0;
-	while (!stopping(c)) {
-		struct timespec ts;
+	return 0;
+}
 
-		pass(c);
-		ts = gw_ts_after(CLOCK_MONOTONIC,
-				 (double)atomic_load(c->env->fast_ms) / 1000);
-		pthread_mutex_lock(&c->lock);
-		while (!stopping(c) &&
-		       pthread_cond_timedwait(&c->wake, &c->lock, &ts) == 0)
-			;
-		pthread_mutex_unlock(&c->lock);
-	}
-	return NULL;
+/* One pass; the next a fast interval after this one ended. */
+static double rings_round(struct gw_worker *w, void *arg)
+{
+	struct cupti_col *c = arg;
+
+	(void)w;
+	pass(c);
+	return (double)atomic_load(c->env->fast_ms) / 1000;
 }
 
 static void col_free(void *priv)
@@ -1098,6 +1088,7 @@ static void col_free(void *priv)
 
 	if (!c)
 		return;
+	gw_worker_free(c->w);
 	/* Rings stay: their writers unlink them once we stop reading. */
 	for (unsigned int i = 0; i < c->nrings; i++)
 		ring_free(c->rings[i]);
@@ -1105,15 +1096,17 @@ static void col_free(void *priv)
 	free(c->buf);
 	free(c->idx);
 	free(c->names);
-	if (c->sync_ok) {
-		pthread_cond_destroy(&c->wake);
-		pthread_mutex_destroy(&c->lock);
-	}
 	free(c);
 }
 
 static int col_start(const struct gw_collect_env *env, void **priv)
 {
+	struct gw_worker_opts wo = {
+		.name = "gw-cupti",
+		.init = rings_init,
+		.round = rings_round,
+		.table = env->workers,
+	};
 	struct cupti_col *c;
 	int r = -ENOMEM;
 
@@ -1134,26 +1127,15 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	if (!c->buf || !c->idx || !c->names)
 		goto err;
 	gw_cupti_hist_bounds(c->bounds);
-	{
-		pthread_condattr_t ca;
-
-		pthread_mutex_init(&c->lock, NULL);
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&c->wake, &ca);
-		pthread_condattr_destroy(&ca);
-		c->sync_ok = 1;
-	}
 	c->slot = gw_registry_slot(env->reg, "cupti");
 	if (c->slot < 0) {
 		r = -ENOSPC;
 		goto err;
 	}
-	r = -pthread_create(&c->thread, NULL, thread_main, c);
+	wo.arg = c;
+	r = gw_worker_start(&wo, &c->w);
 	if (r)
 		goto err;
-	pthread_setname_np(c->thread, "gw-cupti");
-	c->started = 1;
 	*priv = c;
 	return 0;
 err:
@@ -1161,32 +1143,19 @@ err:
 	return r;
 }
 
-/* Sets stop and wakes the thread out of its wait between passes. */
-static void signal_stop(struct cupti_col *c)
-{
-	atomic_store(&c->stop, 1);
-	if (!c->sync_ok)
-		return;
-	pthread_mutex_lock(&c->lock);
-	pthread_cond_signal(&c->wake);
-	pthread_mutex_unlock(&c->lock);
-}
-
+/* Ends the thread's rest between passes at once. */
 static void col_request_stop(void *priv)
 {
-	signal_stop(priv);
+	struct cupti_col *c = priv;
+
+	gw_worker_request_stop(c->w);
 }
 
 static int col_stop(void *priv, double deadline)
 {
 	struct cupti_col *c = priv;
-	struct timespec ts;
 
-	signal_stop(c);
-	if (!c->started)
-		return 0;
-	ts = gw_ts_after(CLOCK_REALTIME, deadline - gw_now_mono());
-	return pthread_timedjoin_np(c->thread, NULL, &ts) ? -ETIMEDOUT : 0;
+	return gw_worker_stop(c->w, deadline);
 }
 
 const struct gw_collector_ops gw_cupti_collector = {
