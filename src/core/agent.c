@@ -12,6 +12,7 @@
  *                                          hands out jobs, watches for hangs
  *   gw-nvml-N       collect/nvml, GPU N    a job from gw-nvml (woken)
  *   gw-nvml-events  collect/nvml           NVML's event wait (0.5 s)
+ *   gw-ebpf         collect/bpf            ring buffer poll (<= 250 ms)
  *   gw-cupti        collect/cupti          the fast interval, after a pass
  *   gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * collector.c - the eBPF collector's thread: discovery of CUDA libraries,
- * publication of the kernel's aggregates, exits, and the overhead governor.
- * See collector.h.
+ * collector.c - the eBPF collector's thread ("gw-ebpf"): discovery of CUDA
+ * libraries, publication of the kernel's aggregates, exits, and the
+ * overhead governor.  See collector.h.
  */
 #include <bpf/libbpf.h>
 #include <ctype.h>
@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/procstat.h"
+#include "common/worker.h"
 
 #define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
 #define MAX_PENDING 4096    /* pids waiting for a maps scan after exec */
@@ -115,9 +116,8 @@ struct bpf_col {
 	const struct gw_collect_env *env;
 	struct gw_probes *p;
 	struct gw_attrib_cache *attrib;
-	pthread_t thread;
-	int started;
-	_Atomic int stop;
+	struct gw_worker *w;  /* the owner's */
+	struct gw_worker *me; /* the same, for the thread: set by its init */
 	int slot;
 	struct gw_snap snap;
 	double ns_per_hit;
@@ -143,6 +143,7 @@ struct bpf_col {
 	double duty;
 	int high_on;
 	double cycle_start, next_govern, next_oom_log;
+	double next_pub, next_scan;
 	long ticks_per_s;
 
 	/* Per publish pass: labels of each pid, built once. */
@@ -157,7 +158,7 @@ struct bpf_col {
 
 static int stopping(struct bpf_col *b)
 {
-	return atomic_load(&b->stop);
+	return gw_worker_stopping(b->me);
 }
 
 /* ---- discovery ---- */
@@ -689,14 +690,17 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 	return 0;
 }
 
-static void *thread_main(void *arg)
+/* Loads and calibrates the probes and looks at every process once.  When
+ * the probes cannot load, publishes ebpf_up 0 and ends the thread. */
+static int probes_init(struct gw_worker *w, void *arg)
 {
 	struct bpf_col *b = arg;
 	struct gw_probes_opts o = { .sz = sizeof(o) };
 	char err[256];
-	double next_pub, next_scan, now;
+	double now;
 	int r;
 
+	b->me = w;
 	libbpf_set_print(libbpf_log);
 	r = gw_probes_open(&o, &b->p, err, sizeof(err));
 	if (r) {
@@ -705,7 +709,7 @@ static void *thread_main(void *arg)
 			"BTF; --no-ebpf silences this)",
 			err);
 		publish(b, gw_now_mono());
-		return NULL;
+		return r;
 	}
 	/* The least of three: a busy machine inflates single readings. */
 	b->ns_per_hit = 0;
@@ -725,52 +729,66 @@ static void *thread_main(void *arg)
 	b->duty = 1;
 	scan_all(b);
 	now = gw_now_mono();
-	next_pub = now;
-	next_scan = now + RESCAN_S;
+	b->next_pub = now;
+	b->next_scan = now + RESCAN_S;
 	b->next_govern = now + GOVERN_S;
 	b->cycle_start = now;
-	while (!stopping(b)) {
-		double wake;
-		int timeout;
+	return 0;
+}
 
-		now = gw_now_mono();
-		run_pending(b, now);
-		if (now >= next_scan) {
-			unsigned int swept = 0;
+/*
+ * What is due (scans, governor, duty cycle, publication), then the ring
+ * buffer's events until the next thing is due, at most 250 ms: the round
+ * ends that often, so a stop request is seen within 250 ms.
+ */
+static double probes_round(struct gw_worker *w, void *arg)
+{
+	struct bpf_col *b = arg;
+	double wake, now = gw_now_mono();
+	int timeout, r;
 
-			scan_all(b);
-			/* Exits whose event was lost (ring buffer full). */
-			if (gw_probes_sweep(b->p, &swept) == 0 && swept)
-				gw_dbg("ebpf: swept %u exited processes", swept);
-			next_scan = now + RESCAN_S;
-		}
-		if (now >= b->next_govern) {
-			govern(b);
-			b->next_govern = now + GOVERN_S;
-		}
-		duty_cycle(b, now);
-		if (now >= next_pub) {
-			publish(b, now);
-			next_pub = now + (double)atomic_load(b->env->fast_ms) / 1000;
-		}
-		wake = fmin(next_pub, fmin(next_scan, b->next_govern));
-		for (unsigned int i = 0; i < b->npending; i++)
-			wake = fmin(wake, b->pending[i].due);
-		if (b->duty < 1)
-			wake = fmin(wake, b->cycle_start +
-						  (b->high_on ? b->duty : 1) *
-							  cycle_len(b));
-		/* Bounded so that a stop request is seen within 250 ms. */
-		timeout = (int)fmin(250, fmax(1, (wake - gw_now_mono()) * 1000));
-		r = gw_probes_poll(b->p, timeout, on_event, b);
-		if (r < 0 && r != -EINTR)
-			gw_dbg("ebpf: ring buffer poll: %s", strerror(-r));
+	(void)w;
+	run_pending(b, now);
+	if (now >= b->next_scan) {
+		unsigned int swept = 0;
+
+		scan_all(b);
+		/* Exits whose event was lost (ring buffer full). */
+		if (gw_probes_sweep(b->p, &swept) == 0 && swept)
+			gw_dbg("ebpf: swept %u exited processes", swept);
+		b->next_scan = now + RESCAN_S;
 	}
-	return NULL;
+	if (now >= b->next_govern) {
+		govern(b);
+		b->next_govern = now + GOVERN_S;
+	}
+	duty_cycle(b, now);
+	if (now >= b->next_pub) {
+		publish(b, now);
+		b->next_pub = now + (double)atomic_load(b->env->fast_ms) / 1000;
+	}
+	wake = fmin(b->next_pub, fmin(b->next_scan, b->next_govern));
+	for (unsigned int i = 0; i < b->npending; i++)
+		wake = fmin(wake, b->pending[i].due);
+	if (b->duty < 1)
+		wake = fmin(wake, b->cycle_start +
+					  (b->high_on ? b->duty : 1) *
+						  cycle_len(b));
+	timeout = (int)fmin(250, fmax(1, (wake - gw_now_mono()) * 1000));
+	r = gw_probes_poll(b->p, timeout, on_event, b);
+	if (r < 0 && r != -EINTR)
+		gw_dbg("ebpf: ring buffer poll: %s", strerror(-r));
+	return 0;
 }
 
 static int col_start(const struct gw_collect_env *env, void **priv)
 {
+	struct gw_worker_opts wo = {
+		.name = "gw-ebpf",
+		.init = probes_init,
+		.round = probes_round,
+		.table = env->workers,
+	};
 	struct bpf_col *b;
 	int r;
 
@@ -800,10 +818,10 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		r = -ENOSPC;
 		goto err;
 	}
-	r = -pthread_create(&b->thread, NULL, thread_main, b);
+	wo.arg = b;
+	r = gw_worker_start(&wo, &b->w);
 	if (r)
 		goto err;
-	b->started = 1;
 	*priv = b;
 	return 0;
 err:
@@ -817,23 +835,18 @@ static void col_request_stop(void *priv)
 {
 	struct bpf_col *b = priv;
 
-	atomic_store(&b->stop, 1);
+	gw_worker_request_stop(b->w);
 }
 
 static int col_stop(void *priv, double deadline)
 {
 	struct bpf_col *b = priv;
-	struct timespec ts;
 
 	/*
-	 * The thread sees the flag within 250 ms of its loop, but loading
+	 * The thread sees the request within 250 ms of its loop, but loading
 	 * and attaching at start can take longer on a busy machine.
 	 */
-	atomic_store(&b->stop, 1);
-	if (!b->started)
-		return 0;
-	ts = gw_ts_after(CLOCK_REALTIME, deadline - gw_now_mono());
-	return pthread_timedjoin_np(b->thread, NULL, &ts) ? -ETIMEDOUT : 0;
+	return gw_worker_stop(b->w, deadline);
 }
 
 static void col_free(void *priv)
@@ -842,6 +855,7 @@ static void col_free(void *priv)
 
 	if (!b)
 		return;
+	gw_worker_free(b->w);
 	gw_probes_close(b->p);
 	gw_snap_release(&b->snap);
 	free(b->pass);
