@@ -17,6 +17,8 @@
  *   gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
+ *   gw-store        pipeline/ingest        the fast interval, after a pass;
+ *                                          a last pass and flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N
@@ -97,6 +99,7 @@ static int ingest_start(const struct gw_collect_env *env, void **priv)
 		.fast_ms = env->fast_ms,
 		.baselines = a->cfg.baselines != 0,
 		.max_series = a->cfg.store_max_series,
+		.workers = env->workers,
 	};
 
 	return gw_ingest_start(&o, (struct gw_ingest **)priv);

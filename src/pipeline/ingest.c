@@ -3,13 +3,13 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/worker.h"
 #include "pipeline/anomaly.h"
 #include "store/store.h"
 
@@ -81,10 +81,7 @@ struct gw_ingest {
 	struct gw_registry *reg;
 	struct gw_store *store;
 	_Atomic uint64_t *fast_ms;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool stop, started;
+	struct gw_worker *w; /* "gw-store" */
 	int slot;
 	struct gw_snap snap;
 	uint64_t gens[GW_REGISTRY_MAX_SLOTS];
@@ -219,39 +216,44 @@ static void publish_stats(struct gw_ingest *in)
 	gw_registry_publish(in->reg, in->slot, n);
 }
 
-static void *run(void *arg)
+/* One pass, maintenance and the store's metrics; the next pass a fast
+ * interval after this one ended (the first one, after the first). */
+static double ingest_round(struct gw_worker *w, void *arg)
+{
+	struct gw_ingest *in = arg;
+	int err;
+
+	(void)w;
+	pass(in);
+	err = gw_store_maintain(in->store);
+	if (err)
+		gw_dbg("store maintenance: %s", strerror(-err));
+	publish_stats(in);
+	return (double)atomic_load(in->fast_ms) / 1000.0;
+}
+
+/* The last pass: what was published up to now, then a flush. */
+static void ingest_fini(struct gw_worker *w, void *arg)
 {
 	struct gw_ingest *in = arg;
 
-	pthread_mutex_lock(&in->lock);
-	while (!in->stop) {
-		double wait = (double)atomic_load(in->fast_ms) / 1000.0;
-		struct timespec ts = gw_ts_after(CLOCK_MONOTONIC, wait);
-		int err;
-
-		pthread_cond_timedwait(&in->cond, &in->lock, &ts);
-		if (in->stop)
-			break;
-		pthread_mutex_unlock(&in->lock);
-		pass(in);
-		err = gw_store_maintain(in->store);
-		if (err)
-			gw_dbg("store maintenance: %s", strerror(-err));
-		publish_stats(in);
-		pthread_mutex_lock(&in->lock);
-	}
-	pthread_mutex_unlock(&in->lock);
-	/* The last pass: what was published up to now, then a flush. */
+	(void)w;
 	pass(in);
 	if (gw_store_flush(in->store))
 		gw_err("store: the final flush failed");
-	return NULL;
 }
 
 int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 {
+	struct gw_worker_opts wo = {
+		.name = "gw-store",
+		.round = ingest_round,
+		.fini = ingest_fini,
+		.period_ms = o->fast_ms,
+		.delay_first = true,
+		.table = o->workers,
+	};
 	struct gw_ingest *in;
-	pthread_condattr_t ca;
 	int err;
 
 	*out = NULL;
@@ -285,56 +287,34 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 		free(in);
 		return err;
 	}
-	pthread_mutex_init(&in->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&in->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	err = -pthread_create(&in->thread, NULL, run, in);
+	wo.arg = in;
+	err = gw_worker_start(&wo, &in->w);
 	if (err) {
-		pthread_cond_destroy(&in->cond);
-		pthread_mutex_destroy(&in->lock);
 		gw_anomaly_free(in->anom);
 		gw_snap_release(&in->snap);
 		gw_buf_release(&in->arena);
 		free(in);
 		return err;
 	}
-	pthread_setname_np(in->thread, "gw-store");
-	in->started = true;
 	*out = in;
 	return 0;
 }
 
 void gw_ingest_request_stop(struct gw_ingest *in)
 {
-	pthread_mutex_lock(&in->lock);
-	in->stop = true;
-	pthread_cond_signal(&in->cond);
-	pthread_mutex_unlock(&in->lock);
+	gw_worker_request_stop(in->w);
 }
 
 int gw_ingest_stop(struct gw_ingest *in, double deadline)
 {
-	struct timespec ts;
-	double left = deadline - gw_now_mono();
-
-	gw_ingest_request_stop(in);
-	if (!in->started)
-		return 0;
-	ts = gw_ts_after(CLOCK_REALTIME, left > 0 ? left : 0);
-	if (pthread_timedjoin_np(in->thread, NULL, &ts) != 0)
-		return -ETIMEDOUT;
-	in->started = false;
-	return 0;
+	return gw_worker_stop(in->w, deadline);
 }
 
 void gw_ingest_free(struct gw_ingest *in)
 {
 	if (!in)
 		return;
-	pthread_cond_destroy(&in->cond);
-	pthread_mutex_destroy(&in->lock);
+	gw_worker_free(in->w);
 	gw_snap_release(&in->snap);
 	gw_buf_release(&in->arena);
 	gw_anomaly_free(in->anom);

@@ -20,6 +20,7 @@
 
 struct gw_registry;
 struct gw_store;
+struct gw_worker_table;
 
 struct gw_ingest_opts {
 	struct gw_registry *reg;   /* borrowed: what is read */
@@ -27,11 +28,13 @@ struct gw_ingest_opts {
 	_Atomic uint64_t *fast_ms; /* the pass period in use, milliseconds */
 	bool baselines;            /* anomaly scores for gauges */
 	unsigned int max_series;   /* baselines kept */
+	struct gw_worker_table *workers; /* lists "gw-store"; NULL: none */
 };
 
 struct gw_ingest;
 
-/* Starts the "gw-store" thread.  -ENODEV without a store, -ENOMEM. */
+/* Starts the "gw-store" thread (a common/worker.h worker).  -ENODEV
+ * without a store, -ENOMEM. */
 __attribute__((warn_unused_result)) int
 gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out);
 /* Tells the thread to make its last pass and flush; does not wait. */

@@ -15,7 +15,6 @@
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
