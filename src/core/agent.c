@@ -223,6 +223,10 @@ int gw_agent_main(int argc, char **argv)
 		gw_config_usage(stdout);
 		return 0;
 	}
+	if (r == 2) {
+		gw_config_markdown(stdout);
+		return 0;
+	}
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
