@@ -841,6 +841,72 @@ bool gw_config_setting(size_t i, struct gw_config_setting *out)
 	return true;
 }
 
+static bool same_value(const struct opt *o, const struct gw_config *a,
+		       const struct gw_config *b)
+{
+	const char *pa = (const char *)a + o->off;
+	const char *pb = (const char *)b + o->off;
+
+	switch (o->type) {
+	case T_STRING:
+	case T_HOSTPORT:
+	case T_COMPAT:
+	case T_CONFIG:
+	case T_STRLIST:
+		return strcmp(pa, pb) == 0;
+	case T_LIST: {
+		const struct gw_config_list *la = (const void *)pa;
+		const struct gw_config_list *lb = (const void *)pb;
+
+		if (la->n != lb->n)
+			return false;
+		for (unsigned int i = 0; i < la->n; i++)
+			if (strcmp(la->v[i], lb->v[i]) != 0)
+				return false;
+		return true;
+	}
+	case T_FAULT:
+		return a->nfaults == b->nfaults &&
+		       memcmp(a->faults, b->faults,
+			      a->nfaults * sizeof(a->faults[0])) == 0;
+	case T_UINT:
+	case T_U64:
+	case T_BYTES:
+	case T_DURATION:
+	case T_RATIO:
+	case T_LOGLEVEL:
+	case T_NOFLAG:
+		break;
+	}
+	return memcmp(pa, pb, o->size) == 0;
+}
+
+unsigned int gw_config_reload(struct gw_config *run,
+			      const struct gw_config *next)
+{
+	unsigned int applied = 0;
+
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+		char flag[48];
+
+		if (same_value(o, run, next))
+			continue;
+		if (o->reload == GW_CONFIG_LIVE) {
+			memcpy((char *)run + o->off, (const char *)next + o->off,
+			       o->size);
+			if (o->type == T_FAULT)
+				run->nfaults = next->nfaults;
+			applied++;
+			continue;
+		}
+		flag_name(o, flag, sizeof(flag));
+		gw_warn("reload: %s changed; restart the agent to apply it",
+			flag);
+	}
+	return applied;
+}
+
 /* "1s; applied on SIGHUP" for --help. */
 static void print_default(FILE *out, const struct opt *o)
 {

@@ -126,6 +126,17 @@ gw_config_load_buffer(struct gw_config *c, const char *name,
 __attribute__((warn_unused_result)) int
 gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
 
+/*
+ * SIGHUP: run is the config in use, next the one just read (defaults, the
+ * file, the same flags).  Each setting that differs and is GW_CONFIG_LIVE
+ * is copied into run; each other one that differs stays as it is and is
+ * logged in one line ("reload: --statsd-listen changed; restart the agent
+ * to apply it").  Returns how many settings were copied.  The caller then
+ * hands the new values to the modules that use them.
+ */
+unsigned int gw_config_reload(struct gw_config *run,
+			      const struct gw_config *next);
+
 /* --help: every setting with its default and what SIGHUP does. */
 void gw_config_usage(FILE *out);
 /* The README's option table (Markdown), from the same rows. */

@@ -32,8 +32,9 @@
  *
  * Errors: 0 or -errno.  Ownership: a rule set handed over is taken (the
  * caller's struct is emptied).  Thread safety: gw_alerts_eval runs on one
- * thread at a time (the "gw-rules" thread once started); gw_alerts_json and
- * gw_alerts_set_rules may be called from any thread.
+ * thread at a time (the "gw-rules" thread once started); gw_alerts_json,
+ * gw_alerts_set_rules and gw_alerts_set_intervals may be called from any
+ * thread.
  */
 #ifndef GW_ALERTS_H
 #define GW_ALERTS_H
@@ -87,6 +88,11 @@ void gw_alerts_free(struct gw_alerts *al);
  * with the same group, name and expression carry over. */
 void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules);
 
+/* Replaces the evaluation interval of groups without their own and the
+ * resend interval at the next evaluation; 0 keeps one as it is. */
+void gw_alerts_set_intervals(struct gw_alerts *al, int64_t interval_ms,
+			     int64_t resend_ms);
+
 /* Evaluates every group due at now_ms (unix ms), updates the instances,
  * publishes and delivers.  Returns the rules that failed. */
 unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now_ms);
@@ -126,8 +132,8 @@ gw_alerts_agent_new(const struct gw_config *c, struct gw_alerts **out,
  * thread. */
 __attribute__((warn_unused_result)) int
 gw_alerts_agent_start(struct gw_alerts *al, struct gw_agent *a);
-/* SIGHUP: reads the rule files of c again; a bad one keeps the old rules
- * and logs why. */
+/* SIGHUP: takes the rule and resend intervals of c, reads the rule files
+ * of c again; a bad file keeps the old rules and logs why. */
 void gw_alerts_agent_reload(struct gw_alerts *al, const struct gw_config *c);
 /* Stops the thread, hands what is queued to the Alertmanagers until
  * deadline (CLOCK_MONOTONIC s) and frees everything.  NULL: no-op. */

@@ -964,6 +964,39 @@ static void rule_interval_durations(void **state)
 	assert_contains(err, "from 1s to 3600s");
 }
 
+static void reload_takes_live_settings_only(void **state)
+{
+	struct gw_config run, next;
+
+	(void)state;
+	gw_config_defaults(&run);
+	gw_config_defaults(&next);
+	assert_int_equal(gw_config_reload(&run, &next), 0);
+
+	next.interval = 2;
+	next.rule_interval = 90;
+	next.alert_resend = 30;
+	next.log_level = GW_LOG_DEBUG;
+	snprintf(next.rule_files.v[0], sizeof(next.rule_files.v[0]), "a.yml");
+	next.rule_files.n = 1;
+	/* These need a restart: logged, the running value stays. */
+	snprintf(next.statsd_listen, sizeof(next.statsd_listen), "off");
+	next.store_max_series = 5;
+	next.ebpf = 0;
+	assert_int_equal(gw_config_reload(&run, &next), 5);
+	assert_true(run.interval == 2);
+	assert_true(run.rule_interval == 90);
+	assert_true(run.alert_resend == 30);
+	assert_int_equal(run.log_level, GW_LOG_DEBUG);
+	assert_int_equal(run.rule_files.n, 1);
+	assert_string_equal(run.rule_files.v[0], "a.yml");
+	assert_string_equal(run.statsd_listen, "127.0.0.1:8125");
+	assert_int_equal(run.store_max_series, 100000);
+	assert_int_equal(run.ebpf, 1);
+	/* Nothing more to take the second time. */
+	assert_int_equal(gw_config_reload(&run, &next), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1024,7 @@ int main(void)
 		cmocka_unit_test(help_shows_default_and_reload),
 		cmocka_unit_test(markdown_has_a_row_per_setting),
 		cmocka_unit_test(rule_interval_durations),
+		cmocka_unit_test(reload_takes_live_settings_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
