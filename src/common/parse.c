@@ -4,6 +4,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +49,93 @@ int gw_parse_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
-int gw_parse_duration(const char *s, double min, double max, double *out)
+static const struct {
+	const char *unit;
+	uint64_t ns;
+} prom_units[] = {
+	{ "y", 365ULL * 24 * 3600 * 1000000000ULL },
+	{ "w", 7ULL * 24 * 3600 * 1000000000ULL },
+	{ "d", 24ULL * 3600 * 1000000000ULL },
+	{ "h", 3600ULL * 1000000000ULL },
+	{ "m", 60ULL * 1000000000ULL },
+	{ "s", 1000000000ULL },
+	{ "ms", 1000000ULL },
+};
+
+#define NPROM_UNITS (sizeof(prom_units) / sizeof(prom_units[0]))
+
+static int say(char *msg, size_t msgn, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int say(char *msg, size_t msgn, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg && msgn) {
+		va_start(ap, fmt);
+		vsnprintf(msg, msgn, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+int gw_parse_prom_duration(const char *s, size_t n, int64_t *ms, char *msg,
+			   size_t msgn)
+{
+	uint64_t total = 0;
+	size_t i = 0, last = 0;
+
+	if (!s || n == 0)
+		return say(msg, msgn, -EINVAL, "empty duration string");
+	if (n == 1 && s[0] == '0') {
+		*ms = 0;
+		return 0;
+	}
+	while (i < n) {
+		uint64_t v = 0;
+		size_t d = i, u, k;
+		bool big = false;
+
+		while (i < n && isdigit((unsigned char)s[i])) {
+			if (v > (UINT64_MAX - 9) / 10)
+				big = true;
+			else
+				v = v * 10 + (uint64_t)(s[i] - '0');
+			i++;
+		}
+		if (i == d || big)
+			goto invalid;
+		u = i;
+		while (i < n && !isdigit((unsigned char)s[i]))
+			i++;
+		if (i == u)
+			goto invalid;
+		for (k = 0; k < NPROM_UNITS; k++)
+			if (strlen(prom_units[k].unit) == i - u &&
+			    memcmp(prom_units[k].unit, s + u, i - u) == 0)
+				break;
+		if (k == NPROM_UNITS)
+			return say(msg, msgn, -EINVAL,
+				   "unknown unit \"%.*s\" in duration \"%.*s\"",
+				   (int)(i - u), s + u, (int)n, s);
+		if (k + 1 <= last)
+			goto invalid; /* a unit again, or a larger one after */
+		last = k + 1;
+		if (v > (UINT64_MAX >> 1) / prom_units[k].ns)
+			return say(msg, msgn, -ERANGE, "duration out of range");
+		total += v * prom_units[k].ns;
+		if (total > (uint64_t)INT64_MAX)
+			return say(msg, msgn, -ERANGE, "duration out of range");
+	}
+	*ms = (int64_t)(total / 1000000ULL);
+	return 0;
+invalid:
+	return say(msg, msgn, -EINVAL, "not a valid duration string: \"%.*s\"",
+		   (int)n, s);
+}
+
+/* The settings' older form: a decimal number with at most one unit. */
+static int decimal_duration(const char *s, double *out)
 {
 	static const struct {
 		const char *suffix;
@@ -54,13 +143,10 @@ int gw_parse_duration(const char *s, double min, double max, double *out)
 	} units[] = { { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 },
 		      { "d", 86400 }, { "w", 7 * 86400 }, { "y", 365 * 86400 } };
 	char num[64];
-	size_t n;
+	size_t n = strlen(s);
 	double mult = 1, v;
 	int err;
 
-	if (!s)
-		return -EINVAL;
-	n = strlen(s);
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		size_t k = strlen(units[i].suffix);
 
@@ -78,7 +164,25 @@ int gw_parse_duration(const char *s, double min, double max, double *out)
 	err = gw_parse_double(num, 0, 1e12, &v);
 	if (err)
 		return err;
-	v *= mult;
+	*out = v * mult;
+	return 0;
+}
+
+int gw_parse_duration(const char *s, double min, double max, double *out)
+{
+	int64_t ms;
+	double v;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	err = gw_parse_prom_duration(s, strlen(s), &ms, NULL, 0);
+	if (err == 0)
+		v = (double)ms / 1000.0;
+	else if (err == -EINVAL)
+		err = decimal_duration(s, &v);
+	if (err)
+		return err;
 	if (v < min || v > max)
 		return -ERANGE;
 	*out = v;

@@ -231,8 +231,9 @@ static int new_attrib(const struct gw_config *c, struct gw_attrib_cache **out)
 }
 
 /*
- * SIGHUP: read the config again (file, then the same flags) and apply what
- * can change while running.
+ * SIGHUP: read the config again (file, then the same flags), take over
+ * every changed setting the table marks live (config.c logs the others),
+ * and hand the new values to the modules that use them.
  */
 static void reload(struct gw_agent *a, struct gw_self *self, void **priv,
 		   struct gw_alerting *alerts)
@@ -247,26 +248,18 @@ static void reload(struct gw_agent *a, struct gw_self *self, void **priv,
 		gw_err("reload failed, keeping the running config: %s", err);
 		return;
 	}
-	if (strcmp(c.listen, a->cfg.listen) || strcmp(c.data_dir, a->cfg.data_dir) ||
-	    strcmp(c.nvml_lib, a->cfg.nvml_lib) || c.simulate != a->cfg.simulate ||
-	    strcmp(c.compat, a->cfg.compat))
-		gw_warn("reload: listen, data-dir, nvml-lib, simulate and "
-			"compat changes take effect after a restart");
-	a->cfg.log_level = c.log_level;
-	a->cfg.interval = c.interval;
-	a->cfg.detail_interval = c.detail_interval;
-	a->cfg.collector_timeout = c.collector_timeout;
-	a->cfg.cpu_budget = c.cpu_budget;
-	a->copts.collector_timeout = c.collector_timeout;
-	gw_log_set_level(c.log_level);
+	gw_config_reload(&a->cfg, &c);
+	a->copts.collector_timeout = a->cfg.collector_timeout;
+	gw_log_set_level(a->cfg.log_level);
 	gw_self_reconfigure(self);
 	for (size_t i = 0; i < NCOLLECTORS; i++)
 		if (priv[i] && collectors[i]->reload)
 			collectors[i]->reload(priv[i]);
-	gw_alerting_reload(alerts, &c);
+	gw_alerting_reload(alerts, &a->cfg);
 	gw_info("config reloaded: interval %gs, detail-interval %gs, "
 		"log-level %s",
-		c.interval, c.detail_interval, gw_log_level_name(c.log_level));
+		a->cfg.interval, a->cfg.detail_interval,
+		gw_log_level_name(a->cfg.log_level));
 }
 
 static int open_store(struct gw_agent *a, char *err, size_t errlen)
@@ -309,6 +302,10 @@ int gw_agent_main(int argc, char **argv)
 	r = gw_config_from_args(&a.cfg, argc, argv, err, sizeof(err));
 	if (r == 1) {
 		gw_config_usage(stdout);
+		return 0;
+	}
+	if (r == 2) {
+		gw_config_markdown(stdout);
 		return 0;
 	}
 	if (r) {

@@ -115,6 +115,8 @@ void gw_alerting_reload(struct gw_alerting *x, const struct gw_config *c)
 
 	if (!x)
 		return;
+	gw_alerts_set_intervals(x->al, (int64_t)(c->rule_interval * 1000),
+				(int64_t)(c->alert_resend * 1000));
 	if (load_config_rules(c, &rs, err, sizeof(err))) {
 		gw_err("reload: keeping the running alert rules: %s", err);
 		return;

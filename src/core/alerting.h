@@ -31,8 +31,8 @@ struct gw_alerts *gw_alerting_alerts(struct gw_alerting *x);
  * "gw-rules" thread. */
 __attribute__((warn_unused_result)) int
 gw_alerting_start(struct gw_alerting *x, struct gw_agent *a);
-/* SIGHUP: reads the rule files of c again; a bad one keeps the old rules
- * and logs why. */
+/* SIGHUP: takes the rule and resend intervals of c, reads the rule files
+ * of c again; a bad file keeps the old rules and logs why. */
 void gw_alerting_reload(struct gw_alerting *x, const struct gw_config *c);
 /* Stops the thread, hands what is queued to the Alertmanagers until
  * deadline (CLOCK_MONOTONIC s) and frees everything.  NULL: no-op. */

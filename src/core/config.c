@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
@@ -34,197 +35,217 @@ struct opt {
 	size_t size;
 	double min, max;
 	const char *arg;
-	const char *help;
+	const char *def;     /* the default, parsed as a flag's value; "" = none */
+	enum gw_config_reload reload;
+	const char *brief;   /* one line: the README's option table */
+	const char *help;    /* --help, lines separated by '\n' */
 };
 
 #define F(field) offsetof(struct gw_config, field), sizeof(((struct gw_config *)0)->field)
+#define LIVE GW_CONFIG_LIVE
+#define RESTART GW_CONFIG_RESTART
 
-/* The one description of every setting: flags, file keys and --help. */
+/*
+ * The one description of every setting: flags, file keys, defaults, what
+ * SIGHUP does with it, --help and the README's table.
+ */
 static const struct opt opts[] = {
-	{ "listen", T_HOSTPORT, F(listen), 0, 0, "HOST:PORT",
-	  "Address for /metrics, /healthz and the API. Default 127.0.0.1:9400;\n"
-	  "use 0.0.0.0:9400 to be scraped from other hosts, [::1]:9400 for IPv6." },
-	{ "data-dir", T_STRING, F(data_dir), 0, 0, "DIR",
+	{ "listen", T_HOSTPORT, F(listen), 0, 0, "HOST:PORT", "127.0.0.1:9400",
+	  RESTART, "`/metrics`, `/healthz`, `/api/v1/*`",
+	  "Address for /metrics, /healthz and the API. Use 0.0.0.0:9400 to be\n"
+	  "scraped from other hosts, [::1]:9400 for IPv6." },
+	{ "data-dir", T_STRING, F(data_dir), 0, 0, "DIR", "/var/lib/gpuwatch",
+	  RESTART, "agent state and history, locked per agent",
 	  "Directory for the agent's state; created if missing, locked so that\n"
-	  "two agents never share it. Default /var/lib/gpuwatch." },
-	{ "config", T_CONFIG, F(config_path), 0, 0, "FILE",
+	  "two agents never share it." },
+	{ "config", T_CONFIG, F(config_path), 0, 0, "FILE", "", LIVE,
+	  "YAML with the same keys (`deploy/agent.yaml`)",
 	  "YAML file with any of these settings as keys (detail_interval: 30).\n"
-	  "Flags override the file. Re-read on SIGHUP." },
-	{ "nvml-lib", T_STRING, F(nvml_lib), 0, 0, "PATH",
-	  "NVML library to load. Default libnvidia-ml.so.1 from the system's\n"
-	  "library path. Without it the hardware collector is off and the rest\n"
-	  "of the agent runs." },
-	{ "simulate", T_UINT, F(simulate), 0, GW_SIM_MAX_GPUS, "N",
+	  "Flags override the file." },
+	{ "nvml-lib", T_STRING, F(nvml_lib), 0, 0, "PATH", "libnvidia-ml.so.1",
+	  RESTART, "NVML library to load",
+	  "NVML library to load, found on the system's library path unless it\n"
+	  "is a path. Without it the hardware collector is off and the rest of\n"
+	  "the agent runs." },
+	{ "simulate", T_UINT, F(simulate), 0, GW_SIM_MAX_GPUS, "N", "0",
+	  RESTART, "N simulated GPUs instead of NVML",
 	  "Simulate N GPUs instead of reading NVML (0 = off): realistic load,\n"
 	  "temperature, power, clocks and memory through the same collector." },
-	{ "fault", T_FAULT, 0, 0, 0, 0, "NAME:GPU[:AFTER[:FOR]]",
+	{ "fault", T_FAULT, F(faults), 0, 0, "NAME:GPU[:AFTER[:FOR]]", "",
+	  RESTART, "inject a fault into a simulated GPU (repeatable)",
 	  "Inject a fault into a simulated GPU, AFTER seconds from start, for FOR\n"
 	  "seconds (default: forever). Repeatable. NAME is one of thermal-runaway,\n"
 	  "ecc-storm, xid79 (GPU falls off the bus), pcie-downgrade, power-cap." },
-	{ "sim-day", T_DURATION, F(sim_day), 10, 86400 * 7, "SECONDS",
-	  "Length of one simulated day-night load cycle. Default 86400." },
-	{ "sim-seed", T_U64, F(sim_seed), 0, 0, "N",
-	  "Seed of the simulation; the same seed gives the same GPUs. Default 1." },
-	{ "interval", T_DURATION, F(interval), 0.1, 3600, "SECONDS",
+	{ "sim-day", T_DURATION, F(sim_day), 10, 86400 * 7, "SECONDS", "1d",
+	  RESTART, "length of a simulated day",
+	  "Length of one simulated day-night load cycle." },
+	{ "sim-seed", T_U64, F(sim_seed), 0, 0, "N", "1", RESTART,
+	  "seed of the simulated GPUs",
+	  "Seed of the simulation; the same seed gives the same GPUs." },
+	{ "interval", T_DURATION, F(interval), 0.1, 3600, "SECONDS", "1s", LIVE,
+	  "fast set period",
 	  "Period of the fast set: temperatures, power, utilisation, memory,\n"
-	  "clocks, clock-event reasons, processes, GPM. Default 1. Accepts\n"
-	  "units: 500ms, 2s, 1m." },
+	  "clocks, clock-event reasons, processes, GPM." },
 	{ "detail-interval", T_DURATION, F(detail_interval), 1, 86400,
-	  "SECONDS",
+	  "SECONDS", "30s", LIVE, "detail set period",
 	  "Period of the detail set: ECC, remapped rows, PCIe link and replays,\n"
-	  "NVLink state, throughput and errors. Default 30." },
+	  "NVLink state, throughput and errors." },
 	{ "collector-timeout", T_DURATION, F(collector_timeout), 0.1, 600,
-	  "SECONDS",
+	  "SECONDS", "5s", LIVE, "an NVML pass longer than this is hung",
 	  "An NVML pass on one GPU that takes longer is declared hung: counted\n"
 	  "in gpuwatch_agent_collector_timeouts_total, the GPU is reported down,\n"
-	  "and the other GPUs go on. Default 5." },
-	{ "cpu-budget", T_RATIO, F(cpu_budget), 0.0001, 1, "RATIO",
+	  "and the other GPUs go on." },
+	{ "cpu-budget", T_RATIO, F(cpu_budget), 0.0001, 1, "RATIO", "0.005",
+	  LIVE, "share of one core the agent may use",
 	  "Share of one core the agent may use (0.005 = 0.5%). Above it the\n"
-	  "agent slows the detail set first, then the fast set. Default 0.005." },
-	{ "compat", T_COMPAT, F(compat), 0, 0, "dcgm",
+	  "agent slows the detail set first, then the fast set." },
+	{ "compat", T_COMPAT, F(compat), 0, 0, "dcgm", "none", RESTART,
+	  "also expose dcgm-exporter's names",
 	  "Also expose dcgm-exporter's metric names (DCGM_FI_DEV_GPU_TEMP, ...)\n"
-	  "so existing dashboards keep working. Default: off." },
-	{ "ebpf", T_NOFLAG, F(ebpf), 0, 0, "",
+	  "so existing dashboards keep working; none turns it off." },
+	{ "ebpf", T_NOFLAG, F(ebpf), 0, 0, "", "on", RESTART,
+	  "turn the eBPF probes off",
 	  "--no-ebpf turns off the eBPF probes on libcudart and libcuda (CUDA\n"
 	  "API calls, errors, GPU memory and leaks, exits of GPU processes in\n"
 	  "every process, no code change). They need root or CAP_BPF with\n"
 	  "CAP_PERFMON, and kernel BTF; without them the agent says so once\n"
 	  "and runs on. File key: ebpf: false." },
-	{ "leak-age", T_DURATION, F(leak_age), 1, 86400 * 30, "SECONDS",
+	{ "leak-age", T_DURATION, F(leak_age), 1, 86400 * 30, "SECONDS", "5m",
+	  RESTART, "live GPU allocations older than this are suspected leaks",
 	  "A GPU allocation still live after this long counts as a suspected\n"
-	  "leak (gpuwatch_cuda_memory_leak_suspect_bytes). Default 300." },
-	{ "ebpf-budget", T_RATIO, F(ebpf_budget), 0.0001, 1, "RATIO",
+	  "leak (gpuwatch_cuda_memory_leak_suspect_bytes)." },
+	{ "ebpf-budget", T_RATIO, F(ebpf_budget), 0.0001, 1, "RATIO", "0.01",
+	  RESTART, "share of a process's CPU its probes may cost",
 	  "Share of a process's own CPU time its probes may cost (0.01 = 1%).\n"
 	  "Above it the high-rate probes (launches, copies) are duty-cycled\n"
-	  "and gpuwatch_ebpf_sampling_ratio says how much was seen. Default\n"
-	  "0.01." },
-	{ "store", T_NOFLAG, F(store), 0, 0, "",
+	  "and gpuwatch_ebpf_sampling_ratio says how much was seen." },
+	{ "store", T_NOFLAG, F(store), 0, 0, "", "on", RESTART,
+	  "no local history (and no query API)",
 	  "--no-store turns off the local history in DIR (and with it the\n"
 	  "query API and `gpuwatch query`); /metrics works either way." },
 	{ "retention-raw", T_DURATION, F(retention_raw), 3600, 10 * 365 * 86400.0,
-	  "DURATION",
+	  "DURATION", "24h", RESTART,
+	  "raw samples kept (whole days dropped past it)",
 	  "How long raw samples (every collection, 1 s by default) are kept.\n"
-	  "Default 24h. Whole days are dropped once past it." },
+	  "Whole days are dropped once past it." },
 	{ "retention-1m", T_DURATION, F(retention_1m), 3600, 10 * 365 * 86400.0,
-	  "DURATION",
+	  "DURATION", "30d", RESTART, "1-minute rollups kept",
 	  "How long 1-minute rollups (count, sum, min, max, sum of squares,\n"
-	  "last and a quantile sketch per series) are kept. Default 30d." },
+	  "last and a quantile sketch per series) are kept." },
 	{ "retention-1h", T_DURATION, F(retention_1h), 3600, 100 * 365 * 86400.0,
-	  "DURATION", "How long 1-hour rollups are kept. Default 1y (365d)." },
-	{ "disk-budget", T_BYTES, F(disk_budget), 0, 0, "BYTES",
+	  "DURATION", "365d", RESTART, "1-hour rollups kept",
+	  "How long 1-hour rollups are kept." },
+	{ "disk-budget", T_BYTES, F(disk_budget), 0, 0, "BYTES", "10GiB",
+	  RESTART, "oldest day partitions dropped first beyond it",
 	  "Most disk the store may use (e.g. 10GiB; 0 = no limit). Over it the\n"
-	  "oldest day partitions are dropped first; today's never. Default 10GiB." },
+	  "oldest day partitions are dropped first; today's never." },
 	{ "flush-interval", T_DURATION, F(flush_interval), 0.1, 60, "SECONDS",
+	  "5s", RESTART, "most a crash (even `kill -9`) can lose",
 	  "How often new samples are made durable; a crash (even kill -9)\n"
-	  "loses at most this much. Default 5." },
+	  "loses at most this much." },
 	{ "store-max-series", T_UINT, F(store_max_series), 1, 10000000, "N",
+	  "100000", RESTART, "series beyond are refused and counted",
 	  "Most series the store keeps; new ones beyond are refused and\n"
-	  "counted. Default 100000." },
-	{ "store-max-label-values", T_UINT, F(store_max_label_values), 1, 10000000,
-	  "N",
+	  "counted." },
+	{ "store-max-label-values", T_UINT, F(store_max_label_values), 1,
+	  10000000, "N", "10000", RESTART, "distinct values of one label name",
 	  "Most distinct values of one label name (pid, kernel, ...) over all\n"
-	  "series; series beyond are refused and counted. Default 10000." },
+	  "series; series beyond are refused and counted." },
 	{ "query-max-samples", T_U64, F(query_max_samples), 0, 0, "N",
+	  "5000000", RESTART, "samples one query may load",
 	  "Most samples one query may load; beyond it the query fails with an\n"
-	  "\"execution\" error. Default 5000000." },
+	  "\"execution\" error." },
 	{ "query-timeout", T_DURATION, F(query_timeout), 0.1, 3600, "SECONDS",
-	  "Longest a query may run before it fails with a \"timeout\" error.\n"
-	  "Default 30 (an API request's own timeout= may only shorten it)." },
-	{ "cupti", T_NOFLAG, F(cupti), 0, 0, "",
+	  "30s", RESTART, "longest a query may run",
+	  "Longest a query may run before it fails with a \"timeout\" error\n"
+	  "(an API request's own timeout= may only shorten it)." },
+	{ "cupti", T_NOFLAG, F(cupti), 0, 0, "", "on", RESTART,
+	  "stop reading the CUPTI injection rings",
 	  "--no-cupti stops reading the rings that libgpuwatch_cupti.so (the\n"
 	  "CUPTI injection library, enabled per process with\n"
 	  "CUDA_INJECTION64_PATH) writes: kernels, copies, memory, contexts and\n"
 	  "API errors seen inside each CUDA process. File key: cupti: false." },
-	{ "cupti-dir", T_STRING, F(cupti_dir), 0, 0, "DIR",
+	{ "cupti-dir", T_STRING, F(cupti_dir), 0, 0, "DIR", "/dev/shm", RESTART,
+	  "where injected processes put their rings",
 	  "Directory where injected processes create their rings\n"
-	  "(GPUWATCH_CUPTI_DIR in the process's environment). Default /dev/shm;\n"
-	  "for containers, a host directory mounted into every pod." },
-	{ "cupti-max-kernels", T_UINT, F(cupti_max_kernels), 1, 1024, "N",
+	  "(GPUWATCH_CUPTI_DIR in the process's environment); for containers,\n"
+	  "a host directory mounted into every pod." },
+	{ "cupti-max-kernels", T_UINT, F(cupti_max_kernels), 1, 1024, "N", "50",
+	  RESTART, "kernel names per process (top by GPU time)",
 	  "Kernel names exported per process, the top N by GPU time; the rest\n"
-	  "is summed under kernel=\"other\". Default 50." },
+	  "is summed under kernel=\"other\"." },
 	{ "statsd-listen", T_STRING, F(statsd_listen), 0, 0, "HOST:PORT",
+	  "127.0.0.1:8125", RESTART, "StatsD / DogStatsD over UDP (`off`)",
 	  "UDP address for StatsD and DogStatsD datagrams from applications\n"
-	  "(training loss, step time, request latency). Default 127.0.0.1:8125;\n"
-	  "off turns it off." },
-	{ "statsd-socket", T_STRING, F(statsd_socket), 0, 0, "PATH",
-	  "Unix datagram socket for StatsD, as DogStatsD clients use it.\n"
-	  "Default: none." },
+	  "(training loss, step time, request latency); off turns it off." },
+	{ "statsd-socket", T_STRING, F(statsd_socket), 0, 0, "PATH", "", RESTART,
+	  "StatsD over a Unix datagram socket",
+	  "Unix datagram socket for StatsD, as DogStatsD clients use it." },
 	{ "statsd-max-series", T_UINT, F(statsd_max_series), 1, 10000000, "N",
-	  "Most StatsD series kept; new ones beyond are refused and counted.\n"
-	  "Default 10000." },
+	  "10000", RESTART, "application series beyond are refused",
+	  "Most StatsD series kept; new ones beyond are refused and counted." },
 	{ "statsd-max-tag-values", T_UINT, F(statsd_max_tag_values), 1, 10000000,
-	  "N",
+	  "N", "1000", RESTART, "distinct values of one tag",
 	  "Most distinct values of one StatsD tag; series beyond are refused\n"
-	  "and counted. Default 1000." },
-	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "",
+	  "and counted." },
+	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "", "on", RESTART,
+	  "no dynamic baselines / anomaly scores",
 	  "--no-baselines turns off the dynamic baselines: every stored gauge\n"
 	  "gets an online model of its normal level and spread, and an anomaly\n"
 	  "score 0..1 kept in the history as NAME:anomaly_score (usable in\n"
 	  "alert rules). File key: baselines: false." },
-	{ "rules", T_LIST, F(rule_files), 0, 0, "FILE",
+	{ "rules", T_LIST, F(rule_files), 0, 0, "FILE", "", LIVE,
+	  "alert rule file (repeatable)",
 	  "Alert rule file in Prometheus' format (groups, alert, expr, for,\n"
 	  "labels, annotations), evaluated by the agent on its own history.\n"
 	  "Repeatable (a list in the config file); checked at start and on\n"
 	  "SIGHUP, with errors naming the file, line and problem." },
-	{ "default-rules", T_NOFLAG, F(default_rules), 0, 0, "",
+	{ "default-rules", T_NOFLAG, F(default_rules), 0, 0, "", "on", LIVE,
+	  "turn off the built-in rule set",
 	  "--no-default-rules turns off the built-in rule set (GPU\n"
 	  "temperature, HBM temperature, ECC, XID, PCIe, NVLink, throttling,\n"
 	  "power, GPU lost, memory leaks, CUDA OOM and API errors, abnormal\n"
 	  "exits, training and inference checks). File key: default_rules." },
 	{ "rule-interval", T_DURATION, F(rule_interval), 1, 3600, "SECONDS",
-	  "How often alert rules are evaluated. Default 10." },
-	{ "alertmanager", T_LIST, F(alertmanagers), 0, 0, "URL",
+	  "10s", LIVE, "how often rules are evaluated",
+	  "How often alert rules are evaluated (a group's own interval: wins)." },
+	{ "alertmanager", T_LIST, F(alertmanagers), 0, 0, "URL", "", RESTART,
+	  "Alertmanager to send alerts to (repeatable)",
 	  "Alertmanager to send alerts to (its base URL, e.g.\n"
 	  "http://127.0.0.1:9093); API v2. Repeatable: every alert goes to\n"
-	  "each. Default: none (alerts are still listed on /api/v1/alerts)." },
-	{ "alert-resend", T_DURATION, F(alert_resend), 1, 3600, "SECONDS",
-	  "Firing alerts are sent again this often. Default 60." },
-	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
+	  "each. Without one, alerts are still listed on /api/v1/alerts." },
+	{ "alert-resend", T_DURATION, F(alert_resend), 1, 3600, "SECONDS", "1m",
+	  LIVE, "firing alerts are re-sent this often",
+	  "Firing alerts are sent again this often." },
+	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]", "SLURM_JOB_ID",
+	  RESTART, "environment variables giving the `job` label",
 	  "Environment variables of a GPU process whose value becomes its\n"
-	  "'job' label, first found wins. Default SLURM_JOB_ID." },
-	{ "log-level", T_LOGLEVEL, F(log_level), 0, 0, "LEVEL",
-	  "error, warn, info or debug. Default info. Logs go to stderr." },
+	  "'job' label, first found wins." },
+	{ "log-level", T_LOGLEVEL, F(log_level), 0, 0, "LEVEL", "info", LIVE,
+	  "error, warn, info, debug",
+	  "error, warn, info or debug. Logs go to stderr." },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
+static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
+		   const char *where, char *err, size_t errlen);
+
 void gw_config_defaults(struct gw_config *c)
 {
+	char err[GW_CONFIG_ERR_MAX];
+
 	memset(c, 0, sizeof(*c));
-	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9400");
-	snprintf(c->data_dir, sizeof(c->data_dir), "/var/lib/gpuwatch");
-	snprintf(c->nvml_lib, sizeof(c->nvml_lib), "libnvidia-ml.so.1");
-	c->interval = 1;
-	c->detail_interval = 30;
-	c->collector_timeout = 5;
-	c->cpu_budget = 0.005;
-	c->sim_day = 86400;
-	c->sim_seed = 1;
-	c->log_level = GW_LOG_INFO;
-	c->ebpf = 1;
-	c->leak_age = 300;
-	c->ebpf_budget = 0.01;
-	snprintf(c->job_env, sizeof(c->job_env), "SLURM_JOB_ID");
-	c->store = 1;
-	c->retention_raw = 86400;
-	c->retention_1m = 30 * 86400;
-	c->retention_1h = 365 * 86400;
-	c->disk_budget = 10ull << 30;
-	c->flush_interval = 5;
-	c->store_max_series = 100000;
-	c->store_max_label_values = 10000;
-	c->query_max_samples = 5000000;
-	c->query_timeout = 30;
-	c->cupti = 1;
-	snprintf(c->cupti_dir, sizeof(c->cupti_dir), "/dev/shm");
-	c->cupti_max_kernels = 50;
-	snprintf(c->statsd_listen, sizeof(c->statsd_listen), "127.0.0.1:8125");
-	c->statsd_max_series = 10000;
-	c->statsd_max_tag_values = 1000;
-	c->baselines = 1;
-	c->default_rules = 1;
-	c->rule_interval = 10;
-	c->alert_resend = 60;
+	for (size_t i = 0; i < NOPTS; i++) {
+		int r;
+
+		if (!opts[i].def[0])
+			continue;
+		r = set_opt(c, &opts[i], opts[i].def, opts[i].name, err,
+			    sizeof(err));
+		assert(r == 0 && "a default in opts[] does not parse");
+		(void)r;
+	}
 }
 
 static const struct opt *find_opt(const char *key)
@@ -362,7 +383,7 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		if (r) {
 			snprintf(err, errlen,
 				 "%s: '%s' is not a duration from %gs to %gs "
-				 "(write 2, 2s, 500ms or 1m)",
+				 "(write 2, 90s, 1m30s or 500ms)",
 				 where, val, o->min, o->max);
 			return -EINVAL;
 		}
@@ -789,8 +810,146 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- the table as documentation, and the reload ---- */
+
+/* "--interval", or "--no-ebpf" for a switch. */
+static void flag_name(const struct opt *o, char *buf, size_t n)
+{
+	snprintf(buf, n, "--%s%s", o->type == T_NOFLAG ? "no-" : "", o->name);
+}
+
+bool gw_config_setting(size_t i, struct gw_config_setting *out)
+{
+	const struct opt *o;
+	size_t k;
+
+	if (i >= NOPTS)
+		return false;
+	o = &opts[i];
+	memset(out, 0, sizeof(*out));
+	flag_name(o, out->flag, sizeof(out->flag));
+	snprintf(out->key, sizeof(out->key), "%s", o->name);
+	for (k = 0; out->key[k]; k++)
+		if (out->key[k] == '-')
+			out->key[k] = '_';
+	out->arg = o->arg;
+	out->def = o->def;
+	out->brief = o->brief;
+	out->help = o->help;
+	out->reload = o->reload;
+	out->negated = o->type == T_NOFLAG;
+	return true;
+}
+
+static bool same_value(const struct opt *o, const struct gw_config *a,
+		       const struct gw_config *b)
+{
+	const char *pa = (const char *)a + o->off;
+	const char *pb = (const char *)b + o->off;
+
+	switch (o->type) {
+	case T_STRING:
+	case T_HOSTPORT:
+	case T_COMPAT:
+	case T_CONFIG:
+	case T_STRLIST:
+		return strcmp(pa, pb) == 0;
+	case T_LIST: {
+		const struct gw_config_list *la = (const void *)pa;
+		const struct gw_config_list *lb = (const void *)pb;
+
+		if (la->n != lb->n)
+			return false;
+		for (unsigned int i = 0; i < la->n; i++)
+			if (strcmp(la->v[i], lb->v[i]) != 0)
+				return false;
+		return true;
+	}
+	case T_FAULT:
+		return a->nfaults == b->nfaults &&
+		       memcmp(a->faults, b->faults,
+			      a->nfaults * sizeof(a->faults[0])) == 0;
+	case T_UINT:
+	case T_U64:
+	case T_BYTES:
+	case T_DURATION:
+	case T_RATIO:
+	case T_LOGLEVEL:
+	case T_NOFLAG:
+		break;
+	}
+	return memcmp(pa, pb, o->size) == 0;
+}
+
+unsigned int gw_config_reload(struct gw_config *run,
+			      const struct gw_config *next)
+{
+	unsigned int applied = 0;
+
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+		char flag[48];
+
+		if (same_value(o, run, next))
+			continue;
+		if (o->reload == GW_CONFIG_LIVE) {
+			memcpy((char *)run + o->off, (const char *)next + o->off,
+			       o->size);
+			if (o->type == T_FAULT)
+				run->nfaults = next->nfaults;
+			applied++;
+			continue;
+		}
+		flag_name(o, flag, sizeof(flag));
+		gw_warn("reload: %s changed; restart the agent to apply it",
+			flag);
+	}
+	return applied;
+}
+
+/* "1s; applied on SIGHUP" for --help. */
+static void print_default(FILE *out, const struct opt *o)
+{
+	fprintf(out, "      Default: %s; %s.\n", o->def[0] ? o->def : "none",
+		o->type == T_CONFIG		? "re-read on SIGHUP" :
+		o->reload == GW_CONFIG_LIVE	? "applied on SIGHUP" :
+						  "a change needs a restart");
+}
+
+/* The README's "on SIGHUP" column. */
+static const char *reload_word(const struct opt *o)
+{
+	if (o->type == T_CONFIG)
+		return "re-read";
+	return o->reload == GW_CONFIG_LIVE ? "applied" : "restart";
+}
+
+/* text on lines of at most width columns, broken at spaces. */
+static void print_wrapped(FILE *out, const char *text, size_t width)
+{
+	while (*text) {
+		size_t n = strlen(text), cut = n;
+
+		if (n > width) {
+			cut = width;
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			if (cut == 0)
+				cut = strcspn(text, " ");
+		}
+		fprintf(out, "%.*s\n", (int)cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+	}
+}
+
 void gw_config_usage(FILE *out)
 {
+	char para[1024];
+	bool first = true;
+	size_t n;
+
 	fprintf(out,
 		"Usage: gpuwatch agent [OPTION]...\n"
 		"\n"
@@ -809,7 +968,11 @@ void gw_config_usage(FILE *out)
 		"\n"
 		"Options (each is also a key of the --config file: "
 		"--detail-interval 30\n"
-		"is detail_interval: 30):\n");
+		"is detail_interval: 30). SECONDS and DURATION are a number of "
+		"seconds\n"
+		"(2, 0.5) or a Prometheus duration (500ms, 90s, 1m30s, 2h, 30d, "
+		"1y);\n"
+		"BYTES may end in KiB, MiB, GiB or TiB:\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		const char *h = opts[i].help;
 		char left[64];
@@ -827,16 +990,30 @@ void gw_config_usage(FILE *out)
 			fprintf(out, "      %.*s\n", (int)n, h);
 			h += n + (nl ? 1 : 0);
 		}
+		print_default(out, &opts[i]);
 	}
 	fprintf(out,
 		"  -h, --help\n"
 		"      Show this help and exit.\n"
-		"\n"
-		"Signals: SIGTERM or SIGINT stop the agent cleanly (exit 0 within "
-		"5 s);\n"
-		"SIGHUP re-reads the config file and applies log-level, "
-		"interval,\n"
-		"detail-interval, collector-timeout and cpu-budget at once.\n"
+		"\n");
+	n = (size_t)snprintf(para, sizeof(para),
+			     "Signals: SIGTERM or SIGINT stop the agent cleanly "
+			     "(exit 0 within 5 s); SIGHUP re-reads the config "
+			     "file and applies");
+	for (size_t i = 0; i < NOPTS && n < sizeof(para); i++) {
+		if (opts[i].reload != GW_CONFIG_LIVE ||
+		    opts[i].type == T_CONFIG)
+			continue;
+		n += (size_t)snprintf(para + n, sizeof(para) - n, "%s %s",
+				      first ? "" : ",", opts[i].name);
+		first = false;
+	}
+	if (n < sizeof(para))
+		snprintf(para + n, sizeof(para) - n,
+			 " at once; any other setting that changed is logged "
+			 "as needing a restart and keeps its running value.");
+	print_wrapped(out, para, 76);
+	fprintf(out,
 		"\n"
 		"Exit status: 0 after a clean stop, 2 for a bad flag or config, "
 		"1 when the\n"
@@ -852,10 +1029,29 @@ void gw_config_usage(FILE *out)
 		"GPU 3 falls off at 2 min\n");
 }
 
+void gw_config_markdown(FILE *out)
+{
+	fprintf(out, "| option | default | on SIGHUP | meaning |\n"
+		     "|---|---|---|---|\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *o = &opts[i];
+		char flag[48];
+
+		flag_name(o, flag, sizeof(flag));
+		fprintf(out, "| `%s%s%s` | ", flag, o->arg[0] ? " " : "",
+			o->arg);
+		if (o->def[0])
+			fprintf(out, "`%s`", o->def);
+		else
+			fprintf(out, "none");
+		fprintf(out, " | %s | %s |\n", reload_word(o), o->brief);
+	}
+}
+
 int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			size_t errlen)
 {
-	struct option lopts[NOPTS + 2];
+	struct option lopts[NOPTS + 3];
 	char noflags[NOPTS][40];
 
 	for (size_t i = 0; i < NOPTS; i++)
@@ -872,7 +1068,9 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 		lopts[i].val = 256 + (int)i;
 	}
 	lopts[NOPTS] = (struct option){ "help", no_argument, NULL, 'h' };
-	lopts[NOPTS + 1] = (struct option){ 0 };
+	lopts[NOPTS + 1] = (struct option){ "help-markdown", no_argument, NULL,
+					    'M' };
+	lopts[NOPTS + 2] = (struct option){ 0 };
 
 	/* Pass 1: find --config and --help, reject unknown flags. */
 	optind = 0; /* 0, not 1: also resets glibc's state inside '-xy' groups */
@@ -880,6 +1078,8 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 	while ((ch = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
 		if (ch == 'h')
 			return 1;
+		if (ch == 'M')
+			return 2;
 		if (ch == '?') {
 			const char *bad = argv[optind - 1];
 			const char *s = NULL;

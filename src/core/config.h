@@ -3,9 +3,12 @@
  * config.h - the agent's settings: defaults, then the YAML file given by
  * --config, then command-line flags, in that order of precedence.
  *
- * One table (config.c) describes every setting once; it drives getopt_long,
- * the YAML keys (the flag's name with '-' or '_'), --help and validation,
- * so every flag has a config-file key by construction.
+ * One table (config.c) describes every setting once: its flag, YAML key
+ * (the flag's name with '-' or '_'), type and range, default (as text,
+ * parsed like the flag's value), what SIGHUP does with it, and its help.
+ * It drives getopt_long, the file parser, the defaults, --help, the
+ * README's option table (--help-markdown) and the reload, so none of them
+ * can disagree with another.
  *
  * Errors are written into a caller buffer as one line that names the flag,
  * or the file, line and key, and what was expected.
@@ -14,6 +17,7 @@
 #define GW_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "collect/sim/sim.h"
@@ -74,11 +78,34 @@ struct gw_config {
 	unsigned int nfaults;
 };
 
+/* What SIGHUP does with a setting whose value changed. */
+enum gw_config_reload {
+	GW_CONFIG_RESTART, /* logged; the running value stays until a restart */
+	GW_CONFIG_LIVE,    /* applied by the reload */
+};
+
+/* One row of the table, for documentation and tests. */
+struct gw_config_setting {
+	char flag[48];        /* "--interval", or "--no-ebpf" for a switch */
+	char key[48];         /* "interval"; "detail_interval" */
+	const char *arg;      /* "SECONDS"; "" for a switch */
+	const char *def;      /* the default as a flag's value; "" = none */
+	const char *brief;    /* one line (README) */
+	const char *help;     /* --help, lines separated by '\n' */
+	enum gw_config_reload reload;
+	bool negated;         /* a --no-NAME switch: the file takes NAME: bool */
+};
+
+/* Row i of the table into *out; false past the last one. */
+bool gw_config_setting(size_t i, struct gw_config_setting *out);
+
+/* Every setting at its default (the table's text, parsed). */
 void gw_config_defaults(struct gw_config *c);
 
 /*
  * Parses argv (after the subcommand) into c, loading --config first if it is
- * given.  Returns 0, 1 when --help was printed, or -EINVAL with err set.
+ * given.  Returns 0; 1 when --help was asked for, 2 for --help-markdown
+ * (nothing parsed then); or -EINVAL with err set.
  */
 __attribute__((warn_unused_result)) int
 gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
@@ -99,6 +126,20 @@ gw_config_load_buffer(struct gw_config *c, const char *name,
 __attribute__((warn_unused_result)) int
 gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
 
+/*
+ * SIGHUP: run is the config in use, next the one just read (defaults, the
+ * file, the same flags).  Each setting that differs and is GW_CONFIG_LIVE
+ * is copied into run; each other one that differs stays as it is and is
+ * logged in one line ("reload: --statsd-listen changed; restart the agent
+ * to apply it").  Returns how many settings were copied.  The caller then
+ * hands the new values to the modules that use them.
+ */
+unsigned int gw_config_reload(struct gw_config *run,
+			      const struct gw_config *next);
+
+/* --help: every setting with its default and what SIGHUP does. */
 void gw_config_usage(FILE *out);
+/* The README's option table (Markdown), from the same rows. */
+void gw_config_markdown(FILE *out);
 
 #endif

@@ -67,6 +67,7 @@ struct gw_alerts {
 	pthread_mutex_t lock;
 	struct gw_ruleset pending_rs;
 	bool have_pending;
+	int64_t pending_interval_ms, pending_resend_ms; /* 0: none */
 
 	/* registry */
 	int slot;
@@ -650,6 +651,11 @@ static double mono_s(void)
 static void take_pending(struct gw_alerts *al)
 {
 	pthread_mutex_lock(&al->lock);
+	if (al->pending_interval_ms > 0)
+		al->o.interval_ms = al->pending_interval_ms;
+	if (al->pending_resend_ms > 0)
+		al->o.resend_ms = al->pending_resend_ms;
+	al->pending_interval_ms = al->pending_resend_ms = 0;
 	if (al->have_pending) {
 		al->have_pending = false;
 		if (install_rules(al, &al->pending_rs))
@@ -797,6 +803,13 @@ void gw_alerts_free(struct gw_alerts *al)
 	free(al);
 }
 
+/* Under al->lock: the evaluator takes what is pending at once. */
+static void wake(struct gw_alerts *al)
+{
+	if (al->w)
+		gw_worker_wake(al->w);
+}
+
 void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules)
 {
 	pthread_mutex_lock(&al->lock);
@@ -805,8 +818,17 @@ void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules)
 	al->pending_rs = *rules;
 	al->have_pending = true;
 	memset(rules, 0, sizeof(*rules));
-	if (al->w)
-		gw_worker_wake(al->w);
+	wake(al);
+	pthread_mutex_unlock(&al->lock);
+}
+
+void gw_alerts_set_intervals(struct gw_alerts *al, int64_t interval_ms,
+			     int64_t resend_ms)
+{
+	pthread_mutex_lock(&al->lock);
+	al->pending_interval_ms = interval_ms > 0 ? interval_ms : 0;
+	al->pending_resend_ms = resend_ms > 0 ? resend_ms : 0;
+	wake(al);
 	pthread_mutex_unlock(&al->lock);
 }
 

@@ -33,8 +33,9 @@
  *
  * Errors: 0 or -errno.  Ownership: a rule set handed over is taken (the
  * caller's struct is emptied).  Thread safety: gw_alerts_eval runs on one
- * thread at a time (the "gw-rules" thread once started); gw_alerts_json and
- * gw_alerts_set_rules may be called from any thread.
+ * thread at a time (the "gw-rules" thread once started); gw_alerts_json,
+ * gw_alerts_set_rules and gw_alerts_set_intervals may be called from any
+ * thread.
  */
 #ifndef GW_ALERTS_H
 #define GW_ALERTS_H
@@ -103,6 +104,11 @@ void gw_alerts_free(struct gw_alerts *al);
 /* Replaces the rules at the next evaluation (taken).  Instances of a rule
  * with the same group, name and expression carry over. */
 void gw_alerts_set_rules(struct gw_alerts *al, struct gw_ruleset *rules);
+
+/* Replaces the evaluation interval of groups without their own and the
+ * resend interval at the next evaluation; 0 keeps one as it is. */
+void gw_alerts_set_intervals(struct gw_alerts *al, int64_t interval_ms,
+			     int64_t resend_ms);
 
 /* Evaluates every group due at now_ms (unix ms), updates the instances,
  * publishes and delivers.  Returns the rules that failed. */

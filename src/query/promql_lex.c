@@ -2,8 +2,8 @@
 /*
  * promql_lex.c - the PromQL subset's lexer (see promql_lex.h): tokens in
  * three modes, string literals with Go's escapes, numbers and durations,
- * and the error sink that turns a byte offset into "LINE:COL".  Also
- * Prometheus' duration syntax, behind gw_promql_duration (promql.h).
+ * and the error sink that turns a byte offset into "LINE:COL".  Durations
+ * are common/parse.c's grammar, also behind gw_promql_duration (promql.h).
  *
  * Messages are worded after Prometheus' lexer, characters quoted the way
  * Go's %q and %#U write them (quote_char, unicode_name).
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/parse.h"
 #include "common/utf8.h"
 #include "query/promql_lex.h"
 
@@ -307,85 +308,11 @@ static int scan_string(const char *q, size_t len, size_t start, char *out,
 
 /* ---- durations ---- */
 
-static const struct {
-	const char *unit;
-	uint64_t ns;
-} units[] = {
-	{ "y", 365ULL * 24 * 3600 * 1000000000ULL },
-	{ "w", 7ULL * 24 * 3600 * 1000000000ULL },
-	{ "d", 24ULL * 3600 * 1000000000ULL },
-	{ "h", 3600ULL * 1000000000ULL },
-	{ "m", 60ULL * 1000000000ULL },
-	{ "s", 1000000000ULL },
-	{ "ms", 1000000ULL },
-};
-
-/*
- * Prometheus' duration syntax over s[0..n): "0", or number+unit pairs with
- * the units in decreasing order, the total within Go's time.Duration.
- */
+/* Prometheus' duration syntax over s[0..n): common/parse.h. */
 static int parse_duration(const char *s, size_t n, int64_t *ms, char *msg,
 			  size_t msgn)
 {
-	uint64_t total = 0;
-	size_t i = 0, last = 0;
-
-	if (n == 0) {
-		snprintf(msg, msgn, "empty duration string");
-		return -EINVAL;
-	}
-	if (n == 1 && s[0] == '0') {
-		*ms = 0;
-		return 0;
-	}
-	while (i < n) {
-		uint64_t v = 0;
-		size_t d = i, u, k;
-		bool big = false;
-
-		while (i < n && is_digit((unsigned char)s[i])) {
-			if (v > (UINT64_MAX - 9) / 10)
-				big = true;
-			else
-				v = v * 10 + (uint64_t)(s[i] - '0');
-			i++;
-		}
-		if (i == d || big)
-			goto invalid;
-		u = i;
-		while (i < n && !is_digit((unsigned char)s[i]))
-			i++;
-		if (i == u)
-			goto invalid;
-		for (k = 0; k < sizeof(units) / sizeof(units[0]); k++)
-			if (strlen(units[k].unit) == i - u &&
-			    memcmp(units[k].unit, s + u, i - u) == 0)
-				break;
-		if (k == sizeof(units) / sizeof(units[0])) {
-			snprintf(msg, msgn,
-				 "unknown unit \"%.*s\" in duration \"%.*s\"",
-				 (int)(i - u), s + u, (int)n, s);
-			return -EINVAL;
-		}
-		if (k + 1 <= last)
-			goto invalid;
-		last = k + 1;
-		if (v > (UINT64_MAX >> 1) / units[k].ns) {
-			snprintf(msg, msgn, "duration out of range");
-			return -EINVAL;
-		}
-		total += v * units[k].ns;
-		if (total > (uint64_t)INT64_MAX) {
-			snprintf(msg, msgn, "duration out of range");
-			return -EINVAL;
-		}
-	}
-	*ms = (int64_t)(total / 1000000ULL);
-	return 0;
-invalid:
-	snprintf(msg, msgn, "not a valid duration string: \"%.*s\"", (int)n,
-		 s);
-	return -EINVAL;
+	return gw_parse_prom_duration(s, n, ms, msg, msgn) ? -EINVAL : 0;
 }
 
 int gw_promql_duration(const char *s, int64_t *ms)

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,27 @@ static void one_duration(const char *s, unsigned int sel)
 		CHECK(plain == v);
 }
 
+/* Prometheus' grammar: a success is a duration >= 0 that a setting reads
+ * the same; an error leaves the output alone and says why. */
+static void one_prom_duration(const char *s, unsigned int sel)
+{
+	int64_t ms = -12345;
+	char msg[64] = "";
+	double secs = -1;
+	int r = gw_parse_prom_duration(s, strlen(s), &ms,
+				       sel % 2 ? msg : NULL, sizeof(msg));
+
+	check_err(r);
+	if (r) {
+		CHECK(ms == -12345);
+		CHECK(!(sel % 2) || msg[0] != '\0');
+		return;
+	}
+	CHECK(ms >= 0 && s[0] != '\0');
+	CHECK(gw_parse_duration(s, 0, 1e300, &secs) == 0);
+	CHECK(secs == (double)ms / 1000.0);
+}
+
 static void one_hostport(const char *s, unsigned int sel)
 {
 	char host[64];
@@ -148,6 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		one_uint(line, sel);
 		one_double(line, sel);
 		one_duration(line, sel);
+		one_prom_duration(line, sel);
 		one_hostport(line, sel);
 		sel = sel / 5 + 1;
 	}

@@ -766,6 +766,237 @@ static void error_buffer_is_bounded(void **state)
 	assert_contains(err, "agent.yaml:1: unknown key");
 }
 
+/* ---- the table: one home for every setting ---- */
+
+/* A value for each setting without a default (its flag must still work). */
+static const char *sample_value(const char *name)
+{
+	static const struct {
+		const char *name, *value;
+	} samples[] = {
+		{ "fault", "xid79:0" },
+		{ "rules", "/etc/gpuwatch/site.yml" },
+		{ "alertmanager", "http://127.0.0.1:9093" },
+		{ "statsd-socket", "/run/gpuwatch/statsd.sock" },
+	};
+
+	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
+		if (strcmp(samples[i].name, name) == 0)
+			return samples[i].value;
+	return NULL;
+}
+
+static void every_setting_is_complete(void **state)
+{
+	struct gw_config_setting st;
+	struct gw_config def, c;
+	char err[GW_CONFIG_ERR_MAX], yaml[256];
+	size_t n = 0;
+
+	(void)state;
+	gw_config_defaults(&def);
+	for (size_t i = 0; gw_config_setting(i, &st); i++, n++) {
+		const char *name = st.flag + (st.negated ? 5 : 2);
+		const char *value = st.def;
+		int r;
+
+		/* A flag, a file key, a help text, a line for the README, a
+		 * default ("" = none) and a reload rule. */
+		assert_true(strncmp(st.flag, st.negated ? "--no-" : "--",
+				    st.negated ? 5 : 2) == 0);
+		assert_true(name[0] != '\0');
+		assert_non_null(st.arg);
+		assert_true(st.negated == (st.arg[0] == '\0'));
+		assert_true(st.key[0] != '\0' && !strchr(st.key, '-'));
+		assert_non_null(st.help);
+		assert_true(strlen(st.help) > 10);
+		assert_non_null(st.brief);
+		assert_true(st.brief[0] != '\0' && !strchr(st.brief, '|') &&
+			    !strchr(st.brief, '\n'));
+		assert_non_null(st.def);
+		assert_true(st.reload == GW_CONFIG_LIVE ||
+			    st.reload == GW_CONFIG_RESTART);
+
+		if (strcmp(name, "config") == 0) {
+			/* Only a flag: the file cannot name another file. */
+			assert_string_equal(st.def, "");
+			continue;
+		}
+		if (!value[0]) {
+			value = sample_value(name);
+			if (!value)
+				fail_msg("%s has no default: give it one or a "
+					 "sample value in this test",
+					 st.flag);
+		}
+
+		/* The flag takes the value (a switch takes none)... */
+		if (st.negated)
+			r = run_args(&c, err, sizeof(err), st.flag, NULL);
+		else
+			r = run_args(&c, err, sizeof(err), "--simulate", "1",
+				     st.flag, value, NULL);
+		if (r)
+			fail_msg("%s %s: %s", st.flag, value, err);
+		/* ...and so does the file key, in both spellings. */
+		snprintf(yaml, sizeof(yaml), "%s: %s\n", st.key,
+			 st.negated ? st.def : value);
+		if (load_text(&c, yaml, err, sizeof(err)))
+			fail_msg("%s", err);
+		if (st.def[0] && memcmp(&c, &def, sizeof(c)) != 0)
+			fail_msg("'%s' in a file does not give the default",
+				 yaml);
+		snprintf(yaml, sizeof(yaml), "%s: %s\n", name,
+			 st.negated ? st.def : value);
+		if (load_text(&c, yaml, err, sizeof(err)))
+			fail_msg("%s", err);
+
+		/* The default, given as a flag, is the stored default. */
+		if (st.def[0] && !st.negated) {
+			assert_int_equal(run_args(&c, err, sizeof(err),
+						  st.flag, st.def, NULL),
+					 0);
+			if (memcmp(&c, &def, sizeof(c)) != 0)
+				fail_msg("%s %s is not the default", st.flag,
+					 st.def);
+		}
+	}
+	assert_true(n > 30);
+	assert_false(gw_config_setting(n, &st));
+}
+
+/* Each setting's --help shows its default and what SIGHUP does. */
+static void help_shows_default_and_reload(void **state)
+{
+	struct gw_config_setting st;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	gw_config_usage(f);
+	assert_int_equal(fclose(f), 0);
+	for (size_t i = 0; gw_config_setting(i, &st); i++) {
+		char head[96], want[160];
+		const char *at, *next;
+
+		snprintf(head, sizeof(head), "\n  %s%s%s\n", st.flag,
+			 st.negated ? "" : " ", st.arg);
+		at = strstr(text, head);
+		if (!at)
+			fail_msg("--help has no '%s'", head + 1);
+		next = strstr(at + strlen(head), "\n  -");
+		snprintf(want, sizeof(want), "      Default: %s; %s.\n",
+			 st.def[0] ? st.def : "none",
+			 strcmp(st.flag, "--config") == 0 ? "re-read on SIGHUP"
+			 : st.reload == GW_CONFIG_LIVE	  ? "applied on SIGHUP"
+						: "a change needs a restart");
+		at = strstr(at, want);
+		if (!at || (next && at > next))
+			fail_msg("%s: no '%s' in its --help", st.flag, want);
+	}
+	assert_contains(text, "SIGHUP re-reads the config file and applies "
+			      "interval, detail-interval,");
+	free(text);
+}
+
+static void markdown_has_a_row_per_setting(void **state)
+{
+	struct gw_config_setting st;
+	char *text = NULL, row[256];
+	size_t len = 0, n = 0, lines = 0;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	gw_config_markdown(f);
+	assert_int_equal(fclose(f), 0);
+	assert_true(strncmp(text, "| option | default | on SIGHUP | meaning |\n"
+				  "|---|---|---|---|\n",
+			    60) == 0);
+	for (size_t i = 0; gw_config_setting(i, &st); i++, n++) {
+		snprintf(row, sizeof(row), "\n| `%s%s%s` | ", st.flag,
+			 st.negated ? "" : " ", st.arg);
+		assert_contains(text, row);
+	}
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	assert_int_equal(lines, n + 2);
+	assert_contains(text, "| `--rule-interval SECONDS` | `10s` | applied |");
+	assert_contains(text, "| `--statsd-listen HOST:PORT` | `127.0.0.1:8125` "
+			      "| restart |");
+	free(text);
+}
+
+/* Durations are Prometheus' everywhere; a bare number is seconds. */
+static void rule_interval_durations(void **state)
+{
+	struct gw_config c;
+	char err[GW_CONFIG_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(run_args(&c, err, sizeof(err), "--rule-interval",
+				  "1m30s", NULL),
+			 0);
+	assert_true(c.rule_interval == 90);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--rule-interval", "90",
+				  "--alert-resend", "1h", "--retention-raw",
+				  "1d12h", "--interval", "2", NULL),
+			 0);
+	assert_true(c.rule_interval == 90);
+	assert_true(c.alert_resend == 3600);
+	assert_true(c.retention_raw == 129600);
+	assert_true(c.interval == 2);
+	assert_int_equal(load_text(&c, "rule_interval: 1m30s\n", err,
+				   sizeof(err)),
+			 0);
+	assert_true(c.rule_interval == 90);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--rule-interval",
+				  "30s1m", NULL),
+			 -EINVAL);
+	assert_contains(err, "--rule-interval: '30s1m' is not a duration");
+	assert_int_equal(run_args(&c, err, sizeof(err), "--rule-interval",
+				  "1h0m1s", NULL),
+			 -EINVAL);
+	assert_contains(err, "from 1s to 3600s");
+}
+
+static void reload_takes_live_settings_only(void **state)
+{
+	struct gw_config run, next;
+
+	(void)state;
+	gw_config_defaults(&run);
+	gw_config_defaults(&next);
+	assert_int_equal(gw_config_reload(&run, &next), 0);
+
+	next.interval = 2;
+	next.rule_interval = 90;
+	next.alert_resend = 30;
+	next.log_level = GW_LOG_DEBUG;
+	snprintf(next.rule_files.v[0], sizeof(next.rule_files.v[0]), "a.yml");
+	next.rule_files.n = 1;
+	/* These need a restart: logged, the running value stays. */
+	snprintf(next.statsd_listen, sizeof(next.statsd_listen), "off");
+	next.store_max_series = 5;
+	next.ebpf = 0;
+	assert_int_equal(gw_config_reload(&run, &next), 5);
+	assert_true(run.interval == 2);
+	assert_true(run.rule_interval == 90);
+	assert_true(run.alert_resend == 30);
+	assert_int_equal(run.log_level, GW_LOG_DEBUG);
+	assert_int_equal(run.rule_files.n, 1);
+	assert_string_equal(run.rule_files.v[0], "a.yml");
+	assert_string_equal(run.statsd_listen, "127.0.0.1:8125");
+	assert_int_equal(run.store_max_series, 100000);
+	assert_int_equal(run.ebpf, 1);
+	/* Nothing more to take the second time. */
+	assert_int_equal(gw_config_reload(&run, &next), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -789,6 +1020,11 @@ int main(void)
 		cmocka_unit_test(ebpf_settings),
 		cmocka_unit_test(missing_file),
 		cmocka_unit_test(error_buffer_is_bounded),
+		cmocka_unit_test(every_setting_is_complete),
+		cmocka_unit_test(help_shows_default_and_reload),
+		cmocka_unit_test(markdown_has_a_row_per_setting),
+		cmocka_unit_test(rule_interval_durations),
+		cmocka_unit_test(reload_takes_live_settings_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_parse.c - strict parsing of numbers, durations and listen addresses:
+ * test_parse.c - strict parsing of numbers, durations, sizes and listen addresses:
  * what a user can write in a flag or config value, and what is refused.
  */
 #include <errno.h>
@@ -145,6 +145,39 @@ static void bytes_units(void **state)
 	assert_true(gw_parse_bytes("99999999999TiB", &v) != 0);
 }
 
+static void bytes_grammar(void **state)
+{
+	static const struct {
+		const char *s;
+		unsigned long long want;
+	} ok[] = {
+		{ "1KiB", 1024 }, { "1K", 1024 }, { "10GiB", 10ull << 30 },
+		{ "0B", 0 },      { "007MiB", 7ull << 20 },
+		{ "16777215TiB", 16777215ull << 40 },
+	};
+	static const char *const bad[] = {
+		"1 GiB", "10gib", "10GB", "10Gi", "GiB10", "1KiBB", "0x10",
+		"+1K",   " 1K",   "1K ",  "1e3",  "10iB",  "KiB",
+	};
+	unsigned long long v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = 1;
+		if (gw_parse_bytes(ok[i].s, &v) != 0 || v != ok[i].want)
+			fail_msg("gw_parse_bytes(\"%s\") = %llu", ok[i].s, v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 42;
+		if (gw_parse_bytes(bad[i], &v) != -EINVAL || v != 42)
+			fail_msg("gw_parse_bytes(\"%s\") accepted", bad[i]);
+	}
+	/* 2^64 bytes does not fit; the unit is applied without wrapping. */
+	assert_int_equal(gw_parse_bytes("16777216TiB", &v), -ERANGE);
+	assert_int_equal(gw_parse_bytes(ULL_MAX_PLUS_ONE, &v), -ERANGE);
+	assert_int_equal(gw_parse_bytes(NULL, &v), -EINVAL);
+}
+
 static void duration_units(void **state)
 {
 	static const struct {
@@ -213,6 +246,155 @@ static void duration_range_after_unit(void **state)
 		memset(longnum, '1', sizeof(longnum) - 3);
 		memcpy(longnum + sizeof(longnum) - 3, "ms", 3);
 		assert_true(gw_parse_duration(longnum, 0, 1e300, &d) < 0);
+	}
+}
+
+/* ---- gw_parse_prom_duration: the one grammar ---- */
+
+static int prom(const char *s, int64_t *ms, char *msg, size_t msgn)
+{
+	return gw_parse_prom_duration(s, strlen(s), ms, msg, msgn);
+}
+
+static void prom_duration_valid(void **state)
+{
+	static const struct {
+		const char *s;
+		int64_t ms;
+	} ok[] = {
+		{ "0", 0 },
+		{ "0s", 0 },
+		{ "500ms", 500 },
+		{ "90s", 90000 },
+		{ "1m30s", 90000 },
+		{ "1h30m", 5400000 },
+		{ "1d", 86400000 },
+		{ "1w", 604800000 },
+		{ "1y", 31536000000 },
+		{ "2h0m5s", 7205000 },
+		{ "1s500ms", 1500 },
+		{ "007m", 420000 },
+		{ "1y2w3d4h5m6s7ms", 31536000000 + 1209600000 + 259200000 +
+					     14400000 + 300000 + 6000 + 7 },
+		/* Go's time.Duration holds 292 years and a bit. */
+		{ "292y", 292 * 31536000000 },
+		{ "9223372036854ms", 9223372036854 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t ms = -1;
+		int r = prom(ok[i].s, &ms, NULL, 0);
+
+		if (r != 0 || ms != ok[i].ms)
+			fail_msg("gw_parse_prom_duration(\"%s\") = %d, %lld; "
+				 "want %lld",
+				 ok[i].s, r, (long long)ms, (long long)ok[i].ms);
+	}
+	/* Only s[0..n) is read: a duration inside a longer text. */
+	{
+		int64_t ms = -1;
+
+		assert_int_equal(gw_parse_prom_duration("5m]", 2, &ms, NULL, 0),
+				 0);
+		assert_true(ms == 300000);
+	}
+}
+
+static void prom_duration_errors(void **state)
+{
+	static const struct {
+		const char *s;
+		int err;
+		const char *msg;
+	} bad[] = {
+		{ "", -EINVAL, "empty duration string" },
+		{ "5", -EINVAL, "not a valid duration string: \"5\"" },
+		{ "1.5h", -EINVAL, "unknown unit \".\" in duration \"1.5h\"" },
+		{ "5x", -EINVAL, "unknown unit \"x\" in duration \"5x\"" },
+		{ "5M", -EINVAL, "unknown unit \"M\"" },
+		{ "5sec", -EINVAL, "unknown unit \"sec\"" },
+		/* Units largest first, each once. */
+		{ "30s1m", -EINVAL, "not a valid duration string: \"30s1m\"" },
+		{ "1m1m", -EINVAL, "not a valid duration string" },
+		{ "1ms1s", -EINVAL, "not a valid duration string" },
+		{ "h", -EINVAL, "not a valid duration string" },
+		{ "m5", -EINVAL, "not a valid duration string" },
+		{ "-5m", -EINVAL, "not a valid duration string" },
+		{ "+5m", -EINVAL, "not a valid duration string" },
+		{ " 5m", -EINVAL, "not a valid duration string" },
+		{ "5m ", -EINVAL, "unknown unit \"m \"" },
+		{ "1h 30m", -EINVAL, "unknown unit \"h \"" },
+		{ "00", -EINVAL, "not a valid duration string" },
+		{ "99999999999999999999s", -EINVAL,
+		  "not a valid duration string" },
+		{ "300y", -ERANGE, "duration out of range" },
+		{ "292y25w", -ERANGE, "duration out of range" },
+		{ "9223372036855ms", -ERANGE, "duration out of range" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char msg[160] = "";
+		int64_t ms = 12345;
+		int r = prom(bad[i].s, &ms, msg, sizeof(msg));
+
+		if (r != bad[i].err || ms != 12345 || !strstr(msg, bad[i].msg))
+			fail_msg("gw_parse_prom_duration(\"%s\") = %d '%s', "
+				 "want %d '%s'",
+				 bad[i].s, r, msg, bad[i].err, bad[i].msg);
+	}
+	/* No message buffer, or a short one, is fine. */
+	{
+		char tiny[8];
+		int64_t ms = 1;
+
+		assert_int_equal(prom("5x", &ms, NULL, 0), -EINVAL);
+		assert_int_equal(prom("5x", &ms, tiny, sizeof(tiny)), -EINVAL);
+		assert_string_equal(tiny, "unknown");
+		assert_int_equal(gw_parse_prom_duration(NULL, 0, &ms, NULL, 0),
+				 -EINVAL);
+		assert_true(ms == 1);
+	}
+}
+
+/* A setting takes the same grammar, plus plain seconds. */
+static void duration_setting_grammar(void **state)
+{
+	static const struct {
+		const char *s;
+		double want;
+	} ok[] = {
+		{ "1m30s", 90 },  { "1h30m", 5400 }, { "2h0m5s", 7205 },
+		{ "1d12h", 129600 }, { "1w1d", 691200 }, { "1s500ms", 1.5 },
+		{ "0", 0 },       { "90", 90 },      { "1y", 31536000 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		double d = -1;
+		int r = gw_parse_duration(ok[i].s, 0, 1e9, &d);
+
+		if (r != 0 || d != ok[i].want)
+			fail_msg("gw_parse_duration(\"%s\") = %d, %g; want %g",
+				 ok[i].s, r, d, ok[i].want);
+	}
+	/* What Prometheus refuses for order or repetition, settings refuse
+	 * too; the range applies to the sum. */
+	{
+		static const char *const bad[] = { "30s1m", "1m1m", "1m 30s",
+						   "1m30", "1.5m30s", "1m-30s" };
+		double d = 42;
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			if (gw_parse_duration(bad[i], 0, 1e9, &d) != -EINVAL)
+				fail_msg("gw_parse_duration(\"%s\") accepted",
+					 bad[i]);
+		assert_int_equal(gw_parse_duration("1h0m1s", 1, 3600, &d),
+				 -ERANGE);
+		assert_int_equal(gw_parse_duration("300y", 0, 1e300, &d),
+				 -ERANGE);
+		assert_true(d == 42);
 	}
 }
 
@@ -322,9 +504,13 @@ int main(void)
 		cmocka_unit_test(double_valid),
 		cmocka_unit_test(double_invalid),
 		cmocka_unit_test(bytes_units),
+		cmocka_unit_test(bytes_grammar),
 		cmocka_unit_test(duration_units),
 		cmocka_unit_test(duration_bad),
 		cmocka_unit_test(duration_range_after_unit),
+		cmocka_unit_test(prom_duration_valid),
+		cmocka_unit_test(prom_duration_errors),
+		cmocka_unit_test(duration_setting_grammar),
 		cmocka_unit_test(hostport_forms),
 		cmocka_unit_test(hostport_bad),
 		cmocka_unit_test(hostport_host_buffer),
