@@ -4,9 +4,11 @@
  *
  * Threads: the main thread runs gw_agent_main(): it waits for signals and
  * ticks the self collector and the CPU governor.  The HTTP server runs on
- * its own thread; each collector may own threads of its own (NVML: one per
- * GPU, a scheduler and an event thread).  Collectors hand values to the HTTP
- * side only through the registry (pipeline/metrics.h).
+ * its own thread; each collector may own worker threads of its own
+ * (common/worker.h; NVML: one per GPU, a scheduler and an event thread),
+ * listed in the agent's worker table (agent.c lists them all).  Collectors
+ * hand values to the HTTP side only through the registry
+ * (pipeline/metrics.h).
  *
  * The intervals in use are atomics: the governor (main thread) writes them,
  * collector threads read them.
