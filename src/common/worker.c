@@ -379,19 +379,6 @@ int gw_worker_stop_fd(const struct gw_worker *w)
 	return w->stop_fd;
 }
 
-bool gw_worker_nap(struct gw_worker *w, double secs)
-{
-	double until = mono_s() + (secs > 0 ? secs : 0);
-	bool stop;
-
-	pthread_mutex_lock(&w->mu);
-	while (!atomic_load(&w->stop) && mono_s() < until)
-		wait_until(w, until);
-	stop = atomic_load(&w->stop);
-	pthread_mutex_unlock(&w->mu);
-	return stop;
-}
-
 const char *gw_worker_name(const struct gw_worker *w)
 {
 	return w->name;

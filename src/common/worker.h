@@ -123,9 +123,6 @@ bool gw_worker_stopping(const struct gw_worker *w);
 /* For rounds: an eventfd readable once a stop is requested (never read
  * it), to poll beside the round's own fds. */
 int gw_worker_stop_fd(const struct gw_worker *w);
-/* For rounds: waits up to secs, less when a stop is requested; returns
- * true then. */
-bool gw_worker_nap(struct gw_worker *w, double secs);
 
 const char *gw_worker_name(const struct gw_worker *w);
 enum gw_worker_state gw_worker_state(const struct gw_worker *w);
