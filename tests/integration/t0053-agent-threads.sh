@@ -38,7 +38,8 @@ else
 fi
 
 # Every worker, and only workers, in the CPU counter; busy ones count up.
-scrape | grep -q '^# TYPE gpuwatch_agent_worker_cpu_seconds_total counter$' ||
+m="$(scrape)"
+grep -q '^# TYPE gpuwatch_agent_worker_cpu_seconds_total counter$' <<<"$m" ||
 	fail "gpuwatch_agent_worker_cpu_seconds_total is not a counter"
 for name in $want gw-ebpf; do
 	wait_until '[ -n "$(listed "$name")" ]' 10 "no CPU series for $name"
