@@ -6,8 +6,11 @@
 need curl
 need python3
 
+# No eBPF: its probes see every process on the machine, and a test beside
+# this one (unit_probes) makes CUDA calls fail and exits with an error on
+# purpose, which fires GpuProcessAbnormalExit.
 start_agent --simulate 4 --sim-day 60 --interval 0.5 --detail-interval 1 \
-	--rule-interval 1
+	--rule-interval 1 --no-ebpf
 # evals: the number of rule evaluations so far.
 evals() { value gpuwatch_rules_evaluations_total || echo 0; }
 rules=$(curl -fsS "$URL/api/v1/rules" | python3 -c '
