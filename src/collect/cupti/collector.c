@@ -676,7 +676,7 @@ static void attach(struct cupti_col *c, int dfd, const char *name)
 	g->dev = st.st_dev;
 	g->ino = st.st_ino;
 	g->uid = st.st_uid;
-	r = gw_cupti_ring_check_fd(fd, &g->ri);
+	r = gw_cupti_ring_check(fd, &g->ri);
 	if (r == -EBADMSG && young && magic_unset(fd))
 		goto fail_ring; /* the writer stores the magic last */
 	if (r) {
@@ -779,8 +779,8 @@ static void drain(struct cupti_col *c, struct ring *g)
 		size_t len = 0;
 		int lost = 0;
 
-		if (gw_cupti_ring_take_fd(g->fd, &g->ri, c->buf, TAKE_CAP,
-					  &len, &lost, now))
+		if (gw_cupti_ring_take(g->fd, &g->ri, c->buf, TAKE_CAP, &len,
+				       &lost, now))
 			break;
 		if (lost)
 			g->overruns++;
@@ -1001,7 +1001,7 @@ static void pass(struct cupti_col *c)
 
 		fate[i] = KEEP;
 		/* Read through the fd: a file cut short fails, never faults. */
-		if (gw_cupti_ring_check_fd(g->fd, &g->ri)) {
+		if (gw_cupti_ring_check(g->fd, &g->ri)) {
 			refuse(c, g->name, g->dev, g->ino, R_HEADER,
 			       "changed while read");
 			fate[i] = IGNORE;
