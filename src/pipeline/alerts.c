@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "pipeline/catalog.h"
 #include "store/store.h"
 
 #define DEFAULT_INTERVAL_MS 10000
@@ -85,32 +86,6 @@ struct gw_alerts {
 	struct gw_queryable q;
 };
 
-static const struct gw_family f_alerts = {
-	"ALERTS", "Alerts pending and firing (1), by alert labels and state.",
-	GW_GAUGE
-};
-static const struct gw_family f_for_state = {
-	"ALERTS_FOR_STATE",
-	"Unix time when each pending or firing alert became active.", GW_GAUGE
-};
-static const struct gw_family f_evals = {
-	"gpuwatch_rules_evaluations_total",
-	"Alert rule evaluations since start.", GW_COUNTER
-};
-static const struct gw_family f_fails = {
-	"gpuwatch_rules_evaluation_failures_total",
-	"Alert rule evaluations that failed, by group and rule.", GW_COUNTER
-};
-static const struct gw_family f_last = {
-	"gpuwatch_rules_last_evaluation_seconds",
-	"How long the last pass over the due rule groups took.", GW_GAUGE
-};
-static const struct gw_family f_rules = {
-	"gpuwatch_rules", "Alert rules loaded.", GW_GAUGE
-};
-static const struct gw_family f_count = {
-	"gpuwatch_alerts", "Alert instances by state.", GW_GAUGE
-};
 static const char *const state_names[] = { "pending", "firing", "resolved" };
 
 /* ---- instances ---- */
@@ -596,9 +571,10 @@ static void publish(struct gw_alerts *al)
 		const struct rstate *st = &al->rst[r];
 
 		if (st->failures)
-			gw_snap_add(s, &f_fails, (double)st->failures, NULL,
-				    "group", al->rs.groups[ru->group].name,
-				    "rule", ru->alert, NULL);
+			gw_snap_add(s, GW_FAM(RULES_EVALUATION_FAILURES_TOTAL),
+				    (double)st->failures, NULL, "group",
+				    al->rs.groups[ru->group].name, "rule",
+				    ru->alert, NULL);
 		for (size_t i = 0; i < st->n; i++) {
 			const struct inst *in = &st->v[i];
 			int e = 0;
@@ -619,21 +595,24 @@ static void publish(struct gw_alerts *al)
 			}
 			if (e)
 				continue;
-			gw_snap_add(s, &f_alerts, 1, b.p ? b.p : "",
-				    "alertstate", state_names[in->state], NULL);
-			gw_snap_add(s, &f_for_state,
+			gw_snap_add(s, GW_FAM(PROMETHEUS_ALERTS), 1,
+				    b.p ? b.p : "", "alertstate",
+				    state_names[in->state], NULL);
+			gw_snap_add(s, GW_FAM(PROMETHEUS_ALERTS_FOR_STATE),
 				    (double)in->active_at / 1000.0,
 				    b.p ? b.p : "", NULL);
 		}
 	}
 	gw_buf_release(&b);
-	gw_snap_add(s, &f_evals, (double)al->evaluations, NULL, NULL);
-	gw_snap_add(s, &f_last, al->last_pass_s, NULL, NULL);
-	gw_snap_add(s, &f_rules, (double)c.rules, NULL, NULL);
-	gw_snap_add(s, &f_count, (double)c.pending, NULL, "state", "pending",
-		    NULL);
-	gw_snap_add(s, &f_count, (double)c.firing, NULL, "state", "firing",
-		    NULL);
+	gw_snap_add(s, GW_FAM(RULES_EVALUATIONS_TOTAL), (double)al->evaluations,
+		    NULL, NULL);
+	gw_snap_add(s, GW_FAM(RULES_LAST_EVALUATION_SECONDS), al->last_pass_s,
+		    NULL, NULL);
+	gw_snap_add(s, GW_FAM(RULES), (double)c.rules, NULL, NULL);
+	gw_snap_add(s, GW_FAM(ALERTS), (double)c.pending, NULL, "state",
+		    "pending", NULL);
+	gw_snap_add(s, GW_FAM(ALERTS), (double)c.firing, NULL, "state",
+		    "firing", NULL);
 	if (al->o.sink && al->o.sink->publish)
 		al->o.sink->publish(al->o.sink->ctx, s);
 	gw_registry_publish(al->o.reg, al->slot, s);

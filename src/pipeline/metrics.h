@@ -10,8 +10,10 @@
  * Series that a producer stops publishing (a process that exited) disappear
  * with its next publish.
  *
- * Families are static descriptors (struct gw_family) owned by the producer's
- * code; the registry keeps pointers to them.  Label strings are copied.
+ * Families are static descriptors (struct gw_family): the agent's own are
+ * the metric catalogue's entries (pipeline/catalog.h, GW_FAM()); families
+ * named at run time (StatsD) are owned by their producer.  The registry
+ * keeps pointers to them.  Label strings are copied.
  *
  * Bounds: a snap holds at most GW_SNAP_MAX_SAMPLES samples and
  * GW_SNAP_MAX_LABEL_BYTES of label text; what does not fit is counted in

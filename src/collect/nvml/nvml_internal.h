@@ -12,6 +12,7 @@
 
 #include "collect/nvml/nvml.h"
 #include "collect/nvml/nvml_abi.h"
+#include "pipeline/catalog.h"
 #include "pipeline/metrics.h"
 
 #define GW_NVML_MAX_GPUS 64
