@@ -274,7 +274,7 @@ int gw_catalog_markdown(struct gw_buf *out)
 		"<!-- Generated from src/pipeline/catalog.def by `gpuwatch help "
 		"--metrics-markdown`;\n"
 		"     edit that file, not this one "
-		"(tests/integration/t0002-metrics-catalog.sh). -->\n"
+		"(tests/integration/t0003-metrics-catalog.sh). -->\n"
 		"\n"
 		"Every metric family the agent names itself, as `/metrics` "
 		"shows it; the\n"

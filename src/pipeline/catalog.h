@@ -12,7 +12,7 @@
  * families and gw_catalog_dcgm() says under which dcgm-exporter name, if
  * any, it is also exposed.  docs/metrics.md is gw_catalog_markdown()'s
  * output (`gpuwatch help --metrics-markdown`);
- * tests/integration/t0002-metrics-catalog.sh checks the two agree and
+ * tests/integration/t0003-metrics-catalog.sh checks the two agree and
  * that a running agent's series carry only the labels listed.
  *
  * Not here: families named from outside (StatsD application metrics,

@@ -6,7 +6,7 @@
  * well formed, every dcgm-exporter name mirrors a GPU family of ours by a
  * label that family has, and gw_catalog_dcgm() finds exactly those.
  * That docs/metrics.md is the catalogue, and that a running agent keeps
- * to it, is tests/integration/t0002-metrics-catalog.sh.
+ * to it, is tests/integration/t0003-metrics-catalog.sh.
  */
 #include <ctype.h>
 #include <errno.h>
