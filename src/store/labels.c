@@ -406,12 +406,13 @@ bool gw_matcher_matches_empty(const struct gw_matcher *m)
 int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 {
 	size_t start = b->len;
-	int err;
+	int err = gw_buf_error(b);
 
-	err = gw_buf_adds(b, name);
-	if (!err)
-		err = gw_buf_add(b, "=\"", 2);
-	for (const char *c = value; !err && *c; c++) {
+	if (err)
+		return err;
+	gw_buf_puts(b, name);
+	gw_buf_put(b, "=\"", 2);
+	for (const char *c = value; *c; c++) {
 		const char *run = c;
 		size_t u = 1;
 
@@ -426,24 +427,21 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 			c += u;
 		}
 		if (c > run)
-			err = gw_buf_add(b, run, (size_t)(c - run));
-		if (err || !*c)
+			gw_buf_put(b, run, (size_t)(c - run));
+		if (!*c)
 			break;
 		if (u == 0)
-			err = gw_buf_add(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+			gw_buf_put(b, "\xef\xbf\xbd", 3); /* U+FFFD */
 		else if (*c == '\n')
-			err = gw_buf_add(b, "\\n", 2);
+			gw_buf_put(b, "\\n", 2);
 		else if (*c == '\\')
-			err = gw_buf_add(b, "\\\\", 2);
+			gw_buf_put(b, "\\\\", 2);
 		else
-			err = gw_buf_add(b, "\\\"", 2);
+			gw_buf_put(b, "\\\"", 2);
 	}
-	if (!err)
-		err = gw_buf_add(b, "\"", 1);
-	if (err) {
-		b->len = start;
-		if (b->p)
-			b->p[start] = '\0';
-	}
+	gw_buf_put(b, "\"", 1);
+	err = gw_buf_error(b);
+	if (err)
+		gw_buf_truncate(b, start);
 	return err;
 }
