@@ -255,7 +255,8 @@ __attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
 							     double v);
 
 /* Appends the "data" object of Prometheus' query API for res:
- * {"resultType":"matrix","result":[...]}.  */
+ * {"resultType":"matrix","result":[...]}.  All or nothing: on failure out
+ * is left as it was.  */
 __attribute__((warn_unused_result)) int
 gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out);
 
