@@ -20,8 +20,13 @@
  * gw_buf_reset() empties the buffer and clears the error; gw_buf_truncate()
  * cuts it back to a length it had and clears the error, which undoes a
  * sequence of appends started at that length while the buffer held no
- * error.  An appender built on other fallible steps passes their failure on
- * with gw_buf_set_error().
+ * error.  An appender built on other fallible steps (a checked append of
+ * its own, an allocation) passes their failure on with gw_buf_set_error().
+ *
+ * Appenders elsewhere follow the same split: those that return void (e.g.
+ * gw_json_str()) keep their failure in the buffer; those that return int
+ * say in their comment whether they are all or nothing (e.g.
+ * gw_labels_append()) or leave the error in the buffer as well.
  *
  * The content is always NUL-terminated once anything was appended.  Not
  * thread-safe; one owner at a time.

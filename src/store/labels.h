@@ -122,7 +122,10 @@ bool gw_matchers_match(const struct gw_matcher *m, size_t n,
  * the label); a selector needs one matcher for which this is false. */
 bool gw_matcher_matches_empty(const struct gw_matcher *m);
 
-/* Appends name="value" with Prometheus escaping to b; no separator. */
+/*
+ * Appends name="value" with Prometheus escaping to b; no separator.  All or
+ * nothing: on -ENOSPC/-ENOMEM b is as it was (a kept error is returned).
+ */
 __attribute__((warn_unused_result)) int
 gw_labels_append(struct gw_buf *b, const char *name, const char *value);
 
