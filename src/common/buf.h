@@ -48,18 +48,21 @@ void gw_buf_init(struct gw_buf *b, size_t max);
 void gw_buf_release(struct gw_buf *b);
 /* Empties the buffer (keeping its memory) and clears the error. */
 void gw_buf_reset(struct gw_buf *b);
-/* Cuts the content back to its first len bytes (len <= b->len) and clears the error. */
+/* Cuts the content back to its first len bytes (len <= b->len); clears the
+ * error. */
 void gw_buf_truncate(struct gw_buf *b, size_t len);
 /* Hands the allocation to the caller (who free()s it); the buffer is empty after. */
 char *gw_buf_detach(struct gw_buf *b, size_t *len);
 
-/* 0, or the error kept since the last reset/truncate: -ENOSPC, -ENOMEM, -EINVAL... */
+/* 0, or the error kept since the last reset or truncate (-ENOSPC, -ENOMEM,
+ * or one given to gw_buf_set_error()). */
 static inline int gw_buf_error(const struct gw_buf *b)
 {
 	return b->err;
 }
 
-/* Keeps err (a -errno) as the buffer's error unless one is kept already; 0 is ignored. */
+/* Keeps err (a -errno) as the buffer's error unless one is kept already;
+ * 0 is ignored. */
 void gw_buf_set_error(struct gw_buf *b, int err);
 
 __attribute__((warn_unused_result)) int gw_buf_add(struct gw_buf *b,
