@@ -129,7 +129,10 @@ __attribute__((warn_unused_result)) int gw_registry_slot(struct gw_registry *r,
  */
 void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s);
 
-/* Renders every published sample, families grouped and sorted by name. */
+/*
+ * Renders every published sample, families grouped and sorted by name.
+ * 0, -ENOMEM, or out's error, which stays in out as after gw_buf_put().
+ */
 __attribute__((warn_unused_result)) int
 gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,
 		   struct gw_buf *out);

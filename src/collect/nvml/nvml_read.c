@@ -183,17 +183,15 @@ static void proc_labels(struct nvml_dev *d, unsigned int pid, char *out,
 	struct gw_attrib at;
 	struct gw_buf b;
 	char pids[16];
-	int err;
 
 	memset(&at, 0, sizeof(at));
 	if (d->c->env->attrib &&
 	    gw_attrib_get(d->c->env->attrib, pid, gw_now_mono(), &at))
 		memset(&at, 0, sizeof(at)); /* gone, or over the cache bound */
 	gw_buf_init(&b, len);
-	err = gw_buf_adds(&b, d->labels);
-	if (!err)
-		err = gw_attrib_labels(&at, pid, &b);
-	if (err || !b.p) {
+	gw_buf_puts(&b, d->labels);
+	gw_buf_set_error(&b, gw_attrib_labels(&at, pid, &b));
+	if (gw_buf_error(&b) || !b.p) {
 		snprintf(pids, sizeof(pids), "%u", pid);
 		snprintf(out, len, "%s,pid=\"%s\"", d->labels, pids);
 	} else {
