@@ -8,8 +8,10 @@
  * The file.  The writer creates DIR/gpuwatch-cupti.PID.TICKS, where DIR is
  * $GPUWATCH_CUPTI_DIR (default /dev/shm), PID its pid as it sees it and
  * TICKS its start time (field 22 of /proc/self/stat), mode 0600, sized
- * data_off + data_size and mapped MAP_SHARED by both sides.  The name is a
- * hint; the header is authoritative.  The writer never waits for a reader:
+ * data_off + data_size.  The writer maps it MAP_SHARED; the reader never
+ * maps it (the writer could truncate the file under a mapping): it reads
+ * with pread() and stores tail and reader_seen_ns with pwrite().  The name
+ * is a hint; the header is authoritative.  The writer never waits for a reader:
  * with no agent the ring fills and later summaries are dropped and counted.
  * At exit the writer sets GW_CRING_F_EXITED; it unlinks the file itself
  * only when no reader has touched reader_seen_ns for GW_CRING_READER_STALE_NS
@@ -90,7 +92,7 @@ struct gw_cring_hdr {
 	uint32_t pad1;
 	uint8_t pad2[64 - 32];
 	/* Written by the reader only (own cache line). */
-	uint64_t tail;        /* atomic, release-stored */
+	uint64_t tail;        /* pwrite() by the reader, atomic load by the writer */
 	uint64_t reader_seen_ns; /* CLOCK_REALTIME of the reader's last pass */
 	uint8_t pad3[64 - 16];
 };

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/agent.h"
+#include "pipeline/catalog.h"
 
 #ifndef GW_VERSION
 #define GW_VERSION "0.0.0-dev"
@@ -57,11 +59,29 @@ static const struct command *find(const char *name)
 	return NULL;
 }
 
+/* docs/metrics.md from the metric catalogue (not listed: for the docs). */
+static int metrics_markdown(void)
+{
+	struct gw_buf b;
+	int err;
+
+	gw_buf_init(&b, 1u << 20);
+	err = gw_catalog_markdown(&b);
+	if (!err && fwrite(b.p, 1, b.len, stdout) != b.len)
+		err = -EIO;
+	gw_buf_release(&b);
+	if (err)
+		fprintf(stderr, "gpuwatch help: %s\n", strerror(-err));
+	return err ? 1 : 0;
+}
+
 static int cmd_help(int argc, char **argv)
 {
 	const struct command *c;
 	char *help_argv[] = { NULL, (char *)"--help", NULL };
 
+	if (argc == 2 && strcmp(argv[1], "--metrics-markdown") == 0)
+		return metrics_markdown();
 	if (argc < 2 || (c = find(argv[1])) == NULL || c->fn == cmd_help) {
 		usage(stdout);
 		return argc < 2 || (c && c->fn == cmd_help) ? 0 : 2;

@@ -402,40 +402,35 @@ static int fmt_labels(const struct jv *metric, struct gw_buf *b)
 {
 	const char *name = jstr(jget(metric, "__name__"));
 	bool first = true;
-	int err = 0;
+	int err;
 
 	gw_buf_reset(b);
 	if (name)
-		err = gw_buf_adds(b, name);
-	if (!err)
-		err = gw_buf_adds(b, "{");
-	for (size_t i = 0; !err && metric && metric->t == J_OBJ &&
-			   i < metric->n; i++) {
+		gw_buf_puts(b, name);
+	gw_buf_puts(b, "{");
+	for (size_t i = 0; metric && metric->t == J_OBJ && i < metric->n;
+	     i++) {
 		const char *v = jstr(&metric->v[i]);
 
 		if (strcmp(metric->k[i], "__name__") == 0 || !v)
 			continue;
-		err = gw_buf_printf(b, "%s%s=\"", first ? "" : ",",
-				    metric->k[i]);
+		gw_buf_putf(b, "%s%s=\"", first ? "" : ",", metric->k[i]);
 		first = false;
-		for (; !err && *v; v++) {
+		for (; *v; v++) {
 			if (*v == '\\' || *v == '"')
-				err = gw_buf_printf(b, "\\%c", *v);
+				gw_buf_putf(b, "\\%c", *v);
 			else if (*v == '\n')
-				err = gw_buf_adds(b, "\\n");
+				gw_buf_puts(b, "\\n");
 			else
-				err = gw_buf_add(b, v, 1);
+				gw_buf_put(b, v, 1);
 		}
-		if (!err)
-			err = gw_buf_adds(b, "\"");
+		gw_buf_puts(b, "\"");
 	}
-	if (!err)
-		err = gw_buf_adds(b, "}");
+	gw_buf_puts(b, "}");
+	err = gw_buf_error(b);
 	/* name{} reads better as name */
-	if (!err && name && first) {
-		b->len -= 2;
-		b->p[b->len] = '\0';
-	}
+	if (!err && name && first)
+		gw_buf_truncate(b, b->len - 2);
 	return err;
 }
 
@@ -571,21 +566,21 @@ static size_t on_data(char *p, size_t size, size_t n, void *cls)
 	return gw_buf_add(b, p, size * n) ? 0 : size * n;
 }
 
-/* name=value& with value URL-encoded. */
-static int add_form(CURL *c, struct gw_buf *form, const char *name,
-		    const char *value)
+/* name=value& with value URL-encoded; a failure stays in form. */
+static void add_form(CURL *c, struct gw_buf *form, const char *name,
+		     const char *value)
 {
 	char *esc;
-	int err;
 
-	if (!value)
-		return 0;
+	if (!value || gw_buf_error(form))
+		return;
 	esc = curl_easy_escape(c, value, 0);
-	if (!esc)
-		return -ENOMEM;
-	err = gw_buf_printf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
+	if (!esc) {
+		gw_buf_set_error(form, -ENOMEM);
+		return;
+	}
+	gw_buf_putf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
 	curl_free(esc);
-	return err;
 }
 
 struct request {
@@ -611,17 +606,13 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 	gw_buf_init(&form, 1u << 20);
 	snprintf(url, sizeof(url), "%s/api/v1/%s", rq->base,
 		 rq->range ? "query_range" : "query");
-	err = add_form(c, &form, "query", rq->query);
-	if (!err)
-		err = add_form(c, &form, "time", rq->time);
-	if (!err)
-		err = add_form(c, &form, "start", rq->start);
-	if (!err)
-		err = add_form(c, &form, "end", rq->end);
-	if (!err)
-		err = add_form(c, &form, "step", rq->step);
-	if (!err)
-		err = add_form(c, &form, "timeout", rq->timeout);
+	add_form(c, &form, "query", rq->query);
+	add_form(c, &form, "time", rq->time);
+	add_form(c, &form, "start", rq->start);
+	add_form(c, &form, "end", rq->end);
+	add_form(c, &form, "step", rq->step);
+	add_form(c, &form, "timeout", rq->timeout);
+	err = gw_buf_error(&form);
 	if (err) {
 		fprintf(stderr, "gpuwatch query: the query is too large\n");
 		goto out;

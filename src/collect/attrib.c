@@ -825,29 +825,27 @@ int gw_attrib_labels(const struct gw_attrib *a, uint32_t pid, struct gw_buf *b)
 	};
 	size_t start = b->len;
 	char num[16];
-	int err = 0;
+	int err = gw_buf_error(b);
 
+	if (err)
+		return err;
 	snprintf(num, sizeof(num), "%" PRIu32, pid);
 	if (b->len)
-		err = gw_buf_add(b, ",", 1);
-	if (!err && pid) {
-		err = gw_labels_append(b, "pid", num);
-		if (!err)
-			err = gw_buf_add(b, ",", 1);
+		gw_buf_put(b, ",", 1);
+	if (pid) {
+		gw_buf_set_error(b, gw_labels_append(b, "pid", num));
+		gw_buf_put(b, ",", 1);
 	}
-	if (!err)
-		err = gw_labels_append(b, "comm", a->comm);
-	for (size_t i = 0; !err && i < sizeof(opt) / sizeof(opt[0]); i++) {
+	gw_buf_set_error(b, gw_labels_append(b, "comm", a->comm));
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
 		if (!opt[i].value[0])
 			continue;
-		err = gw_buf_add(b, ",", 1);
-		if (!err)
-			err = gw_labels_append(b, opt[i].name, opt[i].value);
+		gw_buf_put(b, ",", 1);
+		gw_buf_set_error(b, gw_labels_append(b, opt[i].name,
+						     opt[i].value));
 	}
-	if (err) {
-		b->len = start;
-		if (b->p)
-			b->p[start] = '\0';
-	}
+	err = gw_buf_error(b);
+	if (err)
+		gw_buf_truncate(b, start);
 	return err;
 }

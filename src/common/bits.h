@@ -69,13 +69,12 @@ static inline size_t gw_varint_enc(uint8_t *out, uint64_t v)
 	return k;
 }
 
-/* Appends v's varint to b: 0 or gw_buf_add's -ENOSPC / -ENOMEM. */
-__attribute__((warn_unused_result)) static inline int
-gw_varint_put(struct gw_buf *b, uint64_t v)
+/* Appends v's varint to b; a failure stays in b, as with gw_buf_put(). */
+static inline void gw_varint_put(struct gw_buf *b, uint64_t v)
 {
 	uint8_t tmp[GW_VARINT_MAX];
 
-	return gw_buf_add(b, tmp, gw_varint_enc(tmp, v));
+	gw_buf_put(b, tmp, gw_varint_enc(tmp, v));
 }
 
 /* Reads one varint from [*p, end) into *out; flags: GW_VARINT_CANONICAL. */

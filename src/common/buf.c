@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "buf.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@ void gw_buf_init(struct gw_buf *b, size_t max)
 	b->len = 0;
 	b->cap = 0;
 	b->max = max;
+	b->err = 0;
 }
 
 void gw_buf_release(struct gw_buf *b)
@@ -21,13 +23,21 @@ void gw_buf_release(struct gw_buf *b)
 	b->p = NULL;
 	b->len = 0;
 	b->cap = 0;
+	b->err = 0;
 }
 
 void gw_buf_reset(struct gw_buf *b)
 {
-	b->len = 0;
+	gw_buf_truncate(b, 0);
+}
+
+void gw_buf_truncate(struct gw_buf *b, size_t len)
+{
+	assert(len <= b->len);
+	b->len = len;
 	if (b->p)
-		b->p[0] = '\0';
+		b->p[len] = '\0';
+	b->err = 0;
 }
 
 char *gw_buf_detach(struct gw_buf *b, size_t *len)
@@ -39,7 +49,14 @@ char *gw_buf_detach(struct gw_buf *b, size_t *len)
 	b->p = NULL;
 	b->len = 0;
 	b->cap = 0;
+	b->err = 0;
 	return p;
+}
+
+void gw_buf_set_error(struct gw_buf *b, int err)
+{
+	if (!b->err)
+		b->err = err;
 }
 
 static int reserve(struct gw_buf *b, size_t extra)
@@ -67,7 +84,7 @@ static int reserve(struct gw_buf *b, size_t extra)
 
 int gw_buf_add(struct gw_buf *b, const void *p, size_t n)
 {
-	int err = reserve(b, n);
+	int err = b->err ? b->err : reserve(b, n);
 
 	if (err)
 		return err;
@@ -82,30 +99,64 @@ int gw_buf_adds(struct gw_buf *b, const char *s)
 	return gw_buf_add(b, s, strlen(s));
 }
 
-int gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+static int add_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
 {
-	va_list ap;
+	va_list again;
 	int n, err;
 
-	va_start(ap, fmt);
+	if (b->err)
+		return b->err;
+	va_copy(again, ap);
 	n = vsnprintf(b->p ? b->p + b->len : NULL,
 		      b->p ? b->cap - b->len : 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
+	if (n < 0) {
+		err = -EINVAL;
+		goto out;
+	}
 	if (b->p && (size_t)n < b->cap - b->len) {
 		b->len += (size_t)n;
-		return 0;
+		err = 0;
+		goto out;
 	}
 	err = reserve(b, (size_t)n);
 	if (err) {
 		if (b->p)
 			b->p[b->len] = '\0';
-		return err;
+		goto out;
 	}
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
+	vsnprintf(b->p + b->len, b->cap - b->len, fmt, again);
 	b->len += (size_t)n;
-	return 0;
+out:
+	va_end(again);
+	return err;
+}
+
+int gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = add_vprintf(b, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void gw_buf_put(struct gw_buf *b, const void *p, size_t n)
+{
+	gw_buf_set_error(b, gw_buf_add(b, p, n));
+}
+
+void gw_buf_puts(struct gw_buf *b, const char *s)
+{
+	gw_buf_set_error(b, gw_buf_add(b, s, strlen(s)));
+}
+
+void gw_buf_putf(struct gw_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	gw_buf_set_error(b, add_vprintf(b, fmt, ap));
+	va_end(ap);
 }

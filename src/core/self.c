@@ -15,80 +15,11 @@
 #include "common/worker.h"
 #include "core/pace.h"
 #include "http/server.h"
+#include "pipeline/catalog.h"
 
 #ifndef GW_VERSION
 #define GW_VERSION "0.0.0-dev"
 #endif
-
-static const struct gw_family
-	f_cpu = { "gpuwatch_agent_cpu_seconds_total",
-		  "CPU time used by the agent (user + system).", GW_COUNTER },
-	f_cpu_ratio = { "gpuwatch_agent_cpu_ratio",
-			"Share of one core the agent used over the last governor window.",
-			GW_GAUGE },
-	f_budget = { "gpuwatch_agent_cpu_budget_ratio",
-		     "Share of one core the agent may use (--cpu-budget).",
-		     GW_GAUGE },
-	f_rss = { "gpuwatch_agent_resident_memory_bytes",
-		  "Resident memory of the agent.", GW_GAUGE },
-	f_rss_peak = { "gpuwatch_agent_resident_memory_peak_bytes",
-		       "Peak resident memory of the agent.", GW_GAUGE },
-	f_threads = { "gpuwatch_agent_threads", "Threads of the agent.",
-		      GW_GAUGE },
-	f_worker_cpu = { "gpuwatch_agent_worker_cpu_seconds_total",
-			 "CPU time used by each of the agent's worker threads "
-			 "(user + system), by thread name; a thread that ended "
-			 "keeps its last value.",
-			 GW_COUNTER },
-	f_series = { "gpuwatch_agent_series",
-		     "Series currently exposed on /metrics.", GW_GAUGE },
-	f_dropped = { "gpuwatch_agent_dropped_samples_total",
-		      "Samples dropped because a bound was reached.",
-		      GW_COUNTER },
-	f_duplicates = { "gpuwatch_agent_duplicate_series",
-			 "Identical series published twice, shown once (last scrape).",
-			 GW_GAUGE },
-	f_interval = { "gpuwatch_agent_interval_seconds",
-		       "Collection interval in use, after the CPU governor.",
-		       GW_GAUGE },
-	f_interval_cfg = { "gpuwatch_agent_configured_interval_seconds",
-			   "Collection interval as configured.", GW_GAUGE },
-	f_requests = { "gpuwatch_agent_http_requests_total",
-		       "HTTP requests answered.", GW_COUNTER },
-	f_http_errors = { "gpuwatch_agent_http_errors_total",
-			  "HTTP requests answered with a 4xx or 5xx status.",
-			  GW_COUNTER },
-	f_scrapes = { "gpuwatch_agent_scrapes_total", "Scrapes of /metrics.",
-		      GW_COUNTER },
-	f_scrape_sum = { "gpuwatch_agent_scrape_duration_seconds_total",
-			 "Time spent rendering /metrics.", GW_COUNTER },
-	f_scrape_last = { "gpuwatch_agent_last_scrape_duration_seconds",
-			  "Time the last /metrics render took.", GW_GAUGE },
-	f_scrape_bytes = { "gpuwatch_agent_last_scrape_bytes",
-			   "Size of the last /metrics answer.", GW_GAUGE },
-	f_api_requests = { "gpuwatch_agent_api_requests_total",
-			   "Prometheus API requests answered, by endpoint.",
-			   GW_COUNTER },
-	f_api_errors = { "gpuwatch_agent_api_errors_total",
-			 "Prometheus API requests answered with a 4xx or 5xx "
-			 "status, by endpoint.",
-			 GW_COUNTER },
-	f_api_seconds = { "gpuwatch_agent_api_query_seconds_total",
-			  "Time from arrival to answer of Prometheus API "
-			  "requests, queueing included, by endpoint.",
-			  GW_COUNTER },
-	f_api_rejected = { "gpuwatch_agent_api_rejected_total",
-			   "Prometheus API requests refused with 503 because "
-			   "the query queue was full.",
-			   GW_COUNTER },
-	f_api_in_flight = { "gpuwatch_agent_api_queries_in_flight",
-			    "Prometheus API requests being evaluated by a "
-			    "query worker now.",
-			    GW_GAUGE },
-	f_build = { "gpuwatch_agent_build_info",
-		    "The agent's version; always 1.", GW_INFO },
-	f_start = { "gpuwatch_agent_start_time_seconds",
-		    "Unix time the agent started.", GW_GAUGE };
 
 struct gw_self {
 	struct gw_agent *a;
@@ -193,23 +124,27 @@ static void add_api(struct gw_snap *n, const struct gw_http_stats *hs)
 	for (size_t i = 0; i < GW_API_ENDPOINTS; i++) {
 		const char *ep = gw_api_endpoint_name((enum gw_api_endpoint)i);
 
-		gw_snap_add(n, &f_api_requests, (double)hs->api_requests[i],
-			    NULL, "endpoint", ep, NULL);
-		gw_snap_add(n, &f_api_errors, (double)hs->api_errors[i], NULL,
-			    "endpoint", ep, NULL);
-		gw_snap_add(n, &f_api_seconds, hs->api_seconds_sum[i], NULL,
-			    "endpoint", ep, NULL);
+		gw_snap_add(n, GW_FAM(AGENT_API_REQUESTS_TOTAL),
+			    (double)hs->api_requests[i], NULL, "endpoint", ep,
+			    NULL);
+		gw_snap_add(n, GW_FAM(AGENT_API_ERRORS_TOTAL),
+			    (double)hs->api_errors[i], NULL, "endpoint", ep,
+			    NULL);
+		gw_snap_add(n, GW_FAM(AGENT_API_QUERY_SECONDS_TOTAL),
+			    hs->api_seconds_sum[i], NULL, "endpoint", ep, NULL);
 	}
-	gw_snap_add(n, &f_api_rejected, (double)hs->api_rejected, NULL, NULL);
-	gw_snap_add(n, &f_api_in_flight, (double)hs->api_in_flight, NULL,
-		    NULL);
+	gw_snap_add(n, GW_FAM(AGENT_API_REJECTED_TOTAL),
+		    (double)hs->api_rejected, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_API_QUERIES_IN_FLIGHT),
+		    (double)hs->api_in_flight, NULL, NULL);
 }
 
 static void add_worker(void *ctx, const char *name, double cpu_s,
 		       enum gw_worker_state st)
 {
 	(void)st;
-	gw_snap_add(ctx, &f_worker_cpu, cpu_s, NULL, "worker", name, NULL);
+	gw_snap_add(ctx, GW_FAM(AGENT_WORKER_CPU_SECONDS_TOTAL), cpu_s, NULL,
+		    "worker", name, NULL);
 }
 
 void gw_self_tick(struct gw_self *s, struct gw_http *http)
@@ -223,37 +158,48 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 	read_status(s->page_size, &rss, &hwm, &threads);
 	gw_registry_stats(s->a->reg, &rs);
 
-	gw_snap_add(n, &f_cpu, cpu, NULL, NULL);
-	gw_snap_add(n, &f_cpu_ratio, s->last_ratio, NULL, NULL);
-	gw_snap_add(n, &f_budget, s->a->cfg.cpu_budget, NULL, NULL);
-	gw_snap_add(n, &f_rss, rss, NULL, NULL);
-	gw_snap_add(n, &f_rss_peak, hwm, NULL, NULL);
-	gw_snap_add(n, &f_threads, threads, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_CPU_SECONDS_TOTAL), cpu, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_CPU_RATIO), s->last_ratio, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_CPU_BUDGET_RATIO), s->a->cfg.cpu_budget,
+		    NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_RESIDENT_MEMORY_BYTES), rss, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_RESIDENT_MEMORY_PEAK_BYTES), hwm, NULL,
+		    NULL);
+	gw_snap_add(n, GW_FAM(AGENT_THREADS), threads, NULL, NULL);
 	if (s->a->workers)
 		gw_worker_table_visit(s->a->workers, add_worker, n);
-	gw_snap_add(n, &f_series, (double)rs.series, NULL, NULL);
-	gw_snap_add(n, &f_dropped, (double)rs.dropped, NULL, NULL);
-	gw_snap_add(n, &f_duplicates, (double)rs.duplicates, NULL, NULL);
-	gw_snap_add(n, &f_interval, s->pace.fast, NULL, "set", "fast", NULL);
-	gw_snap_add(n, &f_interval, s->pace.detail, NULL, "set", "detail",
-		    NULL);
-	gw_snap_add(n, &f_interval_cfg, s->pace.base_fast, NULL, "set", "fast",
-		    NULL);
-	gw_snap_add(n, &f_interval_cfg, s->pace.base_detail, NULL, "set",
-		    "detail", NULL);
+	gw_snap_add(n, GW_FAM(AGENT_SERIES), (double)rs.series, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_DROPPED_SAMPLES_TOTAL), (double)rs.dropped,
+		    NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_DUPLICATE_SERIES), (double)rs.duplicates,
+		    NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_INTERVAL_SECONDS), s->pace.fast, NULL,
+		    "set", "fast", NULL);
+	gw_snap_add(n, GW_FAM(AGENT_INTERVAL_SECONDS), s->pace.detail, NULL,
+		    "set", "detail", NULL);
+	gw_snap_add(n, GW_FAM(AGENT_CONFIGURED_INTERVAL_SECONDS),
+		    s->pace.base_fast, NULL, "set", "fast", NULL);
+	gw_snap_add(n, GW_FAM(AGENT_CONFIGURED_INTERVAL_SECONDS),
+		    s->pace.base_detail, NULL, "set", "detail", NULL);
 	if (http) {
 		gw_http_stats(http, &hs);
-		gw_snap_add(n, &f_requests, (double)hs.requests, NULL, NULL);
-		gw_snap_add(n, &f_http_errors, (double)hs.errors, NULL, NULL);
-		gw_snap_add(n, &f_scrapes, (double)hs.scrapes, NULL, NULL);
-		gw_snap_add(n, &f_scrape_sum, hs.scrape_seconds_sum, NULL, NULL);
-		gw_snap_add(n, &f_scrape_last, hs.last_scrape_seconds, NULL,
-			    NULL);
-		gw_snap_add(n, &f_scrape_bytes, (double)hs.last_scrape_bytes,
+		gw_snap_add(n, GW_FAM(AGENT_HTTP_REQUESTS_TOTAL),
+			    (double)hs.requests, NULL, NULL);
+		gw_snap_add(n, GW_FAM(AGENT_HTTP_ERRORS_TOTAL),
+			    (double)hs.errors, NULL, NULL);
+		gw_snap_add(n, GW_FAM(AGENT_SCRAPES_TOTAL), (double)hs.scrapes,
 			    NULL, NULL);
+		gw_snap_add(n, GW_FAM(AGENT_SCRAPE_DURATION_SECONDS_TOTAL),
+			    hs.scrape_seconds_sum, NULL, NULL);
+		gw_snap_add(n, GW_FAM(AGENT_LAST_SCRAPE_DURATION_SECONDS),
+			    hs.last_scrape_seconds, NULL, NULL);
+		gw_snap_add(n, GW_FAM(AGENT_LAST_SCRAPE_BYTES),
+			    (double)hs.last_scrape_bytes, NULL, NULL);
 		add_api(n, &hs);
 	}
-	gw_snap_add(n, &f_build, 1, NULL, "version", GW_VERSION, NULL);
-	gw_snap_add(n, &f_start, s->a->start_time, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_BUILD_INFO), 1, NULL, "version", GW_VERSION,
+		    NULL);
+	gw_snap_add(n, GW_FAM(AGENT_START_TIME_SECONDS), s->a->start_time, NULL,
+		    NULL);
 	gw_registry_publish(s->a->reg, s->slot, n);
 }

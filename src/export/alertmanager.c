@@ -329,24 +329,23 @@ static void check_queue(const struct target *t)
 
 /* ---- JSON ---- */
 
-static int json_str(struct gw_buf *b, const char *s)
+static void json_str(struct gw_buf *b, const char *s)
 {
-	int r = gw_buf_adds(b, "\"");
-
-	for (const char *p = s; !r && *p; p++) {
+	gw_buf_puts(b, "\"");
+	for (const char *p = s; *p; p++) {
 		unsigned char c = (unsigned char)*p;
 
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
 
-			r = gw_buf_add(b, e, 2);
+			gw_buf_put(b, e, 2);
 		} else if (c < 0x20) {
-			r = gw_buf_printf(b, "\\u%04x", c);
+			gw_buf_putf(b, "\\u%04x", c);
 		} else {
-			r = gw_buf_add(b, p, 1);
+			gw_buf_put(b, p, 1);
 		}
 	}
-	return r ? r : gw_buf_adds(b, "\"");
+	gw_buf_puts(b, "\"");
 }
 
 /* RFC 3339, UTC, milliseconds; 0 when the time cannot be written so. */
@@ -370,28 +369,23 @@ static int fmt_time(char out[80], int64_t ms)
 	return 1;
 }
 
-static int item_json(struct gw_buf *b, const struct item *it)
+static void item_json(struct gw_buf *b, const struct item *it)
 {
 	char ts[80];
-	int r;
 
-	r = gw_buf_adds(b, "{\"labels\":");
-	if (!r)
-		r = gw_buf_add(b, it->labels, it->labels_len);
-	if (!r)
-		r = gw_buf_adds(b, ",\"annotations\":");
-	if (!r)
-		r = gw_buf_adds(b, it->annotations);
-	if (!r && it->starts_ms > 0 && fmt_time(ts, it->starts_ms))
-		r = gw_buf_printf(b, ",\"startsAt\":\"%s\"", ts);
-	if (!r && it->ends_ms > 0 && fmt_time(ts, it->ends_ms))
-		r = gw_buf_printf(b, ",\"endsAt\":\"%s\"", ts);
-	if (!r && it->generator_url) {
-		r = gw_buf_adds(b, ",\"generatorURL\":");
-		if (!r)
-			r = json_str(b, it->generator_url);
+	gw_buf_puts(b, "{\"labels\":");
+	gw_buf_put(b, it->labels, it->labels_len);
+	gw_buf_puts(b, ",\"annotations\":");
+	gw_buf_puts(b, it->annotations);
+	if (it->starts_ms > 0 && fmt_time(ts, it->starts_ms))
+		gw_buf_putf(b, ",\"startsAt\":\"%s\"", ts);
+	if (it->ends_ms > 0 && fmt_time(ts, it->ends_ms))
+		gw_buf_putf(b, ",\"endsAt\":\"%s\"", ts);
+	if (it->generator_url) {
+		gw_buf_puts(b, ",\"generatorURL\":");
+		json_str(b, it->generator_url);
 	}
-	return r ? r : gw_buf_adds(b, "}");
+	gw_buf_puts(b, "}");
 }
 
 /* A JSON object's text, as far as a cheap look can tell: {...}. */
@@ -642,17 +636,15 @@ static unsigned int take_batch(struct target *t)
 
 static int build_body(struct target *t, unsigned int n)
 {
-	int r;
-
 	gw_buf_reset(&t->body);
-	r = gw_buf_adds(&t->body, "[");
-	for (unsigned int i = 0; !r && i < n; i++) {
+	gw_buf_puts(&t->body, "[");
+	for (unsigned int i = 0; i < n; i++) {
 		if (i)
-			r = gw_buf_adds(&t->body, ",");
-		if (!r)
-			r = item_json(&t->body, t->batch[i]);
+			gw_buf_puts(&t->body, ",");
+		item_json(&t->body, t->batch[i]);
 	}
-	return r ? r : gw_buf_adds(&t->body, "]");
+	gw_buf_puts(&t->body, "]");
+	return gw_buf_error(&t->body);
 }
 
 static int sender_init(struct gw_worker *w, void *arg)

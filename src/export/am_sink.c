@@ -1,31 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "export/am_sink.h"
 
+#include "pipeline/catalog.h"
+
 #define MAX_AM 16
 #define BATCH 64
-
-static const struct gw_family f_am_sent = {
-	"gpuwatch_alertmanager_alerts_sent_total",
-	"Alerts accepted by each Alertmanager.", GW_COUNTER
-};
-static const struct gw_family f_am_failed = {
-	"gpuwatch_alertmanager_posts_failed_total",
-	"POSTs to each Alertmanager that failed (each retry counts).",
-	GW_COUNTER
-};
-static const struct gw_family f_am_dropped = {
-	"gpuwatch_alertmanager_alerts_dropped_total",
-	"Alerts dropped for each Alertmanager (queue full or refused).",
-	GW_COUNTER
-};
-static const struct gw_family f_am_queued = {
-	"gpuwatch_alertmanager_queue_length",
-	"Alerts waiting for each Alertmanager.", GW_GAUGE
-};
-static const struct gw_family f_am_up = {
-	"gpuwatch_alertmanager_up",
-	"1 when the last POST to the Alertmanager succeeded.", GW_GAUGE
-};
 
 static void send(void *ctx, const struct gw_alert_out *v, size_t n)
 {
@@ -53,16 +32,18 @@ static void publish(void *ctx, struct gw_snap *s)
 	unsigned int n = gw_am_stats(ctx, st, MAX_AM);
 
 	for (unsigned int i = 0; i < n && i < MAX_AM; i++) {
-		gw_snap_add(s, &f_am_sent, (double)st[i].sent, NULL, "url",
-			    st[i].url, NULL);
-		gw_snap_add(s, &f_am_failed, (double)st[i].posts_failed, NULL,
-			    "url", st[i].url, NULL);
-		gw_snap_add(s, &f_am_dropped, (double)st[i].dropped, NULL,
-			    "url", st[i].url, NULL);
-		gw_snap_add(s, &f_am_queued, (double)st[i].queued, NULL, "url",
-			    st[i].url, NULL);
-		gw_snap_add(s, &f_am_up, st[i].up, NULL, "url", st[i].url,
+		gw_snap_add(s, GW_FAM(ALERTMANAGER_ALERTS_SENT_TOTAL),
+			    (double)st[i].sent, NULL, "url", st[i].url, NULL);
+		gw_snap_add(s, GW_FAM(ALERTMANAGER_POSTS_FAILED_TOTAL),
+			    (double)st[i].posts_failed, NULL, "url", st[i].url,
 			    NULL);
+		gw_snap_add(s, GW_FAM(ALERTMANAGER_ALERTS_DROPPED_TOTAL),
+			    (double)st[i].dropped, NULL, "url", st[i].url,
+			    NULL);
+		gw_snap_add(s, GW_FAM(ALERTMANAGER_QUEUE_LENGTH),
+			    (double)st[i].queued, NULL, "url", st[i].url, NULL);
+		gw_snap_add(s, GW_FAM(ALERTMANAGER_UP), st[i].up, NULL, "url",
+			    st[i].url, NULL);
 	}
 }
 

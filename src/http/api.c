@@ -467,20 +467,14 @@ void gw_api_reply_release(struct gw_api_reply *r)
 int gw_api_reply_error(struct gw_api_reply *r, unsigned int status,
 		       const char *errtype, const char *msg)
 {
-	int err;
-
 	gw_buf_reset(&r->body);
 	r->status = status;
-	err = gw_buf_adds(&r->body, "{\"status\":\"error\",\"errorType\":");
-	if (!err)
-		err = gw_json_str(&r->body, errtype);
-	if (!err)
-		err = gw_buf_adds(&r->body, ",\"error\":");
-	if (!err)
-		err = gw_json_str(&r->body, msg);
-	if (!err)
-		err = gw_buf_adds(&r->body, "}");
-	if (err) {
+	gw_buf_puts(&r->body, "{\"status\":\"error\",\"errorType\":");
+	gw_json_str(&r->body, errtype);
+	gw_buf_puts(&r->body, ",\"error\":");
+	gw_json_str(&r->body, msg);
+	gw_buf_puts(&r->body, "}");
+	if (gw_buf_error(&r->body)) {
 		gw_buf_reset(&r->body);
 		r->status = 500;
 		return -ENOMEM;
@@ -558,27 +552,23 @@ static uint64_t mono_ns(void)
 }
 
 /* Starts a success envelope: {"status":"success","data": */
-static int begin_ok(struct gw_api_reply *r)
+static void begin_ok(struct gw_api_reply *r)
 {
 	gw_buf_reset(&r->body);
 	r->status = 200;
-	return gw_buf_adds(&r->body, "{\"status\":\"success\",\"data\":");
+	gw_buf_puts(&r->body, "{\"status\":\"success\",\"data\":");
 }
 
+/* Ends it; 0 or the first error met since begin_ok(). */
 static int end_ok(struct gw_api_reply *r, const char *warning)
 {
-	int err = 0;
-
 	if (warning) {
-		err = gw_buf_adds(&r->body, ",\"warnings\":[");
-		if (!err)
-			err = gw_json_str(&r->body, warning);
-		if (!err)
-			err = gw_buf_adds(&r->body, "]");
+		gw_buf_puts(&r->body, ",\"warnings\":[");
+		gw_json_str(&r->body, warning);
+		gw_buf_puts(&r->body, "]");
 	}
-	if (!err)
-		err = gw_buf_adds(&r->body, "}");
-	return err;
+	gw_buf_puts(&r->body, "}");
+	return gw_buf_error(&r->body);
 }
 
 /* A failure while building a success body. */
@@ -708,12 +698,11 @@ static int eval_failed(struct gw_api_reply *r, const struct gw_qresult *res,
 
 static int reply_result(struct gw_api_reply *r, const struct gw_qresult *res)
 {
-	int err = begin_ok(r);
+	int err;
 
-	if (!err)
-		err = gw_qresult_json(res, &r->body);
-	if (!err)
-		err = end_ok(r, NULL);
+	begin_ok(r);
+	gw_buf_set_error(&r->body, gw_qresult_json(res, &r->body));
+	err = end_ok(r, NULL);
 	return err ? build_failed(r, err) : 0;
 }
 
@@ -940,22 +929,20 @@ static int do_series(const struct gw_queryable *q,
 		err = e == -ENOMEM ? -ENOMEM : store_failed(r, e);
 		goto out;
 	}
-	err = begin_ok(r);
-	if (!err)
-		err = gw_buf_adds(&r->body, "[");
+	begin_ok(r);
+	gw_buf_puts(&r->body, "[");
 	n = ep == GW_API_SERIES ? sets.n : names.n;
-	for (size_t i = 0; !err && i < n && i < limit; i++) {
+	for (size_t i = 0; i < n && i < limit && !gw_buf_error(&r->body);
+	     i++) {
 		if (i)
-			err = gw_buf_adds(&r->body, ",");
-		if (!err)
-			err = ep == GW_API_SERIES
-				      ? gw_labels_json(&sets.v[i], &r->body)
-				      : gw_json_str(&r->body, names.v[i]);
+			gw_buf_puts(&r->body, ",");
+		if (ep == GW_API_SERIES)
+			gw_labels_json(&sets.v[i], &r->body);
+		else
+			gw_json_str(&r->body, names.v[i]);
 	}
-	if (!err)
-		err = gw_buf_adds(&r->body, "]");
-	if (!err)
-		err = end_ok(r, n > limit ? TRUNCATED : NULL);
+	gw_buf_puts(&r->body, "]");
+	err = end_ok(r, n > limit ? TRUNCATED : NULL);
 	if (err)
 		err = build_failed(r, err);
 out:
@@ -973,13 +960,11 @@ static int do_alerts(struct gw_alerts *al, const struct gw_api_request *rq,
 	const char *inc = gw_api_params_get(rq->params, "include_resolved");
 	bool resolved = inc && (strcmp(inc, "1") == 0 ||
 				strcmp(inc, "true") == 0);
-	int err = begin_ok(r);
+	int err;
 
-	if (!err)
-		err = gw_alerts_json(al, ep == GW_API_RULES, resolved,
-				     &r->body);
-	if (!err)
-		err = end_ok(r, NULL);
+	begin_ok(r);
+	gw_alerts_json(al, ep == GW_API_RULES, resolved, &r->body);
+	err = end_ok(r, NULL);
 	if (err)
 		err = build_failed(r, err);
 	return err;

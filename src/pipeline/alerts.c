@@ -22,6 +22,7 @@
 
 #include "common/log.h"
 #include "common/worker.h"
+#include "pipeline/catalog.h"
 #include "store/store.h"
 
 #define DEFAULT_INTERVAL_MS 10000
@@ -84,32 +85,6 @@ struct gw_alerts {
 	struct gw_queryable q;
 };
 
-static const struct gw_family f_alerts = {
-	"ALERTS", "Alerts pending and firing (1), by alert labels and state.",
-	GW_GAUGE
-};
-static const struct gw_family f_for_state = {
-	"ALERTS_FOR_STATE",
-	"Unix time when each pending or firing alert became active.", GW_GAUGE
-};
-static const struct gw_family f_evals = {
-	"gpuwatch_rules_evaluations_total",
-	"Alert rule evaluations since start.", GW_COUNTER
-};
-static const struct gw_family f_fails = {
-	"gpuwatch_rules_evaluation_failures_total",
-	"Alert rule evaluations that failed, by group and rule.", GW_COUNTER
-};
-static const struct gw_family f_last = {
-	"gpuwatch_rules_last_evaluation_seconds",
-	"How long the last pass over the due rule groups took.", GW_GAUGE
-};
-static const struct gw_family f_rules = {
-	"gpuwatch_rules", "Alert rules loaded.", GW_GAUGE
-};
-static const struct gw_family f_count = {
-	"gpuwatch_alerts", "Alert instances by state.", GW_GAUGE
-};
 static const char *const state_names[] = { "pending", "firing", "resolved" };
 
 /* ---- instances ---- */
@@ -199,54 +174,57 @@ static int install_rules(struct gw_alerts *al, struct gw_ruleset *rs)
 
 /* ---- formatting ---- */
 
-static int fmt_time(struct gw_buf *b, int64_t ms)
+static void fmt_time(struct gw_buf *b, int64_t ms)
 {
 	struct tm tm;
 	time_t t;
 
-	if (ms <= 0)
-		return gw_buf_adds(b, "\"0001-01-01T00:00:00Z\"");
+	if (ms <= 0) {
+		gw_buf_puts(b, "\"0001-01-01T00:00:00Z\"");
+		return;
+	}
 	t = (time_t)(ms / 1000);
-	if (!gmtime_r(&t, &tm))
-		return gw_buf_adds(b, "\"0001-01-01T00:00:00Z\"");
-	return gw_buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
-			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-			     tm.tm_hour, tm.tm_min, tm.tm_sec,
-			     (int)(ms % 1000));
+	if (!gmtime_r(&t, &tm)) {
+		gw_buf_puts(b, "\"0001-01-01T00:00:00Z\"");
+		return;
+	}
+	gw_buf_putf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
 /* Go's strconv.FormatFloat(v, 'e', -1, 64), as Prometheus writes values. */
-static int fmt_value_e(struct gw_buf *b, double v)
+static void fmt_value_e(struct gw_buf *b, double v)
 {
 	char s[40];
 
-	if (isnan(v))
-		return gw_buf_adds(b, "\"NaN\"");
-	if (isinf(v))
-		return gw_buf_adds(b, v > 0 ? "\"+Inf\"" : "\"-Inf\"");
+	if (isnan(v)) {
+		gw_buf_puts(b, "\"NaN\"");
+		return;
+	}
+	if (isinf(v)) {
+		gw_buf_puts(b, v > 0 ? "\"+Inf\"" : "\"-Inf\"");
+		return;
+	}
 	for (int p = 0; p < 17; p++) {
 		snprintf(s, sizeof(s), "%.*e", p, v);
 		if (strtod(s, NULL) == v)
 			break;
 	}
-	return gw_buf_printf(b, "\"%s\"", s);
+	gw_buf_putf(b, "\"%s\"", s);
 }
 
-static int pairs_json(struct gw_buf *b, const struct gw_rule_pair *v,
-		      size_t n)
+static void pairs_json(struct gw_buf *b, const struct gw_rule_pair *v,
+		       size_t n)
 {
-	int r = gw_buf_adds(b, "{");
-
-	for (size_t i = 0; !r && i < n; i++) {
-		r = gw_buf_adds(b, i ? "," : "");
-		if (!r)
-			r = gw_json_str(b, v[i].name);
-		if (!r)
-			r = gw_buf_adds(b, ":");
-		if (!r)
-			r = gw_json_str(b, v[i].text);
+	gw_buf_puts(b, "{");
+	for (size_t i = 0; i < n; i++) {
+		gw_buf_puts(b, i ? "," : "");
+		gw_json_str(b, v[i].name);
+		gw_buf_puts(b, ":");
+		gw_json_str(b, v[i].text);
 	}
-	return r ? r : gw_buf_adds(b, "}");
+	gw_buf_puts(b, "}");
 }
 
 /* ---- one rule ---- */
@@ -325,26 +303,21 @@ static int make_sample(const struct gw_rule *ru, const struct gw_labels *sl,
 	if (r)
 		goto out;
 	gw_buf_init(&b, TEXT_MAX * 4);
-	r = gw_buf_adds(&b, "{");
-	for (size_t i = 0; !r && i < ru->nann; i++) {
-		r = gw_buf_adds(&b, i ? "," : "");
-		if (!r)
-			r = gw_json_str(&b, ru->ann[i].name);
-		if (!r)
-			r = gw_buf_adds(&b, ":");
-		if (!r) {
-			struct gw_buf t;
+	gw_buf_puts(&b, "{");
+	for (size_t i = 0; i < ru->nann && !gw_buf_error(&b); i++) {
+		struct gw_buf t;
 
-			gw_buf_init(&t, TEXT_MAX);
-			r = gw_tmpl_expand(&ru->ann[i].t, &out->labels, value,
-					   &t);
-			if (!r)
-				r = gw_json_str(&b, t.p ? t.p : "");
-			gw_buf_release(&t);
-		}
+		gw_buf_puts(&b, i ? "," : "");
+		gw_json_str(&b, ru->ann[i].name);
+		gw_buf_puts(&b, ":");
+		gw_buf_init(&t, TEXT_MAX);
+		gw_buf_set_error(&b, gw_tmpl_expand(&ru->ann[i].t,
+						    &out->labels, value, &t));
+		gw_json_str(&b, t.p ? t.p : "");
+		gw_buf_release(&t);
 	}
-	if (!r)
-		r = gw_buf_adds(&b, "}");
+	gw_buf_puts(&b, "}");
+	r = gw_buf_error(&b);
 	out->ann_json = r ? NULL : gw_buf_detach(&b, NULL);
 	gw_buf_release(&b);
 	if (!r && !out->ann_json)
@@ -545,7 +518,8 @@ static void deliver(struct gw_alerts *al, int64_t now)
 			if (!due)
 				continue;
 			gw_buf_init(&b, TEXT_MAX * 4);
-			if (gw_labels_json(&in->labels, &b) || !b.p) {
+			gw_labels_json(&in->labels, &b);
+			if (gw_buf_error(&b) || !b.p) {
 				gw_buf_release(&b);
 				continue; /* retried next pass */
 			}
@@ -595,12 +569,12 @@ static void publish(struct gw_alerts *al)
 		const struct rstate *st = &al->rst[r];
 
 		if (st->failures)
-			gw_snap_add(s, &f_fails, (double)st->failures, NULL,
-				    "group", al->rs.groups[ru->group].name,
-				    "rule", ru->alert, NULL);
+			gw_snap_add(s, GW_FAM(RULES_EVALUATION_FAILURES_TOTAL),
+				    (double)st->failures, NULL, "group",
+				    al->rs.groups[ru->group].name, "rule",
+				    ru->alert, NULL);
 		for (size_t i = 0; i < st->n; i++) {
 			const struct inst *in = &st->v[i];
-			int e = 0;
 
 			c.pending += in->state == GW_ALERT_PENDING;
 			c.firing += in->state == GW_ALERT_FIRING;
@@ -608,31 +582,35 @@ static void publish(struct gw_alerts *al)
 			if (in->state == GW_ALERT_RESOLVED)
 				continue;
 			gw_buf_reset(&b);
-			for (size_t j = 0; !e && j < in->labels.n; j++) {
+			for (size_t j = 0; j < in->labels.n; j++) {
+				const struct gw_label *l = &in->labels.v[j];
+
 				if (j)
-					e = gw_buf_adds(&b, ",");
-				if (!e)
-					e = gw_labels_append(
-						&b, in->labels.v[j].name,
-						in->labels.v[j].value);
+					gw_buf_puts(&b, ",");
+				gw_buf_set_error(
+					&b, gw_labels_append(&b, l->name,
+							     l->value));
 			}
-			if (e)
+			if (gw_buf_error(&b))
 				continue;
-			gw_snap_add(s, &f_alerts, 1, b.p ? b.p : "",
-				    "alertstate", state_names[in->state], NULL);
-			gw_snap_add(s, &f_for_state,
+			gw_snap_add(s, GW_FAM(PROMETHEUS_ALERTS), 1,
+				    b.p ? b.p : "", "alertstate",
+				    state_names[in->state], NULL);
+			gw_snap_add(s, GW_FAM(PROMETHEUS_ALERTS_FOR_STATE),
 				    (double)in->active_at / 1000.0,
 				    b.p ? b.p : "", NULL);
 		}
 	}
 	gw_buf_release(&b);
-	gw_snap_add(s, &f_evals, (double)al->evaluations, NULL, NULL);
-	gw_snap_add(s, &f_last, al->last_pass_s, NULL, NULL);
-	gw_snap_add(s, &f_rules, (double)c.rules, NULL, NULL);
-	gw_snap_add(s, &f_count, (double)c.pending, NULL, "state", "pending",
-		    NULL);
-	gw_snap_add(s, &f_count, (double)c.firing, NULL, "state", "firing",
-		    NULL);
+	gw_snap_add(s, GW_FAM(RULES_EVALUATIONS_TOTAL), (double)al->evaluations,
+		    NULL, NULL);
+	gw_snap_add(s, GW_FAM(RULES_LAST_EVALUATION_SECONDS), al->last_pass_s,
+		    NULL, NULL);
+	gw_snap_add(s, GW_FAM(RULES), (double)c.rules, NULL, NULL);
+	gw_snap_add(s, GW_FAM(ALERTS), (double)c.pending, NULL, "state",
+		    "pending", NULL);
+	gw_snap_add(s, GW_FAM(ALERTS), (double)c.firing, NULL, "state",
+		    "firing", NULL);
 	if (al->o.sink && al->o.sink->publish)
 		al->o.sink->publish(al->o.sink->ctx, s);
 	gw_registry_publish(al->o.reg, al->slot, s);
@@ -919,38 +897,29 @@ void gw_alerts_counts(struct gw_alerts *al, struct gw_alerts_counts *c)
 
 /* ---- JSON ---- */
 
-static int inst_json(struct gw_buf *b, const struct inst *in)
+static void inst_json(struct gw_buf *b, const struct inst *in)
 {
-	int r = gw_buf_adds(b, "{\"labels\":");
-
-	if (!r)
-		r = gw_labels_json(&in->labels, b);
-	if (!r)
-		r = gw_buf_printf(b, ",\"annotations\":%s,\"state\":\"%s\","
-				  "\"activeAt\":",
-				  in->ann_json ? in->ann_json : "{}",
-				  state_names[in->state]);
-	if (!r)
-		r = fmt_time(b, in->active_at);
-	if (!r && in->state == GW_ALERT_RESOLVED) {
-		r = gw_buf_adds(b, ",\"resolvedAt\":");
-		if (!r)
-			r = fmt_time(b, in->resolved_at);
+	gw_buf_puts(b, "{\"labels\":");
+	gw_labels_json(&in->labels, b);
+	gw_buf_putf(b, ",\"annotations\":%s,\"state\":\"%s\",\"activeAt\":",
+		    in->ann_json ? in->ann_json : "{}",
+		    state_names[in->state]);
+	fmt_time(b, in->active_at);
+	if (in->state == GW_ALERT_RESOLVED) {
+		gw_buf_puts(b, ",\"resolvedAt\":");
+		fmt_time(b, in->resolved_at);
 	}
-	if (!r)
-		r = gw_buf_adds(b, ",\"value\":");
-	if (!r)
-		r = fmt_value_e(b, in->value);
-	return r ? r : gw_buf_adds(b, "}");
+	gw_buf_puts(b, ",\"value\":");
+	fmt_value_e(b, in->value);
+	gw_buf_puts(b, "}");
 }
 
-static int rule_json(struct gw_alerts *al, size_t ri, struct gw_buf *b)
+static void rule_json(struct gw_alerts *al, size_t ri, struct gw_buf *b)
 {
 	const struct gw_rule *ru = &al->rs.rules[ri];
 	const struct rstate *st = &al->rst[ri];
 	const char *state = "inactive";
 	bool first = true;
-	int r;
 
 	for (size_t i = 0; i < st->n; i++) {
 		if (st->v[i].state == GW_ALERT_FIRING)
@@ -959,119 +928,92 @@ static int rule_json(struct gw_alerts *al, size_t ri, struct gw_buf *b)
 			 strcmp(state, "firing") != 0)
 			state = "pending";
 	}
-	r = gw_buf_printf(b, "{\"state\":\"%s\",\"name\":", state);
-	if (!r)
-		r = gw_json_str(b, ru->alert);
-	if (!r)
-		r = gw_buf_adds(b, ",\"query\":");
-	if (!r)
-		r = gw_json_str(b, ru->expr);
-	if (!r)
-		r = gw_buf_printf(b, ",\"duration\":%g,\"keepFiringFor\":0,"
-				  "\"labels\":",
-				  (double)ru->for_ms / 1000.0);
-	if (!r)
-		r = pairs_json(b, ru->labels, ru->nlabels);
-	if (!r)
-		r = gw_buf_adds(b, ",\"annotations\":");
-	if (!r)
-		r = pairs_json(b, ru->ann, ru->nann);
-	if (!r)
-		r = gw_buf_adds(b, ",\"alerts\":[");
-	for (size_t i = 0; !r && i < st->n; i++) {
+	gw_buf_putf(b, "{\"state\":\"%s\",\"name\":", state);
+	gw_json_str(b, ru->alert);
+	gw_buf_puts(b, ",\"query\":");
+	gw_json_str(b, ru->expr);
+	gw_buf_putf(b, ",\"duration\":%g,\"keepFiringFor\":0,\"labels\":",
+		    (double)ru->for_ms / 1000.0);
+	pairs_json(b, ru->labels, ru->nlabels);
+	gw_buf_puts(b, ",\"annotations\":");
+	pairs_json(b, ru->ann, ru->nann);
+	gw_buf_puts(b, ",\"alerts\":[");
+	for (size_t i = 0; i < st->n; i++) {
 		if (st->v[i].state == GW_ALERT_RESOLVED)
 			continue;
-		r = gw_buf_adds(b, first ? "" : ",");
+		gw_buf_puts(b, first ? "" : ",");
 		first = false;
-		if (!r)
-			r = inst_json(b, &st->v[i]);
+		inst_json(b, &st->v[i]);
 	}
-	if (!r)
-		r = gw_buf_printf(b, "],\"health\":\"%s\"",
-				  st->health == 1	? "ok"
-				  : st->health == 2 ? "err"
-						    : "unknown");
-	if (!r && st->health == 2) {
-		r = gw_buf_adds(b, ",\"lastError\":");
-		if (!r)
-			r = gw_json_str(b, st->last_error);
+	gw_buf_putf(b, "],\"health\":\"%s\"",
+		    st->health == 1	  ? "ok"
+		    : st->health == 2 ? "err"
+				      : "unknown");
+	if (st->health == 2) {
+		gw_buf_puts(b, ",\"lastError\":");
+		gw_json_str(b, st->last_error);
 	}
-	if (!r)
-		r = gw_buf_printf(b, ",\"evaluationTime\":%g,"
-				  "\"lastEvaluation\":",
-				  st->eval_s);
-	if (!r)
-		r = fmt_time(b, st->last_eval);
-	return r ? r : gw_buf_adds(b, ",\"type\":\"alerting\"}");
+	gw_buf_putf(b, ",\"evaluationTime\":%g,\"lastEvaluation\":",
+		    st->eval_s);
+	fmt_time(b, st->last_eval);
+	gw_buf_puts(b, ",\"type\":\"alerting\"}");
 }
 
-static int json_locked(struct gw_alerts *al, bool rules,
-		       bool include_resolved, struct gw_buf *out)
+static void json_locked(struct gw_alerts *al, bool rules,
+			bool include_resolved, struct gw_buf *out)
 {
 	bool first = true;
-	int r;
 
 	if (!rules) {
-		r = gw_buf_adds(out, "{\"alerts\":[");
-		for (size_t ri = 0; al && !r && ri < al->rs.nrules; ri++)
-			for (size_t i = 0; !r && i < al->rst[ri].n; i++) {
+		gw_buf_puts(out, "{\"alerts\":[");
+		for (size_t ri = 0; al && ri < al->rs.nrules; ri++)
+			for (size_t i = 0; i < al->rst[ri].n; i++) {
 				const struct inst *in = &al->rst[ri].v[i];
 
 				if (in->state == GW_ALERT_RESOLVED &&
 				    !include_resolved)
 					continue;
-				r = gw_buf_adds(out, first ? "" : ",");
+				gw_buf_puts(out, first ? "" : ",");
 				first = false;
-				if (!r)
-					r = inst_json(out, in);
+				inst_json(out, in);
 			}
-		return r ? r : gw_buf_adds(out, "]}");
+		gw_buf_puts(out, "]}");
+		return;
 	}
-	r = gw_buf_adds(out, "{\"groups\":[");
-	for (size_t g = 0; al && !r && g < al->rs.ngroups; g++) {
+	gw_buf_puts(out, "{\"groups\":[");
+	for (size_t g = 0; al && g < al->rs.ngroups; g++) {
 		const struct gw_rule_group *gr = &al->rs.groups[g];
 		int64_t iv = gr->interval_ms ? gr->interval_ms
 					     : al->o.interval_ms;
 
-		r = gw_buf_adds(out, g ? ",{\"name\":" : "{\"name\":");
-		if (!r)
-			r = gw_json_str(out, gr->name);
-		if (!r)
-			r = gw_buf_adds(out, ",\"file\":");
-		if (!r)
-			r = gw_json_str(out, gr->file);
-		if (!r)
-			r = gw_buf_adds(out, ",\"rules\":[");
-		for (size_t k = 0; !r && k < gr->n; k++) {
-			r = gw_buf_adds(out, k ? "," : "");
-			if (!r)
-				r = rule_json(al, gr->first + k, out);
+		gw_buf_puts(out, g ? ",{\"name\":" : "{\"name\":");
+		gw_json_str(out, gr->name);
+		gw_buf_puts(out, ",\"file\":");
+		gw_json_str(out, gr->file);
+		gw_buf_puts(out, ",\"rules\":[");
+		for (size_t k = 0; k < gr->n; k++) {
+			gw_buf_puts(out, k ? "," : "");
+			rule_json(al, gr->first + k, out);
 		}
-		if (!r)
-			r = gw_buf_printf(out, "],\"interval\":%g,\"limit\":0,"
-					  "\"evaluationTime\":%g,"
-					  "\"lastEvaluation\":",
-					  (double)iv / 1000.0,
-					  al->gst[g].eval_s);
-		if (!r)
-			r = fmt_time(out, al->gst[g].last_eval);
-		if (!r)
-			r = gw_buf_adds(out, "}");
+		gw_buf_putf(out, "],\"interval\":%g,\"limit\":0,"
+				 "\"evaluationTime\":%g,\"lastEvaluation\":",
+			    (double)iv / 1000.0, al->gst[g].eval_s);
+		fmt_time(out, al->gst[g].last_eval);
+		gw_buf_puts(out, "}");
 	}
-	return r ? r : gw_buf_adds(out, "]}");
+	gw_buf_puts(out, "]}");
 }
 
-int gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
-		   struct gw_buf *out)
+void gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
+		    struct gw_buf *out)
 {
-	int r;
-
-	if (!al)
-		return json_locked(NULL, rules, include_resolved, out);
+	if (!al) {
+		json_locked(NULL, rules, include_resolved, out);
+		return;
+	}
 	pthread_mutex_lock(&al->lock);
-	r = json_locked(al, rules, include_resolved, out);
+	json_locked(al, rules, include_resolved, out);
 	pthread_mutex_unlock(&al->lock);
-	return r;
 }
 
 int gw_alerts_attach(struct gw_alerts *al, struct gw_registry *reg,

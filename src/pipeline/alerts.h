@@ -132,11 +132,11 @@ void gw_alerts_counts(struct gw_alerts *al, struct gw_alerts_counts *c);
  * The "data" of Prometheus' /api/v1/alerts ({"alerts":[...]}, pending and
  * firing, or resolved too with include_resolved, as state "resolved" with
  * "resolvedAt") or of /api/v1/rules ({"groups":[...]}).  al NULL gives the
- * empty answer.  0, -ENOSPC, -ENOMEM.
+ * empty answer.  Like gw_buf_put(), a failure (-ENOSPC, -ENOMEM) is kept in
+ * out for gw_buf_error().
  */
-__attribute__((warn_unused_result)) int
-gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
-	       struct gw_buf *out);
+void gw_alerts_json(struct gw_alerts *al, bool rules, bool include_resolved,
+		    struct gw_buf *out);
 
 /*
  * Connects what was not known when the rules were loaded (an agent checks

@@ -11,62 +11,8 @@
 #include "common/log.h"
 #include "common/worker.h"
 #include "pipeline/anomaly.h"
+#include "pipeline/catalog.h"
 #include "store/store.h"
-
-static const struct gw_family
-	f_series = { "gpuwatch_store_series", "Series in the local store.",
-		     GW_GAUGE },
-	f_appended = { "gpuwatch_store_samples_appended_total",
-		       "Samples written to the local store.", GW_COUNTER },
-	f_refused = { "gpuwatch_store_samples_refused_total",
-		      "Samples the store refused, by reason: out_of_order (older "
-		      "than the series' last or the last cut), cap (series or "
-		      "label-value cap), bad (malformed name or labels), "
-		      "batch_full (one pass held more than the ingest thread "
-		      "can copy).",
-		      GW_COUNTER },
-	f_flushes = { "gpuwatch_store_flushes_total",
-		      "Flushes of new samples to disk, by result.", GW_COUNTER },
-	f_unlogged = { "gpuwatch_store_samples_unlogged_total",
-		       "Samples kept in memory but not in the head log because "
-		       "flushes kept failing; lost if the agent dies before "
-		       "the next hourly cut.", GW_COUNTER },
-	f_flush_secs = { "gpuwatch_store_last_flush_duration_seconds",
-			 "Time the last flush took.", GW_GAUGE },
-	f_cuts = { "gpuwatch_store_cuts_total",
-		   "Hours moved from the head into day partitions.", GW_COUNTER },
-	f_parts = { "gpuwatch_store_partitions",
-		    "Day partitions on disk (all tiers).", GW_GAUGE },
-	f_dropped = { "gpuwatch_store_partitions_dropped_total",
-		      "Day partitions deleted, by reason (retention, budget).",
-		      GW_COUNTER },
-	f_quarantined = { "gpuwatch_store_files_quarantined_total",
-			  "Store files found corrupt and moved to quarantine/.",
-			  GW_COUNTER },
-	f_corrupt = { "gpuwatch_store_corrupt_chunks_total",
-		      "Chunks skipped on read because they failed a check.",
-		      GW_COUNTER },
-	f_disk = { "gpuwatch_store_disk_bytes",
-		   "Bytes of all store files.", GW_GAUGE },
-	f_tier_bytes = { "gpuwatch_store_tier_bytes",
-			 "Bytes of the day partitions of a tier.", GW_GAUGE },
-	f_tier_samples = { "gpuwatch_store_tier_samples",
-			   "Samples (raw) or rollups stored in a tier's "
-			   "partitions.", GW_GAUGE },
-	f_anom_series = { "gpuwatch_anomaly_series",
-			  "Series with a dynamic baseline (gauges and summary "
-			  "quantiles being modelled).", GW_GAUGE },
-	f_anom_scores = { "gpuwatch_anomaly_scores_total",
-			  "Samples judged by their baseline: each added a "
-			  "NAME:anomaly_score sample to the store.",
-			  GW_COUNTER },
-	f_anom_refused = { "gpuwatch_anomaly_refused_total",
-			   "Samples of new series given no baseline, by "
-			   "reason: cap (--store-max-series series modelled), "
-			   "memory (the table could not grow).", GW_COUNTER },
-	f_anom_evicted = { "gpuwatch_anomaly_evicted_total",
-			   "Baselines dropped because their series was not "
-			   "seen for an hour.", GW_COUNTER };
 
 /* A sample copied out of the registry: name and labels in the arena. */
 struct copied {
@@ -168,50 +114,67 @@ static void publish_stats(struct gw_ingest *in)
 	struct gw_snap *n = &in->snap;
 
 	gw_store_stats(in->store, &st);
-	gw_snap_add(n, &f_series, (double)st.series, NULL, NULL);
-	gw_snap_add(n, &f_appended, (double)st.samples_appended, NULL, NULL);
-	gw_snap_add(n, &f_refused, (double)st.samples_refused_order, NULL,
-		    "reason", "out_of_order", NULL);
-	gw_snap_add(n, &f_refused, (double)st.samples_refused_cap, NULL,
-		    "reason", "cap", NULL);
-	gw_snap_add(n, &f_refused, (double)st.samples_refused_bad, NULL,
-		    "reason", "bad", NULL);
-	gw_snap_add(n, &f_refused, (double)in->overflow, NULL, "reason",
-		    "batch_full", NULL);
-	gw_snap_add(n, &f_flushes, (double)st.flushes, NULL, "result", "ok",
+	gw_snap_add(n, GW_FAM(STORE_SERIES), (double)st.series, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_SAMPLES_APPENDED_TOTAL),
+		    (double)st.samples_appended, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_SAMPLES_REFUSED_TOTAL),
+		    (double)st.samples_refused_order, NULL, "reason",
+		    "out_of_order", NULL);
+	gw_snap_add(n, GW_FAM(STORE_SAMPLES_REFUSED_TOTAL),
+		    (double)st.samples_refused_cap, NULL, "reason", "cap",
 		    NULL);
-	gw_snap_add(n, &f_flushes, (double)st.flush_errors, NULL, "result",
-		    "error", NULL);
-	gw_snap_add(n, &f_flush_secs, st.last_flush_seconds, NULL, NULL);
-	gw_snap_add(n, &f_unlogged, (double)st.samples_unlogged, NULL, NULL);
-	gw_snap_add(n, &f_cuts, (double)st.cuts, NULL, NULL);
-	gw_snap_add(n, &f_parts, (double)st.partitions, NULL, NULL);
-	gw_snap_add(n, &f_dropped, (double)st.partitions_dropped_retention,
-		    NULL, "reason", "retention", NULL);
-	gw_snap_add(n, &f_dropped, (double)st.partitions_dropped_budget, NULL,
-		    "reason", "budget", NULL);
-	gw_snap_add(n, &f_quarantined, (double)st.files_quarantined, NULL,
+	gw_snap_add(n, GW_FAM(STORE_SAMPLES_REFUSED_TOTAL),
+		    (double)st.samples_refused_bad, NULL, "reason", "bad",
 		    NULL);
-	gw_snap_add(n, &f_corrupt, (double)st.corrupt_chunks, NULL, NULL);
-	gw_snap_add(n, &f_disk, (double)st.disk_bytes, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_SAMPLES_REFUSED_TOTAL),
+		    (double)in->overflow, NULL, "reason", "batch_full", NULL);
+	gw_snap_add(n, GW_FAM(STORE_FLUSHES_TOTAL), (double)st.flushes, NULL,
+		    "result", "ok", NULL);
+	gw_snap_add(n, GW_FAM(STORE_FLUSHES_TOTAL), (double)st.flush_errors,
+		    NULL, "result", "error", NULL);
+	gw_snap_add(n, GW_FAM(STORE_LAST_FLUSH_DURATION_SECONDS),
+		    st.last_flush_seconds, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_SAMPLES_UNLOGGED_TOTAL),
+		    (double)st.samples_unlogged, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_CUTS_TOTAL), (double)st.cuts, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_PARTITIONS), (double)st.partitions, NULL,
+		    NULL);
+	gw_snap_add(n, GW_FAM(STORE_PARTITIONS_DROPPED_TOTAL),
+		    (double)st.partitions_dropped_retention, NULL, "reason",
+		    "retention", NULL);
+	gw_snap_add(n, GW_FAM(STORE_PARTITIONS_DROPPED_TOTAL),
+		    (double)st.partitions_dropped_budget, NULL, "reason",
+		    "budget", NULL);
+	gw_snap_add(n, GW_FAM(STORE_FILES_QUARANTINED_TOTAL),
+		    (double)st.files_quarantined, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_CORRUPT_CHUNKS_TOTAL),
+		    (double)st.corrupt_chunks, NULL, NULL);
+	gw_snap_add(n, GW_FAM(STORE_DISK_BYTES), (double)st.disk_bytes, NULL,
+		    NULL);
 	for (int t = 0; t < GW_TIERS; t++) {
-		gw_snap_add(n, &f_tier_bytes, (double)st.tier_bytes[t], NULL,
-			    "tier", tiers[t], NULL);
-		gw_snap_add(n, &f_tier_samples, (double)st.tier_samples[t],
-			    NULL, "tier", tiers[t], NULL);
+		gw_snap_add(n, GW_FAM(STORE_TIER_BYTES),
+			    (double)st.tier_bytes[t], NULL, "tier", tiers[t],
+			    NULL);
+		gw_snap_add(n, GW_FAM(STORE_TIER_SAMPLES),
+			    (double)st.tier_samples[t], NULL, "tier", tiers[t],
+			    NULL);
 	}
 	if (in->anom) {
 		struct gw_anomaly_stats as;
 
 		gw_anomaly_stats(in->anom, &as);
-		gw_snap_add(n, &f_anom_series, (double)as.series, NULL, NULL);
-		gw_snap_add(n, &f_anom_scores, (double)as.scores, NULL, NULL);
-		gw_snap_add(n, &f_anom_refused, (double)as.refused_cap, NULL,
-			    "reason", "cap", NULL);
-		gw_snap_add(n, &f_anom_refused, (double)as.refused_memory,
-			    NULL, "reason", "memory", NULL);
-		gw_snap_add(n, &f_anom_evicted, (double)as.evicted, NULL,
+		gw_snap_add(n, GW_FAM(ANOMALY_SERIES), (double)as.series, NULL,
 			    NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_SCORES_TOTAL), (double)as.scores,
+			    NULL, NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_REFUSED_TOTAL),
+			    (double)as.refused_cap, NULL, "reason", "cap",
+			    NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_REFUSED_TOTAL),
+			    (double)as.refused_memory, NULL, "reason", "memory",
+			    NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_EVICTED_TOTAL),
+			    (double)as.evicted, NULL, NULL);
 	}
 	gw_registry_publish(in->reg, in->slot, n);
 }

@@ -59,21 +59,21 @@ static int add_labels(struct gw_snap *s, const char *base, va_list ap,
 {
 	size_t start = s->labels.len;
 	const char *k, *v;
-	int err = 0;
+	int err;
 
 	if (base && *base)
-		err = gw_buf_adds(&s->labels, base);
-	while (!err && (k = va_arg(ap, const char *)) != NULL) {
+		gw_buf_puts(&s->labels, base);
+	while (!gw_buf_error(&s->labels) &&
+	       (k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
 		if (s->labels.len > start)
-			err = gw_buf_add(&s->labels, ",", 1);
-		if (!err)
-			err = gw_labels_append(&s->labels, k, v ? v : "");
+			gw_buf_put(&s->labels, ",", 1);
+		gw_buf_set_error(&s->labels,
+				 gw_labels_append(&s->labels, k, v ? v : ""));
 	}
+	err = gw_buf_error(&s->labels);
 	if (err) {
-		s->labels.len = start;
-		if (s->labels.p)
-			s->labels.p[start] = '\0';
+		gw_buf_truncate(&s->labels, start);
 		return err;
 	}
 	*off = (uint32_t)start;
@@ -308,17 +308,17 @@ static void format_value(char *buf, size_t n, double v)
 	snprintf(buf, n, "%.17g", v);
 }
 
-static int add_value(struct gw_buf *out, double v)
+static void add_value(struct gw_buf *out, double v)
 {
 	char tmp[40];
 
 	format_value(tmp, sizeof(tmp), v);
-	return gw_buf_adds(out, tmp);
+	gw_buf_puts(out, tmp);
 }
 
 /* The family's name in # TYPE/# HELP lines for the given format. */
-static int add_family_name(struct gw_buf *out, const struct gw_family *f,
-			   enum gw_expo_format fmt)
+static void add_family_name(struct gw_buf *out, const struct gw_family *f,
+			    enum gw_expo_format fmt)
 {
 	size_t n = strlen(f->name);
 
@@ -330,7 +330,7 @@ static int add_family_name(struct gw_buf *out, const struct gw_family *f,
 			 strcmp(f->name + n - 5, "_info") == 0)
 			n -= 5;
 	}
-	return gw_buf_add(out, f->name, n);
+	gw_buf_put(out, f->name, n);
 }
 
 static const char *type_name(const struct gw_family *f,
@@ -371,7 +371,6 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 {
 	size_t n = 0, total = 0;
 	const char *last_name = NULL;
-	int err = 0;
 
 	for (int i = 0; i < r->nslots; i++)
 		total += r->slots[i].snap.n;
@@ -397,7 +396,7 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 	if (n > 1)
 		qsort(r->entries, n, sizeof(*r->entries), entry_cmp_ordered);
 	r->duplicates = 0;
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n && !gw_buf_error(out); i++) {
 		const struct entry *e = &r->entries[i];
 		const struct gw_family *f = e->s->fam;
 
@@ -409,49 +408,33 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 		}
 		if (!last_name || strcmp(last_name, f->name) != 0) {
 			last_name = f->name;
-			err = gw_buf_adds(out, "# HELP ");
-			if (!err)
-				err = add_family_name(out, f, fmt);
-			if (!err)
-				err = gw_buf_printf(out, " %s\n# TYPE ",
-						    f->help);
-			if (!err)
-				err = add_family_name(out, f, fmt);
-			if (!err)
-				err = gw_buf_printf(out, " %s\n",
-						    type_name(f, fmt));
+			gw_buf_puts(out, "# HELP ");
+			add_family_name(out, f, fmt);
+			gw_buf_putf(out, " %s\n# TYPE ", f->help);
+			add_family_name(out, f, fmt);
+			gw_buf_putf(out, " %s\n", type_name(f, fmt));
 		}
-		if (!err)
-			err = gw_buf_adds(out, f->name);
-		if (!err)
-			err = gw_buf_adds(out, kind_suffix[e->s->kind]);
-		if (!err && (e->s->labels_len || *extra_label(e->s->kind))) {
-			err = gw_buf_add(out, "{", 1);
-			if (!err)
-				err = gw_buf_add(out, e->labels,
-						 e->s->labels_len);
-			if (!err && *extra_label(e->s->kind)) {
-				err = gw_buf_printf(out, "%s%s=\"",
-						    e->s->labels_len ? "," : "",
-						    extra_label(e->s->kind));
-				if (!err)
-					err = add_value(out, e->s->le);
-				if (!err)
-					err = gw_buf_add(out, "\"", 1);
+		gw_buf_puts(out, f->name);
+		gw_buf_puts(out, kind_suffix[e->s->kind]);
+		if (e->s->labels_len || *extra_label(e->s->kind)) {
+			gw_buf_put(out, "{", 1);
+			gw_buf_put(out, e->labels, e->s->labels_len);
+			if (*extra_label(e->s->kind)) {
+				gw_buf_putf(out, "%s%s=\"",
+					    e->s->labels_len ? "," : "",
+					    extra_label(e->s->kind));
+				add_value(out, e->s->le);
+				gw_buf_put(out, "\"", 1);
 			}
-			if (!err)
-				err = gw_buf_add(out, "}", 1);
+			gw_buf_put(out, "}", 1);
 		}
-		if (!err)
-			err = gw_buf_add(out, " ", 1);
-		if (!err)
-			err = add_value(out, e->s->value);
-		if (!err)
-			err = gw_buf_add(out, "\n", 1);
+		gw_buf_put(out, " ", 1);
+		add_value(out, e->s->value);
+		gw_buf_put(out, "\n", 1);
 	}
-	if (!err && fmt == GW_EXPO_OPENMETRICS)
-		err = gw_buf_adds(out, "# EOF\n");
-	return err;
+	if (fmt == GW_EXPO_OPENMETRICS)
+		gw_buf_puts(out, "# EOF\n");
+	return gw_buf_error(out);
 }
 
 int gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,

@@ -10,8 +10,10 @@
  * Series that a producer stops publishing (a process that exited) disappear
  * with its next publish.
  *
- * Families are static descriptors (struct gw_family) owned by the producer's
- * code; the registry keeps pointers to them.  Label strings are copied.
+ * Families are static descriptors (struct gw_family): the agent's own are
+ * the metric catalogue's entries (pipeline/catalog.h, GW_FAM()); families
+ * named at run time (StatsD) are owned by their producer.  The registry
+ * keeps pointers to them.  Label strings are copied.
  *
  * Bounds: a snap holds at most GW_SNAP_MAX_SAMPLES samples and
  * GW_SNAP_MAX_LABEL_BYTES of label text; what does not fit is counted in
@@ -127,7 +129,10 @@ __attribute__((warn_unused_result)) int gw_registry_slot(struct gw_registry *r,
  */
 void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s);
 
-/* Renders every published sample, families grouped and sorted by name. */
+/*
+ * Renders every published sample, families grouped and sorted by name.
+ * 0, -ENOMEM, or out's error, which stays in out as after gw_buf_put().
+ */
 __attribute__((warn_unused_result)) int
 gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,
 		   struct gw_buf *out);

@@ -252,7 +252,6 @@ int gw_humanize_duration(struct gw_buf *out, double s)
 {
 	const char *sign = "";
 	long long d, h, m, sec;
-	int r = 0;
 
 	if (isnan(s) || isinf(s))
 		return gw_promql_fmt_value(out, s);
@@ -276,16 +275,15 @@ int gw_humanize_duration(struct gw_buf *out, double s)
 	h = sec / 3600 % 24;
 	m = sec / 60 % 60;
 	sec %= 60;
-	r = gw_buf_adds(out, sign);
-	if (!r && d)
-		r = gw_buf_printf(out, "%lldd ", d);
-	if (!r && (d || h))
-		r = gw_buf_printf(out, "%lldh ", h);
-	if (!r && (d || h || m))
-		r = gw_buf_printf(out, "%lldm ", m);
-	if (!r)
-		r = gw_buf_printf(out, "%llds", sec);
-	return r;
+	gw_buf_puts(out, sign);
+	if (d)
+		gw_buf_putf(out, "%lldd ", d);
+	if (d || h)
+		gw_buf_putf(out, "%lldh ", h);
+	if (d || h || m)
+		gw_buf_putf(out, "%lldm ", m);
+	gw_buf_putf(out, "%llds", sec);
+	return gw_buf_error(out);
 }
 
 int gw_tmpl_expand(const struct gw_tmpl *t, const struct gw_labels *l,

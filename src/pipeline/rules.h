@@ -153,7 +153,8 @@ __attribute__((warn_unused_result)) int
 gw_tmpl_expand(const struct gw_tmpl *t, const struct gw_labels *l,
 	       double value, struct gw_buf *out);
 
-/* The humanize functions as Prometheus' templates write them. */
+/* The humanize functions as Prometheus' templates write them: 0, or an error
+ * that may also stay in out, as after gw_buf_put(). */
 __attribute__((warn_unused_result)) int gw_humanize(struct gw_buf *out,
 						     double v);
 __attribute__((warn_unused_result)) int

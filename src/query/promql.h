@@ -162,7 +162,8 @@ void gw_promql_free(struct gw_pq_node *n);
  * fully parenthesised, negative numbers as (-1), durations in Prometheus'
  * form (1h30m), keywords in lower case, parentheses of the query dropped.
  * Parsing the result gives an expression that formats the same.
- * 0, -ENOSPC (out's maximum), -ENOMEM.
+ * 0, -ENOSPC (out's maximum), -ENOMEM, -EINVAL (a malformed tree); the
+ * error stays in out, as after gw_buf_put().
  */
 __attribute__((warn_unused_result)) int
 gw_promql_format(const struct gw_pq_node *n, struct gw_buf *out);
@@ -255,7 +256,8 @@ __attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
 							     double v);
 
 /* Appends the "data" object of Prometheus' query API for res:
- * {"resultType":"matrix","result":[...]}.  */
+ * {"resultType":"matrix","result":[...]}.  All or nothing: on failure out
+ * is left as it was.  */
 __attribute__((warn_unused_result)) int
 gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out);
 

@@ -65,37 +65,33 @@ int gw_promql_fmt_value(struct gw_buf *out, double v)
 }
 
 /* Seconds with up to 3 decimals, as Prometheus writes timestamps. */
-static int fmt_time(struct gw_buf *out, int64_t t)
+static void fmt_time(struct gw_buf *out, int64_t t)
 {
 	uint64_t m = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
 	unsigned ms = (unsigned)(m % 1000);
 	char frac[5];
 	int k = 3;
 
-	if (!ms)
-		return gw_buf_printf(out, "%s%llu", t < 0 ? "-" : "",
-				     (unsigned long long)(m / 1000));
+	if (!ms) {
+		gw_buf_putf(out, "%s%llu", t < 0 ? "-" : "",
+			    (unsigned long long)(m / 1000));
+		return;
+	}
 	snprintf(frac, sizeof(frac), "%03u", ms);
 	while (frac[k - 1] == '0')
 		k--;
 	frac[k] = '\0';
-	return gw_buf_printf(out, "%s%llu.%s", t < 0 ? "-" : "",
-			     (unsigned long long)(m / 1000), frac);
+	gw_buf_putf(out, "%s%llu.%s", t < 0 ? "-" : "",
+		    (unsigned long long)(m / 1000), frac);
 }
 
-static int fmt_point(struct gw_buf *out, int64_t t, double v)
+static void fmt_point(struct gw_buf *out, int64_t t, double v)
 {
-	int err = gw_buf_add(out, "[", 1);
-
-	if (!err)
-		err = fmt_time(out, t);
-	if (!err)
-		err = gw_buf_add(out, ",\"", 2);
-	if (!err)
-		err = gw_promql_fmt_value(out, v);
-	if (!err)
-		err = gw_buf_add(out, "\"]", 2);
-	return err;
+	gw_buf_put(out, "[", 1);
+	fmt_time(out, t);
+	gw_buf_put(out, ",\"", 2);
+	gw_buf_set_error(out, gw_promql_fmt_value(out, v));
+	gw_buf_put(out, "\"]", 2);
 }
 
 static const char *type_name(enum gw_pq_type t)
@@ -115,66 +111,53 @@ static const char *type_name(enum gw_pq_type t)
 int gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out)
 {
 	size_t mark = out->len;
-	int err;
+	int err = gw_buf_error(out);
 
-	err = gw_buf_printf(
-	    out, "{\"resultType\":\"%s\",\"result\":", type_name(res->type));
 	if (err)
-		goto fail;
+		return err;
+	gw_buf_putf(out, "{\"resultType\":\"%s\",\"result\":",
+		    type_name(res->type));
 	if (res->type == GW_TYPE_SCALAR) {
-		err = fmt_point(out, res->scalar.t, res->scalar.v);
+		fmt_point(out, res->scalar.t, res->scalar.v);
 	} else if (res->type == GW_TYPE_STRING) {
-		err = gw_buf_add(out, "[", 1);
-		if (!err)
-			err = fmt_time(out, res->scalar.t);
-		if (!err)
-			err = gw_buf_add(out, ",", 1);
-		if (!err)
-			err = gw_json_str(out, res->str ? res->str : "");
-		if (!err)
-			err = gw_buf_add(out, "]", 1);
+		gw_buf_put(out, "[", 1);
+		fmt_time(out, res->scalar.t);
+		gw_buf_put(out, ",", 1);
+		gw_json_str(out, res->str ? res->str : "");
+		gw_buf_put(out, "]", 1);
 	} else {
 		bool matrix = res->type == GW_TYPE_MATRIX;
 		bool first = true;
 
-		err = gw_buf_add(out, "[", 1);
-		for (size_t i = 0; i < res->nseries && !err; i++) {
+		gw_buf_put(out, "[", 1);
+		for (size_t i = 0; i < res->nseries && !gw_buf_error(out);
+		     i++) {
 			const struct gw_qseries *s = &res->series[i];
 
 			if (!matrix && s->n == 0)
 				continue;
 			if (!first)
-				err = gw_buf_add(out, ",", 1);
+				gw_buf_put(out, ",", 1);
 			first = false;
-			if (!err)
-				err = gw_buf_adds(out, "{\"metric\":");
-			if (!err)
-				err = gw_labels_json(&s->labels, out);
-			if (!err)
-				err = gw_buf_adds(out, matrix ? ",\"values\":["
-							      : ",\"value\":");
-			for (size_t j = 0; j < s->n && !err; j++) {
+			gw_buf_puts(out, "{\"metric\":");
+			gw_labels_json(&s->labels, out);
+			gw_buf_puts(out,
+				    matrix ? ",\"values\":[" : ",\"value\":");
+			for (size_t j = 0; j < s->n && !gw_buf_error(out);
+			     j++) {
 				if (!matrix && j)
 					break;
 				if (j)
-					err = gw_buf_add(out, ",", 1);
-				if (!err)
-					err = fmt_point(out, s->p[j].t,
-							s->p[j].v);
+					gw_buf_put(out, ",", 1);
+				fmt_point(out, s->p[j].t, s->p[j].v);
 			}
-			if (!err)
-				err = gw_buf_adds(out, matrix ? "]}" : "}");
+			gw_buf_puts(out, matrix ? "]}" : "}");
 		}
-		if (!err)
-			err = gw_buf_add(out, "]", 1);
+		gw_buf_put(out, "]", 1);
 	}
-	if (!err)
-		err = gw_buf_add(out, "}", 1);
-	if (!err)
-		return 0;
-fail:
-	out->len = mark;
-	if (out->p)
-		out->p[mark] = '\0';
+	gw_buf_put(out, "}", 1);
+	err = gw_buf_error(out);
+	if (err)
+		gw_buf_truncate(out, mark);
 	return err;
 }

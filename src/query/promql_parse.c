@@ -1283,16 +1283,20 @@ int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
 
 /* Go's %v of a float64: shortest exact digits, exponent below 1e-4 and
  * from 1e21 on. */
-static int fmt_number(struct gw_buf *b, double v)
+static void fmt_number(struct gw_buf *b, double v)
 {
 	char s[48], *e;
 	double a = fabs(v);
 	int prec, x;
 
-	if (isnan(v))
-		return gw_buf_adds(b, "NaN");
-	if (isinf(v))
-		return gw_buf_adds(b, v > 0 ? "Inf" : "(-Inf)");
+	if (isnan(v)) {
+		gw_buf_puts(b, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		gw_buf_puts(b, v > 0 ? "Inf" : "(-Inf)");
+		return;
+	}
 	for (prec = 0; prec < 17; prec++) {
 		snprintf(s, sizeof(s), "%.*e", prec, a);
 		if (strtod(s, NULL) == a)
@@ -1307,30 +1311,30 @@ static int fmt_number(struct gw_buf *b, double v)
 		snprintf(s, sizeof(s), "%.*f", prec - x > 0 ? prec - x : 0, a);
 	}
 	if (signbit(v))
-		return gw_buf_printf(b, "(-%s)", s);
-	return gw_buf_adds(b, s);
+		gw_buf_putf(b, "(-%s)", s);
+	else
+		gw_buf_puts(b, s);
 }
 
-static int fmt_string(struct gw_buf *b, const char *s)
+static void fmt_string(struct gw_buf *b, const char *s)
 {
-	int err = gw_buf_add(b, "\"", 1);
-
-	for (; !err && *s; s++) {
+	gw_buf_put(b, "\"", 1);
+	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\')
-			err = gw_buf_printf(b, "\\%c", c);
+			gw_buf_putf(b, "\\%c", c);
 		else if (c == '\n')
-			err = gw_buf_adds(b, "\\n");
+			gw_buf_puts(b, "\\n");
 		else if (c >= 0x20 && c < 0x7f)
-			err = gw_buf_add(b, s, 1);
+			gw_buf_put(b, s, 1);
 		else
-			err = gw_buf_printf(b, "\\x%02x", c);
+			gw_buf_putf(b, "\\x%02x", c);
 	}
-	return err ? err : gw_buf_add(b, "\"", 1);
+	gw_buf_put(b, "\"", 1);
 }
 
-static int fmt_duration(struct gw_buf *b, int64_t ms)
+static void fmt_duration(struct gw_buf *b, int64_t ms)
 {
 	static const struct {
 		const char *unit;
@@ -1342,71 +1346,65 @@ static int fmt_duration(struct gw_buf *b, int64_t ms)
 		{ "m", 60000, false },           { "s", 1000, false },
 		{ "ms", 1, false },
 	};
-	int err = 0;
 
 	if (ms < 0) {
-		err = gw_buf_add(b, "-", 1);
+		gw_buf_put(b, "-", 1);
 		ms = -ms;
 	}
-	if (ms == 0)
-		return err ? err : gw_buf_adds(b, "0s");
-	for (size_t i = 0; !err && i < sizeof(u) / sizeof(u[0]); i++) {
+	if (ms == 0) {
+		gw_buf_puts(b, "0s");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
 		if (u[i].exact && ms % u[i].ms)
 			continue;
 		if (ms / u[i].ms > 0) {
-			err = gw_buf_printf(b, "%lld%s",
-					    (long long)(ms / u[i].ms), u[i].unit);
+			gw_buf_putf(b, "%lld%s", (long long)(ms / u[i].ms),
+				    u[i].unit);
 			ms %= u[i].ms;
 		}
 	}
-	return err;
 }
 
-static int fmt_labels(struct gw_buf *b, char *const *l, size_t n)
+static void fmt_labels(struct gw_buf *b, char *const *l, size_t n)
 {
-	int err = gw_buf_add(b, "(", 1);
-
-	for (size_t i = 0; !err && i < n; i++)
-		err = gw_buf_printf(b, "%s%s", i ? ", " : "", l[i]);
-	return err ? err : gw_buf_add(b, ")", 1);
+	gw_buf_put(b, "(", 1);
+	for (size_t i = 0; i < n; i++)
+		gw_buf_putf(b, "%s%s", i ? ", " : "", l[i]);
+	gw_buf_put(b, ")", 1);
 }
 
-static int fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
+static void fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
 {
 	static const char *const mops[] = { "=", "!=", "=~", "!~" };
 	size_t first = n->u.sel.name ? 1 : 0, k = 0;
-	int err = 0;
 
 	if (n->u.sel.name)
-		err = gw_buf_adds(b, n->u.sel.name);
-	if (!err && n->u.sel.nm > first)
-		err = gw_buf_add(b, "{", 1);
-	for (size_t i = first; !err && i < n->u.sel.nm; i++) {
+		gw_buf_puts(b, n->u.sel.name);
+	if (n->u.sel.nm > first)
+		gw_buf_put(b, "{", 1);
+	for (size_t i = first; i < n->u.sel.nm; i++) {
 		const struct gw_matcher *m = &n->u.sel.m[i];
 
-		err = gw_buf_printf(b, "%s%s%s", k++ ? ", " : "", m->name,
-				    mops[m->op]);
-		if (!err)
-			err = fmt_string(b, m->value);
+		gw_buf_putf(b, "%s%s%s", k++ ? ", " : "", m->name,
+			    mops[m->op]);
+		fmt_string(b, m->value);
 	}
-	if (!err && n->u.sel.nm > first)
-		err = gw_buf_add(b, "}", 1);
-	if (!err && n->kind == GW_PQ_MATRIX) {
-		err = gw_buf_add(b, "[", 1);
-		if (!err)
-			err = fmt_duration(b, n->u.sel.range_ms);
-		if (!err)
-			err = gw_buf_add(b, "]", 1);
+	if (n->u.sel.nm > first)
+		gw_buf_put(b, "}", 1);
+	if (n->kind == GW_PQ_MATRIX) {
+		gw_buf_put(b, "[", 1);
+		fmt_duration(b, n->u.sel.range_ms);
+		gw_buf_put(b, "]", 1);
 	}
-	if (!err && n->u.sel.offset_ms) {
-		err = gw_buf_adds(b, " offset ");
-		if (!err)
-			err = fmt_duration(b, n->u.sel.offset_ms);
+	if (n->u.sel.offset_ms) {
+		gw_buf_puts(b, " offset ");
+		fmt_duration(b, n->u.sel.offset_ms);
 	}
-	return err;
 }
 
-int gw_promql_format(const struct gw_pq_node *n, struct gw_buf *out)
+/* Appends the text of n; a failure, -EINVAL for a malformed tree, stays in out. */
+static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 {
 	static const char *const agg_names[] = {
 		[GW_AGG_SUM] = "sum",         [GW_AGG_AVG] = "avg",
@@ -1414,77 +1412,79 @@ int gw_promql_format(const struct gw_pq_node *n, struct gw_buf *out)
 		[GW_AGG_COUNT] = "count",     [GW_AGG_TOPK] = "topk",
 		[GW_AGG_BOTTOMK] = "bottomk", [GW_AGG_QUANTILE] = "quantile",
 	};
-	int err = 0;
 
-	if (!n || !out)
-		return -EINVAL;
+	if (!n) {
+		gw_buf_set_error(out, -EINVAL);
+		return;
+	}
 	switch (n->kind) {
 	case GW_PQ_NUMBER:
-		return fmt_number(out, n->u.num);
+		fmt_number(out, n->u.num);
+		return;
 	case GW_PQ_STRING:
-		return fmt_string(out, n->u.str);
+		fmt_string(out, n->u.str);
+		return;
 	case GW_PQ_SELECTOR:
 	case GW_PQ_MATRIX:
-		return fmt_selector(out, n);
+		fmt_selector(out, n);
+		return;
 	case GW_PQ_CALL:
 		for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 			if (fns[i].fn == n->u.call.fn)
-				err = gw_buf_printf(out, "%s(", fns[i].name);
-		for (size_t i = 0; !err && i < n->u.call.nargs; i++) {
+				gw_buf_putf(out, "%s(", fns[i].name);
+		for (size_t i = 0; i < n->u.call.nargs; i++) {
 			if (i)
-				err = gw_buf_adds(out, ", ");
-			if (!err)
-				err = gw_promql_format(n->u.call.args[i], out);
+				gw_buf_puts(out, ", ");
+			fmt_node(n->u.call.args[i], out);
 		}
-		return err ? err : gw_buf_add(out, ")", 1);
+		gw_buf_put(out, ")", 1);
+		return;
 	case GW_PQ_AGG:
-		err = gw_buf_adds(out, agg_names[n->u.agg.op]);
-		if (!err && n->u.agg.grouping) {
-			err = gw_buf_adds(out, n->u.agg.without ? " without " :
-								  " by ");
-			if (!err)
-				err = fmt_labels(out, n->u.agg.labels,
-						 n->u.agg.nlabels);
-			if (!err)
-				err = gw_buf_add(out, " ", 1);
+		gw_buf_puts(out, agg_names[n->u.agg.op]);
+		if (n->u.agg.grouping) {
+			gw_buf_puts(out, n->u.agg.without ? " without " :
+							    " by ");
+			fmt_labels(out, n->u.agg.labels, n->u.agg.nlabels);
+			gw_buf_put(out, " ", 1);
 		}
-		if (!err)
-			err = gw_buf_add(out, "(", 1);
-		if (!err && n->u.agg.param) {
-			err = gw_promql_format(n->u.agg.param, out);
-			if (!err)
-				err = gw_buf_adds(out, ", ");
+		gw_buf_put(out, "(", 1);
+		if (n->u.agg.param) {
+			fmt_node(n->u.agg.param, out);
+			gw_buf_puts(out, ", ");
 		}
-		if (!err)
-			err = gw_promql_format(n->u.agg.expr, out);
-		return err ? err : gw_buf_add(out, ")", 1);
+		fmt_node(n->u.agg.expr, out);
+		gw_buf_put(out, ")", 1);
+		return;
 	case GW_PQ_BINARY:
-		err = gw_buf_add(out, "(", 1);
-		if (!err)
-			err = gw_promql_format(n->u.bin.lhs, out);
-		if (!err)
-			err = gw_buf_printf(out, " %s ", op_text[n->u.bin.op]);
-		if (!err && n->u.bin.bool_mod)
-			err = gw_buf_adds(out, "bool ");
-		if (!err && (n->u.bin.on || n->u.bin.ignoring)) {
-			err = gw_buf_adds(out, n->u.bin.on ? "on " :
-							     "ignoring ");
-			if (!err)
-				err = fmt_labels(out, n->u.bin.labels,
-						 n->u.bin.nlabels);
-			if (!err)
-				err = gw_buf_add(out, " ", 1);
+		gw_buf_put(out, "(", 1);
+		fmt_node(n->u.bin.lhs, out);
+		gw_buf_putf(out, " %s ", op_text[n->u.bin.op]);
+		if (n->u.bin.bool_mod)
+			gw_buf_puts(out, "bool ");
+		if (n->u.bin.on || n->u.bin.ignoring) {
+			gw_buf_puts(out, n->u.bin.on ? "on " : "ignoring ");
+			fmt_labels(out, n->u.bin.labels, n->u.bin.nlabels);
+			gw_buf_put(out, " ", 1);
 		}
-		if (!err)
-			err = gw_promql_format(n->u.bin.rhs, out);
-		return err ? err : gw_buf_add(out, ")", 1);
+		fmt_node(n->u.bin.rhs, out);
+		gw_buf_put(out, ")", 1);
+		return;
 	case GW_PQ_NEG:
-		err = gw_buf_adds(out, "(-");
-		if (!err)
-			err = gw_promql_format(n->u.inner, out);
-		return err ? err : gw_buf_add(out, ")", 1);
+		gw_buf_puts(out, "(-");
+		fmt_node(n->u.inner, out);
+		gw_buf_put(out, ")", 1);
+		return;
 	case GW_PQ_PAREN:
-		return gw_promql_format(n->u.inner, out);
+		fmt_node(n->u.inner, out);
+		return;
 	}
-	return -EINVAL;
+	gw_buf_set_error(out, -EINVAL);
+}
+
+int gw_promql_format(const struct gw_pq_node *n, struct gw_buf *out)
+{
+	if (!n || !out)
+		return -EINVAL;
+	fmt_node(n, out);
+	return gw_buf_error(out);
 }

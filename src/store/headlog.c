@@ -52,25 +52,22 @@ int gw_store_flush(struct gw_store *s)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	gw_buf_init(&blob, 1u << 30);
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n && !gw_buf_error(&blob); i++) {
 		struct gw_series *ser = gw_series_index_at(s->idx, i);
 		struct head *h = ser->head;
 		int64_t prev;
 
 		if (!h->npend)
 			continue;
-		err = gw_varint_put(&blob, ser->id);
-		if (!err)
-			err = gw_varint_put(&blob, h->npend);
+		gw_varint_put(&blob, ser->id);
+		gw_varint_put(&blob, h->npend);
 		prev = h->pend[0].t;
-		if (!err)
-			err = gw_varint_put(&blob, (uint64_t)prev);
-		for (uint32_t j = 0; j < h->npend && !err; j++) {
+		gw_varint_put(&blob, (uint64_t)prev);
+		for (uint32_t j = 0; j < h->npend; j++) {
 			uint64_t d = (uint64_t)h->pend[j].t - (uint64_t)prev;
 
-			err = gw_varint_put(&blob, d);
-			if (!err)
-				err = gw_buf_add(&blob, &h->pend[j].v, 8);
+			gw_varint_put(&blob, d);
+			gw_buf_put(&blob, &h->pend[j].v, 8);
 			prev = h->pend[j].t;
 		}
 		if (h->pend[0].t < tmin)
@@ -78,6 +75,7 @@ int gw_store_flush(struct gw_store *s)
 		if (prev > tmax)
 			tmax = prev;
 	}
+	err = gw_buf_error(&blob);
 	if (err)
 		goto out;
 	rc = sqlite3_exec(s->index, "BEGIN", NULL, NULL, NULL);

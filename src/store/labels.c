@@ -214,24 +214,20 @@ int gw_labels_key(const struct gw_labels *l, struct gw_buf *out)
 {
 	const char *name = gw_labels_get(l, "__name__");
 	bool first = true;
-	int err;
 
-	err = gw_buf_adds(out, name ? name : "");
-	if (!err)
-		err = gw_buf_add(out, "{", 1);
-	for (size_t i = 0; !err && i < l->n; i++) {
+	gw_buf_puts(out, name ? name : "");
+	gw_buf_put(out, "{", 1);
+	for (size_t i = 0; i < l->n; i++) {
 		if (strcmp(l->v[i].name, "__name__") == 0)
 			continue;
 		if (!first)
-			err = gw_buf_add(out, ",", 1);
+			gw_buf_put(out, ",", 1);
 		first = false;
-		if (!err)
-			err = gw_labels_append(out, l->v[i].name,
-					       l->v[i].value);
+		gw_buf_set_error(out, gw_labels_append(out, l->v[i].name,
+						       l->v[i].value));
 	}
-	if (!err)
-		err = gw_buf_add(out, "}", 1);
-	return err;
+	gw_buf_put(out, "}", 1);
+	return gw_buf_error(out);
 }
 
 static bool listed(const char *name, const char *const *names, size_t n)
@@ -259,53 +255,43 @@ int gw_labels_project(struct gw_labels *out, const struct gw_labels *l,
 	return build(out, pairs, n);
 }
 
-int gw_json_str(struct gw_buf *out, const char *s)
+void gw_json_str(struct gw_buf *out, const char *s)
 {
-	int err = gw_buf_add(out, "\"", 1);
-
-	for (const unsigned char *c = (const unsigned char *)s; !err && *c;
-	     c++) {
+	gw_buf_put(out, "\"", 1);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		const unsigned char *run = c;
 
 		while (*c >= 0x20 && *c != '"' && *c != '\\')
 			c++;
 		if (c > run)
-			err = gw_buf_add(out, run, (size_t)(c - run));
-		if (err || !*c)
+			gw_buf_put(out, run, (size_t)(c - run));
+		if (!*c)
 			break;
 		if (*c == '"')
-			err = gw_buf_add(out, "\\\"", 2);
+			gw_buf_put(out, "\\\"", 2);
 		else if (*c == '\\')
-			err = gw_buf_add(out, "\\\\", 2);
+			gw_buf_put(out, "\\\\", 2);
 		else if (*c == '\n')
-			err = gw_buf_add(out, "\\n", 2);
+			gw_buf_put(out, "\\n", 2);
 		else if (*c == '\t')
-			err = gw_buf_add(out, "\\t", 2);
+			gw_buf_put(out, "\\t", 2);
 		else
-			err = gw_buf_printf(out, "\\u%04x", *c);
+			gw_buf_putf(out, "\\u%04x", *c);
 	}
-	if (!err)
-		err = gw_buf_add(out, "\"", 1);
-	return err;
+	gw_buf_put(out, "\"", 1);
 }
 
-int gw_labels_json(const struct gw_labels *l, struct gw_buf *out)
+void gw_labels_json(const struct gw_labels *l, struct gw_buf *out)
 {
-	int err = gw_buf_add(out, "{", 1);
-
-	for (size_t i = 0; !err && i < l->n; i++) {
+	gw_buf_put(out, "{", 1);
+	for (size_t i = 0; i < l->n; i++) {
 		if (i)
-			err = gw_buf_add(out, ",", 1);
-		if (!err)
-			err = gw_json_str(out, l->v[i].name);
-		if (!err)
-			err = gw_buf_add(out, ":", 1);
-		if (!err)
-			err = gw_json_str(out, l->v[i].value);
+			gw_buf_put(out, ",", 1);
+		gw_json_str(out, l->v[i].name);
+		gw_buf_put(out, ":", 1);
+		gw_json_str(out, l->v[i].value);
 	}
-	if (!err)
-		err = gw_buf_add(out, "}", 1);
-	return err;
+	gw_buf_put(out, "}", 1);
 }
 
 int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op,
@@ -406,12 +392,13 @@ bool gw_matcher_matches_empty(const struct gw_matcher *m)
 int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 {
 	size_t start = b->len;
-	int err;
+	int err = gw_buf_error(b);
 
-	err = gw_buf_adds(b, name);
-	if (!err)
-		err = gw_buf_add(b, "=\"", 2);
-	for (const char *c = value; !err && *c; c++) {
+	if (err)
+		return err;
+	gw_buf_puts(b, name);
+	gw_buf_put(b, "=\"", 2);
+	for (const char *c = value; *c; c++) {
 		const char *run = c;
 		size_t u = 1;
 
@@ -426,24 +413,21 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 			c += u;
 		}
 		if (c > run)
-			err = gw_buf_add(b, run, (size_t)(c - run));
-		if (err || !*c)
+			gw_buf_put(b, run, (size_t)(c - run));
+		if (!*c)
 			break;
 		if (u == 0)
-			err = gw_buf_add(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+			gw_buf_put(b, "\xef\xbf\xbd", 3); /* U+FFFD */
 		else if (*c == '\n')
-			err = gw_buf_add(b, "\\n", 2);
+			gw_buf_put(b, "\\n", 2);
 		else if (*c == '\\')
-			err = gw_buf_add(b, "\\\\", 2);
+			gw_buf_put(b, "\\\\", 2);
 		else
-			err = gw_buf_add(b, "\\\"", 2);
+			gw_buf_put(b, "\\\"", 2);
 	}
-	if (!err)
-		err = gw_buf_add(b, "\"", 1);
-	if (err) {
-		b->len = start;
-		if (b->p)
-			b->p[start] = '\0';
-	}
+	gw_buf_put(b, "\"", 1);
+	err = gw_buf_error(b);
+	if (err)
+		gw_buf_truncate(b, start);
 	return err;
 }

@@ -63,7 +63,8 @@ int gw_labels_cmp(const struct gw_labels *a, const struct gw_labels *b);
 /*
  * Appends the canonical key `name{a="x",b="y"}` (the __name__ label as the
  * prefix, the others in order, exposition escaping).  Two sets are equal
- * exactly when their keys are.
+ * exactly when their keys are.  Returns out's error: one that occurs stays
+ * in out, as after gw_buf_put().
  */
 __attribute__((warn_unused_result)) int gw_labels_key(const struct gw_labels *l,
 						       struct gw_buf *out);
@@ -78,13 +79,14 @@ gw_labels_project(struct gw_labels *out, const struct gw_labels *l,
 		  const char *const *names, size_t nnames, bool keep,
 		  bool drop_name);
 
-/* JSON object {"name":"value",...} with JSON escaping. */
-__attribute__((warn_unused_result)) int
-gw_labels_json(const struct gw_labels *l, struct gw_buf *out);
+/*
+ * JSON object {"name":"value",...} with JSON escaping.  Like gw_buf_put(),
+ * a failure is kept in out for gw_buf_error().
+ */
+void gw_labels_json(const struct gw_labels *l, struct gw_buf *out);
 
-/* Appends s as a JSON string literal, quotes included. */
-__attribute__((warn_unused_result)) int gw_json_str(struct gw_buf *out,
-						     const char *s);
+/* Appends s as a JSON string literal, quotes included; errors as gw_buf_put(). */
+void gw_json_str(struct gw_buf *out, const char *s);
 
 enum gw_match_op {
 	GW_MATCH_EQ,  /* =  */
@@ -120,7 +122,10 @@ bool gw_matchers_match(const struct gw_matcher *m, size_t n,
  * the label); a selector needs one matcher for which this is false. */
 bool gw_matcher_matches_empty(const struct gw_matcher *m);
 
-/* Appends name="value" with Prometheus escaping to b; no separator. */
+/*
+ * Appends name="value" with Prometheus escaping to b; no separator.  All or
+ * nothing: on -ENOSPC/-ENOMEM b is as it was (a kept error is returned).
+ */
 __attribute__((warn_unused_result)) int
 gw_labels_append(struct gw_buf *b, const char *name, const char *value);
 

@@ -209,7 +209,7 @@ static int take_rollups(struct gw_store *s, struct sel *x, enum gw_tier tier,
 	int err;
 
 	if (framed) {
-		struct gw_buf b = { (char *)p, len, len, len };
+		struct gw_buf b = { (char *)p, len, len, len, 0 };
 
 		err = gw_store_frame_decode(&b, &r, &k);
 	} else {

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_cupti_decode.c - the CUPTI ring reader on arbitrary bytes.
+ * fuzz_cupti_decode.c - the agent's CUPTI ring reader (decode.h) on
+ * arbitrary bytes.  Rings are memory files read through their descriptor,
+ * exactly as the collector reads them.
  *
  * Input: one selector byte, then the bytes.
- *   sel % 3 == 0: the bytes are a whole mapping (header + data area),
- *                 checked and, when valid, taken and decoded;
+ *   sel % 3 == 0: the bytes are a whole ring file (header + data area),
+ *                 checked and, when valid, taken and decoded; then the file
+ *                 is cut short (to a length the first data byte picks) and
+ *                 taken again, as a writer truncating its file would do;
  *   sel % 3 == 1: a valid header around a data area filled with the bytes
  *                 (repeated), head and tail taken from the first 16 bytes,
  *                 taken with a small buffer until empty;
@@ -14,9 +18,13 @@
  * free of control bytes, and no cumulative value ever decreases between
  * two decodes (a counter going backwards would reach /metrics as a reset).
  */
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "collect/cupti/decode.h"
 #include "fuzz.h"
@@ -150,45 +158,81 @@ static void decode_checked(struct gw_cupti_proc *p, const void *buf,
 	compare(p, g_before);
 }
 
-static void whole_mapping(struct gw_cupti_proc *p, const uint8_t *d,
-			  size_t n)
+/* A memory file holding d[0..n), or -1. */
+static int file_of(const void *d, size_t n)
+{
+	int fd = memfd_create("fuzz-cupti", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)n) ||
+	    (n && pwrite(fd, d, n, 0) != (ssize_t)n)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint64_t field_at(int fd, size_t off)
+{
+	uint64_t v = 0;
+
+	CHECK(pread(fd, &v, sizeof(v), (off_t)off) == (ssize_t)sizeof(v));
+	return v;
+}
+
+static void whole_file(struct gw_cupti_proc *p, const uint8_t *d, size_t n)
 {
 	struct gw_cupti_ring_info ri;
-	size_t len;
-	int lost;
-	void *map;
+	size_t len, cut;
+	int lost, fd, r;
 	void *buf;
 
 	if (n < sizeof(struct gw_cring_hdr))
 		return;
-	map = aligned_alloc(64, (n + 63) & ~(size_t)63);
-	if (!map)
-		return;
-	memcpy(map, d, n);
-	if (gw_cupti_ring_check(map, n, &ri) == 0) {
-		CHECK(ri.data_size >= GW_CRING_DATA_MIN &&
-		      ri.data_size <= GW_CRING_DATA_MAX);
-		CHECK((uint64_t)ri.data_off + ri.data_size <= n);
-		CHECK(ri.lib_version[sizeof(ri.lib_version) - 1] == '\0');
-		buf = malloc(GW_CREC_MAX);
-		if (buf &&
-		    gw_cupti_ring_take(map, &ri, buf, GW_CREC_MAX, &len,
-				       &lost, 1) == 0) {
-			CHECK(len <= GW_CREC_MAX);
-			decode_checked(p, buf, len);
-		}
-		free(buf);
+	fd = file_of(d, n);
+	buf = malloc(GW_CREC_MAX);
+	if (fd < 0 || !buf)
+		goto out;
+	if (gw_cupti_ring_check(fd, &ri) != 0)
+		goto out;
+	CHECK(ri.data_size >= GW_CRING_DATA_MIN &&
+	      ri.data_size <= GW_CRING_DATA_MAX);
+	CHECK((uint64_t)ri.data_off + ri.data_size <= n);
+	CHECK(ri.lib_version[sizeof(ri.lib_version) - 1] == '\0');
+	if (gw_cupti_ring_take(fd, &ri, buf, GW_CREC_MAX, &len, &lost, 1) ==
+	    0) {
+		CHECK(len <= GW_CREC_MAX);
+		decode_checked(p, buf, len);
 	}
-	free(map);
+	/* The writer truncates its file under the reader. */
+	cut = n * d[sizeof(struct gw_cring_hdr) - 1] / 256;
+	if (ftruncate(fd, (off_t)cut))
+		goto out;
+	r = gw_cupti_ring_take(fd, &ri, buf, GW_CREC_MAX, &len, &lost, 2);
+	CHECK(r == 0 || r == -EBADMSG);
+	if (r == 0) {
+		CHECK(len <= GW_CREC_MAX);
+		decode_checked(p, buf, len);
+	}
+	r = gw_cupti_ring_check(fd, &ri);
+	CHECK(r == 0 || r == -EBADMSG || r == -EPROTONOSUPPORT);
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
 }
 
 static void in_ring(struct gw_cupti_proc *p, const uint8_t *d, size_t n)
 {
-	const size_t map_len = 4096 + GW_CRING_DATA_MIN;
+	const size_t file_len = 4096 + GW_CRING_DATA_MIN;
+	const size_t head_off = offsetof(struct gw_cring_hdr, head);
+	const size_t tail_off = offsetof(struct gw_cring_hdr, tail);
 	struct gw_cring_hdr *h;
 	struct gw_cupti_ring_info ri;
-	char *map, *buf;
+	char *img = NULL, *buf = NULL;
 	uint64_t head = 0, tail = 0;
+	int fd = -1;
 
 	if (n < 16)
 		return;
@@ -196,19 +240,18 @@ static void in_ring(struct gw_cupti_proc *p, const uint8_t *d, size_t n)
 	memcpy(&tail, d + 8, 8);
 	d += 16;
 	n -= 16;
-	map = aligned_alloc(4096, map_len);
+	img = calloc(1, file_len);
 	buf = malloc(GW_CREC_MAX);
-	if (!map || !buf)
+	if (!img || !buf)
 		goto out;
-	memset(map, 0, 4096);
-	h = (struct gw_cring_hdr *)(void *)map;
+	h = (struct gw_cring_hdr *)(void *)img;
 	h->magic = GW_CRING_MAGIC;
 	h->version = GW_CRING_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->data_off = 4096;
 	h->data_size = GW_CRING_DATA_MIN;
 	for (size_t i = 0; i < GW_CRING_DATA_MIN; i++)
-		map[4096 + i] = n ? (char)d[i % n] : 0;
+		img[4096 + i] = n ? (char)d[i % n] : 0;
 	/* Plausible positions most of the time, lies otherwise. */
 	if (!(head & 1)) {
 		head = (head >> 8) & ~(uint64_t)7;
@@ -216,28 +259,35 @@ static void in_ring(struct gw_cupti_proc *p, const uint8_t *d, size_t n)
 	}
 	h->head = head;
 	h->tail = tail;
-	CHECK(gw_cupti_ring_check(map, map_len, &ri) == 0);
+	fd = file_of(img, file_len);
+	if (fd < 0)
+		goto out;
+	CHECK(gw_cupti_ring_check(fd, &ri) == 0);
 	for (int i = 0; i < 64; i++) {
 		size_t len;
 		int lost;
-		uint64_t t0 = h->tail;
+		uint64_t t0 = field_at(fd, tail_off), t1, h1;
 
-		CHECK(gw_cupti_ring_take(map, &ri, buf, GW_CREC_MAX, &len,
+		CHECK(gw_cupti_ring_take(fd, &ri, buf, GW_CREC_MAX, &len,
 					 &lost, 2) == 0);
 		CHECK(len <= GW_CREC_MAX);
+		t1 = field_at(fd, tail_off);
+		h1 = field_at(fd, head_off);
 		if (lost) {
-			CHECK(len == 0 && h->tail == h->head);
+			CHECK(len == 0 && t1 == h1);
 		} else {
-			CHECK(h->tail == t0 + len);
-			CHECK(h->head - h->tail <= GW_CRING_DATA_MIN);
+			CHECK(t1 == t0 + len);
+			CHECK(h1 - t1 <= GW_CRING_DATA_MIN);
 		}
 		decode_checked(p, buf, len);
 		if (!len)
 			break;
 	}
 out:
+	if (fd >= 0)
+		close(fd);
 	free(buf);
-	free(map);
+	free(img);
 }
 
 static void stream(struct gw_cupti_proc *p, const uint8_t *d, size_t n)
@@ -278,7 +328,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	switch (data[0] % 3) {
 	case 0:
-		whole_mapping(p, data + 1, size - 1);
+		whole_file(p, data + 1, size - 1);
 		break;
 	case 1:
 		in_ring(p, data + 1, size - 1);

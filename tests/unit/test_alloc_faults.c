@@ -87,6 +87,32 @@ static void buf_keeps_content(void **state)
 	gw_buf_release(&b);
 }
 
+/* An unchecked append that cannot allocate keeps -ENOMEM, even once memory is back. */
+static void buf_keeps_first_enomem(void **state)
+{
+	char big[1024];
+	struct gw_buf b;
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	gw_buf_init(&b, 1 << 20);
+	gw_buf_puts(&b, "kept");
+	countdown = 0;
+	gw_buf_put(&b, big, sizeof(big));
+	countdown = -1;
+	assert_int_equal(gw_buf_error(&b), -ENOMEM);
+	gw_buf_put(&b, big, sizeof(big));
+	gw_buf_puts(&b, "more");
+	assert_int_equal(gw_buf_error(&b), -ENOMEM);
+	assert_string_equal(b.p, "kept");
+	assert_int_equal(b.len, 4);
+	gw_buf_reset(&b);
+	gw_buf_put(&b, big, sizeof(big));
+	assert_int_equal(gw_buf_error(&b), 0);
+	assert_int_equal(b.len, sizeof(big));
+	gw_buf_release(&b);
+}
+
 static void snap_counts_what_it_cannot_hold(void **state)
 {
 	struct gw_snap s;
@@ -353,6 +379,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(buf_keeps_content),
+		cmocka_unit_test(buf_keeps_first_enomem),
 		cmocka_unit_test(snap_counts_what_it_cannot_hold),
 		cmocka_unit_test(nth_allocation_fails),
 		cmocka_unit_test(config_file_out_of_memory),

@@ -262,6 +262,9 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The reply's maximum for call(), when not 0 (GW_API_MAX_REPLY). */
+static size_t reply_max;
+
 /*
  * Runs path with "name=value" pairs (NULL-terminated) and returns the
  * status; the body goes to out (static, valid until the next call).
@@ -291,6 +294,8 @@ static unsigned int call_opts(const struct gw_queryable *q,
 		assert_int_equal(gw_api_params_add(&p, name, eq + 1), 0);
 	}
 	gw_api_reply_init(&r);
+	if (reply_max)
+		r.body.max = reply_max;
 	assert_int_equal(gw_api_handle(q, o, &rq, &r), 0);
 	free(last);
 	last = gw_buf_detach(&r.body, NULL);
@@ -490,6 +495,40 @@ static void query_failures(void **state)
 			 400);
 	if (!strstr(b, "range vector"))
 		fail_msg("range vector in a range query: %s", b);
+}
+
+/* A result larger than the reply is refused whole, never cut: 422. */
+static void reply_too_large(void **state)
+{
+	static const char want[] =
+		"{\"status\":\"error\",\"errorType\":\"execution\",\"error\":"
+		"\"the result is larger than 64 MiB; select fewer series or "
+		"use a larger step\"}";
+	struct fix *x = *state;
+	const char *b;
+
+	/* The error fits exactly; none of the answers below does. */
+	reply_max = sizeof(want);
+	assert_int_equal(call(&x->q, "/api/v1/query_range", &b, "query=temp",
+			      "start=1000", "end=1090", "step=10s", NULL),
+			 422);
+	assert_string_equal(b, want);
+	assert_int_equal(call(&x->q, "/api/v1/query", &b,
+			      "query=\"a string longer than the reply can "
+			      "hold, once it is wrapped in its envelope\"",
+			      NULL),
+			 422);
+	assert_string_equal(b, want);
+	assert_int_equal(call(&x->q, "/api/v1/series", &b,
+			      "match[]={__name__=~\"temp|power\"}", NULL),
+			 422);
+	assert_string_equal(b, want);
+	/* What fits is answered as usual. */
+	assert_int_equal(call(&x->q, "/api/v1/label/gpu/values", &b, NULL),
+			 200);
+	assert_string_equal(b, "{\"status\":\"success\",\"data\":"
+			       "[\"0\",\"1\"]}");
+	reply_max = 0;
 }
 
 static void series_and_labels(void **state)
@@ -1098,6 +1137,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(query_results, setup, teardown),
 		cmocka_unit_test_setup_teardown(query_failures, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(reply_too_large, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(series_and_labels, setup,
 						teardown),

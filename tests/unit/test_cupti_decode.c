@@ -2,9 +2,11 @@
 /*
  * test_cupti_decode.c - the agent's reader of the CUPTI rings: header
  * validation, taking the unread bytes out of a ring (wrap, lies about head
- * and tail), and decoding every record type, including the broken ones a
- * damaged or hostile writer could produce.  The rings are written by a
- * small writer in this file, not by the injection library.
+ * and tail, a file cut short), and decoding every record type, including
+ * the broken ones a damaged or hostile writer could produce.  The rings
+ * are memory files written through a mapping by a small writer in this
+ * file (not the injection library) and read through their descriptor, as
+ * the agent reads them.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "collect/cupti/decode.h"
@@ -29,7 +32,8 @@
 /* ---- a minimal writer ---- */
 
 struct ring {
-	void *map;
+	int fd;           /* the reader's side */
+	void *map;        /* the writer's side */
 	struct gw_cring_hdr *h;
 	struct gw_cupti_ring_info ri;
 	char *buf; /* what take copies into */
@@ -41,9 +45,12 @@ static struct ring *ring_new(void)
 	struct ring *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
-	r->map = aligned_alloc(4096, MAP_LEN);
-	assert_non_null(r->map);
-	memset(r->map, 0, MAP_LEN);
+	r->fd = memfd_create("gw-cupti-test", MFD_CLOEXEC);
+	assert_true(r->fd >= 0);
+	assert_int_equal(ftruncate(r->fd, MAP_LEN), 0);
+	r->map = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+		      0);
+	assert_true(r->map != MAP_FAILED);
 	r->h = r->map;
 	r->h->magic = GW_CRING_MAGIC;
 	r->h->version = GW_CRING_VERSION;
@@ -58,7 +65,7 @@ static struct ring *ring_new(void)
 	r->buf = malloc(CAP);
 	assert_non_null(r->buf);
 	assert_int_equal(gw_cupti_proc_new(&r->p), 0);
-	assert_int_equal(gw_cupti_ring_check(r->map, MAP_LEN, &r->ri), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &r->ri), 0);
 	return r;
 }
 
@@ -66,7 +73,8 @@ static void ring_free(struct ring *r)
 {
 	gw_cupti_proc_free(r->p);
 	free(r->buf);
-	free(r->map);
+	munmap(r->map, MAP_LEN);
+	close(r->fd);
 	free(r);
 }
 
@@ -106,7 +114,7 @@ static size_t drain(struct ring *r)
 	int lost;
 
 	do {
-		assert_int_equal(gw_cupti_ring_take(r->map, &r->ri, r->buf, CAP,
+		assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP,
 						    &len, &lost, 1000),
 				 0);
 		assert_int_equal(lost, 0);
@@ -240,7 +248,7 @@ static void header_valid_and_filled(void **state)
 	assert_string_equal(r->ri.lib_version, "1.2.3");
 	/* A newer writer's longer header is fine. */
 	r->h->hdr_size = 256;
-	assert_int_equal(gw_cupti_ring_check(r->map, MAP_LEN, &r->ri), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &r->ri), 0);
 	ring_free(r);
 }
 
@@ -276,17 +284,20 @@ static void header_refusals(void **state)
 		*r->h = good;
 		memcpy((char *)r->map + bad[i].off, &bad[i].v, bad[i].size);
 		memset(&ri, 0x5a, sizeof(ri));
-		if (gw_cupti_ring_check(r->map, MAP_LEN, &ri) != bad[i].err)
+		if (gw_cupti_ring_check(r->fd, &ri) != bad[i].err)
 			fail_msg("case %zu: not refused with %d", i,
 				 bad[i].err);
 	}
 	*r->h = good;
-	/* The data area must lie within the mapping. */
-	assert_int_equal(gw_cupti_ring_check(r->map, MAP_LEN - 8, &ri),
-			 -EBADMSG);
-	assert_int_equal(gw_cupti_ring_check(r->map, 100, &ri), -EBADMSG);
-	assert_int_equal(gw_cupti_ring_check(NULL, MAP_LEN, &ri), -EINVAL);
-	assert_int_equal(gw_cupti_ring_check(r->map, MAP_LEN, NULL), -EINVAL);
+	/* The data area must lie within the file. */
+	assert_int_equal(ftruncate(r->fd, MAP_LEN - 8), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &ri), -EBADMSG);
+	assert_int_equal(ftruncate(r->fd, 100), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &ri), -EBADMSG);
+	assert_int_equal(ftruncate(r->fd, MAP_LEN), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &ri), 0);
+	assert_int_equal(gw_cupti_ring_check(-1, &ri), -EINVAL);
+	assert_int_equal(gw_cupti_ring_check(r->fd, NULL), -EINVAL);
 	ring_free(r);
 }
 
@@ -342,54 +353,50 @@ static void every_record_type(void **state)
 	ring_free(r);
 }
 
-/* The agent reads through a file descriptor: the same records arrive, and
- * a writer that cuts its file short gets an error, not a crashed reader. */
-static void file_reads_and_truncation(void **state)
+/* tail and the reader's mark go back into the file; a writer that cuts
+ * its file short gets an error, not a crashed reader. */
+static void file_writes_and_truncation(void **state)
 {
 	struct ring *r = ring_new();
 	struct gw_cupti_ring_info ri;
-	char path[] = "/tmp/gw-cupti-test.XXXXXX";
 	uint64_t rec[GW_CREC_MAX / 8], tail;
 	size_t len = 0;
-	int lost = 0, fd;
+	int lost = 0;
 
 	(void)state;
 	put_ok(r, rec, mk_process(rec, 3, 1));
 	put_ok(r, rec, mk_memcpy(rec, 1u << 20));
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	unlink(path);
-	assert_int_equal(pwrite(fd, r->map, MAP_LEN, 0), (ssize_t)MAP_LEN);
-
-	assert_int_equal(gw_cupti_ring_check_fd(fd, &ri), 0);
-	assert_int_equal(ri.pid, 4242);
-	assert_int_equal(gw_cupti_ring_take_fd(fd, &ri, r->buf, CAP, &len,
-					       &lost, 2000),
+	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len,
+					    &lost, 2000),
 			 0);
 	assert_int_equal(lost, 0);
 	assert_int_equal(gw_cupti_decode(r->p, r->buf, len), 2);
 	assert_int_equal(r->p->process.seq, 3);
 	assert_int_equal(r->p->memcpy.kind[GW_COPY_HTOD].bytes, 1u << 20);
-	/* tail and the reader's mark went back into the file. */
-	assert_int_equal(pread(fd, &tail, sizeof(tail),
+	assert_int_equal(pread(r->fd, &tail, sizeof(tail),
 			       offsetof(struct gw_cring_hdr, tail)),
 			 (ssize_t)sizeof(tail));
 	assert_int_equal(tail, r->h->head);
+	assert_int_equal(r->h->reader_seen_ns, 2000);
 
-	/* New records, then the writer truncates: short reads, no fault. */
+	/* New records, then the writer truncates: short reads, no fault,
+	 * and tail stays where it was. */
 	put_ok(r, rec, mk_process(rec, 4, 1));
-	assert_int_equal(pwrite(fd, r->map, DATA_OFF + 4096, 0),
-			 (ssize_t)(DATA_OFF + 4096));
-	assert_int_equal(ftruncate(fd, DATA_OFF + 64), 0);
-	assert_int_equal(gw_cupti_ring_check_fd(fd, &ri), -EBADMSG);
-	assert_int_equal(gw_cupti_ring_take_fd(fd, &r->ri, r->buf, CAP, &len,
-					       &lost, 3000),
+	assert_int_equal(ftruncate(r->fd, DATA_OFF + 64), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &ri), -EBADMSG);
+	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len,
+					    &lost, 3000),
 			 -EBADMSG);
-	assert_int_equal(ftruncate(fd, 16), 0);
-	assert_int_equal(gw_cupti_ring_check_fd(fd, &ri), -EBADMSG);
-	assert_true(gw_cupti_ring_take_fd(fd, &r->ri, r->buf, CAP, &len, &lost,
-					  3000) < 0);
-	close(fd);
+	assert_int_equal(pread(r->fd, &tail, sizeof(tail),
+			       offsetof(struct gw_cring_hdr, tail)),
+			 (ssize_t)sizeof(tail));
+	assert_true(tail < r->h->head);
+	assert_int_equal(ftruncate(r->fd, 16), 0);
+	assert_int_equal(gw_cupti_ring_check(r->fd, &ri), -EBADMSG);
+	assert_true(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len, &lost,
+				       3000) < 0);
+	/* The writer's mapping is beyond the end of the file now: leave it
+	 * untouched, as ring_free() does. */
 	ring_free(r);
 }
 
@@ -622,7 +629,7 @@ static void head_and_tail_lies_resync(void **state)
 	put_ok(r, rec, mk_process(rec, 1, 1));
 	/* head more than data_size ahead of tail. */
 	r->h->head = r->h->tail + DATA_SIZE + 8;
-	assert_int_equal(gw_cupti_ring_take(r->map, &r->ri, r->buf, CAP, &len,
+	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len,
 					    &lost, 5),
 			 0);
 	assert_int_equal(lost, 1);
@@ -630,7 +637,7 @@ static void head_and_tail_lies_resync(void **state)
 	assert_true(r->h->tail == r->h->head);
 	/* tail ahead of head. */
 	r->h->tail = r->h->head + 64;
-	assert_int_equal(gw_cupti_ring_take(r->map, &r->ri, r->buf, CAP, &len,
+	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len,
 					    &lost, 6),
 			 0);
 	assert_int_equal(lost, 1);
@@ -639,10 +646,10 @@ static void head_and_tail_lies_resync(void **state)
 	put_ok(r, rec, mk_process(rec, 2, 1));
 	assert_int_equal(drain(r), 1);
 	assert_int_equal(r->p->process.seq, 2);
-	assert_int_equal(gw_cupti_ring_take(NULL, &r->ri, r->buf, CAP, &len,
+	assert_int_equal(gw_cupti_ring_take(-1, &r->ri, r->buf, CAP, &len,
 					    &lost, 6),
 			 -EINVAL);
-	assert_int_equal(gw_cupti_ring_take(r->map, &r->ri, r->buf,
+	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf,
 					    GW_CREC_MAX - 8, &len, &lost, 6),
 			 -EINVAL);
 	ring_free(r);
@@ -665,7 +672,7 @@ static void take_copies_whole_records_up_to_cap(void **state)
 		put_ok(r, rec, mk_kernel(rec, &k));
 	}
 	do {
-		assert_int_equal(gw_cupti_ring_take(r->map, &r->ri, r->buf,
+		assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf,
 						    GW_CREC_MAX, &len, &lost,
 						    1),
 				 0);
@@ -732,7 +739,7 @@ int main(void)
 		cmocka_unit_test(header_valid_and_filled),
 		cmocka_unit_test(header_refusals),
 		cmocka_unit_test(every_record_type),
-		cmocka_unit_test(file_reads_and_truncation),
+		cmocka_unit_test(file_writes_and_truncation),
 		cmocka_unit_test(wrap_with_pad_and_replacement),
 		cmocka_unit_test(counters_backwards_refused),
 		cmocka_unit_test(framing_errors_stop_decoding),

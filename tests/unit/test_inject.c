@@ -8,9 +8,10 @@
  * is process-global), with GPUWATCH_CUPTI_LIB naming the fake libcupti
  * (tests/fakes/fake_cupti.h), whose control API drives the API callbacks
  * and activity records.  The test process plays the agent: it finds the
- * child's ring in a fresh GPUWATCH_CUPTI_DIR and reads it with
- * gw_cupti_ring_check / gw_cupti_ring_take / gw_cupti_decode, polling
- * until the expected state appears or 10 s pass.
+ * child's ring in a fresh GPUWATCH_CUPTI_DIR and reads it through its
+ * descriptor with gw_cupti_ring_check / gw_cupti_ring_take /
+ * gw_cupti_decode, as the collector does, polling until the expected state
+ * appears or 10 s pass.
  *
  * Parent and child talk over two pipes, one word per line: the child says
  * what it has done ("played", or "fail FILE:LINE: CONDITION" when one of
@@ -32,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -355,8 +355,6 @@ static unsigned long long field(const char *line, const char *name)
 struct rd {
 	char path[PATH_MAX];
 	int fd;
-	void *map;
-	size_t len;
 	struct gw_cupti_ring_info ri;
 	struct gw_cupti_proc *p;
 	uint8_t *buf;
@@ -368,8 +366,6 @@ static struct rd rd;
 
 static int rd_cleanup(void **state)
 {
-	if (rd.map)
-		munmap(rd.map, rd.len);
 	if (rd.fd > 0)
 		close(rd.fd);
 	free(rd.buf);
@@ -399,11 +395,11 @@ static int dir_rings(void)
 
 static int rd_check(void)
 {
-	return gw_cupti_ring_check(rd.map, rd.len, &rd.ri);
+	return gw_cupti_ring_check(rd.fd, &rd.ri);
 }
 
 /*
- * Finds and maps the child's ring (read-write, as the agent does) without
+ * Finds and opens the child's ring (read-write, as the agent does) without
  * touching it: no tail, no reader_seen_ns.
  */
 static void rd_open(void)
@@ -429,14 +425,8 @@ static void rd_open(void)
 			close(rd.fd);
 			continue;
 		}
-		rd.len = (size_t)st.st_size;
-		rd.map = mmap(NULL, rd.len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			      rd.fd, 0);
-		assert_true(rd.map != MAP_FAILED);
 		if (rd_check() == 0)
 			break;
-		munmap(rd.map, rd.len);
-		rd.map = NULL;
 		close(rd.fd);
 	}
 	assert_int_equal(rd.ri.pid, (uint32_t)kid.pid);
@@ -455,7 +445,7 @@ static void rd_pull(void)
 	assert_int_equal(rd_check(), 0);
 	do {
 		lost = 0;
-		assert_int_equal(gw_cupti_ring_take(rd.map, &rd.ri, rd.buf,
+		assert_int_equal(gw_cupti_ring_take(rd.fd, &rd.ri, rd.buf,
 						    rd.cap, &len, &lost,
 						    real_ns()),
 				 0);
@@ -466,9 +456,12 @@ static void rd_pull(void)
 
 static uint64_t rd_head(void)
 {
-	const struct gw_cring_hdr *h = rd.map;
+	uint64_t head;
 
-	return __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+	assert_int_equal(pread(rd.fd, &head, sizeof(head),
+			       offsetof(struct gw_cring_hdr, head)),
+			 (ssize_t)sizeof(head));
+	return head;
 }
 
 /* Polls (pull: as an agent; else header only) until cond or 10 s. */
@@ -1165,9 +1158,12 @@ static void kid_exits(void)
 
 static int hdr_flags(void)
 {
-	const struct gw_cring_hdr *h = rd.map;
+	uint32_t flags;
 
-	return (int)__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
+	assert_int_equal(pread(rd.fd, &flags, sizeof(flags),
+			       offsetof(struct gw_cring_hdr, flags)),
+			 (ssize_t)sizeof(flags));
+	return (int)flags;
 }
 
 static void exit_without_reader_unlinks(void **state)
@@ -1180,7 +1176,7 @@ static void exit_without_reader_unlinks(void **state)
 	assert_int_equal(hdr_flags() & GW_CRING_F_EXITED, 0);
 	kid_tell("exit");
 	assert_int_equal(kid_finish(), 0);
-	/* Our mapping outlives the file. */
+	/* Our descriptor outlives the file's name. */
 	assert_int_equal(rd_check(), 0);
 	assert_int_equal(rd.ri.flags & GW_CRING_F_EXITED, GW_CRING_F_EXITED);
 	assert_int_equal(rd.ri.status, GW_CUPTI_ST_STOPPED);

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,8 +35,7 @@ struct fx {
 	struct gw_agg *a;
 	struct gw_cring r;
 	struct gw_cupti_proc *p;
-	void *map;        /* the reader's own mapping of the file */
-	size_t map_len;
+	int fd;           /* the reader's descriptor of the file */
 	unsigned char *buf;
 };
 
@@ -53,15 +51,11 @@ static int fx_setup(void **state)
 	assert_int_equal(gw_agg_new(&f->a), 0);
 	assert_int_equal(gw_cring_open(&f->r, f->dir, GW_CRING_DATA_MIN, "test"), 0);
 	assert_int_equal(gw_cupti_proc_new(&f->p), 0);
-	int fd = open(f->r.path, O_RDWR | O_CLOEXEC);
-	assert_true(fd >= 0);
+	f->fd = open(f->r.path, O_RDWR | O_CLOEXEC);
+	assert_true(f->fd >= 0);
 	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(fstat(f->fd, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	f->map_len = (size_t)st.st_size;
-	f->map = mmap(NULL, f->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	assert_true(f->map != MAP_FAILED);
 	f->buf = malloc(TAKE_CAP);
 	assert_non_null(f->buf);
 	*state = f;
@@ -74,7 +68,7 @@ static int fx_teardown(void **state)
 
 	unlink(f->r.path);
 	gw_cring_close(&f->r, 0, 0);
-	munmap(f->map, f->map_len);
+	close(f->fd);
 	rmdir(f->dir);
 	gw_cupti_proc_free(f->p);
 	gw_agg_free(f->a);
@@ -90,9 +84,9 @@ static size_t agent_pass(struct fx *f)
 	size_t len = 0, applied = 0;
 	int lost = 0;
 
-	assert_int_equal(gw_cupti_ring_check(f->map, f->map_len, &ri), 0);
+	assert_int_equal(gw_cupti_ring_check(f->fd, &ri), 0);
 	do {
-		assert_int_equal(gw_cupti_ring_take(f->map, &ri, f->buf, TAKE_CAP,
+		assert_int_equal(gw_cupti_ring_take(f->fd, &ri, f->buf, TAKE_CAP,
 						    &len, &lost, 1),
 				 0);
 		assert_int_equal(lost, 0);
@@ -602,7 +596,7 @@ static void ring_full_drops_without_blocking(void **state)
 {
 	struct fx *f = *state;
 	char name[64];
-	struct gw_cring_hdr *h = f->map;
+	struct gw_cring_hdr *h = f->r.hdr; /* the writer's mapping */
 
 	for (unsigned int i = 0; i < 500; i++) {
 		snprintf(name, sizeof(name), "_Z4fill%uv", i);
@@ -642,7 +636,7 @@ static void ring_full_drops_without_blocking(void **state)
 static void ring_wraps_with_padding(void **state)
 {
 	struct fx *f = *state;
-	struct gw_cring_hdr *h = f->map;
+	struct gw_cring_hdr *h = f->r.hdr; /* the writer's mapping */
 
 	feed_kernel(f, "_Z4wrapv", 5);
 	/* Many summaries through a 64 KiB ring: head passes the end several times. */
@@ -664,7 +658,7 @@ static void ring_header_and_misuse(void **state)
 	struct gw_cring other;
 	uint64_t rec[2] = { 0, 0 };
 
-	assert_int_equal(gw_cupti_ring_check(f->map, f->map_len, &ri), 0);
+	assert_int_equal(gw_cupti_ring_check(f->fd, &ri), 0);
 	assert_int_equal(ri.pid, (uint32_t)getpid());
 	assert_int_equal(ri.data_size, GW_CRING_DATA_MIN);
 	assert_int_equal(ri.status, GW_CUPTI_ST_STARTING);
@@ -675,7 +669,7 @@ static void ring_header_and_misuse(void **state)
 	assert_non_null(strstr(f->r.path, GW_CRING_PREFIX));
 	gw_cring_set_status(&f->r, GW_CUPTI_ST_BUSY);
 	gw_cring_set_flags(&f->r, GW_CRING_F_EXITED);
-	assert_int_equal(gw_cupti_ring_check(f->map, f->map_len, &ri), 0);
+	assert_int_equal(gw_cupti_ring_check(f->fd, &ri), 0);
 	assert_int_equal(ri.status, GW_CUPTI_ST_BUSY);
 	assert_int_equal(ri.flags, GW_CRING_F_EXITED);
 

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/procstat.h"
 #include "common/worker.h"
+#include "pipeline/catalog.h"
 
 #define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
 #define MAX_PENDING 4096    /* pids waiting for a maps scan after exec */
@@ -37,52 +38,6 @@
 #define DUTY_MIN 0.001
 #define CYCLE_S 1.0         /* shortest duty cycle period */
 #define ON_MIN_S 0.05       /* shortest on-phase: switching costs ~30 ms */
-
-static const struct gw_family
-	f_up = { "gpuwatch_ebpf_up", "1 when the eBPF probes are loaded.",
-		 GW_GAUGE },
-	f_calls = { "gpuwatch_cuda_api_calls_total",
-		    "CUDA API calls, by process and API.", GW_COUNTER },
-	f_errors = { "gpuwatch_cuda_api_errors_total",
-		     "CUDA API calls that returned an error, by code.",
-		     GW_COUNTER },
-	f_duration = { "gpuwatch_cuda_api_duration_seconds",
-		       "Time spent in CUDA API calls.", GW_HISTOGRAM },
-	f_bytes = { "gpuwatch_cuda_api_bytes_total",
-		    "Bytes allocated or copied by CUDA API calls.", GW_COUNTER },
-	f_live = { "gpuwatch_cuda_memory_live_bytes",
-		   "GPU memory allocated and not yet freed, by process.",
-		   GW_GAUGE },
-	f_live_allocs = { "gpuwatch_cuda_memory_live_allocations",
-			  "GPU allocations not yet freed, by process.",
-			  GW_GAUGE },
-	f_leak = { "gpuwatch_cuda_memory_leak_suspect_bytes",
-		   "Live GPU memory older than --leak-age.", GW_GAUGE },
-	f_sync = { "gpuwatch_cuda_sync_wait_seconds_total",
-		   "Time spent waiting in CUDA synchronisation calls.",
-		   GW_COUNTER },
-	f_ratio = { "gpuwatch_ebpf_sampling_ratio",
-		    "Share of high-rate CUDA calls (launches, copies) observed; "
-		    "1 when not duty-cycled.",
-		    GW_GAUGE },
-	f_exits = { "gpuwatch_process_exits_total",
-		    "Exits of GPU processes, by reason (clean, error, signal).",
-		    GW_COUNTER },
-	f_abnormal = { "gpuwatch_process_abnormal_exits_with_gpu_memory_total",
-		       "GPU processes that died by a signal or an error code "
-		       "while holding GPU memory.",
-		       GW_COUNTER },
-	f_hits = { "gpuwatch_ebpf_probe_hits_total",
-		   "Probe hits, all processes.", GW_COUNTER },
-	f_hit_cost = { "gpuwatch_ebpf_probe_hit_cost_seconds",
-		       "Measured cost of one probe hit (entry and return).",
-		       GW_GAUGE },
-	f_dropped = { "gpuwatch_ebpf_dropped_total",
-		      "What the eBPF collector could not keep, by kind.",
-		      GW_COUNTER },
-	f_files = { "gpuwatch_ebpf_attached_files",
-		    "Libraries and executables with probes attached.",
-		    GW_GAUGE };
 
 /* Exported latency buckets: 2^10 ns (~1 us) to 2^30 ns (~1.07 s), by 4x. */
 #define NBOUNDS 11
@@ -474,11 +429,11 @@ static int pub_api(void *ctx, const struct gw_api_stats *s)
 	if (!pp || !s->calls)
 		return 0;
 	pp->sync_ns += s->sync_ns;
-	gw_snap_add(&b->snap, &f_calls, (double)s->calls, pp->labels, "api",
-		    api, "source", "ebpf", NULL);
+	gw_snap_add(&b->snap, GW_FAM(CUDA_API_CALLS_TOTAL), (double)s->calls,
+		    pp->labels, "api", api, "source", "ebpf", NULL);
 	if (s->bytes)
-		gw_snap_add(&b->snap, &f_bytes, (double)s->bytes, pp->labels,
-			    "api", api, NULL);
+		gw_snap_add(&b->snap, GW_FAM(CUDA_API_BYTES_TOTAL),
+			    (double)s->bytes, pp->labels, "api", api, NULL);
 	/* hist[i]: latencies in [2^i, 2^(i+1)) ns, fold into 4x buckets. */
 	for (unsigned int i = 0; i < 32; i++) {
 		unsigned int j = 0;
@@ -487,9 +442,10 @@ static int pub_api(void *ctx, const struct gw_api_stats *s)
 			j++;
 		counts[j] += s->hist[i];
 	}
-	gw_snap_add_histogram(&b->snap, &f_duration, bounds, counts, NBOUNDS,
-			      (double)s->ns_total / 1e9, pp->labels, "api", api,
-			      NULL);
+	gw_snap_add_histogram(&b->snap, GW_FAM(CUDA_API_DURATION_SECONDS),
+			      bounds, counts, NBOUNDS,
+			      (double)s->ns_total / 1e9, pp->labels, "api",
+			      api, NULL);
 	if (gw_cuda_api_is_high_rate(s->api))
 		pp->high_rate = 1;
 	return 0;
@@ -504,9 +460,10 @@ static int pub_err(void *ctx, const struct gw_err_stats *s)
 	if (!pp)
 		return 0;
 	snprintf(code, sizeof(code), "%d", s->code);
-	gw_snap_add(&pc->b->snap, &f_errors, (double)s->count, pp->labels,
-		    "api", gw_cuda_api_name(s->api), "code", code, "source",
-		    "ebpf", NULL);
+	gw_snap_add(&pc->b->snap, GW_FAM(CUDA_API_ERRORS_TOTAL),
+		    (double)s->count, pp->labels, "api",
+		    gw_cuda_api_name(s->api), "code", code, "source", "ebpf",
+		    NULL);
 	return 0;
 }
 
@@ -517,12 +474,12 @@ static int pub_mem(void *ctx, const struct gw_mem_stats *s)
 
 	if (!pp)
 		return 0;
-	gw_snap_add(&pc->b->snap, &f_live, (double)s->live_bytes, pp->labels,
-		    NULL);
-	gw_snap_add(&pc->b->snap, &f_live_allocs, (double)s->live_allocs,
-		    pp->labels, NULL);
-	gw_snap_add(&pc->b->snap, &f_leak, (double)s->leak_bytes, pp->labels,
-		    NULL);
+	gw_snap_add(&pc->b->snap, GW_FAM(CUDA_MEMORY_LIVE_BYTES),
+		    (double)s->live_bytes, pp->labels, NULL);
+	gw_snap_add(&pc->b->snap, GW_FAM(CUDA_MEMORY_LIVE_ALLOCATIONS),
+		    (double)s->live_allocs, pp->labels, NULL);
+	gw_snap_add(&pc->b->snap, GW_FAM(CUDA_MEMORY_LEAK_SUSPECT_BYTES),
+		    (double)s->leak_bytes, pp->labels, NULL);
 	return 0;
 }
 
@@ -544,37 +501,47 @@ static void publish(struct bpf_col *b, double now)
 			const struct pass_pid *pp = &b->pass[i];
 
 			if (pp->sync_ns)
-				gw_snap_add(s, &f_sync, (double)pp->sync_ns / 1e9,
+				gw_snap_add(s,
+					    GW_FAM(CUDA_SYNC_WAIT_SECONDS_TOTAL),
+					    (double)pp->sync_ns / 1e9,
 					    pp->labels, "source", "ebpf", NULL);
 			if (pp->high_rate)
-				gw_snap_add(s, &f_ratio, b->duty, pp->labels,
-					    NULL);
+				gw_snap_add(s, GW_FAM(EBPF_SAMPLING_RATIO),
+					    b->duty, pp->labels, NULL);
 		}
 		gw_probes_counters(b->p, &pcs);
-		gw_snap_add(s, &f_hits, (double)pcs.hits, NULL, NULL);
-		gw_snap_add(s, &f_files, (double)pcs.attached_files, NULL, NULL);
-		gw_snap_add(s, &f_hit_cost, b->ns_per_hit / 1e9, NULL, NULL);
-		gw_snap_add(s, &f_dropped, (double)pcs.dropped_allocs, NULL,
-			    "what", "allocations", NULL);
-		gw_snap_add(s, &f_dropped, (double)pcs.dropped_events, NULL,
-			    "what", "events", NULL);
+		gw_snap_add(s, GW_FAM(EBPF_PROBE_HITS_TOTAL), (double)pcs.hits,
+			    NULL, NULL);
+		gw_snap_add(s, GW_FAM(EBPF_ATTACHED_FILES),
+			    (double)pcs.attached_files, NULL, NULL);
+		gw_snap_add(s, GW_FAM(EBPF_PROBE_HIT_COST_SECONDS),
+			    b->ns_per_hit / 1e9, NULL, NULL);
+		gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL),
+			    (double)pcs.dropped_allocs, NULL, "what",
+			    "allocations", NULL);
+		gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL),
+			    (double)pcs.dropped_events, NULL, "what", "events",
+			    NULL);
 	}
 	for (unsigned int i = 0; i < b->nexits; i++) {
 		for (int r = 0; r < 3; r++)
-			gw_snap_add(s, &f_exits, (double)b->exits[i].n[r],
+			gw_snap_add(s, GW_FAM(PROCESS_EXITS_TOTAL),
+				    (double)b->exits[i].n[r],
 				    b->exits[i].labels, "reason",
 				    reason_names[r], NULL);
-		gw_snap_add(s, &f_abnormal,
+		gw_snap_add(s,
+			    GW_FAM(PROCESS_ABNORMAL_EXITS_WITH_GPU_MEMORY_TOTAL),
 			    (double)b->exits[i].abnormal_with_memory,
 			    b->exits[i].labels, NULL);
 	}
-	gw_snap_add(s, &f_dropped, (double)b->pids_dropped, NULL, "what",
-		    "processes", NULL);
-	gw_snap_add(s, &f_dropped, (double)(b->files_dropped + b->pending_dropped),
-		    NULL, "what", "files", NULL);
-	gw_snap_add(s, &f_dropped, (double)b->exits_dropped, NULL, "what",
-		    "exit_labels", NULL);
-	gw_snap_add(s, &f_up, b->up, NULL, NULL);
+	gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL), (double)b->pids_dropped,
+		    NULL, "what", "processes", NULL);
+	gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL),
+		    (double)(b->files_dropped + b->pending_dropped), NULL,
+		    "what", "files", NULL);
+	gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL), (double)b->exits_dropped,
+		    NULL, "what", "exit_labels", NULL);
+	gw_snap_add(s, GW_FAM(EBPF_UP), b->up, NULL, NULL);
 	gw_registry_publish(b->env->reg, b->slot, s);
 	if (b->up)
 		forget_gone(b);

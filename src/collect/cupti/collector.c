@@ -53,6 +53,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/worker.h"
+#include "pipeline/catalog.h"
 
 #define MAX_RINGS 1024      /* rings attached at once */
 #define MAX_SKIP 4096       /* files refused or ignored, remembered */
@@ -64,84 +65,6 @@
 #define LABELS_MAX 512
 #define MAP_MIN (4096u + GW_CRING_DATA_MIN)
 #define MAP_MAX (65536u + GW_CRING_DATA_MAX)
-
-static const struct gw_family
-	f_launches = { "gpuwatch_cuda_kernel_launches_total",
-		       "CUDA kernel launches, by process and kernel (estimated "
-		       "when kernel tracing is duty-cycled).",
-		       GW_COUNTER },
-	f_kdur = { "gpuwatch_cuda_kernel_duration_seconds",
-		   "GPU execution time of CUDA kernels.", GW_HISTOGRAM },
-	f_kmin = { "gpuwatch_cuda_kernel_duration_min_seconds",
-		   "Shortest traced execution of a CUDA kernel.", GW_GAUGE },
-	f_kmax = { "gpuwatch_cuda_kernel_duration_max_seconds",
-		   "Longest traced execution of a CUDA kernel.", GW_GAUGE },
-	f_kregs = { "gpuwatch_cuda_kernel_registers_per_thread",
-		    "Registers per thread of a kernel's last launch.",
-		    GW_GAUGE },
-	f_ksmem = { "gpuwatch_cuda_kernel_shared_memory_bytes",
-		    "Shared memory per block (static and dynamic) of a "
-		    "kernel's last launch.",
-		    GW_GAUGE },
-	f_kblock = { "gpuwatch_cuda_kernel_block_threads",
-		     "Threads per block of a kernel's last launch.", GW_GAUGE },
-	f_kgrid = { "gpuwatch_cuda_kernel_grid_blocks",
-		    "Blocks in the grid of a kernel's last launch.", GW_GAUGE },
-	f_kocc = { "gpuwatch_cuda_kernel_occupancy_ratio",
-		   "Theoretical occupancy of a kernel's last launch (0 to 1).",
-		   GW_GAUGE },
-	f_cbytes = { "gpuwatch_cuda_memcpy_bytes_total",
-		     "Bytes copied or set by CUDA memory operations, by kind.",
-		     GW_COUNTER },
-	f_cops = { "gpuwatch_cuda_memcpy_operations_total",
-		   "CUDA memory copies and sets, by kind.", GW_COUNTER },
-	f_csec = { "gpuwatch_cuda_memcpy_seconds_total",
-		   "GPU time spent in CUDA memory copies and sets, by kind.",
-		   GW_COUNTER },
-	f_cbw = { "gpuwatch_cuda_memcpy_bandwidth_bytes_per_second",
-		  "Bytes per second of GPU time of CUDA memory operations, "
-		  "since the process started.",
-		  GW_GAUGE },
-	f_mem = { "gpuwatch_cuda_memory_allocated_bytes",
-		  "Device memory a process has allocated through CUDA and not "
-		  "freed.",
-		  GW_GAUGE },
-	f_mempeak = { "gpuwatch_cuda_memory_allocated_peak_bytes",
-		      "Most device memory a process had allocated at once.",
-		      GW_GAUGE },
-	f_allocs = { "gpuwatch_cuda_memory_allocations_total",
-		     "CUDA device memory allocations and frees.", GW_COUNTER },
-	f_oom = { "gpuwatch_cuda_oom_total",
-		  "CUDA allocation calls that failed for lack of memory.",
-		  GW_COUNTER },
-	f_ctx = { "gpuwatch_cuda_contexts_total",
-		  "CUDA contexts created and destroyed.", GW_COUNTER },
-	f_errors = { "gpuwatch_cuda_api_errors_total",
-		     "CUDA API calls that returned an error, by code.",
-		     GW_COUNTER },
-	f_sync = { "gpuwatch_cuda_sync_wait_seconds_total",
-		   "Time spent waiting in CUDA synchronisation calls.",
-		   GW_COUNTER },
-	f_synccalls = { "gpuwatch_cuda_sync_calls_total",
-			"CUDA synchronisation calls.", GW_COUNTER },
-	f_status = { "gpuwatch_cupti_status",
-		     "State of the CUPTI injection in a process; 1 for the "
-		     "current one.",
-		     GW_GAUGE },
-	f_ratio = { "gpuwatch_cupti_sampling_ratio",
-		    "Share of kernel launches traced; 1 when not duty-cycled.",
-		    GW_GAUGE },
-	f_overhead = { "gpuwatch_cupti_overhead_seconds_total",
-		       "Overhead CUPTI reported for itself in a process.",
-		       GW_COUNTER },
-	f_dropped = { "gpuwatch_cupti_dropped_total",
-		      "What the CUPTI injection could not keep, by reason.",
-		      GW_COUNTER },
-	f_rings = { "gpuwatch_cupti_rings",
-		    "CUPTI rings the agent is reading.", GW_GAUGE },
-	f_refused = { "gpuwatch_cupti_rings_refused_total",
-		      "Ring files the agent did not read, by reason.",
-		      GW_COUNTER };
 
 static const char *const status_names[GW_CUPTI_ST_COUNT] = {
 	"starting", "ok", "no_library", "busy", "failed", "partial", "stopped",
@@ -666,7 +589,7 @@ static void attach(struct cupti_col *c, int dfd, const char *name)
 	g->dev = st.st_dev;
 	g->ino = st.st_ino;
 	g->uid = st.st_uid;
-	r = gw_cupti_ring_check_fd(fd, &g->ri);
+	r = gw_cupti_ring_check(fd, &g->ri);
 	if (r == -EBADMSG && young && magic_unset(fd))
 		goto fail_ring; /* the writer stores the magic last */
 	if (r) {
@@ -769,8 +692,8 @@ static void drain(struct cupti_col *c, struct ring *g)
 		size_t len = 0;
 		int lost = 0;
 
-		if (gw_cupti_ring_take_fd(g->fd, &g->ri, c->buf, TAKE_CAP,
-					  &len, &lost, now))
+		if (gw_cupti_ring_take(g->fd, &g->ri, c->buf, TAKE_CAP, &len,
+				       &lost, now))
 			break;
 		if (lost)
 			g->overruns++;
@@ -818,26 +741,32 @@ static void pub_kernel(struct cupti_col *c, const char *L,
 	uint64_t counts[GW_CUPTI_HBOUNDS + 1];
 	double scale = k->count ? k->est_count / (double)k->count : 1;
 
-	gw_snap_add(s, &f_launches, k->est_count, L, "kernel", kname, NULL);
+	gw_snap_add(s, GW_FAM(CUDA_KERNEL_LAUNCHES_TOTAL), k->est_count, L,
+		    "kernel", kname, NULL);
 	gw_cupti_hist_fold(k->bins, scale, counts);
-	gw_snap_add_histogram(s, &f_kdur, c->bounds, counts, GW_CUPTI_HBOUNDS,
+	gw_snap_add_histogram(s, GW_FAM(CUDA_KERNEL_DURATION_SECONDS),
+			      c->bounds, counts, GW_CUPTI_HBOUNDS,
 			      k->est_ns / 1e9, L, "kernel", kname, NULL);
 	if (k->count) {
-		gw_snap_add(s, &f_kmin, (double)k->min_ns / 1e9, L, "kernel",
-			    kname, NULL);
-		gw_snap_add(s, &f_kmax, (double)k->max_ns / 1e9, L, "kernel",
-			    kname, NULL);
+		gw_snap_add(s, GW_FAM(CUDA_KERNEL_DURATION_MIN_SECONDS),
+			    (double)k->min_ns / 1e9, L, "kernel", kname, NULL);
+		gw_snap_add(s, GW_FAM(CUDA_KERNEL_DURATION_MAX_SECONDS),
+			    (double)k->max_ns / 1e9, L, "kernel", kname, NULL);
 	}
 	if (!detail || !k->count)
 		return;
-	gw_snap_add(s, &f_kregs, k->registers, L, "kernel", kname, NULL);
-	gw_snap_add(s, &f_ksmem, (double)k->static_smem + k->dynamic_smem, L,
+	gw_snap_add(s, GW_FAM(CUDA_KERNEL_REGISTERS_PER_THREAD), k->registers,
+		    L, "kernel", kname, NULL);
+	gw_snap_add(s, GW_FAM(CUDA_KERNEL_SHARED_MEMORY_BYTES),
+		    (double)k->static_smem + k->dynamic_smem, L, "kernel",
+		    kname, NULL);
+	gw_snap_add(s, GW_FAM(CUDA_KERNEL_BLOCK_THREADS), prod3(k->block), L,
 		    "kernel", kname, NULL);
-	gw_snap_add(s, &f_kblock, prod3(k->block), L, "kernel", kname, NULL);
-	gw_snap_add(s, &f_kgrid, prod3(k->grid), L, "kernel", kname, NULL);
+	gw_snap_add(s, GW_FAM(CUDA_KERNEL_GRID_BLOCKS), prod3(k->grid), L,
+		    "kernel", kname, NULL);
 	if (k->occupancy >= 0 && k->occupancy <= 1)
-		gw_snap_add(s, &f_kocc, k->occupancy, L, "kernel", kname,
-			    NULL);
+		gw_snap_add(s, GW_FAM(CUDA_KERNEL_OCCUPANCY_RATIO),
+			    k->occupancy, L, "kernel", kname, NULL);
 }
 
 static void pub_ring(struct cupti_col *c, const struct ring *g,
@@ -864,53 +793,66 @@ static void pub_ring(struct cupti_col *c, const struct ring *g,
 	gw_buf_release(&buf);
 
 	if (st < GW_CUPTI_ST_COUNT)
-		gw_snap_add(s, &f_status, 1, L, "status", status_names[st],
-			    NULL);
+		gw_snap_add(s, GW_FAM(CUPTI_STATUS), 1, L, "status",
+			    status_names[st], NULL);
 	if (p->have_process) {
-		gw_snap_add(s, &f_ratio, pr->sampling_ratio, L, NULL);
-		gw_snap_add(s, &f_overhead, (double)pr->overhead_ns / 1e9, L,
+		gw_snap_add(s, GW_FAM(CUPTI_SAMPLING_RATIO), pr->sampling_ratio,
+			    L, NULL);
+		gw_snap_add(s, GW_FAM(CUPTI_OVERHEAD_SECONDS_TOTAL),
+			    (double)pr->overhead_ns / 1e9, L, NULL);
+		gw_snap_add(s, GW_FAM(CUDA_MEMORY_ALLOCATED_BYTES),
+			    (double)pr->mem_live_bytes, L, NULL);
+		gw_snap_add(s, GW_FAM(CUDA_MEMORY_ALLOCATED_PEAK_BYTES),
+			    (double)pr->mem_peak_bytes, L, NULL);
+		gw_snap_add(s, GW_FAM(CUDA_MEMORY_ALLOCATIONS_TOTAL),
+			    (double)pr->mem_allocs, L, "op", "alloc", NULL);
+		gw_snap_add(s, GW_FAM(CUDA_MEMORY_ALLOCATIONS_TOTAL),
+			    (double)pr->mem_frees, L, "op", "free", NULL);
+		gw_snap_add(s, GW_FAM(CUDA_OOM_TOTAL), (double)pr->oom, L,
 			    NULL);
-		gw_snap_add(s, &f_mem, (double)pr->mem_live_bytes, L, NULL);
-		gw_snap_add(s, &f_mempeak, (double)pr->mem_peak_bytes, L,
+		gw_snap_add(s, GW_FAM(CUDA_CONTEXTS_TOTAL),
+			    (double)pr->contexts_created, L, "event", "created",
 			    NULL);
-		gw_snap_add(s, &f_allocs, (double)pr->mem_allocs, L, "op",
-			    "alloc", NULL);
-		gw_snap_add(s, &f_allocs, (double)pr->mem_frees, L, "op",
-			    "free", NULL);
-		gw_snap_add(s, &f_oom, (double)pr->oom, L, NULL);
-		gw_snap_add(s, &f_ctx, (double)pr->contexts_created, L,
-			    "event", "created", NULL);
-		gw_snap_add(s, &f_ctx, (double)pr->contexts_destroyed, L,
-			    "event", "destroyed", NULL);
+		gw_snap_add(s, GW_FAM(CUDA_CONTEXTS_TOTAL),
+			    (double)pr->contexts_destroyed, L, "event",
+			    "destroyed", NULL);
 	}
-	gw_snap_add(s, &f_dropped, (double)g->ri.dropped, L, "reason",
-		    "ring_full", NULL);
-	gw_snap_add(s, &f_dropped, (double)pr->records_dropped, L, "reason",
-		    "cupti", NULL);
-	gw_snap_add(s, &f_dropped, (double)pr->kernels_overflow, L, "reason",
-		    "kernel_table", NULL);
-	gw_snap_add(s, &f_dropped, (double)pr->api_overflow, L, "reason",
-		    "api_table", NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_DROPPED_TOTAL), (double)g->ri.dropped, L,
+		    "reason", "ring_full", NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_DROPPED_TOTAL), (double)pr->records_dropped,
+		    L, "reason", "cupti", NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_DROPPED_TOTAL),
+		    (double)pr->kernels_overflow, L, "reason", "kernel_table",
+		    NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_DROPPED_TOTAL), (double)pr->api_overflow, L,
+		    "reason", "api_table", NULL);
 	/* Entries beyond the agent's tables only come from a bad writer. */
-	gw_snap_add(s, &f_dropped, (double)(p->st.bad + p->st.overflow), L,
-		    "reason", "bad_record", NULL);
-	gw_snap_add(s, &f_dropped, (double)g->overruns, L, "reason",
-		    "overrun", NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_DROPPED_TOTAL),
+		    (double)(p->st.bad + p->st.overflow), L, "reason",
+		    "bad_record", NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_DROPPED_TOTAL), (double)g->overruns, L,
+		    "reason", "overrun", NULL);
 
 	if (p->have_memcpy) {
+		const struct gw_family *bandwidth =
+			GW_FAM(CUDA_MEMCPY_BANDWIDTH_BYTES_PER_SECOND);
+
 		for (unsigned int i = 0; i < GW_COPY_KINDS; i++) {
 			const struct gw_crec_copy *cp = &p->memcpy.kind[i];
 
 			if (!cp->count && !cp->bytes)
 				continue;
-			gw_snap_add(s, &f_cbytes, (double)cp->bytes, L, "kind",
+			gw_snap_add(s, GW_FAM(CUDA_MEMCPY_BYTES_TOTAL),
+				    (double)cp->bytes, L, "kind", copy_names[i],
+				    NULL);
+			gw_snap_add(s, GW_FAM(CUDA_MEMCPY_OPERATIONS_TOTAL),
+				    (double)cp->count, L, "kind", copy_names[i],
+				    NULL);
+			gw_snap_add(s, GW_FAM(CUDA_MEMCPY_SECONDS_TOTAL),
+				    (double)cp->total_ns / 1e9, L, "kind",
 				    copy_names[i], NULL);
-			gw_snap_add(s, &f_cops, (double)cp->count, L, "kind",
-				    copy_names[i], NULL);
-			gw_snap_add(s, &f_csec, (double)cp->total_ns / 1e9, L,
-				    "kind", copy_names[i], NULL);
 			if (cp->total_ns)
-				gw_snap_add(s, &f_cbw,
+				gw_snap_add(s, bandwidth,
 					    (double)cp->bytes /
 						    ((double)cp->total_ns / 1e9),
 					    L, "kind", copy_names[i], NULL);
@@ -922,14 +864,16 @@ static void pub_ring(struct cupti_col *c, const struct ring *g,
 
 		if (a->code != 0) {
 			snprintf(code, sizeof(code), "%d", a->code);
-			gw_snap_add(s, &f_errors, (double)a->count, L, "api",
-				    a->name, "code", code, "source", "cupti",
-				    NULL);
+			gw_snap_add(s, GW_FAM(CUDA_API_ERRORS_TOTAL),
+				    (double)a->count, L, "api", a->name, "code",
+				    code, "source", "cupti", NULL);
 		} else if (a->sync) {
-			gw_snap_add(s, &f_sync, (double)a->total_ns / 1e9, L,
-				    "api", a->name, "source", "cupti", NULL);
-			gw_snap_add(s, &f_synccalls, (double)a->count, L,
-				    "api", a->name, "source", "cupti", NULL);
+			gw_snap_add(s, GW_FAM(CUDA_SYNC_WAIT_SECONDS_TOTAL),
+				    (double)a->total_ns / 1e9, L, "api",
+				    a->name, "source", "cupti", NULL);
+			gw_snap_add(s, GW_FAM(CUDA_SYNC_CALLS_TOTAL),
+				    (double)a->count, L, "api", a->name,
+				    "source", "cupti", NULL);
 		}
 	}
 
@@ -991,7 +935,7 @@ static void pass(struct cupti_col *c)
 
 		fate[i] = KEEP;
 		/* Read through the fd: a file cut short fails, never faults. */
-		if (gw_cupti_ring_check_fd(g->fd, &g->ri)) {
+		if (gw_cupti_ring_check(g->fd, &g->ri)) {
 			refuse(c, g->name, g->dev, g->ino, R_HEADER,
 			       "changed while read");
 			fate[i] = IGNORE;
@@ -1042,9 +986,10 @@ static void pass(struct cupti_col *c)
 		attached++;
 	}
 	for (unsigned int i = 0; i < R_COUNT; i++)
-		gw_snap_add(s, &f_refused, (double)c->refused[i], NULL,
-			    "reason", refuse_names[i], NULL);
-	gw_snap_add(s, &f_rings, attached, NULL, NULL);
+		gw_snap_add(s, GW_FAM(CUPTI_RINGS_REFUSED_TOTAL),
+			    (double)c->refused[i], NULL, "reason",
+			    refuse_names[i], NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_RINGS), attached, NULL, NULL);
 	gw_registry_publish(c->env->reg, c->slot, s);
 
 	/* From the end, as forget() moves the last ring into the hole. */

@@ -3,12 +3,12 @@
  * decode.c - reading the CUPTI rings (contract in decode.h, wire format in
  * include/gpuwatch/cupti_ring.h).
  *
- * The mapping is shared with an untrusted process that may rewrite any
- * byte at any time.  So: the header is copied once per call and every
- * field used is taken from the copy; head is loaded once (acquire); the
- * unread bytes are copied out before a single one is interpreted; record
- * fields are read with memcpy from the copy, never through a pointer
- * into the mapping.
+ * The file is shared with an untrusted process that may rewrite any byte
+ * at any time and truncate the file.  So: the header is read once per call
+ * into a copy and every field used is taken from the copy; head and tail
+ * are read once; the unread bytes are copied out with pread() before a
+ * single one is interpreted; record fields are read with memcpy from the
+ * copy.  Nothing is mapped: a short read is an error, not a fault.
  *
  * Kernel and API records have a variable part.  Its position is fixed by
  * the version 1 layout: the bins start at GW_CREC_KERNEL_MIN_SIZE (the
@@ -34,48 +34,56 @@ static int is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-static uint64_t *field64(void *map, size_t off)
+/* Exactly n bytes at off, or -EBADMSG (file shorter now) / -errno. */
+static int pread_all(int fd, void *dst, size_t n, uint64_t off)
 {
-	return (uint64_t *)(void *)((char *)map + off);
+	ssize_t r = pread(fd, dst, n, (off_t)off);
+
+	if (r < 0)
+		return -errno;
+	return (size_t)r == n ? 0 : -EBADMSG;
 }
 
-int gw_cupti_ring_check(const void *map, size_t map_len,
-			struct gw_cupti_ring_info *out)
+static int pwrite64_at(int fd, uint64_t v, size_t off)
 {
-	struct gw_cring_hdr h;
+	ssize_t r = pwrite(fd, &v, sizeof(v), (off_t)off);
 
-	if (!map || !out)
-		return -EINVAL;
-	if (map_len < HDR_V1_SIZE)
+	if (r < 0)
+		return -errno;
+	return r == (ssize_t)sizeof(v) ? 0 : -EBADMSG;
+}
+
+/* Checks a copied header against the size of its file. */
+static int check_hdr(const struct gw_cring_hdr *h, uint64_t file_len,
+		     struct gw_cupti_ring_info *out)
+{
+	if (h->magic != GW_CRING_MAGIC || h->version == 0)
 		return -EBADMSG;
-	memcpy(&h, map, sizeof(h));
-	if (h.magic != GW_CRING_MAGIC || h.version == 0)
-		return -EBADMSG;
-	if (h.version != GW_CRING_VERSION)
+	if (h->version != GW_CRING_VERSION)
 		return -EPROTONOSUPPORT;
-	if (h.hdr_size < HDR_V1_SIZE || h.data_off < h.hdr_size ||
-	    h.data_off % 4096u != 0)
+	if (h->hdr_size < HDR_V1_SIZE || h->data_off < h->hdr_size ||
+	    h->data_off % 4096u != 0)
 		return -EBADMSG;
-	if (!is_pow2(h.data_size) || h.data_size < GW_CRING_DATA_MIN ||
-	    h.data_size > GW_CRING_DATA_MAX)
+	if (!is_pow2(h->data_size) || h->data_size < GW_CRING_DATA_MIN ||
+	    h->data_size > GW_CRING_DATA_MAX)
 		return -EBADMSG;
-	if ((uint64_t)h.data_off + h.data_size > map_len)
+	if ((uint64_t)h->data_off + h->data_size > file_len)
 		return -EBADMSG;
 
 	memset(out, 0, sizeof(*out));
-	out->version = h.version;
-	out->data_off = h.data_off;
-	out->data_size = h.data_size;
-	out->pid = h.pid;
-	out->flags = h.flags;
-	out->pidns_ino = h.pidns_ino;
-	out->start_ticks = h.start_ticks;
-	out->created_ns = h.created_ns;
-	out->write_ns = h.write_ns;
-	out->dropped = h.dropped;
-	out->status = h.status;
+	out->version = h->version;
+	out->data_off = h->data_off;
+	out->data_size = h->data_size;
+	out->pid = h->pid;
+	out->flags = h->flags;
+	out->pidns_ino = h->pidns_ino;
+	out->start_ticks = h->start_ticks;
+	out->created_ns = h->created_ns;
+	out->write_ns = h->write_ns;
+	out->dropped = h->dropped;
+	out->status = h->status;
 	for (size_t i = 0; i + 1 < sizeof(out->lib_version); i++) {
-		unsigned char c = (unsigned char)h.lib_version[i];
+		unsigned char c = (unsigned char)h->lib_version[i];
 
 		if (!c)
 			break;
@@ -84,18 +92,22 @@ int gw_cupti_ring_check(const void *map, size_t map_len,
 	return 0;
 }
 
-/* Copies n bytes from ring position pos (wrapping at the end). */
-static void ring_copy(const char *data, uint32_t size, uint64_t pos,
-		      char *dst, size_t n)
+int gw_cupti_ring_check(int fd, struct gw_cupti_ring_info *out)
 {
-	size_t off = (size_t)(pos & (size - 1));
-	size_t first = size - off;
+	struct gw_cring_hdr h;
+	struct stat st;
+	int r;
 
-	if (first > n)
-		first = n;
-	memcpy(dst, data + off, first);
-	if (n > first)
-		memcpy(dst + first, data, n - first);
+	if (fd < 0 || !out)
+		return -EINVAL;
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_size < (off_t)sizeof(h))
+		return -EBADMSG;
+	r = pread_all(fd, &h, sizeof(h), 0);
+	if (r)
+		return r;
+	return check_hdr(&h, (uint64_t)st.st_size, out);
 }
 
 /*
@@ -120,81 +132,9 @@ static size_t whole_records(const char *buf, size_t n)
 	return off;
 }
 
-int gw_cupti_ring_take(void *map, const struct gw_cupti_ring_info *ri,
+int gw_cupti_ring_take(int fd, const struct gw_cupti_ring_info *ri,
 		       void *buf, size_t cap, size_t *len, int *lost,
 		       uint64_t now_ns)
-{
-	uint64_t head, tail, unread;
-	size_t n;
-
-	if (!map || !ri || !buf || !len || !lost || cap < GW_CREC_MAX ||
-	    !is_pow2(ri->data_size))
-		return -EINVAL;
-	*len = 0;
-	*lost = 0;
-	head = __atomic_load_n(field64(map, HEAD_OFF), __ATOMIC_ACQUIRE);
-	tail = __atomic_load_n(field64(map, TAIL_OFF), __ATOMIC_RELAXED);
-	__atomic_store_n(field64(map, SEEN_OFF), now_ns, __ATOMIC_RELAXED);
-	unread = head - tail;
-	if (tail > head || unread > ri->data_size || head % 8 || tail % 8) {
-		*lost = 1;
-		__atomic_store_n(field64(map, TAIL_OFF), head,
-				 __ATOMIC_RELEASE);
-		return 0;
-	}
-	if (!unread)
-		return 0;
-	n = unread > cap ? cap : (size_t)unread;
-	ring_copy((const char *)map + ri->data_off, ri->data_size, tail,
-		  buf, n);
-	if (n < unread)
-		n = whole_records(buf, n);
-	*len = n;
-	__atomic_store_n(field64(map, TAIL_OFF), tail + n, __ATOMIC_RELEASE);
-	return 0;
-}
-
-/* Exactly n bytes at off, or -EBADMSG (file shorter now) / -errno. */
-static int pread_all(int fd, void *dst, size_t n, uint64_t off)
-{
-	ssize_t r = pread(fd, dst, n, (off_t)off);
-
-	if (r < 0)
-		return -errno;
-	return (size_t)r == n ? 0 : -EBADMSG;
-}
-
-static int pwrite64_at(int fd, uint64_t v, size_t off)
-{
-	ssize_t r = pwrite(fd, &v, sizeof(v), (off_t)off);
-
-	if (r < 0)
-		return -errno;
-	return r == (ssize_t)sizeof(v) ? 0 : -EBADMSG;
-}
-
-int gw_cupti_ring_check_fd(int fd, struct gw_cupti_ring_info *out)
-{
-	struct gw_cring_hdr h;
-	struct stat st;
-	int r;
-
-	if (fd < 0 || !out)
-		return -EINVAL;
-	if (fstat(fd, &st))
-		return -errno;
-	if (st.st_size < (off_t)sizeof(h))
-		return -EBADMSG;
-	r = pread_all(fd, &h, sizeof(h), 0);
-	if (r)
-		return r;
-	/* Only the header is in h; its limits are checked against the file. */
-	return gw_cupti_ring_check(&h, (size_t)st.st_size, out);
-}
-
-int gw_cupti_ring_take_fd(int fd, const struct gw_cupti_ring_info *ri,
-			  void *buf, size_t cap, size_t *len, int *lost,
-			  uint64_t now_ns)
 {
 	uint64_t head, tail, unread, pos;
 	size_t n, first;

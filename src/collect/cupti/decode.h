@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * decode.h - the agent's reader of the CUPTI rings
+ * decode.h - the agent's one reader of the CUPTI rings
  * (include/gpuwatch/cupti_ring.h): header validation, copying the unread
- * bytes out of a mapping the writer may change or corrupt at any moment,
- * and decoding records into one process's state.
+ * bytes out of a ring file the writer may change, corrupt or truncate at
+ * any moment, and decoding records into one process's state.
  *
- * The writer is untrusted: every function here survives arbitrary bytes
- * (the fuzz harness tests/fuzz/fuzz_cupti_decode.c feeds it), bounds every
- * table and counts what it refuses.  Nothing here allocates except
- * gw_cupti_proc_new().
+ * Rings are read through a file descriptor with pread() and their tail
+ * written back with pwrite(), never mapped: a writer that truncates its
+ * file makes a read come up short (-EBADMSG) where a mapping would fault
+ * the agent.  The collector, the unit tests and the fuzz harness
+ * (tests/fuzz/fuzz_cupti_decode.c) all go through these functions.
+ *
+ * The writer is untrusted: every function here survives arbitrary bytes,
+ * bounds every table and counts what it refuses.  Nothing here allocates
+ * except gw_cupti_proc_new().
  *
  * Thread safety: none; one reader per ring.
  */
@@ -39,49 +44,35 @@ struct gw_cupti_ring_info {
 };
 
 /*
- * Validates the header of a mapping of map_len bytes: magic, a known major
- * version, hdr_size, data_off/data_size (power of two, within limits, and
- * data_off + data_size <= map_len).  Returns 0 and fills *out, or -EBADMSG
- * (not a ring, or a damaged one), -EPROTONOSUPPORT (a version this agent
- * cannot read), -EINVAL (NULL).
+ * Validates the header of the ring file open as fd (read-write): magic, a
+ * known major version, hdr_size, data_off/data_size (power of two, within
+ * limits) and data_off + data_size within the file's size (fstat()).
+ * Returns 0 and fills *out, or -EBADMSG (not a ring, a damaged one, or a
+ * file shorter than its header says), -EPROTONOSUPPORT (a version this
+ * agent cannot read), -EINVAL (fd < 0, NULL), -errno of fstat/pread.
  */
 __attribute__((warn_unused_result)) int
-gw_cupti_ring_check(const void *map, size_t map_len,
-		    struct gw_cupti_ring_info *out);
+gw_cupti_ring_check(int fd, struct gw_cupti_ring_info *out);
 
 /*
- * Copies the unread bytes [tail, head) of a validated ring into buf (cap
- * bytes) and advances tail past them (release store), so that the writer
- * may reuse the space.  Records are not interpreted here.  Sets *len to the
- * bytes copied.  When head - tail exceeds data_size or tail is ahead of head
- * (a writer that lied or overran), nothing is copied, tail is set to head,
+ * Copies the unread bytes [tail, head) of a ring validated by
+ * gw_cupti_ring_check() into buf (cap bytes) and advances tail past them,
+ * so that the writer may reuse the space.  Records are not interpreted
+ * here.  Sets *len to the bytes copied.  When head - tail exceeds
+ * data_size, tail is ahead of head or either is not a multiple of 8 (a
+ * writer that lied or overran), nothing is copied, tail is set to head,
  * *lost is set to 1 and 0 is returned.  When the unread bytes exceed cap
  * (cap must be at least GW_CREC_MAX), whole records are copied up to cap,
  * following the framing, and the rest is left for the next call; bytes
  * whose framing is broken are copied as they are (gw_cupti_decode() then
- * refuses them).
- * Also stores now_ns into reader_seen_ns.
- * Returns 0 or -EINVAL.
+ * refuses them).  Also stores now_ns into reader_seen_ns.
+ * head and tail are each read once; the data with pread(), so a file cut
+ * short returns -EBADMSG and leaves tail as it was.
+ * Returns 0, -EBADMSG, -EINVAL or the -errno of pread/pwrite.
  */
 __attribute__((warn_unused_result)) int
-gw_cupti_ring_take(void *map, const struct gw_cupti_ring_info *ri,
-		   void *buf, size_t cap, size_t *len, int *lost,
-		   uint64_t now_ns);
-
-/*
- * The same two operations on a ring open as fd, through pread()/pwrite()
- * instead of a mapping: a writer that truncates its file under the reader
- * makes a read come up short (-EBADMSG), where a mapping would fault.  The
- * agent reads rings this way; the mapping forms serve tests and the fuzzer.
- * gw_cupti_ring_check_fd() takes the file's size from fstat(); -errno for
- * a failed fstat/pread/pwrite.
- */
-__attribute__((warn_unused_result)) int
-gw_cupti_ring_check_fd(int fd, struct gw_cupti_ring_info *out);
-__attribute__((warn_unused_result)) int
-gw_cupti_ring_take_fd(int fd, const struct gw_cupti_ring_info *ri,
-		      void *buf, size_t cap, size_t *len, int *lost,
-		      uint64_t now_ns);
+gw_cupti_ring_take(int fd, const struct gw_cupti_ring_info *ri, void *buf,
+		   size_t cap, size_t *len, int *lost, uint64_t now_ns);
 
 /* A kernel entry as decoded; name is the mangled name as sent. */
 struct gw_cupti_kernel {

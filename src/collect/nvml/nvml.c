@@ -20,25 +20,6 @@
 #define LOAD_BACKOFF_MIN 5.0
 #define LOAD_BACKOFF_MAX 60.0
 
-static const struct gw_family
-	f_info = { "gpuwatch_gpu_info",
-		   "Identity of a GPU; always 1.", GW_INFO },
-	f_up = { "gpuwatch_gpu_up",
-		 "1 while the GPU answers, 0 when it is lost or hung.", GW_GAUGE },
-	f_gpus = { "gpuwatch_gpus", "GPUs the agent found.", GW_GAUGE },
-	f_collector_up = { "gpuwatch_agent_collector_up",
-			   "1 when the collector has its data source.", GW_GAUGE },
-	f_timeouts = { "gpuwatch_agent_collector_timeouts_total",
-		       "Collection passes that exceeded --collector-timeout.",
-		       GW_COUNTER },
-	f_errors = { "gpuwatch_agent_collector_errors_total",
-		     "Errors returned to a collector, by code.", GW_COUNTER },
-	f_duration = { "gpuwatch_agent_collector_duration_seconds",
-		       "Duration of the last collection pass (slowest GPU).",
-		       GW_GAUGE },
-	f_lost = { "gpuwatch_gpu_lost_total",
-		   "Times the GPU stopped answering (GPU_IS_LOST).", GW_COUNTER };
-
 /* Starts a worker of the collector; *out is written under c->mu. */
 static int start_worker(struct gw_nvml *c, struct gw_worker **out,
 			struct gw_worker_opts *o)
@@ -242,17 +223,18 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 	double dur[2] = { NAN, NAN };
 	char nb[24];
 
-	gw_snap_add(s, &f_collector_up, c->loaded, NULL, "collector", "nvml",
-		    NULL);
-	gw_snap_add(s, &f_timeouts, (double)atomic_load(&c->timeouts), NULL,
-		    "collector", "nvml", NULL);
+	gw_snap_add(s, GW_FAM(AGENT_COLLECTOR_UP), c->loaded, NULL, "collector",
+		    "nvml", NULL);
+	gw_snap_add(s, GW_FAM(AGENT_COLLECTOR_TIMEOUTS_TOTAL),
+		    (double)atomic_load(&c->timeouts), NULL, "collector",
+		    "nvml", NULL);
 	for (int i = 0; i < GW_NVML_ERR_SLOTS; i++) {
 		uint64_t n = atomic_load(&c->errors[i]);
 		int code = gw_nvml_slot_code(i);
 
 		if (n)
-			gw_snap_add(s, &f_errors, (double)n, NULL, "collector",
-				    "nvml", "code",
+			gw_snap_add(s, GW_FAM(AGENT_COLLECTOR_ERRORS_TOTAL),
+				    (double)n, NULL, "collector", "nvml", "code",
 				    code < 0 ? "OTHER" :
 					       gw_nvml_code_name(code, nb,
 								 sizeof(nb)),
@@ -260,7 +242,7 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 	}
 	if (!c->loaded)
 		return;
-	gw_snap_add(s, &f_gpus, c->ndev, NULL, NULL);
+	gw_snap_add(s, GW_FAM(GPUS), c->ndev, NULL, NULL);
 	for (unsigned int i = 0; i < c->ndev; i++) {
 		struct nvml_dev *d = &c->dev[i];
 		int up;
@@ -270,18 +252,19 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 		for (int k = 0; k < 2; k++)
 			if (d->dur[k] > 0 && !(d->dur[k] <= dur[k]))
 				dur[k] = d->dur[k];
-		gw_snap_add(s, &f_up, up, d->labels, NULL);
-		gw_snap_add(s, &f_lost, (double)atomic_load(&d->lost_count),
-			    d->labels, NULL);
-		gw_snap_add(s, &f_info, 1, d->labels, "name", d->name,
+		gw_snap_add(s, GW_FAM(GPU_UP), up, d->labels, NULL);
+		gw_snap_add(s, GW_FAM(GPU_LOST_TOTAL),
+			    (double)atomic_load(&d->lost_count), d->labels,
+			    NULL);
+		gw_snap_add(s, GW_FAM(GPU_INFO), 1, d->labels, "name", d->name,
 			    "pci_bus_id", d->bus_id, "driver_version",
 			    c->driver_version, NULL);
 		pthread_mutex_unlock(&d->mu);
 	}
-	gw_snap_add(s, &f_duration, dur[0], NULL, "collector", "nvml", "set",
-		    "fast", NULL);
-	gw_snap_add(s, &f_duration, dur[1], NULL, "collector", "nvml", "set",
-		    "detail", NULL);
+	gw_snap_add(s, GW_FAM(AGENT_COLLECTOR_DURATION_SECONDS), dur[0], NULL,
+		    "collector", "nvml", "set", "fast", NULL);
+	gw_snap_add(s, GW_FAM(AGENT_COLLECTOR_DURATION_SECONDS), dur[1], NULL,
+		    "collector", "nvml", "set", "detail", NULL);
 }
 
 /*

@@ -16,21 +16,6 @@
 
 #define WAIT_MS 500
 
-static const struct gw_family
-	f_xid = { "gpuwatch_gpu_xid_errors_total",
-		  "XID errors reported by the driver, by XID code.", GW_COUNTER },
-	f_xid_last = { "gpuwatch_gpu_xid_last_timestamp_seconds",
-		       "Unix time of the last XID error with this code.",
-		       GW_GAUGE },
-	f_ecc_ev = { "gpuwatch_gpu_ecc_error_events_total",
-		     "ECC error events, by type.", GW_COUNTER },
-	f_xid_overflow = { "gpuwatch_gpu_xid_codes_dropped_total",
-			   "XID events not counted because too many distinct "
-			   "codes were seen.",
-			   GW_COUNTER },
-	d_xid = { "DCGM_FI_DEV_XID_ERRORS",
-		  "Value of the last XID error encountered.", GW_GAUGE };
-
 static const char *xid_meaning(unsigned long long xid)
 {
 	switch (xid) {
@@ -191,6 +176,8 @@ void gw_nvml_events_fini(struct gw_worker *w, void *arg)
 void gw_nvml_publish_events(struct gw_nvml *c)
 {
 	struct gw_snap *s = &c->events_snap;
+	const struct gw_family *xid_dcgm =
+		gw_catalog_dcgm(GW_CATALOG_GPU_XID_ERRORS_TOTAL, NULL);
 
 	pthread_mutex_lock(&c->ev_mu);
 	for (unsigned int i = 0; i < c->ndev; i++) {
@@ -207,20 +194,25 @@ void gw_nvml_publish_events(struct gw_nvml *c)
 			char code[24];
 
 			snprintf(code, sizeof(code), "%llu", d->xid[k].code);
-			gw_snap_add(s, &f_xid, (double)d->xid[k].count,
-				    labels, "xid", code, NULL);
-			gw_snap_add(s, &f_xid_last, d->xid[k].last_seen,
-				    labels, "xid", code, NULL);
+			gw_snap_add(s, GW_FAM(GPU_XID_ERRORS_TOTAL),
+				    (double)d->xid[k].count, labels, "xid",
+				    code, NULL);
+			gw_snap_add(s, GW_FAM(GPU_XID_LAST_TIMESTAMP_SECONDS),
+				    d->xid[k].last_seen, labels, "xid", code,
+				    NULL);
 		}
-		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[0], labels,
-			    "type", "single_bit", NULL);
-		gw_snap_add(s, &f_ecc_ev, (double)d->ecc_events[1], labels,
-			    "type", "double_bit", NULL);
-		if (c->dcgm)
-			gw_snap_add(s, &d_xid, (double)d->last_xid,
-				    dcgm, NULL);
+		gw_snap_add(s, GW_FAM(GPU_ECC_ERROR_EVENTS_TOTAL),
+			    (double)d->ecc_events[0], labels, "type",
+			    "single_bit", NULL);
+		gw_snap_add(s, GW_FAM(GPU_ECC_ERROR_EVENTS_TOTAL),
+			    (double)d->ecc_events[1], labels, "type",
+			    "double_bit", NULL);
+		if (c->dcgm && xid_dcgm)
+			gw_snap_add(s, xid_dcgm, (double)d->last_xid, dcgm,
+				    NULL);
 	}
-	gw_snap_add(s, &f_xid_overflow, (double)c->xid_overflow, NULL, NULL);
+	gw_snap_add(s, GW_FAM(GPU_XID_CODES_DROPPED_TOTAL),
+		    (double)c->xid_overflow, NULL, NULL);
 	pthread_mutex_unlock(&c->ev_mu);
 	gw_registry_publish(c->env->reg, c->slot_events, s);
 }

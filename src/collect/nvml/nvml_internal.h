@@ -13,6 +13,7 @@
 #include "collect/nvml/nvml.h"
 #include "collect/nvml/nvml_abi.h"
 #include "common/worker.h"
+#include "pipeline/catalog.h"
 #include "pipeline/metrics.h"
 
 #define GW_NVML_MAX_GPUS 64

@@ -93,7 +93,6 @@ static int resolve(struct gw_nvml *c)
 {
 	struct gw_buf missing;
 	unsigned int nmissing = 0;
-	int err = 0;
 
 	gw_buf_init(&missing, 4096);
 #define RESOLVE(member, sym, ret, params)                                     \
@@ -112,9 +111,7 @@ static int resolve(struct gw_nvml *c)
 #define MISSING(member, sym, ret, params)                                     \
 	if (!c->fns.member &&                                                 \
 	    strcmp(#member, "device_get_clocks_throttle_reasons") != 0) {     \
-		if (!err)                                                     \
-			err = gw_buf_printf(&missing, "%s%s",                 \
-					    nmissing ? ", " : "", sym);       \
+		gw_buf_putf(&missing, "%s%s", nmissing ? ", " : "", sym);     \
 		nmissing++;                                                   \
 	}
 	GW_NVML_SYMBOLS(MISSING)

@@ -19,95 +19,6 @@
 
 #define NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL /* NVML_VALUE_NOT_AVAILABLE */
 
-/* ---- families ---- */
-
-#define G(var, name, help) \
-	static const struct gw_family var = { name, help, GW_GAUGE };
-#define C(var, name, help) \
-	static const struct gw_family var = { name, help, GW_COUNTER };
-
-G(f_temp, "gpuwatch_gpu_temperature_celsius", "GPU core temperature.")
-G(f_memtemp, "gpuwatch_gpu_memory_temperature_celsius",
-  "GPU memory (HBM) temperature.")
-G(f_power, "gpuwatch_gpu_power_watts", "Power draw of the board.")
-G(f_plimit, "gpuwatch_gpu_power_limit_watts", "Enforced power limit.")
-C(f_energy, "gpuwatch_gpu_energy_joules_total",
-  "Energy used since the driver was loaded.")
-G(f_util, "gpuwatch_gpu_utilization_ratio",
-  "Share of time one or more kernels ran on the GPU.")
-G(f_memutil, "gpuwatch_gpu_memory_utilization_ratio",
-  "Share of time device memory was read or written.")
-G(f_memused, "gpuwatch_gpu_memory_used_bytes", "Framebuffer memory in use.")
-G(f_memfree, "gpuwatch_gpu_memory_free_bytes", "Framebuffer memory free.")
-G(f_memtotal, "gpuwatch_gpu_memory_total_bytes", "Framebuffer memory in all.")
-G(f_clock, "gpuwatch_gpu_clock_hertz", "Current clock, by clock domain.")
-G(f_maxclock, "gpuwatch_gpu_clock_max_hertz", "Maximum clock, by clock domain.")
-G(f_reason, "gpuwatch_gpu_clock_event_active",
-  "1 while the reason holds clocks down (throttling), by reason.")
-G(f_fan, "gpuwatch_gpu_fan_speed_ratio", "Fan speed as a share of its maximum.")
-G(f_pstate, "gpuwatch_gpu_performance_state",
-  "Performance state, 0 (fastest) to 15.")
-G(f_nprocs, "gpuwatch_gpu_processes", "Compute processes on the GPU.")
-G(f_procmem, "gpuwatch_gpu_process_memory_used_bytes",
-  "GPU memory used by a process.")
-G(f_procsm, "gpuwatch_gpu_process_sm_utilization_ratio",
-  "Share of SM time used by a process over the last interval.")
-G(f_procmu, "gpuwatch_gpu_process_memory_utilization_ratio",
-  "Share of memory-controller time used by a process.")
-G(f_pcie_tp, "gpuwatch_gpu_pcie_throughput_bytes_per_second",
-  "PCIe throughput, by direction.")
-G(f_sm_occ, "gpuwatch_gpu_sm_occupancy_ratio",
-  "Resident warps as a share of the maximum (GPM).")
-G(f_sm_active, "gpuwatch_gpu_sm_active_ratio",
-  "Share of time SMs were busy (GPM).")
-G(f_tensor, "gpuwatch_gpu_tensor_active_ratio",
-  "Share of time tensor cores were busy (GPM).")
-G(f_dram, "gpuwatch_gpu_dram_bandwidth_utilization_ratio",
-  "DRAM bandwidth used as a share of the peak (GPM).")
-C(f_ecc, "gpuwatch_gpu_ecc_errors_total",
-  "ECC errors over the GPU's lifetime (aggregate counter), by type.")
-C(f_remap, "gpuwatch_gpu_remapped_rows_total",
-  "Memory rows remapped, by the kind of error that caused it.")
-G(f_remap_pending, "gpuwatch_gpu_remapped_rows_pending",
-  "1 when a row remap waits for a GPU reset.")
-G(f_remap_failed, "gpuwatch_gpu_remapped_rows_failure",
-  "1 when a row remap has failed.")
-G(f_pcie_gen, "gpuwatch_gpu_pcie_link_generation", "Current PCIe generation.")
-G(f_pcie_gen_max, "gpuwatch_gpu_pcie_link_generation_max",
-  "Maximum PCIe generation of the GPU and system.")
-G(f_pcie_width, "gpuwatch_gpu_pcie_link_width", "Current PCIe link width (lanes).")
-G(f_pcie_width_max, "gpuwatch_gpu_pcie_link_width_max",
-  "Maximum PCIe link width (lanes).")
-C(f_replay, "gpuwatch_gpu_pcie_replay_errors_total", "PCIe replays.")
-G(f_nvlink_up, "gpuwatch_gpu_nvlink_up", "1 when the NVLink link is active.")
-G(f_nvlink_active, "gpuwatch_gpu_nvlink_links_active", "Active NVLink links.")
-C(f_nvlink_err, "gpuwatch_gpu_nvlink_errors_total",
-  "NVLink errors, by link and type.")
-C(f_nvlink_bytes, "gpuwatch_gpu_nvlink_data_bytes_total",
-  "NVLink data bytes over all links, by direction.")
-
-/* dcgm-exporter's names (--compat dcgm), with its units. */
-G(d_temp, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).")
-G(d_memtemp, "DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).")
-G(d_power, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).")
-G(d_energy, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-  "Total energy consumption since boot (in mJ).")
-G(d_util, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).")
-G(d_memcopy, "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).")
-G(d_fbused, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).")
-G(d_fbfree, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).")
-G(d_smclock, "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).")
-G(d_memclock, "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).")
-G(d_replay, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.")
-G(d_sbe, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.")
-G(d_dbe, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.")
-G(d_occ, "DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.")
-G(d_tensor, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.")
-G(d_dram, "DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active.")
-
-#undef G
-#undef C
-
 /* ---- calling NVML ---- */
 
 static const char *const metric_names[M__COUNT] = {
@@ -199,6 +110,23 @@ static void set_in_call(struct nvml_dev *d, const char *sym)
 			return try_;                                          \
 	} while (0)
 
+/*
+ * With --compat dcgm, v (in dcgm-exporter's unit) also goes out under the
+ * dcgm-exporter name the catalogue gives our family `of` for the series
+ * whose selecting label is value (NULL: the GPU's one series), if any.
+ */
+static void dcgm_add(struct nvml_dev *d, enum gw_catalog_id of,
+		     const char *value, double v)
+{
+	const struct gw_family *f;
+
+	if (!d->c->dcgm)
+		return;
+	f = gw_catalog_dcgm(of, value);
+	if (f)
+		gw_snap_add(&d->snap, f, v, d->dcgm_labels, NULL);
+}
+
 void gw_nvml_dev_labels(struct nvml_dev *d)
 {
 	struct gw_buf b;
@@ -255,17 +183,15 @@ static void proc_labels(struct nvml_dev *d, unsigned int pid, char *out,
 	struct gw_attrib at;
 	struct gw_buf b;
 	char pids[16];
-	int err;
 
 	memset(&at, 0, sizeof(at));
 	if (d->c->env->attrib &&
 	    gw_attrib_get(d->c->env->attrib, pid, gw_now_mono(), &at))
 		memset(&at, 0, sizeof(at)); /* gone, or over the cache bound */
 	gw_buf_init(&b, len);
-	err = gw_buf_adds(&b, d->labels);
-	if (!err)
-		err = gw_attrib_labels(&at, pid, &b);
-	if (err || !b.p) {
+	gw_buf_puts(&b, d->labels);
+	gw_buf_set_error(&b, gw_attrib_labels(&at, pid, &b));
+	if (gw_buf_error(&b) || !b.p) {
 		snprintf(pids, sizeof(pids), "%u", pid);
 		snprintf(out, len, "%s,pid=\"%s\"", d->labels, pids);
 	} else {
@@ -397,15 +323,21 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 			proc_labels(d, u->pid, own, sizeof(own));
 			labels = own;
 		}
-		gw_snap_add(&d->snap, &f_procsm, u->sm_util / 100.0, labels, NULL);
-		gw_snap_add(&d->snap, &f_procmu, u->mem_util / 100.0, labels, NULL);
+		gw_snap_add(&d->snap, GW_FAM(GPU_PROCESS_SM_UTILIZATION_RATIO),
+			    u->sm_util / 100.0, labels, NULL);
+		gw_snap_add(&d->snap,
+			    GW_FAM(GPU_PROCESS_MEMORY_UTILIZATION_RATIO),
+			    u->mem_util / 100.0, labels, NULL);
 	}
 	/* A process with no sample since the last pass used nothing. */
 	for (unsigned int j = 0; j < nprocs; j++) {
 		if (seen[j])
 			continue;
-		gw_snap_add(&d->snap, &f_procsm, 0, d->plabels[j], NULL);
-		gw_snap_add(&d->snap, &f_procmu, 0, d->plabels[j], NULL);
+		gw_snap_add(&d->snap, GW_FAM(GPU_PROCESS_SM_UTILIZATION_RATIO),
+			    0, d->plabels[j], NULL);
+		gw_snap_add(&d->snap,
+			    GW_FAM(GPU_PROCESS_MEMORY_UTILIZATION_RATIO), 0,
+			    d->plabels[j], NULL);
 	}
 }
 
@@ -417,13 +349,14 @@ static int read_processes(struct nvml_dev *d)
 	r = read_procs(d, &n);
 	if (r <= 0)
 		return r;
-	gw_snap_add(&d->snap, &f_nprocs, n, d->labels, NULL);
+	gw_snap_add(&d->snap, GW_FAM(GPU_PROCESSES), n, d->labels, NULL);
 	for (unsigned int i = 0; i < n; i++) {
 		const struct gw_nvml_process_info *p = &d->procs[i];
 
 		proc_labels(d, p->pid, d->plabels[i], sizeof(d->plabels[i]));
 		if (p->used_gpu_memory != NOT_AVAILABLE)
-			gw_snap_add(&d->snap, &f_procmem,
+			gw_snap_add(&d->snap,
+				    GW_FAM(GPU_PROCESS_MEMORY_USED_BYTES),
 				    (double)p->used_gpu_memory, d->plabels[i],
 				    NULL);
 	}
@@ -466,12 +399,15 @@ static int read_gpm(struct nvml_dev *d)
 {
 	static const struct {
 		unsigned int id;
-		const struct gw_family *f, *dcgm;
+		enum gw_catalog_id m;
 	} gpm[] = {
-		{ GW_NVML_GPM_METRIC_SM_OCCUPANCY, &f_sm_occ, &d_occ },
-		{ GW_NVML_GPM_METRIC_SM_UTIL, &f_sm_active, NULL },
-		{ GW_NVML_GPM_METRIC_ANY_TENSOR_UTIL, &f_tensor, &d_tensor },
-		{ GW_NVML_GPM_METRIC_DRAM_BW_UTIL, &f_dram, &d_dram },
+		{ GW_NVML_GPM_METRIC_SM_OCCUPANCY,
+		  GW_CATALOG_GPU_SM_OCCUPANCY_RATIO },
+		{ GW_NVML_GPM_METRIC_SM_UTIL, GW_CATALOG_GPU_SM_ACTIVE_RATIO },
+		{ GW_NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+		  GW_CATALOG_GPU_TENSOR_ACTIVE_RATIO },
+		{ GW_NVML_GPM_METRIC_DRAM_BW_UTIL,
+		  GW_CATALOG_GPU_DRAM_BANDWIDTH_UTILIZATION_RATIO },
 	};
 	struct gw_nvml *c = d->c;
 	struct gw_nvml_gpm_metrics_get mg;
@@ -517,10 +453,9 @@ static int read_gpm(struct nvml_dev *d)
 			if (mg.metrics[i].nvml_return != GW_NVML_SUCCESS)
 				continue;
 			v = mg.metrics[i].value / 100.0;
-			gw_snap_add(&d->snap, gpm[i].f, v, d->labels, NULL);
-			if (c->dcgm && gpm[i].dcgm)
-				gw_snap_add(&d->snap, gpm[i].dcgm, v,
-					    d->dcgm_labels, NULL);
+			gw_snap_add(&d->snap, &gw_catalog[gpm[i].m].fam, v,
+				    d->labels, NULL);
+			dcgm_add(d, gpm[i].m, NULL, v);
 		}
 	}
 	tmp = d->gpm_sample[0];
@@ -532,9 +467,8 @@ static int read_gpm(struct nvml_dev *d)
 
 int gw_nvml_read_fast(struct nvml_dev *d)
 {
-	struct gw_nvml *c = d->c;
 	struct gw_snap *s = &d->snap;
-	const char *L = d->labels, *D = d->dcgm_labels;
+	const char *L = d->labels;
 	struct gw_nvml_field_value fv;
 	struct gw_nvml_utilization u;
 	struct gw_nvml_memory mem;
@@ -545,9 +479,8 @@ int gw_nvml_read_fast(struct nvml_dev *d)
 	TRY(r = CALL(d, M_TEMP, device_get_temperature, d->h,
 		     GW_NVML_TEMPERATURE_GPU, &ui));
 	if (r) {
-		gw_snap_add(s, &f_temp, ui, L, NULL);
-		if (c->dcgm)
-			gw_snap_add(s, &d_temp, ui, D, NULL);
+		gw_snap_add(s, GW_FAM(GPU_TEMPERATURE_CELSIUS), ui, L, NULL);
+		dcgm_add(d, GW_CATALOG_GPU_TEMPERATURE_CELSIUS, NULL, ui);
 	}
 	memset(&fv, 0, sizeof(fv));
 	fv.field_id = GW_NVML_FI_DEV_MEMORY_TEMP;
@@ -557,82 +490,85 @@ int gw_nvml_read_fast(struct nvml_dev *d)
 		if (r < 0)
 			return r;
 		if (r) {
-			gw_snap_add(s, &f_memtemp, field_double(&fv), L, NULL);
-			if (c->dcgm)
-				gw_snap_add(s, &d_memtemp, field_double(&fv), D,
-					    NULL);
+			gw_snap_add(s, GW_FAM(GPU_MEMORY_TEMPERATURE_CELSIUS),
+				    field_double(&fv), L, NULL);
+			dcgm_add(d, GW_CATALOG_GPU_MEMORY_TEMPERATURE_CELSIUS,
+				 NULL, field_double(&fv));
 		}
 	}
 	TRY(r = CALL(d, M_POWER, device_get_power_usage, d->h, &ui));
 	if (r) {
-		gw_snap_add(s, &f_power, ui / 1000.0, L, NULL);
-		if (c->dcgm)
-			gw_snap_add(s, &d_power, ui / 1000.0, D, NULL);
+		gw_snap_add(s, GW_FAM(GPU_POWER_WATTS), ui / 1000.0, L, NULL);
+		dcgm_add(d, GW_CATALOG_GPU_POWER_WATTS, NULL, ui / 1000.0);
 	}
 	TRY(r = CALL(d, M_PLIMIT, device_get_enforced_power_limit, d->h, &ui));
 	if (r)
-		gw_snap_add(s, &f_plimit, ui / 1000.0, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_POWER_LIMIT_WATTS), ui / 1000.0, L,
+			    NULL);
 	TRY(r = CALL(d, M_ENERGY, device_get_total_energy_consumption, d->h,
 		     &ull));
 	if (r) {
-		gw_snap_add(s, &f_energy, (double)ull / 1000.0, L, NULL);
-		if (c->dcgm)
-			gw_snap_add(s, &d_energy, (double)ull, D, NULL);
+		gw_snap_add(s, GW_FAM(GPU_ENERGY_JOULES_TOTAL),
+			    (double)ull / 1000.0, L, NULL);
+		dcgm_add(d, GW_CATALOG_GPU_ENERGY_JOULES_TOTAL, NULL,
+			 (double)ull);
 	}
 	TRY(r = CALL(d, M_UTIL, device_get_utilization_rates, d->h, &u));
 	if (r) {
-		gw_snap_add(s, &f_util, u.gpu / 100.0, L, NULL);
-		gw_snap_add(s, &f_memutil, u.memory / 100.0, L, NULL);
-		if (c->dcgm) {
-			gw_snap_add(s, &d_util, u.gpu, D, NULL);
-			gw_snap_add(s, &d_memcopy, u.memory, D, NULL);
-		}
+		gw_snap_add(s, GW_FAM(GPU_UTILIZATION_RATIO), u.gpu / 100.0, L,
+			    NULL);
+		gw_snap_add(s, GW_FAM(GPU_MEMORY_UTILIZATION_RATIO),
+			    u.memory / 100.0, L, NULL);
+		dcgm_add(d, GW_CATALOG_GPU_UTILIZATION_RATIO, NULL, u.gpu);
+		dcgm_add(d, GW_CATALOG_GPU_MEMORY_UTILIZATION_RATIO, NULL,
+			 u.memory);
 	}
 	TRY(r = CALL(d, M_MEMINFO, device_get_memory_info, d->h, &mem));
 	if (r) {
-		gw_snap_add(s, &f_memused, (double)mem.used, L, NULL);
-		gw_snap_add(s, &f_memfree, (double)mem.free, L, NULL);
-		gw_snap_add(s, &f_memtotal, (double)mem.total, L, NULL);
-		if (c->dcgm) {
-			gw_snap_add(s, &d_fbused, (double)(mem.used >> 20), D,
-				    NULL);
-			gw_snap_add(s, &d_fbfree, (double)(mem.free >> 20), D,
-				    NULL);
-		}
+		gw_snap_add(s, GW_FAM(GPU_MEMORY_USED_BYTES), (double)mem.used,
+			    L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_MEMORY_FREE_BYTES), (double)mem.free,
+			    L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_MEMORY_TOTAL_BYTES),
+			    (double)mem.total, L, NULL);
+		dcgm_add(d, GW_CATALOG_GPU_MEMORY_USED_BYTES, NULL,
+			 (double)(mem.used >> 20));
+		dcgm_add(d, GW_CATALOG_GPU_MEMORY_FREE_BYTES, NULL,
+			 (double)(mem.free >> 20));
 	}
 	for (size_t i = 0; i < N(clock_domains); i++) {
 		TRY(r = CALL(d, M_CLOCK, device_get_clock_info, d->h,
 			     clock_domains[i].type, &ui));
 		if (!r)
 			continue;
-		gw_snap_add(s, &f_clock, ui * 1e6, L, "clock",
+		gw_snap_add(s, GW_FAM(GPU_CLOCK_HERTZ), ui * 1e6, L, "clock",
 			    clock_domains[i].label, NULL);
-		if (c->dcgm && clock_domains[i].type == GW_NVML_CLOCK_SM)
-			gw_snap_add(s, &d_smclock, ui, D, NULL);
-		if (c->dcgm && clock_domains[i].type == GW_NVML_CLOCK_MEM)
-			gw_snap_add(s, &d_memclock, ui, D, NULL);
+		dcgm_add(d, GW_CATALOG_GPU_CLOCK_HERTZ, clock_domains[i].label,
+			 ui);
 	}
 	TRY(r = CALL(d, M_REASONS, device_get_clocks_event_reasons, d->h, &ull));
 	if (r)
 		for (size_t i = 0; i < N(reasons); i++)
-			gw_snap_add(s, &f_reason, (ull & reasons[i].bit) ? 1 : 0,
-				    L, "reason", reasons[i].label, NULL);
+			gw_snap_add(s, GW_FAM(GPU_CLOCK_EVENT_ACTIVE),
+				    (ull & reasons[i].bit) ? 1 : 0, L, "reason",
+				    reasons[i].label, NULL);
 	TRY(r = CALL(d, M_FAN, device_get_fan_speed, d->h, &ui));
 	if (r)
-		gw_snap_add(s, &f_fan, ui / 100.0, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_FAN_SPEED_RATIO), ui / 100.0, L,
+			    NULL);
 	TRY(r = CALL(d, M_PSTATE, device_get_performance_state, d->h, &pstate));
 	if (r && pstate >= 0 && pstate <= 15)
-		gw_snap_add(s, &f_pstate, pstate, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_PERFORMANCE_STATE), pstate, L, NULL);
 	TRY(r = CALL(d, M_PCIE_TP, device_get_pcie_throughput, d->h,
 		     GW_NVML_PCIE_UTIL_TX_BYTES, &ui));
 	if (r)
-		gw_snap_add(s, &f_pcie_tp, ui * 1024.0, L, "direction", "tx",
-			    NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_THROUGHPUT_BYTES_PER_SECOND),
+			    ui * 1024.0, L, "direction", "tx", NULL);
 	TRY(r = CALL(d, M_PCIE_TP, device_get_pcie_throughput, d->h,
 		     GW_NVML_PCIE_UTIL_RX_BYTES, &ui));
 	if (r)
-		gw_snap_add(s, &f_pcie_tp, ui * 1024.0, L, "direction", "rx",
-			    NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_THROUGHPUT_BYTES_PER_SECOND),
+			    ui * 1024.0, L, "direction", "rx", NULL);
 	TRY(read_processes(d));
 	TRY(read_gpm(d));
 	return 0;
@@ -680,7 +616,7 @@ static int read_nvlink(struct nvml_dev *d)
 		}
 		links++;
 		snprintf(link, sizeof(link), "%u", l);
-		gw_snap_add(&d->snap, &f_nvlink_up,
+		gw_snap_add(&d->snap, GW_FAM(GPU_NVLINK_UP),
 			    st == GW_NVML_FEATURE_ENABLED, d->labels, "link",
 			    link, NULL);
 		active += st == GW_NVML_FEATURE_ENABLED;
@@ -690,9 +626,10 @@ static int read_nvlink(struct nvml_dev *d)
 			TRY(r = CALL(d, M_NVLINK_ERR, device_get_nvlink_error_counter,
 				     d->h, l, errs[k].counter, &v));
 			if (r)
-				gw_snap_add(&d->snap, &f_nvlink_err, (double)v,
-					    d->labels, "link", link, "type",
-					    errs[k].label, NULL);
+				gw_snap_add(&d->snap,
+					    GW_FAM(GPU_NVLINK_ERRORS_TOTAL),
+					    (double)v, d->labels, "link", link,
+					    "type", errs[k].label, NULL);
 		}
 	}
 	if (d->nvlink_links < 0)
@@ -701,7 +638,8 @@ static int read_nvlink(struct nvml_dev *d)
 		d->unsupported |= 1ULL << M_NVLINK;
 		return 0;
 	}
-	gw_snap_add(&d->snap, &f_nvlink_active, active, d->labels, NULL);
+	gw_snap_add(&d->snap, GW_FAM(GPU_NVLINK_LINKS_ACTIVE), active,
+		    d->labels, NULL);
 	memset(fv, 0, sizeof(fv));
 	fv[0].field_id = GW_NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
 	fv[1].field_id = GW_NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
@@ -710,7 +648,7 @@ static int read_nvlink(struct nvml_dev *d)
 	for (int i = 0; r > 0 && i < 2; i++) {
 		if (fv[i].nvml_return != GW_NVML_SUCCESS)
 			continue;
-		gw_snap_add(&d->snap, &f_nvlink_bytes,
+		gw_snap_add(&d->snap, GW_FAM(GPU_NVLINK_DATA_BYTES_TOTAL),
 			    field_double(&fv[i]) * 1024, d->labels, "direction",
 			    i ? "rx" : "tx", NULL);
 	}
@@ -722,10 +660,9 @@ int gw_nvml_read_detail(struct nvml_dev *d)
 	static const struct {
 		int type;
 		const char *label;
-		const struct gw_family *dcgm;
 	} ecc[] = {
-		{ GW_NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected", &d_sbe },
-		{ GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected", &d_dbe },
+		{ GW_NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected" },
+		{ GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected" },
 	};
 	struct gw_nvml *c = d->c;
 	struct gw_snap *s = &d->snap;
@@ -739,52 +676,58 @@ int gw_nvml_read_detail(struct nvml_dev *d)
 			     ecc[i].type, GW_NVML_AGGREGATE_ECC, &ull));
 		if (!r)
 			continue;
-		gw_snap_add(s, &f_ecc, (double)ull, L, "type", ecc[i].label,
-			    NULL);
+		gw_snap_add(s, GW_FAM(GPU_ECC_ERRORS_TOTAL), (double)ull, L,
+			    "type", ecc[i].label, NULL);
+		/* dcgm-exporter's counts are the volatile ones. */
 		if (c->dcgm) {
 			TRY(r = CALL(d, M_ECC, device_get_total_ecc_errors, d->h,
 				     ecc[i].type, GW_NVML_VOLATILE_ECC, &ull));
 			if (r)
-				gw_snap_add(s, ecc[i].dcgm, (double)ull,
-					    d->dcgm_labels, NULL);
+				dcgm_add(d, GW_CATALOG_GPU_ECC_ERRORS_TOTAL,
+					 ecc[i].label, (double)ull);
 		}
 	}
 	TRY(r = CALL(d, M_REMAP, device_get_remapped_rows, d->h, &corr, &unc,
 		     &pending, &failed));
 	if (r) {
-		gw_snap_add(s, &f_remap, corr, L, "type", "correctable", NULL);
-		gw_snap_add(s, &f_remap, unc, L, "type", "uncorrectable", NULL);
-		gw_snap_add(s, &f_remap_pending, pending != 0, L, NULL);
-		gw_snap_add(s, &f_remap_failed, failed != 0, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_REMAPPED_ROWS_TOTAL), corr, L, "type",
+			    "correctable", NULL);
+		gw_snap_add(s, GW_FAM(GPU_REMAPPED_ROWS_TOTAL), unc, L, "type",
+			    "uncorrectable", NULL);
+		gw_snap_add(s, GW_FAM(GPU_REMAPPED_ROWS_PENDING), pending != 0,
+			    L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_REMAPPED_ROWS_FAILURE), failed != 0,
+			    L, NULL);
 	}
 	TRY(r = CALL(d, M_PCIE_GEN, device_get_curr_pcie_link_generation, d->h,
 		     &ui));
 	if (r)
-		gw_snap_add(s, &f_pcie_gen, ui, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_LINK_GENERATION), ui, L, NULL);
 	TRY(r = CALL(d, M_PCIE_GEN_MAX, device_get_max_pcie_link_generation,
 		     d->h, &ui));
 	if (r)
-		gw_snap_add(s, &f_pcie_gen_max, ui, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_LINK_GENERATION_MAX), ui, L,
+			    NULL);
 	TRY(r = CALL(d, M_PCIE_WIDTH, device_get_curr_pcie_link_width, d->h,
 		     &ui));
 	if (r)
-		gw_snap_add(s, &f_pcie_width, ui, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_LINK_WIDTH), ui, L, NULL);
 	TRY(r = CALL(d, M_PCIE_WIDTH_MAX, device_get_max_pcie_link_width, d->h,
 		     &ui));
 	if (r)
-		gw_snap_add(s, &f_pcie_width_max, ui, L, NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_LINK_WIDTH_MAX), ui, L, NULL);
 	TRY(r = CALL(d, M_REPLAY, device_get_pcie_replay_counter, d->h, &ui));
 	if (r) {
-		gw_snap_add(s, &f_replay, ui, L, NULL);
-		if (c->dcgm)
-			gw_snap_add(s, &d_replay, ui, d->dcgm_labels, NULL);
+		gw_snap_add(s, GW_FAM(GPU_PCIE_REPLAY_ERRORS_TOTAL), ui, L,
+			    NULL);
+		dcgm_add(d, GW_CATALOG_GPU_PCIE_REPLAY_ERRORS_TOTAL, NULL, ui);
 	}
 	for (size_t i = 0; i < N(clock_domains); i++) {
 		TRY(r = CALL(d, M_MAXCLOCK, device_get_max_clock_info, d->h,
 			     clock_domains[i].type, &ui));
 		if (r)
-			gw_snap_add(s, &f_maxclock, ui * 1e6, L, "clock",
-				    clock_domains[i].label, NULL);
+			gw_snap_add(s, GW_FAM(GPU_CLOCK_MAX_HERTZ), ui * 1e6, L,
+				    "clock", clock_domains[i].label, NULL);
 	}
 	TRY(read_nvlink(d));
 	return 0;

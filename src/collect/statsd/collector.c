@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/worker.h"
+#include "pipeline/catalog.h"
 
 #define BATCH	    32
 #define DGRAM_MAX   65536
@@ -44,29 +45,6 @@
 enum { T_UDP, T_UNIX, NT };
 
 static const char *const transport_names[NT] = {"udp", "unix"};
-
-static const struct gw_family
-    f_up = {"gpuwatch_statsd_up",
-	    "1 when the StatsD socket is bound, by transport and address.",
-	    GW_GAUGE},
-    f_dgrams = {"gpuwatch_statsd_datagrams_total",
-		"StatsD datagrams received, by transport.", GW_COUNTER},
-    f_lines = {"gpuwatch_statsd_lines_total",
-	       "StatsD lines received (not empty).", GW_COUNTER},
-    f_malformed = {"gpuwatch_statsd_malformed_total",
-		   "StatsD lines that did not parse, by reason.", GW_COUNTER},
-    f_unsupported = {"gpuwatch_statsd_unsupported_total",
-		     "DogStatsD events and service checks (ignored).",
-		     GW_COUNTER},
-    f_refused = {"gpuwatch_statsd_refused_total",
-		 "StatsD lines or values not kept, by reason (caps, "
-		 "type conflicts, reserved names).",
-		 GW_COUNTER},
-    f_series = {"gpuwatch_statsd_series", "StatsD series kept.", GW_GAUGE},
-    f_expired = {"gpuwatch_statsd_expired_total",
-		 "StatsD series dropped after going quiet.", GW_COUNTER},
-    f_rxerr = {"gpuwatch_statsd_receive_errors_total",
-	       "Failed or truncated StatsD datagram reads.", GW_COUNTER};
 
 struct gw_statsd_rx {
 	int fd[NT]; /* -1 when off or down */
@@ -437,22 +415,30 @@ void gw_statsd_rx_publish(struct gw_statsd_rx *rx, struct gw_snap *s,
 	for (int t = 0; t < NT; t++) {
 		if (!rx->configured[t])
 			continue;
-		gw_snap_add(s, &f_up, rx->fd[t] >= 0, NULL, "transport",
-			    transport_names[t], "address", rx->addr[t], NULL);
-		gw_snap_add(s, &f_dgrams, (double)rx->c.datagrams[t], NULL,
-			    "transport", transport_names[t], NULL);
+		gw_snap_add(s, GW_FAM(STATSD_UP), rx->fd[t] >= 0, NULL,
+			    "transport", transport_names[t], "address",
+			    rx->addr[t], NULL);
+		gw_snap_add(s, GW_FAM(STATSD_DATAGRAMS_TOTAL),
+			    (double)rx->c.datagrams[t], NULL, "transport",
+			    transport_names[t], NULL);
 	}
-	gw_snap_add(s, &f_lines, (double)rx->c.lines, NULL, NULL);
+	gw_snap_add(s, GW_FAM(STATSD_LINES_TOTAL), (double)rx->c.lines, NULL,
+		    NULL);
 	for (int r = GW_STATSD_BAD_NAME; r < GW_STATSD_NRESULTS; r++)
-		gw_snap_add(s, &f_malformed, (double)rx->malformed[r], NULL,
-			    "reason", gw_statsd_result_name(r), NULL);
-	gw_snap_add(s, &f_unsupported, (double)rx->unsupported, NULL, NULL);
+		gw_snap_add(s, GW_FAM(STATSD_MALFORMED_TOTAL),
+			    (double)rx->malformed[r], NULL, "reason",
+			    gw_statsd_result_name(r), NULL);
+	gw_snap_add(s, GW_FAM(STATSD_UNSUPPORTED_TOTAL),
+		    (double)rx->unsupported, NULL, NULL);
 	for (int r = 1; r < GW_STATSD_NREFUSALS; r++)
-		gw_snap_add(s, &f_refused, (double)st.refused[r], NULL,
-			    "reason", gw_statsd_refusal_name(r), NULL);
-	gw_snap_add(s, &f_series, (double)st.series, NULL, NULL);
-	gw_snap_add(s, &f_expired, (double)st.expired, NULL, NULL);
-	gw_snap_add(s, &f_rxerr, (double)rx->c.receive_errors, NULL, NULL);
+		gw_snap_add(s, GW_FAM(STATSD_REFUSED_TOTAL),
+			    (double)st.refused[r], NULL, "reason",
+			    gw_statsd_refusal_name(r), NULL);
+	gw_snap_add(s, GW_FAM(STATSD_SERIES), (double)st.series, NULL, NULL);
+	gw_snap_add(s, GW_FAM(STATSD_EXPIRED_TOTAL), (double)st.expired, NULL,
+		    NULL);
+	gw_snap_add(s, GW_FAM(STATSD_RECEIVE_ERRORS_TOTAL),
+		    (double)rx->c.receive_errors, NULL, NULL);
 }
 
 void gw_statsd_rx_counts(const struct gw_statsd_rx *rx,
