@@ -458,6 +458,16 @@ struct statsd_col {
 	double next_pub;
 };
 
+/* The receiver's poll watches the worker's stop fd: set by the thread
+ * itself, which alone polls. */
+static int rx_init(struct gw_worker *w, void *arg)
+{
+	struct statsd_col *c = arg;
+
+	gw_statsd_rx_wake_fd(c->rx, gw_worker_stop_fd(w));
+	return 0;
+}
+
 /* Publishes when due, then waits for datagrams until the next publication
  * (at most POLL_MAX_MS) or a stop request. */
 static double rx_round(struct gw_worker *w, void *arg)
@@ -490,6 +500,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	};
 	struct gw_worker_opts wo = {
 	    .name = "gw-statsd",
+	    .init = rx_init,
 	    .round = rx_round,
 	    .table = env->workers,
 	};
@@ -518,7 +529,6 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	r = gw_worker_start(&wo, &c->w);
 	if (r)
 		goto err;
-	gw_statsd_rx_wake_fd(c->rx, gw_worker_stop_fd(c->w));
 	*priv = c;
 	return 0;
 err:
