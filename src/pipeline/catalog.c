@@ -122,65 +122,61 @@ static const char *type_word(enum gw_metric_type t)
 }
 
 /* Text in a table cell: '|' escaped. */
-static int add_cell(struct gw_buf *out, const char *s)
+static void add_cell(struct gw_buf *out, const char *s)
 {
-	int err = 0;
-
-	for (const char *p = s; *p && !err; p++)
-		err = *p == '|' ? gw_buf_adds(out, "\\|") : gw_buf_add(out, p, 1);
-	return err;
+	for (const char *p = s; *p; p++) {
+		if (*p == '|')
+			gw_buf_puts(out, "\\|");
+		else
+			gw_buf_put(out, p, 1);
+	}
 }
 
 /* `a`, `b`, *set named by the configuration* */
-static int add_labels(struct gw_buf *out, const char *labels)
+static void add_labels(struct gw_buf *out, const char *labels)
 {
-	const char *p = labels;
-	int err = 0;
-
-	while (*p && !err) {
+	for (const char *p = labels; *p;) {
 		size_t n = strcspn(p, ",");
 
 		if (p != labels)
-			err = gw_buf_adds(out, ", ");
-		if (!err && p[0] == '<' && n > 2 && p[n - 1] == '>')
-			err = gw_buf_printf(out, "*%.*s*", (int)(n - 2), p + 1);
-		else if (!err)
-			err = gw_buf_printf(out, "`%.*s`", (int)n, p);
+			gw_buf_puts(out, ", ");
+		if (p[0] == '<' && n > 2 && p[n - 1] == '>')
+			gw_buf_putf(out, "*%.*s*", (int)(n - 2), p + 1);
+		else
+			gw_buf_putf(out, "`%.*s`", (int)n, p);
 		p += n;
 		if (*p == ',')
 			p++;
 	}
-	return err;
 }
 
 /* `name{label="value"}` of a dcgm-exporter row's mirrored series. */
-static int add_mirrored(struct gw_buf *out, const struct gw_catalog_entry *e)
+static void add_mirrored(struct gw_buf *out, const struct gw_catalog_entry *e)
 {
 	const char *of = gw_catalog[e->dcgm_of].fam.name;
 
 	if (e->dcgm_value)
-		return gw_buf_printf(out, "`%s{%s=\"%s\"}`", of, e->dcgm_label,
-				     e->dcgm_value);
-	return gw_buf_printf(out, "`%s`", of);
+		gw_buf_putf(out, "`%s{%s=\"%s\"}`", of, e->dcgm_label,
+			    e->dcgm_value);
+	else
+		gw_buf_putf(out, "`%s`", of);
 }
 
 /* The dcgm-exporter names mirroring ours, or nothing. */
-static int add_twins(struct gw_buf *out, int id)
+static void add_twins(struct gw_buf *out, int id)
 {
-	int err = 0, n = 0;
+	int n = 0;
 
-	for (size_t i = 0; i < GW_CATALOG_COUNT && !err; i++) {
+	for (size_t i = 0; i < GW_CATALOG_COUNT; i++) {
 		const struct gw_catalog_entry *e = &gw_catalog[i];
 
 		if (e->dcgm_of != id)
 			continue;
-		err = gw_buf_printf(out, "%s`%s`", n++ ? ", " : "",
-				    e->fam.name);
-		if (!err && e->dcgm_value)
-			err = gw_buf_printf(out, " (%s=\"%s\")", e->dcgm_label,
-					    e->dcgm_value);
+		gw_buf_putf(out, "%s`%s`", n++ ? ", " : "", e->fam.name);
+		if (e->dcgm_value)
+			gw_buf_putf(out, " (%s=\"%s\")", e->dcgm_label,
+				    e->dcgm_value);
 	}
-	return err;
 }
 
 static int has_twins(enum gw_catalog_source src)
@@ -194,80 +190,62 @@ static int has_twins(enum gw_catalog_source src)
 	return 0;
 }
 
-static int add_dcgm_section(struct gw_buf *out)
+static void add_dcgm_section(struct gw_buf *out)
 {
-	int err = gw_buf_adds(out, "| name | type | unit | labels | mirrors | "
-				   "meaning |\n|---|---|---|---|---|---|\n");
-
-	for (size_t i = 0; i < GW_CATALOG_COUNT && !err; i++) {
+	gw_buf_puts(out, "| name | type | unit | labels | mirrors | "
+			 "meaning |\n|---|---|---|---|---|---|\n");
+	for (size_t i = 0; i < GW_CATALOG_COUNT; i++) {
 		const struct gw_catalog_entry *e = &gw_catalog[i];
 
 		if (e->source != GW_CATALOG_SRC_DCGM)
 			continue;
-		err = gw_buf_printf(out, "| `%s` | %s | ", e->fam.name,
-				    type_word(e->fam.type));
-		if (!err)
-			err = add_cell(out, e->unit);
-		if (!err)
-			err = gw_buf_adds(out, " | ");
-		if (!err)
-			err = add_labels(out, e->labels);
-		if (!err)
-			err = gw_buf_adds(out, " | ");
-		if (!err)
-			err = add_mirrored(out, e);
-		if (!err && e->dcgm_note)
-			err = gw_buf_adds(out, "; ");
-		if (!err && e->dcgm_note)
-			err = add_cell(out, e->dcgm_note);
-		if (!err)
-			err = gw_buf_adds(out, " | ");
-		if (!err)
-			err = add_cell(out, e->fam.help);
-		if (!err)
-			err = gw_buf_adds(out, " |\n");
+		gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
+			    type_word(e->fam.type));
+		add_cell(out, e->unit);
+		gw_buf_puts(out, " | ");
+		add_labels(out, e->labels);
+		gw_buf_puts(out, " | ");
+		add_mirrored(out, e);
+		if (e->dcgm_note) {
+			gw_buf_puts(out, "; ");
+			add_cell(out, e->dcgm_note);
+		}
+		gw_buf_puts(out, " | ");
+		add_cell(out, e->fam.help);
+		gw_buf_puts(out, " |\n");
 	}
-	return err;
 }
 
-static int add_section(struct gw_buf *out, enum gw_catalog_source src)
+static void add_section(struct gw_buf *out, enum gw_catalog_source src)
 {
 	int twins = has_twins(src);
-	int err = gw_buf_printf(out, "| name | type | unit | labels |%s "
-				     "meaning |\n|---|---|---|---|%s---|\n",
-				twins ? " dcgm-exporter |" : "",
-				twins ? "---|" : "");
 
-	for (size_t i = 0; i < GW_CATALOG_COUNT && !err; i++) {
+	gw_buf_putf(out, "| name | type | unit | labels |%s "
+			 "meaning |\n|---|---|---|---|%s---|\n",
+		    twins ? " dcgm-exporter |" : "", twins ? "---|" : "");
+	for (size_t i = 0; i < GW_CATALOG_COUNT; i++) {
 		const struct gw_catalog_entry *e = &gw_catalog[i];
 
 		if (e->source != src)
 			continue;
-		err = gw_buf_printf(out, "| `%s` | %s | ", e->fam.name,
-				    type_word(e->fam.type));
-		if (!err)
-			err = add_cell(out, e->unit);
-		if (!err)
-			err = gw_buf_adds(out, " | ");
-		if (!err)
-			err = add_labels(out, e->labels);
-		if (!err && twins)
-			err = gw_buf_adds(out, " | ");
-		if (!err && twins)
-			err = add_twins(out, (int)i);
-		if (!err)
-			err = gw_buf_adds(out, " | ");
-		if (!err)
-			err = add_cell(out, e->fam.help);
-		if (!err)
-			err = gw_buf_adds(out, " |\n");
+		gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
+			    type_word(e->fam.type));
+		add_cell(out, e->unit);
+		gw_buf_puts(out, " | ");
+		add_labels(out, e->labels);
+		if (twins) {
+			gw_buf_puts(out, " | ");
+			add_twins(out, (int)i);
+		}
+		gw_buf_puts(out, " | ");
+		add_cell(out, e->fam.help);
+		gw_buf_puts(out, " |\n");
 	}
-	return err;
 }
 
 int gw_catalog_markdown(struct gw_buf *out)
 {
-	int err = gw_buf_adds(
+	gw_buf_puts(
 		out,
 		"# Metrics\n"
 		"\n"
@@ -287,14 +265,13 @@ int gw_catalog_markdown(struct gw_buf *out)
 		"sent over StatsD are named by the application: see "
 		"`metrics-conventions.md`.\n");
 
-	for (int s = 0; s < GW_CATALOG_SRC_COUNT && !err; s++) {
-		err = gw_buf_printf(out, "\n## %s\n\n%s\n\n", sections[s].title,
-				    sections[s].intro);
-		if (!err)
-			err = s == GW_CATALOG_SRC_DCGM ?
-				      add_dcgm_section(out) :
-				      add_section(out,
-						  (enum gw_catalog_source)s);
+	for (int s = 0; s < GW_CATALOG_SRC_COUNT; s++) {
+		gw_buf_putf(out, "\n## %s\n\n%s\n\n", sections[s].title,
+			    sections[s].intro);
+		if (s == GW_CATALOG_SRC_DCGM)
+			add_dcgm_section(out);
+		else
+			add_section(out, (enum gw_catalog_source)s);
 	}
-	return err;
+	return gw_buf_error(out);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * promql.h - the PromQL subset: lexer (promql_lex.c), parser
- * (promql_parse.c) and evaluator (promql_eval.c, with its numerics in
+ * (promql_parse.c) and evaluator (promql_eval.c, with aggregation in
+ * promql_agg.c, binary operators in promql_binop.c, its numerics in
  * promql_fn.c and its JSON in promql_json.c) over a struct gw_queryable
  * (store/query.h).
  *

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * promql_eval.c - evaluation of the PromQL subset (promql.h) over a struct
- * gw_queryable (store/query.h).  The numerics it calls are in promql_fn.c
- * (promql_int.h); results are written as JSON by promql_json.c.
+ * gw_queryable (store/query.h): the evaluator's core (its state, label set
+ * interning, values, selectors, functions, dispatch, loading and the entry
+ * points).  Aggregation is in promql_agg.c, binary operators and vector
+ * matching in promql_binop.c, the numerics in promql_fn.c, all sharing
+ * promql_int.h; results are written as JSON by promql_json.c.
  *
  * Two phases.  Loading: every selector node of the expression is read with
  * one select() covering the whole query interval, all from one tier chosen
@@ -37,7 +40,6 @@
 #define MAX_DEPTH	    (2 * GW_PROMQL_MAX_DEPTH)
 #define MAX_LSETS	    (1u << 24) /* distinct label sets per query */
 #define KEY_MAX		    (1u << 20)
-#define MEMO		    4
 
 #define MSG_TOO_MANY                                                           \
 	"query processing would load too many samples into memory in query "   \
@@ -46,88 +48,12 @@
 #define MSG_CANCELLED	 "query cancelled: the agent is stopping"
 #define MSG_DUP_LABELSET "vector cannot contain metrics with the same labelset"
 
-/* An interned label set. */
-struct lset {
-	struct gw_labels l;
-	char *key;
-	size_t klen;
-	uint64_t hash;
-	uint64_t mark, mark2; /* stamps of the current operation */
-	size_t idx;	      /* set together with mark */
-	size_t out;	      /* range query: output series index + 1 */
-	struct {
-		const void *by;
-		struct lset *to;
-	} memo[MEMO];
-	unsigned memo_next;
-};
-
-struct ltab {
-	struct lset **slot;
-	size_t cap, n;
-};
-
-/* A loaded selector. */
-struct sel {
-	const struct gw_pq_node *node;
-	struct gw_series_set set;
-	struct lset **ls; /* per series */
-};
-
-struct smp {
-	struct lset *ls;
-	double v;
-};
-
-struct vec {
-	struct smp *p;
-	size_t n, cap;
-};
-
-struct val {
-	enum gw_pq_type type;
-	double s;
-	const char *str;
-	struct vec v;
-};
-
-/* A range query's output series under construction. */
-struct oser {
-	struct lset *ls;
-	struct gw_qpoint *p;
-	size_t n, cap;
-};
-
-struct ev {
-	const struct gw_queryable *q;
-	struct gw_qresult *res;
-	int64_t lookback;
-	enum gw_tier tier;
-	struct gw_query_limits lim;
-	struct sel *sel;
-	size_t nsel, capsel;
-	struct ltab tab;
-	struct gw_buf kb;
-	struct lset *empty;
-	uint64_t stamp;
-	int depth;
-	/* scratch */
-	int64_t *st;
-	double *sv;
-	size_t scap;
-	size_t *ix;
-	size_t ixcap;
-	/* range query output */
-	struct oser *outs;
-	size_t nout, capout;
-};
-
 static const char noname_key; /* memo key: the set without __name__ */
 
 /* ---- errors ---- */
 
-__attribute__((format(printf, 4, 5))) static int
-fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) int
+gw_pqe_fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -140,9 +66,9 @@ fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...)
 	return err;
 }
 
-static int malformed(struct ev *ev)
+int gw_pqe_malformed(struct ev *ev)
 {
-	return fail(ev, GW_QERR_INTERNAL, -EINVAL, "malformed expression");
+	return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL, "malformed expression");
 }
 
 static uint64_t now_ns(void)
@@ -268,7 +194,7 @@ static void tab_release(struct ltab *t)
 
 /* The set derived from s by gw_labels_project(names, keep, drop), memoised
  * under key (one key per distinct derivation). */
-static int derive(struct ev *ev, struct lset *s, const void *key,
+int gw_pqe_derive(struct ev *ev, struct lset *s, const void *key,
 		  char *const *names, size_t n, bool keep, bool drop,
 		  struct lset **out)
 {
@@ -293,58 +219,18 @@ static int derive(struct ev *ev, struct lset *s, const void *key,
 	return 0;
 }
 
-static int noname(struct ev *ev, struct lset *s, struct lset **out)
+int gw_pqe_noname(struct ev *ev, struct lset *s, struct lset **out)
 {
 	if (!gw_labels_get(&s->l, "__name__")) {
 		*out = s;
 		return 0;
 	}
-	return derive(ev, s, &noname_key, NULL, 0, false, true, out);
-}
-
-/* Prometheus' Labels.String(): {a="b", c="d"} (for error messages). */
-static void lstr(const struct gw_labels *l, char *dst, size_t cap)
-{
-	size_t n = 0;
-
-#define PUT(c)                                                                 \
-	do {                                                                   \
-		if (n + 1 < cap)                                               \
-			dst[n++] = (c);                                        \
-	} while (0)
-	PUT('{');
-	for (size_t i = 0; i < l->n; i++) {
-		if (i) {
-			PUT(',');
-			PUT(' ');
-		}
-		for (const char *p = l->v[i].name; *p; p++)
-			PUT(*p);
-		PUT('=');
-		PUT('"');
-		for (const char *p = l->v[i].value; *p; p++) {
-			if (*p == '"' || *p == '\\') {
-				PUT('\\');
-				PUT(*p);
-			} else if (*p == '\n') {
-				PUT('\\');
-				PUT('n');
-			} else {
-				PUT(*p);
-			}
-		}
-		PUT('"');
-	}
-	PUT('}');
-#undef PUT
-	dst[n] = '\0';
-	if (n + 1 == cap && cap > 5) /* truncated: keep it readable */
-		memcpy(dst + cap - 5, "...}", 5);
+	return gw_pqe_derive(ev, s, &noname_key, NULL, 0, false, true, out);
 }
 
 /* ---- values ---- */
 
-static int vpush(struct vec *v, struct lset *ls, double x)
+int gw_pqe_vpush(struct vec *v, struct lset *ls, double x)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 8;
@@ -361,13 +247,13 @@ static int vpush(struct vec *v, struct lset *ls, double x)
 	return 0;
 }
 
-static void val_release(struct val *v)
+void gw_pqe_val_release(struct val *v)
 {
 	free(v->v.p);
 	memset(v, 0, sizeof(*v));
 }
 
-static int scratch(struct ev *ev, size_t n)
+int gw_pqe_scratch(struct ev *ev, size_t n)
 {
 	if (n <= ev->scap)
 		return 0;
@@ -389,7 +275,7 @@ static int scratch(struct ev *ev, size_t n)
 	return 0;
 }
 
-static int scratch_ix(struct ev *ev, size_t n)
+int gw_pqe_scratch_ix(struct ev *ev, size_t n)
 {
 	if (n <= ev->ixcap)
 		return 0;
@@ -407,22 +293,17 @@ static int scratch_ix(struct ev *ev, size_t n)
 }
 
 /* Two sets of the vector equal after a name drop: Prometheus' error. */
-static int check_dups(struct ev *ev, const struct vec *v)
+int gw_pqe_check_dups(struct ev *ev, const struct vec *v)
 {
 	uint64_t st = ++ev->stamp;
 
 	for (size_t i = 0; i < v->n; i++) {
 		if (v->p[i].ls->mark == st)
-			return fail(ev, GW_QERR_EXECUTION, -EINVAL,
+			return gw_pqe_fail(ev, GW_QERR_EXECUTION, -EINVAL,
 				    MSG_DUP_LABELSET);
 		v->p[i].ls->mark = st;
 	}
 	return 0;
-}
-
-static bool is_cmp(enum gw_pq_binop op)
-{
-	return op >= GW_OP_EQ && op <= GW_OP_LE;
 }
 
 /* ---- time arithmetic, saturating ---- */
@@ -515,7 +396,7 @@ static int points(struct ev *ev, const struct gw_series_data *d, size_t lo,
 		*n = hi - lo;
 		return 0;
 	}
-	err = scratch(ev, hi - lo);
+	err = gw_pqe_scratch(ev, hi - lo);
 	if (err)
 		return err;
 	for (size_t i = lo; i < hi; i++) {
@@ -542,7 +423,7 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	int err;
 
 	if (!s)
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	if (ev->tier != GW_TIER_RAW && lb < 2 * gw_tier_width(ev->tier))
 		lb = 2 * gw_tier_width(ev->tier);
 	out->type = GW_TYPE_VECTOR;
@@ -554,13 +435,13 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			k = upper_raw(d, at);
 			if (k == 0 || d->t[k - 1] <= sat_sub(at, lb))
 				continue;
-			err = vpush(&out->v, s->ls[i], d->v[k - 1]);
+			err = gw_pqe_vpush(&out->v, s->ls[i], d->v[k - 1]);
 		} else {
 			k = upper_rollup(d, at);
 			if (k == 0 || d->r[k - 1].t <= sat_sub(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
-			err = vpush(&out->v, s->ls[i], d->r[k - 1].last);
+			err = gw_pqe_vpush(&out->v, s->ls[i], d->r[k - 1].last);
 		}
 		if (err)
 			return err;
@@ -568,20 +449,17 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	return 0;
 }
 
-static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-		struct val *out);
-
-static int eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			   double *out)
 {
 	struct val v = {0};
-	int err = eval(ev, n, t, &v);
+	int err = gw_pqe_eval(ev, n, t, &v);
 
 	if (!err && v.type != GW_TYPE_SCALAR)
-		err = malformed(ev);
+		err = gw_pqe_malformed(ev);
 	if (!err)
 		*out = v.s;
-	val_release(&v);
+	gw_pqe_val_release(&v);
 	return err;
 }
 
@@ -597,12 +475,12 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	int err;
 
 	if (n->u.call.nargs != (quant ? 2u : 1u))
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	m = unparen(n->u.call.args[quant ? 1 : 0]);
 	if (!m || m->kind != GW_PQ_MATRIX || !(s = find_sel(ev, m)))
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	if (quant) {
-		err = eval_scalar_arg(ev, n->u.call.args[0], t, &phi);
+		err = gw_pqe_eval_scalar_arg(ev, n->u.call.args[0], t, &phi);
 		if (err)
 			return err;
 	}
@@ -640,7 +518,7 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		default:
 			if (d->tier == GW_TIER_RAW) {
 				/* ev->sv: quantile_over_time's sort space */
-				err = quant ? scratch(ev, hi - lo) : 0;
+				err = quant ? gw_pqe_scratch(ev, hi - lo) : 0;
 				if (!err)
 					err = gw_pqe_over_time_raw(
 					    fn, phi, d->v + lo, hi - lo, ev->sv,
@@ -657,15 +535,15 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			continue;
 		/* last_over_time acts like offset and keeps the name. */
 		if (fn != GW_FN_LAST_OVER_TIME) {
-			err = noname(ev, ls, &ls);
+			err = gw_pqe_noname(ev, ls, &ls);
 			if (err)
 				return err;
 		}
-		err = vpush(&out->v, ls, x);
+		err = gw_pqe_vpush(&out->v, ls, x);
 		if (err)
 			return err;
 	}
-	return fn == GW_FN_LAST_OVER_TIME ? 0 : check_dups(ev, &out->v);
+	return fn == GW_FN_LAST_OVER_TIME ? 0 : gw_pqe_check_dups(ev, &out->v);
 }
 
 static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
@@ -687,38 +565,38 @@ static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		return eval_range_fn(ev, n, t, out);
 	}
 	if (n->u.call.nargs != 1)
-		return malformed(ev);
-	err = eval(ev, n->u.call.args[0], t, &a);
+		return gw_pqe_malformed(ev);
+	err = gw_pqe_eval(ev, n->u.call.args[0], t, &a);
 	if (err)
 		goto out;
 	switch (n->u.call.fn) {
 	case GW_FN_ABS:
 		if (a.type != GW_TYPE_VECTOR) {
-			err = malformed(ev);
+			err = gw_pqe_malformed(ev);
 			break;
 		}
 		out->type = GW_TYPE_VECTOR;
 		for (size_t i = 0; i < a.v.n && !err; i++) {
 			struct lset *ls;
 
-			err = noname(ev, a.v.p[i].ls, &ls);
+			err = gw_pqe_noname(ev, a.v.p[i].ls, &ls);
 			if (!err)
-				err = vpush(&out->v, ls, fabs(a.v.p[i].v));
+				err = gw_pqe_vpush(&out->v, ls, fabs(a.v.p[i].v));
 		}
 		if (!err)
-			err = check_dups(ev, &out->v);
+			err = gw_pqe_check_dups(ev, &out->v);
 		break;
 	case GW_FN_VECTOR:
 		if (a.type != GW_TYPE_SCALAR) {
-			err = malformed(ev);
+			err = gw_pqe_malformed(ev);
 			break;
 		}
 		out->type = GW_TYPE_VECTOR;
-		err = vpush(&out->v, ev->empty, a.s);
+		err = gw_pqe_vpush(&out->v, ev->empty, a.s);
 		break;
 	default: /* GW_FN_SCALAR */
 		if (a.type != GW_TYPE_VECTOR) {
-			err = malformed(ev);
+			err = gw_pqe_malformed(ev);
 			break;
 		}
 		out->type = GW_TYPE_SCALAR;
@@ -726,369 +604,17 @@ static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		break;
 	}
 out:
-	val_release(&a);
+	gw_pqe_val_release(&a);
 	return err;
 }
 
-/* ---- aggregation ---- */
-
-struct grp {
-	struct lset *ls;
-	struct gw_pqe_mean m;
-	double v;
-	size_t count;
-};
-
-/* Order of samples for topk/bottomk/quantile: by group, then best first. */
-struct ksort {
-	const struct smp *p;
-	const size_t *gi;
-	bool top;
-};
-
-static int ksort_cmp(const struct ksort *k, size_t a, size_t b)
-{
-	double x = k->p[a].v, y = k->p[b].v;
-
-	if (k->gi[a] != k->gi[b])
-		return k->gi[a] < k->gi[b] ? -1 : 1;
-	/* NaN last for both topk and bottomk, as Prometheus. */
-	if (isnan(x) != isnan(y))
-		return isnan(x) ? 1 : -1;
-	if (x != y && !isnan(x))
-		return (k->top ? x > y : x < y) ? -1 : 1;
-	return gw_labels_cmp(&k->p[a].ls->l, &k->p[b].ls->l);
-}
-
-/* Merge sort of idx[0..n) (stable, no global state), tmp of n entries. */
-static void ksort_run(const struct ksort *k, size_t *idx, size_t *tmp, size_t n)
-{
-	if (n < 2)
-		return;
-	size_t h = n / 2, i = 0, j = h, o = 0;
-
-	ksort_run(k, idx, tmp, h);
-	ksort_run(k, idx + h, tmp, n - h);
-	while (i < h && j < n)
-		tmp[o++] =
-		    ksort_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
-	while (i < h)
-		tmp[o++] = idx[i++];
-	while (j < n)
-		tmp[o++] = idx[j++];
-	memcpy(idx, tmp, n * sizeof(*idx));
-}
-
-static int eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-		    struct val *out)
-{
-	enum gw_pq_aggop op = n->u.agg.op;
-	bool has_param =
-	    op == GW_AGG_TOPK || op == GW_AGG_BOTTOMK || op == GW_AGG_QUANTILE;
-	struct val in = {0};
-	struct grp *g = NULL;
-	size_t ng = 0, *gi = NULL, *idx, *tmp;
-	double param = 0;
-	uint64_t st;
-	int err;
-
-	if (has_param) {
-		if (!n->u.agg.param)
-			return malformed(ev);
-		err = eval_scalar_arg(ev, n->u.agg.param, t, &param);
-		if (err)
-			return err;
-	}
-	err = eval(ev, n->u.agg.expr, t, &in);
-	if (err)
-		goto out;
-	if (in.type != GW_TYPE_VECTOR) {
-		err = malformed(ev);
-		goto out;
-	}
-	out->type = GW_TYPE_VECTOR;
-	if (in.v.n == 0)
-		goto out;
-	g = calloc(in.v.n, sizeof(*g));
-	gi = calloc(in.v.n, sizeof(*gi));
-	if (!g || !gi) {
-		err = -ENOMEM;
-		goto out;
-	}
-	st = ++ev->stamp;
-	for (size_t i = 0; i < in.v.n; i++) {
-		struct lset *k;
-
-		if (!n->u.agg.grouping)
-			k = ev->empty;
-		else if (n->u.agg.without)
-			err = derive(ev, in.v.p[i].ls, &n->u.agg.labels,
-				     n->u.agg.labels, n->u.agg.nlabels, false,
-				     true, &k);
-		else
-			err = derive(ev, in.v.p[i].ls, &n->u.agg.labels,
-				     n->u.agg.labels, n->u.agg.nlabels, true,
-				     false, &k);
-		if (err)
-			goto out;
-		if (k->mark != st) {
-			k->mark = st;
-			k->idx = ng;
-			g[ng].ls = k;
-			g[ng].v = NAN;
-			ng++;
-		}
-		gi[i] = k->idx;
-		struct grp *gg = &g[k->idx];
-		double x = in.v.p[i].v;
-
-		gg->count++;
-		switch (op) {
-		case GW_AGG_SUM:
-			if (gg->count == 1)
-				gg->v = 0;
-			gw_pqe_ksum(&gg->v, &gg->m.c, x);
-			break;
-		case GW_AGG_AVG:
-			gw_pqe_mean_add(&gg->m, x);
-			break;
-		case GW_AGG_MIN:
-			if (x < gg->v || isnan(gg->v))
-				gg->v = x;
-			break;
-		case GW_AGG_MAX:
-			if (x > gg->v || isnan(gg->v))
-				gg->v = x;
-			break;
-		default:
-			break;
-		}
-	}
-	if (op == GW_AGG_SUM || op == GW_AGG_AVG || op == GW_AGG_MIN ||
-	    op == GW_AGG_MAX || op == GW_AGG_COUNT) {
-		for (size_t j = 0; j < ng && !err; j++) {
-			double x = op == GW_AGG_SUM ? g[j].v + g[j].m.c
-				   : op == GW_AGG_AVG ? gw_pqe_mean_get(&g[j].m)
-				   : op == GW_AGG_COUNT ? (double)g[j].count
-							: g[j].v;
-
-			err = vpush(&out->v, g[j].ls, x);
-		}
-		goto out;
-	}
-	/* topk, bottomk, quantile: order each group's samples. */
-	err = scratch_ix(ev, 2 * in.v.n);
-	if (err)
-		goto out;
-	idx = ev->ix;
-	tmp = ev->ix + in.v.n;
-	for (size_t i = 0; i < in.v.n; i++)
-		idx[i] = i;
-	struct ksort ks = {in.v.p, gi, op == GW_AGG_TOPK};
-
-	ksort_run(&ks, idx, tmp, in.v.n);
-	if (op == GW_AGG_QUANTILE) {
-		err = scratch(ev, in.v.n);
-		if (err)
-			goto out;
-		for (size_t i = 0, j; i < in.v.n && !err; i = j) {
-			size_t k = 0;
-
-			for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
-				ev->sv[k++] = in.v.p[idx[j]].v;
-			err = vpush(&out->v, g[gi[idx[i]]].ls,
-				    gw_pqe_quantile(param, ev->sv, k));
-		}
-		goto out;
-	}
-	if (isnan(param) || param < 1)
-		goto out;
-	double kmax = param >= (double)in.v.n ? (double)in.v.n : floor(param);
-
-	for (size_t i = 0, j; i < in.v.n && !err; i = j) {
-		for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
-			if ((double)(j - i) < kmax)
-				err = vpush(&out->v, in.v.p[idx[j]].ls,
-					    in.v.p[idx[j]].v);
-	}
-out:
-	free(g);
-	free(gi);
-	val_release(&in);
-	return err;
-}
-
-/* ---- binary operators ---- */
-
-static int eval_vec_scalar(struct ev *ev, const struct gw_pq_node *n,
-			   const struct vec *v, double s, bool swap,
-			   struct val *out)
-{
-	enum gw_pq_binop op = n->u.bin.op;
-	bool cmp = is_cmp(op), boolm = n->u.bin.bool_mod;
-	int err = 0;
-
-	out->type = GW_TYPE_VECTOR;
-	for (size_t i = 0; i < v->n && !err; i++) {
-		double x = v->p[i].v;
-		double l = swap ? s : x, r = swap ? x : s;
-		struct lset *ls = v->p[i].ls;
-
-		if (cmp && !boolm) {
-			/* A filter; the vector's value is kept. */
-			if (gw_pqe_compare(op, l, r))
-				err = vpush(&out->v, ls, x);
-			continue;
-		}
-		err = noname(ev, ls, &ls);
-		if (!err)
-			err = vpush(&out->v, ls,
-				    cmp ? (gw_pqe_compare(op, l, r) ? 1 : 0)
-					: gw_pqe_arith(op, l, r));
-	}
-	if (!err && !(cmp && !boolm))
-		err = check_dups(ev, &out->v);
-	return err;
-}
-
-static int signature(struct ev *ev, const struct gw_pq_node *n, struct lset *ls,
-		     struct lset **out)
-{
-	if (n->u.bin.on)
-		return derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
-			      n->u.bin.nlabels, true, false, out);
-	return derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
-		      n->u.bin.nlabels, false, true, out);
-}
-
-/* The one-to-one result's labels: the left side's, without __name__ for
- * arithmetic and "bool", reduced to on(..) / without ignoring(..). */
-static int result_labels(struct ev *ev, const struct gw_pq_node *n,
-			 struct lset *ls, struct lset **out)
-{
-	bool drop = !is_cmp(n->u.bin.op) || n->u.bin.bool_mod;
-
-	if (n->u.bin.on)
-		return derive(ev, ls, &n->u.bin.lhs, n->u.bin.labels,
-			      n->u.bin.nlabels, true, drop, out);
-	if (n->u.bin.ignoring && n->u.bin.nlabels)
-		return derive(ev, ls, &n->u.bin.lhs, n->u.bin.labels,
-			      n->u.bin.nlabels, false, drop, out);
-	if (drop)
-		return noname(ev, ls, out);
-	*out = ls;
-	return 0;
-}
-
-static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
-			const struct vec *l, const struct vec *r,
-			struct val *out)
-{
-	enum gw_pq_binop op = n->u.bin.op;
-	bool cmp = is_cmp(op), boolm = n->u.bin.bool_mod;
-	char a[28], b[28], c[28]; /* so the whole message fits errmsg */
-	uint64_t st, st2;
-	struct lset *sig;
-	int err;
-
-	out->type = GW_TYPE_VECTOR;
-	if (l->n == 0 || r->n == 0)
-		return 0;
-	st = ++ev->stamp;
-	for (size_t j = 0; j < r->n; j++) {
-		err = signature(ev, n, r->p[j].ls, &sig);
-		if (err)
-			return err;
-		if (sig->mark == st) {
-			lstr(&sig->l, a, sizeof(a));
-			lstr(&r->p[j].ls->l, b, sizeof(b));
-			lstr(&r->p[sig->idx].ls->l, c, sizeof(c));
-			return fail(
-			    ev, GW_QERR_EXECUTION, -EINVAL,
-			    "found duplicate series for the match group %s on "
-			    "the right hand-side of the operation: [%s, "
-			    "%s];many-to-many matching not allowed: matching "
-			    "labels must be unique on one side",
-			    a, b, c);
-		}
-		sig->mark = st;
-		sig->idx = j;
-	}
-	st2 = ++ev->stamp;
-	for (size_t i = 0; i < l->n; i++) {
-		struct lset *ls;
-		double x, y, v;
-		bool keep = true;
-
-		err = signature(ev, n, l->p[i].ls, &sig);
-		if (err)
-			return err;
-		if (sig->mark != st)
-			continue;
-		x = l->p[i].v;
-		y = r->p[sig->idx].v;
-		if (cmp) {
-			keep = gw_pqe_compare(op, x, y);
-			v = boolm ? (keep ? 1 : 0) : x;
-			if (!boolm && !keep)
-				continue;
-		} else {
-			v = gw_pqe_arith(op, x, y);
-		}
-		if (sig->mark2 == st2)
-			return fail(
-			    ev, GW_QERR_EXECUTION, -EINVAL,
-			    "multiple matches for labels: many-to-one matching "
-			    "must be explicit (group_left/group_right)");
-		sig->mark2 = st2;
-		err = result_labels(ev, n, l->p[i].ls, &ls);
-		if (!err)
-			err = vpush(&out->v, ls, v);
-		if (err)
-			return err;
-	}
-	return check_dups(ev, &out->v);
-}
-
-static int eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-		       struct val *out)
-{
-	enum gw_pq_binop op = n->u.bin.op;
-	struct val l = {0}, r = {0};
-	int err;
-
-	if (!n->u.bin.lhs || !n->u.bin.rhs || op > GW_OP_LE)
-		return malformed(ev);
-	err = eval(ev, n->u.bin.lhs, t, &l);
-	if (!err)
-		err = eval(ev, n->u.bin.rhs, t, &r);
-	if (err)
-		goto out;
-	if ((l.type != GW_TYPE_SCALAR && l.type != GW_TYPE_VECTOR) ||
-	    (r.type != GW_TYPE_SCALAR && r.type != GW_TYPE_VECTOR)) {
-		err = malformed(ev);
-	} else if (l.type == GW_TYPE_SCALAR && r.type == GW_TYPE_SCALAR) {
-		out->type = GW_TYPE_SCALAR;
-		out->s = is_cmp(op) ? (gw_pqe_compare(op, l.s, r.s) ? 1 : 0)
-				    : gw_pqe_arith(op, l.s, r.s);
-	} else if (l.type == GW_TYPE_VECTOR && r.type == GW_TYPE_SCALAR) {
-		err = eval_vec_scalar(ev, n, &l.v, r.s, false, out);
-	} else if (l.type == GW_TYPE_SCALAR) {
-		err = eval_vec_scalar(ev, n, &r.v, l.s, true, out);
-	} else {
-		err = eval_vec_vec(ev, n, &l.v, &r.v, out);
-	}
-out:
-	val_release(&l);
-	val_release(&r);
-	return err;
-}
+/* ---- unary minus ---- */
 
 static int eval_neg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    struct val *out)
 {
 	struct val a = {0};
-	int err = eval(ev, n->u.inner, t, &a);
+	int err = gw_pqe_eval(ev, n->u.inner, t, &a);
 
 	if (err)
 		goto out;
@@ -1098,36 +624,38 @@ static int eval_neg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		goto out;
 	}
 	if (a.type != GW_TYPE_VECTOR) {
-		err = malformed(ev);
+		err = gw_pqe_malformed(ev);
 		goto out;
 	}
 	out->type = GW_TYPE_VECTOR;
 	for (size_t i = 0; i < a.v.n && !err; i++) {
 		struct lset *ls;
 
-		err = noname(ev, a.v.p[i].ls, &ls);
+		err = gw_pqe_noname(ev, a.v.p[i].ls, &ls);
 		if (!err)
-			err = vpush(&out->v, ls, -a.v.p[i].v);
+			err = gw_pqe_vpush(&out->v, ls, -a.v.p[i].v);
 	}
 	if (!err)
-		err = check_dups(ev, &out->v);
+		err = gw_pqe_check_dups(ev, &out->v);
 out:
-	val_release(&a);
+	gw_pqe_val_release(&a);
 	return err;
 }
 
+/* ---- dispatch ---- */
+
 /* Evaluates n at t into *out (zeroed by the caller); out is released by
  * the caller on both success and failure. */
-static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		struct val *out)
 {
 	int err;
 
 	if (!n)
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	if (++ev->depth > MAX_DEPTH) {
 		ev->depth--;
-		return fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+		return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
 			    "expression nested too deeply");
 	}
 	switch (n->kind) {
@@ -1148,19 +676,19 @@ static int eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		err = eval_call(ev, n, t, out);
 		break;
 	case GW_PQ_AGG:
-		err = eval_agg(ev, n, t, out);
+		err = gw_pqe_eval_agg(ev, n, t, out);
 		break;
 	case GW_PQ_BINARY:
-		err = eval_binary(ev, n, t, out);
+		err = gw_pqe_eval_binary(ev, n, t, out);
 		break;
 	case GW_PQ_NEG:
 		err = eval_neg(ev, n, t, out);
 		break;
 	case GW_PQ_PAREN:
-		err = eval(ev, n->u.inner, t, out);
+		err = gw_pqe_eval(ev, n->u.inner, t, out);
 		break;
 	default: /* a range selector outside a range function */
-		err = malformed(ev);
+		err = gw_pqe_malformed(ev);
 	}
 	ev->depth--;
 	return err;
@@ -1173,15 +701,15 @@ static int collect(struct ev *ev, const struct gw_pq_node *n, int depth)
 	int err = 0;
 
 	if (!n)
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	if (depth > MAX_DEPTH)
-		return fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+		return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
 			    "expression nested too deeply");
 	switch (n->kind) {
 	case GW_PQ_SELECTOR:
 	case GW_PQ_MATRIX:
 		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms <= 0)
-			return malformed(ev);
+			return gw_pqe_malformed(ev);
 		if (ev->nsel == ev->capsel) {
 			size_t cap = ev->capsel ? ev->capsel * 2 : 4;
 			struct sel *s = realloc(ev->sel, cap * sizeof(*s));
@@ -1215,7 +743,7 @@ static int collect(struct ev *ev, const struct gw_pq_node *n, int depth)
 	case GW_PQ_STRING:
 		return 0;
 	default:
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	}
 }
 
@@ -1235,19 +763,19 @@ static int64_t sel_lookbehind(const struct ev *ev, const struct gw_pq_node *n,
 static int check_cancel(struct ev *ev)
 {
 	if (ev->lim.cancel && atomic_load(ev->lim.cancel))
-		return fail(ev, GW_QERR_TIMEOUT, -ECANCELED, MSG_CANCELLED);
+		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, -ECANCELED, MSG_CANCELLED);
 	return 0;
 }
 
 static int select_error(struct ev *ev, int rc)
 {
 	if (rc == -ECANCELED)
-		return fail(ev, GW_QERR_TIMEOUT, rc, MSG_CANCELLED);
+		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, rc, MSG_CANCELLED);
 	if (rc == -E2BIG)
-		return fail(ev, GW_QERR_EXECUTION, rc, MSG_TOO_MANY);
+		return gw_pqe_fail(ev, GW_QERR_EXECUTION, rc, MSG_TOO_MANY);
 	if (rc == -ETIMEDOUT)
-		return fail(ev, GW_QERR_TIMEOUT, rc, MSG_TIMEOUT);
-	return fail(ev, GW_QERR_INTERNAL, rc < 0 ? rc : -EIO,
+		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, rc, MSG_TIMEOUT);
+	return gw_pqe_fail(ev, GW_QERR_INTERNAL, rc < 0 ? rc : -EIO,
 		    "reading series: %s", strerror(rc < 0 ? -rc : EIO));
 }
 
@@ -1280,7 +808,7 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	}
 	ev->tier = ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
 	if ((int)ev->tier < GW_TIER_RAW || (int)ev->tier >= GW_TIERS)
-		return fail(ev, GW_QERR_INTERNAL, -EINVAL,
+		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
 			    "store picked an unknown tier");
 	ev->res->tier = ev->tier;
 	for (size_t i = 0; i < ev->nsel; i++) {
@@ -1312,7 +840,7 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 			if (d->tier != ev->tier ||
 			    (d->n &&
 			     (d->tier == GW_TIER_RAW ? !d->t || !d->v : !d->r)))
-				return fail(
+				return gw_pqe_fail(
 				    ev, GW_QERR_INTERNAL, -EINVAL,
 				    "store returned inconsistent series");
 			err = gw_labels_dup(&l, &d->labels);
@@ -1350,7 +878,7 @@ static int ev_init(struct ev *ev, const struct gw_queryable *q,
 	}
 	gw_buf_init(&ev->kb, KEY_MAX);
 	if (!q || !q->pick_tier || !q->select)
-		return fail(ev, GW_QERR_INTERNAL, -EINVAL, "no data source");
+		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL, "no data source");
 	err = gw_labels_from(&none, NULL, 0);
 	if (!err)
 		err = intern(ev, &none, &ev->empty);
@@ -1378,7 +906,7 @@ static void ev_release(struct ev *ev)
 static int finish(struct ev *ev, int err)
 {
 	if (err && ev->res->err == GW_QERR_NONE)
-		fail(ev, GW_QERR_INTERNAL, err, "%s", strerror(-err));
+		gw_pqe_fail(ev, GW_QERR_INTERNAL, err, "%s", strerror(-err));
 	if (err) {
 		/* A failed result holds no data. */
 		free(ev->res->str);
@@ -1419,7 +947,7 @@ static int instant_matrix(struct ev *ev, const struct gw_pq_node *m, int64_t t)
 	int err;
 
 	if (!s)
-		return malformed(ev);
+		return gw_pqe_malformed(ev);
 	res->type = GW_TYPE_MATRIX;
 	res->series = calloc(s->set.n ? s->set.n : 1, sizeof(*res->series));
 	if (!res->series)
@@ -1465,14 +993,14 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 
 	err = ev_init(&ev, q, o, res);
 	if (!err && !e)
-		err = malformed(&ev);
+		err = gw_pqe_malformed(&ev);
 	if (!err)
 		err = load(&ev, e, t, t, 0);
 	if (err)
 		return finish(&ev, err);
 	if (unparen(e)->kind == GW_PQ_MATRIX)
 		return finish(&ev, instant_matrix(&ev, unparen(e), t));
-	err = eval(&ev, e, t, &v);
+	err = gw_pqe_eval(&ev, e, t, &v);
 	if (err)
 		goto out;
 	res->type = v.type;
@@ -1512,10 +1040,10 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 			      series_cmp);
 		break;
 	default:
-		err = malformed(&ev);
+		err = gw_pqe_malformed(&ev);
 	}
 out:
-	val_release(&v);
+	gw_pqe_val_release(&v);
 	return finish(&ev, err);
 }
 
@@ -1540,7 +1068,7 @@ static int out_add(struct ev *ev, struct lset *ls, int64_t t, double v,
 	}
 	o = &ev->outs[ls->out - 1];
 	if (o->n && o->p[o->n - 1].t == t)
-		return fail(ev, GW_QERR_EXECUTION, -EINVAL, MSG_DUP_LABELSET);
+		return gw_pqe_fail(ev, GW_QERR_EXECUTION, -EINVAL, MSG_DUP_LABELSET);
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 16;
 		struct gw_qpoint *p;
@@ -1572,20 +1100,20 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 
 	err = ev_init(&ev, q, o, res);
 	if (!err && !e)
-		err = malformed(&ev);
+		err = gw_pqe_malformed(&ev);
 	if (err)
 		return finish(&ev, err);
 	if (step <= 0)
 		return finish(
-		    &ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+		    &ev, gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 			      "zero or negative query resolution step widths "
 			      "are not accepted. Try a positive integer"));
 	if (end < start)
 		return finish(
-		    &ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+		    &ev, gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 			      "end timestamp must not be before start time"));
 	if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > MAX_RESOLUTION)
-		return finish(&ev, fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+		return finish(&ev, gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 					"exceeded maximum resolution of 11,000 "
 					"points per timeseries. Try decreasing "
 					"the query resolution (?step=XX)"));
@@ -1593,10 +1121,10 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 	    (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1;
 	root = unparen(e);
 	if (!root)
-		return finish(&ev, malformed(&ev));
+		return finish(&ev, gw_pqe_malformed(&ev));
 	if (root->kind == GW_PQ_MATRIX || root->kind == GW_PQ_STRING)
 		return finish(&ev,
-			      fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+			      gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 				   "invalid expression type \"%s\" for range "
 				   "query, must be Scalar or instant Vector",
 				   root->kind == GW_PQ_MATRIX ? "range vector"
@@ -1608,13 +1136,13 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 
 		if (ev.lim.deadline_ns && now_ns() > ev.lim.deadline_ns) {
 			err =
-			    fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT, MSG_TIMEOUT);
+			    gw_pqe_fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT, MSG_TIMEOUT);
 			break;
 		}
 		err = check_cancel(&ev);
 		if (err)
 			break;
-		err = eval(&ev, e, t, &v);
+		err = gw_pqe_eval(&ev, e, t, &v);
 		if (!err && v.type == GW_TYPE_SCALAR)
 			err = out_add(&ev, ev.empty, t, v.s, nsteps);
 		else if (!err && v.type == GW_TYPE_VECTOR)
@@ -1623,10 +1151,10 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 					      nsteps);
 		else if (!err)
 			err =
-			    fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+			    gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 				 "invalid expression type \"string\" for range "
 				 "query, must be Scalar or instant Vector");
-		val_release(&v);
+		gw_pqe_val_release(&v);
 	}
 	if (err)
 		return finish(&ev, err);

@@ -1,14 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * promql_int.h - what the PromQL evaluator's files share; internal to
- * promql_eval.c (evaluation proper) and promql_fn.c (its numerics), not
- * part of the promql.h interface.  promql_json.c needs nothing from here.
+ * src/query/, not part of the promql.h interface.  promql_json.c needs
+ * nothing from here.
  *
- * Everything here is pure arithmetic on caller-owned arrays: no function
+ *   promql_eval.c   the evaluator's core: state, label set interning,
+ *                   values, selectors, functions, dispatch, loading and
+ *                   the entry points
+ *   promql_agg.c    aggregation (sum ... quantile, topk/bottomk)
+ *   promql_binop.c  binary operators and vector matching
+ *   promql_fn.c     the numerics
+ *
+ * Two parts.  The evaluator's state (struct ev, one per query, used by
+ * one thread) and the helpers its files call on it: they follow
+ * promql_eval.c's conventions (errors fill ev->res and return -errno; a
+ * struct val is zeroed by the caller and released by it on success and
+ * failure alike).
+ *
+ * The numerics: pure arithmetic on caller-owned arrays: no function
  * allocates, keeps a pointer, or touches evaluator state, and every one
  * may be called from several threads at once on distinct data.  Values
  * and their edge cases (NaN, +-Inf, empty input) follow Prometheus.
- *
  * Samples are given as parallel arrays: times ts[] in milliseconds,
  * strictly increasing, and values vs[], n of each.
  */
@@ -20,6 +32,125 @@
 #include <stdint.h>
 
 #include "query/promql.h"
+
+/* ---- the evaluator's state (promql_eval.c) ---- */
+
+#define MEMO 4
+
+/* An interned label set. */
+struct lset {
+	struct gw_labels l;
+	char *key;
+	size_t klen;
+	uint64_t hash;
+	uint64_t mark, mark2; /* stamps of the current operation */
+	size_t idx;	      /* set together with mark */
+	size_t out;	      /* range query: output series index + 1 */
+	struct {
+		const void *by;
+		struct lset *to;
+	} memo[MEMO];
+	unsigned memo_next;
+};
+
+struct ltab {
+	struct lset **slot;
+	size_t cap, n;
+};
+
+/* A loaded selector. */
+struct sel {
+	const struct gw_pq_node *node;
+	struct gw_series_set set;
+	struct lset **ls; /* per series */
+};
+
+struct smp {
+	struct lset *ls;
+	double v;
+};
+
+struct vec {
+	struct smp *p;
+	size_t n, cap;
+};
+
+struct val {
+	enum gw_pq_type type;
+	double s;
+	const char *str;
+	struct vec v;
+};
+
+/* A range query's output series under construction. */
+struct oser {
+	struct lset *ls;
+	struct gw_qpoint *p;
+	size_t n, cap;
+};
+
+struct ev {
+	const struct gw_queryable *q;
+	struct gw_qresult *res;
+	int64_t lookback;
+	enum gw_tier tier;
+	struct gw_query_limits lim;
+	struct sel *sel;
+	size_t nsel, capsel;
+	struct ltab tab;
+	struct gw_buf kb;
+	struct lset *empty;
+	uint64_t stamp;
+	int depth;
+	/* scratch */
+	int64_t *st;
+	double *sv;
+	size_t scap;
+	size_t *ix;
+	size_t ixcap;
+	/* range query output */
+	struct oser *outs;
+	size_t nout, capout;
+};
+
+/* Fills res->err/errmsg unless already set; returns err. */
+__attribute__((format(printf, 4, 5))) int
+gw_pqe_fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...);
+/* gw_pqe_fail for a tree the parser cannot have produced: -EINVAL. */
+int gw_pqe_malformed(struct ev *ev);
+
+/* The set derived from s by gw_labels_project(names, keep, drop), memoised
+ * under key (one key per distinct derivation). */
+int gw_pqe_derive(struct ev *ev, struct lset *s, const void *key,
+		  char *const *names, size_t n, bool keep, bool drop,
+		  struct lset **out);
+/* s without __name__ (s itself when it has none). */
+int gw_pqe_noname(struct ev *ev, struct lset *s, struct lset **out);
+
+int gw_pqe_vpush(struct vec *v, struct lset *ls, double x);
+void gw_pqe_val_release(struct val *v);
+/* Room for n entries in ev->st and ev->sv / in ev->ix. */
+int gw_pqe_scratch(struct ev *ev, size_t n);
+int gw_pqe_scratch_ix(struct ev *ev, size_t n);
+/* Two sets of the vector equal after a name drop: Prometheus' error. */
+int gw_pqe_check_dups(struct ev *ev, const struct vec *v);
+
+/* Evaluates n at t into *out (zeroed by the caller); out is released by
+ * the caller on both success and failure. */
+int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		struct val *out);
+/* n at t, which must give a scalar. */
+int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n,
+			   int64_t t, double *out);
+
+/* An aggregation node (promql_agg.c). */
+int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    struct val *out);
+/* A binary operator node (promql_binop.c). */
+int gw_pqe_eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		       struct val *out);
+
+/* ---- the numerics (promql_fn.c) ---- */
 
 /* Neumaier's compensated sum: adds x to *sum, the running error to *c;
  * the result is *sum + *c (both start at 0). */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store_int.h - what store.c (write path, head, cuts, maintenance) and
- * store_read.c (queries, partitions on disk, export) share.  Not for use
- * outside src/store/.
+ * store_int.h - what the store's files share: store.c (opening, closing,
+ * partitions, plumbing), store_head.c (the head and appends),
+ * store_maint.c (cuts, closing days, retention, the disk budget),
+ * headlog.c, compact.c and store_read.c (queries, partitions on disk,
+ * export).  Not for use outside src/store/.
  */
 #ifndef GW_STORE_INT_H
 #define GW_STORE_INT_H
@@ -145,6 +147,16 @@ void gw_store_quarantine(struct gw_store *s, const char *path,
 /* Splits a canonical key back into labels. */
 int gw_store_key_labels(const char *key, struct gw_labels *out);
 
+/* The partition (tier, day), NULL when there is none (store.c). */
+struct part *gw_store_part_find(struct gw_store *s, enum gw_tier tier,
+				int64_t day);
+/* Adds (or finds) the partition, opening its write connection; -EROFS
+ * for a closed one (store.c). */
+int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
+			   struct part **out);
+/* Bytes of a database file with its -wal and -shm (store.c). */
+uint64_t gw_store_file_bytes(const char *path);
+
 /* Framed rollup buffers: append one, decode all. */
 int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r);
 int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
@@ -162,6 +174,19 @@ int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
  * next flush). */
 int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		      double v, bool log);
+/* Adds the series with labels l (and its head) to the index; id 0 for a
+ * new series, persisted when index.db has its row (store_head.c). */
+int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
+			   uint32_t id, bool persisted, struct gw_series **out);
+/* Frees a series' head; NULL is a no-op (store_head.c). */
+void gw_store_head_free(void *v);
+/* Moves everything of the head before `before` into sealed[]
+ * (store_head.c). */
+int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
+			       struct head *h, int64_t before);
+/* Recomputes the per-tier and total disk usage statistics
+ * (store_maint.c). */
+void gw_store_refresh_sizes(struct gw_store *s);
 /* Replays the head log after the watermark (headlog.c). */
 int gw_store_replay(struct gw_store *s);
 

@@ -8,7 +8,8 @@
 #
 # Build steps: clang -target bpf compiles cuda.bpf.c (CO-RE, against the
 # checked-in vmlinux.h) to cuda.bpf.o; `bpftool gen skeleton` turns it
-# into cuda.skel.h; probes.c includes that and becomes libgw_bpf.a.
+# into cuda.skel.h; probes.c and probes_read.c include that and, with
+# probes_api.c and probes_elf.c, become libgw_bpf.a.
 
 set(GW_BPF AUTO CACHE STRING "Build the eBPF probes: AUTO, ON or OFF")
 set_property(CACHE GW_BPF PROPERTY STRINGS AUTO ON OFF)
@@ -92,7 +93,8 @@ if(GW_HAVE_BPF)
 	add_custom_target(gw_bpf_skel DEPENDS ${_gw_bpf_out}/cuda.skel.h)
 
 	add_library(gw_bpf STATIC ${_gw_bpf_src}/probes.c
-		${_gw_bpf_out}/cuda.skel.h)
+		${_gw_bpf_src}/probes_api.c ${_gw_bpf_src}/probes_elf.c
+		${_gw_bpf_src}/probes_read.c ${_gw_bpf_out}/cuda.skel.h)
 	add_dependencies(gw_bpf gw_bpf_skel)
 	# The collect layer's view of the tree (src/CMakeLists.txt).
 	target_include_directories(gw_bpf PRIVATE ${CMAKE_BINARY_DIR}/layers/collect)

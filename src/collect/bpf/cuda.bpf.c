@@ -5,8 +5,9 @@
  * Two generic programs serve every probed CUDA symbol: gw_entry (uprobe)
  * and gw_return (uretprobe).  Which API a hit belongs to, and what to do
  * with its arguments, comes from the attach cookie (cuda_bpf.h), set per
- * symbol by probes.c.  Everything is aggregated here; userspace reads the
- * maps, and only rare events go through a ring buffer.
+ * symbol by the loader from its API table (probes_api.c).  Everything is
+ * aggregated here; userspace reads the maps, and only rare events go
+ * through a ring buffer.
  *
  *   entry   count a hit; remember {start, epoch, args 1-4} per thread and
  *           symbol in `inflight`; a free is matched at entry (so that an

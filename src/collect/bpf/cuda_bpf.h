@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuda_bpf.h - what cuda.bpf.c (kernel) and probes.c (loader) share: the
- * attach cookie, map keys and values, counters and the ring buffer record.
+ * cuda_bpf.h - what cuda.bpf.c (kernel) and the loader (probes*.c) share:
+ * the attach cookie, map keys and values, counters and the ring buffer
+ * record.
  *
  * Fixed-width types only, no padding the compiler could choose: both sides
  * are built from this header in the same build, but the layouts are also
@@ -19,8 +20,8 @@
 #define GW_BPF_API_CALIB    0xffffu /* api of the calibration probe */
 
 /*
- * What the return probe does besides counting; the API table in probes.c
- * maps each family to one of these.
+ * What the return probe does besides counting; the API table in
+ * probes_api.c maps each family to one of these.
  */
 enum gw_bpf_op {
 	GW_BPF_OP_NONE = 0,

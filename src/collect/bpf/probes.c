@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probes.c - loader of cuda.bpf.c: the API table, symbol resolution in ELF
- * files, attaching and duty-cycling the uprobes, reading the maps, the ring
- * buffers and the calibration of the per-hit cost.
+ * probes.c - loader of cuda.bpf.c: opening and closing, attaching and
+ * duty-cycling the uprobes, and the calibration of the per-hit cost.  The
+ * CUDA API table is in probes_api.c, symbol resolution in ELF files in
+ * probes_elf.c, reading the maps and the ring buffers in probes_read.c;
+ * all share probes_int.h.
  *
  * Each attached file keeps an O_RDONLY descriptor; probes attach through
  * "/proc/self/fd/N", which names the inode the descriptor holds whatever
@@ -34,274 +36,11 @@
 
 #include "cuda_bpf.h"
 #include "cuda.skel.h"
+#include "probes_int.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* ---- the loader's state (probes_int.h) ---- */
 
-/* ---- the API table ---- */
-
-/* Per-thread default stream spellings: cudaMemcpy_ptds, cuLaunchKernel_ptsz */
-enum { VAR_PLAIN, VAR_PTSZ, VAR_PTDS, NVARIANTS };
-static const char *const variant_suffix[NVARIANTS] = {"", "_ptsz", "_ptds"};
-
-struct api {
-	const char *name;
-	unsigned char lib;    /* enum gw_cuda_lib */
-	unsigned char family; /* enum gw_cuda_family */
-	unsigned char kind;   /* copies: enum gw_copy_kind from the name */
-	unsigned char flags;  /* GW_BPF_F_KIND_ARG, GW_BPF_F_HOST */
-	unsigned char shift;  /* memsets: element size is 1 << shift */
-};
-
-/* clang-format off */
-#define RT GW_LIB_RUNTIME
-#define DRV GW_LIB_DRIVER
-#define A(n, l, f) { #n, l, GW_FAM_##f, 0, 0, 0 }
-#define HOST(n, l, f) { #n, l, GW_FAM_##f, 0, GW_BPF_F_HOST, 0 }
-#define COPY(n, l, k) { #n, l, GW_FAM_COPY, GW_COPY_##k, 0, 0 }
-#define COPYK(n, l) \
-	{ #n, l, GW_FAM_COPY, GW_COPY_DEFAULT, GW_BPF_F_KIND_ARG, 0 }
-#define SET(n, l, s) { #n, l, GW_FAM_MEMSET, 0, 0, s }
-
-/*
- * Argument order from NVIDIA's CUDA Runtime and Driver API references:
- *   alloc   (T **ptr, size_t size, ...)      cudaMalloc, cuMemAlloc_v2,
- *           cudaMallocManaged(p, size, flags), cudaMallocAsync(p, size,
- *           stream), cudaHostAlloc(p, size, flags), cuMemHostAlloc(...)
- *   free    (T *ptr, ...)                    cudaFree, cuMemFree_v2, ...
- *   copy    (dst, src, size_t count[, kind]) cudaMemcpy(dst, src, count,
- *           kind), cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount), ...
- *   memset  (dst, value, size_t count)       cudaMemset(ptr, value,
- *           count); cuMemsetD32_v2(dst, ui, N) sets N * 4 bytes
- * Other families only count calls, errors and time.
- */
-static const struct api apis[] = {
-	/* runtime */
-	A(cudaMalloc, RT, ALLOC),
-	A(cudaMallocManaged, RT, ALLOC),
-	A(cudaMallocAsync, RT, ALLOC),
-	A(cudaMallocFromPoolAsync, RT, ALLOC),
-	HOST(cudaMallocHost, RT, ALLOC),
-	HOST(cudaHostAlloc, RT, ALLOC),
-	A(cudaFree, RT, FREE),
-	A(cudaFreeAsync, RT, FREE),
-	A(cudaFreeHost, RT, FREE),
-	COPYK(cudaMemcpy, RT),
-	COPYK(cudaMemcpyAsync, RT),
-	SET(cudaMemset, RT, 0),
-	SET(cudaMemsetAsync, RT, 0),
-	A(cudaLaunchKernel, RT, LAUNCH),
-	A(cudaLaunchCooperativeKernel, RT, LAUNCH),
-	A(cudaLaunchKernelExC, RT, LAUNCH),
-	A(cudaGraphLaunch, RT, LAUNCH),
-	A(cudaDeviceSynchronize, RT, SYNC),
-	A(cudaStreamSynchronize, RT, SYNC),
-	A(cudaEventSynchronize, RT, SYNC),
-	A(cudaSetDevice, RT, DEVICE),
-	A(cudaGetDevice, RT, DEVICE),
-	A(cudaGetDeviceCount, RT, DEVICE),
-	A(cudaDeviceReset, RT, CTX),
-	A(cudaStreamCreate, RT, OTHER),
-	A(cudaStreamCreateWithFlags, RT, OTHER),
-	A(cudaStreamCreateWithPriority, RT, OTHER),
-	A(cudaStreamDestroy, RT, OTHER),
-	A(cudaEventRecord, RT, EVENT),
-	/* driver */
-	A(cuInit, DRV, CTX),
-	A(cuCtxCreate_v2, DRV, CTX),
-	A(cuCtxCreate_v3, DRV, CTX),
-	A(cuCtxCreate_v4, DRV, CTX),
-	A(cuCtxDestroy_v2, DRV, CTX),
-	A(cuDevicePrimaryCtxRetain, DRV, CTX),
-	A(cuDevicePrimaryCtxRelease_v2, DRV, CTX),
-	A(cuDeviceGet, DRV, DEVICE),
-	A(cuDeviceGetCount, DRV, DEVICE),
-	A(cuMemAlloc_v2, DRV, ALLOC),
-	A(cuMemAllocManaged, DRV, ALLOC),
-	A(cuMemAllocAsync, DRV, ALLOC),
-	A(cuMemAllocFromPoolAsync, DRV, ALLOC),
-	HOST(cuMemAllocHost_v2, DRV, ALLOC),
-	HOST(cuMemHostAlloc, DRV, ALLOC),
-	A(cuMemFree_v2, DRV, FREE),
-	A(cuMemFreeAsync, DRV, FREE),
-	A(cuMemFreeHost, DRV, FREE),
-	COPY(cuMemcpy, DRV, DEFAULT),
-	COPY(cuMemcpyAsync, DRV, DEFAULT),
-	COPY(cuMemcpyHtoD_v2, DRV, H2D),
-	COPY(cuMemcpyDtoH_v2, DRV, D2H),
-	COPY(cuMemcpyDtoD_v2, DRV, D2D),
-	COPY(cuMemcpyHtoDAsync_v2, DRV, H2D),
-	COPY(cuMemcpyDtoHAsync_v2, DRV, D2H),
-	COPY(cuMemcpyDtoDAsync_v2, DRV, D2D),
-	SET(cuMemsetD8_v2, DRV, 0),
-	SET(cuMemsetD16_v2, DRV, 1),
-	SET(cuMemsetD32_v2, DRV, 2),
-	SET(cuMemsetD8Async, DRV, 0),
-	SET(cuMemsetD16Async, DRV, 1),
-	SET(cuMemsetD32Async, DRV, 2),
-	A(cuLaunchKernel, DRV, LAUNCH),
-	A(cuLaunchKernelEx, DRV, LAUNCH),
-	A(cuLaunchCooperativeKernel, DRV, LAUNCH),
-	A(cuGraphLaunch, DRV, LAUNCH),
-	A(cuCtxSynchronize, DRV, SYNC),
-	A(cuStreamSynchronize, DRV, SYNC),
-	A(cuEventSynchronize, DRV, SYNC),
-	A(cuEventRecord, DRV, EVENT),
-	A(cuStreamCreate, DRV, OTHER),
-	A(cuStreamDestroy_v2, DRV, OTHER),
-};
-/* clang-format on */
-
-#undef RT
-#undef DRV
-#undef A
-#undef HOST
-#undef COPY
-#undef COPYK
-#undef SET
-
-#define NAPIS	  ((unsigned int)ARRAY_SIZE(apis))
-#define NSYMS	  (NAPIS * NVARIANTS)
-#define CALIB_SYM 0xffffu
-
-_Static_assert(NSYMS < CALIB_SYM, "symbol ids must fit the cookie");
-
-static const char *const family_names[] = {
-    [GW_FAM_ALLOC] = "alloc",	[GW_FAM_FREE] = "free",
-    [GW_FAM_COPY] = "copy",	[GW_FAM_MEMSET] = "memset",
-    [GW_FAM_LAUNCH] = "launch", [GW_FAM_SYNC] = "sync",
-    [GW_FAM_CTX] = "ctx",	[GW_FAM_DEVICE] = "device",
-    [GW_FAM_EVENT] = "event",	[GW_FAM_OTHER] = "other",
-};
-
-unsigned int gw_cuda_api_count(void)
-{
-	return NAPIS;
-}
-
-const char *gw_cuda_api_name(unsigned int api)
-{
-	return api < NAPIS ? apis[api].name : NULL;
-}
-
-int gw_cuda_api_find(const char *name)
-{
-	for (unsigned int i = 0; name && i < NAPIS; i++)
-		if (!strcmp(apis[i].name, name))
-			return (int)i;
-	return -ENOENT;
-}
-
-static bool family_high_rate(unsigned int f)
-{
-	return f == GW_FAM_LAUNCH || f == GW_FAM_COPY || f == GW_FAM_MEMSET;
-}
-
-int gw_cuda_api_is_high_rate(unsigned int api)
-{
-	return api < NAPIS && family_high_rate(apis[api].family);
-}
-
-int gw_cuda_api_family(unsigned int api)
-{
-	return api < NAPIS ? apis[api].family : -EINVAL;
-}
-
-unsigned int gw_cuda_api_lib(unsigned int api)
-{
-	return api < NAPIS ? apis[api].lib : 0;
-}
-
-const char *gw_cuda_family_name(int family)
-{
-	if (family < 0 || (size_t)family >= ARRAY_SIZE(family_names))
-		return NULL;
-	return family_names[family];
-}
-
-/* What the return probe does for each family. */
-static const unsigned char family_op[] = {
-    [GW_FAM_ALLOC] = GW_BPF_OP_ALLOC, [GW_FAM_FREE] = GW_BPF_OP_FREE,
-    [GW_FAM_COPY] = GW_BPF_OP_COPY,   [GW_FAM_MEMSET] = GW_BPF_OP_MEMSET,
-    [GW_FAM_SYNC] = GW_BPF_OP_SYNC,   [GW_FAM_OTHER] = GW_BPF_OP_NONE,
-};
-
-/* The attach cookie of a symbol id (CALIB_SYM: the calibration probe). */
-static uint64_t sym_cookie(unsigned int sym)
-{
-	const struct api *a;
-	unsigned int flags;
-
-	if (sym == CALIB_SYM)
-		return GW_BPF_COOKIE(GW_BPF_API_CALIB, CALIB_SYM,
-				     GW_BPF_OP_NONE, 0, 0, 0);
-	a = &apis[sym / NVARIANTS];
-	flags = a->flags;
-	if (family_high_rate(a->family))
-		flags |= GW_BPF_F_HIGH_RATE;
-	return GW_BPF_COOKIE(sym / NVARIANTS, sym, family_op[a->family],
-			     a->kind, flags, a->shift);
-}
-
-/* ---- the loader's state ---- */
-
-struct fsym {
-	uint64_t off; /* file offset of the function */
-	unsigned int sym;
-	bool on, failed;
-	struct bpf_link *entry, *ret; /* one perf event each (older kernels) */
-};
-
-/* A uprobe_multi link: n uprobes (entries or returns) behind one fd. */
-struct mlink {
-	int fd;
-	unsigned int n;
-	bool high;
-};
-
-struct file {
-	dev_t dev;
-	ino_t ino;
-	unsigned int libs; /* tables looked for */
-	int fd;
-	unsigned int nsyms;
-	struct fsym *syms;
-	unsigned int nml;
-	struct mlink *ml;
-};
-
-#define NEG_MAX 4096 /* files known to hold none of our symbols */
-
-struct neg {
-	dev_t dev;
-	ino_t ino;
-	unsigned int libs;
-};
-
-struct gw_probes {
-	struct cuda_bpf *skel;
-	struct bpf_link *exec_link, *exit_link;
-	struct ring_buffer *rb;
-	int ncpus;
-	unsigned int max_allocs, max_pids, max_files;
-
-	struct file *files;
-	unsigned int nfiles;
-	struct neg *neg;
-	unsigned int nneg, neg_next;
-	int high_on;
-	bool multi; /* uprobe_multi links (kernel 6.6) */
-	uint64_t nprobes, attach_failures, dropped_files, calib_hits;
-	unsigned short by_name[NAPIS]; /* api ids sorted by name */
-
-	/* gw_probes_poll()'s callback while it runs */
-	int (*ev_cb)(void *ctx, const struct gw_probe_event *e);
-	void *ev_ctx;
-	int ev_ret;
-
-	char err[256];
-};
-
-__attribute__((format(printf, 2, 3))) static void seterr(struct gw_probes *p,
+__attribute__((format(printf, 2, 3))) void gw_probes_seterr(struct gw_probes *p,
 							 const char *fmt, ...)
 {
 	va_list ap;
@@ -318,22 +57,8 @@ const char *gw_probes_last_error(const struct gw_probes *p)
 
 static int cmp_api_name(const void *a, const void *b)
 {
-	return strcmp(apis[*(const unsigned short *)a].name,
-		      apis[*(const unsigned short *)b].name);
-}
-
-static int cmp_name_api(const void *name, const void *api)
-{
-	return strcmp(name, apis[*(const unsigned short *)api].name);
-}
-
-/* The api called name (exactly), or -1. */
-static int api_by_name(const struct gw_probes *p, const char *name)
-{
-	const unsigned short *a =
-	    bsearch(name, p->by_name, NAPIS, sizeof(*a), cmp_name_api);
-
-	return a ? *a : -1;
+	return strcmp(gw_cuda_apis[*(const unsigned short *)a].name,
+		      gw_cuda_apis[*(const unsigned short *)b].name);
 }
 
 /* ---- opening ---- */
@@ -412,8 +137,6 @@ static bool have_uprobe_multi(void)
 
 #define OPT_HAS(o, f)                                                          \
 	((o)->sz >= offsetof(struct gw_probes_opts, f) + sizeof((o)->f))
-
-static int sample(void *ctx, void *data, size_t size);
 
 int gw_probes_open(const struct gw_probes_opts *o, struct gw_probes **out,
 		   char *err, size_t errlen)
@@ -572,13 +295,13 @@ int gw_probes_open(const struct gw_probes_opts *o, struct gw_probes **out,
 			strerror(-r));
 		goto err_links;
 	}
-	p->rb = ring_buffer__new(bpf_map__fd(s->maps.events), sample, p, NULL);
+	p->rb = ring_buffer__new(bpf_map__fd(s->maps.events), gw_probes_sample, p, NULL);
 	if (!p->rb) {
 		r = -errno;
 		put_err(err, errlen, "ring buffer: %s", strerror(-r));
 		goto err_links;
 	}
-	r = ring_buffer__add(p->rb, bpf_map__fd(s->maps.execs), sample, p);
+	r = ring_buffer__add(p->rb, bpf_map__fd(s->maps.execs), gw_probes_sample, p);
 	if (r) {
 		put_err(err, errlen, "ring buffer: %s", strerror(-r));
 		goto err_rb;
@@ -629,144 +352,18 @@ void gw_probes_close(struct gw_probes *p)
 	free(p);
 }
 
-/* ---- symbols ---- */
-
-struct found {
-	uint64_t off;
-	int rank; /* 0: not found, 1 local, 2 weak, 3 global */
-};
-
-/*
- * The symbol id of an ELF symbol name ("cudaMemcpy_ptds@@libcudart.so.13"
- * and the like), or -1 when it is none of the table's APIs in libs.
- */
-static int match_symbol(const struct gw_probes *p, const char *name,
-			unsigned int libs)
-{
-	char base[96];
-	size_t n = strcspn(name, "@");
-	unsigned int var = VAR_PLAIN;
-	int api;
-
-	if (name[0] != 'c' || name[1] != 'u' || n >= sizeof(base) || n < 4)
-		return -1;
-	memcpy(base, name, n);
-	base[n] = '\0';
-	for (unsigned int v = VAR_PTSZ; v < NVARIANTS; v++) {
-		size_t sl = strlen(variant_suffix[v]);
-
-		if (n > sl && !strcmp(base + n - sl, variant_suffix[v])) {
-			base[n - sl] = '\0';
-			var = v;
-			break;
-		}
-	}
-	api = api_by_name(p, base);
-	if (api < 0 || !(apis[api].lib & libs))
-		return -1;
-	return api * NVARIANTS + (int)var;
-}
-
-/* File offset of a virtual address, from the loadable segments. */
-static int vaddr_to_off(Elf *e, size_t phnum, uint64_t vaddr, uint64_t *off)
-{
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
-			*off = vaddr - ph.p_vaddr + ph.p_offset;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-/*
- * Looks up every table symbol of libs in the file's .dynsym and .symtab
- * (executables with cudart linked in statically have it only in .symtab).
- * A global definition wins over a weak one, which wins over a local one.
- */
-static int resolve(struct gw_probes *p, int fd, unsigned int libs,
-		   struct found *found)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Ehdr eh;
-	size_t phnum;
-	Elf *e;
-	int r = 0;
-
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
-	    gelf_getclass(e) != ELFCLASS64 || elf_getphdrnum(e, &phnum)) {
-		seterr(p, "not a 64-bit ELF file: %s", elf_errmsg(-1));
-		r = -ENOEXEC;
-		goto out;
-	}
-	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
-		seterr(p, "not an executable or shared object");
-		r = -ENOEXEC;
-		goto out;
-	}
-	while ((scn = elf_nextscn(e, scn))) {
-		Elf_Data *d = NULL;
-		GElf_Shdr sh;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		while ((d = elf_getdata(scn, d))) {
-			for (size_t i = 0; i < n; i++) {
-				const char *name;
-				GElf_Sym sm;
-				uint64_t off;
-				int id, rank, bind;
-
-				if (!gelf_getsym(d, (int)i, &sm))
-					break;
-				if (GELF_ST_TYPE(sm.st_info) != STT_FUNC ||
-				    sm.st_shndx == SHN_UNDEF || !sm.st_value)
-					continue;
-				name = elf_strptr(e, sh.sh_link, sm.st_name);
-				if (!name)
-					continue;
-				id = match_symbol(p, name, libs);
-				if (id < 0)
-					continue;
-				bind = GELF_ST_BIND(sm.st_info);
-				rank = bind == STB_GLOBAL  ? 3
-				       : bind == STB_WEAK  ? 2
-				       : bind == STB_LOCAL ? 1
-							   : 0;
-				if (rank <= found[id].rank ||
-				    vaddr_to_off(e, phnum, sm.st_value, &off))
-					continue;
-				found[id].off = off;
-				found[id].rank = rank;
-			}
-		}
-	}
-out:
-	elf_end(e);
-	return r;
-}
-
 /* ---- attaching ---- */
 
 static bool sym_high_rate(const struct fsym *s)
 {
 	return s->sym < NSYMS &&
-	       family_high_rate(apis[s->sym / NVARIANTS].family);
+	       family_high_rate(gw_cuda_apis[s->sym / NVARIANTS].family);
 }
 
 /* Older kernels: a perf event per uprobe, the return probe first. */
 static int perf_attach(struct gw_probes *p, const char *path, struct fsym *s)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = sym_cookie(s->sym),
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = gw_probes_sym_cookie(s->sym),
 		    .retprobe = true);
 
 	s->ret = bpf_program__attach_uprobe_opts(p->skel->progs.gw_return, -1,
@@ -801,7 +398,7 @@ static int multi_attach(struct gw_probes *p, struct file *f, const char *path,
 		goto out;
 	for (unsigned int i = 0; i < n; i++) {
 		off[i] = v[i]->off;
-		cookie[i] = sym_cookie(v[i]->sym);
+		cookie[i] = gw_probes_sym_cookie(v[i]->sym);
 	}
 	ret = r =
 	    multi_link(p->skel->progs.gw_return, path, off, cookie, n, true);
@@ -853,8 +450,8 @@ static int attach_syms(struct gw_probes *p, struct file *f, bool high)
 		if (r) {
 			v[i]->failed = true;
 			p->attach_failures++;
-			seterr(p, "attaching %s at offset 0x%" PRIx64 ": %s",
-			       apis[v[i]->sym / NVARIANTS].name, v[i]->off,
+			gw_probes_seterr(p, "attaching %s at offset 0x%" PRIx64 ": %s",
+			       gw_cuda_apis[v[i]->sym / NVARIANTS].name, v[i]->off,
 			       strerror(-r));
 			continue;
 		}
@@ -941,16 +538,16 @@ int gw_probes_attach_file(struct gw_probes *p, const char *path,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		seterr(p, "%s: %s", path, strerror(-r));
+		gw_probes_seterr(p, "%s: %s", path, strerror(-r));
 		return r;
 	}
 	if (fstat(fd, &st)) {
 		r = -errno;
-		seterr(p, "%s: %s", path, strerror(-r));
+		gw_probes_seterr(p, "%s: %s", path, strerror(-r));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		seterr(p, "%s: not a regular file", path);
+		gw_probes_seterr(p, "%s: not a regular file", path);
 		r = -ENOEXEC;
 		goto out_close;
 	}
@@ -971,7 +568,7 @@ int gw_probes_attach_file(struct gw_probes *p, const char *path,
 		r = -ENOMEM;
 		goto out_close;
 	}
-	r = resolve(p, fd, want, found);
+	r = gw_probes_resolve(p, fd, want, found);
 	if (r) {
 		if (r == -ENOEXEC)
 			neg_add(p, st.st_dev, st.st_ino, want);
@@ -988,7 +585,7 @@ int gw_probes_attach_file(struct gw_probes *p, const char *path,
 	if (!f) {
 		if (p->nfiles == p->max_files) {
 			p->dropped_files++;
-			seterr(p, "%s: more than %u files with probes", path,
+			gw_probes_seterr(p, "%s: more than %u files with probes", path,
 			       p->max_files);
 			r = -ENOSPC;
 			goto out_free;
@@ -1016,7 +613,7 @@ int gw_probes_attach_file(struct gw_probes *p, const char *path,
 		memset(&f->syms[f->nsyms], 0, sizeof(*syms));
 		f->syms[f->nsyms].sym = i;
 		f->syms[f->nsyms++].off = found[i].off;
-		if (!p->high_on && family_high_rate(apis[i / NVARIANTS].family))
+		if (!p->high_on && family_high_rate(gw_cuda_apis[i / NVARIANTS].family))
 			ndeferred++;
 	}
 	r = attach_syms(p, f, false);
@@ -1079,514 +676,6 @@ int gw_probes_set_high_rate(struct gw_probes *p, int on)
 	return r;
 }
 
-/* ---- reading the maps ---- */
-
-typedef int (*walk_fn)(void *ctx, const void *key, const void *val);
-
-#define WALK_CHUNK 1024
-
-/*
- * fn(ctx, key, value) for every entry of a hash map; stops at fn's < 0.
- * Batches (kernel 5.6, older than attach cookies) go bucket by bucket, so
- * fn may delete the entry it is given.
- */
-static int walk(int fd, size_t ksz, size_t vsz, walk_fn fn, void *ctx)
-{
-	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	char *keys = malloc(WALK_CHUNK * ksz), *vals = malloc(WALK_CHUNK * vsz);
-	uint64_t in = 0, out = 0;
-	bool first = true;
-	int r = -ENOMEM, e;
-
-	if (!keys || !vals)
-		goto out;
-	do {
-		__u32 count = WALK_CHUNK;
-
-		e = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys,
-					 vals, &count, &o);
-		if (e < 0 && e != -ENOENT) {
-			r = e;
-			goto out;
-		}
-		first = false;
-		for (__u32 i = 0; i < count; i++) {
-			r = fn(ctx, keys + i * ksz, vals + i * vsz);
-			if (r < 0)
-				goto out;
-		}
-		in = out;
-	} while (e != -ENOENT);
-	r = 0;
-out:
-	free(keys);
-	free(vals);
-	return r;
-}
-
-#define WALK(p, map, ktype, vtype, fn, ctx)                                    \
-	walk(bpf_map__fd((p)->skel->maps.map), sizeof(ktype), sizeof(vtype),   \
-	     fn, ctx)
-
-struct api_walk {
-	int (*cb)(void *ctx, const struct gw_api_stats *s);
-	void *ctx;
-};
-
-static int api_entry(void *ctx, const void *key, const void *val)
-{
-	const struct gw_bpf_stat_key *k = key;
-	const struct gw_bpf_stat *v = val;
-	struct api_walk *w = ctx;
-	struct gw_api_stats s;
-
-	if (k->api >= NAPIS || !v->calls)
-		return 0;
-	memset(&s, 0, sizeof(s));
-	s.pid = k->tgid;
-	s.api = k->api;
-	s.calls = v->calls;
-	s.errors = v->errors;
-	s.bytes = v->bytes;
-	s.ns_total = v->ns_total;
-	s.sync_ns = v->sync_ns;
-	_Static_assert(sizeof(s.hist) == sizeof(v->hist), "histogram");
-	_Static_assert(sizeof(s.copy_bytes) == sizeof(v->copy_bytes), "kinds");
-	memcpy(s.hist, v->hist, sizeof(s.hist));
-	memcpy(s.copy_bytes, v->copy_bytes, sizeof(s.copy_bytes));
-	return w->cb(w->ctx, &s);
-}
-
-int gw_probes_read_api(struct gw_probes *p,
-		       int (*cb)(void *ctx, const struct gw_api_stats *s),
-		       void *ctx)
-{
-	struct api_walk w = {cb, ctx};
-
-	if (!p || !cb)
-		return -EINVAL;
-	return WALK(p, stats, struct gw_bpf_stat_key, struct gw_bpf_stat,
-		    api_entry, &w);
-}
-
-struct err_walk {
-	int (*cb)(void *ctx, const struct gw_err_stats *s);
-	void *ctx;
-};
-
-static int err_entry(void *ctx, const void *key, const void *val)
-{
-	const struct gw_bpf_err_key *k = key;
-	struct err_walk *w = ctx;
-	struct gw_err_stats s;
-
-	if (k->api >= NAPIS)
-		return 0;
-	memset(&s, 0, sizeof(s));
-	s.pid = k->tgid;
-	s.api = k->api;
-	s.code = k->code;
-	memcpy(&s.count, val, sizeof(s.count));
-	return w->cb(w->ctx, &s);
-}
-
-int gw_probes_read_errors(struct gw_probes *p,
-			  int (*cb)(void *ctx, const struct gw_err_stats *s),
-			  void *ctx)
-{
-	struct err_walk w = {cb, ctx};
-
-	if (!p || !cb)
-		return -EINVAL;
-	return WALK(p, errors, struct gw_bpf_err_key, __u64, err_entry, &w);
-}
-
-/* The procs map at one moment, sorted by pid. */
-struct snap_ent {
-	struct gw_mem_stats m;
-	uint64_t gen;
-};
-
-struct proc_snap {
-	struct snap_ent *e;
-	unsigned int n, cap;
-};
-
-static int snap_entry(void *ctx, const void *key, const void *val)
-{
-	const struct gw_bpf_proc *v = val;
-	struct proc_snap *ps = ctx;
-	struct snap_ent *e;
-
-	if (ps->n == ps->cap)
-		return 0; /* the map holds at most cap */
-	e = &ps->e[ps->n++];
-	memset(e, 0, sizeof(*e));
-	memcpy(&e->m.pid, key, sizeof(e->m.pid));
-	e->m.live_bytes = v->live_bytes;
-	e->m.live_allocs = v->live_allocs;
-	e->m.host_bytes = v->host_bytes;
-	e->m.host_allocs = v->host_allocs;
-	e->gen = v->gen;
-	return 0;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The entry of pid, NULL if none (m.pid is the first member). */
-static struct snap_ent *snap_find(const struct proc_snap *ps, uint32_t pid)
-{
-	return ps->n ? bsearch(&pid, ps->e, ps->n, sizeof(*ps->e), cmp_u32)
-		     : NULL;
-}
-
-static void snap_release(struct proc_snap *ps)
-{
-	free(ps->e);
-	ps->e = NULL;
-}
-
-static int snap_procs(struct gw_probes *p, struct proc_snap *ps)
-{
-	int r;
-
-	memset(ps, 0, sizeof(*ps));
-	ps->cap = bpf_map__max_entries(p->skel->maps.procs);
-	ps->e = calloc(ps->cap, sizeof(*ps->e));
-	if (!ps->e)
-		return -ENOMEM;
-	r = WALK(p, procs, __u32, struct gw_bpf_proc, snap_entry, ps);
-	if (r) {
-		snap_release(ps);
-		return r;
-	}
-	qsort(ps->e, ps->n, sizeof(*ps->e), cmp_u32);
-	return 0;
-}
-
-struct mem_walk {
-	struct proc_snap *ps;
-	uint64_t now, age;
-	int fd;
-};
-
-static int mem_entry(void *ctx, const void *key, const void *val)
-{
-	const struct gw_bpf_alloc_key *k = key;
-	const struct gw_bpf_alloc *a = val;
-	struct mem_walk *w = ctx;
-	struct snap_ent *e = snap_find(w->ps, k->tgid);
-
-	if (!e)
-		return 0; /* exited: gw_probes_forget() */
-	if (a->gen != e->gen) {
-		/* From before an exec: gone with the old image. */
-		bpf_map_delete_elem(w->fd, key);
-		return 0;
-	}
-	if (!(a->flags & GW_BPF_F_HOST) && w->now >= a->ts_ns &&
-	    w->now - a->ts_ns >= w->age) {
-		e->m.leak_bytes += a->size;
-		e->m.leak_allocs++;
-	}
-	return 0;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int gw_probes_read_mem(struct gw_probes *p, uint64_t leak_age_ns,
-		       int (*cb)(void *ctx, const struct gw_mem_stats *s),
-		       void *ctx)
-{
-	struct proc_snap ps;
-	struct mem_walk w;
-	int r;
-
-	if (!p || !cb)
-		return -EINVAL;
-	r = snap_procs(p, &ps);
-	if (r)
-		return r;
-	w.ps = &ps;
-	w.age = leak_age_ns;
-	w.now = mono_ns();
-	w.fd = bpf_map__fd(p->skel->maps.allocs);
-	/*
-	 * The walk visits every bucket of a large map (about a millisecond):
-	 * with no process tracked there is nothing to find in it.
-	 */
-	r = ps.n ? WALK(p, allocs, struct gw_bpf_alloc_key, struct gw_bpf_alloc,
-			mem_entry, &w) :
-		   0;
-	for (unsigned int i = 0; !r && i < ps.n; i++) {
-		int c = cb(ctx, &ps.e[i].m);
-
-		r = c < 0 ? c : 0;
-	}
-	snap_release(&ps);
-	return r;
-}
-
-/* ---- forgetting ---- */
-
-/* A sorted set of pids. */
-struct pidset {
-	uint32_t *pid;
-	unsigned int n, cap;
-};
-
-/* Every key of the maps below starts with the tgid. */
-static uint32_t key_pid(const void *key)
-{
-	uint32_t pid;
-
-	memcpy(&pid, key, sizeof(pid));
-	return pid;
-}
-
-struct forget_walk {
-	const struct pidset *pids;
-	int fd;
-};
-
-static int forget_entry(void *ctx, const void *key, const void *val)
-{
-	struct forget_walk *w = ctx;
-	uint32_t pid = key_pid(key);
-
-	(void)val;
-	if (bsearch(&pid, w->pids->pid, w->pids->n, sizeof(pid), cmp_u32))
-		bpf_map_delete_elem(w->fd, key);
-	return 0;
-}
-
-static int forget_map(struct bpf_map *m, const struct pidset *pids)
-{
-	struct forget_walk w = {pids, bpf_map__fd(m)};
-
-	return walk(w.fd, bpf_map__key_size(m), bpf_map__value_size(m),
-		    forget_entry, &w);
-}
-
-static int forget_set(struct gw_probes *p, const struct pidset *pids)
-{
-	int r = 0, e;
-
-	if (!pids->n)
-		return 0;
-	if ((e = forget_map(p->skel->maps.stats, pids)))
-		r = e;
-	if ((e = forget_map(p->skel->maps.errors, pids)) && !r)
-		r = e;
-	if ((e = forget_map(p->skel->maps.allocs, pids)) && !r)
-		r = e;
-	for (unsigned int i = 0; i < pids->n; i++)
-		bpf_map_delete_elem(bpf_map__fd(p->skel->maps.ratelimit),
-				    &pids->pid[i]);
-	return r;
-}
-
-void gw_probes_forget(struct gw_probes *p, uint32_t pid)
-{
-	struct pidset one = {&pid, 1, 1};
-
-	if (!p)
-		return;
-	if (forget_set(p, &one))
-		return;
-	/* A pid still alive starts over; one that exited has no entry. */
-	bpf_map_delete_elem(bpf_map__fd(p->skel->maps.procs), &pid);
-}
-
-static int pids_entry(void *ctx, const void *key, const void *val)
-{
-	struct pidset *ps = ctx;
-	uint32_t pid = key_pid(key);
-
-	(void)val;
-	/* Keys of one pid tend to come together. */
-	if (ps->n && ps->pid[ps->n - 1] == pid)
-		return 0;
-	if (ps->n == ps->cap) {
-		/* Full of repeats: compact, then give up if still full. */
-		unsigned int j = 0;
-
-		qsort(ps->pid, ps->n, sizeof(*ps->pid), cmp_u32);
-		for (unsigned int i = 0; i < ps->n; i++)
-			if (!j || ps->pid[j - 1] != ps->pid[i])
-				ps->pid[j++] = ps->pid[i];
-		ps->n = j;
-		if (ps->n == ps->cap)
-			return -ENOSPC;
-	}
-	ps->pid[ps->n++] = pid;
-	return 0;
-}
-
-int gw_probes_sweep(struct gw_probes *p, unsigned int *n)
-{
-	struct pidset seen = {0}, dead = {0};
-	struct proc_snap live;
-	int r;
-
-	if (n)
-		*n = 0;
-	if (!p)
-		return -EINVAL;
-	/*
-	 * Pids with entries first, then the live ones: a pid's procs entry
-	 * is made before its other entries, so one with entries that is not
-	 * live afterwards has exited.
-	 */
-	seen.cap = p->max_pids * 4;
-	seen.pid = calloc(seen.cap, sizeof(*seen.pid));
-	if (!seen.pid)
-		return -ENOMEM;
-	r = WALK(p, stats, struct gw_bpf_stat_key, struct gw_bpf_stat,
-		 pids_entry, &seen);
-	if (!r)
-		r = WALK(p, errors, struct gw_bpf_err_key, __u64, pids_entry,
-			 &seen);
-	if (!r)
-		r = WALK(p, allocs, struct gw_bpf_alloc_key,
-			 struct gw_bpf_alloc, pids_entry, &seen);
-	if (r)
-		goto out;
-	r = snap_procs(p, &live);
-	if (r)
-		goto out;
-	qsort(seen.pid, seen.n, sizeof(*seen.pid), cmp_u32);
-	dead.pid = seen.pid; /* filtered in place */
-	for (unsigned int i = 0; i < seen.n; i++) {
-		uint32_t pid = seen.pid[i];
-
-		if ((dead.n && dead.pid[dead.n - 1] == pid) ||
-		    snap_find(&live, pid))
-			continue;
-		dead.pid[dead.n++] = pid;
-	}
-	dead.cap = dead.n;
-	snap_release(&live);
-	r = forget_set(p, &dead);
-	if (!r && n)
-		*n = dead.n;
-out:
-	free(seen.pid);
-	return r;
-}
-
-/* ---- events ---- */
-
-static int sample(void *ctx, void *data, size_t size)
-{
-	const struct gw_bpf_event *k = data;
-	struct gw_probes *p = ctx;
-	struct gw_probe_event e;
-	int r;
-
-	if (size < sizeof(*k) || !p->ev_cb)
-		return 0;
-	memset(&e, 0, sizeof(e));
-	e.type = k->type;
-	e.pid = k->pid;
-	e.exit_code = k->exit_code;
-	e.signal = k->signal;
-	e.api = k->api;
-	e.code = k->code;
-	e.live_bytes = k->live_bytes;
-	e.size = k->size;
-	e.flags = k->flags;
-	_Static_assert(sizeof(e.comm) == sizeof(k->comm), "comm");
-	_Static_assert(sizeof(e.filename) == sizeof(k->filename), "filename");
-	memcpy(e.comm, k->comm, sizeof(e.comm));
-	e.comm[sizeof(e.comm) - 1] = '\0';
-	memcpy(e.filename, k->filename, sizeof(e.filename));
-	e.filename[sizeof(e.filename) - 1] = '\0';
-	r = p->ev_cb(p->ev_ctx, &e);
-	if (r < 0) {
-		p->ev_ret = r;
-		return r;
-	}
-	return 0;
-}
-
-int gw_probes_poll(struct gw_probes *p, int timeout_ms,
-		   int (*cb)(void *ctx, const struct gw_probe_event *e),
-		   void *ctx)
-{
-	int r;
-
-	if (!p || !cb)
-		return -EINVAL;
-	p->ev_cb = cb;
-	p->ev_ctx = ctx;
-	p->ev_ret = 0;
-	r = ring_buffer__poll(p->rb, timeout_ms);
-	p->ev_cb = NULL;
-	p->ev_ctx = NULL;
-	if (p->ev_ret)
-		return p->ev_ret;
-	return r;
-}
-
-int gw_probes_fd(const struct gw_probes *p)
-{
-	return p ? ring_buffer__epoll_fd(p->rb) : -EINVAL;
-}
-
-/* ---- counters ---- */
-
-static uint64_t counter(struct gw_probes *p, __u32 slot)
-{
-	uint64_t sum = 0, *v = calloc((size_t)p->ncpus, sizeof(*v));
-
-	if (!v)
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.counters), &slot, v))
-		for (int i = 0; i < p->ncpus; i++)
-			sum += v[i];
-	free(v);
-	return sum;
-}
-
-void gw_probes_counters(struct gw_probes *p, struct gw_probes_counters *c)
-{
-	uint64_t hits;
-	unsigned int files = 0;
-
-	if (!c)
-		return;
-	memset(c, 0, sizeof(*c));
-	if (!p)
-		return;
-	hits = counter(p, GW_BPF_CTR_HITS);
-	c->hits = hits > p->calib_hits ? hits - p->calib_hits : 0;
-	c->dropped_allocs = counter(p, GW_BPF_CTR_DROPPED_ALLOCS);
-	c->dropped_events = counter(p, GW_BPF_CTR_DROPPED_EVENTS);
-	c->dropped_execs = counter(p, GW_BPF_CTR_DROPPED_EXECS);
-	c->ratelimited_events = counter(p, GW_BPF_CTR_RATELIMITED);
-	c->dropped_pids = counter(p, GW_BPF_CTR_DROPPED_PIDS);
-	c->dropped_stats = counter(p, GW_BPF_CTR_DROPPED_STATS);
-	c->stale_returns = counter(p, GW_BPF_CTR_STALE);
-	for (unsigned int i = 0; i < p->nfiles; i++)
-		files += p->files[i].fd >= 0;
-	c->attached_files = files;
-	c->attached_probes = p->nprobes;
-	c->attach_failures = p->attach_failures;
-	c->dropped_files = p->dropped_files;
-}
-
 /* ---- calibration ---- */
 
 /* The probed function: a call that does nothing and returns 0 (success). */
@@ -1604,12 +693,12 @@ static double time_calls(unsigned int n)
 	double best = 0;
 
 	for (int run = 0; run < 3; run++) {
-		uint64_t t0 = mono_ns(), t1;
+		uint64_t t0 = gw_probes_mono_ns(), t1;
 		int acc = 0;
 
 		for (unsigned int i = 0; i < n; i++)
 			acc += calib_fn((int)i);
-		t1 = mono_ns();
+		t1 = gw_probes_mono_ns();
 		__asm__ volatile("" : : "r"(acc));
 		if (!run || (double)(t1 - t0) / n < best)
 			best = (double)(t1 - t0) / n;
@@ -1671,7 +760,7 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 	*ns_per_hit = 0;
 	r = self_offset((uintptr_t)calib_target, path, sizeof(path), &sym.off);
 	if (r) {
-		seterr(p, "calibration: cannot find this process's code: %s",
+		gw_probes_seterr(p, "calibration: cannot find this process's code: %s",
 		       strerror(-r));
 		return r;
 	}
@@ -1679,11 +768,11 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 					&proc);
 	base = time_calls(nbase);
 
-	hits0 = counter(p, GW_BPF_CTR_HITS);
+	hits0 = gw_probes_read_counter(p, GW_BPF_CTR_HITS);
 	r = p->multi ? multi_attach(p, &f, path, &v, 1, false)
 		     : perf_attach(p, path, &sym);
 	if (r) {
-		seterr(p, "calibration: attaching to %s: %s", path,
+		gw_probes_seterr(p, "calibration: attaching to %s: %s", path,
 		       strerror(-r));
 		free(f.ml);
 		return r;
@@ -1696,7 +785,7 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 	detach_syms(p, &f, false);
 	free(f.ml);
 	p->nprobes = nprobes;
-	p->calib_hits += counter(p, GW_BPF_CTR_HITS) - hits0;
+	p->calib_hits += gw_probes_read_counter(p, GW_BPF_CTR_HITS) - hits0;
 
 	/* Leave no trace of this process in the maps. */
 	sk.tgid = self;
@@ -1706,7 +795,7 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 		bpf_map_delete_elem(bpf_map__fd(p->skel->maps.procs), &self);
 
 	if (probed <= base) {
-		seterr(p,
+		gw_probes_seterr(p,
 		       "calibration: probed calls were not slower (%.1f "
 		       "vs %.1f ns)",
 		       probed, base);

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_head.c - the store's head: per series the open raw chunk, the open
+ * 1-minute and 1-hour rollups and the closed rollups of the current hour
+ * and day, and the samples not yet in the head log; appends, and sealing
+ * what is complete into sealed[] for the next cut (store_maint.c).
+ *
+ * Life of a sample (t, v) of series S:
+ *
+ *   append --> S.raw chunk (hour of t) --seal at hour change--> sealed[]
+ *          --> S.m1 (open minute) --close--> S.m1_closed --seal--> sealed[]
+ *                                       \--> S.h1 (open hour) --close-->
+ *                                             S.h1_day (the day's hours)
+ *          --> S.pend --flush (<= flush_ms)--> index.db head log
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define PEND_MAX 4096 /* per series before an early flush */
+
+void gw_store_head_free(void *v)
+{
+	struct head *h = v;
+
+	if (!h)
+		return;
+	gw_chunk_enc_release(&h->raw);
+	gw_rollup_release(&h->m1);
+	gw_rollup_release(&h->h1);
+	gw_buf_release(&h->m1_closed);
+	gw_buf_release(&h->h1_day);
+	free(h->pend);
+	free(h);
+}
+
+static struct head *head_new(void)
+{
+	struct head *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	gw_chunk_enc_init(&h->raw);
+	gw_rollup_init(&h->m1, 0);
+	gw_rollup_init(&h->h1, 0);
+	gw_buf_init(&h->m1_closed, 16u << 20);
+	gw_buf_init(&h->h1_day, 16u << 20);
+	h->raw_hour = INT64_MIN;
+	h->last_t = INT64_MIN;
+	h->first_t = INT64_MIN;
+	h->m1_hour = INT64_MIN;
+	h->h1_day_start = INT64_MIN;
+	return h;
+}
+
+static int seal_push(struct gw_store *s, uint32_t id, enum gw_tier tier,
+		     int64_t t_min, int64_t t_max, uint32_t n,
+		     const void *data, size_t len)
+{
+	struct sealed *x;
+	uint8_t *copy;
+
+	if (!len)
+		return 0;
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, data, len);
+	pthread_rwlock_wrlock(&s->lock);
+	if (s->nsealed == s->capsealed) {
+		size_t ncap = s->capsealed ? s->capsealed * 2 : 256;
+		struct sealed *nv = realloc(s->sealed, ncap * sizeof(*nv));
+
+		if (!nv) {
+			pthread_rwlock_unlock(&s->lock);
+			free(copy);
+			return -ENOMEM;
+		}
+		s->sealed = nv;
+		s->capsealed = ncap;
+	}
+	x = &s->sealed[s->nsealed++];
+	*x = (struct sealed){ id, tier, t_min, t_max, n, copy, len };
+	pthread_rwlock_unlock(&s->lock);
+	return 0;
+}
+
+static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
+{
+	const uint8_t *p;
+	size_t len;
+	int err;
+
+	if (!gw_chunk_count(&h->raw))
+		return 0;
+	p = gw_chunk_bytes(&h->raw, &len);
+	err = seal_push(s, ser->id, GW_TIER_RAW, gw_chunk_first(&h->raw),
+			gw_chunk_last(&h->raw), gw_chunk_count(&h->raw), p, len);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&s->lock);
+	gw_chunk_enc_reset(&h->raw);
+	pthread_rwlock_unlock(&s->lock);
+	return 0;
+}
+
+/* Encodes framed rollups as one rollup chunk and seals it. */
+static int seal_rollups(struct gw_store *s, struct gw_series *ser,
+			enum gw_tier tier, struct gw_buf *framed)
+{
+	struct gw_rollup *r = NULL;
+	struct gw_buf out;
+	size_t n = 0;
+	int err;
+
+	if (!framed->len)
+		return 0;
+	err = gw_store_frame_decode(framed, &r, &n);
+	if (err)
+		return err;
+	gw_buf_init(&out, 64u << 20);
+	if (n)
+		err = gw_rollup_encode(r, n, &out);
+	if (!err && n)
+		err = seal_push(s, ser->id, tier, r[0].t, r[n - 1].t,
+				(uint32_t)n, out.p, out.len);
+	gw_buf_release(&out);
+	gw_rollup_free_array(r, n);
+	if (!err) {
+		pthread_rwlock_wrlock(&s->lock);
+		gw_buf_reset(framed);
+		pthread_rwlock_unlock(&s->lock);
+	}
+	return err;
+}
+
+static int close_hour(struct gw_store *s, struct gw_series *ser,
+		      struct head *h)
+{
+	int64_t day = floor_to(h->h1.t - 1, MS_DAY);
+	int err = 0;
+
+	if (h->h1_day_start != day && h->h1_day.len) {
+		/* The previous day's column is complete: rewritten at the
+		 * next cut from sealed[] rather than from h1_day. */
+		err = seal_rollups(s, ser, GW_TIER_1H, &h->h1_day);
+		if (err)
+			return err;
+	}
+	pthread_rwlock_wrlock(&s->lock);
+	h->h1_day_start = day;
+	if (!h->h1_day.len)
+		h->h1_day_t0 = h->h1.t;
+	err = gw_store_frame_add(&h->h1_day, &h->h1);
+	h->h1_open = false;
+	h->h1_dirty = true;
+	pthread_rwlock_unlock(&s->lock);
+	return err;
+}
+
+static int close_minute(struct gw_store *s, struct gw_series *ser,
+			struct head *h)
+{
+	int64_t hour = floor_to(h->m1.t - 1, MS_HOUR);
+	int err = 0;
+
+	if (h->m1_hour != hour && h->m1_closed.len) {
+		err = seal_rollups(s, ser, GW_TIER_1M, &h->m1_closed);
+		if (err)
+			return err;
+	}
+	if (h->h1_open && h->h1.t != hour + MS_HOUR) {
+		err = close_hour(s, ser, h);
+		if (err)
+			return err;
+	}
+	pthread_rwlock_wrlock(&s->lock);
+	h->m1_hour = hour;
+	err = gw_store_frame_add(&h->m1_closed, &h->m1);
+	pthread_rwlock_unlock(&s->lock);
+	if (err)
+		return err;
+	if (!h->h1_open) {
+		gw_rollup_reset(&h->h1, hour + MS_HOUR);
+		h->h1_open = true;
+	}
+	err = gw_rollup_merge(&h->h1, &h->m1);
+	h->m1_open = false;
+	return err;
+}
+
+/*
+ * Moves everything of the head before `before` into sealed[]: the raw
+ * chunk of an earlier hour, minutes and hours that ended.
+ */
+int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
+			     struct head *h, int64_t before)
+{
+	int err = 0;
+
+	if (gw_chunk_count(&h->raw) && h->raw_hour < before &&
+	    h->raw_hour + MS_HOUR <= before)
+		err = seal_raw(s, ser, h);
+	if (!err && h->m1_open && h->m1.t <= before)
+		err = close_minute(s, ser, h);
+	if (!err && h->m1_closed.len && h->m1_hour + MS_HOUR <= before)
+		err = seal_rollups(s, ser, GW_TIER_1M, &h->m1_closed);
+	if (!err && h->h1_open && h->h1.t <= before)
+		err = close_hour(s, ser, h);
+	if (!err && h->h1_day.len && h->h1_day_start + MS_DAY <= before)
+		err = seal_rollups(s, ser, GW_TIER_1H, &h->h1_day);
+	return err;
+}
+
+/* The sample path shared by append and log replay. */
+int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
+		      double v, bool log)
+{
+	struct head *h = ser->head;
+	int64_t hour;
+	int err;
+
+	/*
+	 * Timestamp tolerance (as Prometheus aligns scrape times): a new
+	 * sample within GW_STORE_TIME_TOLERANCE_MS of where the series'
+	 * interval predicts it is stored at the predicted time, so that a
+	 * regular series costs no timestamp bits at all.  Replayed samples
+	 * were aligned before they were logged.
+	 */
+	if (log && h->last_dt > 0 && h->last_t != INT64_MIN) {
+		int64_t want = h->last_t + h->last_dt;
+
+		if (t != want && t - want <= GW_STORE_TIME_TOLERANCE_MS &&
+		    want - t <= GW_STORE_TIME_TOLERANCE_MS)
+			t = want;
+	}
+	hour = floor_to(t, MS_HOUR);
+	if (t < h->last_t || t < s->watermark) {
+		atomic_fetch_add(&s->st_order, 1);
+		gw_log_once(&s->warned_order, GW_LOG_WARN,
+			    "store: sample of %s at %lld is older than the "
+			    "series' last one (or the last cut) and is "
+			    "dropped; further drops are only counted",
+			    ser->key, (long long)t);
+		return -EDOM;
+	}
+	if (log && h->npend == h->cappend) {
+		uint32_t ncap = h->cappend ? h->cappend * 2 : 8;
+		struct pending *np;
+
+		if (h->npend >= PEND_MAX) {
+			/*
+			 * Flushes keep failing (disk full, I/O errors): the
+			 * oldest half of the series' unflushed samples leaves
+			 * the log.  They stay in the head and reach the
+			 * partitions at the next cut; only a crash before
+			 * then loses them, and they are counted.
+			 */
+			if (gw_store_now(s) < s->next_flush ||
+			    gw_store_flush(s) != 0) {
+				uint32_t half = h->npend / 2;
+
+				memmove(h->pend, h->pend + half,
+					(h->npend - half) * sizeof(*h->pend));
+				h->npend -= half;
+				s->pend_total -= half;
+				atomic_fetch_add(&s->st_unlogged, half);
+			}
+		} else {
+			np = realloc(h->pend, ncap * sizeof(*np));
+			if (!np)
+				return -ENOMEM;
+			h->pend = np;
+			h->cappend = ncap;
+		}
+	}
+	if (h->raw_hour != hour || gw_chunk_count(&h->raw) >= 3600 * 4) {
+		err = seal_raw(s, ser, h);
+		if (err)
+			return err;
+		h->raw_hour = hour;
+	}
+	if (h->m1_open && t >= h->m1.t) {
+		err = close_minute(s, ser, h);
+		if (err)
+			return err;
+	}
+	if (h->h1_open && t >= h->h1.t) {
+		err = close_hour(s, ser, h);
+		if (err)
+			return err;
+	}
+	pthread_rwlock_wrlock(&s->lock);
+	err = gw_chunk_append(&h->raw, t, v);
+	if (err == -ENOSPC) {
+		pthread_rwlock_unlock(&s->lock);
+		err = seal_raw(s, ser, h);
+		pthread_rwlock_wrlock(&s->lock);
+		if (!err)
+			err = gw_chunk_append(&h->raw, t, v);
+	}
+	if (!err) {
+		if (h->last_t != INT64_MIN && t > h->last_t)
+			h->last_dt = t - h->last_t;
+		h->last_t = t;
+		if (h->first_t == INT64_MIN && !h->from_disk)
+			h->first_t = t;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (err)
+		return err;
+	if (!h->m1_open) {
+		gw_rollup_reset(&h->m1, floor_to(t, MS_MIN) + MS_MIN);
+		h->m1_open = true;
+	}
+	err = gw_rollup_add(&h->m1, t, v);
+	if (log && h->npend < h->cappend) {
+		h->pend[h->npend++] = (struct pending){ t, v };
+		s->pend_total++;
+	}
+	atomic_fetch_add(&s->st_appended, 1);
+	return err;
+}
+
+int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
+			 uint32_t id, bool persisted, struct gw_series **out)
+{
+	/* The head first: a series in the index always has one. */
+	struct head *h = head_new();
+	struct gw_series *ser = NULL;
+	int err;
+
+	if (!h)
+		return -ENOMEM;
+	h->persisted = persisted;
+	/* From disk: it may have data from before this run. */
+	h->from_disk = id != 0;
+	pthread_rwlock_wrlock(&s->lock);
+	err = gw_series_index_add(s->idx, l, id, &ser);
+	if (!err && !ser->head) {
+		ser->head = h;
+		h = NULL;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	gw_store_head_free(h);
+	if (err == -ENOSPC || err == -E2BIG) {
+		atomic_fetch_add(&s->st_cap, 1);
+		gw_log_once(&s->warned_cap, GW_LOG_WARN,
+			    "store: series cap reached (--store-max-series %u, "
+			    "--store-max-label-values %u); new series are "
+			    "refused and counted in "
+			    "gpuwatch_store_samples_refused_total{reason=\"cap\"}",
+			    s->o.max_series, s->o.max_values);
+	}
+	*out = err ? NULL : ser;
+	return err;
+}
+
+int gw_store_append(struct gw_store *s, const char *name, const char *labels,
+		    int64_t t, double v)
+{
+	char stackkey[512];
+	char *key = stackkey;
+	size_t ln = strlen(name), ll = labels ? strlen(labels) : 0;
+	struct gw_series *ser;
+	int err = 0;
+
+	if (ln + ll + 2 > sizeof(stackkey)) {
+		key = malloc(ln + ll + 2);
+		if (!key)
+			return -ENOMEM;
+	}
+	memcpy(key, name, ln);
+	key[ln] = '\x01';
+	memcpy(key + ln + 1, labels ? labels : "", ll + 1);
+	ser = gw_series_index_find_alias(s->idx, key);
+	if (!ser) {
+		struct gw_labels l;
+
+		err = gw_labels_parse(&l, name, labels);
+		if (err) {
+			atomic_fetch_add(&s->st_bad, 1);
+			gw_log_once(&s->warned_bad, GW_LOG_WARN,
+				    "store: refusing series %s{%s}: bad name "
+				    "or labels (%s)", name, labels ? labels : "",
+				    strerror(-err));
+			goto out;
+		}
+		err = gw_store_attach_series(s, &l, 0, false, &ser);
+		gw_labels_release(&l);
+		if (err)
+			goto out;
+		pthread_rwlock_wrlock(&s->lock);
+		if (gw_series_index_add_alias(s->idx, key, ser))
+			gw_dbg("store: alias cache full");
+		pthread_rwlock_unlock(&s->lock);
+	}
+	err = gw_store_head_add(s, ser, t, v, true);
+out:
+	if (key != stackkey)
+		free(key);
+	return err;
+}

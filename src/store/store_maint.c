@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_maint.c - what the writer does besides appending
+ * (gw_store_maintain): the hourly cuts into day partitions, closing a
+ * finished day's partitions, retention, the disk budget and quarantining
+ * a partition a query found damaged.
+ *
+ *   cut(H), when now >= H + grace: everything before H leaves the head:
+ *   sealed[] and the hour's rollups are written to the partitions of their
+ *   days, the 1-hour column of the day is rewritten, then the watermark
+ *   becomes H and the head log before H is deleted.  A crash between the
+ *   two steps replays the log into the same chunk keys (INSERT OR REPLACE),
+ *   so a cut is idempotent.
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* ---- cuts ---- */
+
+static int write_chunk(sqlite3 *db, uint32_t id, int64_t t_min, int64_t t_max,
+		       uint32_t n, const void *data, size_t len)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO chunks(series, "
+				"t_min, t_max, n, data) VALUES (?,?,?,?,?)",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return gw_store_sql_err(db, rc, "write chunk");
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, t_min);
+	sqlite3_bind_int64(st, 3, t_max);
+	sqlite3_bind_int64(st, 4, n);
+	sqlite3_bind_blob(st, 5, data, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "write chunk");
+}
+
+/* Partition of a chunk: the day of its first timestamp (a rollup's t is
+ * its window end, so its day is that of t - 1). */
+static int64_t chunk_day(enum gw_tier tier, int64_t t_min)
+{
+	return floor_to(tier == GW_TIER_RAW ? t_min : t_min - 1, MS_DAY);
+}
+
+/*
+ * Partitions with an open transaction during a cut, by (tier, day):
+ * opening another partition may move the array they live in, so no
+ * pointer into it is kept across gw_store_part_writable().
+ */
+struct cut_txns {
+	struct {
+		enum gw_tier tier;
+		int64_t day;
+	} v[16];
+	size_t n;
+};
+
+/* The partition for (tier, day), inside the cut's transaction on it;
+ * -EROFS for a closed day (its data is late and dropped). */
+static int cut_partition(struct gw_store *s, struct cut_txns *tx,
+			 enum gw_tier tier, int64_t day, struct part **out)
+{
+	int err = gw_store_part_writable(s, tier, day, out);
+
+	if (err)
+		return err;
+	for (size_t k = 0; k < tx->n; k++)
+		if (tx->v[k].tier == tier && tx->v[k].day == day)
+			return 0;
+	if (tx->n == sizeof(tx->v) / sizeof(tx->v[0]))
+		return -E2BIG;
+	err = gw_store_exec((*out)->w, "BEGIN");
+	if (err)
+		return err;
+	tx->v[tx->n].tier = tier;
+	tx->v[tx->n++].day = day;
+	return 0;
+}
+
+/* Writes the sealed chunks before H and the partial 1h day columns. */
+static int write_cut(struct gw_store *s, int64_t H)
+{
+	size_t n = gw_series_index_count(s->idx);
+	struct cut_txns tx = { .n = 0 };
+	int err = 0;
+
+	/* One transaction per partition touched. */
+	for (size_t i = 0; i < s->nsealed && !err; i++) {
+		struct sealed *x = &s->sealed[i];
+		int64_t day = chunk_day(x->tier, x->t_min);
+		struct gw_series *ser = gw_series_index_get(s->idx, x->id);
+		struct part *p;
+
+		if (x->t_min >= H || !ser)
+			continue;
+		err = cut_partition(s, &tx, x->tier, day, &p);
+		if (err == -EROFS) {
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		err = gw_store_insert_series(p->w, ser, true);
+		if (!err)
+			err = write_chunk(p->w, x->id, x->t_min, x->t_max, x->n,
+					  x->data, x->len);
+		if (!err)
+			p->samples += x->n;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct head *h = ser->head;
+		struct gw_rollup *r = NULL;
+		struct gw_buf out;
+		struct part *p;
+		size_t k = 0;
+
+		if (!h->h1_dirty || !h->h1_day.len)
+			continue;
+		err = cut_partition(s, &tx, GW_TIER_1H, h->h1_day_start, &p);
+		if (err == -EROFS) {
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		err = gw_store_frame_decode(&h->h1_day, &r, &k);
+		gw_buf_init(&out, 64u << 20);
+		if (!err && k)
+			err = gw_rollup_encode(r, k, &out);
+		if (!err)
+			err = gw_store_insert_series(p->w, ser, true);
+		if (!err && k)
+			err = write_chunk(p->w, ser->id, r[0].t, r[k - 1].t,
+					  (uint32_t)k, out.p, out.len);
+		gw_buf_release(&out);
+		gw_rollup_free_array(r, k);
+	}
+	for (size_t k = 0; k < tx.n; k++) {
+		struct part *p = gw_store_part_find(s, tx.v[k].tier, tx.v[k].day);
+
+		if (!p || !p->w)
+			continue;
+		if (err)
+			(void)gw_store_exec(p->w, "ROLLBACK");
+		else
+			err = gw_store_exec(p->w, "COMMIT");
+	}
+	return err;
+}
+
+static void drop_sealed_before(struct gw_store *s, int64_t H)
+{
+	size_t j = 0;
+
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < s->nsealed; i++) {
+		if (s->sealed[i].t_min < H)
+			free(s->sealed[i].data);
+		else
+			s->sealed[j++] = s->sealed[i];
+	}
+	s->nsealed = j;
+	pthread_rwlock_unlock(&s->lock);
+}
+
+static int set_watermark(struct gw_store *s, int64_t H)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "BEGIN; INSERT OR REPLACE INTO meta(k, v) VALUES "
+		 "('watermark', %lld); DELETE FROM head WHERE t_max < %lld; "
+		 "COMMIT; PRAGMA incremental_vacuum;", (long long)H,
+		 (long long)H);
+	return gw_store_exec(s->index, sql);
+}
+
+/* Closes, compacts and write-protects a finished day's partitions. */
+static void close_day(struct gw_store *s, int64_t day)
+{
+	for (int t = 0; t < GW_TIERS; t++) {
+		struct part *p = gw_store_part_find(s, (enum gw_tier)t, day);
+		sqlite3 *db;
+
+		if (!p || p->closed)
+			continue;
+		if (p->w) {
+			sqlite3_close(p->w);
+			p->w = NULL;
+		}
+		if (gw_store_open_db(p->path, false, false, &db) == 0) {
+			if (p->tier != GW_TIER_1H)
+				(void)gw_store_compact_db(db, p->tier);
+			(void)gw_store_exec(db, "INSERT OR REPLACE INTO meta(k, v) "
+				       "VALUES ('closed', 1);"
+				       "PRAGMA journal_mode=DELETE; VACUUM;");
+			sqlite3_close(db);
+		}
+		(void)chmod(p->path, 0444);
+		pthread_rwlock_wrlock(&s->lock);
+		p->closed = true;
+		p->bytes = gw_store_file_bytes(p->path);
+		pthread_rwlock_unlock(&s->lock);
+		gw_info("store: closed partition %s (%llu bytes)", p->path,
+			(unsigned long long)p->bytes);
+	}
+}
+
+static int cut(struct gw_store *s, int64_t H)
+{
+	size_t n = gw_series_index_count(s->idx);
+	int err = gw_store_flush(s);
+
+	for (size_t i = 0; i < n && !err; i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+
+		err = gw_store_head_close_before(s, ser, ser->head, H);
+	}
+	if (!err)
+		err = write_cut(s, H);
+	if (err) {
+		gw_err("store: writing the hour before %lld failed (%s); kept "
+		       "in memory and in the head log, retried", (long long)H,
+		       strerror(-err));
+		return err;
+	}
+	drop_sealed_before(s, H);
+	for (size_t i = 0; i < n; i++)
+		((struct head *)gw_series_index_at(s->idx, i)->head)->h1_dirty =
+			false;
+	err = set_watermark(s, H);
+	if (err)
+		return err;
+	s->watermark = H;
+	atomic_fetch_add(&s->st_cuts, 1);
+	for (size_t i = 0; i < s->nparts; i++)
+		if (!s->parts[i].closed && s->parts[i].day + MS_DAY <= H)
+			close_day(s, s->parts[i].day);
+	return 0;
+}
+
+/* ---- retention, budget, stats ---- */
+
+static void drop_part(struct gw_store *s, size_t i, const char *why)
+{
+	struct part p;
+
+	pthread_rwlock_wrlock(&s->lock);
+	p = s->parts[i];
+	memmove(&s->parts[i], &s->parts[i + 1],
+		(s->nparts - i - 1) * sizeof(*s->parts));
+	s->nparts--;
+	pthread_rwlock_unlock(&s->lock);
+	if (p.w)
+		sqlite3_close(p.w);
+	for (int k = 0; k < 3; k++) {
+		char path[PATH_MAX + 340];
+
+		snprintf(path, sizeof(path), "%s%s", p.path,
+			 k == 0 ? "" : k == 1 ? "-wal" : "-shm");
+		(void)unlink(path);
+	}
+	gw_info("store: dropped %s (%s)", p.path, why);
+}
+
+void gw_store_refresh_sizes(struct gw_store *s)
+{
+	uint64_t tier_bytes[GW_TIERS] = { 0 }, tier_samples[GW_TIERS] = { 0 };
+	uint64_t total = 0;
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/index.db", s->dir);
+	total += gw_store_file_bytes(path);
+	pthread_rwlock_wrlock(&s->lock); /* p->bytes is read by listings */
+	for (size_t i = 0; i < s->nparts; i++) {
+		struct part *p = &s->parts[i];
+
+		if (!p->closed)
+			p->bytes = gw_store_file_bytes(p->path);
+		tier_bytes[p->tier] += p->bytes;
+		tier_samples[p->tier] += p->samples;
+		total += p->bytes;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	for (int t = 0; t < GW_TIERS; t++) {
+		atomic_store(&s->st_tier_bytes[t], tier_bytes[t]);
+		atomic_store(&s->st_tier_samples[t], tier_samples[t]);
+	}
+	atomic_store(&s->st_disk, total);
+}
+
+static void enforce_limits(struct gw_store *s, int64_t now)
+{
+	int64_t today = floor_to(now, MS_DAY);
+
+	for (size_t i = 0; i < s->nparts;) {
+		struct part *p = &s->parts[i];
+
+		if (p->day + MS_DAY <= now - s->o.retention_ms[p->tier]) {
+			drop_part(s, i, "past its retention");
+			atomic_fetch_add(&s->st_drop_ret, 1);
+			continue;
+		}
+		i++;
+	}
+	gw_store_refresh_sizes(s);
+	while (s->o.disk_budget && atomic_load(&s->st_disk) > s->o.disk_budget) {
+		/* Oldest first; parts are sorted by day.  Never today's. */
+		if (!s->nparts || s->parts[0].day >= today) {
+			static atomic_flag warned = ATOMIC_FLAG_INIT;
+
+			gw_log_once(&warned, GW_LOG_WARN,
+				    "store: over the disk budget with nothing "
+				    "left to drop but today's data");
+			break;
+		}
+		drop_part(s, 0, "over the disk budget");
+		atomic_fetch_add(&s->st_drop_budget, 1);
+		gw_store_refresh_sizes(s);
+	}
+}
+
+/* Quarantines a partition a query found damaged, once checked. */
+static void check_suspect(struct gw_store *s)
+{
+	char path[sizeof(s->suspect)];
+
+	pthread_mutex_lock(&s->suspect_lock);
+	memcpy(path, s->suspect, sizeof(path));
+	s->suspect[0] = '\0';
+	pthread_mutex_unlock(&s->suspect_lock);
+	if (!path[0])
+		return;
+	for (size_t i = 0; i < s->nparts; i++) {
+		struct part p;
+
+		if (strcmp(s->parts[i].path, path) != 0)
+			continue;
+		if (gw_store_check_file(path) != -EBADMSG)
+			return; /* readable after all (or gone) */
+		pthread_rwlock_wrlock(&s->lock);
+		p = s->parts[i];
+		memmove(&s->parts[i], &s->parts[i + 1],
+			(s->nparts - i - 1) * sizeof(*s->parts));
+		s->nparts--;
+		pthread_rwlock_unlock(&s->lock);
+		if (p.w)
+			sqlite3_close(p.w);
+		gw_store_quarantine(s, path, "SQLite reported corruption while "
+				    "reading it");
+		return;
+	}
+}
+
+int gw_store_maintain(struct gw_store *s)
+{
+	int64_t now = gw_store_now(s);
+	int64_t H = floor_to(now - s->o.grace_ms, MS_HOUR);
+	int err = 0;
+
+	check_suspect(s);
+	if (now >= s->next_flush)
+		err = gw_store_flush(s);
+	if (!err && H > s->watermark)
+		err = cut(s, H);
+	if (now - s->last_maint >= 60000) {
+		s->last_maint = now;
+		enforce_limits(s, now);
+	}
+	return err;
+}
