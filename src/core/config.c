@@ -488,7 +488,7 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 
 /* ---- YAML ---- */
 
-struct yaml_ctx {
+struct file_ctx {
 	struct gw_config *c;
 	const char *name;
 	char *err;
@@ -496,7 +496,7 @@ struct yaml_ctx {
 	unsigned int seen_line[NOPTS];
 };
 
-static int yaml_fail(struct yaml_ctx *y, const yaml_event_t *ev,
+static int file_fail(struct file_ctx *y, const yaml_event_t *ev,
 		     const char *what)
 {
 	snprintf(y->err, y->errlen, "%s:%zu: %s", y->name,
@@ -504,7 +504,7 @@ static int yaml_fail(struct yaml_ctx *y, const yaml_event_t *ev,
 	return -EINVAL;
 }
 
-static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct yaml_ctx *y)
+static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_ctx *y)
 {
 	if (!yaml_parser_parse(p, ev)) {
 		snprintf(y->err, y->errlen, "%s:%zu:%zu: %s%s%s", y->name,
@@ -516,7 +516,7 @@ static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct yaml_ctx *y)
 	return 0;
 }
 
-static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
+static int file_value(struct file_ctx *y, yaml_parser_t *p,
 		      const struct opt *o, const char *key, size_t line)
 {
 	char where[PATH_MAX + 128];
@@ -528,7 +528,7 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 		return -EINVAL;
 	if (ev.type == YAML_SCALAR_EVENT) {
 		if (o->type == T_CONFIG) {
-			err = yaml_fail(y, &ev,
+			err = file_fail(y, &ev,
 					"'config' can only be given on the "
 					"command line");
 		} else {
@@ -554,7 +554,7 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 				break;
 			if (ev.type != YAML_SCALAR_EVENT ||
 			    len + ev.data.scalar.length + 2 >= sizeof(joined)) {
-				err = yaml_fail(y, &ev,
+				err = file_fail(y, &ev,
 						"expected a short list of names");
 				yaml_event_delete(&ev);
 				return err;
@@ -582,7 +582,7 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 				return 0;
 			}
 			if (ev.type != YAML_SCALAR_EVENT) {
-				err = yaml_fail(y, &ev,
+				err = file_fail(y, &ev,
 						o->type == T_FAULT ?
 						"fault: each entry must be a "
 						"string like ecc-storm:0:60" :
@@ -606,7 +606,7 @@ static int yaml_value(struct yaml_ctx *y, yaml_parser_t *p,
 }
 
 /* Reads "key: value" pairs until the top-level mapping ends. */
-static int yaml_mapping(struct yaml_ctx *y, yaml_parser_t *p)
+static int file_mapping(struct file_ctx *y, yaml_parser_t *p)
 {
 	yaml_event_t ev;
 	int err;
@@ -623,7 +623,7 @@ static int yaml_mapping(struct yaml_ctx *y, yaml_parser_t *p)
 			return 0;
 		}
 		if (ev.type != YAML_SCALAR_EVENT) {
-			err = yaml_fail(y, &ev, "keys must be plain names");
+			err = file_fail(y, &ev, "keys must be plain names");
 			yaml_event_delete(&ev);
 			return err;
 		}
@@ -644,13 +644,13 @@ static int yaml_mapping(struct yaml_ctx *y, yaml_parser_t *p)
 			o = NULL;
 		}
 		if (!o) {
-			err = yaml_fail(y, &ev, msg);
+			err = file_fail(y, &ev, msg);
 			yaml_event_delete(&ev);
 			return err;
 		}
 		y->seen_line[o - opts] = (unsigned int)line;
 		yaml_event_delete(&ev);
-		err = yaml_value(y, p, o, key, line);
+		err = file_value(y, p, o, key, line);
 		if (err)
 			return err;
 	}
@@ -660,7 +660,7 @@ static int yaml_mapping(struct yaml_ctx *y, yaml_parser_t *p)
  * stream-start, then nothing, or one document holding an empty scalar
  * (an empty file, "~") or a mapping of settings.
  */
-static int yaml_document(struct yaml_ctx *y, yaml_parser_t *p)
+static int file_document(struct file_ctx *y, yaml_parser_t *p)
 {
 	yaml_event_t ev;
 	int err = 0, docs = 0;
@@ -677,7 +677,7 @@ static int yaml_document(struct yaml_ctx *y, yaml_parser_t *p)
 			return 0;
 		case YAML_DOCUMENT_START_EVENT:
 			if (docs++)
-				err = yaml_fail(y, &ev,
+				err = file_fail(y, &ev,
 						"only one YAML document is "
 						"allowed");
 			break;
@@ -686,18 +686,18 @@ static int yaml_document(struct yaml_ctx *y, yaml_parser_t *p)
 			if (ev.data.scalar.length != 0 &&
 			    strcmp((const char *)ev.data.scalar.value, "~") != 0 &&
 			    strcmp((const char *)ev.data.scalar.value, "null") != 0)
-				err = yaml_fail(y, &ev,
+				err = file_fail(y, &ev,
 						"expected a mapping of settings "
 						"(key: value)");
 			break;
 		case YAML_MAPPING_START_EVENT:
 			yaml_event_delete(&ev);
-			err = yaml_mapping(y, p);
+			err = file_mapping(y, p);
 			if (err)
 				return err;
 			continue;
 		default:
-			err = yaml_fail(y, &ev,
+			err = file_fail(y, &ev,
 					"expected a mapping of settings "
 					"(key: value)");
 			break;
@@ -712,7 +712,7 @@ int gw_config_load_buffer(struct gw_config *c, const char *name,
 			  const unsigned char *data, size_t len, char *err,
 			  size_t errlen)
 {
-	struct yaml_ctx y = { .c = c, .name = name, .err = err,
+	struct file_ctx y = { .c = c, .name = name, .err = err,
 			      .errlen = errlen };
 	yaml_parser_t p;
 	int r;
@@ -722,7 +722,7 @@ int gw_config_load_buffer(struct gw_config *c, const char *name,
 		return -ENOMEM;
 	}
 	yaml_parser_set_input_string(&p, data, len);
-	r = yaml_document(&y, &p);
+	r = file_document(&y, &p);
 	yaml_parser_delete(&p);
 	return r;
 }

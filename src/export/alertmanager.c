@@ -134,7 +134,7 @@ struct gw_am {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;
 
-static void curl_init_once(void)
+static void http_client_init_once(void)
 {
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
@@ -955,7 +955,7 @@ int gw_am_new(const char *const *urls, unsigned int n,
 	*out = NULL;
 	if ((n && !urls) || n > 64)
 		return -EINVAL;
-	pthread_once(&curl_once, curl_init_once);
+	pthread_once(&curl_once, http_client_init_once);
 	if (curl_init_rc != CURLE_OK) {
 		gw_err("alertmanager: libcurl initialisation failed: %s",
 		       curl_easy_strerror(curl_init_rc));

@@ -66,7 +66,7 @@ struct pid_cost {
 	double cpu_s;   /* the process's CPU time when read */
 };
 
-struct bpf_col {
+struct ebpf_col {
 	const struct gw_collect_env *env;
 	struct gw_probes *p;
 	struct gw_attrib_cache *attrib;
@@ -110,14 +110,14 @@ struct bpf_col {
 	unsigned int npass;
 };
 
-static int stopping(struct bpf_col *b)
+static int stopping(struct ebpf_col *b)
 {
 	return gw_worker_stopping(b->me);
 }
 
 /* ---- discovery ---- */
 
-static int file_seen(struct bpf_col *b, const struct stat *st)
+static int file_seen(struct ebpf_col *b, const struct stat *st)
 {
 	for (unsigned int i = 0; i < b->nfiles; i++)
 		if (b->files[i].dev == st->st_dev && b->files[i].ino == st->st_ino)
@@ -145,7 +145,7 @@ static unsigned int lib_kind(const char *path)
 	return 0;
 }
 
-static void attach(struct bpf_col *b, uint32_t pid, const char *path,
+static void attach(struct ebpf_col *b, uint32_t pid, const char *path,
 		   unsigned int libs)
 {
 	char full[PATH_MAX + 32];
@@ -169,7 +169,7 @@ static void attach(struct bpf_col *b, uint32_t pid, const char *path,
 
 /* Looks at one process: its CUDA libraries and its executable.  Returns 0
  * when the process is gone. */
-static int scan_pid(struct bpf_col *b, uint32_t pid)
+static int scan_pid(struct ebpf_col *b, uint32_t pid)
 {
 	char path[64], line[PATH_MAX + 128], exe[PATH_MAX];
 	ssize_t n;
@@ -204,7 +204,7 @@ static int scan_pid(struct bpf_col *b, uint32_t pid)
 	return 1;
 }
 
-static void scan_all(struct bpf_col *b)
+static void scan_all(struct ebpf_col *b)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -223,7 +223,7 @@ static void scan_all(struct bpf_col *b)
 
 /* A new program: its libraries are mapped a moment after exec, and some
  * (dlopen) much later, so it is looked at a few times. */
-static void schedule_scan(struct bpf_col *b, uint32_t pid, double now)
+static void schedule_scan(struct ebpf_col *b, uint32_t pid, double now)
 {
 	if (b->npending == MAX_PENDING) {
 		b->pending_dropped++;
@@ -232,7 +232,7 @@ static void schedule_scan(struct bpf_col *b, uint32_t pid, double now)
 	b->pending[b->npending++] = (struct pending){ pid, now + 0.1, 3 };
 }
 
-static void run_pending(struct bpf_col *b, double now)
+static void run_pending(struct ebpf_col *b, double now)
 {
 	for (unsigned int i = 0; i < b->npending;) {
 		struct pending *q = &b->pending[i];
@@ -262,7 +262,7 @@ static void run_pending(struct bpf_col *b, double now)
 static const char *const reason_names[3] = { "clean", "error", "signal" };
 
 /* Labels of a process without its pid: comm and attribution. */
-static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
+static void exit_labels(struct ebpf_col *b, const struct gw_probe_event *e,
 			char *out, size_t len, char *comm, size_t commlen)
 {
 	struct gw_attrib at;
@@ -286,7 +286,7 @@ static void exit_labels(struct bpf_col *b, const struct gw_probe_event *e,
 	gw_buf_release(&buf);
 }
 
-static void on_exit_event(struct bpf_col *b, const struct gw_probe_event *e)
+static void on_exit_event(struct ebpf_col *b, const struct gw_probe_event *e)
 {
 	int reason = e->signal ? 2 : e->exit_code ? 1 : 0;
 	char labels[sizeof(b->exits[0].labels)], comm[64];
@@ -332,7 +332,7 @@ static void on_exit_event(struct bpf_col *b, const struct gw_probe_event *e)
 }
 
 /* Exited processes leave the maps once their last counts were published. */
-static void forget_gone(struct bpf_col *b)
+static void forget_gone(struct ebpf_col *b)
 {
 	for (unsigned int i = 0; i < b->ngone; i++) {
 		gw_probes_forget(b->p, b->gone[i]);
@@ -344,7 +344,7 @@ static void forget_gone(struct bpf_col *b)
 
 static int on_event(void *ctx, const struct gw_probe_event *e)
 {
-	struct bpf_col *b = ctx;
+	struct ebpf_col *b = ctx;
 
 	switch (e->type) {
 	case GW_EV_EXEC:
@@ -376,7 +376,7 @@ static int on_event(void *ctx, const struct gw_probe_event *e)
 
 /* ---- publishing ---- */
 
-static struct pass_pid *pass_find(struct bpf_col *b, uint32_t pid)
+static struct pass_pid *pass_find(struct ebpf_col *b, uint32_t pid)
 {
 	for (unsigned int i = 0; i < b->npass; i++)
 		if (b->pass[i].pid == pid)
@@ -385,7 +385,7 @@ static struct pass_pid *pass_find(struct bpf_col *b, uint32_t pid)
 }
 
 /* The labels of pid for this pass, NULL when over the process cap. */
-static struct pass_pid *pass_pid(struct bpf_col *b, uint32_t pid, double now)
+static struct pass_pid *pass_pid(struct ebpf_col *b, uint32_t pid, double now)
 {
 	struct pass_pid *pp = pass_find(b, pid);
 	struct gw_attrib at;
@@ -414,14 +414,14 @@ static struct pass_pid *pass_pid(struct bpf_col *b, uint32_t pid, double now)
 }
 
 struct pub_ctx {
-	struct bpf_col *b;
+	struct ebpf_col *b;
 	double now;
 };
 
 static int pub_api(void *ctx, const struct gw_api_stats *s)
 {
 	struct pub_ctx *pc = ctx;
-	struct bpf_col *b = pc->b;
+	struct ebpf_col *b = pc->b;
 	struct pass_pid *pp = pass_pid(b, s->pid, pc->now);
 	const char *api = gw_cuda_api_name(s->api);
 	uint64_t counts[NBOUNDS + 1] = { 0 };
@@ -483,7 +483,7 @@ static int pub_mem(void *ctx, const struct gw_mem_stats *s)
 	return 0;
 }
 
-static void publish(struct bpf_col *b, double now)
+static void publish(struct ebpf_col *b, double now)
 {
 	struct pub_ctx pc = { b, now };
 	struct gw_probes_counters pcs;
@@ -549,7 +549,7 @@ static void publish(struct bpf_col *b, double now)
 
 /* ---- governor ---- */
 
-static double proc_cpu_s(struct bpf_col *b, uint32_t pid)
+static double proc_cpu_s(struct ebpf_col *b, uint32_t pid)
 {
 	struct gw_procstat ps;
 	char path[64];
@@ -562,7 +562,7 @@ static double proc_cpu_s(struct bpf_col *b, uint32_t pid)
 
 static int gov_api(void *ctx, const struct gw_api_stats *s)
 {
-	struct bpf_col *b = ctx;
+	struct ebpf_col *b = ctx;
 	unsigned int i;
 
 	for (i = 0; i < b->ncur; i++)
@@ -582,7 +582,7 @@ static int gov_api(void *ctx, const struct gw_api_stats *s)
  * cost of one hit) against its own CPU time over the window, and sets the
  * duty cycle of the high-rate probes from the worst process.
  */
-static void govern(struct bpf_col *b)
+static void govern(struct ebpf_col *b)
 {
 	double budget = b->env->o->ebpf_budget, old = b->duty, worst = 0;
 
@@ -623,13 +623,13 @@ static void govern(struct bpf_col *b)
  * longer period, so that the on-phase stays at least ON_MIN_S and the
  * switching itself (attach, detach) stays cheap.
  */
-static double cycle_len(const struct bpf_col *b)
+static double cycle_len(const struct ebpf_col *b)
 {
 	return fmin(60, fmax(CYCLE_S, ON_MIN_S / b->duty));
 }
 
 /* Switches the high-rate probes on and off within each cycle. */
-static void duty_cycle(struct bpf_col *b, double now)
+static void duty_cycle(struct ebpf_col *b, double now)
 {
 	int want;
 
@@ -660,7 +660,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
  * the probes cannot load, publishes ebpf_up 0 and ends the thread. */
 static int probes_init(struct gw_worker *w, void *arg)
 {
-	struct bpf_col *b = arg;
+	struct ebpf_col *b = arg;
 	struct gw_probes_opts o = { .sz = sizeof(o) };
 	char err[256];
 	double now;
@@ -709,7 +709,7 @@ static int probes_init(struct gw_worker *w, void *arg)
  */
 static double probes_round(struct gw_worker *w, void *arg)
 {
-	struct bpf_col *b = arg;
+	struct ebpf_col *b = arg;
 	double wake, now = gw_now_mono();
 	int timeout, r;
 
@@ -755,7 +755,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.round = probes_round,
 		.table = env->workers,
 	};
-	struct bpf_col *b;
+	struct ebpf_col *b;
 	int r;
 
 	*priv = NULL;
@@ -799,14 +799,14 @@ err:
 
 static void col_request_stop(void *priv)
 {
-	struct bpf_col *b = priv;
+	struct ebpf_col *b = priv;
 
 	gw_worker_request_stop(b->w);
 }
 
 static int col_stop(void *priv, double deadline)
 {
-	struct bpf_col *b = priv;
+	struct ebpf_col *b = priv;
 
 	/*
 	 * The thread sees the request within 250 ms of its loop, but loading
@@ -817,7 +817,7 @@ static int col_stop(void *priv, double deadline)
 
 static void col_free(void *priv)
 {
-	struct bpf_col *b = priv;
+	struct ebpf_col *b = priv;
 
 	if (!b)
 		return;

@@ -109,7 +109,7 @@ struct name_entry {
 	char label[GW_CUPTI_LABEL_MAX + 1];
 };
 
-struct cupti_col {
+struct ring_col {
 	const struct gw_collect_env *env;
 	/* The thread rests between passes until the next or a stop request
 	 * (one wake-up per pass: timer wake-ups are not free on a VM). */
@@ -498,7 +498,7 @@ static uint64_t now_real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int skipped(const struct cupti_col *c, dev_t dev, ino_t ino)
+static int skipped(const struct ring_col *c, dev_t dev, ino_t ino)
 {
 	for (unsigned int i = 0; i < c->nskip; i++)
 		if (c->skip[i].dev == dev && c->skip[i].ino == ino)
@@ -507,7 +507,7 @@ static int skipped(const struct cupti_col *c, dev_t dev, ino_t ino)
 }
 
 /* Counts and logs a refusal once per file, and remembers the file. */
-static void refuse(struct cupti_col *c, const char *name, dev_t dev,
+static void refuse(struct ring_col *c, const char *name, dev_t dev,
 		   ino_t ino, enum refuse_reason why, const char *detail)
 {
 	c->refused[why]++;
@@ -540,7 +540,7 @@ static int magic_unset(int fd)
 	       magic == 0;
 }
 
-static void attach(struct cupti_col *c, int dfd, const char *name)
+static void attach(struct ring_col *c, int dfd, const char *name)
 {
 	struct ring *g = NULL;
 	struct stat st;
@@ -612,7 +612,7 @@ fail:
 	close(fd);
 }
 
-static struct ring *find_ring(struct cupti_col *c, const char *name)
+static struct ring *find_ring(struct ring_col *c, const char *name)
 {
 	for (unsigned int i = 0; i < c->nrings; i++)
 		if (strcmp(c->rings[i]->name, name) == 0)
@@ -620,7 +620,7 @@ static struct ring *find_ring(struct cupti_col *c, const char *name)
 	return NULL;
 }
 
-static void scan_dir(struct cupti_col *c)
+static void scan_dir(struct ring_col *c)
 {
 	const char *dir = c->env->o->cupti_dir;
 	DIR *d = opendir(dir);
@@ -663,7 +663,7 @@ static void scan_dir(struct cupti_col *c)
 }
 
 /* The process is gone: pid dead or reused. */
-static int process_gone(struct cupti_col *c, const struct ring *g)
+static int process_gone(struct ring_col *c, const struct ring *g)
 {
 	uint64_t t;
 
@@ -671,7 +671,7 @@ static int process_gone(struct cupti_col *c, const struct ring *g)
 	       t != g->ri.start_ticks;
 }
 
-static int owner_ok(struct cupti_col *c, const struct ring *g)
+static int owner_ok(struct ring_col *c, const struct ring *g)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -684,7 +684,7 @@ static int owner_ok(struct cupti_col *c, const struct ring *g)
 	return st.st_uid == g->uid;
 }
 
-static void drain(struct cupti_col *c, struct ring *g)
+static void drain(struct ring_col *c, struct ring *g)
 {
 	uint64_t now = now_real_ns();
 
@@ -704,7 +704,7 @@ static void drain(struct cupti_col *c, struct ring *g)
 }
 
 /* The label value of a kernel, from the cache or computed. */
-static const char *kernel_label(struct cupti_col *c,
+static const char *kernel_label(struct ring_col *c,
 				const struct gw_cupti_kernel *k)
 {
 	struct name_entry *e = &c->names[k->name_hash % NAME_CACHE];
@@ -733,7 +733,7 @@ static double prod3(const int32_t v[3])
 	return p;
 }
 
-static void pub_kernel(struct cupti_col *c, const char *L,
+static void pub_kernel(struct ring_col *c, const char *L,
 		       const struct gw_cupti_kernel *k, const char *kname,
 		       int detail)
 {
@@ -769,7 +769,7 @@ static void pub_kernel(struct cupti_col *c, const char *L,
 			    k->occupancy, L, "kernel", kname, NULL);
 }
 
-static void pub_ring(struct cupti_col *c, const struct ring *g,
+static void pub_ring(struct ring_col *c, const struct ring *g,
 		     double now_mono)
 {
 	struct gw_snap *s = &c->snap;
@@ -891,7 +891,7 @@ static void pub_ring(struct cupti_col *c, const struct ring *g,
 }
 
 /* Unlinks g's file if the name still points at it. */
-static void unlink_ring(struct cupti_col *c, const struct ring *g)
+static void unlink_ring(struct ring_col *c, const struct ring *g)
 {
 	int dfd = open(c->env->o->cupti_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
@@ -906,7 +906,7 @@ static void unlink_ring(struct cupti_col *c, const struct ring *g)
 	close(dfd);
 }
 
-static void forget(struct cupti_col *c, unsigned int i, int remove)
+static void forget(struct ring_col *c, unsigned int i, int remove)
 {
 	struct ring *g = c->rings[i];
 
@@ -921,7 +921,7 @@ static void forget(struct cupti_col *c, unsigned int i, int remove)
 /* Where rings go after this pass's publish. */
 enum fate { KEEP, FORGET, REMOVE, IGNORE };
 
-static void pass(struct cupti_col *c)
+static void pass(struct ring_col *c)
 {
 	unsigned char fate[MAX_RINGS];
 	double now = gw_now_mono();
@@ -1008,7 +1008,7 @@ static void pass(struct cupti_col *c)
 
 static int rings_init(struct gw_worker *w, void *arg)
 {
-	struct cupti_col *c = arg;
+	struct ring_col *c = arg;
 
 	(void)w;
 	if (gw_cupti_pidns(c->proc_root, "self", &c->self_pidns))
@@ -1019,7 +1019,7 @@ static int rings_init(struct gw_worker *w, void *arg)
 /* One pass; the next a fast interval after this one ended. */
 static double rings_round(struct gw_worker *w, void *arg)
 {
-	struct cupti_col *c = arg;
+	struct ring_col *c = arg;
 
 	(void)w;
 	pass(c);
@@ -1028,7 +1028,7 @@ static double rings_round(struct gw_worker *w, void *arg)
 
 static void col_free(void *priv)
 {
-	struct cupti_col *c = priv;
+	struct ring_col *c = priv;
 
 	if (!c)
 		return;
@@ -1051,7 +1051,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.round = rings_round,
 		.table = env->workers,
 	};
-	struct cupti_col *c;
+	struct ring_col *c;
 	int r = -ENOMEM;
 
 	*priv = NULL;
@@ -1090,14 +1090,14 @@ err:
 /* Ends the thread's rest between passes at once. */
 static void col_request_stop(void *priv)
 {
-	struct cupti_col *c = priv;
+	struct ring_col *c = priv;
 
 	gw_worker_request_stop(c->w);
 }
 
 static int col_stop(void *priv, double deadline)
 {
-	struct cupti_col *c = priv;
+	struct ring_col *c = priv;
 
 	return gw_worker_stop(c->w, deadline);
 }

@@ -38,7 +38,7 @@ static int start_worker(struct gw_nvml *c, struct gw_worker **out,
 	return 0;
 }
 
-static void mark_lost(struct nvml_dev *d)
+static void mark_lost(struct gpu_dev *d)
 {
 	struct gw_nvml *c = d->c;
 
@@ -61,7 +61,7 @@ static void mark_lost(struct nvml_dev *d)
 }
 
 /* A lost GPU is probed with exponential backoff; returns 1 when it is back. */
-static int try_recover(struct nvml_dev *d)
+static int try_recover(struct gpu_dev *d)
 {
 	double now = gw_now_mono();
 	int up;
@@ -96,9 +96,9 @@ static int try_recover(struct nvml_dev *d)
 	return 1;
 }
 
-static void run_jobs(struct nvml_dev *d, int jobs)
+static void run_jobs(struct gpu_dev *d, int jobs)
 {
-	static int (*const readers[2])(struct nvml_dev *) = {
+	static int (*const readers[2])(struct gpu_dev *) = {
 		gw_nvml_read_fast, gw_nvml_read_detail
 	};
 	struct gw_nvml *c = d->c;
@@ -138,7 +138,7 @@ static void run_jobs(struct nvml_dev *d, int jobs)
  * until the next one wakes it. */
 static double dev_round(struct gw_worker *w, void *arg)
 {
-	struct nvml_dev *d = arg;
+	struct gpu_dev *d = arg;
 	int jobs;
 
 	(void)w;
@@ -173,7 +173,7 @@ static int start_workers(struct gw_nvml *c)
 	int r;
 
 	for (unsigned int i = 0; i < c->ndev; i++) {
-		struct nvml_dev *d = &c->dev[i];
+		struct gpu_dev *d = &c->dev[i];
 		char owner[32], name[24]; /* "gw-nvml-63" at most */
 		struct gw_worker_opts o = {
 			.name = name,
@@ -244,7 +244,7 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 		return;
 	gw_snap_add(s, GW_FAM(GPUS), c->ndev, NULL, NULL);
 	for (unsigned int i = 0; i < c->ndev; i++) {
-		struct nvml_dev *d = &c->dev[i];
+		struct gpu_dev *d = &c->dev[i];
 		int up;
 
 		pthread_mutex_lock(&d->mu);
@@ -278,7 +278,7 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 	int hung = 0;
 
 	for (unsigned int i = 0; i < c->ndev; i++) {
-		struct nvml_dev *d = &c->dev[i];
+		struct gpu_dev *d = &c->dev[i];
 
 		if (!d->thread_started)
 			continue;
@@ -376,7 +376,7 @@ static double sched_round(struct gw_worker *w, void *arg)
 	return next - gw_now_mono();
 }
 
-static int nvml_start(const struct gw_collect_env *env, void **out)
+static int col_start(const struct gw_collect_env *env, void **out)
 {
 	struct gw_nvml *c = calloc(1, sizeof(*c));
 	struct gw_worker_opts o = {
@@ -395,7 +395,7 @@ static int nvml_start(const struct gw_collect_env *env, void **out)
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->ev_mu, NULL);
 	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
-		struct nvml_dev *d = &c->dev[i];
+		struct gpu_dev *d = &c->dev[i];
 
 		d->c = c;
 		d->index = i;
@@ -425,7 +425,7 @@ err:
 }
 
 /* Asks every thread started so far to finish. */
-static void nvml_request_stop(void *priv)
+static void col_request_stop(void *priv)
 {
 	struct gw_nvml *c = priv;
 
@@ -437,18 +437,18 @@ static void nvml_request_stop(void *priv)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static int nvml_stop(void *priv, double deadline)
+static int col_stop(void *priv, double deadline)
 {
 	struct gw_nvml *c = priv;
 	struct gw_worker *w[GW_NVML_MAX_GPUS + 1];
 	int r = 0;
 
-	nvml_request_stop(c);
+	col_request_stop(c);
 	if (gw_worker_join(c->sched, deadline))
 		r = -ETIMEDOUT;
 	/* Threads the scheduler started after the request (it may still be
 	 * starting them if it is stuck) are asked again. */
-	nvml_request_stop(c);
+	col_request_stop(c);
 	pthread_mutex_lock(&c->mu);
 	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++)
 		w[i] = c->dev[i].w;
@@ -461,14 +461,14 @@ static int nvml_stop(void *priv, double deadline)
 	return r;
 }
 
-static void nvml_free(void *priv)
+static void col_free(void *priv)
 {
 	struct gw_nvml *c = priv;
 
 	if (!c)
 		return;
 	for (unsigned int i = 0; i < GW_NVML_MAX_GPUS; i++) {
-		struct nvml_dev *d = &c->dev[i];
+		struct gpu_dev *d = &c->dev[i];
 
 		for (int k = 0; k < 2; k++)
 			if (d->gpm_sample[k] && c->fns.gpm_sample_free)
@@ -491,7 +491,7 @@ static void nvml_free(void *priv)
 	free(c);
 }
 
-static void nvml_reload(void *priv)
+static void col_reload(void *priv)
 {
 	struct gw_nvml *c = priv;
 
@@ -502,9 +502,9 @@ static void nvml_reload(void *priv)
 
 const struct gw_collector_ops gw_nvml_collector = {
 	.name = "nvml",
-	.start = nvml_start,
-	.request_stop = nvml_request_stop,
-	.stop = nvml_stop,
-	.free = nvml_free,
-	.reload = nvml_reload,
+	.start = col_start,
+	.request_stop = col_request_stop,
+	.stop = col_stop,
+	.free = col_free,
+	.reload = col_reload,
 };

@@ -36,7 +36,7 @@ static const char *xid_meaning(unsigned long long xid)
 	}
 }
 
-static gw_nvml_device_t handle_of(struct nvml_dev *d)
+static gw_nvml_device_t handle_of(struct gpu_dev *d)
 {
 	gw_nvml_device_t h;
 
@@ -46,7 +46,7 @@ static gw_nvml_device_t handle_of(struct nvml_dev *d)
 	return h;
 }
 
-static struct nvml_dev *dev_of(struct gw_nvml *c, gw_nvml_device_t h)
+static struct gpu_dev *dev_of(struct gw_nvml *c, gw_nvml_device_t h)
 {
 	for (unsigned int i = 0; i < c->ndev; i++)
 		if (h && handle_of(&c->dev[i]) == h)
@@ -56,7 +56,7 @@ static struct nvml_dev *dev_of(struct gw_nvml *c, gw_nvml_device_t h)
 
 static void count_event(struct gw_nvml *c, const struct gw_nvml_event_data *ev)
 {
-	struct nvml_dev *d = dev_of(c, ev->device);
+	struct gpu_dev *d = dev_of(c, ev->device);
 	unsigned int i;
 
 	if (!d)
@@ -91,7 +91,7 @@ static void count_event(struct gw_nvml *c, const struct gw_nvml_event_data *ev)
 }
 
 /* Registers one GPU for XID and ECC events; returns 1 when accepted. */
-static int register_dev(struct gw_nvml *c, struct nvml_dev *d, void *set)
+static int register_dev(struct gw_nvml *c, struct gpu_dev *d, void *set)
 {
 	const unsigned long long want = GW_NVML_EVENT_XID_CRITICAL |
 					GW_NVML_EVENT_SINGLE_BIT_ECC |
@@ -181,7 +181,7 @@ void gw_nvml_publish_events(struct gw_nvml *c)
 
 	pthread_mutex_lock(&c->ev_mu);
 	for (unsigned int i = 0; i < c->ndev; i++) {
-		struct nvml_dev *d = &c->dev[i];
+		struct gpu_dev *d = &c->dev[i];
 		char labels[sizeof(d->labels)], dcgm[sizeof(d->dcgm_labels)];
 
 		/* Lock order: ev_mu, then d->mu (nothing takes them the other way). */

@@ -49,7 +49,7 @@ struct xid_count {
 	double last_seen; /* unix seconds */
 };
 
-struct nvml_dev {
+struct gpu_dev {
 	struct gw_nvml *c;
 	unsigned int index;
 	gw_nvml_device_t h;
@@ -106,7 +106,7 @@ struct gw_nvml {
 	int loaded;        /* NVML initialised and devices discovered */
 	char driver_version[GW_NVML_DRIVER_VERSION_BUFFER_SIZE];
 	unsigned int ndev;
-	struct nvml_dev dev[GW_NVML_MAX_GPUS];
+	struct gpu_dev dev[GW_NVML_MAX_GPUS];
 	int dcgm;
 
 	struct gw_worker *sched;  /* "gw-nvml" */
@@ -132,19 +132,19 @@ struct gw_nvml {
 /* nvml_load.c */
 int gw_nvml_load(struct gw_nvml *c);
 /* Gets the handle and identity of d->index; state UP or LOST. */
-void gw_nvml_discover(struct gw_nvml *c, struct nvml_dev *d);
+void gw_nvml_discover(struct gw_nvml *c, struct gpu_dev *d);
 void gw_nvml_unload(struct gw_nvml *c);
 int gw_nvml_err_slot(int code);
 int gw_nvml_slot_code(int slot);
 
 /* nvml_read.c: fill d->snap with one set.  Return -ENODEV if the GPU was
  * lost during the pass. */
-int gw_nvml_read_fast(struct nvml_dev *d);
-int gw_nvml_read_detail(struct nvml_dev *d);
+int gw_nvml_read_fast(struct gpu_dev *d);
+int gw_nvml_read_detail(struct gpu_dev *d);
 /* Probe whether a lost GPU answers again. */
-int gw_nvml_probe(struct nvml_dev *d);
+int gw_nvml_probe(struct gpu_dev *d);
 /* Builds the per-GPU label strings from uuid, name, bus id. */
-void gw_nvml_dev_labels(struct nvml_dev *d);
+void gw_nvml_dev_labels(struct gpu_dev *d);
 
 /* nvml_events.c: the "gw-nvml-events" worker (arg: struct gw_nvml). */
 int gw_nvml_events_init(struct gw_worker *w, void *arg);

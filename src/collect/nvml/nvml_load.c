@@ -132,7 +132,7 @@ static int resolve(struct gw_nvml *c)
 	return 0;
 }
 
-void gw_nvml_discover(struct gw_nvml *c, struct nvml_dev *d)
+void gw_nvml_discover(struct gw_nvml *c, struct gpu_dev *d)
 {
 	char uuid[sizeof(d->uuid)] = "", name[sizeof(d->name)] = "";
 	char bus[sizeof(d->bus_id)] = "", why[256];

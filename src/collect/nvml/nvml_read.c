@@ -39,7 +39,7 @@ static const char *const metric_names[M__COUNT] = {
 };
 
 /* A metric is worth calling if its function exists and NVML has not refused it. */
-static int wanted(const struct nvml_dev *d, enum metric m, const void *fn)
+static int wanted(const struct gpu_dev *d, enum metric m, const void *fn)
 {
 	return fn && !(d->unsupported & (1ULL << m));
 }
@@ -48,7 +48,7 @@ static int wanted(const struct nvml_dev *d, enum metric m, const void *fn)
  * Accounts for one NVML return code.  Returns 1 on success, 0 when there is
  * no value (now or ever), -ENODEV when the GPU is lost.
  */
-static int call_result(struct nvml_dev *d, enum metric m, int ret)
+static int call_result(struct gpu_dev *d, enum metric m, int ret)
 {
 	struct gw_nvml *c = d->c;
 	char nb[24];
@@ -85,7 +85,7 @@ static int call_result(struct nvml_dev *d, enum metric m, int ret)
 	}
 }
 
-static void set_in_call(struct nvml_dev *d, const char *sym)
+static void set_in_call(struct gpu_dev *d, const char *sym)
 {
 	pthread_mutex_lock(&d->mu);
 	d->in_call = sym;
@@ -115,7 +115,7 @@ static void set_in_call(struct nvml_dev *d, const char *sym)
  * dcgm-exporter name the catalogue gives our family `of` for the series
  * whose selecting label is value (NULL: the GPU's one series), if any.
  */
-static void dcgm_add(struct nvml_dev *d, enum gw_catalog_id of,
+static void dcgm_add(struct gpu_dev *d, enum gw_catalog_id of,
 		     const char *value, double v)
 {
 	const struct gw_family *f;
@@ -127,7 +127,7 @@ static void dcgm_add(struct nvml_dev *d, enum gw_catalog_id of,
 		gw_snap_add(&d->snap, f, v, d->dcgm_labels, NULL);
 }
 
-void gw_nvml_dev_labels(struct nvml_dev *d)
+void gw_nvml_dev_labels(struct gpu_dev *d)
 {
 	struct gw_buf b;
 	char idx[16], dev[24];
@@ -177,7 +177,7 @@ static double field_double(const struct gw_nvml_field_value *f)
  * The labels of a process's series on this GPU: the GPU's, then pid, comm
  * and the attribution (container, pod, job) from the agent's cache.
  */
-static void proc_labels(struct nvml_dev *d, unsigned int pid, char *out,
+static void proc_labels(struct gpu_dev *d, unsigned int pid, char *out,
 			size_t len)
 {
 	struct gw_attrib at;
@@ -201,7 +201,7 @@ static void proc_labels(struct nvml_dev *d, unsigned int pid, char *out,
 }
 
 /* Grows the process buffers to hold want entries (at most GW_NVML_MAX_PROCS). */
-static int grow_procs(struct nvml_dev *d, unsigned int want)
+static int grow_procs(struct gpu_dev *d, unsigned int want)
 {
 	void *p;
 
@@ -226,7 +226,7 @@ static int grow_procs(struct nvml_dev *d, unsigned int want)
  * first); when NVML says it needs more, grow with some headroom and call
  * again - the list may grow in between, hence the loop.
  */
-static int read_procs(struct nvml_dev *d, unsigned int *n)
+static int read_procs(struct gpu_dev *d, unsigned int *n)
 {
 	struct gw_nvml *c = d->c;
 
@@ -262,7 +262,7 @@ static int read_procs(struct nvml_dev *d, unsigned int *n)
 	return 0;
 }
 
-static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
+static void read_proc_util(struct gpu_dev *d, unsigned int nprocs)
 {
 	struct gw_nvml *c = d->c;
 	unsigned int count = d->putil_cap;
@@ -341,7 +341,7 @@ static void read_proc_util(struct nvml_dev *d, unsigned int nprocs)
 	}
 }
 
-static int read_processes(struct nvml_dev *d)
+static int read_processes(struct gpu_dev *d)
 {
 	unsigned int n = 0;
 	int r;
@@ -395,7 +395,7 @@ static const struct {
  * GPM: two sample buffers per GPU; each fast pass takes a sample and
  * computes the metrics over the interval since the previous one.
  */
-static int read_gpm(struct nvml_dev *d)
+static int read_gpm(struct gpu_dev *d)
 {
 	static const struct {
 		unsigned int id;
@@ -465,7 +465,7 @@ static int read_gpm(struct nvml_dev *d)
 	return 0;
 }
 
-int gw_nvml_read_fast(struct nvml_dev *d)
+int gw_nvml_read_fast(struct gpu_dev *d)
 {
 	struct gw_snap *s = &d->snap;
 	const char *L = d->labels;
@@ -574,7 +574,7 @@ int gw_nvml_read_fast(struct nvml_dev *d)
 	return 0;
 }
 
-static int read_nvlink(struct nvml_dev *d)
+static int read_nvlink(struct gpu_dev *d)
 {
 	static const struct {
 		int counter;
@@ -655,7 +655,7 @@ static int read_nvlink(struct nvml_dev *d)
 	return 0;
 }
 
-int gw_nvml_read_detail(struct nvml_dev *d)
+int gw_nvml_read_detail(struct gpu_dev *d)
 {
 	static const struct {
 		int type;
@@ -733,7 +733,7 @@ int gw_nvml_read_detail(struct nvml_dev *d)
 	return 0;
 }
 
-int gw_nvml_probe(struct nvml_dev *d)
+int gw_nvml_probe(struct gpu_dev *d)
 {
 	struct gw_nvml *c = d->c;
 	unsigned int t;
