@@ -109,8 +109,9 @@ static double run_baseline(struct gw_baseline *b, struct gw_baseline_season *ss,
 		int64_t t = (int64_t)i * 10000;
 
 		for (uint32_t s = 0; s < NSER; s++) {
-			double sc = gw_baseline_update(
-			    &b[s], cfg, ss ? &ss[s] : NULL, t, sample(s, i));
+			double sc = gw_baseline_update(&b[s], cfg,
+						       ss ? &ss[s] : NULL, t,
+						       sample(s, i));
 
 			acc += isnan(sc) ? 0 : sc;
 		}
@@ -419,7 +420,7 @@ static void score_file(const struct nabfile *f, const unsigned char *det,
 		       struct tally *t)
 {
 	double max_tp = scaled_sigmoid(-1);
-	unsigned char hit[MAX_WIN] = {0};
+	unsigned char hit[MAX_WIN] = { 0 };
 	int k = 0; /* next window whose right edge is ahead */
 
 	t->tp = t->fp = 0;
@@ -461,9 +462,9 @@ struct profile {
 };
 
 static const struct profile profiles[] = {
-    {"standard", 1.0, 0.11, 1.0},
-    {"reward_low_FP_rate", 1.0, 0.22, 1.0},
-    {"reward_low_FN_rate", 1.0, 0.11, 2.0},
+	{ "standard", 1.0, 0.11, 1.0 },
+	{ "reward_low_FP_rate", 1.0, 0.22, 1.0 },
+	{ "reward_low_FN_rate", 1.0, 0.11, 2.0 },
 };
 #define NPROF 3
 
@@ -603,7 +604,7 @@ static void report(const char *name, double *const *sc, enum mode m,
 	/* per-category breakdown at the standard profile's threshold */
 	printf("    standard by category:");
 	for (int f = 0; f < nfiles; f++) {
-		struct tally c = {0, 0, 0, 0};
+		struct tally c = { 0, 0, 0, 0 };
 		int seen = 0;
 
 		for (int g = 0; g < f; g++)
@@ -681,8 +682,8 @@ static void run_baseline_file(const struct nabfile *f,
 	gw_baseline_init(&b);
 	gw_baseline_season_init(&s);
 	for (long i = 0; i < f->n; i++)
-		sc[i] =
-		    gw_baseline_update(&b, cfg, &s, f->ts[i] * 1000, f->v[i]);
+		sc[i] = gw_baseline_update(&b, cfg, &s, f->ts[i] * 1000,
+					   f->v[i]);
 }
 
 /* Options can be overridden from the environment for tuning runs:

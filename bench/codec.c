@@ -30,7 +30,7 @@
 #include "bench/datasets.h"
 
 #define MAXCHUNK 3600
-#define OUTCAP (MAXCHUNK * 24 + 1024)
+#define OUTCAP	 (MAXCHUNK * 24 + 1024)
 
 static void die(const char *msg)
 {
@@ -62,9 +62,9 @@ static void bw_put(struct bw *w, uint64_t v, unsigned n)
 
 		if (take > n)
 			take = n;
-		w->p[w->pos >> 3] |= (uint8_t)(((v >> (n - take)) &
-						((1u << take) - 1))
-					       << (8 - off - take));
+		w->p[w->pos >> 3] |=
+			(uint8_t)(((v >> (n - take)) & ((1u << take) - 1))
+				  << (8 - off - take));
 		w->pos += take;
 		n -= take;
 	}
@@ -79,9 +79,8 @@ static uint64_t br_get(const uint8_t *p, uint64_t *pos, unsigned n)
 
 		if (take > n)
 			take = n;
-		v = v << take |
-		    (uint64_t)((p[*pos >> 3] >> (8 - off - take)) &
-			       ((1u << take) - 1));
+		v = v << take | (uint64_t)((p[*pos >> 3] >> (8 - off - take)) &
+					   ((1u << take) - 1));
 		*pos += take;
 		n -= take;
 	}
@@ -297,7 +296,7 @@ static size_t run_size(const struct codec *c, const struct bench_dataset *ds,
 			for (size_t j = 0; j < n; j++)
 				if (dt[j] != s->t[o + j] ||
 				    gw_bits_of(dv[j]) !=
-					gw_bits_of(s->v[o + j]))
+					    gw_bits_of(s->v[o + j]))
 					die("round trip mismatch");
 			bytes += len;
 			*samples += n;
@@ -327,7 +326,8 @@ static double run_speed(const struct codec *c, const struct bench_dataset *ds,
 					/* Encoded once per chunk, not timed. */
 					double a = now_s();
 
-					len = c->enc(s->t + o, s->v + o, n, out);
+					len = c->enc(s->t + o, s->v + o, n,
+						     out);
 					t0 += now_s() - a;
 					if (c->dec(out, len, n, dt, dv))
 						die("decode failed");
@@ -352,9 +352,11 @@ static void report(const struct bench_dataset *ds, double budget)
 	       ds->name, ds->ns, total);
 	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
 		printf("\nchunks of %zu samples:\n\n", lens[l]);
-		printf("| codec            | bytes/sample | ratio | encode Msamples/s"
+		printf("| codec            | bytes/sample | ratio | encode "
+		       "Msamples/s"
 		       " | decode Msamples/s |\n");
-		printf("|------------------|-------------:|------:|------------------:"
+		printf("|------------------|-------------:|------:|------------"
+		       "------:"
 		       "|------------------:|\n");
 		for (size_t c = 0; c < NCODEC; c++) {
 			size_t n, b = run_size(&codecs[c], ds, lens[l], &n);

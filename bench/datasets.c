@@ -31,16 +31,35 @@ static void push(struct bench_series *s, int64_t t, double v)
 /* ---- (a) simulated telemetry ---- */
 
 enum {
-	M_TEMP, M_MEMTEMP, M_POWER, M_ENERGY, M_UTIL, M_MEMUTIL, M_MEMUSED,
-	M_MEMFREE, M_SM, M_MEMCLK, M_GFX, M_VIDEO, M_FAN, M_PCIETX, M_PCIERX,
-	M_PLIMIT, M_PSTATE, M_REASONS, M_NVTX, M_NVRX, NMETRIC
+	M_TEMP,
+	M_MEMTEMP,
+	M_POWER,
+	M_ENERGY,
+	M_UTIL,
+	M_MEMUTIL,
+	M_MEMUSED,
+	M_MEMFREE,
+	M_SM,
+	M_MEMCLK,
+	M_GFX,
+	M_VIDEO,
+	M_FAN,
+	M_PCIETX,
+	M_PCIERX,
+	M_PLIMIT,
+	M_PSTATE,
+	M_REASONS,
+	M_NVTX,
+	M_NVRX,
+	NMETRIC
 };
 
 static const char *const metric_name[NMETRIC] = {
-	"temp_c", "mem_temp_c", "power_w", "energy_mj", "util_gpu",
-	"util_mem", "mem_used_b", "mem_free_b", "clock_sm", "clock_mem",
-	"clock_gfx", "clock_video", "fan_pct", "pcie_tx_kbs", "pcie_rx_kbs",
-	"power_limit_w", "pstate", "clk_reasons", "nvlink_tx", "nvlink_rx",
+	"temp_c",   "mem_temp_c",  "power_w",	  "energy_mj",
+	"util_gpu", "util_mem",	   "mem_used_b",  "mem_free_b",
+	"clock_sm", "clock_mem",   "clock_gfx",	  "clock_video",
+	"fan_pct",  "pcie_tx_kbs", "pcie_rx_kbs", "power_limit_w",
+	"pstate",   "clk_reasons", "nvlink_tx",	  "nvlink_rx",
 };
 
 static uint64_t rng = 0x1234567;
@@ -65,12 +84,12 @@ static void read_gpu(const struct gw_nvml_fns *f, gw_nvml_device_t h,
 	struct gw_nvml_field_value fv[3];
 
 	memset(ok, 0, NMETRIC * sizeof(*ok));
-#define GET(m, call, expr)                          \
-	do {                                        \
-		if ((call) == GW_NVML_SUCCESS) {    \
-			val[m] = (expr);            \
-			ok[m] = 1;                  \
-		}                                   \
+#define GET(m, call, expr)                                                     \
+	do {                                                                   \
+		if ((call) == GW_NVML_SUCCESS) {                               \
+			val[m] = (expr);                                       \
+			ok[m] = 1;                                             \
+		}                                                              \
 	} while (0)
 	GET(M_TEMP, f->device_get_temperature(h, GW_NVML_TEMPERATURE_GPU, &u),
 	    (double)u);
@@ -92,10 +111,12 @@ static void read_gpu(const struct gw_nvml_fns *f, gw_nvml_device_t h,
 	GET(M_GFX, f->device_get_clock_info(h, GW_NVML_CLOCK_GRAPHICS, &u), u);
 	GET(M_VIDEO, f->device_get_clock_info(h, GW_NVML_CLOCK_VIDEO, &u), u);
 	GET(M_FAN, f->device_get_fan_speed(h, &u), u);
-	GET(M_PCIETX, f->device_get_pcie_throughput(
-			      h, GW_NVML_PCIE_UTIL_TX_BYTES, &u), u);
-	GET(M_PCIERX, f->device_get_pcie_throughput(
-			      h, GW_NVML_PCIE_UTIL_RX_BYTES, &u), u);
+	GET(M_PCIETX,
+	    f->device_get_pcie_throughput(h, GW_NVML_PCIE_UTIL_TX_BYTES, &u),
+	    u);
+	GET(M_PCIERX,
+	    f->device_get_pcie_throughput(h, GW_NVML_PCIE_UTIL_RX_BYTES, &u),
+	    u);
 	GET(M_PLIMIT, f->device_get_enforced_power_limit(h, &u),
 	    (double)u / 1000.0);
 	GET(M_PSTATE, f->device_get_performance_state(h, &si), si);
@@ -141,7 +162,7 @@ static void read_gpu(const struct gw_nvml_fns *f, gw_nvml_device_t h,
 }
 
 void bench_load_sim(struct bench_dataset *ds, unsigned gpus, unsigned hours,
-		     unsigned jitter)
+		    unsigned jitter)
 {
 	struct gw_sim_opts o = { .gpus = gpus, .seed = 1, .manual_clock = 1 };
 	const struct gw_nvml_fns *f;
@@ -167,8 +188,7 @@ void bench_load_sim(struct bench_dataset *ds, unsigned gpus, unsigned hours,
 	if (!ds->s)
 		die("out of memory");
 	for (unsigned g = 0; g < gpus; g++)
-		for (int m = 0; m < NMETRIC; m++)
-		{
+		for (int m = 0; m < NMETRIC; m++) {
 			snprintf(ds->s[g * NMETRIC + m].name,
 				 sizeof(ds->s[0].name), "%s", metric_name[m]);
 			ds->s[g * NMETRIC + m].gpu = g;

@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 struct bench_series {
-	char name[48];   /* metric, e.g. "temp_c" or "GPU_TEMP" */
+	char name[48]; /* metric, e.g. "temp_c" or "GPU_TEMP" */
 	unsigned gpu;
 	size_t n, cap;
-	int64_t *t;      /* ms */
+	int64_t *t; /* ms */
 	double *v;
 };
 

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	const size_t per_buf = 4096; /* records per 1 MiB-ish buffer */
 	size_t bytes = per_buf * sizeof(CUpti_ActivityKernel10);
 	uint8_t *buf = aligned_alloc(8, bytes);
-	char (*names)[64] = calloc((size_t)nnames, sizeof(*names));
+	char(*names)[64] = calloc((size_t)nnames, sizeof(*names));
 	struct gw_agg *agg = NULL;
 	void *lib;
 	next_fn next;
@@ -81,8 +81,10 @@ int main(int argc, char **argv)
 	}
 	for (long i = 0; i < nnames; i++)
 		snprintf(names[i], sizeof(names[i]),
-			 "_Z%zukernel_%ldILi128EEvPKfPfi", strlen("kernel_") + 1 +
-				 (size_t)snprintf(NULL, 0, "%ld", i), i);
+			 "_Z%zukernel_%ldILi128EEvPKfPfi",
+			 strlen("kernel_") + 1 +
+				 (size_t)snprintf(NULL, 0, "%ld", i),
+			 i);
 	memset(buf, 0, bytes);
 	for (size_t i = 0; i < per_buf; i++) {
 		CUpti_ActivityKernel10 *k = (void *)(buf + i * sizeof(*k));
@@ -143,18 +145,23 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 100; i++) {
 			/* every kernel changed since the last summary */
 			for (long j = 0; j < nnames; j++)
-				gw_agg_record(agg, (const CUpti_Activity *)(void *)
-					      (buf + (size_t)j *
-					       sizeof(CUpti_ActivityKernel10)));
+				gw_agg_record(
+					agg,
+					(const CUpti_Activity
+						 *)(void *)(buf +
+							    (size_t)j *
+								    sizeof(CUpti_ActivityKernel10)));
 			/* nothing reads here: keep the ring from filling */
 			__atomic_store_n(&ring.hdr->tail, ring.head,
 					 __ATOMIC_RELEASE);
 			t0 = now_ns();
-			n += gw_agg_write(agg, &ring, GW_CUPTI_ST_OK, 1, 1) == 0;
+			n += gw_agg_write(agg, &ring, GW_CUPTI_ST_OK, 1, 1) ==
+			     0;
 			w += now_ns() - t0;
 		}
 		printf("summary to the ring         %7.1f us (%ld kernels "
-		       "changed; %d/100 fit)\n", w / 100 / 1e3, nnames, n);
+		       "changed; %d/100 fit)\n",
+		       w / 100 / 1e3, nnames, n);
 		gw_cring_close(&ring, 1, 0);
 		rmdir(dir);
 	}

@@ -83,10 +83,11 @@ static unsigned int rnd(unsigned int n)
 /* One realistic line, as a web service's DogStatsD client sends them. */
 static int one_line(char *p, size_t cap)
 {
-	static const char *const routes[] = {
-	    "/v1/users", "/v1/orders", "/v1/items", "/v1/search",
-	    "/health",	 "/v1/cart",   "/v1/login", "/v1/logout"};
-	static const char *const status[] = {"200", "201", "404", "500"};
+	static const char *const routes[] = { "/v1/users", "/v1/orders",
+					      "/v1/items", "/v1/search",
+					      "/health",   "/v1/cart",
+					      "/v1/login", "/v1/logout" };
+	static const char *const status[] = { "200", "201", "404", "500" };
 	const char *route = routes[rnd(8)];
 
 	switch (rnd(6)) {
@@ -107,8 +108,9 @@ static int one_line(char *p, size_t cap)
 				rnd(1000), rnd(16));
 	case 4:
 		return snprintf(
-		    p, cap, "db.query.rows:%u:%u:%u|d|#env:prod,table:t%u\n",
-		    rnd(100), rnd(1000), rnd(10), rnd(20));
+			p, cap,
+			"db.query.rows:%u:%u:%u|d|#env:prod,table:t%u\n",
+			rnd(100), rnd(1000), rnd(10), rnd(20));
 	default:
 		return snprintf(p, cap, "web.users.active:u%u|s|#env:prod\n",
 				rnd(5000));
@@ -118,8 +120,8 @@ static int one_line(char *p, size_t cap)
 static void *send_main(void *arg)
 {
 	struct sender *s = arg;
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)s->port)};
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)s->port) };
 	struct mmsghdr m[SEND_BATCH];
 	struct iovec iov[SEND_BATCH];
 	unsigned int next = 0;
@@ -159,10 +161,10 @@ struct result {
 static void run(struct sender *s, bool receive_only, double secs,
 		struct result *res)
 {
-	struct gw_statsd_rx_opts o = {.listen = "127.0.0.1:0",
-				      .max_series = 10000,
-				      .max_tag_values = 1000,
-				      .receive_only = receive_only};
+	struct gw_statsd_rx_opts o = { .listen = "127.0.0.1:0",
+				       .max_series = 10000,
+				       .max_tag_values = 1000,
+				       .receive_only = receive_only };
 	struct gw_statsd_rx *rx;
 	struct gw_statsd_rx_counts c;
 	struct gw_snap snap;
@@ -218,7 +220,7 @@ static void report(const char *what, const struct result *r)
 
 int main(int argc, char **argv)
 {
-	struct sender s = {0};
+	struct sender s = { 0 };
 	struct result base, col;
 	double secs = 3;
 	unsigned int lines = 5;
@@ -231,9 +233,8 @@ int main(int argc, char **argv)
 		else if (opt == 'l')
 			lines = (unsigned int)atoi(optarg);
 		else {
-			fprintf(
-			    stderr,
-			    "usage: bench_statsd [-s SECONDS] [-l LINES]\n");
+			fprintf(stderr, "usage: bench_statsd [-s SECONDS] [-l "
+					"LINES]\n");
 			return 2;
 		}
 	}
@@ -266,7 +267,7 @@ int main(int argc, char **argv)
 	report("collector", &col);
 	printf("collector / baseline (dgram per cpu second): %.2f\n",
 	       ((double)col.dgrams / col.cpu) /
-		   ((double)base.dgrams / base.cpu));
+		       ((double)base.dgrams / base.cpu));
 	printf("target: >= 200000 dgram/s on one core: %s\n",
 	       (double)col.dgrams / col.cpu >= 200000 ? "met" : "NOT met");
 	for (int i = 0; i < NDGRAMS; i++)

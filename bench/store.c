@@ -88,8 +88,8 @@ static uint64_t ingest(struct gw_store *s, struct clock *c,
 		       const struct bench_dataset *ds, const char *prefix)
 {
 	size_t *at = calloc(ds->ns, sizeof(*at));
-	char (*names)[96] = calloc(ds->ns, sizeof(*names));
-	char (*labels)[64] = calloc(ds->ns, sizeof(*labels));
+	char(*names)[96] = calloc(ds->ns, sizeof(*names));
+	char(*labels)[64] = calloc(ds->ns, sizeof(*labels));
 	uint64_t n = 0;
 	int64_t next_maint = INT64_MIN;
 
@@ -118,7 +118,8 @@ static uint64_t ingest(struct gw_store *s, struct clock *c,
 				continue;
 			while (at[i] < x->n && x->t[at[i]] < tmin + 1000) {
 				int r = gw_store_append(s, names[i], labels[i],
-							x->t[at[i]], x->v[at[i]]);
+							x->t[at[i]],
+							x->v[at[i]]);
 
 				if (r && r != -EDOM)
 					die("append", r);
@@ -178,10 +179,13 @@ static void report_bytes(const char *dir, uint64_t samples, double hours,
 	printf("  %-34s %12llu bytes  %6.2f B/rollup\n", "1-hour tier",
 	       (unsigned long long)h1, hrs ? (double)h1 / (double)hrs : 0);
 	printf("  %-34s %12llu bytes  %6.3f B/sample (everything in the "
-	       "directory)\n", "all store files", (unsigned long long)all,
+	       "directory)\n",
+	       "all store files", (unsigned long long)all,
 	       (double)all / (double)samples);
-	printf("  %-34s %12llu bytes  16.000 B/sample\n", "for scale: raw "
-	       "int64+double", (unsigned long long)samples * 16);
+	printf("  %-34s %12llu bytes  16.000 B/sample\n",
+	       "for scale: raw "
+	       "int64+double",
+	       (unsigned long long)samples * 16);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -212,8 +216,8 @@ static void time_query(const struct gw_queryable *q, const char *what,
 		struct gw_qresult res;
 		double t0 = mono_s();
 		int r = step ? gw_promql_eval_range(e, q, start, end, step, &o,
-						    &res) :
-			       gw_promql_eval_instant(e, q, end, &o, &res);
+						    &res)
+			     : gw_promql_eval_instant(e, q, end, &o, &res);
 
 		ms[i] = (mono_s() - t0) * 1000;
 		if (r) {
@@ -232,7 +236,9 @@ static void time_query(const struct gw_queryable *q, const char *what,
 	printf("  %-44s %8.2f ms median  %8.2f ms max  (%s tier, %llu "
 	       "samples read, %zu points out)\n",
 	       what, ms[runs / 2], ms[runs - 1],
-	       tier == GW_TIER_RAW ? "raw" : tier == GW_TIER_1M ? "1m" : "1h",
+	       tier == GW_TIER_RAW  ? "raw"
+	       : tier == GW_TIER_1M ? "1m"
+				    : "1h",
 	       (unsigned long long)samples, points);
 	printf("      %s\n", query);
 	gw_promql_free(e);
@@ -251,10 +257,12 @@ static uint64_t ingest_procs(struct gw_store *s, struct clock *c, int64_t t0)
 			 p % 8, 10000 + p);
 	for (int64_t t = t0; t < t0 + 3600000; t += 1000) {
 		for (int p = 0; p < 1000; p++) {
-			double v = (double)((p * 7919 + t / 1000) % 97) * 1048576;
+			double v =
+				(double)((p * 7919 + t / 1000) % 97) * 1048576;
 
-			if (gw_store_append(s, "gpuwatch_bench_process_memory_bytes",
-					    labels[p], t, v) == 0)
+			if (gw_store_append(
+				    s, "gpuwatch_bench_process_memory_bytes",
+				    labels[p], t, v) == 0)
 				n++;
 		}
 		c->now = t + 1000;
@@ -337,21 +345,25 @@ int main(int argc, char **argv)
 		char query[256];
 
 		printf("\nquery latency, in-process (PromQL parse + select + "
-		       "evaluate), %d runs each:\n", runs);
+		       "evaluate), %d runs each:\n",
+		       runs);
 		snprintf(query, sizeof(query),
 			 "gpuwatch_bench_temp_c{gpu=\"0\"}[24h]");
 		time_query(q, "24 h of 1 s data, one series (raw matrix)",
 			   query, 0, end, 0, runs);
-		snprintf(query, sizeof(query),
-			 "max_over_time(gpuwatch_bench_temp_c{gpu=\"0\"}[24h])");
+		snprintf(
+			query, sizeof(query),
+			"max_over_time(gpuwatch_bench_temp_c{gpu=\"0\"}[24h])");
 		time_query(q, "max_over_time over 24 h, one series", query, 0,
 			   end, 0, runs);
 		snprintf(query, sizeof(query),
-			 "quantile_over_time(0.99, gpuwatch_bench_power_w{gpu=\"0\"}[1h])");
+			 "quantile_over_time(0.99, "
+			 "gpuwatch_bench_power_w{gpu=\"0\"}[1h])");
 		time_query(q, "p99 per hour over 24 h (range, step 1h)", query,
 			   end - 86400000LL + 3600000, end, 3600000, runs);
-		snprintf(query, sizeof(query),
-			 "avg_over_time(gpuwatch_bench_power_w{gpu=\"0\"}[1m])");
+		snprintf(
+			query, sizeof(query),
+			"avg_over_time(gpuwatch_bench_power_w{gpu=\"0\"}[1m])");
 		time_query(q, "24 h at step 1m, one series", query,
 			   end - 86400000LL, end, 60000, runs);
 		gw_store_close(s);
@@ -376,7 +388,8 @@ int main(int argc, char **argv)
 			   "sum by (gpu) (gpuwatch_bench_process_memory_bytes)",
 			   end - 3600000, end, 15000, runs);
 		time_query(q, "1 h sum by (gpu) (rate[1m]), step 15s",
-			   "sum by (gpu) (rate(gpuwatch_bench_process_memory_bytes[1m]))",
+			   "sum by (gpu) "
+			   "(rate(gpuwatch_bench_process_memory_bytes[1m]))",
 			   end - 3600000, end, 15000, runs);
 	}
 	gw_store_close(s);

@@ -51,8 +51,10 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	struct gw_am_opts o = { .sz = sizeof(o), .backoff_min_s = 0.1,
-				.backoff_max_s = 1.0, .timeout_s = 2.0 };
+	struct gw_am_opts o = { .sz = sizeof(o),
+				.backoff_min_s = 0.1,
+				.backoff_max_s = 1.0,
+				.timeout_s = 2.0 };
 	static struct gw_am_alert a[ALERTS_MAX];
 	struct timespec tick = { 0, 10 * 1000 * 1000 };
 	struct gw_am_target_stats st;

@@ -81,7 +81,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		int bad = 0;
 
 		if (!v || strncmp(a, "--", 2) != 0) {
-			fprintf(stderr, "usage: see the comment in example_train.c\n");
+			fprintf(stderr,
+				"usage: see the comment in example_train.c\n");
 			return -1;
 		}
 		i++;
@@ -112,7 +113,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		else
 			bad = -1;
 		if (bad) {
-			fprintf(stderr, "example_train: bad option %s %s\n", a, v);
+			fprintf(stderr, "example_train: bad option %s %s\n", a,
+				v);
 			return -1;
 		}
 	}
@@ -121,8 +123,12 @@ static int parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .port = 8125, .steps = 100, .batch = 32,
-			  .per_epoch = 100, .ckpt_every = 50, .step_ms = 10 };
+	struct opts o = { .port = 8125,
+			  .steps = 100,
+			  .batch = 32,
+			  .per_epoch = 100,
+			  .ckpt_every = 50,
+			  .step_ms = 10 };
 	struct gwm_client m;
 	struct gwm_training tr;
 	double loss = 0;
@@ -131,9 +137,9 @@ int main(int argc, char **argv)
 	if (parse(argc, argv, &o))
 		return 2;
 	if (gwm_init(&m, &(struct gwm_options){ .host = o.host,
-						  .port = (unsigned)o.port,
-						  .socket_path = o.socket_path,
-						  .tags = o.tags }))
+						.port = (unsigned)o.port,
+						.socket_path = o.socket_path,
+						.tags = o.tags }))
 		fprintf(stderr, "example_train: metrics off: %s\n",
 			strerror(m.last_errno));
 	gwm_training_init(&tr, &m, (double)o.batch, NULL);
@@ -147,11 +153,13 @@ int main(int argc, char **argv)
 		loss = 0.1 + 2.4 * exp(-(double)step / 100.0);
 		if (step == o.nan_at)
 			loss = (double)NAN;
-		gwm_training_step(&tr, &(struct gwm_step){
-			.has = GWM_LOSS | GWM_GRAD_NORM | GWM_EPOCH,
-			.loss = loss,
-			.grad_norm = 1.0 + 0.5 * sin((double)step),
-			.epoch = (double)step / (double)o.per_epoch });
+		gwm_training_step(
+			&tr,
+			&(struct gwm_step){
+				.has = GWM_LOSS | GWM_GRAD_NORM | GWM_EPOCH,
+				.loss = loss,
+				.grad_norm = 1.0 + 0.5 * sin((double)step),
+				.epoch = (double)step / (double)o.per_epoch });
 		if (o.ckpt_every && step % o.ckpt_every == 0) {
 			gwm_training_checkpoint(&tr);
 			ckpts++;

@@ -54,7 +54,7 @@
 
 /* POSIX 2008 (sockets, getaddrinfo, clock_gettime): with -std=c99 or
  * -std=c17, include this header first or define _POSIX_C_SOURCE. */
-#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && \
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) &&                      \
 	!defined(_DEFAULT_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -73,9 +73,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GWM_UDP_MAX_DATAGRAM 1432
-#define GWM_UNIX_MAX_DATAGRAM 8192
-#define GWM_NAME_MAX 200
+#define GWM_UDP_MAX_DATAGRAM	   1432
+#define GWM_UNIX_MAX_DATAGRAM	   8192
+#define GWM_NAME_MAX		   200
 #define GWM_CHECKPOINT_KEEPALIVE_S 30.0
 
 #ifdef __GNUC__
@@ -85,12 +85,12 @@
 #endif
 
 struct gwm_options {
-	const char *host;	  /* NULL: 127.0.0.1 */
-	unsigned port;		  /* 0: 8125 */
-	const char *socket_path;  /* a Unix datagram socket instead of UDP */
-	const char *tags;	  /* default tags "k:v,k2:v2", or NULL */
-	const char *prefix;	  /* put before every name with '.', or NULL */
-	size_t max_datagram;	  /* 0: 1432 (UDP) or 8192 (Unix) */
+	const char *host;	 /* NULL: 127.0.0.1 */
+	unsigned port;		 /* 0: 8125 */
+	const char *socket_path; /* a Unix datagram socket instead of UDP */
+	const char *tags;	 /* default tags "k:v,k2:v2", or NULL */
+	const char *prefix;	 /* put before every name with '.', or NULL */
+	size_t max_datagram;	 /* 0: 1432 (UDP) or 8192 (Unix) */
 };
 
 struct gwm_client {
@@ -114,7 +114,7 @@ struct gwm_client {
 /* ---- the client ---------------------------------------------------- */
 
 static inline void gwm_copy_clean(char *dst, size_t cap, const char *s,
-				      const char *bad)
+				  const char *bad)
 {
 	size_t i = 0;
 
@@ -128,7 +128,7 @@ static inline void gwm_copy_clean(char *dst, size_t cap, const char *s,
 
 /* Opens the socket.  Returns 0 or -errno; the client is usable anyway. */
 static inline GWM_MUST_CHECK int gwm_init(struct gwm_client *c,
-					      const struct gwm_options *o)
+					  const struct gwm_options *o)
 {
 	static const struct gwm_options none = { 0 };
 	int err = 0;
@@ -170,8 +170,7 @@ static inline GWM_MUST_CHECK int gwm_init(struct gwm_client *c,
 		}
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_socktype = SOCK_DGRAM;
-		snprintf(port, sizeof(port), "%u",
-			 o->port ? o->port : 8125u);
+		snprintf(port, sizeof(port), "%u", o->port ? o->port : 8125u);
 		r = getaddrinfo(o->host ? o->host : "127.0.0.1", port, &hints,
 				&ai);
 		if (r || !ai) {
@@ -186,8 +185,8 @@ static inline GWM_MUST_CHECK int gwm_init(struct gwm_client *c,
 		c->max = o->max_datagram < GWM_UNIX_MAX_DATAGRAM
 				 ? o->max_datagram
 				 : GWM_UNIX_MAX_DATAGRAM;
-	c->fd = socket(c->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK |
-						   SOCK_CLOEXEC, 0);
+	c->fd = socket(c->addr.ss_family,
+		       SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		err = -errno;
 out:
@@ -205,10 +204,10 @@ static inline void gwm_flush(struct gwm_client *c)
 
 	if (!c->len)
 		return;
-	n = c->fd < 0 ? -1
-		      : sendto(c->fd, c->buf, c->len,
-			       MSG_DONTWAIT | MSG_NOSIGNAL,
-			       (const struct sockaddr *)&c->addr, c->addrlen);
+	n = c->fd < 0
+		    ? -1
+		    : sendto(c->fd, c->buf, c->len, MSG_DONTWAIT | MSG_NOSIGNAL,
+			     (const struct sockaddr *)&c->addr, c->addrlen);
 	if (n == (ssize_t)c->len) {
 		c->sent++;
 	} else {
@@ -241,8 +240,8 @@ static inline void gwm_batch_end(struct gwm_client *c)
 
 /* ---- formatting into c->line ---------------------------------------- */
 
-static inline size_t gwm_put(struct gwm_client *c, size_t at,
-				 const char *s, size_t n)
+static inline size_t gwm_put(struct gwm_client *c, size_t at, const char *s,
+			     size_t n)
 {
 	if (at + n >= sizeof(c->line))
 		return sizeof(c->line); /* marks "too long" */
@@ -252,8 +251,7 @@ static inline size_t gwm_put(struct gwm_client *c, size_t at,
 
 /* A finite number, shortest of %.15g / %.17g that reads back the same,
  * '.' as the decimal point. */
-static inline size_t gwm_put_num(struct gwm_client *c, size_t at,
-				     double v)
+static inline size_t gwm_put_num(struct gwm_client *c, size_t at, double v)
 {
 	char tmp[40];
 	int n;
@@ -272,8 +270,7 @@ static inline size_t gwm_put_num(struct gwm_client *c, size_t at,
 }
 
 static inline size_t gwm_put_clean(struct gwm_client *c, size_t at,
-				       const char *s, const char *bad,
-				       size_t max)
+				   const char *s, const char *bad, size_t max)
 {
 	size_t n = 0;
 
@@ -290,9 +287,9 @@ static inline size_t gwm_put_clean(struct gwm_client *c, size_t at,
 
 /* One line "prefix.name:[sign]value|type[|@rate][|#tags]". */
 static inline size_t gwm_put_line(struct gwm_client *c, size_t at,
-				      const char *name, const char *sign,
-				      double v, const char *type, double rate,
-				      const char *t1, const char *t2)
+				  const char *name, const char *sign, double v,
+				  const char *type, double rate, const char *t1,
+				  const char *t2)
 {
 	const char *tl[3] = { t1, t2, c->tags };
 	int first = 1;
@@ -346,9 +343,9 @@ static inline int gwm_sampled(struct gwm_client *c, double rate)
 	return (double)(c->rng >> 11) * 0x1.0p-53 < rate;
 }
 
-static inline void gwm_send(struct gwm_client *c, const char *name,
-				double v, const char *type, double rate,
-				const char *t1, const char *t2)
+static inline void gwm_send(struct gwm_client *c, const char *name, double v,
+			    const char *type, double rate, const char *t1,
+			    const char *t2)
 {
 	if (!isfinite(v) || !(rate > 0 && rate <= 1) ||
 	    (type[0] == 'c' && v < 0)) {
@@ -362,14 +359,14 @@ static inline void gwm_send(struct gwm_client *c, const char *name,
 
 /* ---- the metric types (tags: "k:v,..." or NULL; rate in (0, 1]) ----- */
 
-static inline void gwm_counter(struct gwm_client *c, const char *name,
-				   double v, const char *tags, double rate)
+static inline void gwm_counter(struct gwm_client *c, const char *name, double v,
+			       const char *tags, double rate)
 {
 	gwm_send(c, name, v, "c", rate, tags, NULL);
 }
 
-static inline void gwm_gauge(struct gwm_client *c, const char *name,
-				 double v, const char *tags)
+static inline void gwm_gauge(struct gwm_client *c, const char *name, double v,
+			     const char *tags)
 {
 	size_t n;
 
@@ -389,29 +386,27 @@ static inline void gwm_gauge(struct gwm_client *c, const char *name,
 }
 
 /* Adds v (which may be negative) to a gauge. */
-static inline void gwm_gauge_delta(struct gwm_client *c,
-				       const char *name, double v,
-				       const char *tags)
+static inline void gwm_gauge_delta(struct gwm_client *c, const char *name,
+				   double v, const char *tags)
 {
 	if (!isfinite(v)) {
 		c->invalid++;
 		return;
 	}
-	gwm_append(c, gwm_put_line(c, 0, name, v < 0 ? "-" : "+", fabs(v),
-				   "g", 1, tags, NULL));
+	gwm_append(c, gwm_put_line(c, 0, name, v < 0 ? "-" : "+", fabs(v), "g",
+				   1, tags, NULL));
 }
 
 /* One duration in milliseconds: NAME_seconds summary. */
 static inline void gwm_timing_ms(struct gwm_client *c, const char *name,
-				     double ms, const char *tags, double rate)
+				 double ms, const char *tags, double rate)
 {
 	gwm_send(c, name, isfinite(ms) && ms < 0 ? 0 : ms, "ms", rate, tags,
 		 NULL);
 }
 
-static inline void gwm_distribution(struct gwm_client *c,
-					const char *name, double v,
-					const char *tags, double rate)
+static inline void gwm_distribution(struct gwm_client *c, const char *name,
+				    double v, const char *tags, double rate)
 {
 	gwm_send(c, name, v, "d", rate, tags, NULL);
 }
@@ -435,11 +430,11 @@ static inline double gwm_wall(void)
 
 /* ---- training ------------------------------------------------------- */
 
-#define GWM_LOSS 1u
+#define GWM_LOSS      1u
 #define GWM_GRAD_NORM 2u
-#define GWM_EPOCH 4u
-#define GWM_SAMPLES 8u /* samples instead of samples_per_step */
-#define GWM_SECONDS 16u /* seconds instead of the time since last step */
+#define GWM_EPOCH     4u
+#define GWM_SAMPLES   8u  /* samples instead of samples_per_step */
+#define GWM_SECONDS   16u /* seconds instead of the time since last step */
 
 struct gwm_step {
 	unsigned has; /* GWM_* bits: which fields below are given */
@@ -459,9 +454,8 @@ struct gwm_training {
 /* samples_per_step: added to train.samples each step (0: none).  The
  * step clock starts now. */
 static inline void gwm_training_init(struct gwm_training *t,
-					 struct gwm_client *c,
-					 double samples_per_step,
-					 const char *tags)
+				     struct gwm_client *c,
+				     double samples_per_step, const char *tags)
 {
 	memset(t, 0, sizeof(*t));
 	t->c = c;
@@ -476,9 +470,8 @@ static inline void gwm_training_start(struct gwm_training *t)
 	t->mark = gwm_now();
 }
 
-static inline void gwm_training_value(struct gwm_training *t,
-					  const char *name, const char *what,
-					  double v)
+static inline void gwm_training_value(struct gwm_training *t, const char *name,
+				      const char *what, double v)
 {
 	if (isfinite(v)) {
 		gwm_gauge(t->c, name, v, t->tags);
@@ -492,12 +485,12 @@ static inline void gwm_training_value(struct gwm_training *t,
  * since the last step or start unless GWM_SECONDS), the gauges given, and
  * train.step_timestamp_seconds and train.running (1). */
 static inline void gwm_training_step(struct gwm_training *t,
-					 const struct gwm_step *s)
+				     const struct gwm_step *s)
 {
 	double now = gwm_now(), wall;
 	double secs = (s->has & GWM_SECONDS) ? s->seconds : now - t->mark;
-	double samples = (s->has & GWM_SAMPLES) ? s->samples
-						 : t->samples_per_step;
+	double samples =
+		(s->has & GWM_SAMPLES) ? s->samples : t->samples_per_step;
 
 	t->mark = now;
 	gwm_batch_begin(t->c);
@@ -560,8 +553,8 @@ struct gwm_request {
 };
 
 static inline void gwm_inference_init(struct gwm_inference *inf,
-					  struct gwm_client *c,
-					  const char *tags, double rate)
+				      struct gwm_client *c, const char *tags,
+				      double rate)
 {
 	memset(inf, 0, sizeof(*inf));
 	inf->c = c;
@@ -571,14 +564,14 @@ static inline void gwm_inference_init(struct gwm_inference *inf,
 
 /* One request that took seconds; failed counts it in inference.errors. */
 static inline void gwm_inference_record(struct gwm_inference *inf,
-					    double seconds, int failed,
-					    const char *tags)
+					double seconds, int failed,
+					const char *tags)
 {
 	struct gwm_client *c = inf->c;
 
 	gwm_batch_begin(c);
-	gwm_send(c, "inference.request", seconds > 0 ? seconds * 1000 : 0,
-		 "ms", inf->rate, tags, inf->tags);
+	gwm_send(c, "inference.request", seconds > 0 ? seconds * 1000 : 0, "ms",
+		 inf->rate, tags, inf->tags);
 	gwm_send(c, "inference.requests", 1, "c", inf->rate, tags, inf->tags);
 	if (failed)
 		gwm_send(c, "inference.errors", 1, "c", 1, tags, inf->tags);
@@ -595,15 +588,15 @@ static inline struct gwm_request gwm_request_begin(void)
 }
 
 static inline void gwm_request_end(struct gwm_inference *inf,
-				       const struct gwm_request *r,
-				       int failed, const char *tags)
+				   const struct gwm_request *r, int failed,
+				   const char *tags)
 {
 	gwm_inference_record(inf, gwm_now() - r->start, failed, tags);
 }
 
 /* Requests waiting now; re-sent with every request after. */
 static inline void gwm_inference_queue_depth(struct gwm_inference *inf,
-						 double n)
+					     double n)
 {
 	if (!isfinite(n)) {
 		inf->c->invalid++;

@@ -48,13 +48,13 @@
 
 #include <stdint.h>
 
-#define GW_CRING_MAGIC   0x52435747u /* "GWCR" little-endian */
-#define GW_CRING_VERSION 1u
-#define GW_CRING_PREFIX  "gpuwatch-cupti."
-#define GW_CRING_DEFAULT_DIR "/dev/shm"
-#define GW_CRING_DATA_MIN  (64u << 10)
-#define GW_CRING_DATA_MAX  (16u << 20)
-#define GW_CRING_DATA_DEFAULT (256u << 10)
+#define GW_CRING_MAGIC		 0x52435747u /* "GWCR" little-endian */
+#define GW_CRING_VERSION	 1u
+#define GW_CRING_PREFIX		 "gpuwatch-cupti."
+#define GW_CRING_DEFAULT_DIR	 "/dev/shm"
+#define GW_CRING_DATA_MIN	 (64u << 10)
+#define GW_CRING_DATA_MAX	 (16u << 20)
+#define GW_CRING_DATA_DEFAULT	 (256u << 10)
 #define GW_CRING_READER_STALE_NS (10ull * 1000000000ull)
 
 /* Header flags. */
@@ -63,10 +63,10 @@
 /* What the injection library could do; gpuwatch_cupti_status{status}. */
 enum gw_cupti_status {
 	GW_CUPTI_ST_STARTING = 0,   /* InitializeInjection still running */
-	GW_CUPTI_ST_OK = 1,         /* subscribed, activity enabled */
+	GW_CUPTI_ST_OK = 1,	    /* subscribed, activity enabled */
 	GW_CUPTI_ST_NO_LIBRARY = 2, /* libcupti not found or symbols missing */
-	GW_CUPTI_ST_BUSY = 3,       /* another CUPTI subscriber (error 39) */
-	GW_CUPTI_ST_FAILED = 4,     /* subscribe or activity setup failed */
+	GW_CUPTI_ST_BUSY = 3,	    /* another CUPTI subscriber (error 39) */
+	GW_CUPTI_ST_FAILED = 4,	    /* subscribe or activity setup failed */
 	GW_CUPTI_ST_PARTIAL = 5,    /* subscribed, some kinds not enabled */
 	GW_CUPTI_ST_STOPPED = 6,    /* torn down (exit) */
 	GW_CUPTI_ST_COUNT
@@ -78,21 +78,21 @@ struct gw_cring_hdr {
 	uint16_t hdr_size;    /* sizeof(struct gw_cring_hdr) of the writer */
 	uint32_t data_off;    /* multiple of 4096, >= hdr_size */
 	uint32_t data_size;   /* power of two, GW_CRING_DATA_MIN..MAX */
-	uint32_t pid;         /* getpid() in the writer's pid namespace */
-	uint32_t flags;       /* GW_CRING_F_*, written by the writer */
+	uint32_t pid;	      /* getpid() in the writer's pid namespace */
+	uint32_t flags;	      /* GW_CRING_F_*, written by the writer */
 	uint64_t pidns_ino;   /* st_ino of /proc/self/ns/pid, 0 if unknown */
 	uint64_t start_ticks; /* field 22 of /proc/self/stat */
 	uint64_t created_ns;  /* CLOCK_REALTIME at creation */
 	char lib_version[16]; /* NUL-terminated */
 	/* Written by the writer only (own cache line). */
-	uint64_t head;        /* atomic, release-stored */
-	uint64_t write_ns;    /* CLOCK_REALTIME of the last summary written */
-	uint64_t dropped;     /* records not written: ring full */
-	uint32_t status;      /* enum gw_cupti_status */
+	uint64_t head;	   /* atomic, release-stored */
+	uint64_t write_ns; /* CLOCK_REALTIME of the last summary written */
+	uint64_t dropped;  /* records not written: ring full */
+	uint32_t status;   /* enum gw_cupti_status */
 	uint32_t pad1;
 	uint8_t pad2[64 - 32];
 	/* Written by the reader only (own cache line). */
-	uint64_t tail;        /* pwrite() by the reader, atomic load by the writer */
+	uint64_t tail; /* pwrite() by the reader, atomic load by the writer */
 	uint64_t reader_seen_ns; /* CLOCK_REALTIME of the reader's last pass */
 	uint8_t pad3[64 - 16];
 };
@@ -100,9 +100,9 @@ _Static_assert(sizeof(struct gw_cring_hdr) == 192, "ring header layout");
 
 /* Record framing. */
 struct gw_crec {
-	uint16_t type;     /* enum gw_crec_type */
-	uint16_t version;  /* of this type's payload */
-	uint32_t size;     /* whole record with this header, multiple of 8 */
+	uint16_t type;	  /* enum gw_crec_type */
+	uint16_t version; /* of this type's payload */
+	uint32_t size;	  /* whole record with this header, multiple of 8 */
 };
 #define GW_CREC_MAX 8192u /* no valid record is larger */
 
@@ -117,25 +117,25 @@ enum gw_crec_type {
 /* Process-wide totals; written with every summary (about once a second). */
 struct gw_crec_process {
 	struct gw_crec h;
-	uint64_t seq;            /* summaries written so far, this one incl. */
-	uint64_t time_ns;        /* CLOCK_REALTIME of this summary */
-	uint32_t status;         /* enum gw_cupti_status */
-	uint32_t cupti_version;  /* cuptiGetVersion(), 0 if unknown */
-	double sampling_ratio;   /* share of kernels traced, 1 if not cycled */
+	uint64_t seq;		/* summaries written so far, this one incl. */
+	uint64_t time_ns;	/* CLOCK_REALTIME of this summary */
+	uint32_t status;	/* enum gw_cupti_status */
+	uint32_t cupti_version; /* cuptiGetVersion(), 0 if unknown */
+	double sampling_ratio;	/* share of kernels traced, 1 if not cycled */
 	uint64_t contexts_created;
 	uint64_t contexts_destroyed;
-	uint64_t mem_live_bytes;     /* device memory allocated, not freed */
+	uint64_t mem_live_bytes; /* device memory allocated, not freed */
 	uint64_t mem_peak_bytes;
 	uint64_t mem_allocs;
 	uint64_t mem_frees;
-	uint64_t oom;                /* allocation calls that failed with OOM */
-	uint64_t records;            /* activity records processed */
-	uint64_t records_dropped;    /* CUPTI dropped (no buffer, full) */
-	uint64_t kernels_overflow;   /* kernel records folded into "other" */
-	uint64_t api_overflow;       /* API entries that found no slot */
-	uint64_t overhead_ns;        /* CUPTI's own overhead records, summed */
-	uint64_t callbacks;          /* API callbacks taken */
-	uint32_t apis_muted;         /* callbacks switched off as too hot */
+	uint64_t oom;		   /* allocation calls that failed with OOM */
+	uint64_t records;	   /* activity records processed */
+	uint64_t records_dropped;  /* CUPTI dropped (no buffer, full) */
+	uint64_t kernels_overflow; /* kernel records folded into "other" */
+	uint64_t api_overflow;	   /* API entries that found no slot */
+	uint64_t overhead_ns;	   /* CUPTI's own overhead records, summed */
+	uint64_t callbacks;	   /* API callbacks taken */
+	uint32_t apis_muted;	   /* callbacks switched off as too hot */
 	uint32_t pad;
 };
 #define GW_CREC_PROCESS_MIN_SIZE ((uint32_t)sizeof(struct gw_crec_process))
@@ -170,13 +170,13 @@ static inline uint64_t gw_cring_kbin_upper(unsigned int i)
 }
 
 struct gw_crec_bin {
-	uint32_t bin;     /* < GW_CRING_KBINS, strictly increasing */
+	uint32_t bin; /* < GW_CRING_KBINS, strictly increasing */
 	uint32_t pad;
-	uint64_t count;   /* traced kernels in the bin */
+	uint64_t count; /* traced kernels in the bin */
 };
 
-#define GW_CRING_NAME_MAX 1024u /* bytes of a name with its NUL */
-#define GW_CRING_KF_TRUNCATED 1u /* name cut; name_hash is of the full one */
+#define GW_CRING_NAME_MAX     1024u /* bytes of a name with its NUL */
+#define GW_CRING_KF_TRUNCATED 1u    /* name cut; name_hash is of the full one */
 #define GW_CRING_KF_OTHER     2u /* the overflow entry: kernels beyond the table */
 
 /*
@@ -187,33 +187,39 @@ struct gw_crec_bin {
  */
 struct gw_crec_kernel {
 	struct gw_crec h;
-	uint64_t name_hash;   /* 64-bit FNV-1a of the full mangled name */
-	uint64_t count;       /* traced launches */
-	uint64_t total_ns;    /* traced GPU time */
-	double est_count;     /* launches estimated: traced / sampling ratio */
-	double est_ns;        /* GPU time estimated likewise */
+	uint64_t name_hash; /* 64-bit FNV-1a of the full mangled name */
+	uint64_t count;	    /* traced launches */
+	uint64_t total_ns;  /* traced GPU time */
+	double est_count;   /* launches estimated: traced / sampling ratio */
+	double est_ns;	    /* GPU time estimated likewise */
 	uint64_t min_ns, max_ns;
-	uint32_t flags;       /* GW_CRING_KF_* */
-	uint32_t device;      /* device id of the last launch */
+	uint32_t flags;	 /* GW_CRING_KF_* */
+	uint32_t device; /* device id of the last launch */
 	int32_t grid[3], block[3];
-	uint32_t registers;   /* per thread */
+	uint32_t registers;		    /* per thread */
 	uint32_t static_smem, dynamic_smem; /* bytes per block */
-	uint32_t local_mem;   /* bytes per thread */
-	float occupancy;      /* theoretical, 0..1; < 0 when unknown */
+	uint32_t local_mem;		    /* bytes per thread */
+	float occupancy; /* theoretical, 0..1; < 0 when unknown */
 	uint16_t nbins;
-	uint16_t name_len;    /* with the NUL, <= GW_CRING_NAME_MAX */
+	uint16_t name_len; /* with the NUL, <= GW_CRING_NAME_MAX */
 };
 #define GW_CREC_KERNEL_MIN_SIZE ((uint32_t)sizeof(struct gw_crec_kernel))
 
 enum gw_cring_copy_kind {
-	GW_COPY_HTOD = 0, GW_COPY_DTOH, GW_COPY_DTOD, GW_COPY_HTOH,
-	GW_COPY_PTOP, GW_COPY_MEMSET, GW_COPY_OTHER, GW_COPY_KINDS
+	GW_COPY_HTOD = 0,
+	GW_COPY_DTOH,
+	GW_COPY_DTOD,
+	GW_COPY_HTOH,
+	GW_COPY_PTOP,
+	GW_COPY_MEMSET,
+	GW_COPY_OTHER,
+	GW_COPY_KINDS
 };
 
 struct gw_crec_copy {
 	uint64_t count;
 	uint64_t bytes;
-	uint64_t total_ns;   /* GPU time of the operations */
+	uint64_t total_ns; /* GPU time of the operations */
 };
 
 /* Memory copies and sets, cumulative, all kinds in one record. */
@@ -223,8 +229,8 @@ struct gw_crec_memcpy {
 };
 #define GW_CREC_MEMCPY_MIN_SIZE ((uint32_t)sizeof(struct gw_crec_memcpy))
 
-#define GW_CRING_API_RUNTIME 1u
-#define GW_CRING_API_DRIVER  2u
+#define GW_CRING_API_RUNTIME  1u
+#define GW_CRING_API_DRIVER   2u
 #define GW_CRING_API_NAME_MAX 128u
 
 /*
@@ -235,13 +241,13 @@ struct gw_crec_memcpy {
  */
 struct gw_crec_api {
 	struct gw_crec h;
-	uint32_t domain;      /* GW_CRING_API_* */
-	uint32_t cbid;        /* CUPTI callback id in that domain */
-	int32_t code;         /* cudaError_t or CUresult */
-	uint32_t sync;        /* 1: synchronisation timing entry */
+	uint32_t domain; /* GW_CRING_API_* */
+	uint32_t cbid;	 /* CUPTI callback id in that domain */
+	int32_t code;	 /* cudaError_t or CUresult */
+	uint32_t sync;	 /* 1: synchronisation timing entry */
 	uint64_t count;
 	uint64_t total_ns;
-	uint16_t name_len;    /* with the NUL, <= GW_CRING_API_NAME_MAX */
+	uint16_t name_len; /* with the NUL, <= GW_CRING_API_NAME_MAX */
 	uint16_t pad[3];
 };
 #define GW_CREC_API_MIN_SIZE ((uint32_t)sizeof(struct gw_crec_api))

@@ -38,12 +38,11 @@ static const struct command commands[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: gpuwatch COMMAND [OPTION]...\n"
-		"\n"
-		"Continuous performance monitoring for NVIDIA GPU nodes.\n"
-		"\n"
-		"Commands:\n");
+	fprintf(out, "Usage: gpuwatch COMMAND [OPTION]...\n"
+		     "\n"
+		     "Continuous performance monitoring for NVIDIA GPU nodes.\n"
+		     "\n"
+		     "Commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "  %-9s %s\n", commands[i].name,
 			commands[i].summary);
@@ -120,7 +119,8 @@ int main(int argc, char **argv)
 	c = find(argv[1]);
 	if (!c) {
 		fprintf(stderr,
-			"gpuwatch: '%s' is not a command; see 'gpuwatch help'\n",
+			"gpuwatch: '%s' is not a command; see 'gpuwatch "
+			"help'\n",
 			argv[1]);
 		return 2;
 	}

@@ -30,9 +30,9 @@
 /* Until cli.h lists it. */
 int gw_cmd_query(int argc, char **argv);
 
-#define DEFAULT_URL "http://127.0.0.1:9400"
-#define MAX_ANSWER (64u << 20)
-#define JSON_MAX_DEPTH 64
+#define DEFAULT_URL	 "http://127.0.0.1:9400"
+#define MAX_ANSWER	 (64u << 20)
+#define JSON_MAX_DEPTH	 64
 #define LABELS_WIDTH_MAX 100
 
 static void usage(FILE *out)
@@ -72,8 +72,8 @@ static void usage(FILE *out)
 		"the agent's own\n"
 		"      --query-timeout, 30s unless configured).\n"
 		"  --url URL\n"
-		"      The agent to ask (default: $GPUWATCH_URL, else "
-		DEFAULT_URL ").\n"
+		"      The agent to ask (default: $GPUWATCH_URL, "
+		"else " DEFAULT_URL ").\n"
 		"  --json\n"
 		"      Print the API's JSON answer unchanged (errors too, "
 		"still exiting 1).\n"
@@ -110,9 +110,9 @@ enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
 
 struct jv {
 	enum jtype t;
-	char *s;           /* J_STR: decoded; J_NUM, J_BOOL: the text */
-	struct jv *v;      /* J_ARR, J_OBJ: n values */
-	char **k;          /* J_OBJ: n keys */
+	char *s;      /* J_STR: decoded; J_NUM, J_BOOL: the text */
+	struct jv *v; /* J_ARR, J_OBJ: n values */
+	char **k;     /* J_OBJ: n keys */
 	size_t n;
 };
 
@@ -214,12 +214,25 @@ static int parse_str(struct jp *p, char **out)
 
 			c = *p->p++;
 			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case '"': case '\\': case '/': break;
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
+			case '"':
+			case '\\':
+			case '/':
+				break;
 			case 'u':
 				if (p->end - p->p < 4 || hex4(p->p, &u)) {
 					err = -EINVAL;
@@ -408,8 +421,7 @@ static int fmt_labels(const struct jv *metric, struct gw_buf *b)
 	if (name)
 		gw_buf_puts(b, name);
 	gw_buf_puts(b, "{");
-	for (size_t i = 0; metric && metric->t == J_OBJ && i < metric->n;
-	     i++) {
+	for (size_t i = 0; metric && metric->t == J_OBJ && i < metric->n; i++) {
 		const char *v = jstr(&metric->v[i]);
 
 		if (strcmp(metric->k[i], "__name__") == 0 || !v)
@@ -521,8 +533,8 @@ static int print_matrix(const struct jv *result, const struct out_opts *o)
 		if (err)
 			break;
 		printf("%s%s\n", i ? "\n" : "", key.p);
-		for (size_t k = 0; values && values->t == J_ARR &&
-				   k < values->n; k++) {
+		for (size_t k = 0;
+		     values && values->t == J_ARR && k < values->n; k++) {
 			const struct jv *pt = &values->v[k];
 			char when[64];
 
@@ -727,14 +739,30 @@ int gw_cmd_query(int argc, char **argv)
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (ch) {
-		case O_TIME: t_time = optarg; break;
-		case O_START: t_start = optarg; break;
-		case O_END: t_end = optarg; break;
-		case O_STEP: step = optarg; break;
-		case O_TIMEOUT: timeout = optarg; break;
-		case O_URL: url = optarg; break;
-		case O_JSON: json = true; break;
-		case O_UTC: oo.utc = true; break;
+		case O_TIME:
+			t_time = optarg;
+			break;
+		case O_START:
+			t_start = optarg;
+			break;
+		case O_END:
+			t_end = optarg;
+			break;
+		case O_STEP:
+			step = optarg;
+			break;
+		case O_TIMEOUT:
+			timeout = optarg;
+			break;
+		case O_URL:
+			url = optarg;
+			break;
+		case O_JSON:
+			json = true;
+			break;
+		case O_UTC:
+			oo.utc = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -747,8 +775,9 @@ int gw_cmd_query(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "gpuwatch query: %s; see 'gpuwatch query "
-				"--help'\n",
+		fprintf(stderr,
+			"gpuwatch query: %s; see 'gpuwatch query "
+			"--help'\n",
 			optind >= argc ? "give one PromQL EXPR"
 				       : "give exactly one EXPR (quote it)");
 		return 2;

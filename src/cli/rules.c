@@ -19,11 +19,13 @@ static void usage(FILE *out)
 		"\n"
 		"Alert rule files are Prometheus' format (groups, alert, expr, "
 		"for, labels,\n"
-		"annotations) over the agent's PromQL subset; the agent runs the "
+		"annotations) over the agent's PromQL subset; the agent runs "
+		"the "
 		"built-in set\n"
 		"(deploy/rules/default.yml) and then every --rules FILE.\n"
 		"\n"
-		"  check   load each FILE as the agent would; print one line per "
+		"  check   load each FILE as the agent would; print one line "
+		"per "
 		"file, and for\n"
 		"          a bad one the agent's message: FILE:LINE: group 'g' "
 		"rule 'r': problem\n"
@@ -74,11 +76,10 @@ static int list(int argc, char **argv, bool defaults)
 	int r = 0;
 
 	gw_ruleset_init(&rs);
-	if (defaults && gw_rules_load_buffer(&rs, GW_RULES_DEFAULT_NAME,
-					     (const unsigned char *)
-						     gw_default_rules,
-					     gw_default_rules_len, err,
-					     sizeof(err)))
+	if (defaults &&
+	    gw_rules_load_buffer(&rs, GW_RULES_DEFAULT_NAME,
+				 (const unsigned char *)gw_default_rules,
+				 gw_default_rules_len, err, sizeof(err)))
 		goto fail;
 	for (int i = 0; i < argc; i++)
 		if (gw_rules_load_file(&rs, argv[i], err, sizeof(err)))
@@ -140,7 +141,9 @@ int gw_cmd_rules(int argc, char **argv)
 		return check(argc - optind, argv + optind);
 	if (!strcmp(sub, "list"))
 		return list(argc - optind, argv + optind, defaults);
-	fprintf(stderr, "gpuwatch rules: unknown '%s'; see 'gpuwatch rules "
-			"--help'\n", sub);
+	fprintf(stderr,
+		"gpuwatch rules: unknown '%s'; see 'gpuwatch rules "
+		"--help'\n",
+		sub);
 	return 2;
 }

@@ -23,22 +23,28 @@ static void usage(FILE *out)
 		"       gpuwatch store check  [--data-dir DIR]\n"
 		"       gpuwatch store export PARTITION FILE [--data-dir DIR]\n"
 		"\n"
-		"The agent keeps its history in DIR/store: one SQLite file per UTC "
+		"The agent keeps its history in DIR/store: one SQLite file per "
+		"UTC "
 		"day and\n"
-		"tier (raw samples, 1-minute and 1-hour rollups). A finished day "
+		"tier (raw samples, 1-minute and 1-hour rollups). A finished "
+		"day "
 		"is closed:\n"
-		"compacted, made read-only and never written again, so archiving "
+		"compacted, made read-only and never written again, so "
+		"archiving "
 		"it to\n"
 		"colder storage is a file copy.\n"
 		"\n"
-		"  ls      list the partitions: tier, day, size, open or closed\n"
-		"  check   verify every file (SQLite integrity and schema); exit 1 "
+		"  ls      list the partitions: tier, day, size, open or "
+		"closed\n"
+		"  check   verify every file (SQLite integrity and schema); "
+		"exit 1 "
 		"if one\n"
 		"          is damaged (the agent moves such files to "
 		"DIR/store/quarantine/)\n"
 		"  export  write a consistent copy of one partition, named "
 		"TIER/DAY\n"
-		"          (e.g. raw/2026-12-01), to FILE, even while the agent "
+		"          (e.g. raw/2026-12-01), to FILE, even while the "
+		"agent "
 		"writes it\n"
 		"\n"
 		"Options:\n"
@@ -46,7 +52,8 @@ static void usage(FILE *out)
 		"/var/lib/gpuwatch)\n"
 		"  -h, --help       show this help\n"
 		"\n"
-		"Exit status: 0 on success, 1 on a failure or damaged file, 2 for "
+		"Exit status: 0 on success, 1 on a failure or damaged file, 2 "
+		"for "
 		"bad usage.\n"
 		"\n"
 		"Example:\n"
@@ -92,7 +99,9 @@ static int walk(const char *dir, bool check)
 				       names[i]->d_name,
 				       (unsigned long long)st.st_size,
 				       st.st_mode & 0200 ? "open" : "closed",
-				       !check ? "" : err ? "  DAMAGED" : "  ok");
+				       !check ? ""
+				       : err  ? "  DAMAGED"
+					      : "  ok");
 				bad += err != 0;
 			}
 			free(names[i]);
@@ -109,7 +118,8 @@ static int walk(const char *dir, bool check)
 		}
 	}
 	printf("%d partition%s, %llu bytes%s\n", files, files == 1 ? "" : "s",
-	       total, check ? (bad ? ", DAMAGED files found" : ", all ok") : "");
+	       total,
+	       check ? (bad ? ", DAMAGED files found" : ", all ok") : "");
 	return bad ? 1 : 0;
 }
 
@@ -136,8 +146,10 @@ int gw_cmd_store(int argc, char **argv)
 			data_dir = optarg;
 			continue;
 		}
-		fprintf(stderr, "gpuwatch store: unknown or incomplete option "
-				"'%s'\n", argv[optind - 1]);
+		fprintf(stderr,
+			"gpuwatch store: unknown or incomplete option "
+			"'%s'\n",
+			argv[optind - 1]);
 		return 2;
 	}
 	/* Options may also follow the subcommand's arguments. */
@@ -167,7 +179,8 @@ int gw_cmd_store(int argc, char **argv)
 	if (strcmp(argv[0], "check") == 0 && argc == 1)
 		return walk(dir, true);
 	if (strcmp(argv[0], "export") == 0 && argc == 3) {
-		int r = gw_store_export(dir, argv[1], argv[2], err, sizeof(err));
+		int r = gw_store_export(dir, argv[1], argv[2], err,
+					sizeof(err));
 
 		if (r) {
 			fprintf(stderr, "gpuwatch store export: %s\n", err);

@@ -33,20 +33,20 @@
 
 #include "pipeline/metrics.h"
 
-#define EMPTY UINT32_MAX
-#define ID_MIN 12u
-#define ID_MAX 64u
+#define EMPTY	 UINT32_MAX
+#define ID_MIN	 12u
+#define ID_MAX	 64u
 #define UUID_LEN 36u
 /* Longest raw value kept from an environ entry; it is cleaned and cut after. */
 #define ENV_VALUE_RAW 128u
-#define ENV_CHUNK 4096u
+#define ENV_CHUNK     4096u
 
 struct entry {
-	uint32_t pid;   /* 0: free */
-	bool gone;      /* the last /proc read found no process */
+	uint32_t pid;	/* 0: free */
+	bool gone;	/* the last /proc read found no process */
 	double fetched; /* `now` of the last /proc read */
 	double used_at; /* `now` of the last lookup */
-	uint64_t seq;   /* order of the last lookup */
+	uint64_t seq;	/* order of the last lookup */
 	struct gw_attrib a;
 };
 
@@ -206,14 +206,12 @@ static const char *systemd_pod(const char *p, size_t n)
 }
 
 /* "<runtime>-<hex>" or "<runtime>-<hex>.scope": sets the id. */
-static bool runtime_scope(const char *p, size_t n, const char **id,
-			  size_t *idn)
+static bool runtime_scope(const char *p, size_t n, const char **id, size_t *idn)
 {
 	if (comp_ends(p, n, ".scope"))
 		n -= strlen(".scope");
-	for (size_t i = 0; i < sizeof(runtime_prefixes) /
-					sizeof(runtime_prefixes[0]);
-	     i++) {
+	for (size_t i = 0;
+	     i < sizeof(runtime_prefixes) / sizeof(runtime_prefixes[0]); i++) {
 		size_t l = strlen(runtime_prefixes[i]);
 
 		if (comp_starts(p, n, runtime_prefixes[i]) &&
@@ -408,8 +406,8 @@ static int read_cgroup(int dfd, struct gw_attrib *a)
 }
 
 /* One environ entry "NAME=VALUE" (perhaps cut): the job, by priority. */
-static void env_entry(const struct gw_attrib_cache *c, const char *s,
-		      size_t n, unsigned int *best, struct gw_attrib *a)
+static void env_entry(const struct gw_attrib_cache *c, const char *s, size_t n,
+		      unsigned int *best, struct gw_attrib *a)
 {
 	for (unsigned int i = 0; i < c->njob && i < *best; i++) {
 		size_t l = c->job_len[i];
@@ -618,7 +616,7 @@ static bool expired(const struct gw_attrib_cache *c, const struct entry *e,
 	return now - e->fetched >= c->ttl;
 }
 
-#define OPT_HAS(o, f) \
+#define OPT_HAS(o, f)                                                          \
 	((o)->sz >= offsetof(struct gw_attrib_opts, f) + sizeof((o)->f))
 
 static int copy_opts(struct gw_attrib_cache *c, const struct gw_attrib_opts *o)
@@ -841,8 +839,8 @@ int gw_attrib_labels(const struct gw_attrib *a, uint32_t pid, struct gw_buf *b)
 		if (!opt[i].value[0])
 			continue;
 		gw_buf_put(b, ",", 1);
-		gw_buf_set_error(b, gw_labels_append(b, opt[i].name,
-						     opt[i].value));
+		gw_buf_set_error(
+			b, gw_labels_append(b, opt[i].name, opt[i].value));
 	}
 	err = gw_buf_error(b);
 	if (err)

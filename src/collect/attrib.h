@@ -40,16 +40,16 @@
 
 #define GW_ATTRIB_DEFAULT_MAX_PIDS 4096u
 #define GW_ATTRIB_MAX_PIDS_LIMIT   65536u
-#define GW_ATTRIB_DEFAULT_TTL_S    30.0
-#define GW_ATTRIB_MAX_JOB_ENV      8u   /* names in job_env */
-#define GW_ATTRIB_ENV_NAME_MAX     64u  /* bytes of one name */
-#define GW_ATTRIB_PROC_ROOT_MAX    200u /* bytes of proc_root */
-#define GW_ATTRIB_ENVIRON_MAX      (256u << 10)
-#define GW_ATTRIB_CGROUP_MAX       (32u << 10)
+#define GW_ATTRIB_DEFAULT_TTL_S	   30.0
+#define GW_ATTRIB_MAX_JOB_ENV	   8u	/* names in job_env */
+#define GW_ATTRIB_ENV_NAME_MAX	   64u	/* bytes of one name */
+#define GW_ATTRIB_PROC_ROOT_MAX	   200u /* bytes of proc_root */
+#define GW_ATTRIB_ENVIRON_MAX	   (256u << 10)
+#define GW_ATTRIB_CGROUP_MAX	   (32u << 10)
 
 /* Smallest output sizes gw_attrib_parse_cgroup() accepts (with the NUL). */
 #define GW_ATTRIB_CONTAINER_ID_SIZE 65u
-#define GW_ATTRIB_POD_UID_SIZE      37u
+#define GW_ATTRIB_POD_UID_SIZE	    37u
 
 /*
  * Size-tagged: set sz = sizeof(struct gw_attrib_opts).  A zero field means
@@ -57,9 +57,9 @@
  */
 struct gw_attrib_opts {
 	size_t sz;
-	const char *proc_root;  /* "/proc"; tests point it at a fake tree */
-	unsigned int max_pids;  /* cache bound, 4096; at most 65536 */
-	double ttl_s;           /* re-read an entry after this, 30 */
+	const char *proc_root; /* "/proc"; tests point it at a fake tree */
+	unsigned int max_pids; /* cache bound, 4096; at most 65536 */
+	double ttl_s;	       /* re-read an entry after this, 30 */
 	/*
 	 * Environment variables giving the "job" label, in priority order: the
 	 * first of the list that the process has (non-empty) wins.  job_env
@@ -98,9 +98,9 @@ void gw_attrib_cache_free(struct gw_attrib_cache *c);
  *   -errno   /proc/PID/comm could not be read for another reason.
  * *a is left as it was on error.
  */
-__attribute__((warn_unused_result)) int
-gw_attrib_get(struct gw_attrib_cache *c, uint32_t pid, double now,
-	      struct gw_attrib *a);
+__attribute__((warn_unused_result)) int gw_attrib_get(struct gw_attrib_cache *c,
+						      uint32_t pid, double now,
+						      struct gw_attrib *a);
 /* The process exited: drop its entry now (no-op when not cached). */
 void gw_attrib_forget(struct gw_attrib_cache *c, uint32_t pid);
 

@@ -32,9 +32,9 @@ struct gw_worker_table;
 struct gw_collect_opts {
 	/* NVML, or the simulator behind the same function table */
 	const char *nvml_lib;
-	int dcgm;                 /* --compat dcgm */
+	int dcgm;		  /* --compat dcgm */
 	double collector_timeout; /* seconds; reloadable */
-	unsigned int simulate;    /* simulated GPUs, 0: real NVML */
+	unsigned int simulate;	  /* simulated GPUs, 0: real NVML */
 	double sim_day;
 	unsigned long long sim_seed;
 	const struct gw_sim_fault *faults;
@@ -56,8 +56,8 @@ struct gw_collect_opts {
 
 struct gw_collect_env {
 	struct gw_registry *reg;
-	struct gw_attrib_cache *attrib;   /* pid -> comm, container, pod, job */
-	_Atomic uint64_t *fast_ms;        /* intervals in use, milliseconds */
+	struct gw_attrib_cache *attrib; /* pid -> comm, container, pod, job */
+	_Atomic uint64_t *fast_ms;	/* intervals in use, milliseconds */
 	_Atomic uint64_t *detail_ms;
 	const struct gw_collect_opts *o;
 	/* Lists the collectors' threads (common/worker.h); NULL: none. */

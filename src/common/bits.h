@@ -26,7 +26,7 @@
 
 #include "common/buf.h"
 
-#define GW_VARINT_MAX 10
+#define GW_VARINT_MAX	    10
 #define GW_VARINT_CANONICAL 1u /* flag: reject non-shortest forms */
 
 static inline uint64_t gw_bits_of(double v)

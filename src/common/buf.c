@@ -107,8 +107,8 @@ static int add_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
 	if (b->err)
 		return b->err;
 	va_copy(again, ap);
-	n = vsnprintf(b->p ? b->p + b->len : NULL,
-		      b->p ? b->cap - b->len : 0, fmt, ap);
+	n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
+		      fmt, ap);
 	if (n < 0) {
 		err = -EINVAL;
 		goto out;

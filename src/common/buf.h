@@ -75,6 +75,6 @@ gw_buf_printf(struct gw_buf *b, const char *fmt, ...);
 void gw_buf_put(struct gw_buf *b, const void *p, size_t n);
 void gw_buf_puts(struct gw_buf *b, const char *s);
 __attribute__((format(printf, 2, 3))) void gw_buf_putf(struct gw_buf *b,
-							const char *fmt, ...);
+						       const char *fmt, ...);
 
 #endif

@@ -21,8 +21,8 @@ enum gw_log_level {
 };
 
 /* Parses "error", "warn", "info" or "debug"; returns -EINVAL otherwise. */
-__attribute__((warn_unused_result)) int gw_log_level_parse(const char *s,
-							   enum gw_log_level *out);
+__attribute__((warn_unused_result)) int
+gw_log_level_parse(const char *s, enum gw_log_level *out);
 const char *gw_log_level_name(enum gw_log_level l);
 void gw_log_set_level(enum gw_log_level l);
 int gw_log_enabled(enum gw_log_level l);
@@ -30,13 +30,13 @@ int gw_log_enabled(enum gw_log_level l);
 __attribute__((format(printf, 2, 3))) void gw_log(enum gw_log_level l,
 						  const char *fmt, ...);
 
-#define gw_err(...) gw_log(GW_LOG_ERROR, __VA_ARGS__)
+#define gw_err(...)  gw_log(GW_LOG_ERROR, __VA_ARGS__)
 #define gw_warn(...) gw_log(GW_LOG_WARN, __VA_ARGS__)
 #define gw_info(...) gw_log(GW_LOG_INFO, __VA_ARGS__)
-#define gw_dbg(...)                                                           \
-	do {                                                                  \
-		if (gw_log_enabled(GW_LOG_DEBUG))                             \
-			gw_log(GW_LOG_DEBUG, __VA_ARGS__);                    \
+#define gw_dbg(...)                                                            \
+	do {                                                                   \
+		if (gw_log_enabled(GW_LOG_DEBUG))                              \
+			gw_log(GW_LOG_DEBUG, __VA_ARGS__);                     \
 	} while (0)
 
 /*
@@ -44,10 +44,10 @@ __attribute__((format(printf, 2, 3))) void gw_log(enum gw_log_level l,
  * lives with the thing being reported on), so "once" means once per GPU,
  * per collector, per metric - whatever the flag belongs to.
  */
-#define gw_log_once(flag, level, ...)                                         \
-	do {                                                                  \
-		if (!atomic_flag_test_and_set(flag))                          \
-			gw_log(level, __VA_ARGS__);                           \
+#define gw_log_once(flag, level, ...)                                          \
+	do {                                                                   \
+		if (!atomic_flag_test_and_set(flag))                           \
+			gw_log(level, __VA_ARGS__);                            \
 	} while (0)
 
 #endif

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gw_parse_uint(const char *s, unsigned long long min,
-		  unsigned long long max, unsigned long long *out)
+int gw_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+		  unsigned long long *out)
 {
 	unsigned long long v;
 	char *end;
@@ -140,8 +140,9 @@ static int decimal_duration(const char *s, double *out)
 	static const struct {
 		const char *suffix;
 		double mult;
-	} units[] = { { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 },
-		      { "d", 86400 }, { "w", 7 * 86400 }, { "y", 365 * 86400 } };
+	} units[] = { { "ms", 0.001 },	   { "s", 1 },	   { "m", 60 },
+		      { "h", 3600 },	   { "d", 86400 }, { "w", 7 * 86400 },
+		      { "y", 365 * 86400 } };
 	char num[64];
 	size_t n = strlen(s);
 	double mult = 1, v;
@@ -194,10 +195,14 @@ int gw_parse_bytes(const char *s, unsigned long long *out)
 	static const struct {
 		const char *suffix;
 		unsigned long long mult;
-	} units[] = { { "KiB", 1ull << 10 }, { "MiB", 1ull << 20 },
-		      { "GiB", 1ull << 30 }, { "TiB", 1ull << 40 },
-		      { "K", 1ull << 10 },   { "M", 1ull << 20 },
-		      { "G", 1ull << 30 },   { "T", 1ull << 40 },
+	} units[] = { { "KiB", 1ull << 10 },
+		      { "MiB", 1ull << 20 },
+		      { "GiB", 1ull << 30 },
+		      { "TiB", 1ull << 40 },
+		      { "K", 1ull << 10 },
+		      { "M", 1ull << 20 },
+		      { "G", 1ull << 30 },
+		      { "T", 1ull << 40 },
 		      { "B", 1 } };
 	unsigned long long mult = 1, v;
 	char num[64];

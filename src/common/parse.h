@@ -9,12 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+__attribute__((warn_unused_result)) int gw_parse_uint(const char *s,
+						      unsigned long long min,
+						      unsigned long long max,
+						      unsigned long long *out);
 __attribute__((warn_unused_result)) int
-gw_parse_uint(const char *s, unsigned long long min, unsigned long long max,
-	      unsigned long long *out);
-__attribute__((warn_unused_result)) int gw_parse_double(const char *s,
-							 double min, double max,
-							 double *out);
+gw_parse_double(const char *s, double min, double max, double *out);
 /*
  * The one duration grammar, Prometheus' (model.ParseDuration), used by the
  * agent's settings, rule files, PromQL, the HTTP API and `gpuwatch query`:
@@ -40,13 +40,14 @@ gw_parse_duration(const char *s, double min, double max, double *out);
 /* Bytes with an optional binary unit (1024-based, "B" or nothing for
  * bytes): "1024", "100B", "512MiB", "10G", "2TiB".  Whole numbers only. */
 __attribute__((warn_unused_result)) int gw_parse_bytes(const char *s,
-							unsigned long long *out);
+						       unsigned long long *out);
 /*
  * "HOST:PORT", "[V6]:PORT" or ":PORT" (all interfaces).  host receives the
  * host part without brackets ("" for any).
  */
-__attribute__((warn_unused_result)) int
-gw_parse_hostport(const char *s, char *host, size_t hostlen,
-		  unsigned int *port);
+__attribute__((warn_unused_result)) int gw_parse_hostport(const char *s,
+							  char *host,
+							  size_t hostlen,
+							  unsigned int *port);
 
 #endif

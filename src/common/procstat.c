@@ -23,11 +23,11 @@ int gw_procstat_read(const char *path, struct gw_procstat *st)
 	buf[n] = '\0';
 	/* Fields after the command name, which may hold spaces: state is 3. */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
-			 "%*d %*d %*d %*d %lld %*d %*u %*u %lld",
-			 &st->utime, &st->stime, &st->threads,
-			 &st->rss_pages) != 4)
+	if (!p ||
+	    sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+		   "%*d %*d %*d %*d %lld %*d %*u %*u %lld",
+		   &st->utime, &st->stime, &st->threads, &st->rss_pages) != 4)
 		return -EINVAL;
 	return 0;
 }

@@ -16,8 +16,7 @@
  * the sequence, so n may be SIZE_MAX for a NUL-terminated string.  The
  * code point goes to *cp when cp is not NULL.
  */
-static inline size_t gw_utf8_len(const unsigned char *s, size_t n,
-				  uint32_t *cp)
+static inline size_t gw_utf8_len(const unsigned char *s, size_t n, uint32_t *cp)
 {
 	uint32_t c;
 	size_t len;

@@ -98,8 +98,8 @@ static bool check_state(enum gw_worker_state from, enum gw_worker_state to)
 {
 	switch (to) {
 	case GW_WORKER_RUNNING:
-		return from == GW_WORKER_STARTING || from == GW_WORKER_RUNNING ||
-		       from == GW_WORKER_SLEEPING;
+		return from == GW_WORKER_STARTING ||
+		       from == GW_WORKER_RUNNING || from == GW_WORKER_SLEEPING;
 	case GW_WORKER_SLEEPING:
 		return from == GW_WORKER_RUNNING || from == GW_WORKER_SLEEPING;
 	case GW_WORKER_DONE:
@@ -170,7 +170,8 @@ static void *worker_main(void *arg)
 
 	(void)pthread_setname_np(pthread_self(), w->name);
 	pthread_mutex_lock(&w->mu);
-	w->have_clock = pthread_getcpuclockid(pthread_self(), &w->cpu_clock) == 0;
+	w->have_clock =
+		pthread_getcpuclockid(pthread_self(), &w->cpu_clock) == 0;
 	set_state(w, GW_WORKER_RUNNING);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
@@ -224,7 +225,8 @@ static void table_remove(struct gw_worker_table *t, struct gw_worker *w)
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->w[i] != w)
 			continue;
-		memmove(&t->w[i], &t->w[i + 1], (t->n - i - 1) * sizeof(t->w[0]));
+		memmove(&t->w[i], &t->w[i + 1],
+			(t->n - i - 1) * sizeof(t->w[0]));
 		t->n--;
 		break;
 	}
@@ -434,8 +436,7 @@ void gw_worker_table_free(struct gw_worker_table *t)
 
 size_t gw_worker_table_visit(struct gw_worker_table *t,
 			     void (*fn)(void *ctx, const char *name,
-					double cpu_s,
-					enum gw_worker_state st),
+					double cpu_s, enum gw_worker_state st),
 			     void *ctx)
 {
 	size_t n;

@@ -65,13 +65,13 @@
 #define GW_WORKER_TABLE_MAX 256
 
 #define GW_WORKER_PERIOD (-1.0)
-#define GW_WORKER_EXIT (-2.0)
+#define GW_WORKER_EXIT	 (-2.0)
 
 enum gw_worker_state {
 	GW_WORKER_STARTING,
 	GW_WORKER_RUNNING,  /* in init(), a round or fini() */
 	GW_WORKER_SLEEPING, /* resting between rounds */
-	GW_WORKER_DONE,     /* the thread has returned; CPU time is final */
+	GW_WORKER_DONE,	    /* the thread has returned; CPU time is final */
 };
 
 struct gw_worker;
@@ -86,7 +86,7 @@ struct gw_worker_opts {
 	/* Optional: after the last round. */
 	void (*fini)(struct gw_worker *w, void *arg);
 	void *arg;
-	double period;                     /* seconds */
+	double period;			   /* seconds */
 	const _Atomic uint64_t *period_ms; /* when set: the period in use */
 	bool delay_first;  /* rest one period before the first round */
 	size_t stack_size; /* 0: the default */
@@ -102,11 +102,11 @@ gw_worker_start(const struct gw_worker_opts *o, struct gw_worker **out);
 void gw_worker_request_stop(struct gw_worker *w);
 /* Waits until the thread ended, at most until deadline (CLOCK_MONOTONIC
  * seconds; INFINITY waits as long as it takes).  0 or -ETIMEDOUT. */
-__attribute__((warn_unused_result)) int
-gw_worker_join(struct gw_worker *w, double deadline);
+__attribute__((warn_unused_result)) int gw_worker_join(struct gw_worker *w,
+						       double deadline);
 /* gw_worker_request_stop(), then gw_worker_join(). */
-__attribute__((warn_unused_result)) int
-gw_worker_stop(struct gw_worker *w, double deadline);
+__attribute__((warn_unused_result)) int gw_worker_stop(struct gw_worker *w,
+						       double deadline);
 /* Frees a joined worker (or NULL).  A worker whose thread still runs (a
  * join timed out) is left allocated: its thread may still use it. */
 void gw_worker_free(struct gw_worker *w);
@@ -144,8 +144,7 @@ void gw_worker_table_free(struct gw_worker_table *t);
  */
 size_t gw_worker_table_visit(struct gw_worker_table *t,
 			     void (*fn)(void *ctx, const char *name,
-					double cpu_s,
-					enum gw_worker_state st),
+					double cpu_s, enum gw_worker_state st),
 			     void *ctx);
 /* Workers started while the table was full. */
 uint64_t gw_worker_table_unlisted(struct gw_worker_table *t);

@@ -76,18 +76,16 @@ static const struct gw_collector_ops ingest_ops = {
 };
 
 static const struct gw_collector_ops *const collectors[] = {
-	&gw_nvml_collector,
-	&gw_bpf_collector,
-	&gw_cupti_collector,
-	&gw_statsd_collector,
-	&ingest_ops,
+	&gw_nvml_collector,   &gw_bpf_collector, &gw_cupti_collector,
+	&gw_statsd_collector, &ingest_ops,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
 /* The agent whose env this is: env is a member of struct gw_agent. */
 static struct gw_agent *agent_of(const struct gw_collect_env *env)
 {
-	return (struct gw_agent *)((char *)env - offsetof(struct gw_agent, env));
+	return (struct gw_agent *)((char *)env -
+				   offsetof(struct gw_agent, env));
 }
 
 static int ingest_start(const struct gw_collect_env *env, void **priv)
@@ -368,10 +366,9 @@ int gw_agent_main(int argc, char **argv)
 			.alerts = gw_alerting_alerts(alerts),
 		};
 
-		gw_http_set_queryable(http,
-				      a.store ? gw_store_queryable(a.store)
-					      : NULL,
-				      &ao);
+		gw_http_set_queryable(
+			http, a.store ? gw_store_queryable(a.store) : NULL,
+			&ao);
 	}
 	/*
 	 * Collectors next: their threads keep this thread's capabilities
@@ -436,35 +433,34 @@ int gw_agent_main(int argc, char **argv)
 		gw_self_tick(self, http);
 	}
 	status = 0;
-out:
-	{
-		double deadline = gw_now_mono() + STOP_GRACE;
+out : {
+	double deadline = gw_now_mono() + STOP_GRACE;
 
-		gw_http_close(http);
-		/* Before the store closes: the evaluator reads it.  Queued
+	gw_http_close(http);
+	/* Before the store closes: the evaluator reads it.  Queued
 		 * alerts get at most a second, the collectors the rest. */
-		gw_alerting_free(alerts, gw_now_mono() + 1.0);
-		alerts = NULL;
-		for (size_t i = 0; i < NCOLLECTORS; i++)
-			if (priv[i] && collectors[i]->request_stop)
-				collectors[i]->request_stop(priv[i]);
-		/* Every thread is joined before anything is freed: the store's
+	gw_alerting_free(alerts, gw_now_mono() + 1.0);
+	alerts = NULL;
+	for (size_t i = 0; i < NCOLLECTORS; i++)
+		if (priv[i] && collectors[i]->request_stop)
+			collectors[i]->request_stop(priv[i]);
+	/* Every thread is joined before anything is freed: the store's
 		 * last pass reads what the other collectors published, whose
 		 * families (StatsD's) they own. */
-		for (size_t i = 0; i < NCOLLECTORS; i++) {
-			if (!priv[i])
-				continue;
-			if (collectors[i]->stop(priv[i], deadline)) {
-				gw_warn("collector %s has a thread stuck in a "
-					"driver call; leaving it behind",
-					collectors[i]->name);
-				stuck = 1;
-			}
+	for (size_t i = 0; i < NCOLLECTORS; i++) {
+		if (!priv[i])
+			continue;
+		if (collectors[i]->stop(priv[i], deadline)) {
+			gw_warn("collector %s has a thread stuck in a "
+				"driver call; leaving it behind",
+				collectors[i]->name);
+			stuck = 1;
 		}
-		for (size_t i = 0; i < NCOLLECTORS && !stuck; i++)
-			if (priv[i])
-				collectors[i]->free(priv[i]);
 	}
+	for (size_t i = 0; i < NCOLLECTORS && !stuck; i++)
+		if (priv[i])
+			collectors[i]->free(priv[i]);
+}
 	if (stuck) {
 		/* A thread may still touch the registry: do not free it. */
 		gw_info("stopped");

@@ -46,7 +46,7 @@ struct gw_agent {
 	 * filled from cfg, env points at the fields above. */
 	struct gw_collect_opts copts;
 	struct gw_collect_env env;
-	double start_time;  /* CLOCK_REALTIME seconds */
+	double start_time; /* CLOCK_REALTIME seconds */
 	int argc;
 	char **argv;
 };

@@ -12,7 +12,7 @@
 
 struct gw_alerting {
 	struct gw_alerts *al;
-	struct gw_am *am;           /* NULL: no --alertmanager */
+	struct gw_am *am; /* NULL: no --alertmanager */
 	struct gw_alerts_sink sink;
 	size_t nrules, ngroups;
 };
@@ -23,7 +23,7 @@ static int load_config_rules(const struct gw_config *c, struct gw_ruleset *rs,
 	_Static_assert(sizeof(c->rule_files.v[0]) == 1024,
 		       "gw_rules_load_all takes 1024-byte names");
 	return gw_rules_load_all(rs, c->default_rules != 0,
-				 (const char (*)[1024])c->rule_files.v,
+				 (const char(*)[1024])c->rule_files.v,
 				 c->rule_files.n, err, errlen);
 }
 
@@ -121,8 +121,7 @@ void gw_alerting_reload(struct gw_alerting *x, const struct gw_config *c)
 		gw_err("reload: keeping the running alert rules: %s", err);
 		return;
 	}
-	gw_info("reload: %zu alert rules in %zu groups", rs.nrules,
-		rs.ngroups);
+	gw_info("reload: %zu alert rules in %zu groups", rs.nrules, rs.ngroups);
 	x->nrules = rs.nrules;
 	x->ngroups = rs.ngroups;
 	gw_alerts_set_rules(x->al, &rs);

@@ -22,15 +22,15 @@ struct gw_alerting;
  * and line of a bad one.  On success *out holds an evaluator that is not
  * running yet. */
 __attribute__((warn_unused_result)) int
-gw_alerting_new(const struct gw_config *c, struct gw_alerting **out,
-		char *err, size_t errlen);
+gw_alerting_new(const struct gw_config *c, struct gw_alerting **out, char *err,
+		size_t errlen);
 /* The evaluator, for the API's /api/v1/alerts and /api/v1/rules. */
 struct gw_alerts *gw_alerting_alerts(struct gw_alerting *x);
 /* Connects the registry, the store (NULL: logs that rules need the store
  * and evaluates nothing) and the Alertmanagers of a->cfg; starts the
  * "gw-rules" thread. */
-__attribute__((warn_unused_result)) int
-gw_alerting_start(struct gw_alerting *x, struct gw_agent *a);
+__attribute__((warn_unused_result)) int gw_alerting_start(struct gw_alerting *x,
+							  struct gw_agent *a);
 /* SIGHUP: takes the rule and resend intervals of c, reads the rule files
  * of c again; a bad file keeps the old rules and logs why. */
 void gw_alerting_reload(struct gw_alerting *x, const struct gw_config *c);

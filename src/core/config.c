@@ -22,10 +22,10 @@ enum opt_type {
 	T_COMPAT,
 	T_FAULT, /* repeatable; a YAML sequence in the file */
 	T_CONFIG,
-	T_NOFLAG,   /* --no-NAME on the command line; NAME: true|false in the file */
-	T_STRLIST,  /* comma-separated on the command line; a list in the file */
-	T_BYTES,    /* unsigned long long with an optional KiB/MiB/GiB/TiB unit */
-	T_LIST,     /* repeatable string; a YAML sequence in the file */
+	T_NOFLAG, /* --no-NAME on the command line; NAME: true|false in the file */
+	T_STRLIST, /* comma-separated on the command line; a list in the file */
+	T_BYTES, /* unsigned long long with an optional KiB/MiB/GiB/TiB unit */
+	T_LIST,	 /* repeatable string; a YAML sequence in the file */
 };
 
 struct opt {
@@ -35,14 +35,16 @@ struct opt {
 	size_t size;
 	double min, max;
 	const char *arg;
-	const char *def;     /* the default, parsed as a flag's value; "" = none */
+	const char *def; /* the default, parsed as a flag's value; "" = none */
 	enum gw_config_reload reload;
-	const char *brief;   /* one line: the README's option table */
-	const char *help;    /* --help, lines separated by '\n' */
+	const char *brief; /* one line: the README's option table */
+	const char *help;  /* --help, lines separated by '\n' */
 };
 
-#define F(field) offsetof(struct gw_config, field), sizeof(((struct gw_config *)0)->field)
-#define LIVE GW_CONFIG_LIVE
+#define F(field)                                                               \
+	offsetof(struct gw_config, field),                                     \
+		sizeof(((struct gw_config *)0)->field)
+#define LIVE	GW_CONFIG_LIVE
 #define RESTART GW_CONFIG_RESTART
 
 /*
@@ -56,16 +58,19 @@ static const struct opt opts[] = {
 	  "scraped from other hosts, [::1]:9400 for IPv6." },
 	{ "data-dir", T_STRING, F(data_dir), 0, 0, "DIR", "/var/lib/gpuwatch",
 	  RESTART, "agent state and history, locked per agent",
-	  "Directory for the agent's state; created if missing, locked so that\n"
+	  "Directory for the agent's state; created if missing, locked so "
+	  "that\n"
 	  "two agents never share it." },
 	{ "config", T_CONFIG, F(config_path), 0, 0, "FILE", "", LIVE,
 	  "YAML with the same keys (`deploy/agent.yaml`)",
-	  "YAML file with any of these settings as keys (detail_interval: 30).\n"
+	  "YAML file with any of these settings as keys (detail_interval: "
+	  "30).\n"
 	  "Flags override the file." },
 	{ "nvml-lib", T_STRING, F(nvml_lib), 0, 0, "PATH", "libnvidia-ml.so.1",
 	  RESTART, "NVML library to load",
 	  "NVML library to load, found on the system's library path unless it\n"
-	  "is a path. Without it the hardware collector is off and the rest of\n"
+	  "is a path. Without it the hardware collector is off and the rest "
+	  "of\n"
 	  "the agent runs." },
 	{ "simulate", T_UINT, F(simulate), 0, GW_SIM_MAX_GPUS, "N", "0",
 	  RESTART, "N simulated GPUs instead of NVML",
@@ -73,9 +78,12 @@ static const struct opt opts[] = {
 	  "temperature, power, clocks and memory through the same collector." },
 	{ "fault", T_FAULT, F(faults), 0, 0, "NAME:GPU[:AFTER[:FOR]]", "",
 	  RESTART, "inject a fault into a simulated GPU (repeatable)",
-	  "Inject a fault into a simulated GPU, AFTER seconds from start, for FOR\n"
-	  "seconds (default: forever). Repeatable. NAME is one of thermal-runaway,\n"
-	  "ecc-storm, xid79 (GPU falls off the bus), pcie-downgrade, power-cap." },
+	  "Inject a fault into a simulated GPU, AFTER seconds from start, for "
+	  "FOR\n"
+	  "seconds (default: forever). Repeatable. NAME is one of "
+	  "thermal-runaway,\n"
+	  "ecc-storm, xid79 (GPU falls off the bus), pcie-downgrade, "
+	  "power-cap." },
 	{ "sim-day", T_DURATION, F(sim_day), 10, 86400 * 7, "SECONDS", "1d",
 	  RESTART, "length of a simulated day",
 	  "Length of one simulated day-night load cycle." },
@@ -88,12 +96,15 @@ static const struct opt opts[] = {
 	  "clocks, clock-event reasons, processes, GPM." },
 	{ "detail-interval", T_DURATION, F(detail_interval), 1, 86400,
 	  "SECONDS", "30s", LIVE, "detail set period",
-	  "Period of the detail set: ECC, remapped rows, PCIe link and replays,\n"
+	  "Period of the detail set: ECC, remapped rows, PCIe link and "
+	  "replays,\n"
 	  "NVLink state, throughput and errors." },
 	{ "collector-timeout", T_DURATION, F(collector_timeout), 0.1, 600,
 	  "SECONDS", "5s", LIVE, "an NVML pass longer than this is hung",
-	  "An NVML pass on one GPU that takes longer is declared hung: counted\n"
-	  "in gpuwatch_agent_collector_timeouts_total, the GPU is reported down,\n"
+	  "An NVML pass on one GPU that takes longer is declared hung: "
+	  "counted\n"
+	  "in gpuwatch_agent_collector_timeouts_total, the GPU is reported "
+	  "down,\n"
 	  "and the other GPUs go on." },
 	{ "cpu-budget", T_RATIO, F(cpu_budget), 0.0001, 1, "RATIO", "0.005",
 	  LIVE, "share of one core the agent may use",
@@ -101,7 +112,8 @@ static const struct opt opts[] = {
 	  "agent slows the detail set first, then the fast set." },
 	{ "compat", T_COMPAT, F(compat), 0, 0, "dcgm", "none", RESTART,
 	  "also expose dcgm-exporter's names",
-	  "Also expose dcgm-exporter's metric names (DCGM_FI_DEV_GPU_TEMP, ...)\n"
+	  "Also expose dcgm-exporter's metric names (DCGM_FI_DEV_GPU_TEMP, "
+	  "...)\n"
 	  "so existing dashboards keep working; none turns it off." },
 	{ "ebpf", T_NOFLAG, F(ebpf), 0, 0, "", "on", RESTART,
 	  "turn the eBPF probes off",
@@ -123,8 +135,8 @@ static const struct opt opts[] = {
 	  "no local history (and no query API)",
 	  "--no-store turns off the local history in DIR (and with it the\n"
 	  "query API and `gpuwatch query`); /metrics works either way." },
-	{ "retention-raw", T_DURATION, F(retention_raw), 3600, 10 * 365 * 86400.0,
-	  "DURATION", "24h", RESTART,
+	{ "retention-raw", T_DURATION, F(retention_raw), 3600,
+	  10 * 365 * 86400.0, "DURATION", "24h", RESTART,
 	  "raw samples kept (whole days dropped past it)",
 	  "How long raw samples (every collection, 1 s by default) are kept.\n"
 	  "Whole days are dropped once past it." },
@@ -132,12 +144,13 @@ static const struct opt opts[] = {
 	  "DURATION", "30d", RESTART, "1-minute rollups kept",
 	  "How long 1-minute rollups (count, sum, min, max, sum of squares,\n"
 	  "last and a quantile sketch per series) are kept." },
-	{ "retention-1h", T_DURATION, F(retention_1h), 3600, 100 * 365 * 86400.0,
-	  "DURATION", "365d", RESTART, "1-hour rollups kept",
-	  "How long 1-hour rollups are kept." },
+	{ "retention-1h", T_DURATION, F(retention_1h), 3600,
+	  100 * 365 * 86400.0, "DURATION", "365d", RESTART,
+	  "1-hour rollups kept", "How long 1-hour rollups are kept." },
 	{ "disk-budget", T_BYTES, F(disk_budget), 0, 0, "BYTES", "10GiB",
 	  RESTART, "oldest day partitions dropped first beyond it",
-	  "Most disk the store may use (e.g. 10GiB; 0 = no limit). Over it the\n"
+	  "Most disk the store may use (e.g. 10GiB; 0 = no limit). Over it "
+	  "the\n"
 	  "oldest day partitions are dropped first; today's never." },
 	{ "flush-interval", T_DURATION, F(flush_interval), 0.1, 60, "SECONDS",
 	  "5s", RESTART, "most a crash (even `kill -9`) can lose",
@@ -163,7 +176,8 @@ static const struct opt opts[] = {
 	  "stop reading the CUPTI injection rings",
 	  "--no-cupti stops reading the rings that libgpuwatch_cupti.so (the\n"
 	  "CUPTI injection library, enabled per process with\n"
-	  "CUDA_INJECTION64_PATH) writes: kernels, copies, memory, contexts and\n"
+	  "CUDA_INJECTION64_PATH) writes: kernels, copies, memory, contexts "
+	  "and\n"
 	  "API errors seen inside each CUDA process. File key: cupti: false." },
 	{ "cupti-dir", T_STRING, F(cupti_dir), 0, 0, "DIR", "/dev/shm", RESTART,
 	  "where injected processes put their rings",
@@ -178,20 +192,21 @@ static const struct opt opts[] = {
 	  "127.0.0.1:8125", RESTART, "StatsD / DogStatsD over UDP (`off`)",
 	  "UDP address for StatsD and DogStatsD datagrams from applications\n"
 	  "(training loss, step time, request latency); off turns it off." },
-	{ "statsd-socket", T_STRING, F(statsd_socket), 0, 0, "PATH", "", RESTART,
-	  "StatsD over a Unix datagram socket",
+	{ "statsd-socket", T_STRING, F(statsd_socket), 0, 0, "PATH", "",
+	  RESTART, "StatsD over a Unix datagram socket",
 	  "Unix datagram socket for StatsD, as DogStatsD clients use it." },
 	{ "statsd-max-series", T_UINT, F(statsd_max_series), 1, 10000000, "N",
 	  "10000", RESTART, "application series beyond are refused",
 	  "Most StatsD series kept; new ones beyond are refused and counted." },
-	{ "statsd-max-tag-values", T_UINT, F(statsd_max_tag_values), 1, 10000000,
-	  "N", "1000", RESTART, "distinct values of one tag",
+	{ "statsd-max-tag-values", T_UINT, F(statsd_max_tag_values), 1,
+	  10000000, "N", "1000", RESTART, "distinct values of one tag",
 	  "Most distinct values of one StatsD tag; series beyond are refused\n"
 	  "and counted." },
 	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "", "on", RESTART,
 	  "no dynamic baselines / anomaly scores",
 	  "--no-baselines turns off the dynamic baselines: every stored gauge\n"
-	  "gets an online model of its normal level and spread, and an anomaly\n"
+	  "gets an online model of its normal level and spread, and an "
+	  "anomaly\n"
 	  "score 0..1 kept in the history as NAME:anomaly_score (usable in\n"
 	  "alert rules). File key: baselines: false." },
 	{ "rules", T_LIST, F(rule_files), 0, 0, "FILE", "", LIVE,
@@ -208,7 +223,8 @@ static const struct opt opts[] = {
 	  "exits, training and inference checks). File key: default_rules." },
 	{ "rule-interval", T_DURATION, F(rule_interval), 1, 3600, "SECONDS",
 	  "10s", LIVE, "how often rules are evaluated",
-	  "How often alert rules are evaluated (a group's own interval: wins)." },
+	  "How often alert rules are evaluated (a group's own interval: "
+	  "wins)." },
 	{ "alertmanager", T_LIST, F(alertmanagers), 0, 0, "URL", "", RESTART,
 	  "Alertmanager to send alerts to (repeatable)",
 	  "Alertmanager to send alerts to (its base URL, e.g.\n"
@@ -217,8 +233,9 @@ static const struct opt opts[] = {
 	{ "alert-resend", T_DURATION, F(alert_resend), 1, 3600, "SECONDS", "1m",
 	  LIVE, "firing alerts are re-sent this often",
 	  "Firing alerts are sent again this often." },
-	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]", "SLURM_JOB_ID",
-	  RESTART, "environment variables giving the `job` label",
+	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
+	  "SLURM_JOB_ID", RESTART,
+	  "environment variables giving the `job` label",
 	  "Environment variables of a GPU process whose value becomes its\n"
 	  "'job' label, first found wins." },
 	{ "log-level", T_LOGLEVEL, F(log_level), 0, 0, "LEVEL", "info", LIVE,
@@ -353,7 +370,8 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 				  (unsigned long long)o->max, &u);
 		if (r) {
 			snprintf(err, errlen,
-				 "%s: '%s' is not a whole number from %.0f to %.0f",
+				 "%s: '%s' is not a whole number from %.0f to "
+				 "%.0f",
 				 where, val, o->min, o->max);
 			return -EINVAL;
 		}
@@ -373,7 +391,8 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		if (r) {
 			snprintf(err, errlen,
 				 "%s: '%s' is not a size in bytes (write "
-				 "10GiB, 512MiB or 0)", where, val);
+				 "10GiB, 512MiB or 0)",
+				 where, val);
 			return -EINVAL;
 		}
 		*(unsigned long long *)dst = u;
@@ -411,9 +430,10 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		return 0;
 	case T_COMPAT:
 		if (strcmp(val, "dcgm") != 0 && strcmp(val, "none") != 0) {
-			snprintf(err, errlen,
-				 "%s: '%s' is not known (supported: dcgm, none)",
-				 where, val);
+			snprintf(
+				err, errlen,
+				"%s: '%s' is not known (supported: dcgm, none)",
+				where, val);
 			return -EINVAL;
 		}
 		snprintf(c->compat, sizeof(c->compat), "%s",
@@ -436,9 +456,10 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 	case T_STRLIST: {
 		size_t n = strlen(val);
 
-		if (n == 0 || n >= o->size || strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-							 "abcdefghijklmnopqrstuvwxyz"
-							 "0123456789_,") != n ||
+		if (n == 0 || n >= o->size ||
+		    strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				"abcdefghijklmnopqrstuvwxyz"
+				"0123456789_,") != n ||
 		    val[0] == ',' || val[n - 1] == ',' || strstr(val, ",,")) {
 			snprintf(err, errlen,
 				 "%s: '%s' is not a comma-separated list of "
@@ -516,8 +537,8 @@ static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_ctx *y)
 	return 0;
 }
 
-static int file_value(struct file_ctx *y, yaml_parser_t *p,
-		      const struct opt *o, const char *key, size_t line)
+static int file_value(struct file_ctx *y, yaml_parser_t *p, const struct opt *o,
+		      const char *key, size_t line)
 {
 	char where[PATH_MAX + 128];
 	yaml_event_t ev;
@@ -535,9 +556,12 @@ static int file_value(struct file_ctx *y, yaml_parser_t *p,
 			if (o->type == T_FAULT)
 				y->c->nfaults = 0;
 			if (o->type == T_LIST)
-				((struct gw_config_list *)((char *)y->c + o->off))->n = 0;
-			err = set_opt(y->c, o, (const char *)ev.data.scalar.value,
-				      where, y->err, y->errlen);
+				((struct gw_config_list *)((char *)y->c +
+							   o->off))
+					->n = 0;
+			err = set_opt(y->c, o,
+				      (const char *)ev.data.scalar.value, where,
+				      y->err, y->errlen);
 		}
 		yaml_event_delete(&ev);
 		return err;
@@ -554,14 +578,16 @@ static int file_value(struct file_ctx *y, yaml_parser_t *p,
 				break;
 			if (ev.type != YAML_SCALAR_EVENT ||
 			    len + ev.data.scalar.length + 2 >= sizeof(joined)) {
-				err = file_fail(y, &ev,
-						"expected a short list of names");
+				err = file_fail(
+					y, &ev,
+					"expected a short list of names");
 				yaml_event_delete(&ev);
 				return err;
 			}
-			len += (size_t)snprintf(joined + len, sizeof(joined) - len,
-						"%s%s", len ? "," : "",
-						(const char *)ev.data.scalar.value);
+			len += (size_t)snprintf(
+				joined + len, sizeof(joined) - len, "%s%s",
+				len ? "," : "",
+				(const char *)ev.data.scalar.value);
 			yaml_event_delete(&ev);
 		}
 		yaml_event_delete(&ev);
@@ -573,7 +599,8 @@ static int file_value(struct file_ctx *y, yaml_parser_t *p,
 		if (o->type == T_FAULT)
 			y->c->nfaults = 0;
 		else
-			((struct gw_config_list *)((char *)y->c + o->off))->n = 0;
+			((struct gw_config_list *)((char *)y->c + o->off))->n =
+				0;
 		for (;;) {
 			if (next_event(p, &ev, y))
 				return -EINVAL;
@@ -582,18 +609,21 @@ static int file_value(struct file_ctx *y, yaml_parser_t *p,
 				return 0;
 			}
 			if (ev.type != YAML_SCALAR_EVENT) {
-				err = file_fail(y, &ev,
-						o->type == T_FAULT ?
-						"fault: each entry must be a "
-						"string like ecc-storm:0:60" :
-						"each entry must be a string");
+				err = file_fail(
+					y, &ev,
+					o->type == T_FAULT
+						? "fault: each entry must be a "
+						  "string like ecc-storm:0:60"
+						: "each entry must be a "
+						  "string");
 				yaml_event_delete(&ev);
 				return err;
 			}
 			snprintf(where, sizeof(where), "%s:%zu: %s", y->name,
 				 ev.start_mark.line + 1, key);
-			err = set_opt(y->c, o, (const char *)ev.data.scalar.value,
-				      where, y->err, y->errlen);
+			err = set_opt(y->c, o,
+				      (const char *)ev.data.scalar.value, where,
+				      y->err, y->errlen);
 			yaml_event_delete(&ev);
 			if (err)
 				return err;
@@ -634,8 +664,8 @@ static int file_mapping(struct file_ctx *y, yaml_parser_t *p)
 		if (!o) {
 			const char *s = suggest(key);
 
-			snprintf(msg, sizeof(msg), "unknown key '%s'%s%s%s", key,
-				 s ? " (did you mean '" : "", s ? s : "",
+			snprintf(msg, sizeof(msg), "unknown key '%s'%s%s%s",
+				 key, s ? " (did you mean '" : "", s ? s : "",
 				 s ? "'?)" : "");
 		} else if (y->seen_line[o - opts]) {
 			snprintf(msg, sizeof(msg),
@@ -684,11 +714,14 @@ static int file_document(struct file_ctx *y, yaml_parser_t *p)
 		case YAML_SCALAR_EVENT:
 			/* An empty document, "~" or "null": no settings. */
 			if (ev.data.scalar.length != 0 &&
-			    strcmp((const char *)ev.data.scalar.value, "~") != 0 &&
-			    strcmp((const char *)ev.data.scalar.value, "null") != 0)
-				err = file_fail(y, &ev,
-						"expected a mapping of settings "
-						"(key: value)");
+			    strcmp((const char *)ev.data.scalar.value, "~") !=
+				    0 &&
+			    strcmp((const char *)ev.data.scalar.value,
+				   "null") != 0)
+				err = file_fail(
+					y, &ev,
+					"expected a mapping of settings "
+					"(key: value)");
 			break;
 		case YAML_MAPPING_START_EVENT:
 			yaml_event_delete(&ev);
@@ -712,8 +745,9 @@ int gw_config_load_buffer(struct gw_config *c, const char *name,
 			  const unsigned char *data, size_t len, char *err,
 			  size_t errlen)
 {
-	struct file_ctx y = { .c = c, .name = name, .err = err,
-			      .errlen = errlen };
+	struct file_ctx y = {
+		.c = c, .name = name, .err = err, .errlen = errlen
+	};
 	yaml_parser_t p;
 	int r;
 
@@ -759,7 +793,8 @@ int gw_config_load_file(struct gw_config *c, const char *path, char *err,
 			nd = realloc(data, cap);
 			if (!nd) {
 				r = -ENOMEM;
-				snprintf(err, errlen, "%s: out of memory", path);
+				snprintf(err, errlen, "%s: out of memory",
+					 path);
 				goto out;
 			}
 			data = nd;
@@ -798,12 +833,12 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		if (c->faults[i].gpu >= c->simulate) {
-			snprintf(err, errlen,
-				 "fault %s:%u: there are only %u simulated GPUs "
-				 "(0..%u)",
-				 gw_sim_fault_name(c->faults[i].kind),
-				 c->faults[i].gpu, c->simulate,
-				 c->simulate - 1);
+			snprintf(
+				err, errlen,
+				"fault %s:%u: there are only %u simulated GPUs "
+				"(0..%u)",
+				gw_sim_fault_name(c->faults[i].kind),
+				c->faults[i].gpu, c->simulate, c->simulate - 1);
 			return -EINVAL;
 		}
 	}
@@ -893,8 +928,8 @@ unsigned int gw_config_reload(struct gw_config *run,
 		if (same_value(o, run, next))
 			continue;
 		if (o->reload == GW_CONFIG_LIVE) {
-			memcpy((char *)run + o->off, (const char *)next + o->off,
-			       o->size);
+			memcpy((char *)run + o->off,
+			       (const char *)next + o->off, o->size);
 			if (o->type == T_FAULT)
 				run->nfaults = next->nfaults;
 			applied++;
@@ -911,9 +946,9 @@ unsigned int gw_config_reload(struct gw_config *run,
 static void print_default(FILE *out, const struct opt *o)
 {
 	fprintf(out, "      Default: %s; %s.\n", o->def[0] ? o->def : "none",
-		o->type == T_CONFIG		? "re-read on SIGHUP" :
-		o->reload == GW_CONFIG_LIVE	? "applied on SIGHUP" :
-						  "a change needs a restart");
+		o->type == T_CONFIG	      ? "re-read on SIGHUP"
+		: o->reload == GW_CONFIG_LIVE ? "applied on SIGHUP"
+					      : "a change needs a restart");
 }
 
 /* The README's "on SIGHUP" column. */
@@ -959,9 +994,11 @@ void gw_config_usage(FILE *out)
 		"text format\n"
 		"(OpenMetrics when the scraper asks), with /healthz for "
 		"liveness. Every\n"
-		"sample is also kept in a local history under DIR/store (raw for "
+		"sample is also kept in a local history under DIR/store (raw "
+		"for "
 		"a day,\n"
-		"1-minute and 1-hour rollups for a month and a year), served by "
+		"1-minute and 1-hour rollups for a month and a year), served "
+		"by "
 		"the\n"
 		"Prometheus query API at /api/v1/ (gpuwatch query, promtool, "
 		"Grafana).\n"
@@ -970,7 +1007,8 @@ void gw_config_usage(FILE *out)
 		"--detail-interval 30\n"
 		"is detail_interval: 30). SECONDS and DURATION are a number of "
 		"seconds\n"
-		"(2, 0.5) or a Prometheus duration (500ms, 90s, 1m30s, 2h, 30d, "
+		"(2, 0.5) or a Prometheus duration (500ms, 90s, 1m30s, 2h, "
+		"30d, "
 		"1y);\n"
 		"BYTES may end in KiB, MiB, GiB or TiB:\n");
 	for (size_t i = 0; i < NOPTS; i++) {
@@ -992,14 +1030,14 @@ void gw_config_usage(FILE *out)
 		}
 		print_default(out, &opts[i]);
 	}
-	fprintf(out,
-		"  -h, --help\n"
-		"      Show this help and exit.\n"
-		"\n");
-	n = (size_t)snprintf(para, sizeof(para),
-			     "Signals: SIGTERM or SIGINT stop the agent cleanly "
-			     "(exit 0 within 5 s); SIGHUP re-reads the config "
-			     "file and applies");
+	fprintf(out, "  -h, --help\n"
+		     "      Show this help and exit.\n"
+		     "\n");
+	n = (size_t)snprintf(
+		para, sizeof(para),
+		"Signals: SIGTERM or SIGINT stop the agent cleanly "
+		"(exit 0 within 5 s); SIGHUP re-reads the config "
+		"file and applies");
 	for (size_t i = 0; i < NOPTS && n < sizeof(para); i++) {
 		if (opts[i].reload != GW_CONFIG_LIVE ||
 		    opts[i].type == T_CONFIG)
@@ -1015,7 +1053,8 @@ void gw_config_usage(FILE *out)
 	print_wrapped(out, para, 76);
 	fprintf(out,
 		"\n"
-		"Exit status: 0 after a clean stop, 2 for a bad flag or config, "
+		"Exit status: 0 after a clean stop, 2 for a bad flag or "
+		"config, "
 		"1 when the\n"
 		"agent cannot start (address in use, data directory not "
 		"writable).\n"
@@ -1061,19 +1100,21 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 	unsigned char list_seen[NOPTS] = { 0 };
 
 	for (size_t i = 0; i < NOPTS; i++) {
-		lopts[i].name = opts[i].type == T_NOFLAG ? noflags[i] : opts[i].name;
-		lopts[i].has_arg = opts[i].type == T_NOFLAG ? no_argument :
-							      required_argument;
+		lopts[i].name =
+			opts[i].type == T_NOFLAG ? noflags[i] : opts[i].name;
+		lopts[i].has_arg = opts[i].type == T_NOFLAG ? no_argument
+							    : required_argument;
 		lopts[i].flag = NULL;
 		lopts[i].val = 256 + (int)i;
 	}
 	lopts[NOPTS] = (struct option){ "help", no_argument, NULL, 'h' };
-	lopts[NOPTS + 1] = (struct option){ "help-markdown", no_argument, NULL,
-					    'M' };
+	lopts[NOPTS + 1] =
+		(struct option){ "help-markdown", no_argument, NULL, 'M' };
 	lopts[NOPTS + 2] = (struct option){ 0 };
 
 	/* Pass 1: find --config and --help, reject unknown flags. */
-	optind = 0; /* 0, not 1: also resets glibc's state inside '-xy' groups */
+	optind =
+		0; /* 0, not 1: also resets glibc's state inside '-xy' groups */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":h", lopts, &idx)) != -1) {
 		if (ch == 'h')
@@ -1105,9 +1146,10 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			config_path = optarg;
 	}
 	if (optind < argc) {
-		snprintf(err, errlen,
-			 "unexpected argument '%s'; see 'gpuwatch agent --help'",
-			 argv[optind]);
+		snprintf(
+			err, errlen,
+			"unexpected argument '%s'; see 'gpuwatch agent --help'",
+			argv[optind]);
 		return -EINVAL;
 	}
 	if (config_path) {

@@ -23,9 +23,9 @@
 #include "collect/sim/sim.h"
 #include "common/log.h"
 
-#define GW_CONFIG_ERR_MAX 512
-#define GW_CONFIG_LIST_MAX 16     /* entries of a repeatable option */
-#define GW_CONFIG_LIST_LEN 1024   /* bytes of one entry, NUL included */
+#define GW_CONFIG_ERR_MAX  512
+#define GW_CONFIG_LIST_MAX 16	/* entries of a repeatable option */
+#define GW_CONFIG_LIST_LEN 1024 /* bytes of one entry, NUL included */
 
 /* A repeatable string option (rule files, Alertmanager URLs). */
 struct gw_config_list {
@@ -38,21 +38,21 @@ struct gw_config {
 	char data_dir[PATH_MAX];
 	char config_path[PATH_MAX];
 	char nvml_lib[PATH_MAX];
-	char compat[32];          /* "" or "dcgm" */
-	unsigned int simulate;    /* 0: real NVML */
-	double interval;          /* fast set, seconds */
-	double detail_interval;   /* detail set, seconds */
+	char compat[32];	  /* "" or "dcgm" */
+	unsigned int simulate;	  /* 0: real NVML */
+	double interval;	  /* fast set, seconds */
+	double detail_interval;	  /* detail set, seconds */
 	double collector_timeout; /* an NVML pass longer than this is hung */
-	double cpu_budget;        /* share of one core the agent may use */
-	double sim_day;           /* length of a simulated day, seconds */
+	double cpu_budget;	  /* share of one core the agent may use */
+	double sim_day;		  /* length of a simulated day, seconds */
 	unsigned long long sim_seed;
 	enum gw_log_level log_level;
-	int ebpf;                 /* eBPF probes on (default) */
-	double leak_age;          /* seconds before a live allocation is a suspect */
-	double ebpf_budget;       /* share of a process's CPU its probes may cost */
-	char job_env[256];        /* comma-separated environment variable names */
-	int store;                /* local store in data_dir on (default) */
-	double retention_raw;     /* seconds per tier */
+	int ebpf;	    /* eBPF probes on (default) */
+	double leak_age;    /* seconds before a live allocation is a suspect */
+	double ebpf_budget; /* share of a process's CPU its probes may cost */
+	char job_env[256];  /* comma-separated environment variable names */
+	int store;	    /* local store in data_dir on (default) */
+	double retention_raw; /* seconds per tier */
 	double retention_1m;
 	double retention_1h;
 	unsigned long long disk_budget; /* bytes; 0 = unlimited */
@@ -61,19 +61,19 @@ struct gw_config {
 	unsigned int store_max_label_values;
 	unsigned long long query_max_samples;
 	double query_timeout;
-	int cupti;                /* read the CUPTI injection rings (default) */
+	int cupti;		  /* read the CUPTI injection rings (default) */
 	char cupti_dir[PATH_MAX]; /* where injected processes put their rings */
 	unsigned int cupti_max_kernels; /* kernel names kept per process */
-	char statsd_listen[256];  /* UDP HOST:PORT, "" = off */
-	char statsd_socket[PATH_MAX]; /* Unix datagram socket, "" = off */
+	char statsd_listen[256];	/* UDP HOST:PORT, "" = off */
+	char statsd_socket[PATH_MAX];	/* Unix datagram socket, "" = off */
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
-	int baselines;            /* anomaly scores for gauges (default on) */
-	struct gw_config_list rule_files;   /* alert rule files, in order */
-	int default_rules;        /* the built-in rule set (default on) */
-	double rule_interval;     /* seconds between rule evaluations */
+	int baselines; /* anomaly scores for gauges (default on) */
+	struct gw_config_list rule_files; /* alert rule files, in order */
+	int default_rules;    /* the built-in rule set (default on) */
+	double rule_interval; /* seconds between rule evaluations */
 	struct gw_config_list alertmanagers; /* Alertmanager base URLs */
-	double alert_resend;      /* firing alerts re-sent this often */
+	double alert_resend; /* firing alerts re-sent this often */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };
@@ -81,19 +81,19 @@ struct gw_config {
 /* What SIGHUP does with a setting whose value changed. */
 enum gw_config_reload {
 	GW_CONFIG_RESTART, /* logged; the running value stays until a restart */
-	GW_CONFIG_LIVE,    /* applied by the reload */
+	GW_CONFIG_LIVE,	   /* applied by the reload */
 };
 
 /* One row of the table, for documentation and tests. */
 struct gw_config_setting {
-	char flag[48];        /* "--interval", or "--no-ebpf" for a switch */
-	char key[48];         /* "interval"; "detail_interval" */
-	const char *arg;      /* "SECONDS"; "" for a switch */
-	const char *def;      /* the default as a flag's value; "" = none */
-	const char *brief;    /* one line (README) */
-	const char *help;     /* --help, lines separated by '\n' */
+	char flag[48];	   /* "--interval", or "--no-ebpf" for a switch */
+	char key[48];	   /* "interval"; "detail_interval" */
+	const char *arg;   /* "SECONDS"; "" for a switch */
+	const char *def;   /* the default as a flag's value; "" = none */
+	const char *brief; /* one line (README) */
+	const char *help;  /* --help, lines separated by '\n' */
 	enum gw_config_reload reload;
-	bool negated;         /* a --no-NAME switch: the file takes NAME: bool */
+	bool negated; /* a --no-NAME switch: the file takes NAME: bool */
 };
 
 /* Row i of the table into *out; false past the last one. */
@@ -112,9 +112,10 @@ gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 		    size_t errlen);
 
 /* Loads a YAML file on top of c.  -EINVAL/-ENOENT with err set. */
-__attribute__((warn_unused_result)) int
-gw_config_load_file(struct gw_config *c, const char *path, char *err,
-		    size_t errlen);
+__attribute__((warn_unused_result)) int gw_config_load_file(struct gw_config *c,
+							    const char *path,
+							    char *err,
+							    size_t errlen);
 
 /* Loads a YAML document held in memory (for the fuzzer and tests). */
 __attribute__((warn_unused_result)) int

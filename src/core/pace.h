@@ -16,7 +16,7 @@
 
 struct gw_pace {
 	double base_fast, base_detail; /* configured, seconds */
-	double fast, detail;           /* in use, seconds */
+	double fast, detail;	       /* in use, seconds */
 };
 
 void gw_pace_init(struct gw_pace *p, double fast, double detail);

@@ -57,8 +57,7 @@ static void read_status(long page_size, double *rss, double *hwm,
 static void store_intervals(struct gw_self *s)
 {
 	atomic_store(&s->a->fast_ms, (uint64_t)(s->pace.fast * 1000 + 0.5));
-	atomic_store(&s->a->detail_ms,
-		     (uint64_t)(s->pace.detail * 1000 + 0.5));
+	atomic_store(&s->a->detail_ms, (uint64_t)(s->pace.detail * 1000 + 0.5));
 }
 
 struct gw_self *gw_self_new(struct gw_agent *a)

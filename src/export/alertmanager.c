@@ -59,26 +59,26 @@
 #include "common/log.h"
 #include "common/worker.h"
 
-#define URL_MAX 2048
-#define API_PATH "/api/v2/alerts"
-#define ITEM_TEXT_MAX (64u * 1024u) /* labels + annotations + URL */
-#define ITEM_JSON_OVERHEAD 160u /* keys, two timestamps, punctuation */
-#define REPLY_KEEP 256          /* bytes of a reply kept for the log */
-#define DROP_LOG_EVERY_S 60.0
-#define POLL_MAX_MS 60000
+#define URL_MAX		   2048
+#define API_PATH	   "/api/v2/alerts"
+#define ITEM_TEXT_MAX	   (64u * 1024u) /* labels + annotations + URL */
+#define ITEM_JSON_OVERHEAD 160u		 /* keys, two timestamps, punctuation */
+#define REPLY_KEEP	   256		 /* bytes of a reply kept for the log */
+#define DROP_LOG_EVERY_S   60.0
+#define POLL_MAX_MS	   60000
 
-#define DEF_QUEUE_MAX 10000u
-#define DEF_TIMEOUT_S 10.0
+#define DEF_QUEUE_MAX	  10000u
+#define DEF_TIMEOUT_S	  10.0
 #define DEF_BACKOFF_MIN_S 0.5
 #define DEF_BACKOFF_MAX_S 30.0
-#define DEF_BATCH_MAX 64u
-#define QUEUE_LIMIT 10000000u
-#define BATCH_LIMIT 10000u
+#define DEF_BATCH_MAX	  64u
+#define QUEUE_LIMIT	  10000000u
+#define BATCH_LIMIT	  10000u
 
 struct item {
 	struct item *prev, *next;   /* the queue, oldest first */
 	struct item *fprev, *fnext; /* firing items only, oldest first */
-	struct item *hnext;         /* hash bucket */
+	struct item *hnext;	    /* hash bucket */
 	uint64_t hash;
 	int64_t starts_ms, ends_ms;
 	int resolved;
@@ -89,9 +89,9 @@ struct item {
 
 struct target {
 	struct gw_am *am;
-	char *url;      /* as given */
+	char *url;	/* as given */
 	char *post_url; /* url without trailing '/' + API_PATH */
-	CURLM *multi;   /* the sender's; others only curl_multi_wakeup() it */
+	CURLM *multi;	/* the sender's; others only curl_multi_wakeup() it */
 	struct gw_worker *w; /* the sender; NULL until started */
 
 	pthread_mutex_t mu;
@@ -117,7 +117,7 @@ struct target {
 	size_t reply_len;
 	char errbuf[CURL_ERROR_SIZE];
 	uint64_t rng;
-	int reachable;              /* for the down/up log lines */
+	int reachable; /* for the down/up log lines */
 	double down_since;
 	uint64_t failed_since_down;
 	uint64_t dropped_full_logged;
@@ -176,7 +176,8 @@ static struct item **bucket(struct target *t, uint64_t hash)
 static struct item *find(struct target *t, const struct item *like)
 {
 	for (struct item *it = *bucket(t, like->hash); it; it = it->hnext)
-		if (it->hash == like->hash && it->labels_len == like->labels_len &&
+		if (it->hash == like->hash &&
+		    it->labels_len == like->labels_len &&
 		    !memcmp(it->labels, like->labels, like->labels_len))
 			return it;
 	return NULL;
@@ -396,8 +397,8 @@ static int looks_like_object(const char *s, size_t n)
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t' ||
 		     s[n - 1] == '\r'))
 		n--;
-	while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' ||
-			 s[i] == '\r'))
+	while (i < n &&
+	       (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
 		i++;
 	return n - i >= 2 && s[i] == '{' && s[n - 1] == '}';
 }
@@ -614,7 +615,8 @@ static void log_drops(struct target *t, double now)
 		return;
 	gw_warn("alertmanager %s: queue full (%u), %" PRIu64
 		" alerts dropped, firing copies first (%" PRIu64 " in all)",
-		t->url, t->am->o.queue_max, full - t->dropped_full_logged, full);
+		t->url, t->am->o.queue_max, full - t->dropped_full_logged,
+		full);
 	t->dropped_full_logged = full;
 	t->next_drop_log = now + DROP_LOG_EVERY_S;
 }
@@ -662,7 +664,8 @@ static int sender_init(struct gw_worker *w, void *arg)
 		curl_slist_free_all(t->hdrs);
 		t->hdrs = NULL;
 	}
-	t->rng = (uint64_t)(mono_s() * 1e9) ^ (uintptr_t)t ^ 0x9E3779B97F4A7C15ULL;
+	t->rng = (uint64_t)(mono_s() * 1e9) ^ (uintptr_t)t ^
+		 0x9E3779B97F4A7C15ULL;
 	if (!t->rng)
 		t->rng = 1;
 	return 0;
@@ -759,16 +762,17 @@ static double sender_round(struct gw_worker *w, void *arg)
 					t->url, t->errbuf);
 		}
 		gw_dbg("alertmanager %s: POST failed (HTTP %ld, %s), "
-		       "retry %u in %.2f s", t->url, status, t->errbuf,
-		       t->failures, t->next_try - now);
+		       "retry %u in %.2f s",
+		       t->url, status, t->errbuf, t->failures,
+		       t->next_try - now);
 		return 0;
 	}
 	t->failures = 0;
 	t->next_try = 0;
 	if (!t->reachable) {
 		gw_info("alertmanager %s: up again after %.1f s and %" PRIu64
-			" failed POSTs", t->url, now - t->down_since,
-			t->failed_since_down);
+			" failed POSTs",
+			t->url, now - t->down_since, t->failed_since_down);
 		t->reachable = 1;
 	}
 	t->failed_since_down = 0;
@@ -796,7 +800,8 @@ static void sender_fini(struct gw_worker *w, void *arg)
 	pthread_mutex_unlock(&t->mu);
 	if (n)
 		gw_warn("alertmanager %s: %u alerts not delivered by the "
-			"shutdown deadline", t->url, n);
+			"shutdown deadline",
+			t->url, n);
 	curl_easy_cleanup(t->easy);
 	t->easy = NULL;
 	curl_slist_free_all(t->hdrs);
@@ -849,8 +854,8 @@ static int check_url(const char *u)
 	if (!u)
 		return -EINVAL;
 	len = strnlen(u, URL_MAX + 1);
-	if (len > URL_MAX || (strncasecmp(u, "http://", 7) &&
-			      strncasecmp(u, "https://", 8)))
+	if (len > URL_MAX ||
+	    (strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)))
 		return -EINVAL;
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)u[i] <= 0x20 || u[i] == 0x7f)
@@ -862,8 +867,7 @@ static int check_url(const char *u)
 		return -ENOMEM;
 	if (curl_url_set(h, CURLUPART_URL, u, 0) != CURLUE_OK)
 		goto out;
-	if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    !host[0])
+	if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0])
 		goto out;
 	if (curl_url_get(h, CURLUPART_QUERY, &q, 0) == CURLUE_OK ||
 	    curl_url_get(h, CURLUPART_FRAGMENT, &f, 0) == CURLUE_OK)
@@ -883,8 +887,8 @@ static int target_init(struct gw_am *am, struct target *t, const char *url)
 
 	t->up = 1;
 	t->reachable = 1;
-	gw_buf_init(&t->body, (size_t)am->o.batch_max *
-				      (ITEM_TEXT_MAX * 6 + ITEM_JSON_OVERHEAD) +
+	gw_buf_init(&t->body, (size_t)am->o.batch_max * (ITEM_TEXT_MAX * 6 +
+							 ITEM_JSON_OVERHEAD) +
 				      16);
 	if (pthread_mutex_init(&t->mu, NULL))
 		return -ENOMEM;
@@ -1002,8 +1006,7 @@ err:
 	return r;
 }
 
-size_t gw_am_send(struct gw_am *am, const struct gw_am_alert *alerts,
-		  size_t n)
+size_t gw_am_send(struct gw_am *am, const struct gw_am_alert *alerts, size_t n)
 {
 	int64_t now_ms = real_ms();
 	size_t dropped = 0;

@@ -29,10 +29,10 @@
 
 /* One alert, as Alertmanager's API v2 takes it.  Borrowed for the call. */
 struct gw_am_alert {
-	const char *labels;      /* JSON object text: {"alertname":"X",...} */
-	const char *annotations; /* JSON object text, "{}" when none */
-	int64_t starts_ms;       /* unix ms */
-	int64_t ends_ms;         /* unix ms; for a firing alert a time in the
+	const char *labels;	   /* JSON object text: {"alertname":"X",...} */
+	const char *annotations;   /* JSON object text, "{}" when none */
+	int64_t starts_ms;	   /* unix ms */
+	int64_t ends_ms;	   /* unix ms; for a firing alert a time in the
 				  * future (now + 4 x resend), for a resolved
 				  * one when it resolved */
 	const char *generator_url; /* may be NULL */
@@ -43,11 +43,11 @@ struct gw_worker_table;
 /* Size-tagged: set sz = sizeof(struct gw_am_opts); zero fields = defaults. */
 struct gw_am_opts {
 	size_t sz;
-	unsigned int queue_max;   /* alerts queued per Alertmanager, 10000 */
-	double timeout_s;         /* one POST, 10 */
-	double backoff_min_s;     /* first retry, 0.5 */
-	double backoff_max_s;     /* longest wait between retries, 30 */
-	unsigned int batch_max;   /* alerts per POST, 64 */
+	unsigned int queue_max; /* alerts queued per Alertmanager, 10000 */
+	double timeout_s;	/* one POST, 10 */
+	double backoff_min_s;	/* first retry, 0.5 */
+	double backoff_max_s;	/* longest wait between retries, 30 */
+	unsigned int batch_max; /* alerts per POST, 64 */
 	/* Lists the sender threads ("gw-am-N"); borrowed, NULL: none. */
 	struct gw_worker_table *workers;
 };
@@ -59,25 +59,25 @@ struct gw_am;
  * is appended.  -EINVAL (a URL that is not http(s)://...), -ENOMEM.
  * Starts one thread per URL.
  */
-__attribute__((warn_unused_result)) int
-gw_am_new(const char *const *urls, unsigned int n, const struct gw_am_opts *o,
-	  struct gw_am **out);
+__attribute__((warn_unused_result)) int gw_am_new(const char *const *urls,
+						  unsigned int n,
+						  const struct gw_am_opts *o,
+						  struct gw_am **out);
 /* Tries to deliver what is queued until deadline (CLOCK_MONOTONIC s), then
  * stops the threads and frees everything.  NULL is a no-op. */
 void gw_am_free(struct gw_am *am, double deadline);
 
 /* Queues copies of the alerts for every Alertmanager; never blocks on the
  * network.  Returns the alerts dropped to make room (also counted). */
-size_t gw_am_send(struct gw_am *am, const struct gw_am_alert *alerts,
-		  size_t n);
+size_t gw_am_send(struct gw_am *am, const struct gw_am_alert *alerts, size_t n);
 
 struct gw_am_target_stats {
 	const char *url;       /* valid while am lives */
-	uint64_t sent;         /* alerts accepted by the Alertmanager */
+	uint64_t sent;	       /* alerts accepted by the Alertmanager */
 	uint64_t posts_failed; /* POSTs that failed (each retry counts) */
 	uint64_t dropped;      /* alerts dropped: queue full or 4xx */
 	uint64_t queued;       /* alerts waiting now */
-	int up;                /* the last POST succeeded */
+	int up;		       /* the last POST succeeded */
 };
 /* Fills up to max entries; returns the number of Alertmanagers. */
 unsigned int gw_am_stats(struct gw_am *am, struct gw_am_target_stats *st,

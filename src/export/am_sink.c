@@ -4,7 +4,7 @@
 #include "pipeline/catalog.h"
 
 #define MAX_AM 16
-#define BATCH 64
+#define BATCH  64
 
 static void send(void *ctx, const struct gw_alert_out *v, size_t n)
 {

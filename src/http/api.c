@@ -23,14 +23,14 @@
 
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
 #define DEFAULT_MAX_SAMPLES 50000000ull
-#define DEFAULT_TIMEOUT 120.0
+#define DEFAULT_TIMEOUT	    120.0
 
 /* Prometheus' boundary times, which clients send for "unbounded". */
 #define PROM_MIN_TIME "-292273086-05-16T16:47:06Z"
 #define PROM_MAX_TIME "292277025-08-18T07:12:54.999999999Z"
 
-#define MSG_MAX 1024 /* an error message; quoted inputs are shortened */
-#define QUOTE_MAX 200 /* bytes of an input echoed in a message */
+#define MSG_MAX	  1024 /* an error message; quoted inputs are shortened */
+#define QUOTE_MAX 200  /* bytes of an input echoed in a message */
 
 /* ---- parameters ---- */
 
@@ -198,8 +198,9 @@ static int64_t days_from_civil(int64_t y, int m, int d)
 
 static int days_in_month(int y, int m)
 {
-	static const int dm[] = { 31, 28, 31, 30, 31, 30,
-				  31, 31, 30, 31, 30, 31 };
+	static const int dm[] = {
+		31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31
+	};
 	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 
 	return m == 2 && leap ? 29 : dm[m - 1];
@@ -286,8 +287,7 @@ int gw_api_parse_time(const char *s, int64_t *ms)
 	if (!s)
 		return -EINVAL;
 	if (parse_float(s, &f) == 0) {
-		if (!isfinite(f) ||
-		    fabs(f) >= (double)(GW_API_MAX_TIME / 1000))
+		if (!isfinite(f) || fabs(f) >= (double)(GW_API_MAX_TIME / 1000))
 			return -EINVAL;
 		frac = modf(f, &whole);
 		*ms = (int64_t)whole * 1000 + (int64_t)llround(frac * 1000);
@@ -337,10 +337,10 @@ static void quote(char *dst, size_t n, const char *s)
 {
 	size_t o = 0, i;
 
-#define PUT(c)                             \
-	do {                               \
-		if (o + 1 < n)             \
-			dst[o++] = (char)(c); \
+#define PUT(c)                                                                 \
+	do {                                                                   \
+		if (o + 1 < n)                                                 \
+			dst[o++] = (char)(c);                                  \
 	} while (0)
 	PUT('"');
 	for (i = 0; s[i] && i < QUOTE_MAX; i++) {
@@ -380,8 +380,8 @@ static const struct {
 	const char *type;
 	unsigned int status;
 } errtypes[] = {
-	{ "bad_data", 400 },	{ "not_found", 404 }, { "execution", 422 },
-	{ "timeout", 503 },	{ "unavailable", 503 }, { "internal", 500 },
+	{ "bad_data", 400 }, { "not_found", 404 },   { "execution", 422 },
+	{ "timeout", 503 },  { "unavailable", 503 }, { "internal", 500 },
 	{ "canceled", 499 },
 };
 
@@ -444,9 +444,8 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep)
 {
 	static const char *const names[GW_API_ENDPOINTS] = {
-		"query",  "query_range",  "series",
-		"labels", "label_values", "alerts",
-		"rules",  "unknown",
+		"query",	"query_range", "series", "labels",
+		"label_values", "alerts",      "rules",	 "unknown",
 	};
 
 	return (unsigned int)ep < GW_API_ENDPOINTS ? names[ep] : "unknown";
@@ -623,10 +622,10 @@ static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 		return err ? err : 1;
 	}
 	c->po.timeout_ns = (uint64_t)left;
-	c->po.lookback_ms = o && o->lookback_ms > 0 ? o->lookback_ms
-						    : DEFAULT_LOOKBACK_MS;
-	c->po.max_samples = o && o->max_samples ? o->max_samples
-						: DEFAULT_MAX_SAMPLES;
+	c->po.lookback_ms =
+		o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
+	c->po.max_samples =
+		o && o->max_samples ? o->max_samples : DEFAULT_MAX_SAMPLES;
 	c->po.cancel = o ? o->cancel : NULL;
 	return 0;
 }
@@ -795,8 +794,8 @@ static void msets_release(struct msets *s)
 }
 
 /* Every match[] as a matcher list; 1 = error reply made. */
-static int parse_match(const struct gw_api_request *rq,
-		       struct gw_api_reply *r, struct msets *out)
+static int parse_match(const struct gw_api_request *rq, struct gw_api_reply *r,
+		       struct msets *out)
 {
 	const struct gw_api_params *p = rq->params;
 	size_t count = 0;
@@ -850,8 +849,8 @@ static int parse_match(const struct gw_api_request *rq,
 }
 
 /* limit: absent or 0 = none; 1 = error reply made. */
-static int limit_param(const struct gw_api_request *rq,
-		       struct gw_api_reply *r, size_t *limit)
+static int limit_param(const struct gw_api_request *rq, struct gw_api_reply *r,
+		       size_t *limit)
 {
 	const char *s = gw_api_params_get(rq->params, "limit");
 	char q[QUOTE_MAX * 4 + 8], msg[MSG_MAX], *end;
@@ -865,8 +864,7 @@ static int limit_param(const struct gw_api_request *rq,
 	v = strtoll(s, &end, 10);
 	if (*end || end == s || errno || isspace((unsigned char)*s)) {
 		quote(q, sizeof(q), s);
-		snprintf(msg, sizeof(msg),
-			 "strconv.Atoi: parsing %s: %s", q,
+		snprintf(msg, sizeof(msg), "strconv.Atoi: parsing %s: %s", q,
 			 errno == ERANGE ? "value out of range"
 					 : "invalid syntax");
 		err = invalid_param(r, "limit", msg);
@@ -932,8 +930,7 @@ static int do_series(const struct gw_queryable *q,
 	begin_ok(r);
 	gw_buf_puts(&r->body, "[");
 	n = ep == GW_API_SERIES ? sets.n : names.n;
-	for (size_t i = 0; i < n && i < limit && !gw_buf_error(&r->body);
-	     i++) {
+	for (size_t i = 0; i < n && i < limit && !gw_buf_error(&r->body); i++) {
 		if (i)
 			gw_buf_puts(&r->body, ",");
 		if (ep == GW_API_SERIES)
@@ -958,8 +955,8 @@ static int do_alerts(struct gw_alerts *al, const struct gw_api_request *rq,
 		     struct gw_api_reply *r, enum gw_api_endpoint ep)
 {
 	const char *inc = gw_api_params_get(rq->params, "include_resolved");
-	bool resolved = inc && (strcmp(inc, "1") == 0 ||
-				strcmp(inc, "true") == 0);
+	bool resolved =
+		inc && (strcmp(inc, "1") == 0 || strcmp(inc, "true") == 0);
 	int err;
 
 	begin_ok(r);

@@ -56,16 +56,16 @@ struct gw_alerts;
 #define GW_API_MIN_TIME (INT64_MIN / 4)
 #define GW_API_MAX_TIME (INT64_MAX / 4)
 
-#define GW_API_MAX_PARAMS 1024          /* name=value pairs per request */
+#define GW_API_MAX_PARAMS      1024	    /* name=value pairs per request */
 #define GW_API_MAX_PARAM_BYTES (256u << 10) /* their decoded size, all */
-#define GW_API_MAX_BODY (64u << 10)     /* POST form body */
-#define GW_API_MAX_REPLY (64u << 20)    /* JSON reply */
-#define GW_API_MAX_POINTS 11000         /* per series in a range query */
+#define GW_API_MAX_BODY	       (64u << 10)  /* POST form body */
+#define GW_API_MAX_REPLY       (64u << 20)  /* JSON reply */
+#define GW_API_MAX_POINTS      11000	    /* per series in a range query */
 
 struct gw_api_opts {
-	int64_t lookback_ms;          /* instant selectors; 0: 5 min */
-	uint64_t max_samples;         /* per query; 0: 50,000,000 */
-	double timeout;               /* seconds: the default and the cap
+	int64_t lookback_ms;	      /* instant selectors; 0: 5 min */
+	uint64_t max_samples;	      /* per query; 0: 50,000,000 */
+	double timeout;		      /* seconds: the default and the cap
 					 of ?timeout=; 0: 120 */
 	unsigned int max_concurrency; /* queries evaluated at once; 0: 4
 					 (read by server.c) */
@@ -95,16 +95,15 @@ struct gw_api_params {
 
 /* Copies one pair (value NULL = ""); -ENOSPC past the bounds above. */
 __attribute__((warn_unused_result)) int
-gw_api_params_add(struct gw_api_params *p, const char *name,
-		  const char *value);
+gw_api_params_add(struct gw_api_params *p, const char *name, const char *value);
 /*
  * Appends the pairs of an application/x-www-form-urlencoded body
  * (a=1&b=%2F+x): '+' is a space, %XX a byte.  A bad escape is -EINVAL with
  * `invalid URL escape "%zz"` in err; the pairs before it stay added.
  */
 __attribute__((warn_unused_result)) int
-gw_api_params_parse_form(struct gw_api_params *p, const char *body,
-			 size_t len, char *err, size_t errlen);
+gw_api_params_parse_form(struct gw_api_params *p, const char *body, size_t len,
+			 char *err, size_t errlen);
 /* The first value of name, or NULL. */
 const char *gw_api_params_get(const struct gw_api_params *p, const char *name);
 void gw_api_params_release(struct gw_api_params *p);
@@ -119,14 +118,14 @@ void gw_api_params_release(struct gw_api_params *p);
  * for anything else or out of that range; *ms is left alone on error.
  */
 __attribute__((warn_unused_result)) int gw_api_parse_time(const char *s,
-							   int64_t *ms);
+							  int64_t *ms);
 /*
  * A duration: float seconds ("15", "0.5") or a PromQL duration ("5m",
  * "1h30m").  -ERANGE when it overflows, -EINVAL otherwise.  Negative and
  * zero values are returned: the caller judges them.
  */
 __attribute__((warn_unused_result)) int gw_api_parse_duration(const char *s,
-							       int64_t *ms);
+							      int64_t *ms);
 
 /* ---- routing and replies ---- */
 
@@ -143,8 +142,8 @@ enum gw_api_endpoint {
 #define GW_API_ENDPOINTS 8
 
 /* 0 and *ep when path is under /api/v1/, -ENOENT otherwise. */
-__attribute__((warn_unused_result)) int
-gw_api_route(const char *path, enum gw_api_endpoint *ep);
+__attribute__((warn_unused_result)) int gw_api_route(const char *path,
+						     enum gw_api_endpoint *ep);
 /* "query", "query_range", "series", "labels", "label_values", "alerts",
  * "rules", "unknown". */
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep);
@@ -163,10 +162,10 @@ gw_api_reply_error(struct gw_api_reply *r, unsigned int status,
 		   const char *errtype, const char *msg);
 
 struct gw_api_request {
-	const char *path;                   /* URL path, already decoded */
+	const char *path; /* URL path, already decoded */
 	const struct gw_api_params *params;
-	int64_t now_ms;                     /* wall clock at arrival */
-	uint64_t arrival_ns;                /* CLOCK_MONOTONIC at arrival,
+	int64_t now_ms;	     /* wall clock at arrival */
+	uint64_t arrival_ns; /* CLOCK_MONOTONIC at arrival,
 					       0 = now; the timeout counts
 					       from here */
 };

@@ -21,9 +21,9 @@
 #include "common/log.h"
 #include "common/parse.h"
 
-#define MAX_RESPONSE (64u << 20)
-#define MAX_QUEUED 32       /* API requests waiting for a worker */
-#define MAX_WORKERS 64
+#define MAX_RESPONSE	(64u << 20)
+#define MAX_QUEUED	32 /* API requests waiting for a worker */
+#define MAX_WORKERS	64
 #define DEFAULT_WORKERS 4
 /* How long gw_http_close lets the server thread send the replies of
  * requests that were parked (cancelled or 503) before it stops. */
@@ -80,7 +80,7 @@ struct gw_http {
 	pthread_cond_t wake;
 	struct req *head, *tail;
 	size_t queued;
-	size_t parked; /* parked requests not yet completed by MHD */
+	size_t parked;		/* parked requests not yet completed by MHD */
 	pthread_cond_t flushed; /* parked went to 0; CLOCK_MONOTONIC */
 	bool stopping;
 	pthread_t workers[MAX_WORKERS];
@@ -154,8 +154,8 @@ static enum MHD_Result reply_405(struct gw_http *h, struct MHD_Connection *conn)
 static enum MHD_Result serve_metrics(struct gw_http *h,
 				     struct MHD_Connection *conn)
 {
-	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							 MHD_HTTP_HEADER_ACCEPT);
+	const char *accept = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	enum gw_expo_format fmt = gw_expo_negotiate(accept);
 	uint64_t t0 = mono_ns(), dt;
 	struct gw_buf b;
@@ -186,7 +186,8 @@ static enum MHD_Result serve_metrics(struct gw_http *h,
 	atomic_fetch_add(&h->scrape_ns_sum, dt);
 	atomic_store(&h->last_scrape_ns, dt);
 	atomic_store(&h->last_bytes, len);
-	return reply(conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len, 1);
+	return reply(conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len,
+		     1);
 }
 
 static void api_count(struct gw_http *h, enum gw_api_endpoint ep,
@@ -305,8 +306,7 @@ static bool form_type(const char *ct)
 }
 
 /* First call for an API path: method, type and size checks. */
-static enum MHD_Result api_begin(struct gw_http *h,
-				 struct MHD_Connection *conn,
+static enum MHD_Result api_begin(struct gw_http *h, struct MHD_Connection *conn,
 				 enum gw_api_endpoint ep, const char *url,
 				 const char *method, void **req_cls)
 {
@@ -352,8 +352,8 @@ static enum MHD_Result api_begin(struct gw_http *h,
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > GW_API_MAX_BODY)
-		return api_error_now(h, conn, rq,
-				     MHD_HTTP_CONTENT_TOO_LARGE, "bad_data",
+		return api_error_now(h, conn, rq, MHD_HTTP_CONTENT_TOO_LARGE,
+				     "bad_data",
 				     "request body larger than 65536 bytes");
 	return MHD_YES;
 }
@@ -379,9 +379,8 @@ static enum MHD_Result api_run(struct gw_http *h, struct MHD_Connection *conn,
 
 			snprintf(msg, sizeof(msg),
 				 "error parsing form values: %s", err);
-			return api_error_now(h, conn, rq,
-					     MHD_HTTP_BAD_REQUEST, "bad_data",
-					     msg);
+			return api_error_now(h, conn, rq, MHD_HTTP_BAD_REQUEST,
+					     "bad_data", msg);
 		}
 	}
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, rq);
@@ -409,8 +408,7 @@ static enum MHD_Result api_run(struct gw_http *h, struct MHD_Connection *conn,
 		pthread_mutex_unlock(&h->lock);
 		if (!stopping)
 			atomic_fetch_add(&h->api_rejected, 1);
-		return api_error_now(h, conn, rq,
-				     MHD_HTTP_SERVICE_UNAVAILABLE,
+		return api_error_now(h, conn, rq, MHD_HTTP_SERVICE_UNAVAILABLE,
 				     "unavailable",
 				     stopping ? "the agent is stopping"
 					      : "too many queries waiting; "
@@ -582,8 +580,7 @@ static int bind_listen(struct gw_http *h, const char *addr, char *err,
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    listen(fd, 64) < 0) {
+	if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 64) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot listen on %s: %s", addr,
 			 strerror(errno));
@@ -596,9 +593,10 @@ static int bind_listen(struct gw_http *h, const char *addr, char *err,
 		if (ss.ss_family == AF_INET6) {
 			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
-			inet_ntop(AF_INET6, &s6->sin6_addr, ahost, sizeof(ahost));
-			snprintf(h->url, sizeof(h->url), "http://[%s]:%u", ahost,
-				 ntohs(s6->sin6_port));
+			inet_ntop(AF_INET6, &s6->sin6_addr, ahost,
+				  sizeof(ahost));
+			snprintf(h->url, sizeof(h->url), "http://[%s]:%u",
+				 ahost, ntohs(s6->sin6_port));
 		} else {
 			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 
@@ -688,17 +686,15 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 
 	if (n > MAX_WORKERS)
 		n = MAX_WORKERS;
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_EPOLL_LINUX_ONLY |
-					MHD_ALLOW_SUSPEND_RESUME,
-				0, NULL, NULL, handler, h,
-				MHD_OPTION_LISTEN_SOCKET, h->fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				(size_t)(64 * 1024),
-				MHD_OPTION_NOTIFY_COMPLETED, request_completed,
-				h, MHD_OPTION_END);
+	h->d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
+			MHD_ALLOW_SUSPEND_RESUME,
+		0, NULL, NULL, handler, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+		MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "cannot start the HTTP server on %s",
 			 h->url);

@@ -46,16 +46,16 @@ struct gw_http;
 struct gw_http_stats {
 	uint64_t requests;
 	uint64_t scrapes;
-	uint64_t errors;            /* 4xx and 5xx answers */
+	uint64_t errors; /* 4xx and 5xx answers */
 	double scrape_seconds_sum;
 	double last_scrape_seconds;
 	uint64_t last_scrape_bytes;
 	/* Prometheus API, by enum gw_api_endpoint (see gw_api_endpoint_name) */
 	uint64_t api_requests[GW_API_ENDPOINTS];
-	uint64_t api_errors[GW_API_ENDPOINTS];     /* 4xx and 5xx answers */
-	double api_seconds_sum[GW_API_ENDPOINTS];  /* arrival to answer */
-	uint64_t api_rejected;                     /* queue full: 503 */
-	uint64_t api_in_flight;  /* API requests a query worker is answering
+	uint64_t api_errors[GW_API_ENDPOINTS];	  /* 4xx and 5xx answers */
+	double api_seconds_sum[GW_API_ENDPOINTS]; /* arrival to answer */
+	uint64_t api_rejected;			  /* queue full: 503 */
+	uint64_t api_in_flight; /* API requests a query worker is answering
 				    now (a gauge) */
 };
 

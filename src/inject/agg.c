@@ -56,7 +56,7 @@ struct api_entry {
 struct sync_entry {
 	uint32_t domain, cbid;
 	uint64_t count, total_ns; /* atomics */
-	uint64_t written;         /* count last written (summary only) */
+	uint64_t written;	  /* count last written (summary only) */
 	char name[GW_CRING_API_NAME_MAX];
 };
 
@@ -70,7 +70,7 @@ struct gw_agg {
 	uint64_t mem_live, mem_peak, mem_allocs, mem_frees;
 	uint64_t records, kernels_overflow, overhead_ns, traced;
 	uint64_t seq;
-	double ratio;          /* atomic (set/read through helpers) */
+	double ratio; /* atomic (set/read through helpers) */
 	uint64_t scratch[GW_CREC_MAX / 8]; /* one serialised record */
 
 	pthread_mutex_t api_lock;
@@ -225,8 +225,11 @@ static void on_kernel(struct gw_agg *a, const CUpti_ActivityKernel10 *r,
 	e->block[1] = r->blockY;
 	e->block[2] = r->blockZ;
 	e->registers = r->registersPerThread;
-	e->static_smem = r->staticSharedMemory > 0 ? (uint32_t)r->staticSharedMemory : 0;
-	e->dynamic_smem = r->dynamicSharedMemory > 0 ? (uint32_t)r->dynamicSharedMemory : 0;
+	e->static_smem =
+		r->staticSharedMemory > 0 ? (uint32_t)r->staticSharedMemory : 0;
+	e->dynamic_smem = r->dynamicSharedMemory > 0
+				  ? (uint32_t)r->dynamicSharedMemory
+				  : 0;
 	e->local_mem = r->localMemoryPerThread;
 	e->dirty = 1;
 	a->traced++;
@@ -261,8 +264,10 @@ static float occupancy(const struct device *d, const struct kentry *e)
 	if (by_warps < blocks)
 		blocks = by_warps;
 	if (e->registers > 0 && d->regs_sm > 0) {
-		uint64_t per_warp = round_up((uint64_t)e->registers * warp, 256u);
-		uint64_t subp = (d->cc_major == 6 && d->cc_minor == 0) ? 2u : 4u;
+		uint64_t per_warp =
+			round_up((uint64_t)e->registers * warp, 256u);
+		uint64_t subp =
+			(d->cc_major == 6 && d->cc_minor == 0) ? 2u : 4u;
 		uint64_t warps_sm = (d->regs_sm / subp / per_warp) * subp;
 		uint64_t by_regs = warps_sm / wpb;
 
@@ -326,12 +331,14 @@ static void on_memory(struct gw_agg *a, const CUpti_ActivityMemory4 *r)
 	if (r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
 	    r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED)
 		return;
-	if (r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION) {
+	if (r->memoryOperationType ==
+	    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION) {
 		a->mem_allocs++;
 		a->mem_live += r->bytes;
 		if (a->mem_live > a->mem_peak)
 			a->mem_peak = a->mem_live;
-	} else if (r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
+	} else if (r->memoryOperationType ==
+		   CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
 		a->mem_frees++;
 		/* Freed memory allocated before we subscribed: never below 0. */
 		a->mem_live -= r->bytes < a->mem_live ? r->bytes : a->mem_live;
@@ -374,7 +381,8 @@ int gw_agg_record(struct gw_agg *a, const CUpti_Activity *rec)
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		on_kernel(a, (const CUpti_ActivityKernel10 *)(const void *)rec, ratio);
+		on_kernel(a, (const CUpti_ActivityKernel10 *)(const void *)rec,
+			  ratio);
 		break;
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		const CUpti_ActivityMemcpy6 *r = (const void *)rec;
@@ -487,7 +495,8 @@ int gw_agg_api_error(struct gw_agg *a, uint32_t domain, uint32_t cbid,
 	}
 	if (!e) {
 		if (a->napi >= GW_AGG_APIS) {
-			__atomic_fetch_add(&a->api_overflow, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&a->api_overflow, 1,
+					   __ATOMIC_RELAXED);
 			err = -ENOSPC;
 			goto out;
 		}
@@ -573,7 +582,9 @@ static int write_kernel(struct gw_agg *a, struct gw_cring *r, struct kentry *e)
 	for (unsigned int i = 0; i < GW_CRING_KBINS; i++) {
 		if (!e->bins[i])
 			continue;
-		struct gw_crec_bin b = { .bin = i, .pad = 0, .count = e->bins[i] };
+		struct gw_crec_bin b = { .bin = i,
+					 .pad = 0,
+					 .count = e->bins[i] };
 		memcpy(p, &b, sizeof(b));
 		p += sizeof(b);
 		nbins++;

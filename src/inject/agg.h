@@ -36,9 +36,9 @@
 #define GW_AGG_KERNELS 1023u
 /* (domain, cbid, code) error entries and timed synchronisation calls; 256
  * together, what the agent keeps (GW_CUPTI_MAX_APIS). */
-#define GW_AGG_SYNCS   16u
-#define GW_AGG_APIS    (256u - GW_AGG_SYNCS)
-#define GW_AGG_DEVICES 64u   /* devices whose limits are known */
+#define GW_AGG_SYNCS	 16u
+#define GW_AGG_APIS	 (256u - GW_AGG_SYNCS)
+#define GW_AGG_DEVICES	 64u /* devices whose limits are known */
 #define GW_AGG_RATIO_MIN 0.01
 
 struct gw_agg;
@@ -79,17 +79,18 @@ void gw_agg_muted(struct gw_agg *a);
  * the table is full, -EINVAL for code 0.
  */
 __attribute__((warn_unused_result)) int
-gw_agg_api_error(struct gw_agg *a, uint32_t domain, uint32_t cbid,
-		 int32_t code, const char *name);
+gw_agg_api_error(struct gw_agg *a, uint32_t domain, uint32_t cbid, int32_t code,
+		 const char *name);
 
 /*
  * Registers a synchronisation call to be timed; returns its slot (>= 0),
  * or -ENOSPC / -EINVAL.  Call before any gw_agg_sync() (not thread-safe
  * against it).
  */
-__attribute__((warn_unused_result)) int
-gw_agg_sync_slot(struct gw_agg *a, uint32_t domain, uint32_t cbid,
-		 const char *name);
+__attribute__((warn_unused_result)) int gw_agg_sync_slot(struct gw_agg *a,
+							 uint32_t domain,
+							 uint32_t cbid,
+							 const char *name);
 /* One call of slot waited ns. Lock-free. */
 void gw_agg_sync(struct gw_agg *a, int slot, uint64_t ns);
 

@@ -72,10 +72,10 @@
 
 __attribute__((visibility("default"))) int InitializeInjection(void);
 
-#define POOL_BUFS 8u
-#define POOL_BUF_SIZE (1u << 20)
-#define MAX_CBID 1024u
-#define HOT_CALLS_PER_S 2000u
+#define POOL_BUFS	  8u
+#define POOL_BUF_SIZE	  (1u << 20)
+#define MAX_CBID	  1024u
+#define HOT_CALLS_PER_S	  2000u
 #define MIN_CUPTI_VERSION 19u /* CUDA 12.0 */
 
 enum { DOM_RT = 0, DOM_DRV = 1, DOMS = 2 };
@@ -84,12 +84,15 @@ enum { CB_DENY = 1, CB_SYNC = 2, CB_ALLOC = 4 };
 struct lib_fns {
 	CUptiResult (*get_version)(uint32_t *);
 	CUptiResult (*get_result_string)(CUptiResult, const char **);
-	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc,
+				 void *);
 	CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
-	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle,
+				     CUpti_CallbackDomain);
 	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle,
 				       CUpti_CallbackDomain, CUpti_CallbackId);
-	CUptiResult (*get_callback_name)(CUpti_CallbackDomain, uint32_t, const char **);
+	CUptiResult (*get_callback_name)(CUpti_CallbackDomain, uint32_t,
+					 const char **);
 	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
 					  CUpti_BuffersCallbackCompleteFunc);
 	CUptiResult (*activity_enable)(CUpti_ActivityKind);
@@ -104,7 +107,10 @@ static const struct {
 	size_t off;
 	int required;
 } symbols[] = {
-#define SYM(n, f, req) { #n, offsetof(struct lib_fns, f), req }
+#define SYM(n, f, req)                                                         \
+	{                                                                      \
+#n, offsetof(struct lib_fns, f), req                           \
+	}
 	SYM(cuptiGetVersion, get_version, 1),
 	SYM(cuptiGetResultString, get_result_string, 1),
 	SYM(cuptiSubscribe, subscribe, 1),
@@ -123,23 +129,23 @@ static const struct {
 
 /* The library's one context (the driver gives us no place to keep it). */
 static struct inject {
-	int initialized;      /* atomic: InitializeInjection ran */
-	int torn_down;        /* atomic: teardown ran */
-	int active;           /* atomic: callbacks may count */
-	int child;            /* set in a fork child */
+	int initialized; /* atomic: InitializeInjection ran */
+	int torn_down;	 /* atomic: teardown ran */
+	int active;	 /* atomic: callbacks may count */
+	int child;	 /* set in a fork child */
 	pid_t pid;
 	int debug;
 	uint32_t interval_ms;
 	uint32_t ring_bytes;
 	uint32_t kernel_rate;
-	uint32_t status;      /* atomic */
+	uint32_t status; /* atomic */
 	uint32_t cupti_version;
 
 	void *lib;
 	struct lib_fns f;
 	CUpti_SubscriberHandle sub;
 	int subscribed;
-	int kernels_on;       /* summary thread only */
+	int kernels_on; /* summary thread only */
 	int logged_flush, logged_toggle;
 
 	struct gw_agg *agg;
@@ -153,15 +159,15 @@ static struct inject {
 	pthread_cond_t stop_cond;
 	int stop;
 
-	unsigned char *pool;  /* POOL_BUFS x POOL_BUF_SIZE */
-	uint32_t pool_free;   /* atomic bitmask of free buffers */
-	uint64_t pool_empty;  /* atomic: requests refused */
+	unsigned char *pool; /* POOL_BUFS x POOL_BUF_SIZE */
+	uint32_t pool_free;  /* atomic bitmask of free buffers */
+	uint64_t pool_empty; /* atomic: requests refused */
 
 	uint8_t cls[DOMS][MAX_CBID];
 	int8_t sync_slot[DOMS][MAX_CBID];
-	uint32_t calls[DOMS][MAX_CBID];   /* atomic: calls this interval */
-	uint8_t errored[DOMS][MAX_CBID];  /* atomic: ever returned an error */
-	uint8_t muted[DOMS][MAX_CBID];    /* summary thread only */
+	uint32_t calls[DOMS][MAX_CBID];	 /* atomic: calls this interval */
+	uint8_t errored[DOMS][MAX_CBID]; /* atomic: ever returned an error */
+	uint8_t muted[DOMS][MAX_CBID];	 /* summary thread only */
 } g = {
 	.ring_lock = PTHREAD_MUTEX_INITIALIZER,
 	.stop_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -185,7 +191,8 @@ __attribute__((format(printf, 1, 2))) static void dbg(const char *fmt, ...)
 
 	if (!g.debug)
 		return;
-	n = snprintf(line, sizeof(line), "gpuwatch-cupti[%ld]: ", (long)getpid());
+	n = snprintf(line, sizeof(line),
+		     "gpuwatch-cupti[%ld]: ", (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return;
 	va_start(ap, fmt);
@@ -261,10 +268,10 @@ static void check_state(uint32_t from, uint32_t to)
 	(void)from;
 	(void)to;
 	assert(to < GW_CUPTI_ST_COUNT);
-	assert(to == GW_CUPTI_ST_STOPPED ? from == GW_CUPTI_ST_OK ||
-						   from == GW_CUPTI_ST_PARTIAL
-					 : from == GW_CUPTI_ST_STARTING &&
-						   to != GW_CUPTI_ST_STARTING);
+	assert(to == GW_CUPTI_ST_STOPPED
+		       ? from == GW_CUPTI_ST_OK || from == GW_CUPTI_ST_PARTIAL
+		       : from == GW_CUPTI_ST_STARTING &&
+				 to != GW_CUPTI_ST_STARTING);
 }
 
 static void transition(uint32_t to)
@@ -317,7 +324,8 @@ static void *try_open(const char *path)
 
 static void *open_library(void)
 {
-	static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12",
+	static const char *const sonames[] = { "libcupti.so.13",
+					       "libcupti.so.12",
 					       "libcupti.so" };
 	static const char *const in_home[] = { "extras/CUPTI/lib64/libcupti.so",
 					       "lib64/libcupti.so" };
@@ -334,8 +342,8 @@ static void *open_library(void)
 		return try_open(lib);
 	for (size_t i = 0; !h && i < sizeof(sonames) / sizeof(sonames[0]); i++)
 		h = try_open(sonames[i]);
-	for (size_t i = 0; !h && home && *home &&
-			   i < sizeof(in_home) / sizeof(in_home[0]);
+	for (size_t i = 0;
+	     !h && home && *home && i < sizeof(in_home) / sizeof(in_home[0]);
 	     i++) {
 		int n = snprintf(path, sizeof(path), "%s/%s", home, in_home[i]);
 
@@ -406,7 +414,8 @@ static int base_name(const char *name, char *out, size_t cap)
 
 			while (d > 0 && out[d - 1] >= '0' && out[d - 1] <= '9')
 				d--;
-			if (d == n || d < 2 || out[d - 1] != 'v' || out[d - 2] != '_')
+			if (d == n || d < 2 || out[d - 1] != 'v' ||
+			    out[d - 2] != '_')
 				break;
 			n = d - 2;
 		}
@@ -416,32 +425,69 @@ static int base_name(const char *name, char *out, size_t cap)
 }
 
 static const char *const deny_rt[] = {
-	"cudaLaunch*", "cudaGraphLaunch*", "cudaMemcpy*Async", "cudaMemset*Async",
-	"cudaEventRecord*", "cudaEventQuery", "cudaStreamQuery",
-	"cudaStreamWaitEvent", "cudaGetLastError", "cudaPeekAtLastError",
-	"cudaGetDevice", "cudaSetDevice", "cudaGetDriverEntryPoint*",
-	"cudaGetExportTable", "cudaPointerGetAttributes", "cudaStreamIsCapturing",
-	"cudaStreamGetCaptureInfo*", "cudaThreadExchangeStreamCaptureMode",
-	"cudaFuncGetAttributes", "cudaFuncSetAttribute", "cudaDeviceGetAttribute",
-	"cudaOccupancy*", NULL,
+	"cudaLaunch*",
+	"cudaGraphLaunch*",
+	"cudaMemcpy*Async",
+	"cudaMemset*Async",
+	"cudaEventRecord*",
+	"cudaEventQuery",
+	"cudaStreamQuery",
+	"cudaStreamWaitEvent",
+	"cudaGetLastError",
+	"cudaPeekAtLastError",
+	"cudaGetDevice",
+	"cudaSetDevice",
+	"cudaGetDriverEntryPoint*",
+	"cudaGetExportTable",
+	"cudaPointerGetAttributes",
+	"cudaStreamIsCapturing",
+	"cudaStreamGetCaptureInfo*",
+	"cudaThreadExchangeStreamCaptureMode",
+	"cudaFuncGetAttributes",
+	"cudaFuncSetAttribute",
+	"cudaDeviceGetAttribute",
+	"cudaOccupancy*",
+	NULL,
 };
 static const char *const deny_drv[] = {
-	"cuLaunch*", "cuGraphLaunch*", "cuMemcpy*Async", "cuMemset*Async",
-	"cuEventRecord*", "cuEventQuery", "cuStreamQuery", "cuStreamWaitEvent",
-	"cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent",
-	"cuCtxPopCurrent", "cuCtxGetDevice", "cuGetProcAddress*",
-	"cuGetExportTable", "cuPointerGetAttribute*", "cuStreamIsCapturing",
-	"cuStreamGetCaptureInfo*", "cuFuncGetAttribute", "cuDeviceGetAttribute",
-	"cuOccupancy*", "cuStreamGetCtx*", NULL,
+	"cuLaunch*",
+	"cuGraphLaunch*",
+	"cuMemcpy*Async",
+	"cuMemset*Async",
+	"cuEventRecord*",
+	"cuEventQuery",
+	"cuStreamQuery",
+	"cuStreamWaitEvent",
+	"cuCtxGetCurrent",
+	"cuCtxSetCurrent",
+	"cuCtxPushCurrent",
+	"cuCtxPopCurrent",
+	"cuCtxGetDevice",
+	"cuGetProcAddress*",
+	"cuGetExportTable",
+	"cuPointerGetAttribute*",
+	"cuStreamIsCapturing",
+	"cuStreamGetCaptureInfo*",
+	"cuFuncGetAttribute",
+	"cuDeviceGetAttribute",
+	"cuOccupancy*",
+	"cuStreamGetCtx*",
+	NULL,
 };
 static const char *const sync_rt[] = { "cudaDeviceSynchronize",
-	"cudaStreamSynchronize", "cudaEventSynchronize", NULL };
+				       "cudaStreamSynchronize",
+				       "cudaEventSynchronize", NULL };
 static const char *const sync_drv[] = { "cuCtxSynchronize",
-	"cuStreamSynchronize", "cuEventSynchronize", NULL };
+					"cuStreamSynchronize",
+					"cuEventSynchronize", NULL };
 static const char *const alloc_rt[] = { "cudaMalloc*", "cudaHostAlloc", NULL };
-static const char *const alloc_drv[] = { "cuMemAlloc*", "cuMemCreate",
-	"cuMemHostAlloc", "cuArrayCreate", "cuArray3DCreate",
-	"cuMipmappedArrayCreate", NULL };
+static const char *const alloc_drv[] = { "cuMemAlloc*",
+					 "cuMemCreate",
+					 "cuMemHostAlloc",
+					 "cuArrayCreate",
+					 "cuArray3DCreate",
+					 "cuMipmappedArrayCreate",
+					 NULL };
 
 static int in_list(const char *const *list, const char *s)
 {
@@ -462,8 +508,9 @@ static void classify(int d, uint32_t cbid, const char *base)
 	if (in_list(d == DOM_RT ? alloc_rt : alloc_drv, base))
 		c |= CB_ALLOC;
 	if (c & CB_SYNC) {
-		int slot = gw_agg_sync_slot(g.agg, d == DOM_RT ? GW_CRING_API_RUNTIME
-							     : GW_CRING_API_DRIVER,
+		int slot = gw_agg_sync_slot(g.agg,
+					    d == DOM_RT ? GW_CRING_API_RUNTIME
+							: GW_CRING_API_DRIVER,
 					    cbid, base);
 		if (slot < 0) {
 			c &= (uint8_t)~CB_SYNC;
@@ -481,25 +528,41 @@ static void classify_callbacks(void)
 	memset(g.sync_slot, -1, sizeof(g.sync_slot));
 	if (!g.f.get_callback_name) {
 		/* Ids are stable across versions: the essentials from the headers. */
-		classify(DOM_RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel");
-		classify(DOM_RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc");
-		classify(DOM_RT, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize");
-		classify(DOM_RT, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize");
-		classify(DOM_RT, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize");
-		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel");
-		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc");
-		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize");
-		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize");
-		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, "cuEventSynchronize");
+		classify(DOM_RT,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+			 "cudaLaunchKernel");
+		classify(DOM_RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+			 "cudaMalloc");
+		classify(DOM_RT,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+			 "cudaDeviceSynchronize");
+		classify(DOM_RT,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+			 "cudaStreamSynchronize");
+		classify(DOM_RT,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+			 "cudaEventSynchronize");
+		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+			 "cuLaunchKernel");
+		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+			 "cuMemAlloc");
+		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+			 "cuCtxSynchronize");
+		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+			 "cuStreamSynchronize");
+		classify(DOM_DRV, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+			 "cuEventSynchronize");
 		return;
 	}
 	for (int d = 0; d < DOMS; d++) {
-		CUpti_CallbackDomain dom = d == DOM_RT ? CUPTI_CB_DOMAIN_RUNTIME_API
-						       : CUPTI_CB_DOMAIN_DRIVER_API;
+		CUpti_CallbackDomain dom = d == DOM_RT
+						   ? CUPTI_CB_DOMAIN_RUNTIME_API
+						   : CUPTI_CB_DOMAIN_DRIVER_API;
 		for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
 			const char *name = NULL;
 
-			if (g.f.get_callback_name(dom, cbid, &name) != CUPTI_SUCCESS ||
+			if (g.f.get_callback_name(dom, cbid, &name) !=
+				    CUPTI_SUCCESS ||
 			    !name || base_name(name, base, sizeof(base)) != 0)
 				continue;
 			classify(d, cbid, base);
@@ -555,9 +618,11 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 	if (d == DOM_DRV && tls_in_rt)
 		return;
 	if ((cls & CB_SYNC) && cd->correlationData && *cd->correlationData) {
-		uint64_t now = clock_ns(CLOCK_MONOTONIC), t0 = *cd->correlationData;
+		uint64_t now = clock_ns(CLOCK_MONOTONIC),
+			 t0 = *cd->correlationData;
 
-		gw_agg_sync(g.agg, g.sync_slot[d][cbid], now > t0 ? now - t0 : 0);
+		gw_agg_sync(g.agg, g.sync_slot[d][cbid],
+			    now > t0 ? now - t0 : 0);
 	}
 	if (d == DOM_RT)
 		tls_in_rt = 0;
@@ -594,8 +659,9 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
 	while (m) {
 		unsigned int i = (unsigned int)__builtin_ctz(m);
 
-		if (__atomic_compare_exchange_n(&g.pool_free, &m, m & ~(1u << i), 0,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (__atomic_compare_exchange_n(
+			    &g.pool_free, &m, m & ~(1u << i), 0,
+			    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			*buffer = g.pool + (size_t)i * POOL_BUF_SIZE;
 			*size = POOL_BUF_SIZE;
 			return;
@@ -613,13 +679,16 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 	if (buffer && valid && g.f.get_next_record) {
 		CUpti_Activity *rec = NULL;
 
-		while (g.f.get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS && rec)
+		while (g.f.get_next_record(buffer, valid, &rec) ==
+			       CUPTI_SUCCESS &&
+		       rec)
 			gw_agg_record(g.agg, rec);
 	}
 	if (g.f.get_num_dropped) {
 		size_t dropped = 0;
 
-		if (g.f.get_num_dropped(ctx, stream, &dropped) == CUPTI_SUCCESS &&
+		if (g.f.get_num_dropped(ctx, stream, &dropped) ==
+			    CUPTI_SUCCESS &&
 		    dropped)
 			gw_agg_records_dropped(g.agg, dropped);
 	}
@@ -628,7 +697,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 		size_t off = (size_t)(buffer - g.pool);
 
 		if (off % POOL_BUF_SIZE == 0)
-			__atomic_fetch_or(&g.pool_free, 1u << (off / POOL_BUF_SIZE),
+			__atomic_fetch_or(&g.pool_free,
+					  1u << (off / POOL_BUF_SIZE),
 					  __ATOMIC_RELEASE);
 	}
 }
@@ -650,7 +720,8 @@ static void set_kernels(int on)
 	       : g.f.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	if (r != CUPTI_SUCCESS && !g.logged_toggle) {
 		g.logged_toggle = 1;
-		(void)check_result(r, on ? "enable kernels" : "disable kernels");
+		(void)check_result(r,
+				   on ? "enable kernels" : "disable kernels");
 	}
 	if (r == CUPTI_SUCCESS)
 		g.kernels_on = on;
@@ -666,12 +737,14 @@ static uint32_t start_cupti(void)
 	if (check_result(g.f.get_version(&v), "cuptiGetVersion") == 0)
 		g.cupti_version = v;
 	if (g.cupti_version && g.cupti_version < MIN_CUPTI_VERSION) {
-		dbg("CUPTI API version %u is older than CUDA 12", g.cupti_version);
+		dbg("CUPTI API version %u is older than CUDA 12",
+		    g.cupti_version);
 		return GW_CUPTI_ST_NO_LIBRARY;
 	}
 	classify_callbacks();
 
-	err = check_result(g.f.subscribe(&g.sub, on_callback, NULL), "cuptiSubscribe");
+	err = check_result(g.f.subscribe(&g.sub, on_callback, NULL),
+			   "cuptiSubscribe");
 	if (err == -EBUSY)
 		return GW_CUPTI_ST_BUSY;
 	if (err)
@@ -679,41 +752,49 @@ static uint32_t start_cupti(void)
 	g.subscribed = 1;
 
 	g.pool = mmap(NULL, (size_t)POOL_BUFS * POOL_BUF_SIZE,
-		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		      0);
 	if (g.pool == MAP_FAILED) {
 		dbg("no memory for activity buffers");
 		g.pool = NULL;
 	} else {
-		__atomic_store_n(&g.pool_free, (1u << POOL_BUFS) - 1u, __ATOMIC_RELEASE);
+		__atomic_store_n(&g.pool_free, (1u << POOL_BUFS) - 1u,
+				 __ATOMIC_RELEASE);
 	}
 	if (!g.pool || check_result(g.f.register_callbacks(buffer_requested,
-							buffer_completed),
-				 "cuptiActivityRegisterCallbacks") != 0) {
+							   buffer_completed),
+				    "cuptiActivityRegisterCallbacks") != 0) {
 		(void)check_result(g.f.unsubscribe(g.sub), "cuptiUnsubscribe");
 		g.subscribed = 0;
 		return GW_CUPTI_ST_FAILED;
 	}
 	__atomic_store_n(&g.active, 1, __ATOMIC_RELEASE);
 
-	if (check_result(g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
-					  CUPTI_CBID_RESOURCE_CONTEXT_CREATED),
-		      "enable CONTEXT_CREATED") ||
-	    check_result(g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
-					  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
-		      "enable CONTEXT_DESTROY_STARTING"))
+	if (check_result(
+		    g.f.enable_callback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+					CUPTI_CBID_RESOURCE_CONTEXT_CREATED),
+		    "enable CONTEXT_CREATED") ||
+	    check_result(g.f.enable_callback(
+				 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+				 CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+			 "enable CONTEXT_DESTROY_STARTING"))
 		partial = 1;
 	for (int d = 0; d < DOMS; d++) {
-		CUpti_CallbackDomain dom = d == DOM_RT ? CUPTI_CB_DOMAIN_RUNTIME_API
-						       : CUPTI_CB_DOMAIN_DRIVER_API;
+		CUpti_CallbackDomain dom = d == DOM_RT
+						   ? CUPTI_CB_DOMAIN_RUNTIME_API
+						   : CUPTI_CB_DOMAIN_DRIVER_API;
 		if (check_result(g.f.enable_domain(1, g.sub, dom),
-			      d == DOM_RT ? "enable runtime API" : "enable driver API")) {
+				 d == DOM_RT ? "enable runtime API"
+					     : "enable driver API")) {
 			partial = 1;
 			continue;
 		}
 		for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
 			if ((g.cls[d][cbid] & CB_DENY) &&
-			    g.f.enable_callback(0, g.sub, dom, cbid) != CUPTI_SUCCESS)
-				dbg("could not switch off callback %u/%u", (unsigned)d, cbid);
+			    g.f.enable_callback(0, g.sub, dom, cbid) !=
+				    CUPTI_SUCCESS)
+				dbg("could not switch off callback %u/%u",
+				    (unsigned)d, cbid);
 	}
 	if (enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "activity DEVICE") ||
 	    enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY, "activity MEMCPY") ||
@@ -746,8 +827,8 @@ static void summary(int flush, uint32_t flush_flags)
 	}
 	pthread_mutex_lock(&g.ring_lock);
 	if (g.have_ring)
-		(void)gw_agg_write(g.agg, &g.ring, get_status(), g.cupti_version,
-				   clock_ns(CLOCK_REALTIME));
+		(void)gw_agg_write(g.agg, &g.ring, get_status(),
+				   g.cupti_version, clock_ns(CLOCK_REALTIME));
 	pthread_mutex_unlock(&g.ring_lock);
 }
 
@@ -776,21 +857,25 @@ static void mute_hot(uint64_t elapsed_ns)
 	if (elapsed_ns == 0)
 		return;
 	for (int d = 0; d < DOMS; d++) {
-		CUpti_CallbackDomain dom = d == DOM_RT ? CUPTI_CB_DOMAIN_RUNTIME_API
-						       : CUPTI_CB_DOMAIN_DRIVER_API;
+		CUpti_CallbackDomain dom = d == DOM_RT
+						   ? CUPTI_CB_DOMAIN_RUNTIME_API
+						   : CUPTI_CB_DOMAIN_DRIVER_API;
 		for (uint32_t cbid = 0; cbid < MAX_CBID; cbid++) {
 			uint64_t n = __atomic_exchange_n(&g.calls[d][cbid], 0,
 							 __ATOMIC_RELAXED);
 
 			if (n == 0 || g.muted[d][cbid] ||
 			    (g.cls[d][cbid] & (CB_SYNC | CB_ALLOC)) ||
-			    __atomic_load_n(&g.errored[d][cbid], __ATOMIC_RELAXED))
+			    __atomic_load_n(&g.errored[d][cbid],
+					    __ATOMIC_RELAXED))
 				continue;
-			if (n * 1000000000ull <= (uint64_t)HOT_CALLS_PER_S * elapsed_ns)
+			if (n * 1000000000ull <=
+			    (uint64_t)HOT_CALLS_PER_S * elapsed_ns)
 				continue;
 			g.muted[d][cbid] = 1;
-			if (check_result(g.f.enable_callback(0, g.sub, dom, cbid),
-				      "mute a hot callback") == 0)
+			if (check_result(
+				    g.f.enable_callback(0, g.sub, dom, cbid),
+				    "mute a hot callback") == 0)
 				gw_agg_muted(g.agg);
 		}
 	}
@@ -900,7 +985,8 @@ static void teardown(void)
 	if (g.child || g.pid != getpid() || !g.have_ring)
 		return;
 	stop_thread();
-	if (get_status() == GW_CUPTI_ST_OK || get_status() == GW_CUPTI_ST_PARTIAL)
+	if (get_status() == GW_CUPTI_ST_OK ||
+	    get_status() == GW_CUPTI_ST_PARTIAL)
 		transition(GW_CUPTI_ST_STOPPED);
 	summary(1, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	__atomic_store_n(&g.active, 0, __ATOMIC_RELEASE);
@@ -935,10 +1021,12 @@ int InitializeInjection(void)
 	g.debug = env_flag("GPUWATCH_CUPTI_DEBUG");
 	g.pid = getpid();
 	g.interval_ms = env_u32("GPUWATCH_CUPTI_INTERVAL_MS", 1000, 10, 60000);
-	uint32_t kb = env_u32("GPUWATCH_CUPTI_RING_KB", GW_CRING_DATA_DEFAULT >> 10,
-			      GW_CRING_DATA_MIN >> 10, GW_CRING_DATA_MAX >> 10);
+	uint32_t kb =
+		env_u32("GPUWATCH_CUPTI_RING_KB", GW_CRING_DATA_DEFAULT >> 10,
+			GW_CRING_DATA_MIN >> 10, GW_CRING_DATA_MAX >> 10);
 	g.ring_bytes = 1u << (31 - __builtin_clz(kb)) << 10;
-	g.kernel_rate = env_u32("GPUWATCH_CUPTI_KERNEL_RATE", 20000, 0, 100000000);
+	g.kernel_rate =
+		env_u32("GPUWATCH_CUPTI_KERNEL_RATE", 20000, 0, 100000000);
 
 	err = gw_cring_open(&g.ring, getenv("GPUWATCH_CUPTI_DIR"), g.ring_bytes,
 			    GW_VERSION);

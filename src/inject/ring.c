@@ -126,7 +126,8 @@ int gw_cring_open(struct gw_cring *r, const char *dir, uint32_t data_size,
 	h->data_size = data_size;
 	h->pid = (uint32_t)getpid();
 	h->flags = 0;
-	h->pidns_ino = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	h->pidns_ino =
+		stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 	h->start_ticks = gw_cring_start_ticks();
 	h->created_ns = realtime_ns();
 	if (lib_version) {
@@ -190,7 +191,8 @@ int gw_cring_append(struct gw_cring *r, const void *rec, uint32_t size)
 		return -ENOSPC;
 	}
 	if (size > contig) {
-		struct gw_crec pad = { .type = GW_CREC_PAD, .version = 0,
+		struct gw_crec pad = { .type = GW_CREC_PAD,
+				       .version = 0,
 				       .size = contig };
 		memcpy(r->data + off, &pad, sizeof(pad));
 		r->head += contig;

@@ -35,7 +35,7 @@ struct gw_cring {
 	unsigned char *data;
 	size_t map_len;
 	uint32_t data_size;
-	uint64_t head;            /* written, not necessarily published */
+	uint64_t head; /* written, not necessarily published */
 	char path[GW_CRING_PATH_MAX];
 };
 
@@ -46,9 +46,10 @@ struct gw_cring {
  * as GW_CUPTI_ST_STARTING.  On failure *r is left closed and nothing
  * remains on disk.  -ENAMETOOLONG, -EINVAL or the -errno of the system call.
  */
-__attribute__((warn_unused_result)) int
-gw_cring_open(struct gw_cring *r, const char *dir, uint32_t data_size,
-	      const char *lib_version);
+__attribute__((warn_unused_result)) int gw_cring_open(struct gw_cring *r,
+						      const char *dir,
+						      uint32_t data_size,
+						      const char *lib_version);
 
 /*
  * Appends one record of size bytes (rec starts with struct gw_crec whose

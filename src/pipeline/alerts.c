@@ -26,28 +26,28 @@
 #include "store/store.h"
 
 #define DEFAULT_INTERVAL_MS 10000
-#define DEFAULT_RESEND_MS 60000
+#define DEFAULT_RESEND_MS   60000
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
 #define DEFAULT_MAX_SAMPLES 50000000ull
-#define DEFAULT_TIMEOUT 30.0
-#define JSON_MAX (64u << 20)
-#define TEXT_MAX (64u << 10)
+#define DEFAULT_TIMEOUT	    30.0
+#define JSON_MAX	    (64u << 20)
+#define TEXT_MAX	    (64u << 10)
 
 struct inst {
-	char *key;            /* canonical key of labels */
+	char *key;		 /* canonical key of labels */
 	struct gw_labels labels; /* alert labels, alertname included */
-	char *ann_json;       /* {"summary":"..."} */
+	char *ann_json;		 /* {"summary":"..."} */
 	enum gw_alert_state state;
 	int64_t active_at, fired_at, resolved_at, last_sent;
 	bool resolved_sent;
-	bool seen;            /* in the current evaluation */
+	bool seen; /* in the current evaluation */
 	double value;
 };
 
 struct rstate {
 	struct inst *v;
 	size_t n, cap;
-	int health;           /* 0 unknown, 1 ok, 2 err */
+	int health; /* 0 unknown, 1 ok, 2 err */
 	char last_error[256];
 	int64_t last_eval;
 	double eval_s;
@@ -136,8 +136,8 @@ static void free_states(struct gw_alerts *al)
 static int install_rules(struct gw_alerts *al, struct gw_ruleset *rs)
 {
 	struct rstate *rst = calloc(rs->nrules ? rs->nrules : 1, sizeof(*rst));
-	struct gstate *gst = calloc(rs->ngroups ? rs->ngroups : 1,
-				    sizeof(*gst));
+	struct gstate *gst =
+		calloc(rs->ngroups ? rs->ngroups : 1, sizeof(*gst));
 
 	if (!rst || !gst) {
 		free(rst);
@@ -150,8 +150,9 @@ static int install_rules(struct gw_alerts *al, struct gw_ruleset *rs)
 		const struct gw_rule_group *ng = &rs->groups[nr->group];
 
 		for (size_t j = 0; al->rst && j < al->rs.nrules; j++) {
-			const struct gw_rule *or = &al->rs.rules[j];
-			const struct gw_rule_group *og = &al->rs.groups[or->group];
+			const struct gw_rule * or = &al->rs.rules[j];
+			const struct gw_rule_group *og =
+				&al->rs.groups[or->group];
 
 			if (al->rst[j].v && strcmp(or->alert, nr->alert) == 0 &&
 			    strcmp(or->expr, nr->expr) == 0 &&
@@ -214,8 +215,7 @@ static void fmt_value_e(struct gw_buf *b, double v)
 	gw_buf_putf(b, "\"%s\"", s);
 }
 
-static void pairs_json(struct gw_buf *b, const struct gw_rule_pair *v,
-		       size_t n)
+static void pairs_json(struct gw_buf *b, const struct gw_rule_pair *v, size_t n)
 {
 	gw_buf_puts(b, "{");
 	for (size_t i = 0; i < n; i++) {
@@ -273,8 +273,8 @@ static int make_sample(const struct gw_rule *ru, const struct gw_labels *sl,
 				  strcmp(sl->v[i].name, "alertname") == 0;
 
 		for (size_t j = 0; !overridden && j < ru->nlabels; j++)
-			overridden = strcmp(ru->labels[j].name,
-					    sl->v[i].name) == 0;
+			overridden =
+				strcmp(ru->labels[j].name, sl->v[i].name) == 0;
 		if (!overridden)
 			pairs[n++] = sl->v[i];
 	}
@@ -311,8 +311,8 @@ static int make_sample(const struct gw_rule *ru, const struct gw_labels *sl,
 		gw_json_str(&b, ru->ann[i].name);
 		gw_buf_puts(&b, ":");
 		gw_buf_init(&t, TEXT_MAX);
-		gw_buf_set_error(&b, gw_tmpl_expand(&ru->ann[i].t,
-						    &out->labels, value, &t));
+		gw_buf_set_error(&b, gw_tmpl_expand(&ru->ann[i].t, &out->labels,
+						    value, &t));
 		gw_json_str(&b, t.p ? t.p : "");
 		gw_buf_release(&t);
 	}
@@ -330,8 +330,8 @@ out:
 
 /* Runs the query of rule ru at now: its output series as samples. */
 static int query_rule(struct gw_alerts *al, const struct gw_rule *ru,
-		      int64_t now, struct sample **out, size_t *nout,
-		      char *err, size_t errlen)
+		      int64_t now, struct sample **out, size_t *nout, char *err,
+		      size_t errlen)
 {
 	struct gw_promql_opts po = {
 		.lookback_ms = al->o.lookback_ms,
@@ -389,8 +389,10 @@ static int query_rule(struct gw_alerts *al, const struct gw_rule *ru,
 		goto fail;
 	}
 	if (r) {
-		snprintf(err, errlen, "cannot expand the rule's labels or "
-			 "annotations: %s", strerror(-r));
+		snprintf(err, errlen,
+			 "cannot expand the rule's labels or "
+			 "annotations: %s",
+			 strerror(-r));
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -433,8 +435,8 @@ static int apply(struct gw_alerts *al, const struct gw_rule *ru,
 		if (!in) {
 			if (st->n == st->cap) {
 				size_t cap = st->cap ? st->cap * 2 : 4;
-				struct inst *v = realloc(st->v,
-							 cap * sizeof(*v));
+				struct inst *v =
+					realloc(st->v, cap * sizeof(*v));
 
 				if (!v)
 					return -ENOMEM;
@@ -468,14 +470,15 @@ static int apply(struct gw_alerts *al, const struct gw_rule *ru,
 				in->state = GW_ALERT_RESOLVED;
 				in->resolved_at = now;
 			} else if (now - in->resolved_at >=
-				   al->o.keep_resolved_ms &&
+					   al->o.keep_resolved_ms &&
 				   (in->resolved_sent || !al->o.sink)) {
 				drop = true;
 			}
 		} else if (in->state == GW_ALERT_PENDING &&
 			   now - in->active_at >= ru->for_ms) {
 			in->state = GW_ALERT_FIRING;
-			in->fired_at = now > in->active_at ? now : in->active_at;
+			in->fired_at =
+				now > in->active_at ? now : in->active_at;
 		}
 		if (drop) {
 			inst_release(in);
@@ -526,8 +529,8 @@ static void deliver(struct gw_alerts *al, int64_t now)
 			lab[nb] = gw_buf_detach(&b, NULL);
 			batch[nb] = (struct gw_alert_out){
 				.labels = lab[nb],
-				.annotations = in->ann_json ? in->ann_json
-							    : "{}",
+				.annotations =
+					in->ann_json ? in->ann_json : "{}",
 				.starts_ms = in->active_at,
 				.ends_ms = in->state == GW_ALERT_RESOLVED
 						   ? in->resolved_at
@@ -587,9 +590,9 @@ static void publish(struct gw_alerts *al)
 
 				if (j)
 					gw_buf_puts(&b, ",");
-				gw_buf_set_error(
-					&b, gw_labels_append(&b, l->name,
-							     l->value));
+				gw_buf_set_error(&b,
+						 gw_labels_append(&b, l->name,
+								  l->value));
 			}
 			if (gw_buf_error(&b))
 				continue;
@@ -655,8 +658,8 @@ unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now)
 	for (size_t g = 0; g < al->rs.ngroups; g++) {
 		const struct gw_rule_group *gr = &al->rs.groups[g];
 		struct gstate *gs = &al->gst[g];
-		int64_t iv = gr->interval_ms ? gr->interval_ms
-					     : al->o.interval_ms;
+		int64_t iv =
+			gr->interval_ms ? gr->interval_ms : al->o.interval_ms;
 		double g0 = mono_s();
 
 		if (gs->next_due && now < gs->next_due)
@@ -691,8 +694,8 @@ unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now)
 						"failed: %s",
 						gr->name, ru->alert, err);
 				st->health = 2;
-				snprintf(st->last_error,
-					 sizeof(st->last_error), "%s", err);
+				snprintf(st->last_error, sizeof(st->last_error),
+					 "%s", err);
 				st->failures++;
 				failed++;
 			} else {
@@ -732,7 +735,8 @@ int gw_alerts_new(const struct gw_alerts_opts *o, struct gw_ruleset *rules,
 		return -ENOMEM;
 	}
 	if (o)
-		memcpy(&al->o, o, o->sz < sizeof(al->o) ? o->sz : sizeof(al->o));
+		memcpy(&al->o, o,
+		       o->sz < sizeof(al->o) ? o->sz : sizeof(al->o));
 	al->o.sz = sizeof(al->o);
 	if (al->o.interval_ms <= 0)
 		al->o.interval_ms = DEFAULT_INTERVAL_MS;
@@ -902,8 +906,7 @@ static void inst_json(struct gw_buf *b, const struct inst *in)
 	gw_buf_puts(b, "{\"labels\":");
 	gw_labels_json(&in->labels, b);
 	gw_buf_putf(b, ",\"annotations\":%s,\"state\":\"%s\",\"activeAt\":",
-		    in->ann_json ? in->ann_json : "{}",
-		    state_names[in->state]);
+		    in->ann_json ? in->ann_json : "{}", state_names[in->state]);
 	fmt_time(b, in->active_at);
 	if (in->state == GW_ALERT_RESOLVED) {
 		gw_buf_puts(b, ",\"resolvedAt\":");
@@ -946,21 +949,21 @@ static void rule_json(struct gw_alerts *al, size_t ri, struct gw_buf *b)
 		inst_json(b, &st->v[i]);
 	}
 	gw_buf_putf(b, "],\"health\":\"%s\"",
-		    st->health == 1	  ? "ok"
+		    st->health == 1   ? "ok"
 		    : st->health == 2 ? "err"
 				      : "unknown");
 	if (st->health == 2) {
 		gw_buf_puts(b, ",\"lastError\":");
 		gw_json_str(b, st->last_error);
 	}
-	gw_buf_putf(b, ",\"evaluationTime\":%g,\"lastEvaluation\":",
-		    st->eval_s);
+	gw_buf_putf(b,
+		    ",\"evaluationTime\":%g,\"lastEvaluation\":", st->eval_s);
 	fmt_time(b, st->last_eval);
 	gw_buf_puts(b, ",\"type\":\"alerting\"}");
 }
 
-static void json_locked(struct gw_alerts *al, bool rules,
-			bool include_resolved, struct gw_buf *out)
+static void json_locked(struct gw_alerts *al, bool rules, bool include_resolved,
+			struct gw_buf *out)
 {
 	bool first = true;
 
@@ -983,8 +986,8 @@ static void json_locked(struct gw_alerts *al, bool rules,
 	gw_buf_puts(out, "{\"groups\":[");
 	for (size_t g = 0; al && g < al->rs.ngroups; g++) {
 		const struct gw_rule_group *gr = &al->rs.groups[g];
-		int64_t iv = gr->interval_ms ? gr->interval_ms
-					     : al->o.interval_ms;
+		int64_t iv =
+			gr->interval_ms ? gr->interval_ms : al->o.interval_ms;
 
 		gw_buf_puts(out, g ? ",{\"name\":" : "{\"name\":");
 		gw_json_str(out, gr->name);
@@ -995,8 +998,9 @@ static void json_locked(struct gw_alerts *al, bool rules,
 			gw_buf_puts(out, k ? "," : "");
 			rule_json(al, gr->first + k, out);
 		}
-		gw_buf_putf(out, "],\"interval\":%g,\"limit\":0,"
-				 "\"evaluationTime\":%g,\"lastEvaluation\":",
+		gw_buf_putf(out,
+			    "],\"interval\":%g,\"limit\":0,"
+			    "\"evaluationTime\":%g,\"lastEvaluation\":",
 			    (double)iv / 1000.0, al->gst[g].eval_s);
 		fmt_time(out, al->gst[g].last_eval);
 		gw_buf_puts(out, "}");

@@ -51,7 +51,7 @@
 
 struct gw_worker_table;
 
-#define GW_ALERTS_MAX_PER_RULE 1000   /* instances; more fail the rule */
+#define GW_ALERTS_MAX_PER_RULE	   1000 /* instances; more fail the rule */
 #define GW_ALERTS_KEEP_RESOLVED_MS (15 * 60 * 1000)
 
 enum gw_alert_state {
@@ -62,10 +62,10 @@ enum gw_alert_state {
 
 /* One alert handed to a sink; borrowed for the call. */
 struct gw_alert_out {
-	const char *labels;      /* JSON object text: {"alertname":"X",...} */
+	const char *labels;	 /* JSON object text: {"alertname":"X",...} */
 	const char *annotations; /* JSON object text, "{}" when none */
-	int64_t starts_ms;       /* unix ms */
-	int64_t ends_ms;         /* unix ms: in the future while firing (now +
+	int64_t starts_ms;	 /* unix ms */
+	int64_t ends_ms;	 /* unix ms: in the future while firing (now +
 				  * 4 x resend), when it resolved once resolved */
 };
 
@@ -84,12 +84,12 @@ struct gw_alerts_opts {
 	const struct gw_queryable *q; /* borrowed; NULL: nothing evaluates */
 	struct gw_registry *reg;      /* borrowed; NULL: nothing published */
 	const struct gw_alerts_sink *sink; /* borrowed; NULL: no delivery */
-	int64_t interval_ms;          /* groups without interval; 10 s */
-	int64_t resend_ms;            /* 60 s */
-	int64_t keep_resolved_ms;     /* 15 min */
-	int64_t lookback_ms;          /* instant selectors; 5 min */
-	uint64_t max_samples;         /* per query; 0: 50,000,000 */
-	double query_timeout;         /* seconds per query; 0: 30 */
+	int64_t interval_ms;		   /* groups without interval; 10 s */
+	int64_t resend_ms;		   /* 60 s */
+	int64_t keep_resolved_ms;	   /* 15 min */
+	int64_t lookback_ms;		   /* instant selectors; 5 min */
+	uint64_t max_samples;		   /* per query; 0: 50,000,000 */
+	double query_timeout;		   /* seconds per query; 0: 30 */
 };
 
 struct gw_alerts;

@@ -81,7 +81,7 @@ struct gw_baseline_opts {
 	uint32_t season_period_s; /* 86400; 60 .. 30 days */
 	uint32_t season_bins;	  /* 48; 2 .. GW_BASELINE_MAX_BINS */
 	uint32_t
-	    season_periods; /* 2; learning time of the profile; 1 .. 1000 */
+		season_periods; /* 2; learning time of the profile; 1 .. 1000 */
 };
 
 /* Validated options and constants derived from them.  Read-only once made. */

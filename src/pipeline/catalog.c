@@ -9,26 +9,26 @@
 
 #include "pipeline/catalog.h"
 
-#define GW_L_GPU "gpu,uuid"
+#define GW_L_GPU     "gpu,uuid"
 #define GW_L_PROCESS "pid,comm,container_id,pod_uid,job"
-#define GW_L_EXITED "comm,container_id,pod_uid,job"
-#define GW_L_DCGM "gpu,UUID,device,modelName,pci_bus_id"
+#define GW_L_EXITED  "comm,container_id,pod_uid,job"
+#define GW_L_DCGM    "gpu,UUID,device,modelName,pci_bus_id"
 
 const struct gw_catalog_entry gw_catalog[GW_CATALOG_COUNT] = {
-#define GW_METRIC(id, src, type, unit_, name, labels_, help)                  \
-	[GW_CATALOG_##id] = { .fam = { name, help, GW_##type },              \
-			      .source = GW_CATALOG_SRC_##src,                 \
-			      .unit = unit_,                                  \
-			      .labels = labels_,                              \
+#define GW_METRIC(id, src, type, unit_, name, labels_, help)                   \
+	[GW_CATALOG_##id] = { .fam = { name, help, GW_##type },                \
+			      .source = GW_CATALOG_SRC_##src,                  \
+			      .unit = unit_,                                   \
+			      .labels = labels_,                               \
 			      .dcgm_of = -1 },
-#define GW_DCGM(id, unit_, of, label, value, note, help)                      \
-	[GW_CATALOG_##id] = { .fam = { #id, help, GW_GAUGE },                \
-			      .source = GW_CATALOG_SRC_DCGM,                  \
-			      .unit = unit_,                                  \
-			      .labels = GW_L_DCGM,                            \
-			      .dcgm_of = GW_CATALOG_##of,                     \
-			      .dcgm_label = label,                            \
-			      .dcgm_value = value,                            \
+#define GW_DCGM(id, unit_, of, label, value, note, help)                       \
+	[GW_CATALOG_##id] = { .fam = { #id, help, GW_GAUGE },                  \
+			      .source = GW_CATALOG_SRC_DCGM,                   \
+			      .unit = unit_,                                   \
+			      .labels = GW_L_DCGM,                             \
+			      .dcgm_of = GW_CATALOG_##of,                      \
+			      .dcgm_label = label,                             \
+			      .dcgm_value = value,                             \
 			      .dcgm_note = note },
 #include "pipeline/catalog.def"
 #undef GW_METRIC
@@ -220,8 +220,9 @@ static void add_section(struct gw_buf *out, enum gw_catalog_source src)
 {
 	int twins = has_twins(src);
 
-	gw_buf_putf(out, "| name | type | unit | labels |%s "
-			 "meaning |\n|---|---|---|---|%s---|\n",
+	gw_buf_putf(out,
+		    "| name | type | unit | labels |%s "
+		    "meaning |\n|---|---|---|---|%s---|\n",
 		    twins ? " dcgm-exporter |" : "", twins ? "---|" : "");
 	for (size_t i = 0; i < GW_CATALOG_COUNT; i++) {
 		const struct gw_catalog_entry *e = &gw_catalog[i];
@@ -249,7 +250,8 @@ int gw_catalog_markdown(struct gw_buf *out)
 		out,
 		"# Metrics\n"
 		"\n"
-		"<!-- Generated from src/pipeline/catalog.def by `gpuwatch help "
+		"<!-- Generated from src/pipeline/catalog.def by `gpuwatch "
+		"help "
 		"--metrics-markdown`;\n"
 		"     edit that file, not this one "
 		"(tests/integration/t0003-metrics-catalog.sh). -->\n"

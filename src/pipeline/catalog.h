@@ -42,7 +42,7 @@ enum gw_catalog_source {
 
 enum gw_catalog_id {
 #define GW_METRIC(id, ...) GW_CATALOG_##id,
-#define GW_DCGM(id, ...) GW_CATALOG_##id,
+#define GW_DCGM(id, ...)   GW_CATALOG_##id,
 #include "pipeline/catalog.def"
 #undef GW_METRIC
 #undef GW_DCGM
@@ -50,15 +50,15 @@ enum gw_catalog_id {
 };
 
 struct gw_catalog_entry {
-	struct gw_family fam;   /* name, help, type: what /metrics shows */
+	struct gw_family fam; /* name, help, type: what /metrics shows */
 	enum gw_catalog_source source;
-	const char *unit;       /* base unit; "" for counts and states */
-	const char *labels;     /* label names, comma-separated */
+	const char *unit;   /* base unit; "" for counts and states */
+	const char *labels; /* label names, comma-separated */
 	/* dcgm-exporter names only (source GW_CATALOG_SRC_DCGM): */
-	int dcgm_of;            /* enum gw_catalog_id of ours; -1 otherwise */
+	int dcgm_of;		/* enum gw_catalog_id of ours; -1 otherwise */
 	const char *dcgm_label; /* with dcgm_value, selects of's series; */
 	const char *dcgm_value; /* NULL: of has one series per GPU */
-	const char *dcgm_note;  /* how the readings differ, or NULL */
+	const char *dcgm_note;	/* how the readings differ, or NULL */
 };
 
 extern const struct gw_catalog_entry gw_catalog[GW_CATALOG_COUNT];
@@ -78,7 +78,6 @@ const struct gw_family *gw_catalog_dcgm(enum gw_catalog_id of,
  * Appends docs/metrics.md - the catalogue as Markdown tables, one section
  * per source - to out.  0, or -ENOSPC/-ENOMEM from out.
  */
-__attribute__((warn_unused_result)) int
-gw_catalog_markdown(struct gw_buf *out);
+__attribute__((warn_unused_result)) int gw_catalog_markdown(struct gw_buf *out);
 
 #endif

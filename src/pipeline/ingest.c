@@ -48,8 +48,10 @@ static void copy_one(void *ctx, const struct gw_visit *v)
 
 	if (in->n == in->cap) {
 		size_t ncap = in->cap ? in->cap * 2 : 1024;
-		struct copied *nb = ncap <= GW_SNAP_MAX_SAMPLES * 4 ?
-			realloc(in->batch, ncap * sizeof(*nb)) : NULL;
+		struct copied *nb =
+			ncap <= GW_SNAP_MAX_SAMPLES * 4
+				? realloc(in->batch, ncap * sizeof(*nb))
+				: NULL;
 
 		if (!nb) {
 			in->overflow++;
@@ -68,8 +70,8 @@ static void copy_one(void *ctx, const struct gw_visit *v)
 		in->overflow++;
 		return;
 	}
-	in->batch[in->n++] = (struct copied){ name, labels, v->value, v->t_ms,
-					      v->type, v->kind };
+	in->batch[in->n++] = (struct copied){ name,    labels,	v->value,
+					      v->t_ms, v->type, v->kind };
 }
 
 /* Scores a sample the store took and stores the score beside it. */
@@ -77,8 +79,8 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 		  const struct copied *c)
 {
 	char sname[320];
-	double score = gw_anomaly_feed(in->anom, name, labels, c->type,
-				       c->kind, c->t_ms, c->value);
+	double score = gw_anomaly_feed(in->anom, name, labels, c->type, c->kind,
+				       c->t_ms, c->value);
 
 	if (isnan(score) || gw_anomaly_score_name(name, sname, sizeof(sname)))
 		return;

@@ -24,9 +24,9 @@ struct gw_worker_table;
 
 struct gw_ingest_opts {
 	struct gw_registry *reg;   /* borrowed: what is read */
-	struct gw_store *store;    /* borrowed: where it goes; NULL: -ENODEV */
+	struct gw_store *store;	   /* borrowed: where it goes; NULL: -ENODEV */
 	_Atomic uint64_t *fast_ms; /* the pass period in use, milliseconds */
-	bool baselines;            /* anomaly scores for gauges */
+	bool baselines;		   /* anomaly scores for gauges */
 	unsigned int max_series;   /* baselines kept */
 	struct gw_worker_table *workers; /* lists "gw-store"; NULL: none */
 };
@@ -40,8 +40,8 @@ gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out);
 /* Tells the thread to make its last pass and flush; does not wait. */
 void gw_ingest_request_stop(struct gw_ingest *in);
 /* Waits for the thread until deadline (CLOCK_MONOTONIC s): -ETIMEDOUT. */
-__attribute__((warn_unused_result)) int
-gw_ingest_stop(struct gw_ingest *in, double deadline);
+__attribute__((warn_unused_result)) int gw_ingest_stop(struct gw_ingest *in,
+						       double deadline);
 /* NULL is a no-op. */
 void gw_ingest_free(struct gw_ingest *in);
 

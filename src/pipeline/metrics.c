@@ -82,7 +82,8 @@ static int add_labels(struct gw_snap *s, const char *base, va_list ap,
 }
 
 static void push(struct gw_snap *s, const struct gw_family *f, uint32_t off,
-		 uint32_t len, double value, enum gw_sample_kind kind, double le)
+		 uint32_t len, double value, enum gw_sample_kind kind,
+		 double le)
 {
 	struct gw_sample *x = &s->v[s->n++];
 
@@ -177,8 +178,8 @@ void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
 struct slot {
 	char owner[32];
 	struct gw_snap snap;
-	uint64_t gen;  /* publishes so far */
-	int64_t t_ms;  /* CLOCK_REALTIME of the last publish */
+	uint64_t gen; /* publishes so far */
+	int64_t t_ms; /* CLOCK_REALTIME of the last publish */
 };
 
 struct entry {
@@ -246,7 +247,8 @@ void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s)
 	old = r->slots[slot].snap;
 	r->slots[slot].snap = *s;
 	r->slots[slot].gen++;
-	r->slots[slot].t_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	r->slots[slot].t_ms =
+		(int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	r->dropped += s->dropped;
 	pthread_mutex_unlock(&r->lock);
 	*s = old;
@@ -261,8 +263,8 @@ static int entry_cmp(const void *a, const void *b)
 
 	if (c)
 		return c;
-	n = x->s->labels_len < y->s->labels_len ? x->s->labels_len :
-						  y->s->labels_len;
+	n = x->s->labels_len < y->s->labels_len ? x->s->labels_len
+						: y->s->labels_len;
 	c = memcmp(x->labels, y->labels, n);
 	if (c)
 		return c;
@@ -333,8 +335,7 @@ static void add_family_name(struct gw_buf *out, const struct gw_family *f,
 	gw_buf_put(out, f->name, n);
 }
 
-static const char *type_name(const struct gw_family *f,
-			     enum gw_expo_format fmt)
+static const char *type_name(const struct gw_family *f, enum gw_expo_format fmt)
 {
 	switch (f->type) {
 	case GW_COUNTER:
@@ -352,18 +353,17 @@ static const char *type_name(const struct gw_family *f,
 }
 
 static const char *const kind_suffix[] = {
-	[GW_SAMPLE_PLAIN] = "",
-	[GW_SAMPLE_BUCKET] = "_bucket",
-	[GW_SAMPLE_SUM] = "_sum",
-	[GW_SAMPLE_COUNT] = "_count",
+	[GW_SAMPLE_PLAIN] = "",	   [GW_SAMPLE_BUCKET] = "_bucket",
+	[GW_SAMPLE_SUM] = "_sum",  [GW_SAMPLE_COUNT] = "_count",
 	[GW_SAMPLE_QUANTILE] = "",
 };
 
 /* The label a bucket or quantile sample adds, "" for the others. */
 static const char *extra_label(enum gw_sample_kind k)
 {
-	return k == GW_SAMPLE_BUCKET ? "le" :
-	       k == GW_SAMPLE_QUANTILE ? "quantile" : "";
+	return k == GW_SAMPLE_BUCKET	 ? "le"
+	       : k == GW_SAMPLE_QUANTILE ? "quantile"
+					 : "";
 }
 
 static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
@@ -482,8 +482,8 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 
 			if (len >= sizeof(labels) - 64)
 				continue;
-			memcpy(labels, s->labels.p ? s->labels.p + x->labels : "",
-			       len);
+			memcpy(labels,
+			       s->labels.p ? s->labels.p + x->labels : "", len);
 			labels[len] = '\0';
 			if (*extra_label(x->kind)) {
 				char le[40];
@@ -511,8 +511,8 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 
 enum gw_expo_format gw_expo_negotiate(const char *accept)
 {
-	const char *p = accept ? strstr(accept, "application/openmetrics-text") :
-				 NULL;
+	const char *p =
+		accept ? strstr(accept, "application/openmetrics-text") : NULL;
 	const char *end, *q;
 
 	if (!p)
@@ -532,6 +532,7 @@ enum gw_expo_format gw_expo_negotiate(const char *accept)
 const char *gw_expo_content_type(enum gw_expo_format fmt)
 {
 	if (fmt == GW_EXPO_OPENMETRICS)
-		return "application/openmetrics-text; version=1.0.0; charset=utf-8";
+		return "application/openmetrics-text; version=1.0.0; "
+		       "charset=utf-8";
 	return "text/plain; version=0.0.4; charset=utf-8";
 }

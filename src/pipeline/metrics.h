@@ -34,8 +34,8 @@
 
 enum gw_metric_type {
 	GW_GAUGE,
-	GW_COUNTER, /* name ends in _total */
-	GW_INFO,    /* gauge fixed at 1, name ends in _info */
+	GW_COUNTER,   /* name ends in _total */
+	GW_INFO,      /* gauge fixed at 1, name ends in _info */
 	GW_HISTOGRAM, /* _bucket{le}, _sum and _count samples */
 	GW_SUMMARY,   /* {quantile}, _sum and _count samples */
 };
@@ -46,7 +46,7 @@ struct gw_family {
 	enum gw_metric_type type;
 };
 
-#define GW_SNAP_MAX_SAMPLES 65536
+#define GW_SNAP_MAX_SAMPLES	65536
 #define GW_SNAP_MAX_LABEL_BYTES (4u << 20)
 
 enum gw_sample_kind {
@@ -59,10 +59,10 @@ enum gw_sample_kind {
 
 struct gw_sample {
 	const struct gw_family *fam;
-	uint32_t labels;    /* offset into the snap's label arena */
+	uint32_t labels; /* offset into the snap's label arena */
 	uint32_t labels_len;
 	double value;
-	double le;          /* upper bound (GW_SAMPLE_BUCKET) or quantile
+	double le; /* upper bound (GW_SAMPLE_BUCKET) or quantile
 			     * (GW_SAMPLE_QUANTILE) */
 	enum gw_sample_kind kind;
 };
@@ -111,8 +111,8 @@ void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
 struct gw_registry;
 
 enum gw_expo_format {
-	GW_EXPO_TEXT_004,     /* text/plain; version=0.0.4 */
-	GW_EXPO_OPENMETRICS,  /* application/openmetrics-text; version=1.0.0 */
+	GW_EXPO_TEXT_004,    /* text/plain; version=0.0.4 */
+	GW_EXPO_OPENMETRICS, /* application/openmetrics-text; version=1.0.0 */
 };
 
 #define GW_REGISTRY_MAX_SLOTS 512
@@ -122,7 +122,7 @@ void gw_registry_free(struct gw_registry *r);
 
 /* Reserves a slot for one producer; returns its id or -ENOSPC. */
 __attribute__((warn_unused_result)) int gw_registry_slot(struct gw_registry *r,
-							  const char *owner);
+							 const char *owner);
 /*
  * Publishes s into slot: the registry takes the samples and hands back the
  * previous buffer, reset, for the producer to refill.  Drops are accounted.
@@ -149,9 +149,9 @@ struct gw_visit {
 	const char *name;   /* family name + _bucket/_sum/_count */
 	const char *labels; /* exposition form, le="..." added for buckets */
 	double value;
-	int64_t t_ms;       /* when its producer published it */
-	enum gw_metric_type type;  /* of its family */
-	enum gw_sample_kind kind;  /* plain, bucket, sum, count or quantile */
+	int64_t t_ms;		  /* when its producer published it */
+	enum gw_metric_type type; /* of its family */
+	enum gw_sample_kind kind; /* plain, bucket, sum, count or quantile */
 };
 typedef void (*gw_registry_visit_fn)(void *ctx, const struct gw_visit *v);
 

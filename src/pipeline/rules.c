@@ -173,8 +173,8 @@ static unsigned int lines_before(const char *start, const char *p)
 	return n;
 }
 
-int gw_tmpl_parse(struct gw_tmpl *t, const char *text, char *err,
-		  size_t errlen, unsigned int *err_line)
+int gw_tmpl_parse(struct gw_tmpl *t, const char *text, char *err, size_t errlen,
+		  unsigned int *err_line)
 {
 	const char *p = text, *open;
 	int r = 0;
@@ -184,12 +184,14 @@ int gw_tmpl_parse(struct gw_tmpl *t, const char *text, char *err,
 	while ((open = strstr(p, "{{")) != NULL) {
 		const char *close = strstr(open + 2, "}}");
 
-		if (open > p && (r = tmpl_push(t, GW_TMPL_TEXT, p,
-					       (size_t)(open - p))))
+		if (open > p &&
+		    (r = tmpl_push(t, GW_TMPL_TEXT, p, (size_t)(open - p))))
 			goto fail;
 		if (!close) {
-			snprintf(err, errlen, "template: unclosed action "
-				 "\"%.40s\"", open);
+			snprintf(err, errlen,
+				 "template: unclosed action "
+				 "\"%.40s\"",
+				 open);
 			r = -EINVAL;
 			goto bad;
 		}
@@ -200,8 +202,9 @@ int gw_tmpl_parse(struct gw_tmpl *t, const char *text, char *err,
 				 "supported: {{ $labels.NAME }}, {{ $value }}, "
 				 "{{ $value | humanize }} (or "
 				 "humanizePercentage, humanizeDuration)",
-				 (int)(close - open + 2 > 80 ? 80
-							     : close - open + 2),
+				 (int)(close - open + 2 > 80
+					       ? 80
+					       : close - open + 2),
 				 open);
 			goto bad;
 		}
@@ -225,10 +228,10 @@ fail:
 /* Prometheus' humanize: SI prefixes, %.4g. */
 int gw_humanize(struct gw_buf *out, double v)
 {
-	static const char *const big[] = { "k", "M", "G", "T", "P", "E", "Z",
-					   "Y" };
-	static const char *const small[] = { "m", "u", "n", "p", "f", "a",
-					     "z", "y" };
+	static const char *const big[] = { "k", "M", "G", "T",
+					   "P", "E", "Z", "Y" };
+	static const char *const small[] = { "m", "u", "n", "p",
+					     "f", "a", "z", "y" };
 	const char *prefix = "";
 
 	if (v == 0 || isnan(v) || isinf(v))
@@ -481,8 +484,8 @@ static int check_keys(struct ld *l, const yaml_node_t *m,
 			const char *qs = scalar(node_at(l, q->key));
 
 			if (qs && strcmp(qs, ks) == 0)
-				return ld_fail(l, k,
-					       "key '%.60s' is given twice", ks);
+				return ld_fail(
+					l, k, "key '%.60s' is given twice", ks);
 		}
 	}
 	return 0;
@@ -520,8 +523,7 @@ static int duration(struct ld *l, const yaml_node_t *v, const char *key,
 
 /* labels: or annotations: into pairs. */
 static int load_pairs(struct ld *l, const yaml_node_t *m, const char *what,
-		      bool label_names, struct gw_rule_pair **out,
-		      size_t *nout)
+		      bool label_names, struct gw_rule_pair **out, size_t *nout)
 {
 	size_t n;
 	int r;
@@ -551,10 +553,9 @@ static int load_pairs(struct ld *l, const yaml_node_t *m, const char *what,
 		if ((r = want_string(l, k, what, &ks)))
 			return r;
 		if (!gw_rules_label_name_ok(ks))
-			return ld_fail(l, k,
-				       "%s: invalid %s name '%.60s'", what,
-				       label_names ? "label" : "annotation",
-				       ks);
+			return ld_fail(
+				l, k, "%s: invalid %s name '%.60s'", what,
+				label_names ? "label" : "annotation", ks);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp((*out)[j].name, ks) == 0)
 				return ld_fail(l, k,
@@ -577,11 +578,11 @@ static int load_pairs(struct ld *l, const yaml_node_t *m, const char *what,
 			yaml_node_t at = *v;
 
 			/* lines inside a literal block scalar count */
-			at.start_mark.line += tline +
-				(v->data.scalar.style ==
-					 YAML_LITERAL_SCALAR_STYLE ||
-				 v->data.scalar.style ==
-					 YAML_FOLDED_SCALAR_STYLE);
+			at.start_mark.line +=
+				tline + (v->data.scalar.style ==
+						 YAML_LITERAL_SCALAR_STYLE ||
+					 v->data.scalar.style ==
+						 YAML_FOLDED_SCALAR_STYLE);
 			return ld_fail(l, &at, "%s '%.60s': %s", what, ks,
 				       terr);
 		}
@@ -666,12 +667,12 @@ static int load_rule(struct ld *l, const yaml_node_t *m, size_t group)
 	if (v && !is_null(v) && (r = duration(l, v, "for", &ru->for_ms)))
 		return r;
 	v = get(l, m, "labels");
-	if (v && (r = load_pairs(l, v, "labels", true, &ru->labels,
-				 &ru->nlabels)))
+	if (v &&
+	    (r = load_pairs(l, v, "labels", true, &ru->labels, &ru->nlabels)))
 		return r;
 	v = get(l, m, "annotations");
-	if (v && (r = load_pairs(l, v, "annotations", false, &ru->ann,
-				 &ru->nann)))
+	if (v &&
+	    (r = load_pairs(l, v, "annotations", false, &ru->ann, &ru->nann)))
 		return r;
 	return 0;
 }
@@ -704,7 +705,8 @@ static int load_group(struct ld *l, const yaml_node_t *m, size_t first_group)
 		return ld_fail(l, v, "group without a name");
 	for (size_t i = first_group; i < l->rs->ngroups; i++)
 		if (strcmp(l->rs->groups[i].name, s) == 0)
-			return ld_fail(l, v, "group name is repeated in the "
+			return ld_fail(l, v,
+				       "group name is repeated in the "
 				       "same file");
 	if ((r = grow((void **)&l->rs->groups, l->rs->ngroups,
 		      sizeof(*l->rs->groups))))
@@ -860,8 +862,8 @@ out:
 }
 
 int gw_rules_load_all(struct gw_ruleset *rs, bool with_defaults,
-		      const char (*files)[1024], unsigned int nfiles,
-		      char *err, size_t errlen)
+		      const char (*files)[1024], unsigned int nfiles, char *err,
+		      size_t errlen)
 {
 	int r = 0;
 

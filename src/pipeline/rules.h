@@ -49,18 +49,18 @@
 #include "query/promql.h"
 #include "store/labels.h"
 
-#define GW_RULES_ERR_MAX 512
-#define GW_RULES_MAX_FILE (1u << 20)  /* bytes per rule file */
-#define GW_RULES_MAX_GROUPS 256       /* groups in a set */
-#define GW_RULES_MAX_RULES 2048       /* rules in a set */
-#define GW_RULES_MAX_PAIRS 32         /* labels, annotations per rule */
-#define GW_RULES_MAX_TEXT 8192        /* bytes of one label/annotation */
+#define GW_RULES_ERR_MAX    512
+#define GW_RULES_MAX_FILE   (1u << 20) /* bytes per rule file */
+#define GW_RULES_MAX_GROUPS 256	       /* groups in a set */
+#define GW_RULES_MAX_RULES  2048       /* rules in a set */
+#define GW_RULES_MAX_PAIRS  32	       /* labels, annotations per rule */
+#define GW_RULES_MAX_TEXT   8192       /* bytes of one label/annotation */
 #define GW_RULES_MAX_FOR_MS (7LL * 86400 * 1000)
 
 enum gw_tmpl_op {
-	GW_TMPL_TEXT,        /* literal text */
-	GW_TMPL_LABEL,       /* $labels.NAME, text = NAME */
-	GW_TMPL_VALUE,       /* $value */
+	GW_TMPL_TEXT,  /* literal text */
+	GW_TMPL_LABEL, /* $labels.NAME, text = NAME */
+	GW_TMPL_VALUE, /* $value */
 	GW_TMPL_HUMANIZE,
 	GW_TMPL_HUMANIZE_PCT,
 	GW_TMPL_HUMANIZE_DUR,
@@ -68,7 +68,7 @@ enum gw_tmpl_op {
 
 struct gw_tmpl_part {
 	enum gw_tmpl_op op;
-	char *text;          /* TEXT and LABEL; NULL otherwise */
+	char *text; /* TEXT and LABEL; NULL otherwise */
 };
 
 struct gw_tmpl {
@@ -78,7 +78,7 @@ struct gw_tmpl {
 
 struct gw_rule_pair {
 	char *name;
-	char *text;          /* as written */
+	char *text; /* as written */
 	struct gw_tmpl t;
 };
 
@@ -91,8 +91,8 @@ struct gw_rule {
 	size_t nlabels;
 	struct gw_rule_pair *ann;
 	size_t nann;
-	unsigned int line;   /* of "alert:" */
-	size_t group;        /* index into the set's groups */
+	unsigned int line; /* of "alert:" */
+	size_t group;	   /* index into the set's groups */
 };
 
 struct gw_rule_group {
@@ -143,22 +143,23 @@ gw_rules_load_all(struct gw_ruleset *rs, bool with_defaults,
  * action returns -EINVAL with err naming it and *err_line the 0-based line
  * within text where it starts.
  */
-__attribute__((warn_unused_result)) int
-gw_tmpl_parse(struct gw_tmpl *t, const char *text, char *err, size_t errlen,
-	      unsigned int *err_line);
+__attribute__((warn_unused_result)) int gw_tmpl_parse(struct gw_tmpl *t,
+						      const char *text,
+						      char *err, size_t errlen,
+						      unsigned int *err_line);
 void gw_tmpl_release(struct gw_tmpl *t);
 
 /* Appends t expanded for a series' labels and value.  0, -ENOSPC, -ENOMEM. */
 __attribute__((warn_unused_result)) int
-gw_tmpl_expand(const struct gw_tmpl *t, const struct gw_labels *l,
-	       double value, struct gw_buf *out);
+gw_tmpl_expand(const struct gw_tmpl *t, const struct gw_labels *l, double value,
+	       struct gw_buf *out);
 
 /* The humanize functions as Prometheus' templates write them: 0, or an error
  * that may also stay in out, as after gw_buf_put(). */
 __attribute__((warn_unused_result)) int gw_humanize(struct gw_buf *out,
-						     double v);
-__attribute__((warn_unused_result)) int
-gw_humanize_duration(struct gw_buf *out, double seconds);
+						    double v);
+__attribute__((warn_unused_result)) int gw_humanize_duration(struct gw_buf *out,
+							     double seconds);
 
 /* A valid label name (not starting with "__"), a valid alert name. */
 bool gw_rules_label_name_ok(const char *s);

@@ -53,11 +53,11 @@ enum gw_pq_kind {
 	GW_PQ_NUMBER,
 	GW_PQ_STRING,
 	GW_PQ_SELECTOR, /* instant vector selector */
-	GW_PQ_MATRIX,   /* range vector selector: selector with [range] */
+	GW_PQ_MATRIX,	/* range vector selector: selector with [range] */
 	GW_PQ_CALL,
 	GW_PQ_AGG,
 	GW_PQ_BINARY,
-	GW_PQ_NEG,      /* unary minus */
+	GW_PQ_NEG, /* unary minus */
 	GW_PQ_PAREN,
 };
 
@@ -86,14 +86,24 @@ enum gw_pq_aggop {
 	GW_AGG_MIN,
 	GW_AGG_MAX,
 	GW_AGG_COUNT,
-	GW_AGG_TOPK,     /* param: scalar k */
-	GW_AGG_BOTTOMK,  /* param: scalar k */
+	GW_AGG_TOPK,	 /* param: scalar k */
+	GW_AGG_BOTTOMK,	 /* param: scalar k */
 	GW_AGG_QUANTILE, /* param: scalar q */
 };
 
 enum gw_pq_binop {
-	GW_OP_ADD, GW_OP_SUB, GW_OP_MUL, GW_OP_DIV, GW_OP_MOD, GW_OP_POW,
-	GW_OP_EQ, GW_OP_NE, GW_OP_GT, GW_OP_LT, GW_OP_GE, GW_OP_LE,
+	GW_OP_ADD,
+	GW_OP_SUB,
+	GW_OP_MUL,
+	GW_OP_DIV,
+	GW_OP_MOD,
+	GW_OP_POW,
+	GW_OP_EQ,
+	GW_OP_NE,
+	GW_OP_GT,
+	GW_OP_LT,
+	GW_OP_GE,
+	GW_OP_LE,
 };
 
 /* The static type of an expression, as Prometheus reports it. */
@@ -112,10 +122,10 @@ struct gw_pq_node {
 		double num;
 		char *str;
 		struct {
-			char *name;               /* NULL when only {..} */
-			struct gw_matcher *m;     /* includes __name__ = name */
+			char *name;	      /* NULL when only {..} */
+			struct gw_matcher *m; /* includes __name__ = name */
 			size_t nm;
-			int64_t range_ms;         /* GW_PQ_MATRIX only */
+			int64_t range_ms; /* GW_PQ_MATRIX only */
 			int64_t offset_ms;
 		} sel;
 		struct {
@@ -130,26 +140,26 @@ struct gw_pq_node {
 			char **labels;
 			size_t nlabels;
 			bool without;
-			bool grouping;            /* a by/without clause given */
+			bool grouping; /* a by/without clause given */
 		} agg;
 		struct {
 			enum gw_pq_binop op;
 			struct gw_pq_node *lhs, *rhs;
-			bool bool_mod;            /* comparison with "bool" */
-			bool on, ignoring;        /* vector matching clause */
+			bool bool_mod;	   /* comparison with "bool" */
+			bool on, ignoring; /* vector matching clause */
 			char **labels;
 			size_t nlabels;
 		} bin;
-		struct gw_pq_node *inner;         /* NEG, PAREN */
+		struct gw_pq_node *inner; /* NEG, PAREN */
 	} u;
 };
 
 struct gw_promql_error {
-	uint32_t pos;   /* byte offset into the query */
-	char msg[256];  /* Prometheus-style, position included */
+	uint32_t pos;  /* byte offset into the query */
+	char msg[256]; /* Prometheus-style, position included */
 };
 
-#define GW_PROMQL_MAX_DEPTH 128   /* nesting; deeper is a parse error */
+#define GW_PROMQL_MAX_DEPTH 128	  /* nesting; deeper is a parse error */
 #define GW_PROMQL_MAX_QUERY 65536 /* bytes */
 
 /* Parses query; *out is freed with gw_promql_free.  0, -EINVAL, -ENOMEM. */
@@ -177,14 +187,14 @@ void gw_matchers_free(struct gw_matcher *m, size_t nm);
 
 /* Parses a duration such as 5m, 1h30m, 250ms into ms; -EINVAL. */
 __attribute__((warn_unused_result)) int gw_promql_duration(const char *s,
-							    int64_t *ms);
+							   int64_t *ms);
 
 /* Evaluation */
 
 struct gw_promql_opts {
-	int64_t lookback_ms;    /* instant selectors; default 5 min */
-	uint64_t max_samples;   /* 0 = unlimited */
-	uint64_t timeout_ns;    /* 0 = none */
+	int64_t lookback_ms;  /* instant selectors; default 5 min */
+	uint64_t max_samples; /* 0 = unlimited */
+	uint64_t timeout_ns;  /* 0 = none */
 	/*
 	 * Read between steps and passed to select() (gw_query_limits): once
 	 * true the evaluation stops with -ECANCELED, res->err
@@ -207,14 +217,14 @@ struct gw_qseries {
 
 enum gw_qerr {
 	GW_QERR_NONE,
-	GW_QERR_BAD_DATA,   /* errorType "bad_data" */
-	GW_QERR_EXECUTION,  /* "execution": too many samples, etc. */
-	GW_QERR_TIMEOUT,    /* "timeout" */
-	GW_QERR_INTERNAL,   /* "internal" */
+	GW_QERR_BAD_DATA,  /* errorType "bad_data" */
+	GW_QERR_EXECUTION, /* "execution": too many samples, etc. */
+	GW_QERR_TIMEOUT,   /* "timeout" */
+	GW_QERR_INTERNAL,  /* "internal" */
 };
 
 struct gw_qresult {
-	enum gw_pq_type type;    /* scalar, vector, matrix or string */
+	enum gw_pq_type type; /* scalar, vector, matrix or string */
 	/* scalar / string: one point (and str) */
 	struct gw_qpoint scalar;
 	char *str;
@@ -222,8 +232,8 @@ struct gw_qresult {
 	struct gw_qseries *series;
 	size_t nseries;
 	/* statistics */
-	uint64_t samples;        /* samples the query touched */
-	enum gw_tier tier;       /* tier the selectors read */
+	uint64_t samples;  /* samples the query touched */
+	enum gw_tier tier; /* tier the selectors read */
 	/* on failure */
 	enum gw_qerr err;
 	char errmsg[256];
@@ -237,9 +247,9 @@ void gw_qresult_release(struct gw_qresult *r);
  * Returns 0 or a negative errno with res->err/errmsg set.
  */
 __attribute__((warn_unused_result)) int
-gw_promql_eval_instant(const struct gw_pq_node *e,
-		       const struct gw_queryable *q, int64_t t,
-		       const struct gw_promql_opts *o, struct gw_qresult *res);
+gw_promql_eval_instant(const struct gw_pq_node *e, const struct gw_queryable *q,
+		       int64_t t, const struct gw_promql_opts *o,
+		       struct gw_qresult *res);
 
 /*
  * Evaluates e at start, start+step, ... <= end: a matrix (scalars become
@@ -254,7 +264,7 @@ gw_promql_eval_range(const struct gw_pq_node *e, const struct gw_queryable *q,
 
 /* Prometheus' float formatting for JSON ("1.5", "+Inf", "-Inf", "NaN"). */
 __attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
-							     double v);
+							    double v);
 
 /* Appends the "data" object of Prometheus' query API for res:
  * {"resultType":"matrix","result":[...]}.  All or nothing: on failure out

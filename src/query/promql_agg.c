@@ -52,7 +52,7 @@ static void ksort_run(const struct ksort *k, size_t *idx, size_t *tmp, size_t n)
 	ksort_run(k, idx + h, tmp, n - h);
 	while (i < h && j < n)
 		tmp[o++] =
-		    ksort_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+			ksort_cmp(k, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
 	while (i < h)
 		tmp[o++] = idx[i++];
 	while (j < n)
@@ -64,9 +64,9 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    struct val *out)
 {
 	enum gw_pq_aggop op = n->u.agg.op;
-	bool has_param =
-	    op == GW_AGG_TOPK || op == GW_AGG_BOTTOMK || op == GW_AGG_QUANTILE;
-	struct val in = {0};
+	bool has_param = op == GW_AGG_TOPK || op == GW_AGG_BOTTOMK ||
+			 op == GW_AGG_QUANTILE;
+	struct val in = { 0 };
 	struct grp *g = NULL;
 	size_t ng = 0, *gi = NULL, *idx, *tmp;
 	double param = 0;
@@ -104,12 +104,12 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			k = ev->empty;
 		else if (n->u.agg.without)
 			err = gw_pqe_derive(ev, in.v.p[i].ls, &n->u.agg.labels,
-				     n->u.agg.labels, n->u.agg.nlabels, false,
-				     true, &k);
+					    n->u.agg.labels, n->u.agg.nlabels,
+					    false, true, &k);
 		else
 			err = gw_pqe_derive(ev, in.v.p[i].ls, &n->u.agg.labels,
-				     n->u.agg.labels, n->u.agg.nlabels, true,
-				     false, &k);
+					    n->u.agg.labels, n->u.agg.nlabels,
+					    true, false, &k);
 		if (err)
 			goto out;
 		if (k->mark != st) {
@@ -148,7 +148,7 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	if (op == GW_AGG_SUM || op == GW_AGG_AVG || op == GW_AGG_MIN ||
 	    op == GW_AGG_MAX || op == GW_AGG_COUNT) {
 		for (size_t j = 0; j < ng && !err; j++) {
-			double x = op == GW_AGG_SUM ? g[j].v + g[j].m.c
+			double x = op == GW_AGG_SUM   ? g[j].v + g[j].m.c
 				   : op == GW_AGG_AVG ? gw_pqe_mean_get(&g[j].m)
 				   : op == GW_AGG_COUNT ? (double)g[j].count
 							: g[j].v;
@@ -165,7 +165,7 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	tmp = ev->ix + in.v.n;
 	for (size_t i = 0; i < in.v.n; i++)
 		idx[i] = i;
-	struct ksort ks = {in.v.p, gi, op == GW_AGG_TOPK};
+	struct ksort ks = { in.v.p, gi, op == GW_AGG_TOPK };
 
 	ksort_run(&ks, idx, tmp, in.v.n);
 	if (op == GW_AGG_QUANTILE) {
@@ -178,7 +178,7 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
 				ev->sv[k++] = in.v.p[idx[j]].v;
 			err = gw_pqe_vpush(&out->v, g[gi[idx[i]]].ls,
-				    gw_pqe_quantile(param, ev->sv, k));
+					   gw_pqe_quantile(param, ev->sv, k));
 		}
 		goto out;
 	}
@@ -190,7 +190,7 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		for (j = i; j < in.v.n && gi[idx[j]] == gi[idx[i]]; j++)
 			if ((double)(j - i) < kmax)
 				err = gw_pqe_vpush(&out->v, in.v.p[idx[j]].ls,
-					    in.v.p[idx[j]].v);
+						   in.v.p[idx[j]].v);
 	}
 out:
 	free(g);

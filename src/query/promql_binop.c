@@ -81,9 +81,10 @@ static int eval_vec_scalar(struct ev *ev, const struct gw_pq_node *n,
 		}
 		err = gw_pqe_noname(ev, ls, &ls);
 		if (!err)
-			err = gw_pqe_vpush(&out->v, ls,
-				    cmp ? (gw_pqe_compare(op, l, r) ? 1 : 0)
-					: gw_pqe_arith(op, l, r));
+			err = gw_pqe_vpush(
+				&out->v, ls,
+				cmp ? (gw_pqe_compare(op, l, r) ? 1 : 0)
+				    : gw_pqe_arith(op, l, r));
 	}
 	if (!err && !(cmp && !boolm))
 		err = gw_pqe_check_dups(ev, &out->v);
@@ -95,9 +96,9 @@ static int signature(struct ev *ev, const struct gw_pq_node *n, struct lset *ls,
 {
 	if (n->u.bin.on)
 		return gw_pqe_derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
-			      n->u.bin.nlabels, true, false, out);
+				     n->u.bin.nlabels, true, false, out);
 	return gw_pqe_derive(ev, ls, &n->u.bin.labels, n->u.bin.labels,
-		      n->u.bin.nlabels, false, true, out);
+			     n->u.bin.nlabels, false, true, out);
 }
 
 /* The one-to-one result's labels: the left side's, without __name__ for
@@ -109,10 +110,10 @@ static int result_labels(struct ev *ev, const struct gw_pq_node *n,
 
 	if (n->u.bin.on)
 		return gw_pqe_derive(ev, ls, &n->u.bin.lhs, n->u.bin.labels,
-			      n->u.bin.nlabels, true, drop, out);
+				     n->u.bin.nlabels, true, drop, out);
 	if (n->u.bin.ignoring && n->u.bin.nlabels)
 		return gw_pqe_derive(ev, ls, &n->u.bin.lhs, n->u.bin.labels,
-			      n->u.bin.nlabels, false, drop, out);
+				     n->u.bin.nlabels, false, drop, out);
 	if (drop)
 		return gw_pqe_noname(ev, ls, out);
 	*out = ls;
@@ -143,12 +144,14 @@ static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
 			lstr(&r->p[j].ls->l, b, sizeof(b));
 			lstr(&r->p[sig->idx].ls->l, c, sizeof(c));
 			return gw_pqe_fail(
-			    ev, GW_QERR_EXECUTION, -EINVAL,
-			    "found duplicate series for the match group %s on "
-			    "the right hand-side of the operation: [%s, "
-			    "%s];many-to-many matching not allowed: matching "
-			    "labels must be unique on one side",
-			    a, b, c);
+				ev, GW_QERR_EXECUTION, -EINVAL,
+				"found duplicate series for the match group %s "
+				"on "
+				"the right hand-side of the operation: [%s, "
+				"%s];many-to-many matching not allowed: "
+				"matching "
+				"labels must be unique on one side",
+				a, b, c);
 		}
 		sig->mark = st;
 		sig->idx = j;
@@ -176,9 +179,10 @@ static int eval_vec_vec(struct ev *ev, const struct gw_pq_node *n,
 		}
 		if (sig->mark2 == st2)
 			return gw_pqe_fail(
-			    ev, GW_QERR_EXECUTION, -EINVAL,
-			    "multiple matches for labels: many-to-one matching "
-			    "must be explicit (group_left/group_right)");
+				ev, GW_QERR_EXECUTION, -EINVAL,
+				"multiple matches for labels: many-to-one "
+				"matching "
+				"must be explicit (group_left/group_right)");
 		sig->mark2 = st2;
 		err = result_labels(ev, n, l->p[i].ls, &ls);
 		if (!err)
@@ -193,7 +197,7 @@ int gw_pqe_eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		       struct val *out)
 {
 	enum gw_pq_binop op = n->u.bin.op;
-	struct val l = {0}, r = {0};
+	struct val l = { 0 }, r = { 0 };
 	int err;
 
 	if (!n->u.bin.lhs || !n->u.bin.rhs || op > GW_OP_LE)

@@ -68,7 +68,8 @@ gw_pqe_fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...)
 
 int gw_pqe_malformed(struct ev *ev)
 {
-	return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL, "malformed expression");
+	return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
+			   "malformed expression");
 }
 
 static uint64_t now_ns(void)
@@ -300,7 +301,7 @@ int gw_pqe_check_dups(struct ev *ev, const struct vec *v)
 	for (size_t i = 0; i < v->n; i++) {
 		if (v->p[i].ls->mark == st)
 			return gw_pqe_fail(ev, GW_QERR_EXECUTION, -EINVAL,
-				    MSG_DUP_LABELSET);
+					   MSG_DUP_LABELSET);
 		v->p[i].ls->mark = st;
 	}
 	return 0;
@@ -452,7 +453,7 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			   double *out)
 {
-	struct val v = {0};
+	struct val v = { 0 };
 	int err = gw_pqe_eval(ev, n, t, &v);
 
 	if (!err && v.type != GW_TYPE_SCALAR)
@@ -521,12 +522,12 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 				err = quant ? gw_pqe_scratch(ev, hi - lo) : 0;
 				if (!err)
 					err = gw_pqe_over_time_raw(
-					    fn, phi, d->v + lo, hi - lo, ev->sv,
-					    &x);
+						fn, phi, d->v + lo, hi - lo,
+						ev->sv, &x);
 				ok = true;
 			} else {
-				err = gw_pqe_over_time_rollup(
-				    fn, phi, d->r, lo, hi, &x, &ok);
+				err = gw_pqe_over_time_rollup(fn, phi, d->r, lo,
+							      hi, &x, &ok);
 			}
 			if (err)
 				return err;
@@ -549,7 +550,7 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		     struct val *out)
 {
-	struct val a = {0};
+	struct val a = { 0 };
 	int err = 0;
 
 	switch (n->u.call.fn) {
@@ -581,7 +582,8 @@ static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 
 			err = gw_pqe_noname(ev, a.v.p[i].ls, &ls);
 			if (!err)
-				err = gw_pqe_vpush(&out->v, ls, fabs(a.v.p[i].v));
+				err = gw_pqe_vpush(&out->v, ls,
+						   fabs(a.v.p[i].v));
 		}
 		if (!err)
 			err = gw_pqe_check_dups(ev, &out->v);
@@ -613,7 +615,7 @@ out:
 static int eval_neg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    struct val *out)
 {
-	struct val a = {0};
+	struct val a = { 0 };
 	int err = gw_pqe_eval(ev, n->u.inner, t, &a);
 
 	if (err)
@@ -656,7 +658,7 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	if (++ev->depth > MAX_DEPTH) {
 		ev->depth--;
 		return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
-			    "expression nested too deeply");
+				   "expression nested too deeply");
 	}
 	switch (n->kind) {
 	case GW_PQ_NUMBER:
@@ -704,7 +706,7 @@ static int collect(struct ev *ev, const struct gw_pq_node *n, int depth)
 		return gw_pqe_malformed(ev);
 	if (depth > MAX_DEPTH)
 		return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
-			    "expression nested too deeply");
+				   "expression nested too deeply");
 	switch (n->kind) {
 	case GW_PQ_SELECTOR:
 	case GW_PQ_MATRIX:
@@ -763,7 +765,8 @@ static int64_t sel_lookbehind(const struct ev *ev, const struct gw_pq_node *n,
 static int check_cancel(struct ev *ev)
 {
 	if (ev->lim.cancel && atomic_load(ev->lim.cancel))
-		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, -ECANCELED, MSG_CANCELLED);
+		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, -ECANCELED,
+				   MSG_CANCELLED);
 	return 0;
 }
 
@@ -776,7 +779,7 @@ static int select_error(struct ev *ev, int rc)
 	if (rc == -ETIMEDOUT)
 		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, rc, MSG_TIMEOUT);
 	return gw_pqe_fail(ev, GW_QERR_INTERNAL, rc < 0 ? rc : -EIO,
-		    "reading series: %s", strerror(rc < 0 ? -rc : EIO));
+			   "reading series: %s", strerror(rc < 0 ? -rc : EIO));
 }
 
 static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
@@ -792,10 +795,10 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	}
 	for (size_t i = 0; i < ev->nsel; i++) {
 		const struct gw_pq_node *n = ev->sel[i].node;
-		int64_t lb =
-		    n->kind == GW_PQ_MATRIX && n->u.sel.range_ms > ev->lookback
-			? n->u.sel.range_ms
-			: ev->lookback;
+		int64_t lb = n->kind == GW_PQ_MATRIX &&
+					     n->u.sel.range_ms > ev->lookback
+				     ? n->u.sel.range_ms
+				     : ev->lookback;
 		int64_t a = sat_sub(sat_sub(start, n->u.sel.offset_ms), lb);
 		int64_t b = sat_sub(end, n->u.sel.offset_ms);
 
@@ -809,7 +812,7 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	ev->tier = ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
 	if ((int)ev->tier < GW_TIER_RAW || (int)ev->tier >= GW_TIERS)
 		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
-			    "store picked an unknown tier");
+				   "store picked an unknown tier");
 	ev->res->tier = ev->tier;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		struct sel *s = &ev->sel[i];
@@ -841,8 +844,8 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 			    (d->n &&
 			     (d->tier == GW_TIER_RAW ? !d->t || !d->v : !d->r)))
 				return gw_pqe_fail(
-				    ev, GW_QERR_INTERNAL, -EINVAL,
-				    "store returned inconsistent series");
+					ev, GW_QERR_INTERNAL, -EINVAL,
+					"store returned inconsistent series");
 			err = gw_labels_dup(&l, &d->labels);
 			if (!err)
 				err = intern(ev, &l, &s->ls[j]);
@@ -858,7 +861,7 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 static int ev_init(struct ev *ev, const struct gw_queryable *q,
 		   const struct gw_promql_opts *o, struct gw_qresult *res)
 {
-	struct gw_labels none = {NULL, 0};
+	struct gw_labels none = { NULL, 0 };
 	int err;
 
 	memset(res, 0, sizeof(*res));
@@ -866,19 +869,20 @@ static int ev_init(struct ev *ev, const struct gw_queryable *q,
 	ev->q = q;
 	ev->res = res;
 	ev->lookback =
-	    o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
+		o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
 	ev->lim.max_samples = o ? o->max_samples : 0;
 	ev->lim.cancel = o ? o->cancel : NULL;
 	if (o && o->timeout_ns) {
 		uint64_t now = now_ns();
 
 		ev->lim.deadline_ns = o->timeout_ns > UINT64_MAX - now
-					  ? UINT64_MAX
-					  : now + o->timeout_ns;
+					      ? UINT64_MAX
+					      : now + o->timeout_ns;
 	}
 	gw_buf_init(&ev->kb, KEY_MAX);
 	if (!q || !q->pick_tier || !q->select)
-		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL, "no data source");
+		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
+				   "no data source");
 	err = gw_labels_from(&none, NULL, 0);
 	if (!err)
 		err = intern(ev, &none, &ev->empty);
@@ -988,7 +992,7 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 			   struct gw_qresult *res)
 {
 	struct ev ev;
-	struct val v = {0};
+	struct val v = { 0 };
 	int err;
 
 	err = ev_init(&ev, q, o, res);
@@ -1068,7 +1072,8 @@ static int out_add(struct ev *ev, struct lset *ls, int64_t t, double v,
 	}
 	o = &ev->outs[ls->out - 1];
 	if (o->n && o->p[o->n - 1].t == t)
-		return gw_pqe_fail(ev, GW_QERR_EXECUTION, -EINVAL, MSG_DUP_LABELSET);
+		return gw_pqe_fail(ev, GW_QERR_EXECUTION, -EINVAL,
+				   MSG_DUP_LABELSET);
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 16;
 		struct gw_qpoint *p;
@@ -1105,38 +1110,45 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 		return finish(&ev, err);
 	if (step <= 0)
 		return finish(
-		    &ev, gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-			      "zero or negative query resolution step widths "
-			      "are not accepted. Try a positive integer"));
+			&ev,
+			gw_pqe_fail(
+				&ev, GW_QERR_BAD_DATA, -EINVAL,
+				"zero or negative query resolution step widths "
+				"are not accepted. Try a positive integer"));
 	if (end < start)
 		return finish(
-		    &ev, gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-			      "end timestamp must not be before start time"));
+			&ev,
+			gw_pqe_fail(
+				&ev, GW_QERR_BAD_DATA, -EINVAL,
+				"end timestamp must not be before start time"));
 	if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > MAX_RESOLUTION)
-		return finish(&ev, gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-					"exceeded maximum resolution of 11,000 "
-					"points per timeseries. Try decreasing "
-					"the query resolution (?step=XX)"));
-	nsteps =
-	    (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1;
+		return finish(
+			&ev,
+			gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+				    "exceeded maximum resolution of 11,000 "
+				    "points per timeseries. Try decreasing "
+				    "the query resolution (?step=XX)"));
+	nsteps = (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) +
+		 1;
 	root = unparen(e);
 	if (!root)
 		return finish(&ev, gw_pqe_malformed(&ev));
 	if (root->kind == GW_PQ_MATRIX || root->kind == GW_PQ_STRING)
-		return finish(&ev,
-			      gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-				   "invalid expression type \"%s\" for range "
-				   "query, must be Scalar or instant Vector",
-				   root->kind == GW_PQ_MATRIX ? "range vector"
-							      : "string"));
+		return finish(
+			&ev,
+			gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
+				    "invalid expression type \"%s\" for range "
+				    "query, must be Scalar or instant Vector",
+				    root->kind == GW_PQ_MATRIX ? "range vector"
+							       : "string"));
 	err = load(&ev, e, start, end, step);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		int64_t t = start + (int64_t)i * step;
-		struct val v = {0};
+		struct val v = { 0 };
 
 		if (ev.lim.deadline_ns && now_ns() > ev.lim.deadline_ns) {
-			err =
-			    gw_pqe_fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT, MSG_TIMEOUT);
+			err = gw_pqe_fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT,
+					  MSG_TIMEOUT);
 			break;
 		}
 		err = check_cancel(&ev);
@@ -1150,10 +1162,10 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 				err = out_add(&ev, v.v.p[j].ls, t, v.v.p[j].v,
 					      nsteps);
 		else if (!err)
-			err =
-			    gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
-				 "invalid expression type \"string\" for range "
-				 "query, must be Scalar or instant Vector");
+			err = gw_pqe_fail(
+				&ev, GW_QERR_BAD_DATA, -EINVAL,
+				"invalid expression type \"string\" for range "
+				"query, must be Scalar or instant Vector");
 		gw_pqe_val_release(&v);
 	}
 	if (err)

@@ -181,7 +181,7 @@ bool gw_pqe_irate(const int64_t *ts, const double *vs, size_t n, double *out)
 int gw_pqe_over_time_raw(enum gw_pq_func fn, double phi, const double *v,
 			 size_t n, double *tmp, double *out)
 {
-	struct gw_pqe_mean m = {0};
+	struct gw_pqe_mean m = { 0 };
 	double a = NAN, c = 0, mu = 0, m2 = 0;
 
 	switch (fn) {

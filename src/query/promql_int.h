@@ -140,8 +140,8 @@ int gw_pqe_check_dups(struct ev *ev, const struct vec *v);
 int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		struct val *out);
 /* n at t, which must give a scalar. */
-int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n,
-			   int64_t t, double *out);
+int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+			   double *out);
 
 /* An aggregation node (promql_agg.c). */
 int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,

@@ -115,8 +115,8 @@ int gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out)
 
 	if (err)
 		return err;
-	gw_buf_putf(out, "{\"resultType\":\"%s\",\"result\":",
-		    type_name(res->type));
+	gw_buf_putf(out,
+		    "{\"resultType\":\"%s\",\"result\":", type_name(res->type));
 	if (res->type == GW_TYPE_SCALAR) {
 		fmt_point(out, res->scalar.t, res->scalar.v);
 	} else if (res->type == GW_TYPE_STRING) {

@@ -130,7 +130,8 @@ static const char *quote_char(const char *q, size_t len, size_t i, char *buf,
 		snprintf(buf, n, "'\\t'");
 	else if (c < 0x80)
 		snprintf(buf, n, "'\\x%02x'", c);
-	else if ((u = gw_utf8_len((const unsigned char *)q + i, len - i, NULL)) != 0)
+	else if ((u = gw_utf8_len((const unsigned char *)q + i, len - i,
+				  NULL)) != 0)
 		snprintf(buf, n, "'%.*s'", (int)u, q + i);
 	else
 		snprintf(buf, n, "'\\ufffd'");
@@ -193,9 +194,9 @@ static int scan_string(const char *q, size_t len, size_t start, char *out,
 		size_t u;
 
 		if (i >= len) {
-			snprintf(msg, msgn, quote == '`' ?
-				 "unterminated raw string" :
-				 "unterminated quoted string");
+			snprintf(msg, msgn,
+				 quote == '`' ? "unterminated raw string"
+					      : "unterminated quoted string");
 			return -EINVAL;
 		}
 		c = (unsigned char)q[i];
@@ -220,16 +221,38 @@ static int scan_string(const char *q, size_t len, size_t start, char *out,
 			e = q[i + 1];
 			i += 2;
 			switch (e) {
-			case 'a': x = '\a'; break;
-			case 'b': x = '\b'; break;
-			case 'f': x = '\f'; break;
-			case 'n': x = '\n'; break;
-			case 'r': x = '\r'; break;
-			case 't': x = '\t'; break;
-			case 'v': x = '\v'; break;
-			case '\\': x = '\\'; break;
-			case '0': case '1': case '2': case '3':
-			case '4': case '5': case '6': case '7':
+			case 'a':
+				x = '\a';
+				break;
+			case 'b':
+				x = '\b';
+				break;
+			case 'f':
+				x = '\f';
+				break;
+			case 'n':
+				x = '\n';
+				break;
+			case 'r':
+				x = '\r';
+				break;
+			case 't':
+				x = '\t';
+				break;
+			case 'v':
+				x = '\v';
+				break;
+			case '\\':
+				x = '\\';
+				break;
+			case '0':
+			case '1':
+			case '2':
+			case '3':
+			case '4':
+			case '5':
+			case '6':
+			case '7':
 				n = 3, base = 8, i--;
 				break;
 			case 'x':
@@ -257,27 +280,32 @@ static int scan_string(const char *q, size_t len, size_t start, char *out,
 
 				if (i >= len) {
 					snprintf(msg, msgn,
-						 "escape sequence not terminated");
+						 "escape sequence not "
+						 "terminated");
 					return -EINVAL;
 				}
 				d = hexval((unsigned char)q[i]);
 				if (d >= base) {
 					snprintf(msg, msgn,
-						 "illegal character %s in escape sequence",
-						 unicode_name((unsigned char)q[i],
-							      nb, sizeof(nb)));
+						 "illegal character %s in "
+						 "escape sequence",
+						 unicode_name(
+							 (unsigned char)q[i],
+							 nb, sizeof(nb)));
 					return -EINVAL;
 				}
 				x = x * (uint32_t)base + (uint32_t)d;
 			}
 			if (n && (x > max || (x >= 0xd800 && x < 0xe000))) {
 				snprintf(msg, msgn,
-					 "escape sequence is an invalid Unicode code point");
+					 "escape sequence is an invalid "
+					 "Unicode code point");
 				return -EINVAL;
 			}
 			if (x == 0) {
 				snprintf(msg, msgn,
-					 "strings must not contain NUL characters");
+					 "strings must not contain NUL "
+					 "characters");
 				return -EINVAL;
 			}
 			if (out) {
@@ -339,8 +367,9 @@ static int lex_number_or_duration(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 	bool hex = false;
 	char msg[200];
 
-	if (q[i] == '0' && i + 1 < lx->len && (q[i + 1] == 'x' || q[i + 1] == 'X') &&
-	    i + 2 < lx->len && hexval((unsigned char)q[i + 2]) < 16) {
+	if (q[i] == '0' && i + 1 < lx->len &&
+	    (q[i + 1] == 'x' || q[i + 1] == 'X') && i + 2 < lx->len &&
+	    hexval((unsigned char)q[i + 2]) < 16) {
 		hex = true;
 		i += 2;
 		while (i < lx->len && hexval((unsigned char)q[i]) < 16)
@@ -373,8 +402,10 @@ static int lex_number_or_duration(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 		double v;
 
 		if (i - s >= sizeof(text))
-			return fail(lx, s, "bad number or duration syntax: \"%.40s...\"",
-				    q + s);
+			return fail(
+				lx, s,
+				"bad number or duration syntax: \"%.40s...\"",
+				q + s);
 		memcpy(text, q + s, i - s);
 		text[i - s] = '\0';
 		/* Integers in Go's base-0 syntax first (0755 is octal). */
@@ -386,10 +417,14 @@ static int lex_number_or_duration(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 			errno = 0;
 			v = strtod(text, &endp);
 			if (*endp != '\0')
-				return fail(lx, s, "bad number or duration syntax: \"%s\"",
-					    text);
+				return fail(
+					lx, s,
+					"bad number or duration syntax: \"%s\"",
+					text);
 			if (errno == ERANGE && isinf(v))
-				return fail(lx, s, "error parsing number \"%.40s\": value out of range",
+				return fail(lx, s,
+					    "error parsing number \"%.40s\": "
+					    "value out of range",
 					    text);
 		}
 		t->type = GW_PQL_T_NUMBER;
@@ -422,10 +457,11 @@ static int lex_number_or_duration(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 		if (!ok || (i < lx->len && q[i] == '.')) {
 			size_t e = s;
 
-			while (e < lx->len && (is_alnum((unsigned char)q[e]) ||
-					      q[e] == '.'))
+			while (e < lx->len &&
+			       (is_alnum((unsigned char)q[e]) || q[e] == '.'))
 				e++;
-			return fail(lx, s, "bad number or duration syntax: \"%.*s\"",
+			return fail(lx, s,
+				    "bad number or duration syntax: \"%.*s\"",
 				    (int)(e - s > 64 ? 64 : e - s), q + s);
 		}
 	}
@@ -523,10 +559,10 @@ static int lex_brace(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 	case '{':
 		return fail(lx, lx->pos - 1, "unexpected left brace '{'");
 	default:
-		return fail(lx, lx->pos - 1,
-			    "unexpected character inside braces: %s",
-			    quote_char(q, lx->len, lx->pos - 1, cb,
-				       sizeof(cb)));
+		return fail(
+			lx, lx->pos - 1,
+			"unexpected character inside braces: %s",
+			quote_char(q, lx->len, lx->pos - 1, cb, sizeof(cb)));
 	}
 }
 
@@ -555,10 +591,10 @@ static int lex_bracket(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 		lx->mode = GW_PQL_M_STMT;
 		return 0;
 	default:
-		return fail(lx, lx->pos,
-			    "unexpected character in duration expression: %s",
-			    quote_char(lx->q, lx->len, lx->pos, cb,
-				       sizeof(cb)));
+		return fail(
+			lx, lx->pos,
+			"unexpected character in duration expression: %s",
+			quote_char(lx->q, lx->len, lx->pos, cb, sizeof(cb)));
 	}
 }
 
@@ -587,7 +623,7 @@ static int lex_stmt(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 			lx->pos++;
 		t->type = GW_PQL_T_IDENT;
 		if ((lx->pos - s == 3 && (strncasecmp(q + s, "inf", 3) == 0 ||
-					 strncasecmp(q + s, "nan", 3) == 0))) {
+					  strncasecmp(q + s, "nan", 3) == 0))) {
 			t->type = GW_PQL_T_NUMBER;
 			t->num = (q[s] | 0x20) == 'i' ? INFINITY : NAN;
 		}
@@ -626,12 +662,24 @@ static int lex_stmt(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 	case '@':
 		t->type = GW_PQL_T_AT;
 		return 0;
-	case '+': t->op = GW_OP_ADD; return 0;
-	case '-': t->op = GW_OP_SUB; return 0;
-	case '*': t->op = GW_OP_MUL; return 0;
-	case '/': t->op = GW_OP_DIV; return 0;
-	case '%': t->op = GW_OP_MOD; return 0;
-	case '^': t->op = GW_OP_POW; return 0;
+	case '+':
+		t->op = GW_OP_ADD;
+		return 0;
+	case '-':
+		t->op = GW_OP_SUB;
+		return 0;
+	case '*':
+		t->op = GW_OP_MUL;
+		return 0;
+	case '/':
+		t->op = GW_OP_DIV;
+		return 0;
+	case '%':
+		t->op = GW_OP_MOD;
+		return 0;
+	case '^':
+		t->op = GW_OP_POW;
+		return 0;
 	case '=':
 		if (n == '=') {
 			lx->pos++;
@@ -674,9 +722,9 @@ static int lex_stmt(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 	case ']':
 		return fail(lx, lx->pos - 1, "unexpected right bracket ']'");
 	default:
-		return fail(lx, lx->pos - 1, "unexpected character: %s",
-			    quote_char(q, lx->len, lx->pos - 1, cb,
-				       sizeof(cb)));
+		return fail(
+			lx, lx->pos - 1, "unexpected character: %s",
+			quote_char(q, lx->len, lx->pos - 1, cb, sizeof(cb)));
 	}
 }
 

@@ -44,7 +44,7 @@
 
 enum gw_pql_tk {
 	GW_PQL_T_EOF,
-	GW_PQL_T_IDENT,    /* names, keywords; ':' allowed outside braces */
+	GW_PQL_T_IDENT, /* names, keywords; ':' allowed outside braces */
 	GW_PQL_T_NUMBER,
 	GW_PQL_T_DURATION, /* only where a number cannot be: 5m, 1h30m */
 	GW_PQL_T_STRING,   /* "..", '..' or `..`, quotes included */
@@ -57,10 +57,10 @@ enum gw_pql_tk {
 	GW_PQL_T_COMMA,
 	GW_PQL_T_COLON,
 	GW_PQL_T_AT,
-	GW_PQL_T_EQL,   /* = */
-	GW_PQL_T_OP,    /* a binary operator, in tok.op */
-	GW_PQL_T_RE,    /* =~ */
-	GW_PQL_T_NRE,   /* !~ */
+	GW_PQL_T_EQL, /* = */
+	GW_PQL_T_OP,  /* a binary operator, in tok.op */
+	GW_PQL_T_RE,  /* =~ */
+	GW_PQL_T_NRE, /* !~ */
 };
 
 struct gw_pql_tok {
@@ -97,14 +97,13 @@ gw_pql_lex_init(struct gw_pql_lexer *lx, const char *query,
 /* The next token into t (cleared first, extent always set); at the end of
  * input GW_PQL_T_EOF, or an error inside braces, brackets or parentheses.
  * Returns 0 or the error recorded. */
-__attribute__((warn_unused_result)) int
-gw_pql_lex(struct gw_pql_lexer *lx, struct gw_pql_tok *t);
+__attribute__((warn_unused_result)) int gw_pql_lex(struct gw_pql_lexer *lx,
+						   struct gw_pql_tok *t);
 
 /* Records an error at byte offset pos (see Errors above); returns rc, for
  * "return gw_pql_vfail(...)". */
 __attribute__((format(printf, 3, 0))) int
-gw_pql_vfail(struct gw_pql_lexer *lx, size_t pos, const char *fmt,
-	     va_list ap);
+gw_pql_vfail(struct gw_pql_lexer *lx, size_t pos, const char *fmt, va_list ap);
 
 /* Records "out of memory" at offset 0 with -ENOMEM; returns rc. */
 int gw_pql_nomem(struct gw_pql_lexer *lx);

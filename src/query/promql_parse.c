@@ -38,7 +38,7 @@
 #include "query/promql_lex.h"
 
 #define MAX_MATCHERS 256
-#define MAX_ITEMS 1024 /* call arguments, grouping labels */
+#define MAX_ITEMS    1024 /* call arguments, grouping labels */
 
 struct parser {
 	struct gw_pql_lexer lx; /* the query, the position, the first error */
@@ -96,11 +96,22 @@ static int next(struct parser *p, struct gw_pql_tok *t)
 
 enum kw {
 	KW_NONE,
-	KW_BY, KW_WITHOUT, KW_ON, KW_IGNORING, KW_BOOL, KW_OFFSET,
-	KW_GROUP_LEFT, KW_GROUP_RIGHT, KW_START, KW_END,
-	KW_AND, KW_OR, KW_UNLESS, KW_ATAN2,
-	KW_AGG,          /* an aggregation of the subset */
-	KW_AGG_OTHER,    /* one of Prometheus' others */
+	KW_BY,
+	KW_WITHOUT,
+	KW_ON,
+	KW_IGNORING,
+	KW_BOOL,
+	KW_OFFSET,
+	KW_GROUP_LEFT,
+	KW_GROUP_RIGHT,
+	KW_START,
+	KW_END,
+	KW_AND,
+	KW_OR,
+	KW_UNLESS,
+	KW_ATAN2,
+	KW_AGG,	      /* an aggregation of the subset */
+	KW_AGG_OTHER, /* one of Prometheus' others */
 };
 
 static const struct {
@@ -108,9 +119,12 @@ static const struct {
 	enum gw_pq_aggop op;
 	bool param;
 } aggs[] = {
-	{ "sum", GW_AGG_SUM, false },       { "avg", GW_AGG_AVG, false },
-	{ "min", GW_AGG_MIN, false },       { "max", GW_AGG_MAX, false },
-	{ "count", GW_AGG_COUNT, false },   { "topk", GW_AGG_TOPK, true },
+	{ "sum", GW_AGG_SUM, false },
+	{ "avg", GW_AGG_AVG, false },
+	{ "min", GW_AGG_MIN, false },
+	{ "max", GW_AGG_MAX, false },
+	{ "count", GW_AGG_COUNT, false },
+	{ "topk", GW_AGG_TOPK, true },
 	{ "bottomk", GW_AGG_BOTTOMK, true },
 	{ "quantile", GW_AGG_QUANTILE, true },
 };
@@ -123,13 +137,20 @@ static const struct {
 	const char *name;
 	enum kw kw;
 } keywords[] = {
-	{ "by", KW_BY },           { "without", KW_WITHOUT },
-	{ "on", KW_ON },           { "ignoring", KW_IGNORING },
-	{ "bool", KW_BOOL },       { "offset", KW_OFFSET },
-	{ "group_left", KW_GROUP_LEFT }, { "group_right", KW_GROUP_RIGHT },
-	{ "start", KW_START },     { "end", KW_END },
-	{ "and", KW_AND },         { "or", KW_OR },
-	{ "unless", KW_UNLESS },   { "atan2", KW_ATAN2 },
+	{ "by", KW_BY },
+	{ "without", KW_WITHOUT },
+	{ "on", KW_ON },
+	{ "ignoring", KW_IGNORING },
+	{ "bool", KW_BOOL },
+	{ "offset", KW_OFFSET },
+	{ "group_left", KW_GROUP_LEFT },
+	{ "group_right", KW_GROUP_RIGHT },
+	{ "start", KW_START },
+	{ "end", KW_END },
+	{ "and", KW_AND },
+	{ "or", KW_OR },
+	{ "unless", KW_UNLESS },
+	{ "atan2", KW_ATAN2 },
 };
 
 static bool word_is(const char *s, size_t n, const char *w)
@@ -161,15 +182,14 @@ static enum kw keyword(const struct parser *p, const struct gw_pql_tok *t,
 }
 
 static const char *const op_text[] = {
-	[GW_OP_ADD] = "+",  [GW_OP_SUB] = "-",  [GW_OP_MUL] = "*",
-	[GW_OP_DIV] = "/",  [GW_OP_MOD] = "%",  [GW_OP_POW] = "^",
-	[GW_OP_EQ] = "==",  [GW_OP_NE] = "!=",  [GW_OP_GT] = ">",
-	[GW_OP_LT] = "<",   [GW_OP_GE] = ">=",  [GW_OP_LE] = "<=",
+	[GW_OP_ADD] = "+", [GW_OP_SUB] = "-", [GW_OP_MUL] = "*",
+	[GW_OP_DIV] = "/", [GW_OP_MOD] = "%", [GW_OP_POW] = "^",
+	[GW_OP_EQ] = "==", [GW_OP_NE] = "!=", [GW_OP_GT] = ">",
+	[GW_OP_LT] = "<",  [GW_OP_GE] = ">=", [GW_OP_LE] = "<=",
 };
 
 /* Go's %q of a byte string, cut to max bytes of the text. */
-static void go_quote(char *buf, size_t n, const char *s, size_t len,
-		     size_t max)
+static void go_quote(char *buf, size_t n, const char *s, size_t len, size_t max)
 {
 	size_t o = 0;
 
@@ -204,19 +224,32 @@ static const char *describe(const struct parser *p, const struct gw_pql_tok *t,
 	char qb[96];
 
 	switch (t->type) {
-	case GW_PQL_T_EOF: return "end of input";
-	case GW_PQL_T_LPAREN: return "\"(\"";
-	case GW_PQL_T_RPAREN: return "\")\"";
-	case GW_PQL_T_LBRACE: return "\"{\"";
-	case GW_PQL_T_RBRACE: return "\"}\"";
-	case GW_PQL_T_LBRACKET: return "\"[\"";
-	case GW_PQL_T_RBRACKET: return "\"]\"";
-	case GW_PQL_T_COMMA: return "\",\"";
-	case GW_PQL_T_COLON: return "\":\"";
-	case GW_PQL_T_EQL: return "\"=\"";
-	case GW_PQL_T_AT: return "<op:@>";
-	case GW_PQL_T_RE: return "<op:=~>";
-	case GW_PQL_T_NRE: return "<op:!~>";
+	case GW_PQL_T_EOF:
+		return "end of input";
+	case GW_PQL_T_LPAREN:
+		return "\"(\"";
+	case GW_PQL_T_RPAREN:
+		return "\")\"";
+	case GW_PQL_T_LBRACE:
+		return "\"{\"";
+	case GW_PQL_T_RBRACE:
+		return "\"}\"";
+	case GW_PQL_T_LBRACKET:
+		return "\"[\"";
+	case GW_PQL_T_RBRACKET:
+		return "\"]\"";
+	case GW_PQL_T_COMMA:
+		return "\",\"";
+	case GW_PQL_T_COLON:
+		return "\":\"";
+	case GW_PQL_T_EQL:
+		return "\"=\"";
+	case GW_PQL_T_AT:
+		return "<op:@>";
+	case GW_PQL_T_RE:
+		return "<op:=~>";
+	case GW_PQL_T_NRE:
+		return "<op:!~>";
 	case GW_PQL_T_OP:
 		snprintf(buf, n, "<op:%s>", op_text[t->op]);
 		return buf;
@@ -225,8 +258,8 @@ static const char *describe(const struct parser *p, const struct gw_pql_tok *t,
 		case KW_NONE:
 			go_quote(qb, sizeof(qb), s, len, 40);
 			snprintf(buf, n, "%s %s",
-				 memchr(s, ':', len) ? "metric identifier" :
-						       "identifier",
+				 memchr(s, ':', len) ? "metric identifier"
+						     : "identifier",
 				 qb);
 			return buf;
 		case KW_AGG:
@@ -248,8 +281,9 @@ static const char *describe(const struct parser *p, const struct gw_pql_tok *t,
 	case GW_PQL_T_STRING:
 		go_quote(qb, sizeof(qb), s, len, 10);
 		snprintf(buf, n, "%s %s",
-			 t->type == GW_PQL_T_NUMBER ? "number" :
-			 t->type == GW_PQL_T_DURATION ? "duration" : "string",
+			 t->type == GW_PQL_T_NUMBER	? "number"
+			 : t->type == GW_PQL_T_DURATION ? "duration"
+							: "string",
 			 qb);
 		return buf;
 	}
@@ -289,22 +323,46 @@ static const struct fn_info {
 	{ "irate", GW_FN_IRATE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
 	{ "increase", GW_FN_INCREASE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
 	{ "delta", GW_FN_DELTA, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
-	{ "avg_over_time", GW_FN_AVG_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "avg_over_time",
+	  GW_FN_AVG_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "min_over_time", GW_FN_MIN_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "min_over_time",
+	  GW_FN_MIN_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "max_over_time", GW_FN_MAX_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "max_over_time",
+	  GW_FN_MAX_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "sum_over_time", GW_FN_SUM_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "sum_over_time",
+	  GW_FN_SUM_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "count_over_time", GW_FN_COUNT_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "count_over_time",
+	  GW_FN_COUNT_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "last_over_time", GW_FN_LAST_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "last_over_time",
+	  GW_FN_LAST_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "stddev_over_time", GW_FN_STDDEV_OVER_TIME, 1, { GW_TYPE_MATRIX },
+	{ "stddev_over_time",
+	  GW_FN_STDDEV_OVER_TIME,
+	  1,
+	  { GW_TYPE_MATRIX },
 	  GW_TYPE_VECTOR },
-	{ "quantile_over_time", GW_FN_QUANTILE_OVER_TIME, 2,
-	  { GW_TYPE_SCALAR, GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
+	{ "quantile_over_time",
+	  GW_FN_QUANTILE_OVER_TIME,
+	  2,
+	  { GW_TYPE_SCALAR, GW_TYPE_MATRIX },
+	  GW_TYPE_VECTOR },
 	{ "abs", GW_FN_ABS, 1, { GW_TYPE_VECTOR }, GW_TYPE_VECTOR },
 	{ "time", GW_FN_TIME, 0, { GW_TYPE_SCALAR }, GW_TYPE_SCALAR },
 	{ "vector", GW_FN_VECTOR, 1, { GW_TYPE_SCALAR }, GW_TYPE_VECTOR },
@@ -313,19 +371,68 @@ static const struct fn_info {
 
 /* Prometheus' other functions: known, so named as unsupported. */
 static const char *const other_fns[] = {
-	"absent", "absent_over_time", "acos", "acosh", "asin", "asinh",
-	"atan", "atanh", "ceil", "changes", "clamp", "clamp_max",
-	"clamp_min", "cos", "cosh", "day_of_month", "day_of_week",
-	"day_of_year", "days_in_month", "deg", "deriv",
-	"double_exponential_smoothing", "exp", "floor", "histogram_avg",
-	"histogram_count", "histogram_fraction", "histogram_quantile",
-	"histogram_stddev", "histogram_stdvar", "histogram_sum",
-	"holt_winters", "hour", "idelta", "info", "label_join",
-	"label_replace", "ln", "log10", "log2", "mad_over_time", "minute",
-	"month", "pi", "predict_linear", "present_over_time", "rad",
-	"resets", "round", "sgn", "sin", "sinh", "sort", "sort_by_label",
-	"sort_by_label_desc", "sort_desc", "sqrt", "stdvar_over_time",
-	"tan", "tanh", "timestamp", "year",
+	"absent",
+	"absent_over_time",
+	"acos",
+	"acosh",
+	"asin",
+	"asinh",
+	"atan",
+	"atanh",
+	"ceil",
+	"changes",
+	"clamp",
+	"clamp_max",
+	"clamp_min",
+	"cos",
+	"cosh",
+	"day_of_month",
+	"day_of_week",
+	"day_of_year",
+	"days_in_month",
+	"deg",
+	"deriv",
+	"double_exponential_smoothing",
+	"exp",
+	"floor",
+	"histogram_avg",
+	"histogram_count",
+	"histogram_fraction",
+	"histogram_quantile",
+	"histogram_stddev",
+	"histogram_stdvar",
+	"histogram_sum",
+	"holt_winters",
+	"hour",
+	"idelta",
+	"info",
+	"label_join",
+	"label_replace",
+	"ln",
+	"log10",
+	"log2",
+	"mad_over_time",
+	"minute",
+	"month",
+	"pi",
+	"predict_linear",
+	"present_over_time",
+	"rad",
+	"resets",
+	"round",
+	"sgn",
+	"sin",
+	"sinh",
+	"sort",
+	"sort_by_label",
+	"sort_by_label_desc",
+	"sort_desc",
+	"sqrt",
+	"stdvar_over_time",
+	"tan",
+	"tanh",
+	"timestamp",
+	"year",
 };
 
 void gw_matchers_free(struct gw_matcher *m, size_t nm)
@@ -399,7 +506,6 @@ static struct gw_pq_node *new_node(struct parser *p, enum gw_pq_kind kind,
 	return n;
 }
 
-
 /*
  * Makes room for item n in the array at *pv (a pointer to the array
  * pointer; cap items allocated, of sz bytes each), up to max items.
@@ -429,12 +535,10 @@ static int grow(struct parser *p, void *pv, size_t *cap, size_t n, size_t sz,
 /* ---- the grammar ---- */
 
 static int parse_expr(struct parser *p, struct gw_pq_node **out);
-static int parse_binary(struct parser *p, int minprec,
-			struct gw_pq_node **out);
+static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out);
 
-static int expect(struct parser *p, enum gw_pql_tk type,
-		  struct gw_pql_tok *t, const char *context,
-		  const char *expected)
+static int expect(struct parser *p, enum gw_pql_tk type, struct gw_pql_tok *t,
+		  const char *context, const char *expected)
 {
 	const struct gw_pql_tok *la = peek(p, 0);
 
@@ -465,8 +569,8 @@ static int parse_grouping(struct parser *p, char ***labels, size_t *nlabels)
 		if (la->type != GW_PQL_T_IDENT ||
 		    memchr(p->lx.q + la->pos, ':', la->end - la->pos))
 			return unexpected(p, la, "grouping opts", "label");
-		err = grow(p, labels, &cap, *nlabels, sizeof(char *),
-			   MAX_ITEMS, la->pos, "grouping labels");
+		err = grow(p, labels, &cap, *nlabels, sizeof(char *), MAX_ITEMS,
+			   la->pos, "grouping labels");
 		if (err)
 			return err;
 		(*labels)[*nlabels] = gw_pql_dup_text(&p->lx, la);
@@ -506,8 +610,8 @@ static int parse_args(struct parser *p, struct gw_pq_node ***args,
 			return p->lx.rc;
 		if (la->type == GW_PQL_T_RPAREN)
 			break;
-		err = grow(p, args, &cap, *nargs, sizeof(**args),
-			   MAX_ITEMS, la->pos, "arguments");
+		err = grow(p, args, &cap, *nargs, sizeof(**args), MAX_ITEMS,
+			   la->pos, "arguments");
 		if (err)
 			return err;
 		(*args)[*nargs] = NULL;
@@ -530,7 +634,8 @@ static int parse_args(struct parser *p, struct gw_pq_node ***args,
 			return p->lx.rc;
 		if (la->type == GW_PQL_T_RPAREN)
 			return fail(p, t.pos,
-				    "trailing commas not allowed in function call args");
+				    "trailing commas not allowed in function "
+				    "call args");
 	}
 	return next(p, &t);
 }
@@ -592,12 +697,14 @@ static int parse_aggregation(struct parser *p, int which,
 	}
 	want = aggs[which].param ? 2 : 1;
 	if (nargs == 0) {
-		fail(p, n->pos, "no arguments for aggregate expression provided");
+		fail(p, n->pos,
+		     "no arguments for aggregate expression provided");
 		goto out;
 	}
 	if (nargs != want) {
 		fail(p, n->pos,
-		     "wrong number of arguments for aggregate expression provided, expected %zu, got %zu",
+		     "wrong number of arguments for aggregate expression "
+		     "provided, expected %zu, got %zu",
 		     want, nargs);
 		goto out;
 	}
@@ -657,9 +764,10 @@ static int parse_call(struct parser *p, struct gw_pq_node **out)
 	n->u.call.fn = f->fn;
 	n->type = f->ret;
 	if (n->u.call.nargs != f->nargs)
-		return fail(p, n->pos,
-			    "expected %u argument(s) in call to \"%s\", got %zu",
-			    f->nargs, f->name, n->u.call.nargs);
+		return fail(
+			p, n->pos,
+			"expected %u argument(s) in call to \"%s\", got %zu",
+			f->nargs, f->name, n->u.call.nargs);
 	for (size_t i = 0; i < f->nargs; i++) {
 		struct gw_pq_node *a = n->u.call.args[i];
 		char ctx[64];
@@ -681,14 +789,14 @@ static int parse_call(struct parser *p, struct gw_pq_node **out)
 }
 
 static int add_matcher(struct parser *p, struct gw_pq_node *n, size_t *cap,
-		       enum gw_match_op op, const char *name,
-		       const char *value, uint32_t pos)
+		       enum gw_match_op op, const char *name, const char *value,
+		       uint32_t pos)
 {
 	char msg[200] = "";
 	int err;
 
-	err = grow(p, &n->u.sel.m, cap, n->u.sel.nm,
-		   sizeof(*n->u.sel.m), MAX_MATCHERS, pos, "label matchers");
+	err = grow(p, &n->u.sel.m, cap, n->u.sel.nm, sizeof(*n->u.sel.m),
+		   MAX_MATCHERS, pos, "label matchers");
 	if (err)
 		return err;
 	err = gw_matcher_init(&n->u.sel.m[n->u.sel.nm], op, name, value, msg,
@@ -696,8 +804,8 @@ static int add_matcher(struct parser *p, struct gw_pq_node *n, size_t *cap,
 	if (err == -ENOMEM)
 		return nomem(p);
 	if (err)
-		return fail(p, pos, "%s", msg[0] ? msg :
-			    "invalid regular expression");
+		return fail(p, pos, "%s",
+			    msg[0] ? msg : "invalid regular expression");
 	n->u.sel.nm++;
 	return 0;
 }
@@ -752,10 +860,11 @@ static int parse_selector(struct parser *p, struct gw_pq_node **out)
 					  "identifier or \"}\"");
 		if ((err = next(p, &op)))
 			return err;
-		oi = op.type == GW_PQL_T_EQL ? 0 :
-		     op.type == GW_PQL_T_OP ? 1 :
-		     op.type == GW_PQL_T_RE ? 2 :
-		     op.type == GW_PQL_T_NRE ? 3 : -1;
+		oi = op.type == GW_PQL_T_EQL   ? 0
+		     : op.type == GW_PQL_T_OP  ? 1
+		     : op.type == GW_PQL_T_RE  ? 2
+		     : op.type == GW_PQL_T_NRE ? 3
+					       : -1;
 		if (oi < 0)
 			return unexpected(p, &op, "label matching",
 					  "label matching operator");
@@ -785,14 +894,16 @@ static int parse_selector(struct parser *p, struct gw_pq_node **out)
 	for (size_t i = 1; n->u.sel.name && i < n->u.sel.nm; i++)
 		if (strcmp(n->u.sel.m[i].name, "__name__") == 0)
 			return fail(p, n->pos,
-				    "metric name must not be set twice: \"%.60s\" or \"%.60s\"",
+				    "metric name must not be set twice: "
+				    "\"%.60s\" or \"%.60s\"",
 				    n->u.sel.name, n->u.sel.m[i].value);
 	for (size_t i = 0; i < n->u.sel.nm; i++)
 		if (!gw_matcher_matches_empty(&n->u.sel.m[i]))
 			nonempty = true;
 	if (!nonempty)
 		return fail(p, n->pos,
-			    "vector selector must contain at least one non-empty matcher");
+			    "vector selector must contain at least one "
+			    "non-empty matcher");
 	return 0;
 }
 
@@ -847,10 +958,12 @@ static int parse_postfix(struct parser *p, struct gw_pq_node *n)
 						  "\":\" or \"]\"");
 			if (n->kind != GW_PQ_SELECTOR)
 				return fail(p, open.pos,
-					    "ranges only allowed for vector selectors");
+					    "ranges only allowed for vector "
+					    "selectors");
 			if (n->u.sel.offset_ms)
 				return fail(p, open.pos,
-					    "no offset modifiers allowed before range");
+					    "no offset modifiers allowed "
+					    "before range");
 			if ((err = take_duration(p, &d, &ms)))
 				return err;
 			n->kind = GW_PQ_MATRIX;
@@ -873,12 +986,17 @@ static int parse_postfix(struct parser *p, struct gw_pq_node *n)
 				return unexpected(p, &d, "offset", "duration");
 			if ((err = take_duration(p, &d, &ms)))
 				return err;
-			if (n->kind != GW_PQ_SELECTOR && n->kind != GW_PQ_MATRIX)
-				return fail(p, n->pos,
-					    "offset modifier must be preceded by an instant vector selector or range vector selector or a subquery");
+			if (n->kind != GW_PQ_SELECTOR &&
+			    n->kind != GW_PQ_MATRIX)
+				return fail(
+					p, n->pos,
+					"offset modifier must be preceded by "
+					"an instant vector selector or range "
+					"vector selector or a subquery");
 			if (n->u.sel.offset_ms)
-				return fail(p, n->pos,
-					    "offset may not be set multiple times");
+				return fail(
+					p, n->pos,
+					"offset may not be set multiple times");
 			n->u.sel.offset_ms = neg ? -ms : ms;
 		} else if (la->type == GW_PQL_T_AT) {
 			return fail(p, la->pos, "@ modifier is not supported");
@@ -941,10 +1059,11 @@ static int parse_primary(struct parser *p, struct gw_pq_node **out)
 			    k1 == KW_WITHOUT) {
 				if (kw == KW_AGG)
 					return parse_aggregation(p, agg, out);
-				return fail(p, la->pos,
-					    "aggregation \"%.*s\" is not supported",
-					    (int)(la->end - la->pos),
-					    p->lx.q + la->pos);
+				return fail(
+					p, la->pos,
+					"aggregation \"%.*s\" is not supported",
+					(int)(la->end - la->pos),
+					p->lx.q + la->pos);
 			}
 			return parse_selector(p, out);
 		}
@@ -1013,7 +1132,8 @@ static int parse_unary(struct parser *p, struct gw_pq_node **out)
 	}
 	if (inner->type != GW_TYPE_SCALAR && inner->type != GW_TYPE_VECTOR) {
 		err = fail(p, t.pos,
-			   "unary expression only allowed on expressions of type scalar or instant vector, got \"%s\"",
+			   "unary expression only allowed on expressions of "
+			   "type scalar or instant vector, got \"%s\"",
 			   type_name[inner->type]);
 		gw_promql_free(inner);
 		return err;
@@ -1090,32 +1210,37 @@ static int parse_bin_modifiers(struct parser *p, struct gw_pq_node *n)
 	return 0;
 }
 
-static int check_binary(struct parser *p, struct gw_pq_node *n,
-			uint32_t oppos)
+static int check_binary(struct parser *p, struct gw_pq_node *n, uint32_t oppos)
 {
 	struct gw_pq_node *l = n->u.bin.lhs, *r = n->u.bin.rhs;
 	bool cmp = is_comparison(n->u.bin.op);
 
 	if (n->u.bin.bool_mod && !cmp)
 		return fail(p, oppos,
-			    "bool modifier can only be used on comparison operators");
+			    "bool modifier can only be used on comparison "
+			    "operators");
 	if (cmp && !n->u.bin.bool_mod && l->type == GW_TYPE_SCALAR &&
 	    r->type == GW_TYPE_SCALAR)
-		return fail(p, oppos,
-			    "comparisons between scalars must use BOOL modifier");
+		return fail(
+			p, oppos,
+			"comparisons between scalars must use BOOL modifier");
 	if (l->type != GW_TYPE_SCALAR && l->type != GW_TYPE_VECTOR)
 		return fail(p, l->pos,
-			    "binary expression must contain only scalar and instant vector types");
+			    "binary expression must contain only scalar and "
+			    "instant vector types");
 	if (r->type != GW_TYPE_SCALAR && r->type != GW_TYPE_VECTOR)
 		return fail(p, r->pos,
-			    "binary expression must contain only scalar and instant vector types");
+			    "binary expression must contain only scalar and "
+			    "instant vector types");
 	if (l->type == GW_TYPE_SCALAR || r->type == GW_TYPE_SCALAR) {
 		if (n->u.bin.nlabels)
 			return fail(p, n->pos,
-				    "vector matching only allowed between instant vectors");
+				    "vector matching only allowed between "
+				    "instant vectors");
 		n->u.bin.on = n->u.bin.ignoring = false;
-		n->type = l->type == GW_TYPE_SCALAR && r->type == GW_TYPE_SCALAR ?
-				  GW_TYPE_SCALAR : GW_TYPE_VECTOR;
+		n->type = l->type == GW_TYPE_SCALAR && r->type == GW_TYPE_SCALAR
+				  ? GW_TYPE_SCALAR
+				  : GW_TYPE_VECTOR;
 	} else {
 		n->type = GW_TYPE_VECTOR;
 	}
@@ -1149,13 +1274,15 @@ static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
 		if (kw == KW_AND || kw == KW_OR || kw == KW_UNLESS) {
 			err = fail(p, la->pos,
 				   "set operator \"%s\" is not supported",
-				   kw == KW_AND ? "and" : kw == KW_OR ? "or" :
-				   "unless");
+				   kw == KW_AND	 ? "and"
+				   : kw == KW_OR ? "or"
+						 : "unless");
 			goto out;
 		}
 		if (kw == KW_ATAN2) {
-			err = fail(p, la->pos,
-				   "binary operator \"atan2\" is not supported");
+			err = fail(
+				p, la->pos,
+				"binary operator \"atan2\" is not supported");
 			goto out;
 		}
 		if (la->type != GW_PQL_T_OP)
@@ -1196,9 +1323,7 @@ static int parse_expr(struct parser *p, struct gw_pq_node **out)
 	return parse_binary(p, 0, out);
 }
 
-
-static int start(struct parser *p, const char *q,
-		 struct gw_promql_error *err)
+static int start(struct parser *p, const char *q, struct gw_promql_error *err)
 {
 	memset(p, 0, sizeof(*p));
 	return gw_pql_lex_init(&p->lx, q, err);
@@ -1341,9 +1466,12 @@ static void fmt_duration(struct gw_buf *b, int64_t ms)
 		int64_t ms;
 		bool exact;
 	} u[] = {
-		{ "y", 365LL * 86400000, true }, { "w", 7LL * 86400000, true },
-		{ "d", 86400000, false },        { "h", 3600000, false },
-		{ "m", 60000, false },           { "s", 1000, false },
+		{ "y", 365LL * 86400000, true },
+		{ "w", 7LL * 86400000, true },
+		{ "d", 86400000, false },
+		{ "h", 3600000, false },
+		{ "m", 60000, false },
+		{ "s", 1000, false },
 		{ "ms", 1, false },
 	};
 
@@ -1386,8 +1514,7 @@ static void fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
 	for (size_t i = first; i < n->u.sel.nm; i++) {
 		const struct gw_matcher *m = &n->u.sel.m[i];
 
-		gw_buf_putf(b, "%s%s%s", k++ ? ", " : "", m->name,
-			    mops[m->op]);
+		gw_buf_putf(b, "%s%s%s", k++ ? ", " : "", m->name, mops[m->op]);
 		fmt_string(b, m->value);
 	}
 	if (n->u.sel.nm > first)
@@ -1407,8 +1534,8 @@ static void fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
 static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 {
 	static const char *const agg_names[] = {
-		[GW_AGG_SUM] = "sum",         [GW_AGG_AVG] = "avg",
-		[GW_AGG_MIN] = "min",         [GW_AGG_MAX] = "max",
+		[GW_AGG_SUM] = "sum",	      [GW_AGG_AVG] = "avg",
+		[GW_AGG_MIN] = "min",	      [GW_AGG_MAX] = "max",
 		[GW_AGG_COUNT] = "count",     [GW_AGG_TOPK] = "topk",
 		[GW_AGG_BOTTOMK] = "bottomk", [GW_AGG_QUANTILE] = "quantile",
 	};
@@ -1442,8 +1569,8 @@ static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 	case GW_PQ_AGG:
 		gw_buf_puts(out, agg_names[n->u.agg.op]);
 		if (n->u.agg.grouping) {
-			gw_buf_puts(out, n->u.agg.without ? " without " :
-							    " by ");
+			gw_buf_puts(out,
+				    n->u.agg.without ? " without " : " by ");
 			fmt_labels(out, n->u.agg.labels, n->u.agg.nlabels);
 			gw_buf_put(out, " ", 1);
 		}

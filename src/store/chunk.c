@@ -31,23 +31,23 @@
 #include "common/bits.h"
 #include "common/crc32c.h"
 
-#define VERSION 2
-#define HDR 8		/* version, flags, count (LE16), CRC-32C (LE32) */
-#define ESC 24		/* a run of ESC one-bits is an escape */
-#define KMAX 40		/* largest Exp-Golomb parameter; ESC - 1 + KMAX < 64 */
-#define KSHIFT 3	/* the size estimate averages over ~2^KSHIFT samples */
-#define ZCAP (1ULL << 40) /* residuals above this count as this for k */
-#define JUMP 64		/* interval residuals beyond this reset the base */
-#define SCALE_MAX 15	/* decimal scales 10^0..10^15 (4 bits) */
-#define SLACK 64	/* room kept past the write position: one sample */
-#define ZT_RUNS 128	/* zero timestamp residuals (x 256) for runs to pay */
-#define ZT0 128		/* the share of zero timestamp residuals to start with */
+#define VERSION	  2
+#define HDR	  8  /* version, flags, count (LE16), CRC-32C (LE32) */
+#define ESC	  24 /* a run of ESC one-bits is an escape */
+#define KMAX	  40 /* largest Exp-Golomb parameter; ESC - 1 + KMAX < 64 */
+#define KSHIFT	  3  /* the size estimate averages over ~2^KSHIFT samples */
+#define ZCAP	  (1ULL << 40) /* residuals above this count as this for k */
+#define JUMP	  64  /* interval residuals beyond this reset the base */
+#define SCALE_MAX 15  /* decimal scales 10^0..10^15 (4 bits) */
+#define SLACK	  64  /* room kept past the write position: one sample */
+#define ZT_RUNS	  128 /* zero timestamp residuals (x 256) for runs to pay */
+#define ZT0	  128 /* the share of zero timestamp residuals to start with */
 
 enum { MODE_DEC, MODE_XOR };
 enum { ESC_RAW, ESC_SCALE, ESC_XOR, ESC_BAD };
 
 static const double p10[SCALE_MAX + 1] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+	1e0, 1e1, 1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
 	1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 };
 
@@ -268,8 +268,7 @@ static int put_eg(struct gw_chunk_enc *e, uint64_t z, unsigned k)
  * an escape (then the flag, if any, and the ESC one-bits are written and
  * the caller follows with the escape's content).
  */
-static int put_res(struct gw_chunk_enc *e, uint64_t z, uint64_t a,
-		   uint32_t zr)
+static int put_res(struct gw_chunk_enc *e, uint64_t z, uint64_t a, uint32_t zr)
 {
 	unsigned k = kof(a);
 
@@ -836,7 +835,8 @@ int gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v)
 		return -EBADMSG;
 	d->i++;
 	/* After the last sample only zero padding may follow. */
-	if (d->i == d->n && (d->end - d->pos >= 8 || get(d, (unsigned)(d->end - d->pos)))) {
+	if (d->i == d->n &&
+	    (d->end - d->pos >= 8 || get(d, (unsigned)(d->end - d->pos)))) {
 		d->bad = 1;
 		return -EBADMSG;
 	}

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GW_CHUNK_MAX_SAMPLES 65535
-#define GW_CHUNK_MAX_BYTES (1u << 20)
+#define GW_CHUNK_MAX_BYTES   (1u << 20)
 
 /*
  * Private: the predictor state shared by encoder and decoder (the decoder
@@ -37,33 +37,33 @@
  * docs/internals/codec.md.
  */
 struct gw_chunk_model {
-	uint64_t tprev;  /* last timestamp, as uint64 bits */
-	uint64_t base;   /* reference interval the timestamps are coded against */
-	int64_t acc;     /* residuals not yet folded into base */
+	uint64_t tprev; /* last timestamp, as uint64 bits */
+	uint64_t base; /* reference interval the timestamps are coded against */
+	int64_t acc;   /* residuals not yet folded into base */
 	uint64_t kt, kv; /* running residual sizes, choose the code parameter */
 	uint32_t zt, zv; /* running shares of zero residuals */
-	uint64_t vprev;  /* bits of the last value */
-	uint64_t ivp;    /* last value as a scaled integer (decimal mode) */
-	uint64_t dvp;    /* its last change */
-	int32_t score;   /* > 0: predict values with their last change too */
-	uint8_t mode;    /* decimal or xor */
-	uint8_t scale;   /* decimal mode: value = integer / 10^scale */
+	uint64_t vprev;	 /* bits of the last value */
+	uint64_t ivp;	 /* last value as a scaled integer (decimal mode) */
+	uint64_t dvp;	 /* its last change */
+	int32_t score;	 /* > 0: predict values with their last change too */
+	uint8_t mode;	 /* decimal or xor */
+	uint8_t scale;	 /* decimal mode: value = integer / 10^scale */
 	uint8_t lead, wlen; /* xor mode: the last window */
-	uint64_t kr;     /* running run length, chooses its code parameter */
-	uint32_t zr;     /* running share of empty runs */
-	uint8_t rmode;   /* the last coded sample was exactly predicted */
+	uint64_t kr;	    /* running run length, chooses its code parameter */
+	uint32_t zr;	    /* running share of empty runs */
+	uint8_t rmode;	    /* the last coded sample was exactly predicted */
 };
 
 struct gw_chunk_enc {
-	uint8_t *p;     /* encoded bytes, header included */
-	size_t len;     /* bytes in use (a partial last byte counts) */
+	uint8_t *p; /* encoded bytes, header included */
+	size_t len; /* bytes in use (a partial last byte counts) */
 	size_t cap;
 	/* Private encoder state. */
 	uint32_t n;
-	uint64_t pos;   /* payload bits written */
+	uint64_t pos; /* payload bits written */
 	int64_t t0;
-	uint32_t run;   /* exactly predicted samples in the open run */
-	uint32_t prov;  /* bits of the open run's code written past pos */
+	uint32_t run;  /* exactly predicted samples in the open run */
+	uint32_t prov; /* bits of the open run's code written past pos */
 	struct gw_chunk_model m;
 };
 
@@ -73,8 +73,8 @@ void gw_chunk_enc_release(struct gw_chunk_enc *e);
 void gw_chunk_enc_reset(struct gw_chunk_enc *e);
 
 /* 0, -EDOM (t before the last sample), -ENOSPC (full), -ENOMEM. */
-__attribute__((warn_unused_result)) int
-gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v);
+__attribute__((warn_unused_result)) int gw_chunk_append(struct gw_chunk_enc *e,
+							int64_t t, double v);
 
 /* Samples in the chunk. */
 static inline uint32_t gw_chunk_count(const struct gw_chunk_enc *e)
@@ -100,8 +100,8 @@ struct gw_chunk_dec {
 	/* Private. */
 	uint64_t pos, end; /* bit position and limit in the payload */
 	int bad;
-	uint32_t left;  /* samples left in the current run */
-	int closing;    /* the next coded sample ends a run: not predicted */
+	uint32_t left; /* samples left in the current run */
+	int closing;   /* the next coded sample ends a run: not predicted */
 	struct gw_chunk_model m;
 };
 
@@ -119,8 +119,8 @@ static inline uint32_t gw_chunk_dec_count(const struct gw_chunk_dec *d)
 }
 
 /* 1 and the next sample, 0 at the end, -EBADMSG on malformed data. */
-__attribute__((warn_unused_result)) int
-gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v);
+__attribute__((warn_unused_result)) int gw_chunk_next(struct gw_chunk_dec *d,
+						      int64_t *t, double *v);
 
 /*
  * Decodes a whole chunk into caller arrays of room cap (>= count); returns

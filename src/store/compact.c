@@ -97,8 +97,9 @@ static int load_series(sqlite3_stmt *sel, int64_t id, bool rollup,
 
 			err = gw_chunk_dec_init(&d, data, len);
 			if (!err)
-				err = points_grow(p, false,
-						  p->n + gw_chunk_dec_count(&d));
+				err = points_grow(
+					p, false,
+					p->n + gw_chunk_dec_count(&d));
 			while (!err && (got = gw_chunk_next(&d, &t, &v)) == 1) {
 				p->t[p->n] = t;
 				p->v[p->n++] = v;
@@ -146,8 +147,8 @@ static int store_series(sqlite3_stmt *ins, int64_t id, bool rollup,
 	}
 	gw_chunk_enc_init(&e);
 	for (size_t i = 0; i <= p->n && !err; i++) {
-		int a = i < p->n ? gw_chunk_append(&e, p->t[i], p->v[i]) :
-				   -ENOSPC;
+		int a = i < p->n ? gw_chunk_append(&e, p->t[i], p->v[i])
+				 : -ENOSPC;
 
 		if (a == -ENOSPC && gw_chunk_count(&e)) {
 			size_t len;
@@ -177,17 +178,22 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 	uint64_t merged = 0;
 	int err = 0, rc;
 
-	rc = sqlite3_prepare_v2(db, "SELECT series FROM chunks GROUP BY series "
-				"HAVING count(*) > 1", -1, &ids, NULL);
+	rc = sqlite3_prepare_v2(db,
+				"SELECT series FROM chunks GROUP BY series "
+				"HAVING count(*) > 1",
+				-1, &ids, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, "SELECT data FROM chunks WHERE "
-					"series = ? ORDER BY t_min", -1, &sel,
-					NULL);
+		rc = sqlite3_prepare_v2(db,
+					"SELECT data FROM chunks WHERE "
+					"series = ? ORDER BY t_min",
+					-1, &sel, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, "DELETE FROM chunks WHERE series = ?",
+		rc = sqlite3_prepare_v2(db,
+					"DELETE FROM chunks WHERE series = ?",
 					-1, &del, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, "INSERT INTO chunks(series, t_min, "
+		rc = sqlite3_prepare_v2(db,
+					"INSERT INTO chunks(series, t_min, "
 					"t_max, n, data) VALUES (?,?,?,?,?)",
 					-1, &ins, NULL);
 	if (rc != SQLITE_OK || sqlite3_exec(db, "BEGIN", NULL, NULL, NULL)) {
@@ -237,7 +243,8 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 	else if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL))
 		err = -EIO;
 	if (!err)
-		gw_dbg("store: compacted %llu chunks", (unsigned long long)merged);
+		gw_dbg("store: compacted %llu chunks",
+		       (unsigned long long)merged);
 out:
 	points_clear(&p, rollup);
 	free(p.t);
@@ -249,6 +256,7 @@ out:
 	sqlite3_finalize(ins);
 	if (err)
 		gw_warn("store: compacting a closed partition failed (%s); it "
-			"stays as written", strerror(-err));
+			"stays as written",
+			strerror(-err));
 	return err;
 }

@@ -24,17 +24,19 @@ int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db, ignore ?
-			"INSERT OR IGNORE INTO series(id, key) VALUES (?, ?)" :
-			"INSERT OR REPLACE INTO series(id, key) VALUES (?, ?)",
-			-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+		db,
+		ignore ? "INSERT OR IGNORE INTO series(id, key) VALUES (?, ?)"
+		       : "INSERT OR REPLACE INTO series(id, key) VALUES (?, ?)",
+		-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(db, rc, "insert series");
 	sqlite3_bind_int64(st, 1, ser->id);
 	sqlite3_bind_text(st, 2, ser->key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "insert series");
+	return rc == SQLITE_DONE ? 0
+				 : gw_store_sql_err(db, rc, "insert series");
 }
 
 int gw_store_flush(struct gw_store *s)
@@ -91,8 +93,10 @@ int gw_store_flush(struct gw_store *s)
 			err = gw_store_insert_series(s->index, ser, false);
 	}
 	if (!err) {
-		rc = sqlite3_prepare_v2(s->index, "INSERT INTO head(t_min, t_max,"
-					" data) VALUES (?, ?, ?)", -1, &st, NULL);
+		rc = sqlite3_prepare_v2(s->index,
+					"INSERT INTO head(t_min, t_max,"
+					" data) VALUES (?, ?, ?)",
+					-1, &st, NULL);
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_int64(st, 1, tmin);
 			sqlite3_bind_int64(st, 2, tmax);
@@ -104,8 +108,8 @@ int gw_store_flush(struct gw_store *s)
 			err = rc == SQLITE_FULL ? -ENOSPC : -EIO;
 		sqlite3_finalize(st);
 	}
-	if (!err && sqlite3_exec(s->index, "COMMIT", NULL, NULL, NULL) !=
-			    SQLITE_OK)
+	if (!err &&
+	    sqlite3_exec(s->index, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		err = -EIO;
 	if (err) {
 		/* The message before the rollback clears it. */
@@ -132,7 +136,8 @@ out:
 		atomic_fetch_add(&s->st_flush_errors, 1);
 		if (!s->flush_failing)
 			gw_err("store: flushing new samples to %s/index.db "
-			       "failed (%s); they stay in memory, retried every "
+			       "failed (%s); they stay in memory, retried "
+			       "every "
 			       "%lld ms, counted in "
 			       "gpuwatch_store_flushes_total{result=\"error\"}",
 			       s->dir, *why ? why : strerror(-err),
@@ -154,8 +159,10 @@ int gw_store_replay(struct gw_store *s)
 	uint64_t samples = 0, segs = 0;
 	int rc, err = 0;
 
-	rc = sqlite3_prepare_v2(s->index, "SELECT data FROM head WHERE "
-				"t_max >= ? ORDER BY seq", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(s->index,
+				"SELECT data FROM head WHERE "
+				"t_max >= ? ORDER BY seq",
+				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(s->index, rc, "head log");
 	sqlite3_bind_int64(st, 1, s->watermark);
@@ -175,9 +182,9 @@ int gw_store_replay(struct gw_store *s)
 				err = -EBADMSG;
 				break;
 			}
-			ser = id <= UINT32_MAX ?
-				      gw_series_index_get(s->idx, (uint32_t)id) :
-				      NULL;
+			ser = id <= UINT32_MAX ? gw_series_index_get(
+							 s->idx, (uint32_t)id)
+					       : NULL;
 			t = (int64_t)t0;
 			for (uint64_t j = 0; j < cnt; j++) {
 				uint64_t d;
@@ -210,4 +217,3 @@ int gw_store_replay(struct gw_store *s)
 			(unsigned long long)samples);
 	return 0;
 }
-

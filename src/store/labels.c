@@ -15,7 +15,6 @@
 
 #include "common/utf8.h"
 
-
 static int pair_cmp(const void *a, const void *b)
 {
 	const struct gw_label *x = a, *y = b;
@@ -127,9 +126,10 @@ int gw_labels_parse(struct gw_labels *out, const char *name, const char *text)
 
 	out->v = NULL;
 	out->n = 0;
-	if (!name || !*name || strspn(name, "abcdefghijklmnopqrstuvwxyz"
-					    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					    "0123456789_:") != strlen(name) ||
+	if (!name || !*name ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+			 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_:") != strlen(name) ||
 	    (name[0] >= '0' && name[0] <= '9'))
 		return -EINVAL;
 	/* Unescaped text is never longer than the escaped form. */
@@ -294,9 +294,8 @@ void gw_labels_json(const struct gw_labels *l, struct gw_buf *out)
 	gw_buf_put(out, "}", 1);
 }
 
-int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op,
-		    const char *name, const char *value, char *err,
-		    size_t errlen)
+int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op, const char *name,
+		    const char *value, char *err, size_t errlen)
 {
 	memset(m, 0, sizeof(*m));
 	m->op = op;
@@ -321,7 +320,8 @@ int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op,
 
 				pcre2_get_error_message(code, msg, sizeof(msg));
 				snprintf(err, errlen,
-					 "error parsing regexp: %s at offset %zu",
+					 "error parsing regexp: %s at offset "
+					 "%zu",
 					 (const char *)msg, (size_t)off);
 			}
 			gw_matcher_release(m);
@@ -407,7 +407,8 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 				c++;
 				continue;
 			}
-			u = gw_utf8_len((const unsigned char *)c, SIZE_MAX, NULL);
+			u = gw_utf8_len((const unsigned char *)c, SIZE_MAX,
+					NULL);
 			if (!u)
 				break;
 			c += u;

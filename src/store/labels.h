@@ -33,8 +33,8 @@ struct gw_labels {
 	size_t n;
 };
 
-#define GW_LABELS_MAX 64            /* labels per series */
-#define GW_LABEL_VALUE_MAX 1024     /* bytes per value */
+#define GW_LABELS_MAX	   64	/* labels per series */
+#define GW_LABEL_VALUE_MAX 1024 /* bytes per value */
 
 /*
  * Parses a metric name and an exposition-style label list such as
@@ -49,8 +49,8 @@ __attribute__((warn_unused_result)) int
 gw_labels_from(struct gw_labels *out, const struct gw_label *pairs, size_t n);
 
 /* Deep copy. */
-__attribute__((warn_unused_result)) int gw_labels_dup(struct gw_labels *out,
-						       const struct gw_labels *in);
+__attribute__((warn_unused_result)) int
+gw_labels_dup(struct gw_labels *out, const struct gw_labels *in);
 
 void gw_labels_release(struct gw_labels *l);
 
@@ -67,7 +67,7 @@ int gw_labels_cmp(const struct gw_labels *a, const struct gw_labels *b);
  * in out, as after gw_buf_put().
  */
 __attribute__((warn_unused_result)) int gw_labels_key(const struct gw_labels *l,
-						       struct gw_buf *out);
+						      struct gw_buf *out);
 
 /*
  * A new set: l without __name__ (drop_name), and keeping only (keep=true) or

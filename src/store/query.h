@@ -45,9 +45,9 @@ static inline int64_t gw_tier_width(enum gw_tier t)
 }
 
 struct gw_query_limits {
-	uint64_t max_samples; /* 0 = unlimited */
-	uint64_t samples;     /* running total, updated by select() */
-	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0 = none */
+	uint64_t max_samples;	    /* 0 = unlimited */
+	uint64_t samples;	    /* running total, updated by select() */
+	uint64_t deadline_ns;	    /* CLOCK_MONOTONIC; 0 = none */
 	const _Atomic bool *cancel; /* true = stop now; NULL = none;
 				       borrowed, read only */
 };
@@ -57,9 +57,9 @@ struct gw_series_data {
 	struct gw_labels labels;
 	enum gw_tier tier;
 	size_t n;
-	int64_t *t;           /* raw tier: n timestamps, increasing */
-	double *v;            /* raw tier: n values */
-	struct gw_rollup *r;  /* rollup tiers: n rollups, t increasing */
+	int64_t *t;	     /* raw tier: n timestamps, increasing */
+	double *v;	     /* raw tier: n values */
+	struct gw_rollup *r; /* rollup tiers: n rollups, t increasing */
 };
 
 struct gw_series_set {

@@ -53,7 +53,7 @@
 #include "common/crc32c.h"
 
 #define ROLLUP_VERSION 2
-#define COUNT_MAX 9007199254740992.0 /* 2^53: every whole number below fits */
+#define COUNT_MAX      9007199254740992.0 /* 2^53: every whole number below fits */
 
 /* ---- the aggregate ---- */
 
@@ -211,14 +211,14 @@ static double column(const struct gw_rollup *r, int c)
 
 /* Per-rollup flags: what is implied rather than stored. */
 enum {
-	F_COUNT_SAME = 1 << 0,  /* count: the previous rollup's (0 first) */
-	F_MAX_IS_MIN = 1 << 1,  /* max: min, bit for bit */
+	F_COUNT_SAME = 1 << 0,	/* count: the previous rollup's (0 first) */
+	F_MAX_IS_MIN = 1 << 1,	/* max: min, bit for bit */
 	F_LAST_IS_MIN = 1 << 2, /* last: min */
 	F_LAST_IS_MAX = 1 << 3, /* last: max (and not min) */
-	F_SUM_N = 1 << 4,       /* max is min, sum: 0.0 + count * min */
-	F_SUMSQ_N = 1 << 5,     /* max is min, sumsq: 0.0 + count * min^2 */
-	F_TL_SAME = 1 << 6,     /* t - t_last: the previous non-empty's */
-	F_SK_SHIFT = 7,         /* two bits, the sketch's form: */
+	F_SUM_N = 1 << 4,	/* max is min, sum: 0.0 + count * min */
+	F_SUMSQ_N = 1 << 5,	/* max is min, sumsq: 0.0 + count * min^2 */
+	F_TL_SAME = 1 << 6,	/* t - t_last: the previous non-empty's */
+	F_SK_SHIFT = 7,		/* two bits, the sketch's form: */
 	F_ALL = (1 << 9) - 1,
 };
 
@@ -280,11 +280,11 @@ static int rebuild(struct gw_sketch *s, const struct gw_rollup *r)
 
 static bool sketch_same(const struct gw_sketch *a, const struct gw_sketch *b)
 {
-	return a->count == b->count && a->zero == b->zero &&
-	       a->nan == b->nan && a->collapsed == b->collapsed &&
-	       a->cpos == b->cpos && a->cneg == b->cneg &&
-	       same(a->min, b->min) && same(a->max, b->max) &&
-	       a->npos == b->npos && a->nneg == b->nneg &&
+	return a->count == b->count && a->zero == b->zero && a->nan == b->nan &&
+	       a->collapsed == b->collapsed && a->cpos == b->cpos &&
+	       a->cneg == b->cneg && same(a->min, b->min) &&
+	       same(a->max, b->max) && a->npos == b->npos &&
+	       a->nneg == b->nneg &&
 	       (!a->npos ||
 		!memcmp(a->pos, b->pos, a->npos * sizeof(*a->pos))) &&
 	       (!a->nneg || !memcmp(a->neg, b->neg, a->nneg * sizeof(*a->neg)));
@@ -556,8 +556,8 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 }
 
 /* The sketches, and every rollup checked against its flags. */
-static int get_sketches(struct gw_sketch_rd *rd, struct gw_rollup *r,
-			size_t n, const uint16_t *flags, struct gw_sketch *tmp)
+static int get_sketches(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
+			const uint16_t *flags, struct gw_sketch *tmp)
 {
 	struct prev pv = { 0, 0 };
 	unsigned int f;
@@ -570,9 +570,9 @@ static int get_sketches(struct gw_sketch_rd *rd, struct gw_rollup *r,
 				return -EBADMSG;
 			switch (flags[i] >> F_SK_SHIFT) {
 			case SK_FULL:
-				err = gw_sketch_decode(&r[i].sk, rd->p,
-						       (size_t)(rd->end - rd->p),
-						       &used);
+				err = gw_sketch_decode(
+					&r[i].sk, rd->p,
+					(size_t)(rd->end - rd->p), &used);
 				break;
 			case SK_BARE:
 				err = gw_sketch_decode_bare(

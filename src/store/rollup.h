@@ -25,7 +25,7 @@
 #include "store/sketch.h"
 
 struct gw_rollup {
-	int64_t t;      /* window end, ms */
+	int64_t t;	/* window end, ms */
 	int64_t t_last; /* last sample's timestamp */
 	double count, sum, min, max, sumsq, last;
 	struct gw_sketch sk;
@@ -39,8 +39,8 @@ void gw_rollup_reset(struct gw_rollup *r, int64_t t_end);
 /* Adds one sample (NaN values are counted nowhere, as Prometheus ignores
  * stale markers in *_over_time).  -ENOMEM keeps the totals but not the
  * sketch. */
-__attribute__((warn_unused_result)) int
-gw_rollup_add(struct gw_rollup *r, int64_t t, double v);
+__attribute__((warn_unused_result)) int gw_rollup_add(struct gw_rollup *r,
+						      int64_t t, double v);
 
 /* dst += src (dst keeps its window end; last comes from the later one). */
 __attribute__((warn_unused_result)) int
@@ -64,9 +64,10 @@ gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out);
  * Decodes a rollup chunk; on success *out is a malloc'd array of *n
  * initialised rollups the caller frees with gw_rollup_free_array.
  */
-__attribute__((warn_unused_result)) int
-gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
-		 size_t *n);
+__attribute__((warn_unused_result)) int gw_rollup_decode(const uint8_t *p,
+							 size_t len,
+							 struct gw_rollup **out,
+							 size_t *n);
 void gw_rollup_free_array(struct gw_rollup *r, size_t n);
 
 #endif

@@ -28,7 +28,7 @@ struct gw_series {
 	struct gw_labels labels;
 	const char *key;  /* canonical key, gw_labels_key() */
 	const char *name; /* the __name__ value */
-	void *head;       /* the store's per-series state */
+	void *head;	  /* the store's per-series state */
 };
 
 struct gw_series_index;

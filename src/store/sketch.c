@@ -51,12 +51,12 @@
 #include "common/bits.h"
 
 #define SKETCH_VERSION 1
-#define INIT_CAP 8
+#define INIT_CAP       8
 
 /* a = 0.0099999: ln g = 2 atanh(a), its inverse, and ln(1 - a). */
-#define LN_GAMMA 0.020000466686667723871
+#define LN_GAMMA     0.020000466686667723871
 #define INV_LN_GAMMA 49.998833310554610799
-#define LN_1M_ALPHA (-0.010050234843405532602)
+#define LN_1M_ALPHA  (-0.010050234843405532602)
 
 /* ---- buckets ---- */
 
@@ -261,7 +261,7 @@ int gw_sketch_add(struct gw_sketch *s, double v)
 
 /* How one side of a merge is to be applied. */
 struct plan {
-	bool in_place;            /* src's indexes are all in dst's */
+	bool in_place;		   /* src's indexes are all in dst's */
 	struct gw_sketch_bin *tmp; /* else: the new buckets (owned) */
 	uint32_t n;
 	uint64_t coll;

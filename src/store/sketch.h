@@ -38,7 +38,7 @@
 
 #include "common/buf.h"
 
-#define GW_SKETCH_ALPHA 0.01
+#define GW_SKETCH_ALPHA	   0.01
 #define GW_SKETCH_MAX_BINS 2048
 
 struct gw_sketch_bin {
@@ -49,8 +49,8 @@ struct gw_sketch_bin {
 struct gw_sketch {
 	struct gw_sketch_bin *pos, *neg; /* sorted by index */
 	uint32_t npos, nneg, cappos, capneg;
-	uint64_t zero;      /* values equal to 0 */
-	uint64_t count;     /* all values but NaN */
+	uint64_t zero;	/* values equal to 0 */
+	uint64_t count; /* all values but NaN */
 	uint64_t nan;
 	uint64_t collapsed; /* values moved by collapsing */
 	double min, max;    /* exact extremes (NaN when empty) */
@@ -66,14 +66,14 @@ void gw_sketch_reset(struct gw_sketch *s);
 
 /* Adds one value (weight 1).  -ENOMEM leaves the sketch unchanged. */
 __attribute__((warn_unused_result)) int gw_sketch_add(struct gw_sketch *s,
-						       double v);
+						      double v);
 /* Adds a value n times. */
-__attribute__((warn_unused_result)) int
-gw_sketch_add_n(struct gw_sketch *s, double v, uint64_t n);
+__attribute__((warn_unused_result)) int gw_sketch_add_n(struct gw_sketch *s,
+							double v, uint64_t n);
 
 /* dst += src. */
-__attribute__((warn_unused_result)) int gw_sketch_merge(struct gw_sketch *dst,
-							 const struct gw_sketch *src);
+__attribute__((warn_unused_result)) int
+gw_sketch_merge(struct gw_sketch *dst, const struct gw_sketch *src);
 
 /* The q-quantile (0 <= q <= 1); NaN for an empty sketch or q outside. */
 double gw_sketch_quantile(const struct gw_sketch *s, double q);
@@ -86,9 +86,10 @@ gw_sketch_encode(const struct gw_sketch *s, struct gw_buf *out);
  * Decodes one sketch from p[0..len) into s (which is reset first);
  * *used = bytes consumed.  0 or -EBADMSG / -ENOMEM.
  */
-__attribute__((warn_unused_result)) int
-gw_sketch_decode(struct gw_sketch *s, const uint8_t *p, size_t len,
-		 size_t *used);
+__attribute__((warn_unused_result)) int gw_sketch_decode(struct gw_sketch *s,
+							 const uint8_t *p,
+							 size_t len,
+							 size_t *used);
 
 /*
  * Private: the wire primitives of the sketch encoding, shared with
@@ -127,14 +128,14 @@ __attribute__((warn_unused_result)) int
 gw_sketch_wr_finish(struct gw_sketch_wr *w);
 
 /* Each returns 0 or -EBADMSG (short input, overlong or non-canonical). */
-__attribute__((warn_unused_result)) int
-gw_sketch_rd_u8(struct gw_sketch_rd *r, uint8_t *v);
+__attribute__((warn_unused_result)) int gw_sketch_rd_u8(struct gw_sketch_rd *r,
+							uint8_t *v);
 __attribute__((warn_unused_result)) int
 gw_sketch_rd_varint(struct gw_sketch_rd *r, uint64_t *v);
 __attribute__((warn_unused_result)) int
 gw_sketch_rd_svarint(struct gw_sketch_rd *r, uint64_t *v);
-__attribute__((warn_unused_result)) int
-gw_sketch_rd_xor(struct gw_sketch_rd *r, uint64_t *x);
+__attribute__((warn_unused_result)) int gw_sketch_rd_xor(struct gw_sketch_rd *r,
+							 uint64_t *x);
 
 /*
  * Private, for rollup.c: the "bare" encoding of a sketch whose extremes

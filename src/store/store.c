@@ -138,7 +138,8 @@ int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
 
 int gw_store_sql_err(sqlite3 *db, int rc, const char *what)
 {
-	gw_err("store: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	gw_err("store: %s: %s", what,
+	       db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 	if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
 		return -EBADMSG;
 	if (rc == SQLITE_FULL)
@@ -156,9 +157,9 @@ int gw_store_exec(sqlite3 *db, const char *sql)
 	if (rc != SQLITE_OK) {
 		gw_err("store: %s: %s", sql, msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
-		return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? -EBADMSG :
-		       rc == SQLITE_FULL			   ? -ENOSPC :
-								     -EIO;
+		return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? -EBADMSG
+		       : rc == SQLITE_FULL			   ? -ENOSPC
+								   : -EIO;
 	}
 	return 0;
 }
@@ -193,7 +194,8 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 	sqlite3_busy_timeout(db, 5000);
 	if (!readonly) {
 		size_t len = strlen(path);
-		bool index = len >= 9 && strcmp(path + len - 9, "/index.db") == 0;
+		bool index =
+			len >= 9 && strcmp(path + len - 9, "/index.db") == 0;
 		char pragmas[256];
 
 		/*
@@ -203,12 +205,14 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 		 * so that a day of sparse series does not cost 4 KiB per
 		 * table.
 		 */
-		snprintf(pragmas, sizeof(pragmas), "%s"
+		snprintf(pragmas, sizeof(pragmas),
+			 "%s"
 			 "PRAGMA journal_mode=WAL;"
 			 "PRAGMA synchronous=NORMAL;"
 			 "PRAGMA journal_size_limit=4194304;",
-			 !create ? "" : index ? "PRAGMA auto_vacuum=INCREMENTAL;" :
-						"PRAGMA page_size=1024;");
+			 !create ? ""
+			 : index ? "PRAGMA auto_vacuum=INCREMENTAL;"
+				 : "PRAGMA page_size=1024;");
 		err = gw_store_exec(db, pragmas);
 		if (!err && create) {
 			char sql[128];
@@ -249,8 +253,10 @@ int gw_store_check_db(sqlite3 *db)
 	sqlite3_finalize(st);
 	if (!ok)
 		return -EBADMSG;
-	rc = sqlite3_prepare_v2(db, "SELECT series, t_min, t_max, n, data "
-				    "FROM chunks LIMIT 1", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db,
+				"SELECT series, t_min, t_max, n, data "
+				"FROM chunks LIMIT 1",
+				-1, &st, NULL);
 	sqlite3_finalize(st);
 	return rc == SQLITE_OK ? 0 : -EBADMSG;
 }
@@ -272,14 +278,15 @@ void gw_store_quarantine(struct gw_store *s, const char *path, const char *why)
 	}
 	snprintf(qdir, sizeof(qdir), "%s/quarantine", s->dir);
 	(void)mkdir(qdir, 0750);
-	snprintf(dst, sizeof(dst), "%s/%s%s%s.%lld", qdir, tier, *tier ? "-" : "",
-		 base, (long long)now);
+	snprintf(dst, sizeof(dst), "%s/%s%s%s.%lld", qdir, tier,
+		 *tier ? "-" : "", base, (long long)now);
 	if (rename(path, dst) != 0) {
 		gw_err("store: cannot move corrupt %s to %s: %s", path, dst,
 		       strerror(errno));
 	} else {
 		gw_err("store: %s is corrupt (%s); moved to %s, the rest of "
-		       "the store is unaffected", path, why, dst);
+		       "the store is unaffected",
+		       path, why, dst);
 	}
 	for (int i = 0; i < 2; i++) {
 		char side[PATH_MAX + 8];
@@ -310,7 +317,7 @@ int gw_store_key_labels(const char *key, struct gw_labels *out)
 /* ---- partitions ---- */
 
 struct part *gw_store_part_find(struct gw_store *s, enum gw_tier tier,
-			      int64_t day)
+				int64_t day)
 {
 	for (size_t i = 0; i < s->nparts; i++)
 		if (s->parts[i].tier == tier && s->parts[i].day == day)
@@ -346,7 +353,9 @@ uint64_t gw_store_file_bytes(const char *path)
 		struct stat st;
 
 		snprintf(p, sizeof(p), "%s%s", path,
-			 i == 0 ? "" : i == 1 ? "-wal" : "-shm");
+			 i == 0	  ? ""
+			 : i == 1 ? "-wal"
+				  : "-shm");
 		if (stat(p, &st) == 0)
 			total += (uint64_t)st.st_size;
 	}
@@ -369,7 +378,7 @@ static uint64_t sum_samples(sqlite3 *db)
 
 /* Adds (or finds) the partition, opening its write connection. */
 int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
-			 struct part **out)
+			   struct part **out)
 {
 	struct part *p = gw_store_part_find(s, tier, day);
 	char path[PATH_MAX];
@@ -381,7 +390,8 @@ int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
 	}
 	if (p && p->closed) {
 		gw_warn("store: partition %s is closed; data for it is late "
-			"and dropped", p->path);
+			"and dropped",
+			p->path);
 		return -EROFS;
 	}
 	part_path(s, tier, day, path, sizeof(path));
@@ -427,15 +437,19 @@ static int load_index(struct gw_store *s)
 	uint64_t loaded = 0;
 	int rc;
 
-	rc = sqlite3_prepare_v2(s->index, "SELECT v FROM meta WHERE "
-				"k = 'watermark'", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(s->index,
+				"SELECT v FROM meta WHERE "
+				"k = 'watermark'",
+				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(s->index, rc, "index.db");
 	if (sqlite3_step(st) == SQLITE_ROW)
 		s->watermark = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	rc = sqlite3_prepare_v2(s->index, "SELECT id, key FROM series ORDER "
-				"BY id", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(s->index,
+				"SELECT id, key FROM series ORDER "
+				"BY id",
+				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(s->index, rc, "index.db");
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -447,7 +461,8 @@ static int load_index(struct gw_store *s)
 		if (!key || id <= 0 || id >= UINT32_MAX ||
 		    gw_store_key_labels(key, &l) != 0)
 			continue;
-		if (gw_store_attach_series(s, &l, (uint32_t)id, true, &ser) == 0)
+		if (gw_store_attach_series(s, &l, (uint32_t)id, true, &ser) ==
+		    0)
 			loaded++;
 		gw_labels_release(&l);
 	}
@@ -476,10 +491,11 @@ static int open_index(struct gw_store *s, bool *fresh)
 		err = gw_store_open_db(path, true, false, &s->index);
 	}
 	if (!err)
-		err = gw_store_exec(s->index,
-			   "CREATE TABLE IF NOT EXISTS head(seq INTEGER "
-			   "PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER "
-			   "NOT NULL, data BLOB NOT NULL);");
+		err = gw_store_exec(
+			s->index,
+			"CREATE TABLE IF NOT EXISTS head(seq INTEGER "
+			"PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER "
+			"NOT NULL, data BLOB NOT NULL);");
 	return err;
 }
 
@@ -518,7 +534,8 @@ static int scan_tier(struct gw_store *s, enum gw_tier tier)
 		if (gw_store_open_db(full, false, true, &db) != 0 ||
 		    gw_store_check_db(db) != 0) {
 			sqlite3_close(db);
-			gw_store_quarantine(s, full, "failed its integrity check");
+			gw_store_quarantine(s, full,
+					    "failed its integrity check");
 			continue;
 		}
 		p.samples = sum_samples(db);
@@ -552,12 +569,13 @@ static void rebuild_series(struct gw_store *s)
 
 		if (gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
 			continue;
-		if (sqlite3_prepare_v2(db, "SELECT id, key FROM series", -1, &st,
-				       NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(db, "SELECT id, key FROM series", -1,
+				       &st, NULL) == SQLITE_OK) {
 			while (sqlite3_step(st) == SQLITE_ROW) {
 				int64_t id = sqlite3_column_int64(st, 0);
 				const char *key =
-					(const char *)sqlite3_column_text(st, 1);
+					(const char *)sqlite3_column_text(st,
+									  1);
 				struct gw_series *ser;
 				struct gw_labels l;
 
@@ -566,8 +584,8 @@ static void rebuild_series(struct gw_store *s)
 					continue;
 				size_t before = gw_series_index_count(s->idx);
 
-				if (gw_store_attach_series(s, &l, (uint32_t)id, false,
-						  &ser) == 0)
+				if (gw_store_attach_series(s, &l, (uint32_t)id,
+							   false, &ser) == 0)
 					n += gw_series_index_count(s->idx) -
 					     before;
 				gw_labels_release(&l);
@@ -578,7 +596,8 @@ static void rebuild_series(struct gw_store *s)
 	}
 	if (n)
 		gw_warn("store: index rebuilt from the partitions (%llu "
-			"series)", (unsigned long long)n);
+			"series)",
+			(unsigned long long)n);
 }
 
 /* Restores the day's 1-hour column of every series from its partition. */
@@ -589,7 +608,8 @@ static void load_h1_day(struct gw_store *s)
 	sqlite3_stmt *st;
 	sqlite3 *db;
 
-	if (s->watermark == day || !(p = gw_store_part_find(s, GW_TIER_1H, day)))
+	if (s->watermark == day ||
+	    !(p = gw_store_part_find(s, GW_TIER_1H, day)))
 		return;
 	if (gw_store_open_db(p->path, false, true, &db) != 0)
 		return;
@@ -602,10 +622,10 @@ static void load_h1_day(struct gw_store *s)
 			struct head *h;
 			size_t k;
 
-			if (!ser ||
-			    gw_rollup_decode(sqlite3_column_blob(st, 1),
-					     (size_t)sqlite3_column_bytes(st, 1),
-					     &r, &k) != 0)
+			if (!ser || gw_rollup_decode(
+					    sqlite3_column_blob(st, 1),
+					    (size_t)sqlite3_column_bytes(st, 1),
+					    &r, &k) != 0)
 				continue;
 			h = ser->head;
 			gw_buf_reset(&h->h1_day);
@@ -711,7 +731,8 @@ void gw_store_close(struct gw_store *s)
 		return;
 	if (s->index && gw_store_flush(s) != 0)
 		gw_err("store: the last flush failed; up to %lld ms of samples "
-		       "are lost", (long long)s->o.flush_ms);
+		       "are lost",
+		       (long long)s->o.flush_ms);
 	for (size_t i = 0; i < s->nparts; i++)
 		sqlite3_close(s->parts[i].w);
 	free(s->parts);

@@ -60,11 +60,11 @@ struct gw_store;
 struct gw_store_opts {
 	const char *dir;
 	int64_t retention_ms[GW_TIERS]; /* default 24 h, 30 d, 365 d */
-	uint64_t disk_budget;           /* bytes; 0 = unlimited */
-	int64_t flush_ms;               /* default 5000 */
-	int64_t grace_ms;               /* late samples before a cut; 10 s */
-	uint32_t max_series;            /* default 100000 */
-	uint32_t max_values;            /* per label name; default 10000 */
+	uint64_t disk_budget;		/* bytes; 0 = unlimited */
+	int64_t flush_ms;		/* default 5000 */
+	int64_t grace_ms;		/* late samples before a cut; 10 s */
+	uint32_t max_series;		/* default 100000 */
+	uint32_t max_values;		/* per label name; default 10000 */
 	/* The clock (ms since the epoch) for retention, cuts and defaults;
 	 * NULL = CLOCK_REALTIME.  Tests pass a fake. */
 	int64_t (*now)(void *ctx);
@@ -78,8 +78,8 @@ void gw_store_opts_defaults(struct gw_store_opts *o);
  * the head log.  -errno with a message in err.
  */
 __attribute__((warn_unused_result)) int
-gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
-	      char *err, size_t errlen);
+gw_store_open(struct gw_store **out, const struct gw_store_opts *o, char *err,
+	      size_t errlen);
 /* Flushes the head log and closes; NULL is a no-op. */
 void gw_store_close(struct gw_store *s);
 
@@ -89,9 +89,10 @@ void gw_store_close(struct gw_store *s);
  * before the watermark), -ENOSPC / -E2BIG (series or label cap), -EINVAL
  * (bad name or labels), -ENOMEM; every refusal is counted.
  */
-__attribute__((warn_unused_result)) int
-gw_store_append(struct gw_store *s, const char *name, const char *labels,
-		int64_t t, double v);
+__attribute__((warn_unused_result)) int gw_store_append(struct gw_store *s,
+							const char *name,
+							const char *labels,
+							int64_t t, double v);
 
 /* Writes the samples appended since the last flush to the head log. */
 __attribute__((warn_unused_result)) int gw_store_flush(struct gw_store *s);
@@ -108,19 +109,19 @@ const struct gw_queryable *gw_store_queryable(struct gw_store *s);
 struct gw_store_stats {
 	uint64_t series;
 	uint64_t samples_appended;
-	uint64_t samples_refused_order;  /* out of order / too late */
-	uint64_t samples_refused_cap;    /* series or label caps */
-	uint64_t samples_refused_bad;    /* malformed names or labels */
+	uint64_t samples_refused_order; /* out of order / too late */
+	uint64_t samples_refused_cap;	/* series or label caps */
+	uint64_t samples_refused_bad;	/* malformed names or labels */
 	uint64_t flushes, flush_errors;
-	uint64_t samples_unlogged;       /* kept in memory only: flushes failed */
+	uint64_t samples_unlogged; /* kept in memory only: flushes failed */
 	uint64_t cuts;
 	uint64_t partitions;
 	uint64_t partitions_dropped_retention;
 	uint64_t partitions_dropped_budget;
 	uint64_t files_quarantined;
-	uint64_t corrupt_chunks;         /* skipped on read */
-	uint64_t disk_bytes;             /* all files, last maintenance */
-	uint64_t tier_bytes[GW_TIERS];   /* partition bytes per tier */
+	uint64_t corrupt_chunks;	 /* skipped on read */
+	uint64_t disk_bytes;		 /* all files, last maintenance */
+	uint64_t tier_bytes[GW_TIERS];	 /* partition bytes per tier */
 	uint64_t tier_samples[GW_TIERS]; /* raw samples / rollups stored */
 	double last_flush_seconds;
 };

@@ -58,8 +58,8 @@ static struct head *head_new(void)
 }
 
 static int seal_push(struct gw_store *s, uint32_t id, enum gw_tier tier,
-		     int64_t t_min, int64_t t_max, uint32_t n,
-		     const void *data, size_t len)
+		     int64_t t_min, int64_t t_max, uint32_t n, const void *data,
+		     size_t len)
 {
 	struct sealed *x;
 	uint8_t *copy;
@@ -99,7 +99,8 @@ static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
 		return 0;
 	p = gw_chunk_bytes(&h->raw, &len);
 	err = seal_push(s, ser->id, GW_TIER_RAW, gw_chunk_first(&h->raw),
-			gw_chunk_last(&h->raw), gw_chunk_count(&h->raw), p, len);
+			gw_chunk_last(&h->raw), gw_chunk_count(&h->raw), p,
+			len);
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&s->lock);
@@ -138,8 +139,7 @@ static int seal_rollups(struct gw_store *s, struct gw_series *ser,
 	return err;
 }
 
-static int close_hour(struct gw_store *s, struct gw_series *ser,
-		      struct head *h)
+static int close_hour(struct gw_store *s, struct gw_series *ser, struct head *h)
 {
 	int64_t day = floor_to(h->h1.t - 1, MS_DAY);
 	int err = 0;
@@ -198,7 +198,7 @@ static int close_minute(struct gw_store *s, struct gw_series *ser,
  * chunk of an earlier hour, minutes and hours that ended.
  */
 int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
-			     struct head *h, int64_t before)
+			       struct head *h, int64_t before)
 {
 	int err = 0;
 
@@ -327,7 +327,7 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 }
 
 int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
-			 uint32_t id, bool persisted, struct gw_series **out)
+			   uint32_t id, bool persisted, struct gw_series **out)
 {
 	/* The head first: a series in the index always has one. */
 	struct head *h = head_new();
@@ -349,12 +349,13 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 	gw_store_head_free(h);
 	if (err == -ENOSPC || err == -E2BIG) {
 		atomic_fetch_add(&s->st_cap, 1);
-		gw_log_once(&s->warned_cap, GW_LOG_WARN,
-			    "store: series cap reached (--store-max-series %u, "
-			    "--store-max-label-values %u); new series are "
-			    "refused and counted in "
-			    "gpuwatch_store_samples_refused_total{reason=\"cap\"}",
-			    s->o.max_series, s->o.max_values);
+		gw_log_once(
+			&s->warned_cap, GW_LOG_WARN,
+			"store: series cap reached (--store-max-series %u, "
+			"--store-max-label-values %u); new series are "
+			"refused and counted in "
+			"gpuwatch_store_samples_refused_total{reason=\"cap\"}",
+			s->o.max_series, s->o.max_values);
 	}
 	*out = err ? NULL : ser;
 	return err;
@@ -386,8 +387,8 @@ int gw_store_append(struct gw_store *s, const char *name, const char *labels,
 			atomic_fetch_add(&s->st_bad, 1);
 			gw_log_once(&s->warned_bad, GW_LOG_WARN,
 				    "store: refusing series %s{%s}: bad name "
-				    "or labels (%s)", name, labels ? labels : "",
-				    strerror(-err));
+				    "or labels (%s)",
+				    name, labels ? labels : "", strerror(-err));
 			goto out;
 		}
 		err = gw_store_attach_series(s, &l, 0, false, &ser);

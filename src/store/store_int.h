@@ -19,9 +19,9 @@
 #include "store/chunk.h"
 #include "store/store.h"
 
-#define MS_MIN 60000LL
+#define MS_MIN	60000LL
 #define MS_HOUR 3600000LL
-#define MS_DAY 86400000LL
+#define MS_DAY	86400000LL
 
 /* New samples this close to their series' predicted time are aligned. */
 #define GW_STORE_TIME_TOLERANCE_MS 2
@@ -59,34 +59,34 @@ struct pending {
 /* Per-series head state (struct gw_series.head). */
 struct head {
 	struct gw_chunk_enc raw;
-	int64_t raw_hour;  /* hour of the open raw chunk */
-	int64_t last_t;    /* last sample, INT64_MIN when none */
-	int64_t last_dt;   /* its distance from the one before, 0: unknown */
-	int64_t first_t;   /* first sample ever; INT64_MIN: unknown */
-	bool from_disk;    /* known before this run: first_t stays unknown */
+	int64_t raw_hour; /* hour of the open raw chunk */
+	int64_t last_t;	  /* last sample, INT64_MIN when none */
+	int64_t last_dt;  /* its distance from the one before, 0: unknown */
+	int64_t first_t;  /* first sample ever; INT64_MIN: unknown */
+	bool from_disk;	  /* known before this run: first_t stays unknown */
 	struct gw_rollup m1;
 	bool m1_open;
 	struct gw_buf m1_closed; /* framed rollups of the hour m1_hour */
 	int64_t m1_hour;
 	struct gw_rollup h1;
 	bool h1_open;
-	struct gw_buf h1_day;    /* framed rollups of the day h1_day_start */
+	struct gw_buf h1_day; /* framed rollups of the day h1_day_start */
 	int64_t h1_day_start;
-	int64_t h1_day_t0;       /* t of the first rollup in h1_day */
-	bool h1_dirty;           /* h1_day changed since the last cut */
+	int64_t h1_day_t0; /* t of the first rollup in h1_day */
+	bool h1_dirty;	   /* h1_day changed since the last cut */
 	struct pending *pend;
 	uint32_t npend, cappend;
-	bool persisted;          /* row in index.db */
+	bool persisted; /* row in index.db */
 };
 
 struct part {
 	enum gw_tier tier;
-	int64_t day;        /* ms at 00:00 UTC */
+	int64_t day; /* ms at 00:00 UTC */
 	char path[PATH_MAX + 320];
-	sqlite3 *w;         /* write connection while open for writing */
-	bool closed;        /* read-only, complete */
+	sqlite3 *w;  /* write connection while open for writing */
+	bool closed; /* read-only, complete */
 	uint64_t bytes;
-	uint64_t samples;   /* sum of n over chunks */
+	uint64_t samples; /* sum of n over chunks */
 };
 
 struct gw_store {
@@ -100,16 +100,16 @@ struct gw_store {
 	struct gw_series_index *idx;
 	struct sealed *sealed;
 	size_t nsealed, capsealed;
-	struct part *parts;  /* sorted by (day, tier) */
+	struct part *parts; /* sorted by (day, tier) */
 	size_t nparts, capparts;
 
 	/* Writer-only state. */
 	sqlite3 *index;
-	int64_t watermark;   /* everything before it is in partitions */
-	int64_t next_flush;  /* ms */
-	int64_t last_maint;  /* ms */
+	int64_t watermark;  /* everything before it is in partitions */
+	int64_t next_flush; /* ms */
+	int64_t last_maint; /* ms */
 	uint64_t pend_total;
-	bool flush_failing;  /* logged once per streak */
+	bool flush_failing; /* logged once per streak */
 	atomic_flag warned_cap, warned_bad, warned_order, warned_corrupt;
 
 	/* A partition a query found damaged, for the writer to check and
@@ -141,8 +141,7 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 int gw_store_check_db(sqlite3 *db);
 
 /* Moves a file (and its -wal/-shm) to DIR/quarantine/. */
-void gw_store_quarantine(struct gw_store *s, const char *path,
-			 const char *why);
+void gw_store_quarantine(struct gw_store *s, const char *path, const char *why);
 
 /* Splits a canonical key back into labels. */
 int gw_store_key_labels(const char *key, struct gw_labels *out);

@@ -31,7 +31,8 @@ static int write_chunk(sqlite3 *db, uint32_t id, int64_t t_min, int64_t t_max,
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO chunks(series, "
+	rc = sqlite3_prepare_v2(db,
+				"INSERT OR REPLACE INTO chunks(series, "
 				"t_min, t_max, n, data) VALUES (?,?,?,?,?)",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -148,7 +149,8 @@ static int write_cut(struct gw_store *s, int64_t H)
 		gw_rollup_free_array(r, k);
 	}
 	for (size_t k = 0; k < tx.n; k++) {
-		struct part *p = gw_store_part_find(s, tx.v[k].tier, tx.v[k].day);
+		struct part *p =
+			gw_store_part_find(s, tx.v[k].tier, tx.v[k].day);
 
 		if (!p || !p->w)
 			continue;
@@ -182,8 +184,8 @@ static int set_watermark(struct gw_store *s, int64_t H)
 	snprintf(sql, sizeof(sql),
 		 "BEGIN; INSERT OR REPLACE INTO meta(k, v) VALUES "
 		 "('watermark', %lld); DELETE FROM head WHERE t_max < %lld; "
-		 "COMMIT; PRAGMA incremental_vacuum;", (long long)H,
-		 (long long)H);
+		 "COMMIT; PRAGMA incremental_vacuum;",
+		 (long long)H, (long long)H);
 	return gw_store_exec(s->index, sql);
 }
 
@@ -203,9 +205,10 @@ static void close_day(struct gw_store *s, int64_t day)
 		if (gw_store_open_db(p->path, false, false, &db) == 0) {
 			if (p->tier != GW_TIER_1H)
 				(void)gw_store_compact_db(db, p->tier);
-			(void)gw_store_exec(db, "INSERT OR REPLACE INTO meta(k, v) "
-				       "VALUES ('closed', 1);"
-				       "PRAGMA journal_mode=DELETE; VACUUM;");
+			(void)gw_store_exec(
+				db, "INSERT OR REPLACE INTO meta(k, v) "
+				    "VALUES ('closed', 1);"
+				    "PRAGMA journal_mode=DELETE; VACUUM;");
 			sqlite3_close(db);
 		}
 		(void)chmod(p->path, 0444);
@@ -232,8 +235,8 @@ static int cut(struct gw_store *s, int64_t H)
 		err = write_cut(s, H);
 	if (err) {
 		gw_err("store: writing the hour before %lld failed (%s); kept "
-		       "in memory and in the head log, retried", (long long)H,
-		       strerror(-err));
+		       "in memory and in the head log, retried",
+		       (long long)H, strerror(-err));
 		return err;
 	}
 	drop_sealed_before(s, H);
@@ -269,7 +272,9 @@ static void drop_part(struct gw_store *s, size_t i, const char *why)
 		char path[PATH_MAX + 340];
 
 		snprintf(path, sizeof(path), "%s%s", p.path,
-			 k == 0 ? "" : k == 1 ? "-wal" : "-shm");
+			 k == 0	  ? ""
+			 : k == 1 ? "-wal"
+				  : "-shm");
 		(void)unlink(path);
 	}
 	gw_info("store: dropped %s (%s)", p.path, why);
@@ -316,7 +321,8 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 		i++;
 	}
 	gw_store_refresh_sizes(s);
-	while (s->o.disk_budget && atomic_load(&s->st_disk) > s->o.disk_budget) {
+	while (s->o.disk_budget &&
+	       atomic_load(&s->st_disk) > s->o.disk_budget) {
 		/* Oldest first; parts are sorted by day.  Never today's. */
 		if (!s->nparts || s->parts[0].day >= today) {
 			static atomic_flag warned = ATOMIC_FLAG_INIT;
@@ -358,7 +364,8 @@ static void check_suspect(struct gw_store *s)
 		pthread_rwlock_unlock(&s->lock);
 		if (p.w)
 			sqlite3_close(p.w);
-		gw_store_quarantine(s, path, "SQLite reported corruption while "
+		gw_store_quarantine(s, path,
+				    "SQLite reported corruption while "
 				    "reading it");
 		return;
 	}

@@ -25,8 +25,8 @@
 /* One in-memory piece copied from the head. */
 struct memchunk {
 	enum gw_tier tier;
-	bool framed;     /* framed rollups (head buffers) */
-	int64_t t_min;   /* for the duplicate check; INT64_MIN if framed */
+	bool framed;   /* framed rollups (head buffers) */
+	int64_t t_min; /* for the duplicate check; INT64_MIN if framed */
 	uint8_t *data;
 	size_t len;
 };
@@ -65,8 +65,8 @@ static int check_limits(struct gw_query_limits *lim, size_t add)
 	return 0;
 }
 
-static int mem_add(struct sel *x, enum gw_tier tier, bool framed,
-		   int64_t t_min, const void *data, size_t len)
+static int mem_add(struct sel *x, enum gw_tier tier, bool framed, int64_t t_min,
+		   const void *data, size_t len)
 {
 	struct memchunk *nm;
 	uint8_t *copy;
@@ -167,8 +167,8 @@ corrupt:
 	gw_log_once(&s->warned_corrupt, GW_LOG_ERROR,
 		    "store: a chunk of %s failed its checksum and was skipped; "
 		    "further ones are counted in "
-		    "gpuwatch_store_corrupt_chunks_total", x->labels.n ?
-		    x->labels.v[0].value : "?");
+		    "gpuwatch_store_corrupt_chunks_total",
+		    x->labels.n ? x->labels.v[0].value : "?");
 	return 0;
 }
 
@@ -200,9 +200,8 @@ static int keep_rollups(struct gw_store *s, struct sel *x, struct gw_rollup *r,
 }
 
 static int take_rollups(struct gw_store *s, struct sel *x, enum gw_tier tier,
-			const uint8_t *p, size_t len, bool framed,
-			int64_t mint, int64_t maxt,
-			struct gw_query_limits *lim)
+			const uint8_t *p, size_t len, bool framed, int64_t mint,
+			int64_t maxt, struct gw_query_limits *lim)
 {
 	struct gw_rollup *r = NULL;
 	size_t k = 0;
@@ -237,8 +236,8 @@ static int sort_points(struct sel *x, enum gw_tier tier)
 	bool sorted = true;
 
 	for (size_t i = 1; i < x->n && sorted; i++)
-		sorted = tier == GW_TIER_RAW ? x->t[i - 1] <= x->t[i] :
-					       x->r[i - 1].t <= x->r[i].t;
+		sorted = tier == GW_TIER_RAW ? x->t[i - 1] <= x->t[i]
+					     : x->r[i - 1].t <= x->r[i].t;
 	if (sorted)
 		return 0;
 	/* Insertion sort over runs: pieces arrive mostly in order. */
@@ -279,7 +278,8 @@ static void note_corrupt_file(struct gw_store *s, const char *path)
 	gw_log_once(&s->warned_corrupt, GW_LOG_ERROR,
 		    "store: %s is damaged (SQLite reports corruption); its "
 		    "chunks are skipped and the file is checked and "
-		    "quarantined", path);
+		    "quarantined",
+		    path);
 	pthread_mutex_lock(&s->suspect_lock);
 	if (!s->suspect[0])
 		snprintf(s->suspect, sizeof(s->suspect), "%s", path);
@@ -297,9 +297,11 @@ static int read_partition(struct gw_store *s, const char *path,
 
 	if (gw_store_open_db(path, false, true, &db) != 0)
 		return 0; /* dropped meanwhile, or unreadable: skip */
-	rc = sqlite3_prepare_v2(db, "SELECT t_min, data FROM chunks WHERE "
+	rc = sqlite3_prepare_v2(db,
+				"SELECT t_min, data FROM chunks WHERE "
 				"series = ? AND t_max >= ? AND t_min <= ? "
-				"ORDER BY t_min", -1, &st, NULL);
+				"ORDER BY t_min",
+				-1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		note_corrupt_file(s, path);
 		goto out;
@@ -337,8 +339,8 @@ out:
 	return err;
 }
 
-static bool part_overlaps(const struct part *p, enum gw_tier tier,
-			  int64_t mint, int64_t maxt)
+static bool part_overlaps(const struct part *p, enum gw_tier tier, int64_t mint,
+			  int64_t maxt)
 {
 	if (p->tier != tier)
 		return false;
@@ -397,8 +399,8 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			size_t len;
 			const uint8_t *p = gw_chunk_bytes(&h->raw, &len);
 
-			err = mem_add(x, tier, false, gw_chunk_first(&h->raw), p,
-				      len);
+			err = mem_add(x, tier, false, gw_chunk_first(&h->raw),
+				      p, len);
 		} else if (tier == GW_TIER_1M) {
 			err = mem_add(x, tier, true, INT64_MIN, h->m1_closed.p,
 				      h->m1_closed.len);
@@ -413,8 +415,8 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = -ENOMEM;
 		for (size_t i = 0; !err && i < s->nparts; i++)
 			if (part_overlaps(&s->parts[i], tier, mint, maxt))
-				snprintf(parts[np++].path, sizeof(parts->path), "%s",
-					 s->parts[i].path);
+				snprintf(parts[np++].path, sizeof(parts->path),
+					 "%s", s->parts[i].path);
 	}
 	pthread_rwlock_unlock(&s->lock);
 
@@ -594,8 +596,8 @@ static int store_label_values(void *ctx, const char *name,
 		if (!chosen(ser, sets, nm, nsets, mint, maxt))
 			continue;
 		for (size_t j = 0; j < ser->labels.n && !err; j++) {
-			const char *x = name ? ser->labels.v[j].value :
-					       ser->labels.v[j].name;
+			const char *x = name ? ser->labels.v[j].value
+					     : ser->labels.v[j].name;
 
 			if (name && strcmp(ser->labels.v[j].name, name) != 0)
 				continue;
@@ -740,8 +742,10 @@ int gw_store_export(const char *dir, const char *partition, const char *path,
 	sqlite3_close(db);
 	return rc == SQLITE_DONE ? 0 : -EIO;
 bad:
-	snprintf(err, errlen, "bad partition name \"%s\": expected "
-		 "raw|1m|1h/YYYY-MM-DD", partition);
+	snprintf(err, errlen,
+		 "bad partition name \"%s\": expected "
+		 "raw|1m|1h/YYYY-MM-DD",
+		 partition);
 	return -EINVAL;
 }
 

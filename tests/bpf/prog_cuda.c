@@ -48,9 +48,9 @@
 #include "stub_cuda.h"
 
 #define MAX_POINTERS 4096
-#define MAX_REPEAT 10000000ull
-#define MAX_BYTES (1ull << 60)
-#define MAX_THREADS 64
+#define MAX_REPEAT   10000000ull
+#define MAX_BYTES    (1ull << 60)
+#define MAX_THREADS  64
 
 struct script {
 	int argc;
@@ -71,8 +71,8 @@ static void die(int code, const char *what, const char *detail)
 static void check(const char *call, int got, int want)
 {
 	if (got != want) {
-		fprintf(stderr, "prog_cuda: %s returned %d, expected %d\n", call,
-			got, want);
+		fprintf(stderr, "prog_cuda: %s returned %d, expected %d\n",
+			call, got, want);
 		exit(4);
 	}
 }
@@ -148,7 +148,8 @@ static void report_origin(const char *name, void *fn)
 	Dl_info info;
 
 	if (dladdr(fn, &info) != 0 && info.dli_fname != NULL)
-		fprintf(stderr, "prog_cuda: %s from %s\n", name, info.dli_fname);
+		fprintf(stderr, "prog_cuda: %s from %s\n", name,
+			info.dli_fname);
 }
 
 static void step(struct script *s, const char *w)
@@ -183,7 +184,8 @@ static void step(struct script *s, const char *w)
 		n = arg(s, MAX_BYTES);
 		k = kind(s);
 		check("cudaMemcpy",
-		      cudaMemcpy((void *)(uintptr_t)0x7f00000000ull, host, n, k),
+		      cudaMemcpy((void *)(uintptr_t)0x7f00000000ull, host, n,
+				 k),
 		      0);
 	} else if (strcmp(w, "memset") == 0) {
 		n = arg(s, MAX_BYTES);
@@ -191,24 +193,24 @@ static void step(struct script *s, const char *w)
 		      cudaMemset((void *)(uintptr_t)0x7f00000000ull, 0, n), 0);
 	} else if (strcmp(w, "cuh2d") == 0) {
 		n = arg(s, MAX_BYTES);
-		check("cuMemcpyHtoD_v2", cuMemcpyHtoD_v2(0x7e00000000ull, host, n),
-		      0);
+		check("cuMemcpyHtoD_v2",
+		      cuMemcpyHtoD_v2(0x7e00000000ull, host, n), 0);
 	} else if (strcmp(w, "cud2h") == 0) {
 		n = arg(s, MAX_BYTES);
 		check("cuMemcpyDtoH_v2",
-		      cuMemcpyDtoH_v2(host, 0x7e00000000ull, n),
-		      0);
+		      cuMemcpyDtoH_v2(host, 0x7e00000000ull, n), 0);
 	} else if (strcmp(w, "launch") == 0) {
 		n = arg(s, MAX_REPEAT);
 		for (i = 0; i < n; i++)
 			check("cudaLaunchKernel",
-			      cudaLaunchKernel(host, one, one, NULL, 0, NULL), 0);
+			      cudaLaunchKernel(host, one, one, NULL, 0, NULL),
+			      0);
 	} else if (strcmp(w, "culaunch") == 0) {
 		n = arg(s, MAX_REPEAT);
 		for (i = 0; i < n; i++)
 			check("cuLaunchKernel",
-			      cuLaunchKernel(host, 1, 1, 1, 1, 1,
-					     1, 0, NULL, NULL, NULL),
+			      cuLaunchKernel(host, 1, 1, 1, 1, 1, 1, 0, NULL,
+					     NULL, NULL),
 			      0);
 	} else if (strcmp(w, "sync") == 0) {
 		check("cudaDeviceSynchronize", cudaDeviceSynchronize(), 0);

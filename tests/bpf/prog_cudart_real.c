@@ -37,7 +37,8 @@ int main(int argc, char **argv)
 
 		if (rc != EXPECTED) {
 			fprintf(stderr,
-				"prog_cudart_real: cudaMalloc call %llu returned %d, expected %d\n",
+				"prog_cudart_real: cudaMalloc call %llu "
+				"returned %d, expected %d\n",
 				i + 1, rc, EXPECTED);
 			return 3;
 		}

@@ -46,7 +46,8 @@ int main(int argc, char **argv)
 
 		if (rc != 0) {
 			fprintf(stderr,
-				"prog_dlopen: cudaMalloc call %llu returned %d\n",
+				"prog_dlopen: cudaMalloc call %llu returned "
+				"%d\n",
 				i + 1, rc);
 			return 4;
 		}

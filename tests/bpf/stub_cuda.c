@@ -44,7 +44,7 @@
 #define STUB_API __attribute__((visibility("default"), noinline, used))
 
 #define STUB_SYNC_SLEEP_MS 20
-#define STUB_PTR_STEP 0x100000ull
+#define STUB_PTR_STEP	   0x100000ull
 
 enum stub_api {
 	STUB_CUDA_MALLOC,

@@ -56,9 +56,9 @@
 #include "gpuwatch/cupti_ring.h"
 
 #define DEADLINE_NS (10ull * 1000000000ull)
-#define MIB (1024ull * 1024ull)
+#define MIB	    (1024ull * 1024ull)
 
-#define RT CUPTI_CB_DOMAIN_RUNTIME_API
+#define RT  CUPTI_CB_DOMAIN_RUNTIME_API
 #define DRV CUPTI_CB_DOMAIN_DRIVER_API
 
 /* A read-only view of our own ring. */
@@ -68,8 +68,8 @@ struct ring {
 	uint8_t *map;
 	size_t len;
 	const struct gw_cring_hdr *hdr;
-	uint64_t pos;              /* record boundary scanned up to */
-	uint8_t *buf;              /* data_size bytes */
+	uint64_t pos; /* record boundary scanned up to */
+	uint8_t *buf; /* data_size bytes */
 	int have_process, have_memcpy;
 	struct gw_crec_process process;
 	struct gw_crec_memcpy memcpy;
@@ -133,7 +133,8 @@ static int ring_map(struct ring *r)
 	}
 	h = (const struct gw_cring_hdr *)r->map;
 	if (h->magic != GW_CRING_MAGIC || h->hdr_size < sizeof(*h) ||
-	    h->data_size < GW_CRING_DATA_MIN || h->data_size > GW_CRING_DATA_MAX ||
+	    h->data_size < GW_CRING_DATA_MIN ||
+	    h->data_size > GW_CRING_DATA_MAX ||
 	    (h->data_size & (h->data_size - 1)) ||
 	    (uint64_t)h->data_off + h->data_size > r->len)
 		goto again;
@@ -214,13 +215,12 @@ static int basic_done(const struct ring *r)
 	const struct gw_crec_process *p = &r->process;
 	const struct gw_crec_copy *k = r->memcpy.kind;
 
-	return r->have_process && r->have_memcpy &&
-	       p->contexts_created >= 1 && p->mem_allocs == 3 &&
-	       p->mem_frees == 1 && p->mem_live_bytes == 2 * MIB &&
-	       p->mem_peak_bytes == 3 * MIB && p->oom == 1 &&
-	       p->records >= 1010 && k[GW_COPY_HTOD].count == 3 &&
-	       k[GW_COPY_HTOD].bytes == 3 * MIB && k[GW_COPY_DTOH].count == 1 &&
-	       k[GW_COPY_MEMSET].count == 1;
+	return r->have_process && r->have_memcpy && p->contexts_created >= 1 &&
+	       p->mem_allocs == 3 && p->mem_frees == 1 &&
+	       p->mem_live_bytes == 2 * MIB && p->mem_peak_bytes == 3 * MIB &&
+	       p->oom == 1 && p->records >= 1010 &&
+	       k[GW_COPY_HTOD].count == 3 && k[GW_COPY_HTOD].bytes == 3 * MIB &&
+	       k[GW_COPY_DTOH].count == 1 && k[GW_COPY_MEMSET].count == 1;
 }
 
 static int busy_done(const struct ring *r)
@@ -232,23 +232,30 @@ static void play_basic(struct fake_cupti *fc, uint32_t ctx)
 {
 	const struct fake_cupti_device h100 = FAKE_CUPTI_H100(0);
 	struct fake_cupti_kernel vecadd = {
-		.name = "_Z6vecAddPfS_S_i", .context = ctx,
-		.grid = { 4096, 1, 1 }, .block = { 256, 1, 1 },
-		.registers = 16, .duration_ns = 10000,
+		.name = "_Z6vecAddPfS_S_i",
+		.context = ctx,
+		.grid = { 4096, 1, 1 },
+		.block = { 256, 1, 1 },
+		.registers = 16,
+		.duration_ns = 10000,
 	};
 	struct fake_cupti_kernel gemm = {
-		.name = "_Z4gemmILi128EEvPKfS1_Pfiii", .context = ctx,
-		.grid = { 64, 64, 1 }, .block = { 128, 1, 1 },
-		.registers = 128, .static_smem = 32768,
-		.dynamic_smem = 16384, .duration_ns = 2000000,
+		.name = "_Z4gemmILi128EEvPKfS1_Pfiii",
+		.context = ctx,
+		.grid = { 64, 64, 1 },
+		.block = { 128, 1, 1 },
+		.registers = 128,
+		.static_smem = 32768,
+		.dynamic_smem = 16384,
+		.duration_ns = 2000000,
 	};
 	const uint64_t base = 0x7f2000000000ull;
 
 	fc->push_device(&h100);
 	for (int i = 0; i < 3; i++) {
-		fc->api_call_nested(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-				    0, DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-				    0, 0);
+		fc->api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0, DRV,
+			CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 0, 0);
 		fc->push_memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
 				base + (uint64_t)i * MIB, MIB);
 	}
@@ -260,31 +267,31 @@ static void play_basic(struct fake_cupti *fc, uint32_t ctx)
 	fc->api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, 0, 0);
 	fc->push_memset(4096, 2000);
 	for (int i = 0; i < 1000; i++) {
-		fc->api_call_nested(RT,
-				    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-				    0, DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-				    0, 0);
+		fc->api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+			DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0);
 		fc->push_kernel(&vecadd);
 	}
 	for (int i = 0; i < 10; i++) {
-		fc->api_call_nested(RT,
-				    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-				    0, DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-				    0, 0);
+		fc->api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+			DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0);
 		fc->push_kernel(&gemm);
 	}
 	fc->api_call_nested(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 2,
 			    DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 2, 0);
 	fc->api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 1, 0);
 	for (int i = 0; i < 5; i++)
-		fc->api_call_nested(RT,
+		fc->api_call_nested(
+			RT,
 			CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0,
 			DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 0,
 			1000000);
 	fc->api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 0, 100000);
 	fc->push_memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, MIB, 100000);
 	fc->api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, 0, 0);
-	fc->push_memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, base, MIB);
+	fc->push_memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, base,
+			MIB);
 }
 
 int main(int argc, char **argv)
@@ -302,7 +309,8 @@ int main(int argc, char **argv)
 	void *lib;
 	char c;
 
-	if (!scenario || (strcmp(scenario, "basic") && strcmp(scenario, "busy"))) {
+	if (!scenario ||
+	    (strcmp(scenario, "basic") && strcmp(scenario, "busy"))) {
 		fprintf(stderr, "usage: inject_host basic|busy [FAKE_CUPTI]\n");
 		return 2;
 	}
@@ -311,7 +319,7 @@ int main(int argc, char **argv)
 		inject = getenv("CUPTI_INJECT");
 	if (!fake_path || !*fake_path || !inject || !*inject) {
 		fprintf(stderr, "inject_host: set FAKE_CUPTI (or pass it) and "
-			"CUDA_INJECTION64_PATH or CUPTI_INJECT\n");
+				"CUDA_INJECTION64_PATH or CUPTI_INJECT\n");
 		return 77;
 	}
 	if (!dir || !*dir)
@@ -357,7 +365,8 @@ int main(int argc, char **argv)
 		}
 		if (now_ns() > deadline) {
 			fprintf(stderr,
-				"inject_host: %s: ring %s not ready after 10 s: "
+				"inject_host: %s: ring %s not ready after 10 "
+				"s: "
 				"status %u, process record %d (seq %" PRIu64
 				", contexts %" PRIu64 ", allocs %" PRIu64
 				", frees %" PRIu64 ", oom %" PRIu64

@@ -1371,7 +1371,10 @@ static const char *const driver_names[] = {
 	[806] = "cuDriverGetGpuCodeIsaVersion",
 };
 
-static const struct { int code; const char *name; } result_names[] = {
+static const struct {
+	int code;
+	const char *name;
+} result_names[] = {
 	{ 0, "CUPTI_SUCCESS" },
 	{ 1, "CUPTI_ERROR_INVALID_PARAMETER" },
 	{ 2, "CUPTI_ERROR_INVALID_DEVICE" },
@@ -1462,9 +1465,9 @@ static struct {
 	int kind_result[CUPTI_ACTIVITY_KIND_COUNT];
 	CUpti_BuffersCallbackRequestFunc requested;
 	CUpti_BuffersCallbackCompleteFunc completed;
-	size_t q_head, q_len;        /* ring of FAKE_CUPTI_QUEUE_CAP slots */
-	uint64_t dropped_unread;     /* for cuptiActivityGetNumDroppedRecords */
-	uint64_t clock_ns;           /* the fake GPU's timestamps */
+	size_t q_head, q_len;	 /* ring of FAKE_CUPTI_QUEUE_CAP slots */
+	uint64_t dropped_unread; /* for cuptiActivityGetNumDroppedRecords */
+	uint64_t clock_ns;	 /* the fake GPU's timestamps */
 	uint32_t correlation;
 	uint32_t contexts;
 	uint32_t current_context;
@@ -1545,7 +1548,8 @@ static int cbid_valid(int domain, uint32_t cbid)
 
 static const char *name_of(int domain, uint32_t cbid)
 {
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < NELEM(runtime_names))
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+	    cbid < NELEM(runtime_names))
 		return runtime_names[cbid];
 	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < NELEM(driver_names))
 		return driver_names[cbid];
@@ -1971,7 +1975,7 @@ struct call {
 	void *userdata;
 	CUpti_CallbackData data;
 	uint64_t correlation_data; /* the subscriber's slot */
-	int ret;                   /* cudaError_t or CUresult */
+	int ret;		   /* cudaError_t or CUresult */
 };
 
 static void call_enter(struct call *c, int domain, uint32_t cbid)
@@ -1985,9 +1989,12 @@ static void call_enter(struct call *c, int domain, uint32_t cbid)
 	c->fn = fake.callback;
 	c->userdata = fake.userdata;
 	c->data.correlationId = ++fake.correlation;
-	c->data.context = fake.current_context ?
-		(CUcontext)(uintptr_t)(0x7f0000001000ull +
-				       fake.current_context * 0x1000ull) : NULL;
+	c->data.context =
+		fake.current_context
+			? (CUcontext)(uintptr_t)(0x7f0000001000ull +
+						 fake.current_context *
+							 0x1000ull)
+			: NULL;
 	c->data.contextUid = fake.current_context;
 	if (c->deliver)
 		fake.st.callbacks++;
@@ -2048,15 +2055,16 @@ static void resource_callback(uint32_t cbid, uint32_t context)
 	int deliver;
 
 	lock();
-	deliver = fake.subscribed && fake.enabled[CUPTI_CB_DOMAIN_RESOURCE][cbid];
+	deliver =
+		fake.subscribed && fake.enabled[CUPTI_CB_DOMAIN_RESOURCE][cbid];
 	fn = fake.callback;
 	userdata = fake.userdata;
 	unlock();
 	if (!deliver)
 		return;
 	memset(&data, 0, sizeof(data));
-	data.context = (CUcontext)(uintptr_t)(0x7f0000001000ull +
-					      context * 0x1000ull);
+	data.context =
+		(CUcontext)(uintptr_t)(0x7f0000001000ull + context * 0x1000ull);
 	fn(userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
 }
 
@@ -2210,12 +2218,12 @@ int fake_cupti_push_memcpy(int copy_kind, uint64_t bytes, uint64_t duration_ns)
 		CUpti_ActivityMemcpy6 *r = &s->memcpy;
 
 		r->copyKind = (uint8_t)copy_kind;
-		r->srcKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ?
-			CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE :
-			CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-		r->dstKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ?
-			CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE :
-			CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		r->srcKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
+				     ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+				     : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		r->dstKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
+				     ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+				     : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 		r->bytes = bytes;
 		r->start = gpu_span(duration_ns, &r->end);
 		r->contextId = fake.current_context;

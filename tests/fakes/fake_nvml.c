@@ -47,20 +47,20 @@
 
 #define FAKE_API __attribute__((visibility("default")))
 
-#define FAKE_MAX_GPUS 16
-#define FAKE_STAR FAKE_MAX_GPUS /* the gpu.*.KEY slot */
-#define FAKE_MAX_PROCS 256
-#define FAKE_MAX_EVENTS 65536
-#define FAKE_MAX_LINE 65536
-#define FAKE_MAX_HANG_S 3600.0
-#define FAKE_RELOAD_NS 50000000LL /* re-check the script at most this often */
-#define FAKE_POLL_NS 200000000LL  /* event wait poll period: 200 ms */
-#define FAKE_NO_INSTANCE 0xffffffffu
-#define FAKE_ESET_MAGIC 0x45564e54u
-#define FAKE_GPM_MAGIC 0x47504d53u
+#define FAKE_MAX_GPUS	   16
+#define FAKE_STAR	   FAKE_MAX_GPUS /* the gpu.*.KEY slot */
+#define FAKE_MAX_PROCS	   256
+#define FAKE_MAX_EVENTS	   65536
+#define FAKE_MAX_LINE	   65536
+#define FAKE_MAX_HANG_S	   3600.0
+#define FAKE_RELOAD_NS	   50000000LL /* re-check the script at most this often */
+#define FAKE_POLL_NS	   200000000LL /* event wait poll period: 200 ms */
+#define FAKE_NO_INSTANCE   0xffffffffu
+#define FAKE_ESET_MAGIC	   0x45564e54u
+#define FAKE_GPM_MAGIC	   0x47504d53u
 #define FAKE_PCI_DEVICE_ID 0x233010deu /* H100 SXM5 80GB; vendor 10de */
 #define FAKE_PCI_SUBSYS_ID 0x16c110deu
-#define FAKE_PCI_BUS_BASE 0x18
+#define FAKE_PCI_BUS_BASE  0x18
 
 /* ---- exported entry points ------------------------------------------ */
 
@@ -71,17 +71,19 @@ FAKE_API int nvmlDeviceGetHandleByIndex_v2(unsigned int index,
 					   gw_nvml_device_t *device);
 FAKE_API int nvmlDeviceGetPciInfo_v3(gw_nvml_device_t device,
 				     struct gw_nvml_pci_info *pci);
-FAKE_API int nvmlDeviceGetComputeRunningProcesses_v3(
-	gw_nvml_device_t device, unsigned int *count,
-	struct gw_nvml_process_info *infos);
+FAKE_API int
+nvmlDeviceGetComputeRunningProcesses_v3(gw_nvml_device_t device,
+					unsigned int *count,
+					struct gw_nvml_process_info *infos);
 FAKE_API int nvmlEventSetWait_v2(void *set, struct gw_nvml_event_data *data,
 				 unsigned int timeout_ms);
 FAKE_API int nvmlDeviceGetFieldValues(gw_nvml_device_t device, int count,
 				      struct gw_nvml_field_value *values);
 FAKE_API int nvmlDeviceGetTotalEnergyConsumption(gw_nvml_device_t device,
 						 unsigned long long *energy);
-FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(
-	gw_nvml_device_t device, unsigned long long *reasons);
+FAKE_API int
+nvmlDeviceGetCurrentClocksEventReasons(gw_nvml_device_t device,
+				       unsigned long long *reasons);
 FAKE_API int nvmlDeviceGetRemappedRows(gw_nvml_device_t device,
 				       unsigned int *corr, unsigned int *unc,
 				       unsigned int *pending,
@@ -102,9 +104,10 @@ FAKE_API int nvmlDeviceGetHandleByIndex(unsigned int index,
 					gw_nvml_device_t *device);
 FAKE_API int nvmlDeviceGetPciInfo_v2(gw_nvml_device_t device,
 				     struct gw_nvml_pci_info *pci);
-FAKE_API int nvmlDeviceGetComputeRunningProcesses_v2(
-	gw_nvml_device_t device, unsigned int *count,
-	struct gw_nvml_process_info *infos);
+FAKE_API int
+nvmlDeviceGetComputeRunningProcesses_v2(gw_nvml_device_t device,
+					unsigned int *count,
+					struct gw_nvml_process_info *infos);
 FAKE_API int nvmlEventSetWait(void *set, struct gw_nvml_event_data *data,
 			      unsigned int timeout_ms);
 #endif
@@ -129,12 +132,12 @@ FAKE_API int nvmlDeviceGetClockInfo(gw_nvml_device_t device, int type,
 				    unsigned int *clock);
 FAKE_API int nvmlDeviceGetMaxClockInfo(gw_nvml_device_t device, int type,
 				       unsigned int *clock);
-FAKE_API int nvmlDeviceGetCurrentClocksThrottleReasons(
-	gw_nvml_device_t device, unsigned long long *reasons);
+FAKE_API int
+nvmlDeviceGetCurrentClocksThrottleReasons(gw_nvml_device_t device,
+					  unsigned long long *reasons);
 FAKE_API int nvmlDeviceGetFanSpeed(gw_nvml_device_t device,
 				   unsigned int *speed);
-FAKE_API int nvmlDeviceGetPerformanceState(gw_nvml_device_t device,
-					   int *state);
+FAKE_API int nvmlDeviceGetPerformanceState(gw_nvml_device_t device, int *state);
 FAKE_API int nvmlDeviceGetTotalEccErrors(gw_nvml_device_t device,
 					 int error_type, int counter_type,
 					 unsigned long long *count);
@@ -148,8 +151,8 @@ FAKE_API int nvmlDeviceGetMaxPcieLinkWidth(gw_nvml_device_t device,
 					   unsigned int *width);
 FAKE_API int nvmlDeviceGetPcieReplayCounter(gw_nvml_device_t device,
 					    unsigned int *count);
-FAKE_API int nvmlDeviceGetPcieThroughput(gw_nvml_device_t device,
-					 int counter, unsigned int *value);
+FAKE_API int nvmlDeviceGetPcieThroughput(gw_nvml_device_t device, int counter,
+					 unsigned int *value);
 FAKE_API int nvmlDeviceGetNvLinkState(gw_nvml_device_t device,
 				      unsigned int link, int *active);
 FAKE_API int nvmlDeviceGetNvLinkErrorCounter(gw_nvml_device_t device,
@@ -213,9 +216,9 @@ static const struct {
 
 enum ktype {
 	T_DIRECTIVE, /* only error:/hang: mean anything */
-	T_NUM,       /* unsigned integer (0x.. for hex), at most max */
+	T_NUM,	     /* unsigned integer (0x.. for hex), at most max */
 	T_DOUBLE,    /* non-negative real, at most max */
-	T_STR,       /* rest of the line, at most max bytes */
+	T_STR,	     /* rest of the line, at most max bytes */
 	T_PROCS,     /* PID:BYTES,... */
 	T_PUTIL,     /* PID:SM:MEM[:ENC:DEC],... */
 	T_LINKS,     /* N,N,... link numbers, kept as a bitmask */
@@ -310,8 +313,7 @@ static const struct keydef gpu_keys[K_COUNT] = {
 	[K_HANDLE] = { "handle", T_DIRECTIVE, 0, NULL },
 	[K_NAME] = { "name", T_STR, GW_NVML_DEVICE_NAME_BUFFER_SIZE - 1,
 		     "NVIDIA H100 80GB HBM3" },
-	[K_UUID] = { "uuid", T_STR, GW_NVML_DEVICE_UUID_BUFFER_SIZE - 1,
-		     NULL },
+	[K_UUID] = { "uuid", T_STR, GW_NVML_DEVICE_UUID_BUFFER_SIZE - 1, NULL },
 	[K_PCI_BUS_ID] = { "pci_bus_id", T_STR,
 			   GW_NVML_PCI_BUS_ID_BUFFER_SIZE - 1, NULL },
 	[K_TEMPERATURE] = { "temperature", T_NUM, U32, "45" },
@@ -388,7 +390,7 @@ struct event {
 struct script {
 	struct val global[G_COUNT];
 	struct val gpu[FAKE_MAX_GPUS + 1][K_COUNT]; /* [FAKE_STAR]: gpu.* */
-	struct event *events; /* sorted by seq */
+	struct event *events;			    /* sorted by seq */
 	size_t nevents;
 	int missing; /* named but unreadable: nvmlInit fails */
 };
@@ -728,8 +730,7 @@ static int parse_value(const struct keydef *kd, const char *s, struct val *v)
 }
 
 /* Parses value into *slot, replacing what an earlier line set. */
-static int set_key(struct val *slot, const struct keydef *kd,
-		   const char *value)
+static int set_key(struct val *slot, const struct keydef *kd, const char *value)
 {
 	struct val v;
 
@@ -741,8 +742,7 @@ static int set_key(struct val *slot, const struct keydef *kd,
 }
 
 /* "I.KEY" or "*.KEY" after "gpu." */
-static int parse_gpu_line(struct script *s, const char *rest,
-			  const char *value)
+static int parse_gpu_line(struct script *s, const char *rest, const char *value)
 {
 	const char *dot = strchr(rest, '.');
 	const char *p = rest;
@@ -999,8 +999,7 @@ static void reload(void)
 		return;
 	}
 	if (cur && sig.valid && sig.dev == st.st_dev && sig.ino == st.st_ino &&
-	    sig.size == st.st_size &&
-	    sig.mtime.tv_sec == st.st_mtim.tv_sec &&
+	    sig.size == st.st_size && sig.mtime.tv_sec == st.st_mtim.tv_sec &&
 	    sig.mtime.tv_nsec == st.st_mtim.tv_nsec)
 		return;
 	s = script_load(path);
@@ -1330,8 +1329,8 @@ static int do_get_count(const char *sym, unsigned int *count)
 		if (!count) {
 			c.err = GW_NVML_ERROR_INVALID_ARGUMENT;
 		} else {
-			settle(&c, global_val(G_GPUS),
-			       &global_defaults[G_GPUS], &r);
+			settle(&c, global_val(G_GPUS), &global_defaults[G_GPUS],
+			       &r);
 			fail(&c, r);
 			n = ngpus();
 		}
@@ -1512,24 +1511,23 @@ FAKE_API int nvmlDeviceGetClockInfo(gw_nvml_device_t device, int type,
 FAKE_API int nvmlDeviceGetMaxClockInfo(gw_nvml_device_t device, int type,
 				       unsigned int *clock)
 {
-	return get_uint(__func__, device,
-			clock_key(type, K_MAX_CLOCK_GRAPHICS), clock);
+	return get_uint(__func__, device, clock_key(type, K_MAX_CLOCK_GRAPHICS),
+			clock);
 }
 
-FAKE_API int nvmlDeviceGetCurrentClocksThrottleReasons(
-	gw_nvml_device_t device, unsigned long long *reasons)
+FAKE_API int
+nvmlDeviceGetCurrentClocksThrottleReasons(gw_nvml_device_t device,
+					  unsigned long long *reasons)
 {
 	return get_ull(__func__, device, K_CLOCKS_EVENT_REASONS, reasons);
 }
 
-FAKE_API int nvmlDeviceGetFanSpeed(gw_nvml_device_t device,
-				   unsigned int *speed)
+FAKE_API int nvmlDeviceGetFanSpeed(gw_nvml_device_t device, unsigned int *speed)
 {
 	return get_uint(__func__, device, K_FAN_SPEED, speed);
 }
 
-FAKE_API int nvmlDeviceGetPerformanceState(gw_nvml_device_t device,
-					   int *state)
+FAKE_API int nvmlDeviceGetPerformanceState(gw_nvml_device_t device, int *state)
 {
 	unsigned int v;
 	int r;
@@ -1586,8 +1584,8 @@ FAKE_API int nvmlDeviceGetPcieReplayCounter(gw_nvml_device_t device,
 	return get_uint(__func__, device, K_PCIE_REPLAY, count);
 }
 
-FAKE_API int nvmlDeviceGetPcieThroughput(gw_nvml_device_t device,
-					 int counter, unsigned int *value)
+FAKE_API int nvmlDeviceGetPcieThroughput(gw_nvml_device_t device, int counter,
+					 unsigned int *value)
 {
 	int k = -1;
 
@@ -1755,8 +1753,8 @@ FAKE_API int nvmlDeviceGetTotalEnergyConsumption(gw_nvml_device_t device,
 	return get_ull(__func__, device, K_ENERGY_MJ, energy);
 }
 
-FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(
-	gw_nvml_device_t device, unsigned long long *reasons)
+FAKE_API int nvmlDeviceGetCurrentClocksEventReasons(gw_nvml_device_t device,
+						    unsigned long long *reasons)
 {
 	return get_ull(__func__, device, K_CLOCKS_EVENT_REASONS, reasons);
 }
@@ -1820,9 +1818,10 @@ static int do_procs(const char *sym, gw_nvml_device_t dev, unsigned int *count,
 }
 
 #ifndef FAKE_NVML_OLD_DRIVER
-FAKE_API int nvmlDeviceGetComputeRunningProcesses_v3(
-	gw_nvml_device_t device, unsigned int *count,
-	struct gw_nvml_process_info *infos)
+FAKE_API int
+nvmlDeviceGetComputeRunningProcesses_v3(gw_nvml_device_t device,
+					unsigned int *count,
+					struct gw_nvml_process_info *infos)
 {
 	return do_procs(__func__, device, count, infos);
 }
@@ -2221,9 +2220,10 @@ FAKE_API int nvmlDeviceGetPciInfo_v2(gw_nvml_device_t device,
 	return do_pci_info(__func__, device, pci);
 }
 
-FAKE_API int nvmlDeviceGetComputeRunningProcesses_v2(
-	gw_nvml_device_t device, unsigned int *count,
-	struct gw_nvml_process_info *infos)
+FAKE_API int
+nvmlDeviceGetComputeRunningProcesses_v2(gw_nvml_device_t device,
+					unsigned int *count,
+					struct gw_nvml_process_info *infos)
 {
 	return do_procs(__func__, device, count, infos);
 }

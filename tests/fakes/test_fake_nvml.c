@@ -32,34 +32,36 @@ static int failures;
 static char tmpdir[PATH_MAX];
 static char script_path[PATH_MAX + 32];
 
-#define CHECK(cond)                                                           \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n",          \
-				__FILE__, __LINE__, #cond);                   \
-			failures++;                                           \
-		}                                                             \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                        \
-	do {                                                                  \
-		long long a_ = (long long)(a), b_ = (long long)(b);           \
-		if (a_ != b_) {                                               \
-			fprintf(stderr, "%s:%d: %s == %lld, expected %s == "  \
-				"%lld\n", __FILE__, __LINE__, #a, a_, #b,     \
-				b_);                                          \
-			failures++;                                           \
-		}                                                             \
+#define CHECK_EQ(a, b)                                                         \
+	do {                                                                   \
+		long long a_ = (long long)(a), b_ = (long long)(b);            \
+		if (a_ != b_) {                                                \
+			fprintf(stderr,                                        \
+				"%s:%d: %s == %lld, expected %s == "           \
+				"%lld\n",                                      \
+				__FILE__, __LINE__, #a, a_, #b, b_);           \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                       \
-	do {                                                                  \
-		if (strcmp((a), (b)) != 0) {                                  \
-			fprintf(stderr, "%s:%d: %s == \"%s\", expected "      \
-				"\"%s\"\n", __FILE__, __LINE__, #a, (a),      \
-				(b));                                         \
-			failures++;                                           \
-		}                                                             \
+#define CHECK_STR(a, b)                                                        \
+	do {                                                                   \
+		if (strcmp((a), (b)) != 0) {                                   \
+			fprintf(stderr,                                        \
+				"%s:%d: %s == \"%s\", expected "               \
+				"\"%s\"\n",                                    \
+				__FILE__, __LINE__, #a, (a), (b));             \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 static const char *const new_names[] = {
@@ -126,8 +128,7 @@ static void write_file(const char *path, const char *text)
 	f = fopen(tmp, "w");
 	if (!f || fputs(text, f) == EOF || fclose(f) != 0 ||
 	    rename(tmp, path) != 0) {
-		fprintf(stderr, "cannot write %s: %s\n", path,
-			strerror(errno));
+		fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
 		exit(2);
 	}
 }
@@ -176,12 +177,11 @@ static void *open_lib(const char *path, struct gw_nvml_fns *f)
 		exit(2);
 	}
 	memset(f, 0, sizeof(*f));
-#define RESOLVE(member, sym, ret, params)                                     \
-	*(void **)&f->member = dlsym(h, sym);
+#define RESOLVE(member, sym, ret, params) *(void **)&f->member = dlsym(h, sym);
 	GW_NVML_SYMBOLS(RESOLVE)
 #undef RESOLVE
-#define FALLBACK(member, sym)                                                 \
-	if (!f->member)                                                       \
+#define FALLBACK(member, sym)                                                  \
+	if (!f->member)                                                        \
 		*(void **)&f->member = dlsym(h, sym);
 	GW_NVML_FALLBACKS(FALLBACK)
 #undef FALLBACK
@@ -337,8 +337,9 @@ static void t_defaults(const char *lib)
 	CHECK_EQ(u, 5);
 	CHECK_EQ(f.device_get_curr_pcie_link_width(d, &u), 0);
 	CHECK_EQ(u, 16);
-	CHECK_EQ(f.device_get_pcie_throughput(d, GW_NVML_PCIE_UTIL_RX_BYTES,
-					       &u), 0);
+	CHECK_EQ(
+		f.device_get_pcie_throughput(d, GW_NVML_PCIE_UTIL_RX_BYTES, &u),
+		0);
 	CHECK_EQ(u, 2000);
 	CHECK_EQ(f.device_get_nvlink_state(d, 17, &i), 0);
 	CHECK_EQ(i, GW_NVML_FEATURE_ENABLED);
@@ -358,8 +359,7 @@ static void t_defaults(const char *lib)
 	CHECK_EQ(fv[1].value.ull, 0);
 
 	CHECK_STR(f.error_string(GW_NVML_ERROR_GPU_IS_LOST), "GPU is lost");
-	CHECK_STR(f.error_string(GW_NVML_ERROR_NOT_SUPPORTED),
-		  "Not Supported");
+	CHECK_STR(f.error_string(GW_NVML_ERROR_NOT_SUPPORTED), "Not Supported");
 	CHECK_STR(f.error_string(GW_NVML_ERROR_NO_PERMISSION),
 		  "Insufficient Permissions");
 	CHECK_STR(f.error_string(GW_NVML_ERROR_TIMEOUT), "Timeout");
@@ -692,15 +692,14 @@ static void t_procs(const char *lib)
 	dlclose(h);
 }
 
-static const char events_script[] =
-	"gpus 2\n"
-	"gpu.1.supported_events 0xa\n"
-	"event.3 0 xid 79\n"
-	"event.1 0 xid 13\n"
-	"event.2 1 dbe\n"
-	"event.4 1 sbe 0\n"
-	"event.5 0 pstate 0\n"
-	"event.6 1 xid 48\n";
+static const char events_script[] = "gpus 2\n"
+				    "gpu.1.supported_events 0xa\n"
+				    "event.3 0 xid 79\n"
+				    "event.1 0 xid 13\n"
+				    "event.2 1 dbe\n"
+				    "event.4 1 sbe 0\n"
+				    "event.5 0 pstate 0\n"
+				    "event.6 1 xid 48\n";
 
 struct writer_arg {
 	long delay_ms;
@@ -747,12 +746,11 @@ static void t_events(const char *lib)
 	d[0] = handle(&f, 0);
 	d[1] = handle(&f, 1);
 	CHECK_EQ(f.event_set_create(&set), 0);
-	CHECK_EQ(f.device_register_events(
-			 d[0],
-			 GW_NVML_EVENT_XID_CRITICAL |
-				 GW_NVML_EVENT_DOUBLE_BIT_ECC |
-				 GW_NVML_EVENT_SINGLE_BIT_ECC,
-			 set),
+	CHECK_EQ(f.device_register_events(d[0],
+					  GW_NVML_EVENT_XID_CRITICAL |
+						  GW_NVML_EVENT_DOUBLE_BIT_ECC |
+						  GW_NVML_EVENT_SINGLE_BIT_ECC,
+					  set),
 		 0);
 	CHECK_EQ(f.device_register_events(d[1], GW_NVML_EVENT_SINGLE_BIT_ECC,
 					  set),
@@ -869,14 +867,13 @@ static void t_live(const char *lib)
 	CHECK_STR(read_all(logp), "nvmlDeviceGetPowerUsage 0\n");
 
 	/* A rewritten script takes effect while the library is in use. */
-	snprintf(text, sizeof(text),
-		 "calls_log %s\ngpu.0.temperature 77\n", logp);
+	snprintf(text, sizeof(text), "calls_log %s\ngpu.0.temperature 77\n",
+		 logp);
 	set_script(text);
 	CHECK_EQ(f.device_get_temperature(d, 0, &u), 0);
 	CHECK_EQ(u, 77);
 	set_script("gpus 0\n");
-	CHECK_EQ(f.device_get_temperature(d, 0, &u),
-		 GW_NVML_ERROR_GPU_IS_LOST);
+	CHECK_EQ(f.device_get_temperature(d, 0, &u), GW_NVML_ERROR_GPU_IS_LOST);
 	CHECK_EQ(f.device_get_count(&u), 0);
 	CHECK_EQ(u, 0);
 	CHECK_EQ(f.shutdown(), 0);
@@ -1067,8 +1064,7 @@ int main(int argc, char **argv)
 
 	bad += run("full exports every GW_NVML_SYMBOLS name and nothing else",
 		   t_symbols_full, full);
-	bad += run("old exports the fallback names only", t_symbols_old,
-		   old);
+	bad += run("old exports the fallback names only", t_symbols_old, old);
 	bad += run("defaults without a script", t_defaults, full);
 	bad += run("values, overrides, error: directives", t_values, full);
 	bad += run("hang: sleeps without holding the lock", t_hang, full);

@@ -21,10 +21,10 @@
 #include "collect/attrib.h"
 #include "fuzz.h"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 #define GUARD 16

@@ -20,10 +20,10 @@
 #include "fuzz.h"
 #include "store/chunk.h"
 
-#define CHECK(cond)              \
-	do {                     \
-		if (!(cond))     \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 #define MAXS 4096

@@ -13,10 +13,10 @@
 
 #define NAME "fuzz.yaml"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 static int terminated(const char *s, size_t size)
@@ -50,8 +50,8 @@ static void check_config(const struct gw_config *c)
 		CHECK(isfinite(c->faults[i].duration_s) &&
 		      c->faults[i].duration_s >= 0 &&
 		      c->faults[i].duration_s <= 1e9);
-		CHECK(strcmp(gw_sim_fault_name(c->faults[i].kind),
-			     "unknown") != 0);
+		CHECK(strcmp(gw_sim_fault_name(c->faults[i].kind), "unknown") !=
+		      0);
 	}
 }
 

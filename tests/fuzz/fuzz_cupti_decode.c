@@ -29,10 +29,10 @@
 #include "collect/cupti/decode.h"
 #include "fuzz.h"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 struct kseen {
@@ -146,8 +146,7 @@ static void compare(const struct gw_cupti_proc *p, const struct before *b)
 
 static struct before *g_before;
 
-static void decode_checked(struct gw_cupti_proc *p, const void *buf,
-			   size_t len)
+static void decode_checked(struct gw_cupti_proc *p, const void *buf, size_t len)
 {
 	size_t n;
 
@@ -268,8 +267,8 @@ static void in_ring(struct gw_cupti_proc *p, const uint8_t *d, size_t n)
 		int lost;
 		uint64_t t0 = field_at(fd, tail_off), t1, h1;
 
-		CHECK(gw_cupti_ring_take(fd, &ri, buf, GW_CREC_MAX, &len,
-					 &lost, 2) == 0);
+		CHECK(gw_cupti_ring_take(fd, &ri, buf, GW_CREC_MAX, &len, &lost,
+					 2) == 0);
 		CHECK(len <= GW_CREC_MAX);
 		t1 = field_at(fd, tail_off);
 		h1 = field_at(fd, head_off);

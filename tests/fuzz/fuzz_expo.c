@@ -26,10 +26,10 @@
 #include "fuzz.h"
 #include "pipeline/metrics.h"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 #define OUT_MAX (8u << 20)
@@ -158,9 +158,9 @@ static size_t check_exposition(const char *t, size_t len, int om)
 		if (strlen(cur) == nlen) {
 			CHECK(memcmp(name, cur, nlen) == 0);
 		} else {
-			const char *sfx = strcmp(curtype, "counter") == 0 ?
-						  "_total" :
-						  "_info";
+			const char *sfx = strcmp(curtype, "counter") == 0
+						  ? "_total"
+						  : "_info";
 
 			/* OpenMetrics families drop the sample suffix. */
 			CHECK(om && nlen == strlen(cur) + strlen(sfx));
@@ -279,11 +279,11 @@ static double decode_value(unsigned int mode, const uint8_t **p,
 		}
 		return v;
 	case 1:
-		return *p < end ? (double)(int8_t)*(*p)++ : 0;
+		return *p < end ? (double)(int8_t) * (*p)++ : 0;
 	case 2:
 		return *p < end ? *(*p)++ / 7.0 : 0.5;
 	default:
-		return *p < end ? (double)((uint64_t)*(*p)++ << 40) : 1e20;
+		return *p < end ? (double)((uint64_t) * (*p)++ << 40) : 1e20;
 	}
 }
 
@@ -367,9 +367,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t lines;
 
 		gw_buf_init(&out, OUT_MAX);
-		if (gw_registry_render(r, fmt ? GW_EXPO_OPENMETRICS :
-						GW_EXPO_TEXT_004,
-				       &out) == 0) {
+		if (gw_registry_render(
+			    r, fmt ? GW_EXPO_OPENMETRICS : GW_EXPO_TEXT_004,
+			    &out) == 0) {
 			lines = check_exposition(out.p ? out.p : "", out.len,
 						 fmt);
 			CHECK(lines <= added);

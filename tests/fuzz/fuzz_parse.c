@@ -18,10 +18,10 @@
 #include "common/parse.h"
 #include "fuzz.h"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 static const struct {
@@ -33,8 +33,7 @@ static const struct {
 static const struct {
 	double min, max;
 } dbounds[] = {
-	{ 0, 1e12 }, { 0.1, 3600 }, { 0.0001, 1 }, { -1e300, 1e300 },
-	{ 1, 0 },
+	{ 0, 1e12 }, { 0.1, 3600 }, { 0.0001, 1 }, { -1e300, 1e300 }, { 1, 0 },
 };
 
 static void check_err(int r)
@@ -103,8 +102,8 @@ static void one_prom_duration(const char *s, unsigned int sel)
 	int64_t ms = -12345;
 	char msg[64] = "";
 	double secs = -1;
-	int r = gw_parse_prom_duration(s, strlen(s), &ms,
-				       sel % 2 ? msg : NULL, sizeof(msg));
+	int r = gw_parse_prom_duration(s, strlen(s), &ms, sel % 2 ? msg : NULL,
+				       sizeof(msg));
 
 	check_err(r);
 	if (r) {

@@ -17,10 +17,10 @@
 #include "fuzz.h"
 #include "query/promql.h"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 static void check_error(const char *q, const struct gw_promql_error *e)
@@ -76,8 +76,9 @@ static void one_query(const char *q)
 	if (r == -ENOMEM || (r == -EINVAL && strstr(e.msg, "nests too deeply")))
 		goto out;
 	if (r) {
-		fprintf(stderr, "canonical form does not parse:\n  %s\n  %s\n  %s\n",
-			q, f1, e.msg);
+		fprintf(stderr,
+			"canonical form does not parse:\n  %s\n  %s\n  %s\n", q,
+			f1, e.msg);
 		abort();
 	}
 	CHECK(n2->type == n->type);

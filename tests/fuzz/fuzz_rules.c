@@ -15,10 +15,10 @@
 
 #define NAME "fuzz.yml"
 
-#define CHECK(cond)             \
-	do {                    \
-		if (!(cond))    \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 static void check_pairs(const struct gw_rule_pair *v, size_t n,

@@ -30,15 +30,15 @@
 #include "store/rollup.h"
 #include "store/sketch.h"
 
-#define CHECK(cond)              \
-	do {                     \
-		if (!(cond))     \
-			abort(); \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			abort();                                               \
 	} while (0)
 
 #define MAX_VALUES 4096
-#define BUF_MAX (64u << 20)
-#define PARTS 3
+#define BUF_MAX	   (64u << 20)
+#define PARTS	   3
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -47,8 +47,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void same_quantiles(const struct gw_sketch *a,
-			   const struct gw_sketch *b)
+static void same_quantiles(const struct gw_sketch *a, const struct gw_sketch *b)
 {
 	CHECK(a->count == b->count);
 	for (int i = 0; i <= 100; i++) {

@@ -63,14 +63,14 @@ static void check_line(void)
 		for (size_t j = 0; j < i; j++)
 			CHECK(line.tags[j].name_len != g->name_len ||
 			      memcmp(line.tags[j].name, g->name, g->name_len) !=
-				  0);
+				      0);
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct gw_statsd_table_opts o = {.max_series = 4,
-					       .max_tag_values = 3};
+	const struct gw_statsd_table_opts o = { .max_series = 4,
+						.max_tag_values = 3 };
 	const char *p = (const char *)data, *end = p + size;
 	struct gw_statsd_table *t;
 	struct gw_statsd_table_stats st;

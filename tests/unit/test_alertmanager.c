@@ -34,9 +34,9 @@
 #include "common/clock.h"
 #include "export/alertmanager.h"
 
-#define MAXREQ 64
+#define MAXREQ	 64
 #define BODY_MAX (1u << 20)
-#define WAIT_S 20.0
+#define WAIT_S	 20.0
 
 /* ---- the test server ---- */
 
@@ -58,7 +58,7 @@ struct srv {
 	unsigned int nreq;
 	int script[16]; /* statuses to answer next, then 200 */
 	unsigned int nscript, iscript;
-	int hold;       /* hold each request until released */
+	int hold; /* hold each request until released */
 	int released;
 };
 
@@ -208,14 +208,13 @@ static struct srv *srv_start(unsigned short port)
 	assert_int_equal(listen(fd, 16), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
 	s->port = ntohs(a.sin_port);
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_THREAD_PER_CONNECTION |
-					MHD_USE_ITC,
-				0, NULL, NULL, handler, s,
-				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-				MHD_OPTION_END);
+	s->d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD |
+			MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC,
+		0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+		MHD_OPTION_END);
 	assert_non_null(s->d);
 	return s;
 }
@@ -281,7 +280,8 @@ static void wait_requests(struct srv *s, unsigned int nreq)
 		r = pthread_cond_timedwait(&s->cv, &s->mu, &until);
 	pthread_mutex_unlock(&s->mu);
 	if (s->nreq < nreq)
-		fail_msg("server got %u requests, waited for %u", s->nreq, nreq);
+		fail_msg("server got %u requests, waited for %u", s->nreq,
+			 nreq);
 }
 
 /* Waits until the server has answered 200 to requests carrying n alerts. */
@@ -387,14 +387,16 @@ static char *url_of(unsigned short port, const char *path)
 
 static struct gw_am_alert firing(const char *labels, const char *ann)
 {
-	return (struct gw_am_alert){ .labels = labels, .annotations = ann,
+	return (struct gw_am_alert){ .labels = labels,
+				     .annotations = ann,
 				     .starts_ms = 1700000000000LL,
 				     .ends_ms = FUTURE_MS };
 }
 
 static struct gw_am_alert resolved(const char *labels, const char *ann)
 {
-	return (struct gw_am_alert){ .labels = labels, .annotations = ann,
+	return (struct gw_am_alert){ .labels = labels,
+				     .annotations = ann,
 				     .starts_ms = 1700000000000LL,
 				     .ends_ms = 1700000060000LL };
 }
@@ -423,7 +425,8 @@ static void json_shape(void **state)
 		  .annotations = "{\"summary\":\"GPU 0 is \\\"hot\\\"\"}",
 		  .starts_ms = 1700000000123LL,
 		  .ends_ms = FUTURE_MS,
-		  .generator_url = "http://h:9400/graph?g0.expr=up&x=\"q\"\\\t" },
+		  .generator_url =
+			  "http://h:9400/graph?g0.expr=up&x=\"q\"\\\t" },
 		{ .labels = "{\"alertname\":\"GpuLost\",\"gpu\":\"1\"}",
 		  .annotations = NULL,
 		  .starts_ms = 1700000000000LL,
@@ -443,7 +446,8 @@ static void json_shape(void **state)
 		"\"annotations\":{\"summary\":\"GPU 0 is \\\"hot\\\"\"},"
 		"\"startsAt\":\"2023-11-14T22:13:20.123Z\","
 		"\"endsAt\":\"2100-01-01T00:00:00.000Z\","
-		"\"generatorURL\":\"http://h:9400/graph?g0.expr=up&x=\\\"q\\\"\\\\\\u0009\"},"
+		"\"generatorURL\":\"http://h:9400/"
+		"graph?g0.expr=up&x=\\\"q\\\"\\\\\\u0009\"},"
 		"{\"labels\":{\"alertname\":\"GpuLost\",\"gpu\":\"1\"},"
 		"\"annotations\":{},"
 		"\"startsAt\":\"2023-11-14T22:13:20.000Z\","
@@ -501,8 +505,10 @@ static void coalescing(void **state)
 	wait_requests(s, 1); /* held: the next ones queue */
 	b = body_of(s, 0);
 	assert_int_equal(count_alerts(b), 2);
-	assert_non_null(strstr(b, "{\"labels\":{\"alertname\":\"X\"},\"annotations\":{\"v\":\"2\"}"));
-	assert_null(strstr(b, "{\"labels\":{\"alertname\":\"X\"},\"annotations\":{\"v\":\"1\"}"));
+	assert_non_null(strstr(b, "{\"labels\":{\"alertname\":\"X\"},"
+				  "\"annotations\":{\"v\":\"2\"}"));
+	assert_null(strstr(b, "{\"labels\":{\"alertname\":\"X\"},"
+			      "\"annotations\":{\"v\":\"1\"}"));
 
 	a = firing(x, "{\"v\":\"3\"}");
 	assert_int_equal(gw_am_send(am, &a, 1), 0);
@@ -514,14 +520,15 @@ static void coalescing(void **state)
 	srv_release(s);
 	wait_accepted(s, 4);
 	assert_int_equal(s->nreq, 2);
-	assert_string_equal(
-		body_of(s, 1),
-		"[{\"labels\":{\"alertname\":\"X\"},\"annotations\":{\"v\":\"4\"},"
-		"\"startsAt\":\"2023-11-14T22:13:20.000Z\","
-		"\"endsAt\":\"2023-11-14T22:14:20.000Z\"},"
-		"{\"labels\":{\"alertname\":\"Y\"},\"annotations\":{\"v\":\"5\"},"
-		"\"startsAt\":\"2023-11-14T22:13:20.000Z\","
-		"\"endsAt\":\"2100-01-01T00:00:00.000Z\"}]");
+	assert_string_equal(body_of(s, 1),
+			    "[{\"labels\":{\"alertname\":\"X\"},"
+			    "\"annotations\":{\"v\":\"4\"},"
+			    "\"startsAt\":\"2023-11-14T22:13:20.000Z\","
+			    "\"endsAt\":\"2023-11-14T22:14:20.000Z\"},"
+			    "{\"labels\":{\"alertname\":\"Y\"},\"annotations\":"
+			    "{\"v\":\"5\"},"
+			    "\"startsAt\":\"2023-11-14T22:13:20.000Z\","
+			    "\"endsAt\":\"2100-01-01T00:00:00.000Z\"}]");
 	wait_sent(am, 0, 4);
 	assert_int_equal(stats_of(am, 0).sent, 4);
 	gw_am_free(am, now_s() + 5);
@@ -619,8 +626,8 @@ static void queue_bound_drop_order(void **state)
 	(void)state;
 	s->hold = 1;
 	assert_int_equal(gw_am_send(am, &x, 1), 0);
-	wait_requests(s, 1); /* X in flight, held */
-	assert_int_equal(gw_am_send(am, fill, 4), 0); /* F1 R1 F2 R2: full */
+	wait_requests(s, 1);			       /* X in flight, held */
+	assert_int_equal(gw_am_send(am, fill, 4), 0);  /* F1 R1 F2 R2: full */
 	assert_int_equal(gw_am_send(am, &r[2], 1), 1); /* drops F1 */
 	assert_int_equal(gw_am_send(am, &f[2], 1), 1); /* drops F2 */
 	assert_int_equal(gw_am_send(am, &r[3], 1), 1); /* drops F3 */
@@ -693,7 +700,8 @@ static void targets_independent(void **state)
 {
 	struct srv *s = srv_start(0);
 	const char *urls[2];
-	struct gw_am_opts o = { .sz = sizeof(o), .backoff_min_s = 0.005,
+	struct gw_am_opts o = { .sz = sizeof(o),
+				.backoff_min_s = 0.005,
 				.backoff_max_s = 0.05 };
 	struct gw_am_target_stats st[3];
 	struct gw_am *am = NULL;

@@ -28,7 +28,7 @@
 #include "fake_queryable.c"
 
 #define SEC 1000LL
-#define T0 (1700000000LL * SEC)
+#define T0  (1700000000LL * SEC)
 
 /* ---- a recording Alertmanager ---- */
 
@@ -431,7 +431,8 @@ static void reload_keeps_matching_alerts(void **state)
 		"groups:\n  - name: gpu\n    rules:\n"
 		"      - alert: Hot\n        expr: temp > 80\n"
 		"        for: 30s\n"
-		"        labels: {severity: page, where: 'gpu{{ $labels.gpu }}'}\n"
+		"        labels: {severity: page, where: 'gpu{{ $labels.gpu "
+		"}}'}\n"
 		"      - alert: Warm\n        expr: temp > 70\n";
 	struct gw_ruleset rs;
 	struct fx x;

@@ -179,7 +179,8 @@ static void nth_allocation_fails(void **state)
 
 	(void)state;
 	assert_int_equal(scenario(-1, &good), 0);
-	assert_non_null(strstr(good, "gpuwatch_gpu_temperature_celsius{gpu=\"39\"} 79\n"));
+	assert_non_null(strstr(
+		good, "gpuwatch_gpu_temperature_celsius{gpu=\"39\"} 79\n"));
 	for (n = 0; n < 200; n++) {
 		long before = failures;
 		int err = scenario(n, &out);
@@ -197,7 +198,8 @@ static void nth_allocation_fails(void **state)
 			assert_null(out);
 		} else {
 			assert_non_null(out);
-			assert_true(out[0] == '\0' || out[strlen(out) - 1] == '\n');
+			assert_true(out[0] == '\0' ||
+				    out[strlen(out) - 1] == '\n');
 			free(out);
 		}
 	}
@@ -247,11 +249,12 @@ static int promql_once(const struct gw_queryable *q, const char *query,
 	r = gw_promql_parse(query, &e, &perr);
 	if (r == 0) {
 		r = range ? gw_promql_eval_range(e, q, 60000, 600000, 15000, &o,
-						 &res) :
-			    gw_promql_eval_instant(e, q, 600000, &o, &res);
+						 &res)
+			  : gw_promql_eval_instant(e, q, 600000, &o, &res);
 		/* A failed evaluation says why and holds no data. */
 		if (r)
-			assert_true(res.err != GW_QERR_NONE && res.nseries == 0);
+			assert_true(res.err != GW_QERR_NONE &&
+				    res.nseries == 0);
 		gw_qresult_release(&res);
 	}
 	countdown = -1;
@@ -279,9 +282,10 @@ static void promql_out_of_memory(void **state)
 		snprintf(labels, sizeof(labels), "gpu=\"%d\"", g);
 		assert_int_equal(gw_fakeq_series(f, "m_total", labels, &id), 0);
 		for (int64_t t = 0; t <= 600000; t += 10000)
-			assert_int_equal(gw_fakeq_sample(f, id, t,
-							 (double)(t / 1000 * (g + 1))),
-					 0);
+			assert_int_equal(
+				gw_fakeq_sample(f, id, t,
+						(double)(t / 1000 * (g + 1))),
+				0);
 	}
 	gw_fakeq_queryable(f, &q);
 	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
@@ -297,7 +301,8 @@ static void promql_out_of_memory(void **state)
 					assert_int_equal(r, good);
 					break;
 				}
-				assert_true(r == 0 || r == -ENOMEM || r == -EINVAL);
+				assert_true(r == 0 || r == -ENOMEM ||
+					    r == -EINVAL);
 			}
 			assert_true(n < 5000);
 		}
@@ -332,14 +337,17 @@ static long store_once(const char *dir, long n)
 		struct gw_series_set set = { 0 };
 		struct gw_matcher m;
 
-		for (int64_t t = start; t < start + 3600000 + 60000; t += 20000) {
+		for (int64_t t = start; t < start + 3600000 + 60000;
+		     t += 20000) {
 			(void)!gw_store_append(s, "gpuwatch_x", "gpu=\"0\"", t,
 					       (double)t);
-			(void)!gw_store_append(s, "gpuwatch_y", "gpu=\"1\"", t, 1);
+			(void)!gw_store_append(s, "gpuwatch_y", "gpu=\"1\"", t,
+					       1);
 			now = t + 1;
 			(void)!gw_store_maintain(s);
 		}
-		if (gw_matcher_init(&m, GW_MATCH_EQ, "gpu", "0", NULL, 0) == 0) {
+		if (gw_matcher_init(&m, GW_MATCH_EQ, "gpu", "0", NULL, 0) ==
+		    0) {
 			if (q->select(q->ctx, &m, 1, 0, INT64_MAX, GW_TIER_RAW,
 				      &lim, &set) == 0)
 				got = set.n ? (long)set.s[0].n : 0;

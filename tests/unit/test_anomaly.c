@@ -176,24 +176,24 @@ static void only_gauges_and_quantiles_are_judged(void **state)
 	assert_false(judged(a, "x_seconds_bucket", GW_HISTOGRAM,
 			    GW_SAMPLE_BUCKET, "le=\"0.1\""));
 	assert_false(
-	    judged(a, "x_seconds_sum", GW_HISTOGRAM, GW_SAMPLE_SUM, ""));
-	assert_false(
-	    judged(a, "x_seconds_count", GW_HISTOGRAM, GW_SAMPLE_COUNT, ""));
-	assert_false(
-	    judged(a, "train_step_seconds_sum", GW_SUMMARY, GW_SAMPLE_SUM, ""));
+		judged(a, "x_seconds_sum", GW_HISTOGRAM, GW_SAMPLE_SUM, ""));
+	assert_false(judged(a, "x_seconds_count", GW_HISTOGRAM, GW_SAMPLE_COUNT,
+			    ""));
+	assert_false(judged(a, "train_step_seconds_sum", GW_SUMMARY,
+			    GW_SAMPLE_SUM, ""));
 	assert_false(judged(a, "train_step_seconds_count", GW_SUMMARY,
 			    GW_SAMPLE_COUNT, ""));
 	/* The agent's own families, alerts, scores and timestamps. */
 	assert_false(judged(a, "gpuwatch_agent_cpu_ratio", GW_GAUGE,
 			    GW_SAMPLE_PLAIN, ""));
-	assert_false(
-	    judged(a, "gpuwatch_store_series", GW_GAUGE, GW_SAMPLE_PLAIN, ""));
-	assert_false(
-	    judged(a, "gpuwatch_statsd_series", GW_GAUGE, GW_SAMPLE_PLAIN, ""));
+	assert_false(judged(a, "gpuwatch_store_series", GW_GAUGE,
+			    GW_SAMPLE_PLAIN, ""));
+	assert_false(judged(a, "gpuwatch_statsd_series", GW_GAUGE,
+			    GW_SAMPLE_PLAIN, ""));
 	assert_false(judged(a, "gpuwatch_anomaly_series", GW_GAUGE,
 			    GW_SAMPLE_PLAIN, ""));
-	assert_false(
-	    judged(a, "ALERTS", GW_GAUGE, GW_SAMPLE_PLAIN, "alertname=\"X\""));
+	assert_false(judged(a, "ALERTS", GW_GAUGE, GW_SAMPLE_PLAIN,
+			    "alertname=\"X\""));
 	assert_false(judged(a, "ALERTS_FOR_STATE", GW_GAUGE, GW_SAMPLE_PLAIN,
 			    "alertname=\"X\""));
 	assert_false(judged(a, TEMP GW_ANOMALY_SUFFIX, GW_GAUGE,
@@ -314,14 +314,14 @@ static void score_names_and_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(learning_then_constant_never_anomalous),
-	    cmocka_unit_test(spike_scores_near_one_at_its_timestamp),
-	    cmocka_unit_test(step_is_not_anomalous_forever),
-	    cmocka_unit_test(series_are_told_apart_by_labels),
-	    cmocka_unit_test(only_gauges_and_quantiles_are_judged),
-	    cmocka_unit_test(cap_refuses_and_counts_until_eviction),
-	    cmocka_unit_test(eviction_keeps_the_live_series),
-	    cmocka_unit_test(score_names_and_options),
+		cmocka_unit_test(learning_then_constant_never_anomalous),
+		cmocka_unit_test(spike_scores_near_one_at_its_timestamp),
+		cmocka_unit_test(step_is_not_anomalous_forever),
+		cmocka_unit_test(series_are_told_apart_by_labels),
+		cmocka_unit_test(only_gauges_and_quantiles_are_judged),
+		cmocka_unit_test(cap_refuses_and_counts_until_eviction),
+		cmocka_unit_test(eviction_keeps_the_live_series),
+		cmocka_unit_test(score_names_and_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

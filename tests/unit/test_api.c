@@ -113,13 +113,13 @@ static void durations(void **state)
 		int r;
 		int64_t ms;
 	} cases[] = {
-		{ "15", 0, 15000 },     { "0.5", 0, 500 },
-		{ "1e-3", 0, 1 },       { "5m", 0, 300000 },
+		{ "15", 0, 15000 },	 { "0.5", 0, 500 },
+		{ "1e-3", 0, 1 },	 { "5m", 0, 300000 },
 		{ "1h30m", 0, 5400000 }, { "250ms", 0, 250 },
-		{ "-5", 0, -5000 },     { "0", 0, 0 },
-		{ "1d", 0, 86400000 },  { "", -EINVAL, 0 },
-		{ "5x", -EINVAL, 0 },   { "abc", -EINVAL, 0 },
-		{ "NaN", -EINVAL, 0 },  { "1e20", -ERANGE, 0 },
+		{ "-5", 0, -5000 },	 { "0", 0, 0 },
+		{ "1d", 0, 86400000 },	 { "", -EINVAL, 0 },
+		{ "5x", -EINVAL, 0 },	 { "abc", -EINVAL, 0 },
+		{ "NaN", -EINVAL, 0 },	 { "1e20", -ERANGE, 0 },
 		{ "-1e20", -ERANGE, 0 }, { "Inf", -ERANGE, 0 },
 	};
 	(void)state;
@@ -128,8 +128,8 @@ static void durations(void **state)
 		int r = gw_api_parse_duration(cases[i].s, &ms);
 
 		if (r != cases[i].r || (r == 0 && ms != cases[i].ms))
-			fail_msg("duration \"%s\": r=%d ms=%lld", cases[i].s,
-				 r, (long long)ms);
+			fail_msg("duration \"%s\": r=%d ms=%lld", cases[i].s, r,
+				 (long long)ms);
 	}
 }
 
@@ -164,9 +164,9 @@ static void form_decoding(void **state)
 						  sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "invalid URL escape \"%zz\"");
-	assert_int_equal(gw_api_params_parse_form(&p, "x=%4", 4, err,
-						  sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		gw_api_params_parse_form(&p, "x=%4", 4, err, sizeof(err)),
+		-EINVAL);
 	assert_string_equal(err, "invalid URL escape \"%4\"");
 	gw_api_params_release(&p);
 }
@@ -271,8 +271,7 @@ static size_t reply_max;
  */
 static unsigned int call_opts(const struct gw_queryable *q,
 			      const struct gw_api_opts *o, uint64_t arrival,
-			      const char *path, const char **body,
-			      va_list ap)
+			      const char *path, const char **body, va_list ap)
 {
 	static char *last;
 	struct gw_api_params p = { 0 };
@@ -331,7 +330,7 @@ static unsigned int call_o(const struct gw_queryable *q,
 	return s;
 }
 
-#define BAD(msg) \
+#define BAD(msg)                                                               \
 	"{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":" msg "}"
 
 static void query_parameter_errors(void **state)
@@ -361,9 +360,8 @@ static void query_parameter_errors(void **state)
 	assert_string_equal(b, BAD("\"invalid parameter \\\"timeout\\\": "
 				   "timeout must be positive\""));
 	/* A parse error carries the parser's position and message. */
-	assert_int_equal(call(&x->q, "/api/v1/query", &b,
-			      "query=sum(temp", NULL),
-			 400);
+	assert_int_equal(
+		call(&x->q, "/api/v1/query", &b, "query=sum(temp", NULL), 400);
 	if (!strstr(b, "\"errorType\":\"bad_data\"") ||
 	    !strstr(b, "\"error\":\"invalid parameter \\\"query\\\": 1:") ||
 	    !strstr(b, "parse error"))
@@ -378,11 +376,13 @@ static void query_range_parameter_errors(void **state)
 		{ NULL, "1000", "1",
 		  "\"invalid parameter \\\"start\\\": cannot parse \\\"\\\" "
 		  "to a valid timestamp\"" },
-		{ "1000", "x", "1", "\"invalid parameter \\\"end\\\": cannot "
-				    "parse \\\"x\\\" to a valid timestamp\"" },
-		{ "1000", "999", "1", "\"invalid parameter \\\"end\\\": end "
-				      "timestamp must not be before start "
-				      "time\"" },
+		{ "1000", "x", "1",
+		  "\"invalid parameter \\\"end\\\": cannot "
+		  "parse \\\"x\\\" to a valid timestamp\"" },
+		{ "1000", "999", "1",
+		  "\"invalid parameter \\\"end\\\": end "
+		  "timestamp must not be before start "
+		  "time\"" },
 		{ "1000", "1010", "fast",
 		  "\"invalid parameter \\\"step\\\": cannot parse "
 		  "\\\"fast\\\" to a valid duration\"" },
@@ -411,11 +411,10 @@ static void query_range_parameter_errors(void **state)
 		snprintf(e, sizeof(e), "end=%s", cases[i].end);
 		snprintf(st, sizeof(st), "step=%s", cases[i].step);
 		snprintf(want, sizeof(want), BAD("%s"), cases[i].msg);
-		assert_int_equal(call(&x->q, "/api/v1/query_range", &b,
-				      "query=temp",
-				      cases[i].start ? s : "other=1", e, st,
-				      NULL),
-				 400);
+		assert_int_equal(
+			call(&x->q, "/api/v1/query_range", &b, "query=temp",
+			     cases[i].start ? s : "other=1", e, st, NULL),
+			400);
 		if (strcmp(b, want) != 0)
 			fail_msg("case %zu:\n got %s\nwant %s", i, b, want);
 	}
@@ -438,9 +437,9 @@ static void query_results(void **state)
 			       "\"metric\":{\"__name__\":\"temp\","
 			       "\"gpu\":\"1\"},\"value\":[1030,\"63\"]}]}}");
 	/* Without time, the request's arrival time: the last sample. */
-	assert_int_equal(call(&x->q, "/api/v1/query", &b,
-			      "query=temp{gpu=\"0\"}", NULL),
-			 200);
+	assert_int_equal(
+		call(&x->q, "/api/v1/query", &b, "query=temp{gpu=\"0\"}", NULL),
+		200);
 	assert_string_equal(b, "{\"status\":\"success\",\"data\":{"
 			       "\"resultType\":\"vector\",\"result\":[{"
 			       "\"metric\":{\"__name__\":\"temp\","
@@ -452,8 +451,8 @@ static void query_results(void **state)
 			       "\"resultType\":\"scalar\",\"result\":"
 			       "[1435781451.781,\"2.5\"]}}");
 	assert_int_equal(call(&x->q, "/api/v1/query_range", &b,
-			      "query=temp{gpu=\"0\"}", "start=1000",
-			      "end=1020", "step=10s", NULL),
+			      "query=temp{gpu=\"0\"}", "start=1000", "end=1020",
+			      "step=10s", NULL),
 			 200);
 	assert_string_equal(b, "{\"status\":\"success\",\"data\":{"
 			       "\"resultType\":\"matrix\",\"result\":[{"
@@ -475,9 +474,9 @@ static void query_failures(void **state)
 	if (!strstr(b, "\"errorType\":\"execution\""))
 		fail_msg("too many samples: %s", b);
 	/* A query that waited past its timeout before a worker took it. */
-	assert_int_equal(call_o(&x->q, NULL, 1, "/api/v1/query", &b,
-				"query=temp", NULL),
-			 503);
+	assert_int_equal(
+		call_o(&x->q, NULL, 1, "/api/v1/query", &b, "query=temp", NULL),
+		503);
 	assert_string_equal(b, "{\"status\":\"error\",\"errorType\":"
 			       "\"timeout\",\"error\":\"query timed out in "
 			       "query queue\"}");
@@ -546,9 +545,8 @@ static void series_and_labels(void **state)
 	    !strstr(b, "\"error\":\"invalid parameter \\\"match[]\\\": ") ||
 	    !strstr(b, "must contain at least one non-empty matcher\""))
 		fail_msg("empty matcher: %s", b);
-	assert_int_equal(call(&x->q, "/api/v1/series", &b, "match[]=temp{",
-			      NULL),
-			 400);
+	assert_int_equal(
+		call(&x->q, "/api/v1/series", &b, "match[]=temp{", NULL), 400);
 	if (!strstr(b, "invalid parameter \\\"match[]\\\": 1:"))
 		fail_msg("bad selector: %s", b);
 	assert_int_equal(call(&x->q, "/api/v1/series", &b, "match[]=temp",
@@ -559,8 +557,7 @@ static void series_and_labels(void **state)
 
 	/* Several match[] are a union. */
 	assert_int_equal(call(&x->q, "/api/v1/series", &b,
-			      "match[]=temp{gpu=\"1\"}", "match[]=power",
-			      NULL),
+			      "match[]=temp{gpu=\"1\"}", "match[]=power", NULL),
 			 200);
 	assert_string_equal(b, "{\"status\":\"success\",\"data\":["
 			       "{\"__name__\":\"power\",\"gpu\":\"0\","
@@ -589,9 +586,8 @@ static void series_and_labels(void **state)
 	assert_int_equal(call(&x->q, "/api/v1/labels", &b, NULL), 200);
 	assert_string_equal(b, "{\"status\":\"success\",\"data\":"
 			       "[\"__name__\",\"gpu\",\"uuid\"]}");
-	assert_int_equal(call(&x->q, "/api/v1/labels", &b,
-			      "match[]=temp", NULL),
-			 200);
+	assert_int_equal(
+		call(&x->q, "/api/v1/labels", &b, "match[]=temp", NULL), 200);
 	assert_string_equal(b, "{\"status\":\"success\",\"data\":"
 			       "[\"__name__\",\"gpu\"]}");
 	assert_int_equal(call(&x->q, "/api/v1/label/gpu/values", &b, NULL),
@@ -654,8 +650,7 @@ static int gated_select(void *ctx, const struct gw_matcher *m, size_t nm,
 				pthread_cond_wait(&g->cond, &g->lock);
 			pthread_mutex_unlock(&g->lock);
 		}
-	return g->inner.select(g->inner.ctx, m, nm, mint, maxt, tier, lim,
-			       out);
+	return g->inner.select(g->inner.ctx, m, nm, mint, maxt, tier, lim, out);
 }
 
 static enum gw_tier gated_pick(void *ctx, int64_t mint, int64_t maxt,
@@ -750,8 +745,8 @@ static void http_x(const char *url, const char *method, const char *ctype,
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	rc = curl_easy_perform(c);
 	if (rc != CURLE_OK)
-		fail_msg("%s %s (%zu bytes): %s", method ? method : "GET",
-			 url, blen, curl_easy_strerror(rc));
+		fail_msg("%s %s (%zu bytes): %s", method ? method : "GET", url,
+			 blen, curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
 	curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
 	snprintf(a->ctype, sizeof(a->ctype), "%s", ct ? ct : "");
@@ -830,8 +825,8 @@ static void server_methods_and_forms(void **state)
 	/* Body first, then the query string: the body's query counts. */
 	snprintf(url, sizeof(url), "%s/api/v1/query?query=temp&time=1000",
 		 s.url);
-	http(url, "POST", "application/x-www-form-urlencoded",
-	     "query=power", 11, &a);
+	http(url, "POST", "application/x-www-form-urlencoded", "query=power",
+	     11, &a);
 	assert_int_equal(a.status, 200);
 	assert_non_null(strstr(a.body.p, "\"__name__\":\"power\""));
 	gw_buf_release(&a.body);
@@ -1027,8 +1022,7 @@ static int held_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			return -ECANCELED;
 		nanosleep(&tick, NULL);
 	}
-	return g->inner.select(g->inner.ctx, m, nm, mint, maxt, tier, lim,
-			       out);
+	return g->inner.select(g->inner.ctx, m, nm, mint, maxt, tier, lim, out);
 }
 
 static enum gw_tier held_pick(void *ctx, int64_t mint, int64_t maxt,
@@ -1143,8 +1137,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(series_and_labels, setup,
 						teardown),
 		cmocka_unit_test(no_store_and_unknown),
-		cmocka_unit_test_setup_teardown(server_methods_and_forms,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(server_methods_and_forms, setup,
+						teardown),
 		cmocka_unit_test(server_without_store),
 		cmocka_unit_test_setup_teardown(scrape_during_query, setup,
 						teardown),

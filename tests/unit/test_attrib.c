@@ -196,9 +196,9 @@ static void parse_fixtures(void **state)
 	}
 }
 
-#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-#define ID64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
-#define UID "7a3b1f6e-2c1d-4e8f-9a0b-1c2d3e4f5a6b"
+#define ID64   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define ID64B  "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define UID    "7a3b1f6e-2c1d-4e8f-9a0b-1c2d3e4f5a6b"
 #define UID_US "7a3b1f6e_2c1d_4e8f_9a0b_1c2d3e4f5a6b"
 
 static void parse_most_specific_line_wins(void **state)
@@ -258,20 +258,21 @@ static void parse_runtime_variants(void **state)
 		assert_int_equal(parse(text, cid, pod), 0);
 		assert_string_equal(cid, ID64);
 		assert_string_equal(pod, UID);
-		snprintf(text, sizeof(text), "0::/kubepods/besteffort/pod" UID
-			 "/%s" ID64 "\n", scopes[i]);
+		snprintf(text, sizeof(text),
+			 "0::/kubepods/besteffort/pod" UID "/%s" ID64 "\n",
+			 scopes[i]);
 		assert_int_equal(parse(text, cid, pod), 0);
 		assert_string_equal(cid, ID64);
 		assert_string_equal(pod, UID);
 	}
 	/* 12 hex digits is the shortest id, 64 the longest. */
-	assert_int_equal(parse("0::/system.slice/docker-0123456789ab.scope\n",
-			       cid, pod),
-			 0);
+	assert_int_equal(
+		parse("0::/system.slice/docker-0123456789ab.scope\n", cid, pod),
+		0);
 	assert_string_equal(cid, "0123456789ab");
-	assert_int_equal(parse("0::/system.slice/docker-0123456789a.scope\n",
-			       cid, pod),
-			 0);
+	assert_int_equal(
+		parse("0::/system.slice/docker-0123456789a.scope\n", cid, pod),
+		0);
 	assert_string_equal(cid, "");
 	assert_int_equal(parse("0::/docker/" ID64 "0\n", cid, pod), 0);
 	assert_string_equal(cid, "");
@@ -304,23 +305,23 @@ static void parse_bad_arguments(void **state)
 	/* Too small for a whole id: refused, and still terminated. */
 	memset(cid, 'X', sizeof(cid));
 	memset(pod, 'X', sizeof(pod));
-	assert_int_equal(gw_attrib_parse_cgroup("0::/docker/" ID64, 75, cid,
-						64, pod, sizeof(pod)),
+	assert_int_equal(gw_attrib_parse_cgroup("0::/docker/" ID64, 75, cid, 64,
+						pod, sizeof(pod)),
 			 -EINVAL);
 	assert_int_equal(cid[0], '\0');
 	assert_int_equal(pod[0], '\0');
-	assert_int_equal(gw_attrib_parse_cgroup("0::/", 4, cid, sizeof(cid),
-						pod, 36),
-			 -EINVAL);
-	assert_int_equal(gw_attrib_parse_cgroup("0::/", 4, NULL, 80, pod,
-						sizeof(pod)),
-			 -EINVAL);
+	assert_int_equal(
+		gw_attrib_parse_cgroup("0::/", 4, cid, sizeof(cid), pod, 36),
+		-EINVAL);
+	assert_int_equal(
+		gw_attrib_parse_cgroup("0::/", 4, NULL, 80, pod, sizeof(pod)),
+		-EINVAL);
 	assert_int_equal(gw_attrib_parse_cgroup(NULL, 4, cid, sizeof(cid), pod,
 						sizeof(pod)),
 			 -EINVAL);
 	/* Exactly big enough is enough; an empty text is no match. */
-	assert_int_equal(gw_attrib_parse_cgroup("0::/docker/" ID64, 75, cid,
-						65, pod, 37),
+	assert_int_equal(gw_attrib_parse_cgroup("0::/docker/" ID64, 75, cid, 65,
+						pod, 37),
 			 0);
 	assert_string_equal(cid, ID64);
 	assert_int_equal(gw_attrib_parse_cgroup(NULL, 0, cid, 65, pod, 37), 0);
@@ -345,11 +346,10 @@ static void parse_truncated(void **state)
 
 			assert_non_null(cut);
 			memcpy(cut, text, k);
-			assert_int_equal(gw_attrib_parse_cgroup(cut, k, cid,
-								sizeof(cid),
-								pod,
-								sizeof(pod)),
-					 0);
+			assert_int_equal(
+				gw_attrib_parse_cgroup(cut, k, cid, sizeof(cid),
+						       pod, sizeof(pod)),
+				0);
 			assert_valid_ids(cid, pod);
 			assert_true(!cid[0] ||
 				    memmem(cut, k, cid, strlen(cid)));
@@ -377,8 +377,9 @@ static void parse_random_bytes(void **state)
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 			/* Mostly cgroup-ish characters, some raw bytes. */
 			text[i] = (x >> 8) % 4
-				? alphabet[(x >> 16) % (sizeof(alphabet) - 1)]
-				: (char)(x >> 24);
+					  ? alphabet[(x >> 16) %
+						     (sizeof(alphabet) - 1)]
+					  : (char)(x >> 24);
 		}
 		assert_int_equal(gw_attrib_parse_cgroup(text, len, cid,
 							sizeof(cid), pod,
@@ -767,9 +768,8 @@ static void cache_evicts_exited_first(void **state)
 	fake_release(&f);
 }
 
-static struct gw_attrib_cache *cache_jobs(struct fake *f,
-					  const char *const *names,
-					  unsigned int n)
+static struct gw_attrib_cache *
+cache_jobs(struct fake *f, const char *const *names, unsigned int n)
 {
 	struct gw_attrib_opts o = {
 		.sz = sizeof(o),
@@ -783,8 +783,8 @@ static struct gw_attrib_cache *cache_jobs(struct fake *f,
 	return c;
 }
 
-static void job_from(struct gw_attrib_cache *c, struct fake *f,
-		     const void *env, size_t len, const char *want)
+static void job_from(struct gw_attrib_cache *c, struct fake *f, const void *env,
+		     size_t len, const char *want)
 {
 	static uint32_t pid = 1000;
 	struct gw_attrib a;
@@ -816,13 +816,17 @@ static void job_variables(void **state)
 	/* Empty values do not count; the next name does. */
 	job_from(c, &f, ENV("PBS_JOBID=\0SLURM_JOB_ID=78\0"), "78");
 	/* Whole names only. */
-	job_from(c, &f, ENV("SLURM_JOB_ID_X=1\0XSLURM_JOB_ID=2\0SLURM_JOB_ID"
-			    "\0SLURM_JOB_IDS=3\0"),
+	job_from(c, &f,
+		 ENV("SLURM_JOB_ID_X=1\0XSLURM_JOB_ID=2\0SLURM_JOB_ID"
+		     "\0SLURM_JOB_IDS=3\0"),
 		 "");
 	/* The first of duplicates, as getenv() sees it. */
 	job_from(c, &f, ENV("SLURM_JOB_ID=5\0SLURM_JOB_ID=6\0"), "5");
 	/* Control characters go; long values are cut to 63 bytes. */
-	job_from(c, &f, ENV("SLURM_JOB_ID=1\t2\x01" "3\x7f\0"), "123");
+	job_from(c, &f,
+		 ENV("SLURM_JOB_ID=1\t2\x01"
+		     "3\x7f\0"),
+		 "123");
 	job_from(c, &f,
 		 ENV("SLURM_JOB_ID=0123456789012345678901234567890123456789"
 		     "01234567890123456789012345678901234567890123456789\0"),
@@ -952,11 +956,11 @@ static void options_checked(void **state)
 	memset(long_root, '/', sizeof(long_root) - 1);
 	long_root[sizeof(long_root) - 1] = '\0';
 
-#define BAD(...)                                                          \
-	do {                                                              \
-		o = (struct gw_attrib_opts){ .sz = sizeof(o), __VA_ARGS__ }; \
-		assert_int_equal(gw_attrib_cache_new(&o, &c), -EINVAL);   \
-		assert_ptr_equal(c, (void *)&o);                          \
+#define BAD(...)                                                               \
+	do {                                                                   \
+		o = (struct gw_attrib_opts){ .sz = sizeof(o), __VA_ARGS__ };   \
+		assert_int_equal(gw_attrib_cache_new(&o, &c), -EINVAL);        \
+		assert_ptr_equal(c, (void *)&o);                               \
 	} while (0)
 	BAD(.max_pids = GW_ATTRIB_MAX_PIDS_LIMIT + 1);
 	BAD(.ttl_s = -1);
@@ -1032,8 +1036,8 @@ static void real_proc_self(void **state)
 /* ---- threads ---- */
 
 #define THREADS 4
-#define ROUNDS 3000
-#define TPIDS 16
+#define ROUNDS	3000
+#define TPIDS	16
 
 struct worker {
 	struct gw_attrib_cache *c;

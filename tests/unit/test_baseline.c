@@ -85,7 +85,7 @@ static void warmup_returns_learning(void **state)
 	for (uint32_t i = 0; i < cfg.o.warmup_samples; i++) {
 		assert_true(gw_baseline_learning(&b, &cfg, NULL, t));
 		assert_true(isnan(
-		    gw_baseline_update(&b, &cfg, NULL, t, 10 + normal())));
+			gw_baseline_update(&b, &cfg, NULL, t, 10 + normal())));
 		t += 1000;
 	}
 	assert_false(gw_baseline_learning(&b, &cfg, NULL, t));
@@ -163,7 +163,7 @@ static void level_shift_relearned(void **state)
 	struct gw_baseline_config cfg;
 	struct gw_baseline b;
 	int64_t t = 0;
-	const double steps[] = {20, -8, 1000};
+	const double steps[] = { 20, -8, 1000 };
 
 	(void)state;
 	seed(4);
@@ -173,7 +173,7 @@ static void level_shift_relearned(void **state)
 		feed_noise(&b, &cfg, &t, 1000, 100, 1);
 		for (int i = 0; i < 2000; i++) {
 			double s = gw_baseline_update(
-			    &b, &cfg, NULL, t, 100 + steps[k] + normal());
+				&b, &cfg, NULL, t, 100 + steps[k] + normal());
 
 			t += 1000;
 			if (i == 0)
@@ -195,7 +195,7 @@ static void constant_series(void **state)
 	struct gw_baseline_config cfg;
 	struct gw_baseline b;
 	int64_t t = 0;
-	const double levels[] = {42, 0, -3e9, 1e-6};
+	const double levels[] = { 42, 0, -3e9, 1e-6 };
 
 	(void)state;
 	config(&cfg, NULL);
@@ -257,7 +257,7 @@ static void nan_and_inf_ignored(void **state)
 {
 	struct gw_baseline_config cfg;
 	struct gw_baseline a, b;
-	const double bad[] = {NAN, INFINITY, -INFINITY};
+	const double bad[] = { NAN, INFINITY, -INFINITY };
 
 	(void)state;
 	config(&cfg, NULL);
@@ -271,7 +271,7 @@ static void nan_and_inf_ignored(void **state)
 
 		if (i % 7 == 3)
 			assert_true(isnan(gw_baseline_update(
-			    &b, &cfg, NULL, i * 1000LL - 500, bad[i % 3])));
+				&b, &cfg, NULL, i * 1000LL - 500, bad[i % 3])));
 		sb = gw_baseline_update(&b, &cfg, NULL, i * 1000LL, v);
 		assert_true((isnan(sa) && isnan(sb)) || sa == sb);
 	}
@@ -326,8 +326,8 @@ static void seasonality(void **state)
 		double v = daily(t, 14);
 
 		max_on = fmax(max_on, gw_baseline_update(&b, &cfg, &s, t, v));
-		max_off =
-		    fmax(max_off, gw_baseline_update(&bp, &plain, NULL, t, v));
+		max_off = fmax(max_off,
+			       gw_baseline_update(&bp, &plain, NULL, t, v));
 	}
 	assert_true(max_on < 0.5);
 	assert_true(max_off > 0.5); /* what the profile is for */
@@ -488,17 +488,17 @@ static void options_validation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(warmup_returns_learning),
-	    cmocka_unit_test(noise_few_false_positives),
-	    cmocka_unit_test(spike_scores_near_one),
-	    cmocka_unit_test(level_shift_relearned),
-	    cmocka_unit_test(constant_series),
-	    cmocka_unit_test(slow_trend_not_anomalous),
-	    cmocka_unit_test(nan_and_inf_ignored),
-	    cmocka_unit_test(seasonality),
-	    cmocka_unit_test(gaps_and_irregular_timestamps),
-	    cmocka_unit_test(band_and_expected),
-	    cmocka_unit_test(options_validation),
+		cmocka_unit_test(warmup_returns_learning),
+		cmocka_unit_test(noise_few_false_positives),
+		cmocka_unit_test(spike_scores_near_one),
+		cmocka_unit_test(level_shift_relearned),
+		cmocka_unit_test(constant_series),
+		cmocka_unit_test(slow_trend_not_anomalous),
+		cmocka_unit_test(nan_and_inf_ignored),
+		cmocka_unit_test(seasonality),
+		cmocka_unit_test(gaps_and_irregular_timestamps),
+		cmocka_unit_test(band_and_expected),
+		cmocka_unit_test(options_validation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,7 +80,7 @@ static void putf_overflow_keeps_content(void **state)
 	gw_buf_release(&b);
 
 	gw_buf_init(&b, 300);
-	gw_buf_putf(&b, "%s", "12"); /* 256 bytes allocated */
+	gw_buf_putf(&b, "%s", "12");  /* 256 bytes allocated */
 	gw_buf_putf(&b, "%0290d", 7); /* fits the max, not the allocation */
 	assert_int_equal(gw_buf_error(&b), 0);
 	assert_int_equal(b.len, 292);

@@ -24,7 +24,7 @@
 /* The ids as written in catalog.def, next to the rows they name. */
 static const char *const ids[GW_CATALOG_COUNT] = {
 #define GW_METRIC(id, ...) [GW_CATALOG_##id] = #id,
-#define GW_DCGM(id, ...) [GW_CATALOG_##id] = #id,
+#define GW_DCGM(id, ...)   [GW_CATALOG_##id] = #id,
 #include "pipeline/catalog.def"
 #undef GW_METRIC
 #undef GW_DCGM
@@ -47,8 +47,8 @@ static void ids_follow_names(void **state)
 
 		assert_non_null(id);
 		if (strncmp(name, "gpuwatch_", 9) == 0) {
-			for (const char *p = name + 9; *p && j + 1 < sizeof(want);
-			     p++)
+			for (const char *p = name + 9;
+			     *p && j + 1 < sizeof(want); p++)
 				want[j++] = (char)toupper((unsigned char)*p);
 			want[j] = '\0';
 		} else if (gw_catalog[i].source == GW_CATALOG_SRC_DCGM) {
@@ -131,8 +131,8 @@ static void check_labels(const char *owner, const char *list)
 						 (int)len, p);
 			if ((len == 2 && !strncmp(p, "le", 2)) ||
 			    (len == 8 && !strncmp(p, "quantile", 8)))
-				fail_msg("%s: %.*s is the exposition's",
-					 owner, (int)len, p);
+				fail_msg("%s: %.*s is the exposition's", owner,
+					 (int)len, p);
 		}
 		for (int j = 0; j < n; j++)
 			if (strlen(seen[j]) == len && !strncmp(seen[j], p, len))
@@ -162,7 +162,8 @@ static int has_label(const char *list, const char *name)
 
 static void label_lists_are_well_formed(void **state)
 {
-	const char *ours = gw_catalog[GW_CATALOG_GPU_TEMPERATURE_CELSIUS].labels;
+	const char *ours =
+		gw_catalog[GW_CATALOG_GPU_TEMPERATURE_CELSIUS].labels;
 	const char *dcgm = gw_catalog[GW_CATALOG_DCGM_FI_DEV_GPU_TEMP].labels;
 
 	(void)state;
@@ -207,9 +208,9 @@ static void dcgm_names_mirror_gpu_families(void **state)
 	assert_null(gw_catalog_dcgm(GW_CATALOG_GPU_CLOCK_HERTZ, NULL));
 	assert_null(gw_catalog_dcgm(GW_CATALOG_GPU_SM_ACTIVE_RATIO, NULL));
 	assert_null(gw_catalog_dcgm(GW_CATALOG_GPU_POWER_LIMIT_WATTS, NULL));
-	assert_ptr_equal(gw_catalog_dcgm(GW_CATALOG_GPU_ECC_ERRORS_TOTAL,
-					 "uncorrected"),
-			 GW_FAM(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL));
+	assert_ptr_equal(
+		gw_catalog_dcgm(GW_CATALOG_GPU_ECC_ERRORS_TOTAL, "uncorrected"),
+		GW_FAM(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL));
 }
 
 /* Every family has its one row in the docs, in its section. */
@@ -230,11 +231,12 @@ static void markdown_lists_every_family(void **state)
 		if (!at || strstr(at + 1, row))
 			fail_msg("%s: not one row", gw_catalog[i].fam.name);
 	}
-	assert_non_null(strstr(b.p, "| `gpuwatch_gpu_clock_hertz` | gauge | "
-				    "hertz | `gpu`, `uuid`, `clock` | "
-				    "`DCGM_FI_DEV_SM_CLOCK` (clock=\"sm\"), "
-				    "`DCGM_FI_DEV_MEM_CLOCK` (clock=\"memory\") "
-				    "| Current clock, by clock domain. |\n"));
+	assert_non_null(strstr(b.p,
+			       "| `gpuwatch_gpu_clock_hertz` | gauge | "
+			       "hertz | `gpu`, `uuid`, `clock` | "
+			       "`DCGM_FI_DEV_SM_CLOCK` (clock=\"sm\"), "
+			       "`DCGM_FI_DEV_MEM_CLOCK` (clock=\"memory\") "
+			       "| Current clock, by clock domain. |\n"));
 	/* A bound too small is an error, not a shorter document. */
 	gw_buf_release(&b);
 	gw_buf_init(&b, 4096);

@@ -300,9 +300,9 @@ static void values(struct series *s, unsigned kind)
 			v = (double)(int64_t)((rnd() >> 10) - (1ULL << 53));
 			break;
 		default: /* mixed: anything in any order */
-			v = rndn(4) == 0 ? special()
-				: rndn(3) == 0 ? gw_double_of(rnd())
-				: gauge(&x, -1e3, 1e3, 5, 10);
+			v = rndn(4) == 0   ? special()
+			    : rndn(3) == 0 ? gw_double_of(rnd())
+					   : gauge(&x, -1e3, 1e3, 5, 10);
 			break;
 		}
 		s->v[i] = v;
@@ -512,7 +512,7 @@ static void runs_broken_decode_mid_run(void **state)
 		}
 		S.t[S.n] = (int64_t)S.n * 10;
 		S.v[S.n++] =
-		    len % 2 ? 3.5 : gw_double_of(0x400a000000000000ULL);
+			len % 2 ? 3.5 : gw_double_of(0x400a000000000000ULL);
 	}
 	roundtrip(&S, 1);
 }
@@ -556,9 +556,10 @@ static void run_to_max_samples(void **state)
 		/* Taken now and then while the run grows. */
 		if (i % 4096 == 4095 || i == 2) {
 			p = gw_chunk_bytes(&e, &len);
-			assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
-							     GW_CHUNK_MAX_SAMPLES),
-					 (long)i + 1);
+			assert_int_equal(
+				gw_chunk_decode_all(p, len, dt_, dv_,
+						    GW_CHUNK_MAX_SAMPLES),
+				(long)i + 1);
 			assert_true(dt_[i] == (int64_t)i * 1000);
 			assert_true(gw_bits_of(dv_[i]) == gw_bits_of(7.5));
 		}
@@ -567,17 +568,16 @@ static void run_to_max_samples(void **state)
 	assert_true(len <= 32);
 	memcpy(copy, p, len);
 	/* Full by count, in the middle of the run: nothing changes. */
-	assert_int_equal(gw_chunk_append(&e, (int64_t)GW_CHUNK_MAX_SAMPLES *
-						     1000,
-					 7.5),
-			 -ENOSPC);
+	assert_int_equal(
+		gw_chunk_append(&e, (int64_t)GW_CHUNK_MAX_SAMPLES * 1000, 7.5),
+		-ENOSPC);
 	assert_int_equal(gw_chunk_count(&e), GW_CHUNK_MAX_SAMPLES);
 	p = gw_chunk_bytes(&e, &len2);
 	assert_int_equal(len2, len);
 	assert_memory_equal(p, copy, len);
-	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
-					     GW_CHUNK_MAX_SAMPLES),
-			 GW_CHUNK_MAX_SAMPLES);
+	assert_int_equal(
+		gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES),
+		GW_CHUNK_MAX_SAMPLES);
 	for (uint32_t i = 0; i < GW_CHUNK_MAX_SAMPLES; i++)
 		if (dt_[i] != (int64_t)i * 1000 ||
 		    gw_bits_of(dv_[i]) != gw_bits_of(7.5))
@@ -627,7 +627,7 @@ static void full_by_size_mid_run(void **state)
 			   : 0x4000000000000001ULL |
 				     (rnd() & 0x3ffffffffffffffeULL);
 		assert_int_equal(
-		    gw_chunk_append(&e, (int64_t)t, gw_double_of(v)), 0);
+			gw_chunk_append(&e, (int64_t)t, gw_double_of(v)), 0);
 		ts[n] = (int64_t)t;
 		vs[n++] = gw_double_of(v);
 		/* (A sample adds < 32 bytes; the checksum is not free.) */
@@ -641,7 +641,7 @@ static void full_by_size_mid_run(void **state)
 			break;
 		v ^= 1ULL << 63;
 		assert_int_equal(
-		    gw_chunk_append(&e, (int64_t)t, gw_double_of(v)), 0);
+			gw_chunk_append(&e, (int64_t)t, gw_double_of(v)), 0);
 		ts[n] = (int64_t)t;
 		vs[n++] = gw_double_of(v);
 	}
@@ -729,15 +729,15 @@ static void full_by_count(void **state)
 	p = gw_chunk_bytes(&e, &len2);
 	assert_int_equal(len2, len);
 	assert_memory_equal(p, copy, len);
-	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
-					     GW_CHUNK_MAX_SAMPLES),
-			 GW_CHUNK_MAX_SAMPLES);
+	assert_int_equal(
+		gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES),
+		GW_CHUNK_MAX_SAMPLES);
 	assert_true(dt_[GW_CHUNK_MAX_SAMPLES - 1] ==
 		    (int64_t)(GW_CHUNK_MAX_SAMPLES - 1) * 1000);
 	/* Too little room in the caller's arrays. */
-	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
-					     GW_CHUNK_MAX_SAMPLES - 1),
-			 -ENOSPC);
+	assert_int_equal(
+		gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES - 1),
+		-ENOSPC);
 	free(copy);
 
 	/* Reset empties it; the allocation is reused. */
@@ -798,9 +798,8 @@ static void full_by_size(void **state)
 	p = gw_chunk_bytes(&e, &len2);
 	assert_int_equal(len2, len);
 	assert_memory_equal(p, copy, len);
-	assert_int_equal(gw_chunk_decode_all(p, len, dt_, dv_,
-					     GW_CHUNK_MAX_SAMPLES),
-			 n);
+	assert_int_equal(
+		gw_chunk_decode_all(p, len, dt_, dv_, GW_CHUNK_MAX_SAMPLES), n);
 	free(copy);
 	gw_chunk_enc_release(&e);
 }

@@ -82,11 +82,11 @@ static int load_text(struct gw_config *c, const char *text, char *err,
 				     err, errlen);
 }
 
-#define assert_contains(hay, needle)                                        \
-	do {                                                                 \
-		if (!strstr((hay), (needle)))                                \
-			fail_msg("'%s' does not contain '%s'", (hay),        \
-				 (needle));                                  \
+#define assert_contains(hay, needle)                                           \
+	do {                                                                   \
+		if (!strstr((hay), (needle)))                                  \
+			fail_msg("'%s' does not contain '%s'", (hay),          \
+				 (needle));                                    \
 	} while (0)
 
 static void check_defaults(const struct gw_config *c)
@@ -130,13 +130,12 @@ static void every_flag(void **state)
 	assert_int_equal(
 		run_args(&c, err, sizeof(err), "--listen", "[::1]:9500",
 			 "--data-dir", "/srv/gw", "--nvml-lib",
-			 "/opt/libnvml.so",
-			 "--simulate", "4", "--fault", "ecc-storm:1:60:30",
-			 "--fault", "xid79:3", "--sim-day", "10m", "--sim-seed",
-			 "18446744073709551615", "--interval=500ms",
-			 "--detail-interval", "1m", "--collector-timeout", "2s",
-			 "--cpu-budget", "0.02", "--compat", "dcgm",
-			 "--log-level", "debug", NULL),
+			 "/opt/libnvml.so", "--simulate", "4", "--fault",
+			 "ecc-storm:1:60:30", "--fault", "xid79:3", "--sim-day",
+			 "10m", "--sim-seed", "18446744073709551615",
+			 "--interval=500ms", "--detail-interval", "1m",
+			 "--collector-timeout", "2s", "--cpu-budget", "0.02",
+			 "--compat", "dcgm", "--log-level", "debug", NULL),
 		0);
 	assert_string_equal(c.listen, "[::1]:9500");
 	assert_string_equal(c.data_dir, "/srv/gw");
@@ -203,16 +202,16 @@ static void unknown_flag_suggests(void **state)
 	char err[GW_CONFIG_ERR_MAX];
 
 	(void)state;
-	assert_int_equal(run_args(&c, err, sizeof(err), "--intervall", "5",
-				  NULL),
-			 -EINVAL);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--intervall", "5", NULL),
+		-EINVAL);
 	assert_contains(err, "unknown option '--intervall'");
 	assert_contains(err, "did you mean --interval?");
 
 	/* The file spelling on the command line points to the flag. */
-	assert_int_equal(run_args(&c, err, sizeof(err), "--detail_interval",
-				  "30", NULL),
-			 -EINVAL);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--detail_interval", "30", NULL),
+		-EINVAL);
 	assert_contains(err, "did you mean --detail-interval?");
 
 	assert_int_equal(run_args(&c, err, sizeof(err), "--frobnicate", NULL),
@@ -233,9 +232,8 @@ static void unknown_flag_suggests(void **state)
 	assert_int_equal(run_args(&c, err, sizeof(err), "-xy", NULL), -EINVAL);
 	assert_contains(err, "unknown option '-x'");
 	/* ...and leaves no state behind for the next parse. */
-	assert_int_equal(run_args(&c, err, sizeof(err), "--interval", "2",
-				  NULL),
-			 0);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--interval", "2", NULL), 0);
 	assert_true(c.interval == 2);
 }
 
@@ -281,23 +279,22 @@ static void help(void **state)
 
 static void file_with_every_key(void **state)
 {
-	static const char yaml[] =
-		"# gpuwatch agent\n"
-		"listen: 0.0.0.0:9401\n"
-		"data_dir: /srv/gpuwatch\n"
-		"nvml-lib: /usr/lib/libnvidia-ml.so.1\n"
-		"simulate: 8\n"
-		"fault:\n"
-		"  - thermal-runaway:0:120\n"
-		"  - power-cap:7:10:5.5\n"
-		"sim_day: 1h\n"
-		"sim-seed: 42\n"
-		"interval: 2s\n"
-		"detail_interval: 1m\n"
-		"collector-timeout: 500ms\n"
-		"cpu_budget: 0.01\n"
-		"compat: dcgm\n"
-		"log_level: warn\n";
+	static const char yaml[] = "# gpuwatch agent\n"
+				   "listen: 0.0.0.0:9401\n"
+				   "data_dir: /srv/gpuwatch\n"
+				   "nvml-lib: /usr/lib/libnvidia-ml.so.1\n"
+				   "simulate: 8\n"
+				   "fault:\n"
+				   "  - thermal-runaway:0:120\n"
+				   "  - power-cap:7:10:5.5\n"
+				   "sim_day: 1h\n"
+				   "sim-seed: 42\n"
+				   "interval: 2s\n"
+				   "detail_interval: 1m\n"
+				   "collector-timeout: 500ms\n"
+				   "cpu_budget: 0.01\n"
+				   "compat: dcgm\n"
+				   "log_level: warn\n";
 	struct gw_config c;
 	char err[GW_CONFIG_ERR_MAX];
 	char *path = write_tmp(yaml);
@@ -327,8 +324,7 @@ static void file_with_every_key(void **state)
 	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), 0);
 
 	/* The same through --config, which is remembered for SIGHUP. */
-	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
-				  NULL),
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path, NULL),
 			 0);
 	assert_string_equal(c.config_path, path);
 	assert_int_equal(c.simulate, 8);
@@ -364,8 +360,7 @@ static void flags_override_file(void **state)
 	assert_int_equal(c.faults[0].gpu, 1);
 
 	/* Without flags, the file's list is kept. */
-	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
-				  NULL),
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path, NULL),
 			 0);
 	assert_int_equal(c.nfaults, 2);
 	assert_true(c.interval == 2);
@@ -398,8 +393,7 @@ static void unknown_key(void **state)
 	free(want);
 
 	/* Through --config the same message comes out. */
-	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
-				  NULL),
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path, NULL),
 			 -EINVAL);
 	assert_contains(err, ":3: unknown key 'intervall'");
 	drop_tmp(path);
@@ -408,9 +402,9 @@ static void unknown_key(void **state)
 			 -EINVAL);
 	assert_contains(err, "agent.yaml:1: unknown key 'log_levle'");
 	assert_contains(err, "did you mean 'log-level'?");
-	assert_int_equal(load_text(&c, "x: 1\n\n\ncolour: blue\n", err,
-				   sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		load_text(&c, "x: 1\n\n\ncolour: blue\n", err, sizeof(err)),
+		-EINVAL);
 	assert_contains(err, "agent.yaml:1: unknown key 'x'");
 	assert_null(strstr(err, "did you mean"));
 }
@@ -544,9 +538,9 @@ static void fault_lists(void **state)
 	assert_int_equal(c.nfaults, 2);
 	assert_int_equal(c.faults[0].kind, GW_SIM_FAULT_POWER_CAP);
 
-	assert_int_equal(load_text(&c, "fault: thermal-runaway:1\n", err,
-				   sizeof(err)),
-			 0);
+	assert_int_equal(
+		load_text(&c, "fault: thermal-runaway:1\n", err, sizeof(err)),
+		0);
 	assert_int_equal(c.nfaults, 1);
 	assert_int_equal(c.faults[0].kind, GW_SIM_FAULT_THERMAL_RUNAWAY);
 
@@ -560,11 +554,11 @@ static void fault_lists(void **state)
 		assert_int_equal(load_text(&c, "fault: [ecc-storm:0]\n", err,
 					   sizeof(err)),
 				 0);
-		assert_int_equal(gw_config_load_buffer(
-					 &c, "second.yaml",
-					 (const unsigned char *)more,
-					 strlen(more), err, sizeof(err)),
-				 0);
+		assert_int_equal(
+			gw_config_load_buffer(&c, "second.yaml",
+					      (const unsigned char *)more,
+					      strlen(more), err, sizeof(err)),
+			0);
 		assert_int_equal(c.nfaults, 2);
 		assert_int_equal(c.faults[0].kind, GW_SIM_FAULT_XID79);
 	}
@@ -590,9 +584,9 @@ static void fault_needs_simulate(void **state)
 	char *path;
 
 	(void)state;
-	assert_int_equal(run_args(&c, err, sizeof(err), "--fault", "xid79:0",
-				  NULL),
-			 -EINVAL);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--fault", "xid79:0", NULL),
+		-EINVAL);
 	assert_contains(err, "--fault needs --simulate");
 
 	assert_int_equal(run_args(&c, err, sizeof(err), "--simulate", "2",
@@ -608,8 +602,7 @@ static void fault_needs_simulate(void **state)
 
 	/* Faults from the file are checked the same way. */
 	path = write_tmp("fault: [ecc-storm:0]\n");
-	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
-				  NULL),
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path, NULL),
 			 -EINVAL);
 	assert_contains(err, "--fault needs --simulate");
 	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
@@ -630,9 +623,9 @@ static void detail_shorter_than_interval(void **state)
 	assert_contains(err, "detail-interval (5s) must not be shorter than "
 			     "interval (10s)");
 	/* The default detail interval (30s) against a slow fast set. */
-	assert_int_equal(run_args(&c, err, sizeof(err), "--interval", "1m",
-				  NULL),
-			 -EINVAL);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--interval", "1m", NULL),
+		-EINVAL);
 	assert_contains(err, "detail-interval");
 	/* Equal is fine. */
 	assert_int_equal(run_args(&c, err, sizeof(err), "--interval", "10s",
@@ -642,9 +635,10 @@ static void detail_shorter_than_interval(void **state)
 
 static void empty_and_comment_files(void **state)
 {
-	static const char *const ok[] = { "", "\n\n", "# nothing yet\n",
-					  "---\n", "---\n...\n", "{}\n",
-					  "~\n", "null\n" };
+	static const char *const ok[] = {
+		"",	"\n\n", "# nothing yet\n", "---\n", "---\n...\n",
+		"{}\n", "~\n",	"null\n"
+	};
 	char *path;
 
 	(void)state;
@@ -663,9 +657,9 @@ static void empty_and_comment_files(void **state)
 		struct gw_config c;
 		char err[GW_CONFIG_ERR_MAX];
 
-		assert_int_equal(run_args(&c, err, sizeof(err), "--config",
-					  path, NULL),
-				 0);
+		assert_int_equal(
+			run_args(&c, err, sizeof(err), "--config", path, NULL),
+			0);
 		assert_true(c.interval == 1);
 	}
 	drop_tmp(path);
@@ -708,15 +702,16 @@ static void ebpf_settings(void **state)
 	assert_int_equal(run_args(&c, err, sizeof(err), NULL), 0);
 	assert_int_equal(c.ebpf, 1);
 	assert_string_equal(c.job_env, "SLURM_JOB_ID");
-	assert_int_equal(run_args(&c, err, sizeof(err), "--no-ebpf", "--job-env",
-				  "MY_JOB,PBS_JOBID", "--leak-age", "2m", NULL),
+	assert_int_equal(run_args(&c, err, sizeof(err), "--no-ebpf",
+				  "--job-env", "MY_JOB,PBS_JOBID", "--leak-age",
+				  "2m", NULL),
 			 0);
 	assert_int_equal(c.ebpf, 0);
 	assert_string_equal(c.job_env, "MY_JOB,PBS_JOBID");
 	assert_true(c.leak_age == 120);
-	assert_int_equal(run_args(&c, err, sizeof(err), "--job-env", "A B",
-				  NULL),
-			 -EINVAL);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--job-env", "A B", NULL),
+		-EINVAL);
 	assert_contains(err, "--job-env: 'A B' is not a comma-separated list");
 	assert_int_equal(load_text(&c, "ebpf: false\njob_env: [A, B_2]\n", err,
 				   sizeof(err)),
@@ -725,7 +720,8 @@ static void ebpf_settings(void **state)
 	assert_string_equal(c.job_env, "A,B_2");
 	assert_int_equal(load_text(&c, "ebpf: maybe\n", err, sizeof(err)),
 			 -EINVAL);
-	assert_contains(err, "agent.yaml:1: ebpf: 'maybe' is not true or false");
+	assert_contains(err,
+			"agent.yaml:1: ebpf: 'maybe' is not true or false");
 }
 
 static void missing_file(void **state)
@@ -853,8 +849,8 @@ static void every_setting_is_complete(void **state)
 
 		/* The default, given as a flag, is the stored default. */
 		if (st.def[0] && !st.negated) {
-			assert_int_equal(run_args(&c, err, sizeof(err),
-						  st.flag, st.def, NULL),
+			assert_int_equal(run_args(&c, err, sizeof(err), st.flag,
+						  st.def, NULL),
 					 0);
 			if (memcmp(&c, &def, sizeof(c)) != 0)
 				fail_msg("%s %s is not the default", st.flag,
@@ -891,8 +887,9 @@ static void help_shows_default_and_reload(void **state)
 		snprintf(want, sizeof(want), "      Default: %s; %s.\n",
 			 st.def[0] ? st.def : "none",
 			 strcmp(st.flag, "--config") == 0 ? "re-read on SIGHUP"
-			 : st.reload == GW_CONFIG_LIVE	  ? "applied on SIGHUP"
-						: "a change needs a restart");
+			 : st.reload == GW_CONFIG_LIVE
+				 ? "applied on SIGHUP"
+				 : "a change needs a restart");
 		at = strstr(at, want);
 		if (!at || (next && at > next))
 			fail_msg("%s: no '%s' in its --help", st.flag, want);
@@ -914,8 +911,9 @@ static void markdown_has_a_row_per_setting(void **state)
 	assert_non_null(f);
 	gw_config_markdown(f);
 	assert_int_equal(fclose(f), 0);
-	assert_true(strncmp(text, "| option | default | on SIGHUP | meaning |\n"
-				  "|---|---|---|---|\n",
+	assert_true(strncmp(text,
+			    "| option | default | on SIGHUP | meaning |\n"
+			    "|---|---|---|---|\n",
 			    60) == 0);
 	for (size_t i = 0; gw_config_setting(i, &st); i++, n++) {
 		snprintf(row, sizeof(row), "\n| `%s%s%s` | ", st.flag,
@@ -925,9 +923,11 @@ static void markdown_has_a_row_per_setting(void **state)
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
 	assert_int_equal(lines, n + 2);
-	assert_contains(text, "| `--rule-interval SECONDS` | `10s` | applied |");
-	assert_contains(text, "| `--statsd-listen HOST:PORT` | `127.0.0.1:8125` "
-			      "| restart |");
+	assert_contains(text,
+			"| `--rule-interval SECONDS` | `10s` | applied |");
+	assert_contains(text,
+			"| `--statsd-listen HOST:PORT` | `127.0.0.1:8125` "
+			"| restart |");
 	free(text);
 }
 
@@ -950,9 +950,8 @@ static void rule_interval_durations(void **state)
 	assert_true(c.alert_resend == 3600);
 	assert_true(c.retention_raw == 129600);
 	assert_true(c.interval == 2);
-	assert_int_equal(load_text(&c, "rule_interval: 1m30s\n", err,
-				   sizeof(err)),
-			 0);
+	assert_int_equal(
+		load_text(&c, "rule_interval: 1m30s\n", err, sizeof(err)), 0);
 	assert_true(c.rule_interval == 90);
 	assert_int_equal(run_args(&c, err, sizeof(err), "--rule-interval",
 				  "30s1m", NULL),

@@ -40,14 +40,14 @@ static void fold_places_bins_in_buckets(void **state)
 	uint64_t c[GW_CUPTI_HBOUNDS + 1];
 
 	(void)state;
-	bins[gw_cring_kbin(10)] += 1;     /* < 64 ns */
-	bins[gw_cring_kbin(1000)] += 2;   /* [960, 1024) */
-	bins[gw_cring_kbin(1100)] += 4;   /* [1024, 1280) */
-	bins[gw_cring_kbin(3000000)] += 8;  /* 3 ms: le 2^22 ns */
+	bins[gw_cring_kbin(10)] += 1;	       /* < 64 ns */
+	bins[gw_cring_kbin(1000)] += 2;	       /* [960, 1024) */
+	bins[gw_cring_kbin(1100)] += 4;	       /* [1024, 1280) */
+	bins[gw_cring_kbin(3000000)] += 8;     /* 3 ms: le 2^22 ns */
 	bins[gw_cring_kbin(1ull << 40)] += 16; /* beyond 2^34 ns */
 	gw_cupti_hist_fold(bins, 1, c);
-	assert_int_equal(c[0], 3);  /* le 1.024 us */
-	assert_int_equal(c[1], 4);  /* le 2.048 us */
+	assert_int_equal(c[0], 3); /* le 1.024 us */
+	assert_int_equal(c[1], 4); /* le 2.048 us */
 	assert_int_equal(c[22 - 10], 8);
 	assert_int_equal(c[GW_CUPTI_HBOUNDS], 16); /* +Inf */
 	uint64_t total = 0;
@@ -110,7 +110,7 @@ static void topk_keeps_largest_and_folds_rest(void **state)
 	kernel(&ks[4], 14, 300, 9, 900);
 	kernel(&ks[5], 15, 9999, 1, 1); /* the ring's own overflow entry */
 	ks[5].flags = GW_CRING_KF_OTHER;
-	kernel(&ks[6], 9, 400, 0, 0);   /* ties with 12: smaller hash first */
+	kernel(&ks[6], 9, 400, 0, 0); /* ties with 12: smaller hash first */
 
 	m = gw_cupti_topk(ks, 7, 3, idx, &other, &folded);
 	assert_int_equal(m, 3);
@@ -145,10 +145,11 @@ static int valid_utf8(const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 
 	while (*p) {
-		int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2
-				    : (*p & 0xf0) == 0xe0   ? 3
-				    : (*p & 0xf8) == 0xf0   ? 4
-							    : 0;
+		int n = *p < 0x80	      ? 1
+			: (*p & 0xe0) == 0xc0 ? 2
+			: (*p & 0xf0) == 0xe0 ? 3
+			: (*p & 0xf8) == 0xf0 ? 4
+					      : 0;
 		if (!n)
 			return 0;
 		for (int i = 1; i < n; i++)
@@ -171,7 +172,9 @@ static void label_short_names_unchanged(void **state)
 	gw_cupti_label("other", 0x1122334455667788ull, 1, out, sizeof(out));
 	assert_string_equal(out, "other~444444cc");
 	/* Invalid UTF-8 replaced, valid kept. */
-	gw_cupti_label("a\xff" "b\xc3\xa9\xe2\x82", 1, 0, out, sizeof(out));
+	gw_cupti_label("a\xff"
+		       "b\xc3\xa9\xe2\x82",
+		       1, 0, out, sizeof(out));
 	assert_string_equal(out, "a?b\xc3\xa9??");
 	assert_true(valid_utf8(out));
 }
@@ -227,8 +230,7 @@ static void demangle_kernel_names(void **state)
 		assert_string_equal(out, "vecAdd(float*, float*, float*, int)");
 	else
 		assert_string_equal(out, "_Z6vecAddPfS_S_i");
-	r = gw_cupti_demangle("_Z4gemmILi128EEvPKfS1_Pfiii", out,
-			      sizeof(out));
+	r = gw_cupti_demangle("_Z4gemmILi128EEvPKfS1_Pfiii", out, sizeof(out));
 	if (r)
 		assert_string_equal(out, "void gemm<128>(float const*, float "
 					 "const*, float*, int, int, int)");
@@ -322,23 +324,21 @@ static void pid_same_namespace(void **state)
 	assert_int_equal(ns, 100);
 	assert_int_equal(gw_cupti_start_ticks(root, 10, &t), 0);
 	assert_int_equal(t, 555);
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 10, 100, 555, 100,
-					      &host),
-			 0);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 10, 100, 555, 100, &host), 0);
 	assert_int_equal(host, 10);
 	/* Unknown namespace: taken as ours. */
 	host = 0;
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 10, 0, 555, 100,
-					      &host),
-			 0);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 10, 0, 555, 100, &host), 0);
 	assert_int_equal(host, 10);
 	/* The pid was reused (other start time), or is gone. */
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 10, 100, 556, 100,
-					      &host),
-			 -ESRCH);
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 11, 100, 555, 100,
-					      &host),
-			 -ESRCH);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 10, 100, 556, 100, &host),
+		-ESRCH);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 11, 100, 555, 100, &host),
+		-ESRCH);
 	assert_int_equal(gw_cupti_start_ticks(root, 11, &t), -ENOENT);
 }
 
@@ -347,29 +347,26 @@ static void pid_other_namespace(void **state)
 	uint32_t host = 0;
 
 	(void)state;
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 5, 200, 777, 100,
-					      &host),
-			 0);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 5, 200, 777, 100, &host), 0);
 	assert_int_equal(host, 20);
 	/* Same inner pid, another namespace, three levels deep. */
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 5, 300, 777, 100,
-					      &host),
-			 0);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 5, 300, 777, 100, &host), 0);
 	assert_int_equal(host, 30);
 	/* Right namespace and pid, wrong start time. */
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 6, 200, 777, 100,
-					      &host),
-			 -ESRCH);
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 7, 200, 777, 100,
-					      &host),
-			 -ESRCH);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 6, 200, 777, 100, &host),
+		-ESRCH);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 7, 200, 777, 100, &host),
+		-ESRCH);
 	/* The scan is bounded. */
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 5, 200, 777, 0,
-					      &host),
+	assert_int_equal(gw_cupti_pid_resolve(root, 100, 5, 200, 777, 0, &host),
 			 -ESRCH);
-	assert_int_equal(gw_cupti_pid_resolve(root, 100, 0, 200, 777, 10,
-					      &host),
-			 -EINVAL);
+	assert_int_equal(
+		gw_cupti_pid_resolve(root, 100, 0, 200, 777, 10, &host),
+		-EINVAL);
 }
 
 int main(void)
@@ -384,8 +381,8 @@ int main(void)
 		cmocka_unit_test(demangle_kernel_names),
 		cmocka_unit_test_setup_teardown(pid_same_namespace, tree_setup,
 						tree_teardown),
-		cmocka_unit_test_setup_teardown(pid_other_namespace,
-						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(pid_other_namespace, tree_setup,
+						tree_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,16 +24,16 @@
 
 #include "collect/cupti/decode.h"
 
-#define DATA_OFF 4096u
+#define DATA_OFF  4096u
 #define DATA_SIZE GW_CRING_DATA_MIN
-#define MAP_LEN (DATA_OFF + DATA_SIZE)
-#define CAP (2 * DATA_SIZE)
+#define MAP_LEN	  (DATA_OFF + DATA_SIZE)
+#define CAP	  (2 * DATA_SIZE)
 
 /* ---- a minimal writer ---- */
 
 struct ring {
-	int fd;           /* the reader's side */
-	void *map;        /* the writer's side */
+	int fd;	   /* the reader's side */
+	void *map; /* the writer's side */
 	struct gw_cring_hdr *h;
 	struct gw_cupti_ring_info ri;
 	char *buf; /* what take copies into */
@@ -155,8 +155,9 @@ static uint32_t mk_kernel(void *out, const struct kspec *k)
 {
 	struct gw_crec_kernel h;
 	size_t nl = strlen(k->name) + 1;
-	uint32_t size = (uint32_t)((sizeof(h) + k->nbins * 16u + nl + 7) &
-				   ~(size_t)7) + k->extra;
+	uint32_t size =
+		(uint32_t)((sizeof(h) + k->nbins * 16u + nl + 7) & ~(size_t)7) +
+		k->extra;
 	char *o = out;
 
 	memset(&h, 0, sizeof(h));
@@ -262,7 +263,8 @@ static void header_refusals(void **state)
 		uint64_t v;
 		int err;
 	} bad[] = {
-		{ offsetof(struct gw_cring_hdr, magic), 4, 0x52435748, -EBADMSG },
+		{ offsetof(struct gw_cring_hdr, magic), 4, 0x52435748,
+		  -EBADMSG },
 		{ offsetof(struct gw_cring_hdr, version), 2, 0, -EBADMSG },
 		{ offsetof(struct gw_cring_hdr, version), 2, 2,
 		  -EPROTONOSUPPORT },
@@ -273,7 +275,8 @@ static void header_refusals(void **state)
 		{ offsetof(struct gw_cring_hdr, data_off), 4, 8192, -EBADMSG },
 		{ offsetof(struct gw_cring_hdr, data_size), 4, 65536 + 4096,
 		  -EBADMSG },
-		{ offsetof(struct gw_cring_hdr, data_size), 4, 32768, -EBADMSG },
+		{ offsetof(struct gw_cring_hdr, data_size), 4, 32768,
+		  -EBADMSG },
 		{ offsetof(struct gw_cring_hdr, data_size), 4, 32u << 20,
 		  -EBADMSG },
 		{ offsetof(struct gw_cring_hdr, data_size), 4, 0, -EBADMSG },
@@ -629,26 +632,26 @@ static void head_and_tail_lies_resync(void **state)
 	put_ok(r, rec, mk_process(rec, 1, 1));
 	/* head more than data_size ahead of tail. */
 	r->h->head = r->h->tail + DATA_SIZE + 8;
-	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len,
-					    &lost, 5),
-			 0);
+	assert_int_equal(
+		gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len, &lost, 5),
+		0);
 	assert_int_equal(lost, 1);
 	assert_int_equal(len, 0);
 	assert_true(r->h->tail == r->h->head);
 	/* tail ahead of head. */
 	r->h->tail = r->h->head + 64;
-	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len,
-					    &lost, 6),
-			 0);
+	assert_int_equal(
+		gw_cupti_ring_take(r->fd, &r->ri, r->buf, CAP, &len, &lost, 6),
+		0);
 	assert_int_equal(lost, 1);
 	assert_true(r->h->tail == r->h->head);
 	/* The writer goes on from there and is read again. */
 	put_ok(r, rec, mk_process(rec, 2, 1));
 	assert_int_equal(drain(r), 1);
 	assert_int_equal(r->p->process.seq, 2);
-	assert_int_equal(gw_cupti_ring_take(-1, &r->ri, r->buf, CAP, &len,
-					    &lost, 6),
-			 -EINVAL);
+	assert_int_equal(
+		gw_cupti_ring_take(-1, &r->ri, r->buf, CAP, &len, &lost, 6),
+		-EINVAL);
 	assert_int_equal(gw_cupti_ring_take(r->fd, &r->ri, r->buf,
 					    GW_CREC_MAX - 8, &len, &lost, 6),
 			 -EINVAL);
@@ -723,7 +726,13 @@ static void control_bytes_in_names(void **state)
 {
 	struct gw_cupti_proc *p;
 	uint64_t rec[GW_CREC_MAX / 8];
-	struct kspec k = { 1, 1, "a\nb\x01" "c\x7f\xc3\xa9", 0, NULL, 0 };
+	struct kspec k = { 1,
+			   1,
+			   "a\nb\x01"
+			   "c\x7f\xc3\xa9",
+			   0,
+			   NULL,
+			   0 };
 	uint32_t n = mk_kernel(rec, &k);
 
 	(void)state;

@@ -44,10 +44,10 @@
 #include "fake_cupti.h"
 
 #define DEADLINE_NS (10ull * 1000000000ull)
-#define MIB (1024ull * 1024ull)
-#define RT CUPTI_CB_DOMAIN_RUNTIME_API
-#define DRV CUPTI_CB_DOMAIN_DRIVER_API
-#define RES CUPTI_CB_DOMAIN_RESOURCE
+#define MIB	    (1024ull * 1024ull)
+#define RT	    CUPTI_CB_DOMAIN_RUNTIME_API
+#define DRV	    CUPTI_CB_DOMAIN_DRIVER_API
+#define RES	    CUPTI_CB_DOMAIN_RESOURCE
 
 static uint64_t mono_ns(void)
 {
@@ -77,8 +77,7 @@ static void pause_ms(unsigned int ms)
 static int kid_in = -1, kid_out = -1;
 static struct fake_cupti fc;
 
-static void kid_say(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+static void kid_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void kid_say(const char *fmt, ...)
 {
 	char line[512];
@@ -103,10 +102,10 @@ static void kid_fail(const char *file, int line, const char *what)
 	_exit(1);
 }
 
-#define KID_CHECK(cond)                                                    \
-	do {                                                               \
-		if (!(cond))                                               \
-			kid_fail(__FILE__, __LINE__, #cond);               \
+#define KID_CHECK(cond)                                                        \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			kid_fail(__FILE__, __LINE__, #cond);                   \
 	} while (0)
 
 /* Waits for the parent's next word; EOF means the parent gave up. */
@@ -283,7 +282,8 @@ static const char *kid_read(void)
 
 		if (now >= deadline)
 			fail_msg("child said nothing for 10 s");
-		if (poll(&pfd, 1, (int)((deadline - now) / 1000000ull) + 1) <= 0)
+		if (poll(&pfd, 1, (int)((deadline - now) / 1000000ull) + 1) <=
+		    0)
 			continue;
 		ssize_t r = read(kid.from_kid, kid.buf + kid.have,
 				 sizeof(kid.buf) - kid.have);
@@ -408,8 +408,7 @@ static void rd_open(void)
 	char want[64];
 	struct stat st;
 
-	snprintf(want, sizeof(want), "%s%ld.", GW_CRING_PREFIX,
-		 (long)kid.pid);
+	snprintf(want, sizeof(want), "%s%ld.", GW_CRING_PREFIX, (long)kid.pid);
 	for (;; pause_ms(2)) {
 		if (mono_ns() > deadline)
 			fail_msg("no valid ring in %s after 10 s", kid.dir);
@@ -465,22 +464,22 @@ static uint64_t rd_head(void)
 }
 
 /* Polls (pull: as an agent; else header only) until cond or 10 s. */
-#define WAIT_FOR(pull, cond)                                               \
-	do {                                                               \
-		uint64_t deadline_ = mono_ns() + DEADLINE_NS;              \
-		for (;;) {                                                 \
-			if (pull)                                          \
-				rd_pull();                                 \
-			else                                               \
-				assert_int_equal(rd_check(), 0);           \
-			if (cond)                                          \
-				break;                                     \
-			if (mono_ns() > deadline_)                         \
-				fail_msg("timed out after 10 s waiting "   \
-					 "for %s (status %u)", #cond,      \
-					 rd.ri.status);                    \
-			pause_ms(2);                                       \
-		}                                                          \
+#define WAIT_FOR(pull, cond)                                                   \
+	do {                                                                   \
+		uint64_t deadline_ = mono_ns() + DEADLINE_NS;                  \
+		for (;;) {                                                     \
+			if (pull)                                              \
+				rd_pull();                                     \
+			else                                                   \
+				assert_int_equal(rd_check(), 0);               \
+			if (cond)                                              \
+				break;                                         \
+			if (mono_ns() > deadline_)                             \
+				fail_msg("timed out after 10 s waiting "       \
+					 "for %s (status %u)",                 \
+					 #cond, rd.ri.status);                 \
+			pause_ms(2);                                           \
+		}                                                              \
 	} while (0)
 
 static const struct gw_cupti_kernel *kernel(const char *name)
@@ -504,8 +503,8 @@ static const struct gw_cupti_api *api(uint32_t domain, const char *name,
 	for (unsigned int i = 0; i < rd.p->napis; i++) {
 		const struct gw_cupti_api *a = &rd.p->apis[i];
 
-		if (a->domain == domain && a->code == code &&
-		    a->sync == sync && !strcmp(a->name, name))
+		if (a->domain == domain && a->code == code && a->sync == sync &&
+		    !strcmp(a->name, name))
 			return a;
 	}
 	return NULL;
@@ -522,19 +521,26 @@ static uint64_t api_count(uint32_t domain, const char *name, int32_t code,
 /* ================= (a) a small CUDA program ================= */
 
 #define VECADD "_Z6vecAddPfS_S_i"
-#define GEMM "_Z4gemmILi128EEvPKfS1_Pfiii"
+#define GEMM   "_Z4gemmILi128EEvPKfS1_Pfiii"
 
 static uint32_t play_program(void)
 {
 	const struct fake_cupti_device h100 = FAKE_CUPTI_H100(0);
 	struct fake_cupti_kernel vecadd = {
-		.name = VECADD, .grid = { 4096, 1, 1 }, .block = { 256, 1, 1 },
-		.registers = 16, .duration_ns = 10000,
+		.name = VECADD,
+		.grid = { 4096, 1, 1 },
+		.block = { 256, 1, 1 },
+		.registers = 16,
+		.duration_ns = 10000,
 	};
 	struct fake_cupti_kernel gemm = {
-		.name = GEMM, .grid = { 64, 64, 1 }, .block = { 128, 1, 1 },
-		.registers = 128, .static_smem = 32768,
-		.dynamic_smem = 16384, .duration_ns = 2000000,
+		.name = GEMM,
+		.grid = { 64, 64, 1 },
+		.block = { 128, 1, 1 },
+		.registers = 128,
+		.static_smem = 32768,
+		.dynamic_smem = 16384,
+		.duration_ns = 2000000,
 	};
 	const uint64_t base = 0x7f2000000000ull;
 	uint32_t ctx;
@@ -542,9 +548,9 @@ static uint32_t play_program(void)
 	ctx = fc.context_create(0);
 	KID_CHECK(fc.push_device(&h100) == FAKE_CUPTI_QUEUED);
 	for (int i = 0; i < 3; i++) {
-		fc.api_call_nested(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-				   0, DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-				   0, 0);
+		fc.api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0, DRV,
+			CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 0, 0);
 		fc.push_memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
 			       base + (uint64_t)i * MIB, MIB);
 	}
@@ -556,28 +562,26 @@ static uint32_t play_program(void)
 	fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, 0, 0);
 	fc.push_memset(4096, 2000);
 	for (int i = 0; i < 1000; i++) {
-		fc.api_call_nested(RT,
-				   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-				   0, DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-				   0, 0);
+		fc.api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+			DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0);
 		KID_CHECK(fc.push_kernel(&vecadd) == FAKE_CUPTI_QUEUED);
 	}
 	for (int i = 0; i < 10; i++) {
-		fc.api_call_nested(RT,
-				   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-				   0, DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-				   0, 0);
+		fc.api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+			DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0);
 		KID_CHECK(fc.push_kernel(&gemm) == FAKE_CUPTI_QUEUED);
 	}
 	/* Out of memory: the runtime call and the driver call inside it. */
-	KID_CHECK(fc.api_call_nested(RT,
-				     CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 2,
-				     DRV, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-				     2, 0) == 2);
+	KID_CHECK(fc.api_call_nested(
+			  RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 2, DRV,
+			  CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 2, 0) == 2);
 	KID_CHECK(fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 1,
 			      0) == 1);
 	for (int i = 0; i < 5; i++)
-		fc.api_call_nested(RT,
+		fc.api_call_nested(
+			RT,
 			CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0,
 			DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 0,
 			1000000);
@@ -620,8 +624,8 @@ static int program_seen(void)
 	       kernel_count(VECADD) == 1000 && kernel_count(GEMM) == 10 &&
 	       p->mem_allocs == 3 && p->mem_frees == 1 && p->oom == 2 &&
 	       p->contexts_created == 1 &&
-	       api_count(GW_CRING_API_RUNTIME, "cudaDeviceSynchronize", 0,
-			 1) == 5 &&
+	       api_count(GW_CRING_API_RUNTIME, "cudaDeviceSynchronize", 0, 1) ==
+		       5 &&
 	       api_count(GW_CRING_API_RUNTIME, "cudaMemcpy", 1, 0) == 1 &&
 	       rd.p->memcpy.kind[GW_COPY_DTOH].count == 1;
 }
@@ -697,12 +701,14 @@ static void program_totals(void **state)
 	assert_true(p->records >= 1000 + 10 + 4 + 3 + 1);
 
 	/* API errors, by (domain, name, code). */
-	assert_int_equal(api_count(GW_CRING_API_RUNTIME, "cudaMalloc", 2, 0), 1);
+	assert_int_equal(api_count(GW_CRING_API_RUNTIME, "cudaMalloc", 2, 0),
+			 1);
 	/* The driver call inside the failed cudaMalloc is not counted again;
 	 * the application's own cuMemAlloc is. */
 	assert_int_equal(api_count(GW_CRING_API_DRIVER, "cuMemAlloc_v2", 2, 0),
 			 1);
-	assert_int_equal(api_count(GW_CRING_API_RUNTIME, "cudaMemcpy", 1, 0), 1);
+	assert_int_equal(api_count(GW_CRING_API_RUNTIME, "cudaMemcpy", 1, 0),
+			 1);
 	a = api(GW_CRING_API_RUNTIME, "cudaMalloc", 2, 0);
 	assert_int_equal(a->cbid, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020);
 	/* Successful calls are not errors. */
@@ -746,51 +752,51 @@ static void kid_subscriptions(void)
 	kid_start_process();
 	KID_CHECK(fc.subscribed());
 	/* Hot calls stay off: their callbacks would cost every launch. */
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020));
-	KID_CHECK(!fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020));
+	KID_CHECK(!fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
 	KID_CHECK(!fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
-	KID_CHECK(!fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz));
-	KID_CHECK(!fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
-	KID_CHECK(!fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
-	KID_CHECK(!fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2));
+				       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+	KID_CHECK(!fc.callback_enabled(
+		DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz));
+	KID_CHECK(!fc.callback_enabled(
+		DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+	KID_CHECK(!fc.callback_enabled(
+		DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+	KID_CHECK(!fc.callback_enabled(
+		DRV, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2));
 	/* What the agent reports on stays on. */
-	KID_CHECK(fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));
-	KID_CHECK(fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020));
-	KID_CHECK(fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020));
-	KID_CHECK(fc.callback_enabled(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020));
+	KID_CHECK(fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));
+	KID_CHECK(fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020));
+	KID_CHECK(fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020));
+	KID_CHECK(fc.callback_enabled(
+		RT, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020));
 	KID_CHECK(fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
-	KID_CHECK(fc.callback_enabled(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize));
-	KID_CHECK(fc.callback_enabled(RES,
-		CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
-	KID_CHECK(fc.callback_enabled(RES,
-		CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+				      CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
+	KID_CHECK(fc.callback_enabled(
+		DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize));
+	KID_CHECK(
+		fc.callback_enabled(RES, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+	KID_CHECK(fc.callback_enabled(
+		RES, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
 	KID_CHECK(fc.activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	KID_CHECK(fc.activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
 	KID_CHECK(fc.activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET));
@@ -799,16 +805,18 @@ static void kid_subscriptions(void)
 
 	/* A launch reaches the library as an activity record only. */
 	for (int i = 0; i < 100; i++)
-		fc.api_call_nested(RT,
-			CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+		fc.api_call_nested(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
 			DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, 0);
 	fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0, 0);
-	KID_CHECK(fc.callbacks_seen(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) == 0);
-	KID_CHECK(fc.callbacks_seen(DRV,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) == 0);
-	KID_CHECK(fc.callbacks_seen(RT,
-		CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020) == 1);
+	KID_CHECK(
+		fc.callbacks_seen(
+			RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) ==
+		0);
+	KID_CHECK(fc.callbacks_seen(
+			  DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) == 0);
+	KID_CHECK(fc.callbacks_seen(
+			  RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020) == 1);
 	fc.get_stats(&st);
 	KID_CHECK(st.misuse == 0);
 	kid_say("checked");
@@ -940,8 +948,10 @@ static void kid_many(void)
 	fc.push_device(&h100);
 	for (int i = 0; i < MANY_KERNELS; i++) {
 		struct fake_cupti_kernel k = {
-			.name = name, .grid = { 1, 1, 1 },
-			.block = { 32, 1, 1 }, .registers = 8,
+			.name = name,
+			.grid = { 1, 1, 1 },
+			.block = { 32, 1, 1 },
+			.registers = 8,
 			.duration_ns = 5000 + (uint64_t)i,
 		};
 
@@ -950,8 +960,8 @@ static void kid_many(void)
 	}
 	kid_say("pushed");
 	kid_await("sync");
-	fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-		    0, 0);
+	fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 0,
+		    0);
 	kid_say("synced");
 	kid_await("exit");
 }
@@ -965,8 +975,8 @@ static int many_seen(void)
 		if (kernel_count(name) != 1)
 			return 0;
 	}
-	return api_count(GW_CRING_API_RUNTIME, "cudaDeviceSynchronize", 0,
-			 1) == 1;
+	return api_count(GW_CRING_API_RUNTIME, "cudaDeviceSynchronize", 0, 1) ==
+	       1;
 }
 
 static void full_ring_drops_then_catches_up(void **state)
@@ -1014,8 +1024,11 @@ static struct {
 static void *push_hot(void *arg)
 {
 	struct fake_cupti_kernel k = {
-		.name = HOT, .grid = { 80, 1, 1 }, .block = { 256, 1, 1 },
-		.registers = 32, .duration_ns = 5000,
+		.name = HOT,
+		.grid = { 80, 1, 1 },
+		.block = { 256, 1, 1 },
+		.registers = 32,
+		.duration_ns = 5000,
 	};
 	uint64_t deadline = mono_ns() + DEADLINE_NS;
 
@@ -1053,8 +1066,8 @@ static void kid_hot(void)
 	KID_CHECK(pusher.discarded > 0);
 	KID_CHECK(pusher.queued > 0);
 	kid_say("pushed queued=%" PRIu64 " discarded=%" PRIu64
-		" dropped=%" PRIu64, pusher.queued, pusher.discarded,
-		pusher.dropped);
+		" dropped=%" PRIu64,
+		pusher.queued, pusher.discarded, pusher.dropped);
 	kid_await("exit");
 }
 
@@ -1075,8 +1088,7 @@ static void kernel_tracing_is_duty_cycled(void **state)
 	kid_start(kid_hot, env);
 	kid_expect("pushing");
 	rd_open();
-	WAIT_FOR(1, rd.p->have_process &&
-			    rd.p->process.sampling_ratio < 1.0 &&
+	WAIT_FOR(1, rd.p->have_process && rd.p->process.sampling_ratio < 1.0 &&
 			    kernel_count(HOT) > 0);
 	ratio = rd.p->process.sampling_ratio;
 	assert_true(ratio > 0.0 && ratio < 1.0);
@@ -1103,8 +1115,9 @@ static void kernel_tracing_is_duty_cycled(void **state)
 	if (!(k->est_count > (double)launched / 3.0 &&
 	      k->est_count < (double)launched * 3.0))
 		fail_msg("estimated %.0f launches (%" PRIu64 " traced, ratio "
-			 "%.3f), %llu launched", k->est_count, k->count,
-			 rd.p->process.sampling_ratio, launched);
+			 "%.3f), %llu launched",
+			 k->est_count, k->count, rd.p->process.sampling_ratio,
+			 launched);
 	kid_tell("exit");
 	assert_int_equal(kid_finish(), 0);
 }
@@ -1131,8 +1144,7 @@ static void initialize_twice_subscribes_once(void **state)
 	kid_start(kid_twice, NULL);
 	kid_expect("played");
 	rd_open();
-	WAIT_FOR(1, rd.p->have_process &&
-			    rd.p->process.contexts_created == 1);
+	WAIT_FOR(1, rd.p->have_process && rd.p->process.contexts_created == 1);
 	assert_int_equal(dir_rings(), 1);
 	kid_tell("exit");
 	assert_int_equal(kid_finish(), 0);
@@ -1190,8 +1202,7 @@ static void exit_with_reader_keeps_ring(void **state)
 	kid_start(kid_exits, NULL);
 	kid_expect("played");
 	rd_open();
-	WAIT_FOR(1, rd.p->have_process &&
-			    rd.p->process.contexts_created == 1);
+	WAIT_FOR(1, rd.p->have_process && rd.p->process.contexts_created == 1);
 	kid_tell("exit");
 	assert_int_equal(kid_finish(), 0);
 	assert_int_equal(access(rd.path, F_OK), 0);
@@ -1221,7 +1232,8 @@ static void kid_forks(void)
 	KID_CHECK(pid >= 0);
 	if (pid == 0) {
 		/* A child that uses CUDA state it must not own, then ends. */
-		fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 2, 0);
+		fc.api_call(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 2,
+			    0);
 		exit(0);
 	}
 	KID_CHECK(waitpid(pid, &st, 0) == pid);
@@ -1233,9 +1245,8 @@ static void kid_forks(void)
 static void forked_child_leaves_ring_alone(void **state)
 {
 	/* No periodic summary in the window: head moves only on exit. */
-	static const char *const env[] = {
-		"GPUWATCH_CUPTI_INTERVAL_MS=60000", NULL
-	};
+	static const char *const env[] = { "GPUWATCH_CUPTI_INTERVAL_MS=60000",
+					   NULL };
 	uint64_t head;
 
 	(void)state;
@@ -1275,8 +1286,8 @@ int main(void)
 						setup, rd_cleanup),
 		cmocka_unit_test_setup_teardown(kernel_tracing_is_duty_cycled,
 						setup, rd_cleanup),
-		cmocka_unit_test_setup_teardown(initialize_twice_subscribes_once,
-						setup, rd_cleanup),
+		cmocka_unit_test_setup_teardown(
+			initialize_twice_subscribes_once, setup, rd_cleanup),
 		cmocka_unit_test_setup_teardown(exit_without_reader_unlinks,
 						setup, rd_cleanup),
 		cmocka_unit_test_setup_teardown(exit_with_reader_keeps_ring,

@@ -35,7 +35,7 @@ struct fx {
 	struct gw_agg *a;
 	struct gw_cring r;
 	struct gw_cupti_proc *p;
-	int fd;           /* the reader's descriptor of the file */
+	int fd; /* the reader's descriptor of the file */
 	unsigned char *buf;
 };
 
@@ -49,7 +49,8 @@ static int fx_setup(void **state)
 	snprintf(f->dir, sizeof(f->dir), "/tmp/gw-agg-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	assert_int_equal(gw_agg_new(&f->a), 0);
-	assert_int_equal(gw_cring_open(&f->r, f->dir, GW_CRING_DATA_MIN, "test"), 0);
+	assert_int_equal(
+		gw_cring_open(&f->r, f->dir, GW_CRING_DATA_MIN, "test"), 0);
 	assert_int_equal(gw_cupti_proc_new(&f->p), 0);
 	f->fd = open(f->r.path, O_RDWR | O_CLOEXEC);
 	assert_true(f->fd >= 0);
@@ -86,8 +87,8 @@ static size_t agent_pass(struct fx *f)
 
 	assert_int_equal(gw_cupti_ring_check(f->fd, &ri), 0);
 	do {
-		assert_int_equal(gw_cupti_ring_take(f->fd, &ri, f->buf, TAKE_CAP,
-						    &len, &lost, 1),
+		assert_int_equal(gw_cupti_ring_take(f->fd, &ri, f->buf,
+						    TAKE_CAP, &len, &lost, 1),
 				 0);
 		assert_int_equal(lost, 0);
 		applied += gw_cupti_decode(f->p, f->buf, len);
@@ -98,7 +99,8 @@ static size_t agent_pass(struct fx *f)
 
 static void summary(struct fx *f)
 {
-	assert_int_equal(gw_agg_write(f->a, &f->r, GW_CUPTI_ST_OK, 130001, 1000), 0);
+	assert_int_equal(
+		gw_agg_write(f->a, &f->r, GW_CUPTI_ST_OK, 130001, 1000), 0);
 	agent_pass(f);
 }
 
@@ -114,8 +116,8 @@ static const struct gw_cupti_api *find_api(struct fx *f, uint32_t domain,
 					   uint32_t cbid, int32_t code)
 {
 	for (unsigned int i = 0; i < f->p->napis; i++)
-		if (f->p->apis[i].domain == domain && f->p->apis[i].cbid == cbid &&
-		    f->p->apis[i].code == code)
+		if (f->p->apis[i].domain == domain &&
+		    f->p->apis[i].cbid == cbid && f->p->apis[i].code == code)
 			return &f->p->apis[i];
 	return NULL;
 }
@@ -155,7 +157,8 @@ static void feed_kernel(struct fx *f, const char *name, uint64_t dur)
 	assert_int_equal(gw_agg_record(f->a, (const CUpti_Activity *)&k), 1);
 }
 
-static CUpti_ActivityMemcpy6 memcpy_rec(uint8_t kind, uint64_t bytes, uint64_t dur)
+static CUpti_ActivityMemcpy6 memcpy_rec(uint8_t kind, uint64_t bytes,
+					uint64_t dur)
 {
 	CUpti_ActivityMemcpy6 m;
 
@@ -339,17 +342,20 @@ static void occupancy_from_device_limits(void **state)
 	 * reserved = 50176 B -> 233472 / 50176 = 4 blocks; warps: 8 blocks.
 	 * 4 blocks x 8 warps / 64 = 0.5.
 	 */
-	CUpti_ActivityKernel10 smem_bound = kernel_rec("_Z4smemv", 1000, 0, 256, 32,
-						       16384, 32768);
+	CUpti_ActivityKernel10 smem_bound =
+		kernel_rec("_Z4smemv", 1000, 0, 256, 32, 16384, 32768);
 	/*
 	 * 128 threads = 4 warps; 40 regs -> 1280 per warp -> 12 warps per
 	 * sub-partition, 48 per SM -> 12 blocks; smem 1 KiB reserved -> 228;
 	 * warps 16; blocks 32.  12 x 4 / 64 = 0.75.
 	 */
-	CUpti_ActivityKernel10 reg_bound = kernel_rec("_Z4regsv", 1000, 0, 128, 40, 0, 0);
+	CUpti_ActivityKernel10 reg_bound =
+		kernel_rec("_Z4regsv", 1000, 0, 128, 40, 0, 0);
 	/* 1024 threads, 16 regs: 32 warps -> 2 blocks by warps -> 1.0. */
-	CUpti_ActivityKernel10 full = kernel_rec("_Z4fullv", 1000, 0, 1024, 16, 0, 0);
-	CUpti_ActivityKernel10 unknown = kernel_rec("_Z4elsev", 1000, 7, 128, 32, 0, 0);
+	CUpti_ActivityKernel10 full =
+		kernel_rec("_Z4fullv", 1000, 0, 1024, 16, 0, 0);
+	CUpti_ActivityKernel10 unknown =
+		kernel_rec("_Z4elsev", 1000, 7, 128, 32, 0, 0);
 
 	/* A kernel seen before its device gets its occupancy once the device is known. */
 	assert_int_equal(FEED(f, smem_bound), 1);
@@ -361,9 +367,12 @@ static void occupancy_from_device_limits(void **state)
 	assert_int_equal(FEED(f, full), 1);
 	assert_int_equal(FEED(f, unknown), 1);
 	summary(f);
-	assert_true(fabsf(find_kernel(f, "_Z4smemv")->occupancy - 0.5f) < 1e-6f);
-	assert_true(fabsf(find_kernel(f, "_Z4regsv")->occupancy - 0.75f) < 1e-6f);
-	assert_true(fabsf(find_kernel(f, "_Z4fullv")->occupancy - 1.0f) < 1e-6f);
+	assert_true(fabsf(find_kernel(f, "_Z4smemv")->occupancy - 0.5f) <
+		    1e-6f);
+	assert_true(fabsf(find_kernel(f, "_Z4regsv")->occupancy - 0.75f) <
+		    1e-6f);
+	assert_true(fabsf(find_kernel(f, "_Z4fullv")->occupancy - 1.0f) <
+		    1e-6f);
 	assert_true(find_kernel(f, "_Z4elsev")->occupancy < 0);
 	assert_int_equal(find_kernel(f, "_Z4elsev")->device, 7);
 	assert_int_equal(find_kernel(f, "_Z4smemv")->static_smem, 16384);
@@ -390,11 +399,13 @@ static void copies_by_kind(void **state)
 		{ CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, GW_COPY_OTHER },
 		{ 200, GW_COPY_OTHER },
 	};
-	uint64_t want_count[GW_COPY_KINDS] = { 0 }, want_bytes[GW_COPY_KINDS] = { 0 };
+	uint64_t want_count[GW_COPY_KINDS] = { 0 },
+		 want_bytes[GW_COPY_KINDS] = { 0 };
 	uint64_t want_ns[GW_COPY_KINDS] = { 0 };
 
 	for (unsigned int i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		CUpti_ActivityMemcpy6 m = memcpy_rec(kinds[i].cupti, 1000u + i, 10u + i);
+		CUpti_ActivityMemcpy6 m =
+			memcpy_rec(kinds[i].cupti, 1000u + i, 10u + i);
 
 		assert_int_equal(FEED(f, m), 1);
 		want_count[kinds[i].want]++;
@@ -414,8 +425,8 @@ static void copies_by_kind(void **state)
 
 		if (c->count != want_count[k] || c->bytes != want_bytes[k] ||
 		    c->total_ns != want_ns[k])
-			fail_msg("kind %u: %llu/%llu/%llu, want %llu/%llu/%llu", k,
-				 (unsigned long long)c->count,
+			fail_msg("kind %u: %llu/%llu/%llu, want %llu/%llu/%llu",
+				 k, (unsigned long long)c->count,
 				 (unsigned long long)c->bytes,
 				 (unsigned long long)c->total_ns,
 				 (unsigned long long)want_count[k],
@@ -448,9 +459,9 @@ static void memory_live_and_peak(void **state)
 	assert_int_equal(f->p->process.mem_frees, 1);
 
 	/* Freeing what was allocated before we looked never goes below zero. */
-	CUpti_ActivityMemory4 big = memory_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
-					       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-					       1u << 30);
+	CUpti_ActivityMemory4 big =
+		memory_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
+			   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1u << 30);
 	assert_int_equal(FEED(f, big), 1);
 	summary(f);
 	assert_int_equal(f->p->process.mem_live_bytes, 0);
@@ -472,13 +483,23 @@ static void counters_overhead_apis_sync(void **state)
 	gw_agg_callback(f->a);
 	gw_agg_muted(f->a);
 	gw_agg_records_dropped(f->a, 17);
-	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_RUNTIME, 20, 2, "cudaMalloc"), 0);
-	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_RUNTIME, 20, 2, "ignored"), 0);
-	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_DRIVER, 243, 2, "cuMemAlloc"), 0);
-	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_RUNTIME, 20, 0, "ok"), -EINVAL);
-	int slot = gw_agg_sync_slot(f->a, GW_CRING_API_RUNTIME, 165, "cudaDeviceSynchronize");
+	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_RUNTIME, 20, 2,
+					  "cudaMalloc"),
+			 0);
+	assert_int_equal(
+		gw_agg_api_error(f->a, GW_CRING_API_RUNTIME, 20, 2, "ignored"),
+		0);
+	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_DRIVER, 243, 2,
+					  "cuMemAlloc"),
+			 0);
+	assert_int_equal(
+		gw_agg_api_error(f->a, GW_CRING_API_RUNTIME, 20, 0, "ok"),
+		-EINVAL);
+	int slot = gw_agg_sync_slot(f->a, GW_CRING_API_RUNTIME, 165,
+				    "cudaDeviceSynchronize");
 	assert_true(slot >= 0);
-	assert_int_equal(gw_agg_sync_slot(f->a, GW_CRING_API_RUNTIME, 165, "x"), slot);
+	assert_int_equal(gw_agg_sync_slot(f->a, GW_CRING_API_RUNTIME, 165, "x"),
+			 slot);
 	gw_agg_sync(f->a, slot, 300);
 	gw_agg_sync(f->a, slot, 700);
 	summary(f);
@@ -509,8 +530,12 @@ static void counters_overhead_apis_sync(void **state)
 
 	/* The API table is bounded: one more distinct error is counted, not kept. */
 	for (int i = 0; i < (int)GW_AGG_APIS - 2; i++)
-		assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_DRIVER, 1, 100 + i, "cuX"), 0);
-	assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_DRIVER, 1, 99999, "cuX"), -ENOSPC);
+		assert_int_equal(gw_agg_api_error(f->a, GW_CRING_API_DRIVER, 1,
+						  100 + i, "cuX"),
+				 0);
+	assert_int_equal(
+		gw_agg_api_error(f->a, GW_CRING_API_DRIVER, 1, 99999, "cuX"),
+		-ENOSPC);
 	summary(f);
 	assert_int_equal(f->p->process.api_overflow, 1);
 	assert_int_equal(f->p->napis, GW_AGG_APIS + 1u); /* + the sync entry */
@@ -563,7 +588,8 @@ static void kernel_table_overflow(void **state)
 	assert_non_null(o);
 	assert_true(o->flags & GW_CRING_KF_OTHER);
 	assert_int_equal(o->count, total - GW_AGG_KERNELS);
-	assert_int_equal(f->p->process.kernels_overflow, total - GW_AGG_KERNELS);
+	assert_int_equal(f->p->process.kernels_overflow,
+			 total - GW_AGG_KERNELS);
 	assert_int_equal(find_kernel(f, "_Z6kernel5v")->count, 2);
 	assert_int_equal(find_kernel(f, "_Z6kernel5v")->min_ns, 1);
 	uint64_t n = 0;
@@ -630,7 +656,8 @@ static void ring_full_drops_without_blocking(void **state)
 	uint64_t before = h->head;
 	assert_int_equal(gw_agg_write(f->a, &f->r, GW_CUPTI_ST_OK, 0, 4), 0);
 	assert_int_equal(h->head - before,
-			 sizeof(struct gw_crec_process) + sizeof(struct gw_crec_memcpy));
+			 sizeof(struct gw_crec_process) +
+				 sizeof(struct gw_crec_memcpy));
 }
 
 static void ring_wraps_with_padding(void **state)
@@ -642,7 +669,8 @@ static void ring_wraps_with_padding(void **state)
 	/* Many summaries through a 64 KiB ring: head passes the end several times. */
 	for (int i = 0; i < 600; i++) {
 		feed_kernel(f, "_Z4wrapv", 5);
-		assert_int_equal(gw_agg_write(f->a, &f->r, GW_CUPTI_ST_OK, 0, 1), 0);
+		assert_int_equal(
+			gw_agg_write(f->a, &f->r, GW_CUPTI_ST_OK, 0, 1), 0);
 		agent_pass(f);
 	}
 	assert_true(h->head > 4ull * h->data_size);
@@ -674,13 +702,16 @@ static void ring_header_and_misuse(void **state)
 	assert_int_equal(ri.flags, GW_CRING_F_EXITED);
 
 	/* Bad records are refused, not written. */
-	assert_int_equal(gw_cring_append(&f->r, rec, 16), -EINVAL); /* size field 0 */
+	assert_int_equal(gw_cring_append(&f->r, rec, 16),
+			 -EINVAL); /* size field 0 */
 	((struct gw_crec *)rec)->size = 12;
 	assert_int_equal(gw_cring_append(&f->r, rec, 12), -EINVAL);
 	/* Sizes that are not a power of two, and the same process twice. */
 	assert_int_equal(gw_cring_open(&other, f->dir, 100000, "x"), -EINVAL);
-	assert_int_equal(gw_cring_open(&other, f->dir, GW_CRING_DATA_MIN, "x"), 0);
-	assert_string_equal(other.path, f->r.path); /* replaced: same pid and start */
+	assert_int_equal(gw_cring_open(&other, f->dir, GW_CRING_DATA_MIN, "x"),
+			 0);
+	assert_string_equal(other.path,
+			    f->r.path); /* replaced: same pid and start */
 	gw_cring_close(&other, 0, 0);
 	gw_cring_close(&other, 0, 0); /* twice: harmless */
 	/* A reader seen recently keeps the file at close; a stale one does not. */
@@ -701,10 +732,12 @@ static void ring_header_and_misuse(void **state)
 static void real_libcupti_iterates_crafted_buffer(void **state)
 {
 	struct fx *f = *state;
-	void *lib = dlopen(REAL_CUPTI_DIR "/libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+	void *lib =
+		dlopen(REAL_CUPTI_DIR "/libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
 
 	if (!lib) {
-		print_message("no libcupti.so.13 in " REAL_CUPTI_DIR ": skipped\n");
+		print_message("no libcupti.so.13 in " REAL_CUPTI_DIR
+			      ": skipped\n");
 		skip();
 	}
 	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
@@ -715,14 +748,22 @@ static void real_libcupti_iterates_crafted_buffer(void **state)
 	static uint8_t buf[1 << 16] __attribute__((aligned(8)));
 	size_t len = 0;
 	CUpti_ActivityDevice5 d = device_rec(0);
-	CUpti_ActivityKernel10 k1 = kernel_rec("_Z4realv", 1000, 0, 128, 40, 0, 0);
-	CUpti_ActivityKernel10 k2 = kernel_rec("_Z4realv", 3000, 0, 128, 40, 0, 0);
-	CUpti_ActivityMemcpy6 m = memcpy_rec(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 4096, 50);
+	CUpti_ActivityKernel10 k1 =
+		kernel_rec("_Z4realv", 1000, 0, 128, 40, 0, 0);
+	CUpti_ActivityKernel10 k2 =
+		kernel_rec("_Z4realv", 3000, 0, 128, 40, 0, 0);
+	CUpti_ActivityMemcpy6 m =
+		memcpy_rec(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 4096, 50);
 	CUpti_ActivityMemset4 s = memset_rec(512, 5);
-	CUpti_ActivityMemory4 a = memory_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-					     CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20);
+	CUpti_ActivityMemory4 a =
+		memory_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+			   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20);
 	CUpti_ActivityOverhead3 o = overhead_rec(99);
-#define PUT(x) do { memcpy(buf + len, &(x), sizeof(x)); len += sizeof(x); } while (0)
+#define PUT(x)                                                                 \
+	do {                                                                   \
+		memcpy(buf + len, &(x), sizeof(x));                            \
+		len += sizeof(x);                                              \
+	} while (0)
 	PUT(d);
 	PUT(k1);
 	PUT(k2);

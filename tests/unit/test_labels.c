@@ -16,9 +16,11 @@ static void parse_sorts_and_unescapes(void **state)
 	struct gw_buf b;
 
 	(void)state;
-	assert_int_equal(gw_labels_parse(&l, "m_total",
-					 "uuid=\"GPU-1\",gpu=\"0\",comm=\"a\\\"b\\\\c\\nd\""),
-			 0);
+	assert_int_equal(
+		gw_labels_parse(
+			&l, "m_total",
+			"uuid=\"GPU-1\",gpu=\"0\",comm=\"a\\\"b\\\\c\\nd\""),
+		0);
 	assert_int_equal(l.n, 4);
 	assert_string_equal(l.v[0].name, "__name__");
 	assert_string_equal(l.v[1].name, "comm");
@@ -27,13 +29,15 @@ static void parse_sorts_and_unescapes(void **state)
 	assert_null(gw_labels_get(&l, "nope"));
 	gw_buf_init(&b, 4096);
 	assert_int_equal(gw_labels_key(&l, &b), 0);
-	assert_string_equal(b.p,
-			    "m_total{comm=\"a\\\"b\\\\c\\nd\",gpu=\"0\",uuid=\"GPU-1\"}");
+	assert_string_equal(
+		b.p,
+		"m_total{comm=\"a\\\"b\\\\c\\nd\",gpu=\"0\",uuid=\"GPU-1\"}");
 	gw_buf_reset(&b);
 	gw_labels_json(&l, &b);
 	assert_int_equal(gw_buf_error(&b), 0);
-	assert_string_equal(b.p, "{\"__name__\":\"m_total\",\"comm\":\"a\\\"b\\\\c\\nd\","
-				 "\"gpu\":\"0\",\"uuid\":\"GPU-1\"}");
+	assert_string_equal(
+		b.p, "{\"__name__\":\"m_total\",\"comm\":\"a\\\"b\\\\c\\nd\","
+		     "\"gpu\":\"0\",\"uuid\":\"GPU-1\"}");
 	gw_buf_release(&b);
 	gw_labels_release(&l);
 }
@@ -41,7 +45,7 @@ static void parse_sorts_and_unescapes(void **state)
 static void parse_rejects_bad_text(void **state)
 {
 	static const char *const bad[] = {
-		"gpu=0", "gpu=\"0", "=\"x\"", "gpu=\"0\",gpu=\"1\"",
+		"gpu=0",      "gpu=\"0",  "=\"x\"",    "gpu=\"0\",gpu=\"1\"",
 		"gpu=\"0\"x", "9a=\"1\"", "a=\"\\q\"",
 	};
 	struct gw_labels l;
@@ -89,31 +93,37 @@ static void matchers(void **state)
 
 	(void)state;
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "0|1", err,
-					 sizeof(err)), 0);
+					 sizeof(err)),
+			 0);
 	assert_true(gw_matcher_match(&m, "1"));
 	assert_false(gw_matcher_match(&m, "10")); /* anchored */
 	assert_false(gw_matcher_match(&m, NULL));
 	assert_false(gw_matcher_matches_empty(&m));
 	gw_matcher_release(&m);
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_NRE, "gpu", "1.*", err,
-					 sizeof(err)), 0);
+					 sizeof(err)),
+			 0);
 	assert_true(gw_matcher_match(&m, "2"));
 	assert_false(gw_matcher_match(&m, "12"));
 	assert_true(gw_matcher_matches_empty(&m));
 	gw_matcher_release(&m);
 	/* the anchoring cannot be escaped from inside the value */
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "a)|(?:b", err,
-					 sizeof(err)), -EINVAL);
+					 sizeof(err)),
+			 -EINVAL);
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "0|1)|(.*",
-					 err, sizeof(err)), -EINVAL);
+					 err, sizeof(err)),
+			 -EINVAL);
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "a|b", err,
-					 sizeof(err)), 0);
+					 sizeof(err)),
+			 0);
 	assert_false(gw_matcher_match(&m, "ab"));
 	assert_false(gw_matcher_match(&m, "xb"));
 	assert_true(gw_matcher_match(&m, "b"));
 	gw_matcher_release(&m);
-	assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "gpu", "(", err,
-					 sizeof(err)), -EINVAL);
+	assert_int_equal(
+		gw_matcher_init(&m, GW_MATCH_RE, "gpu", "(", err, sizeof(err)),
+		-EINVAL);
 	assert_non_null(strstr(err, "error parsing regexp"));
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_NE, "job", "x", NULL, 0),
 			 0);

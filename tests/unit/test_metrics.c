@@ -67,8 +67,8 @@ static struct gw_registry *three_families(void)
 	gw_snap_add(&s, &xid, 3, "gpu=\"0\"", NULL);
 	gw_snap_add(&s, &temp, 50.5, "gpu=\"1\"", NULL);
 	gw_snap_add(&s, &temp, 45, "gpu=\"0\"", NULL);
-	gw_snap_add(&s, &info, 1, "gpu=\"0\"", "name", "NVIDIA H200",
-		    "driver", "550.54.15", NULL);
+	gw_snap_add(&s, &info, 1, "gpu=\"0\"", "name", "NVIDIA H200", "driver",
+		    "550.54.15", NULL);
 	gw_registry_publish(r, slot, &s);
 	gw_snap_release(&s);
 	return r;
@@ -109,21 +109,20 @@ static void openmetrics_format(void **state)
 	(void)state;
 	/* Family names drop _total/_info; samples keep them. */
 	assert_string_equal(
-		t,
-		"# HELP gpuwatch_gpu Static facts about a GPU.\n"
-		"# TYPE gpuwatch_gpu info\n"
-		"gpuwatch_gpu_info{gpu=\"0\",name=\"NVIDIA H200\","
-		"driver=\"550.54.15\"} 1\n"
-		"# HELP gpuwatch_gpu_temperature_celsius GPU core "
-		"temperature.\n"
-		"# TYPE gpuwatch_gpu_temperature_celsius gauge\n"
-		"gpuwatch_gpu_temperature_celsius{gpu=\"0\"} 45\n"
-		"gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 50.5\n"
-		"# HELP gpuwatch_gpu_xid_errors XID errors reported by the "
-		"driver.\n"
-		"# TYPE gpuwatch_gpu_xid_errors counter\n"
-		"gpuwatch_gpu_xid_errors_total{gpu=\"0\"} 3\n"
-		"# EOF\n");
+		t, "# HELP gpuwatch_gpu Static facts about a GPU.\n"
+		   "# TYPE gpuwatch_gpu info\n"
+		   "gpuwatch_gpu_info{gpu=\"0\",name=\"NVIDIA H200\","
+		   "driver=\"550.54.15\"} 1\n"
+		   "# HELP gpuwatch_gpu_temperature_celsius GPU core "
+		   "temperature.\n"
+		   "# TYPE gpuwatch_gpu_temperature_celsius gauge\n"
+		   "gpuwatch_gpu_temperature_celsius{gpu=\"0\"} 45\n"
+		   "gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 50.5\n"
+		   "# HELP gpuwatch_gpu_xid_errors XID errors reported by the "
+		   "driver.\n"
+		   "# TYPE gpuwatch_gpu_xid_errors counter\n"
+		   "gpuwatch_gpu_xid_errors_total{gpu=\"0\"} 3\n"
+		   "# EOF\n");
 	/* # EOF is the last line, exactly once. */
 	assert_true(n >= 6 && strcmp(t + n - 6, "# EOF\n") == 0);
 	assert_int_equal(count(t, "# EOF"), 1);
@@ -258,8 +257,10 @@ static void duplicate_series_rendered_once(void **state)
 /* A histogram renders cumulative buckets in order, +Inf, _sum and _count. */
 static void histogram_rendering(void **state)
 {
-	static const struct gw_family h = { "gpuwatch_cuda_api_duration_seconds",
-					    "API call latency.", GW_HISTOGRAM };
+	static const struct gw_family h = {
+		"gpuwatch_cuda_api_duration_seconds", "API call latency.",
+		GW_HISTOGRAM
+	};
 	static const double bounds[] = { 0.001, 0.01 };
 	static const uint64_t counts[] = { 1, 2, 3 };
 	struct gw_registry *r = gw_registry_new();
@@ -283,14 +284,20 @@ static void histogram_rendering(void **state)
 		"gpuwatch_cuda_api_duration_seconds_bucket{le=\"+Inf\"} 6\n"
 		"gpuwatch_cuda_api_duration_seconds_sum 0.25\n"
 		"gpuwatch_cuda_api_duration_seconds_count 6\n"
-		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\",le=\"0.001\"} 1\n"
-		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\",le=\"0.01\"} 3\n"
-		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\",le=\"+Inf\"} 6\n"
-		"gpuwatch_cuda_api_duration_seconds_sum{api=\"cudaMalloc\"} 0.5\n"
-		"gpuwatch_cuda_api_duration_seconds_count{api=\"cudaMalloc\"} 6\n");
+		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\","
+		"le=\"0.001\"} 1\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\","
+		"le=\"0.01\"} 3\n"
+		"gpuwatch_cuda_api_duration_seconds_bucket{api=\"cudaMalloc\","
+		"le=\"+Inf\"} 6\n"
+		"gpuwatch_cuda_api_duration_seconds_sum{api=\"cudaMalloc\"} "
+		"0.5\n"
+		"gpuwatch_cuda_api_duration_seconds_count{api=\"cudaMalloc\"} "
+		"6\n");
 	free(t);
 	t = render(r, GW_EXPO_OPENMETRICS);
-	assert_non_null(strstr(t, "# TYPE gpuwatch_cuda_api_duration_seconds histogram\n"));
+	assert_non_null(strstr(
+		t, "# TYPE gpuwatch_cuda_api_duration_seconds histogram\n"));
 	free(t);
 	gw_snap_release(&s);
 	gw_registry_free(r);
@@ -300,9 +307,9 @@ static void collect_visit(void *ctx, const struct gw_visit *v)
 {
 	struct gw_buf *b = ctx;
 
-	assert_int_equal(gw_buf_printf(b, "%s{%s} %g\n", v->name, v->labels,
-				       v->value),
-			 0);
+	assert_int_equal(
+		gw_buf_printf(b, "%s{%s} %g\n", v->name, v->labels, v->value),
+		0);
 }
 
 /*
@@ -314,7 +321,8 @@ static void summary_and_visit_labels(void **state)
 {
 	static const struct gw_family sm = { "lat_seconds", "Latency.",
 					     GW_SUMMARY },
-				      h = { "k_seconds", "Kernels.", GW_HISTOGRAM };
+				      h = { "k_seconds", "Kernels.",
+					    GW_HISTOGRAM };
 	static const double q[] = { 0.5, 0.9, 0.99 }, v[] = { 1, 2, 3 };
 	static const double bounds[] = { 1.024e-06, 0.1 };
 	static const uint64_t counts[] = { 1, 1, 1 };
@@ -341,7 +349,8 @@ static void summary_and_visit_labels(void **state)
 	assert_non_null(strstr(t, "k_seconds_bucket{le=\"1.024e-06\"} 1\n"));
 	free(t);
 	assert_int_equal(gw_registry_visit(r, gens, collect_visit, &b), 10);
-	assert_non_null(strstr(b.p, "lat_seconds{job=\"a\",quantile=\"0.9\"} 2\n"));
+	assert_non_null(
+		strstr(b.p, "lat_seconds{job=\"a\",quantile=\"0.9\"} 2\n"));
 	assert_non_null(strstr(b.p, "lat_seconds_count{job=\"a\"} 7\n"));
 	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"1.024e-06\"} 1\n"));
 	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"0.1\"} 2\n"));
@@ -369,8 +378,12 @@ static void label_values_made_utf8(void **state)
 	assert_null(strstr(b.p, "\xc0"));
 	assert_null(strstr(b.p, "\xed\xa0"));
 	gw_buf_reset(&b);
-	assert_int_equal(gw_labels_append(&b, "name", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"), 0);
-	assert_string_equal(b.p, "name=\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\"");
+	assert_int_equal(
+		gw_labels_append(&b, "name",
+				 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"),
+		0);
+	assert_string_equal(
+		b.p, "name=\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80\"");
 	gw_buf_release(&b);
 }
 
@@ -451,10 +464,10 @@ static void nan_skipped(void **state)
 	t = render(r, GW_EXPO_TEXT_004);
 	assert_null(strstr(t, "NaN"));
 	assert_null(strstr(t, "gpu=\"0\""));
-	assert_non_null(strstr(
-		t, "gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 33\n"));
-	assert_non_null(strstr(
-		t, "gpuwatch_gpu_memory_used_bytes{gpu=\"1\"} +Inf\n"));
+	assert_non_null(
+		strstr(t, "gpuwatch_gpu_temperature_celsius{gpu=\"1\"} 33\n"));
+	assert_non_null(
+		strstr(t, "gpuwatch_gpu_memory_used_bytes{gpu=\"1\"} +Inf\n"));
 	free(t);
 	gw_snap_release(&s);
 	gw_registry_free(r);
@@ -497,8 +510,8 @@ static void number_formatting(void **state)
 		{ 1e15, "1000000000000000" },
 		{ 9007199254740991.0, "9007199254740991" },
 	};
-	static const double frac[] = { 0.1,   50.5,    1.0 / 3,      1e-300,
-				       -2.75, 123.456, 4.9e-324,     1e300,
+	static const double frac[] = { 0.1,   50.5,    1.0 / 3,	      1e-300,
+				       -2.75, 123.456, 4.9e-324,      1e300,
 				       1e20,  0.005,   2.0 / 3 * 1e10 };
 	char got[64];
 
@@ -779,8 +792,8 @@ static void concurrent_publish_render(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, publisher, &x[i]),
 				 0);
 	for (int i = 0; i < 300; i++) {
-		char *t = render(r, i % 2 ? GW_EXPO_OPENMETRICS :
-					    GW_EXPO_TEXT_004);
+		char *t = render(r, i % 2 ? GW_EXPO_OPENMETRICS
+					  : GW_EXPO_TEXT_004);
 
 		check_whole(t, 0);
 		check_whole(t, 1);

@@ -13,9 +13,9 @@
 
 #include "core/pace.h"
 
-#define BUDGET 0.005
-#define OVER (BUDGET * 3)
-#define UNDER (BUDGET / 4)
+#define BUDGET	0.005
+#define OVER	(BUDGET * 3)
+#define UNDER	(BUDGET / 4)
 #define BETWEEN (BUDGET * 0.75)
 
 static void init_uses_configured(void **state)
@@ -37,7 +37,7 @@ static void init_uses_configured(void **state)
 static void over_budget_detail_first_then_fast(void **state)
 {
 	static const double want_fast[] = { 1, 1, 1, 2, 4, 8, 8, 8 };
-	static const double want_detail[] = { 60, 120, 240, 240,
+	static const double want_detail[] = { 60,  120, 240, 240,
 					      240, 240, 240, 240 };
 	struct gw_pace p;
 
@@ -71,8 +71,7 @@ static void stretch_caps_at_8x(void **state)
 static void restores_fast_first(void **state)
 {
 	static const double want_fast[] = { 4, 2, 1, 1, 1, 1, 1 };
-	static const double want_detail[] = { 240, 240, 240, 120,
-					      60,  30,  30 };
+	static const double want_detail[] = { 240, 240, 240, 120, 60, 30, 30 };
 	struct gw_pace p;
 
 	(void)state;
@@ -117,13 +116,14 @@ static void detail_never_faster_than_fast(void **state)
 {
 	/* Valid configurations: detail >= fast, including equal. */
 	static const double cfg[][2] = {
-		{ 1, 30 }, { 1, 1 },     { 0.1, 1 },
+		{ 1, 30 }, { 1, 1 },   { 0.1, 1 },
 		{ 2, 3 },  { 5, 5.5 }, { 60, 60 },
 	};
 	/* A load pattern that goes up, down, and oscillates. */
-	static const double load[] = { 9, 9, 9, 9, 9,   9, 9, 0, 0,
-				       9, 0, 9, 9, 0.7, 0, 0, 0, 9,
-				       0, 0, 0, 0, 0,   0, 0, 0 };
+	static const double load[] = {
+		9,   9, 9, 9, 9, 9, 9, 0, 0, 9, 0, 9, 9,
+		0.7, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0
+	};
 
 	(void)state;
 	for (size_t c = 0; c < sizeof(cfg) / sizeof(cfg[0]); c++) {

@@ -40,7 +40,7 @@ static void uint_valid(void **state)
 static void uint_invalid_leaves_output(void **state)
 {
 	static const char *const bad[] = {
-		"",    "-1",   "+1",  " 1",  "1 ",  "12abc",
+		"",	"-1",  "+1",  " 1",  "1 ",    "12abc",
 		"0x10", "1.5", "1e3", "abc", "1,000", "\t7",
 	};
 	unsigned long long v = 1234;
@@ -65,8 +65,7 @@ static void uint_range(void **state)
 	(void)state;
 	assert_int_equal(gw_parse_uint(ULL_MAX_PLUS_ONE, 0, ~0ULL, &v),
 			 -ERANGE);
-	assert_int_equal(gw_parse_uint("99999999999999999999999", 0, ~0ULL,
-				       &v),
+	assert_int_equal(gw_parse_uint("99999999999999999999999", 0, ~0ULL, &v),
 			 -ERANGE);
 	assert_int_equal(gw_parse_uint("11", 0, 10, &v), -ERANGE);
 	assert_int_equal(gw_parse_uint("4", 5, 10, &v), -ERANGE);
@@ -99,8 +98,8 @@ static void double_valid(void **state)
 
 static void double_invalid(void **state)
 {
-	static const char *const bad[] = { "", " 1", "1 ", "1.5x", "abc",
-					   "1,5", "--1", "." };
+	static const char *const bad[] = { "",	  " 1",	 "1 ",	"1.5x",
+					   "abc", "1,5", "--1", "." };
 	double d = 7;
 
 	(void)state;
@@ -151,13 +150,13 @@ static void bytes_grammar(void **state)
 		const char *s;
 		unsigned long long want;
 	} ok[] = {
-		{ "1KiB", 1024 }, { "1K", 1024 }, { "10GiB", 10ull << 30 },
-		{ "0B", 0 },      { "007MiB", 7ull << 20 },
-		{ "16777215TiB", 16777215ull << 40 },
+		{ "1KiB", 1024 },	  { "1K", 1024 },
+		{ "10GiB", 10ull << 30 }, { "0B", 0 },
+		{ "007MiB", 7ull << 20 }, { "16777215TiB", 16777215ull << 40 },
 	};
 	static const char *const bad[] = {
 		"1 GiB", "10gib", "10GB", "10Gi", "GiB10", "1KiBB", "0x10",
-		"+1K",   " 1K",   "1K ",  "1e3",  "10iB",  "KiB",
+		"+1K",	 " 1K",	  "1K ",  "1e3",  "10iB",  "KiB",
 	};
 	unsigned long long v;
 
@@ -184,11 +183,11 @@ static void duration_units(void **state)
 		const char *s;
 		double want;
 	} ok[] = {
-		{ "2", 2 },       { "0.5", 0.5 },  { "500ms", 0.5 },
-		{ "30s", 30 },    { "1m", 60 },    { "5m", 300 },
-		{ "1h", 3600 },   { "1.5m", 90 },  { "250ms", 0.25 },
-		{ "0s", 0 },      { "2h", 7200 },  { "1e3ms", 1 },   { "1d", 86400 },
-		{ "2w", 1209600 }, { "1y", 31536000 },
+		{ "2", 2 },	 { "0.5", 0.5 },    { "500ms", 0.5 },
+		{ "30s", 30 },	 { "1m", 60 },	    { "5m", 300 },
+		{ "1h", 3600 },	 { "1.5m", 90 },    { "250ms", 0.25 },
+		{ "0s", 0 },	 { "2h", 7200 },    { "1e3ms", 1 },
+		{ "1d", 86400 }, { "2w", 1209600 }, { "1y", 31536000 },
 	};
 
 	(void)state;
@@ -205,8 +204,8 @@ static void duration_units(void **state)
 static void duration_bad(void **state)
 {
 	static const char *const bad[] = {
-		"5x", "ms", "s", "m", "h", "", "5 s", "5sec", "5mm", "1hms",
-		"m5", "5S", "abc", "5ms ", " 5s", "1x",
+		"5x",  "ms",   "s",  "m",  "h",	  "",	  "5 s", "5sec",
+		"5mm", "1hms", "m5", "5S", "abc", "5ms ", " 5s", "1x",
 	};
 	double d = 42;
 
@@ -289,7 +288,8 @@ static void prom_duration_valid(void **state)
 		if (r != 0 || ms != ok[i].ms)
 			fail_msg("gw_parse_prom_duration(\"%s\") = %d, %lld; "
 				 "want %lld",
-				 ok[i].s, r, (long long)ms, (long long)ok[i].ms);
+				 ok[i].s, r, (long long)ms,
+				 (long long)ok[i].ms);
 	}
 	/* Only s[0..n) is read: a duration inside a longer text. */
 	{
@@ -365,9 +365,9 @@ static void duration_setting_grammar(void **state)
 		const char *s;
 		double want;
 	} ok[] = {
-		{ "1m30s", 90 },  { "1h30m", 5400 }, { "2h0m5s", 7205 },
+		{ "1m30s", 90 },     { "1h30m", 5400 },	 { "2h0m5s", 7205 },
 		{ "1d12h", 129600 }, { "1w1d", 691200 }, { "1s500ms", 1.5 },
-		{ "0", 0 },       { "90", 90 },      { "1y", 31536000 },
+		{ "0", 0 },	     { "90", 90 },	 { "1y", 31536000 },
 	};
 
 	(void)state;
@@ -382,8 +382,9 @@ static void duration_setting_grammar(void **state)
 	/* What Prometheus refuses for order or repetition, settings refuse
 	 * too; the range applies to the sum. */
 	{
-		static const char *const bad[] = { "30s1m", "1m1m", "1m 30s",
-						   "1m30", "1.5m30s", "1m-30s" };
+		static const char *const bad[] = {
+			"30s1m", "1m1m", "1m 30s", "1m30", "1.5m30s", "1m-30s"
+		};
 		double d = 42;
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -434,15 +435,15 @@ static void hostport_forms(void **state)
 static void hostport_bad(void **state)
 {
 	static const char *const bad[] = {
-		"127.0.0.1",      /* no port */
-		"127.0.0.1:",     /* empty port */
+		"127.0.0.1",	  /* no port */
+		"127.0.0.1:",	  /* empty port */
 		"localhost:http", /* not a number */
-		"::1",            /* bare IPv6 */
-		"::1:9400",       /* bare IPv6 with a port */
+		"::1",		  /* bare IPv6 */
+		"::1:9400",	  /* bare IPv6 with a port */
 		"fe80::1:80",
-		"[::1]",          /* brackets, no port */
+		"[::1]", /* brackets, no port */
 		"[::1]9400",
-		"[::1:9400",      /* unclosed bracket */
+		"[::1:9400", /* unclosed bracket */
 		"[::1]:",
 		"host:-1",
 		"host:9400x",
@@ -463,12 +464,12 @@ static void hostport_bad(void **state)
 	assert_int_equal(gw_parse_hostport(NULL, host, sizeof(host), &port),
 			 -EINVAL);
 	/* Ports beyond 65535 are out of range, not silently wrapped. */
-	assert_int_equal(gw_parse_hostport("0.0.0.0:70000", host, sizeof(host),
-					   &port),
-			 -ERANGE);
-	assert_int_equal(gw_parse_hostport("[::1]:65536", host, sizeof(host),
-					   &port),
-			 -ERANGE);
+	assert_int_equal(
+		gw_parse_hostport("0.0.0.0:70000", host, sizeof(host), &port),
+		-ERANGE);
+	assert_int_equal(
+		gw_parse_hostport("[::1]:65536", host, sizeof(host), &port),
+		-ERANGE);
 	assert_int_equal(gw_parse_hostport("h:" ULL_MAX_PLUS_ONE, host,
 					   sizeof(host), &port),
 			 -ERANGE);
@@ -483,16 +484,15 @@ static void hostport_host_buffer(void **state)
 
 	(void)state;
 	/* "123456789" plus NUL fits exactly; one more character does not. */
-	assert_int_equal(gw_parse_hostport("123456789:1", host, sizeof(host),
-					   &port),
-			 0);
+	assert_int_equal(
+		gw_parse_hostport("123456789:1", host, sizeof(host), &port), 0);
 	assert_string_equal(host, "123456789");
-	assert_int_equal(gw_parse_hostport("1234567890:1", host, sizeof(host),
-					   &port),
-			 -ERANGE);
-	assert_int_equal(gw_parse_hostport("[1:2:3:4:56]:1", host, sizeof(host),
-					   &port),
-			 -ERANGE);
+	assert_int_equal(
+		gw_parse_hostport("1234567890:1", host, sizeof(host), &port),
+		-ERANGE);
+	assert_int_equal(
+		gw_parse_hostport("[1:2:3:4:56]:1", host, sizeof(host), &port),
+		-ERANGE);
 }
 
 int main(void)

@@ -164,7 +164,7 @@ STUB int cudaLaunchKernel(const void *f)
 
 STUB int cudaDeviceSynchronize(void)
 {
-	struct timespec ts = {0, 3000000};
+	struct timespec ts = { 0, 3000000 };
 
 	nanosleep(&ts, NULL);
 	return 0;
@@ -193,20 +193,20 @@ static struct {
 	int (*sync)(void);
 	int (*get_device)(int *);
 } const volatile cuda = {
-    .malloc = cudaMalloc,
-    .free = cudaFree,
-    .malloc_host = cudaMallocHost,
-    .free_host = cudaFreeHost,
-    .managed = cudaMallocManaged,
-    .cu_alloc = cuMemAlloc_v2,
-    .cu_free = cuMemFree_v2,
-    .memcpy = cudaMemcpy,
-    .memcpy_ptds = cudaMemcpy_ptds,
-    .cu_h2d = cuMemcpyHtoD_v2,
-    .cu_memset32 = cuMemsetD32_v2,
-    .launch = cudaLaunchKernel,
-    .sync = cudaDeviceSynchronize,
-    .get_device = cudaGetDevice,
+	.malloc = cudaMalloc,
+	.free = cudaFree,
+	.malloc_host = cudaMallocHost,
+	.free_host = cudaFreeHost,
+	.managed = cudaMallocManaged,
+	.cu_alloc = cuMemAlloc_v2,
+	.cu_free = cuMemFree_v2,
+	.memcpy = cudaMemcpy,
+	.memcpy_ptds = cudaMemcpy_ptds,
+	.cu_h2d = cuMemcpyHtoD_v2,
+	.cu_memset32 = cuMemsetD32_v2,
+	.launch = cudaLaunchKernel,
+	.sync = cudaDeviceSynchronize,
+	.get_device = cudaGetDevice,
 };
 
 /* ---- children ---- */
@@ -372,7 +372,7 @@ static int api_count_cb(void *ctx, const struct gw_api_stats *s)
 
 static unsigned int api_entries(struct gw_probes *p, pid_t pid)
 {
-	struct pid_count c = {(uint32_t)pid, 0};
+	struct pid_count c = { (uint32_t)pid, 0 };
 
 	assert_int_equal(gw_probes_read_api(p, api_count_cb, &c), 0);
 	return c.n;
@@ -401,7 +401,8 @@ static int err_find_cb(void *ctx, const struct gw_err_stats *s)
 static uint64_t errors_of(struct gw_probes *p, pid_t pid, const char *name,
 			  int32_t code, unsigned int *entries)
 {
-	struct err_find f = {(uint32_t)pid, gw_cuda_api_find(name), code, 0, 0};
+	struct err_find f = { (uint32_t)pid, gw_cuda_api_find(name), code, 0,
+			      0 };
 
 	assert_int_equal(gw_probes_read_errors(p, err_find_cb, &f), 0);
 	if (entries)
@@ -496,51 +497,51 @@ static unsigned int event_count(uint32_t type, pid_t pid)
 static void api_table(void **state)
 {
 	static const char *const need[] = {
-	    "cudaMalloc",
-	    "cudaMallocManaged",
-	    "cudaMallocAsync",
-	    "cudaMallocHost",
-	    "cudaHostAlloc",
-	    "cudaFree",
-	    "cudaFreeAsync",
-	    "cudaFreeHost",
-	    "cudaMemcpy",
-	    "cudaMemcpyAsync",
-	    "cudaMemset",
-	    "cudaMemsetAsync",
-	    "cudaLaunchKernel",
-	    "cudaLaunchCooperativeKernel",
-	    "cudaGraphLaunch",
-	    "cudaDeviceSynchronize",
-	    "cudaStreamSynchronize",
-	    "cudaEventSynchronize",
-	    "cudaSetDevice",
-	    "cudaGetDevice",
-	    "cudaStreamCreate",
-	    "cudaStreamCreateWithFlags",
-	    "cudaStreamDestroy",
-	    "cudaEventRecord",
-	    "cudaGetDeviceCount",
-	    "cuInit",
-	    "cuLaunchKernel",
-	    "cuLaunchKernelEx",
-	    "cuMemAlloc_v2",
-	    "cuMemAllocManaged",
-	    "cuMemAllocAsync",
-	    "cuMemFree_v2",
-	    "cuMemFreeAsync",
-	    "cuMemcpy",
-	    "cuMemcpyHtoD_v2",
-	    "cuMemcpyDtoH_v2",
-	    "cuMemcpyDtoD_v2",
-	    "cuMemcpyAsync",
-	    "cuMemcpyHtoDAsync_v2",
-	    "cuMemcpyDtoHAsync_v2",
-	    "cuCtxCreate_v2",
-	    "cuCtxDestroy_v2",
-	    "cuCtxSynchronize",
-	    "cuStreamSynchronize",
-	    "cuEventSynchronize",
+		"cudaMalloc",
+		"cudaMallocManaged",
+		"cudaMallocAsync",
+		"cudaMallocHost",
+		"cudaHostAlloc",
+		"cudaFree",
+		"cudaFreeAsync",
+		"cudaFreeHost",
+		"cudaMemcpy",
+		"cudaMemcpyAsync",
+		"cudaMemset",
+		"cudaMemsetAsync",
+		"cudaLaunchKernel",
+		"cudaLaunchCooperativeKernel",
+		"cudaGraphLaunch",
+		"cudaDeviceSynchronize",
+		"cudaStreamSynchronize",
+		"cudaEventSynchronize",
+		"cudaSetDevice",
+		"cudaGetDevice",
+		"cudaStreamCreate",
+		"cudaStreamCreateWithFlags",
+		"cudaStreamDestroy",
+		"cudaEventRecord",
+		"cudaGetDeviceCount",
+		"cuInit",
+		"cuLaunchKernel",
+		"cuLaunchKernelEx",
+		"cuMemAlloc_v2",
+		"cuMemAllocManaged",
+		"cuMemAllocAsync",
+		"cuMemFree_v2",
+		"cuMemFreeAsync",
+		"cuMemcpy",
+		"cuMemcpyHtoD_v2",
+		"cuMemcpyDtoH_v2",
+		"cuMemcpyDtoD_v2",
+		"cuMemcpyAsync",
+		"cuMemcpyHtoDAsync_v2",
+		"cuMemcpyDtoHAsync_v2",
+		"cuCtxCreate_v2",
+		"cuCtxDestroy_v2",
+		"cuCtxSynchronize",
+		"cuStreamSynchronize",
+		"cuEventSynchronize",
 	};
 	unsigned int n = gw_cuda_api_count();
 
@@ -564,14 +565,14 @@ static void api_table(void **state)
 		assert_non_null(gw_cuda_family_name(f));
 		assert_int_equal(gw_cuda_api_is_high_rate(i),
 				 f == GW_FAM_LAUNCH || f == GW_FAM_COPY ||
-				     f == GW_FAM_MEMSET);
+					 f == GW_FAM_MEMSET);
 	}
 	assert_null(gw_cuda_api_name(n));
 	assert_int_equal(gw_cuda_api_find("cudaNoSuchThing"), -ENOENT);
 	assert_int_equal(gw_cuda_api_family(gw_cuda_api_find("cudaFree")),
 			 GW_FAM_FREE);
 	assert_true(
-	    gw_cuda_api_is_high_rate(gw_cuda_api_find("cuLaunchKernel")));
+		gw_cuda_api_is_high_rate(gw_cuda_api_find("cuLaunchKernel")));
 	assert_false(gw_cuda_api_is_high_rate(gw_cuda_api_find("cudaMalloc")));
 	assert_false(gw_cuda_api_is_high_rate(n));
 }
@@ -604,9 +605,9 @@ static void attach_rejects_non_elf(void **state)
 	struct gw_probes *p = *state;
 	unsigned int n = 99;
 
-	assert_int_equal(
-	    gw_probes_attach_file(p, "/proc/self/status", GW_LIB_RUNTIME, &n),
-	    -ENOEXEC);
+	assert_int_equal(gw_probes_attach_file(p, "/proc/self/status",
+					       GW_LIB_RUNTIME, &n),
+			 -ENOEXEC);
 	assert_int_equal(n, 0);
 	assert_int_equal(gw_probes_attach_file(p, "/nonexistent/libcuda.so",
 					       GW_LIB_DRIVER, &n),
@@ -614,7 +615,7 @@ static void attach_rejects_non_elf(void **state)
 	assert_true(gw_probes_last_error(p)[0] != '\0');
 	/* A file without any of the symbols: nothing attached, no error. */
 	assert_int_equal(
-	    gw_probes_attach_file(p, "/bin/sh", GW_LIB_RUNTIME, &n), 0);
+		gw_probes_attach_file(p, "/bin/sh", GW_LIB_RUNTIME, &n), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -636,7 +637,8 @@ static void attach_self_is_idempotent(void **state)
 	assert_int_equal(c1.attach_failures, 0);
 	/* The same inode again, by another name: nothing new. */
 	assert_int_equal(
-	    gw_probes_attach_file(p, "/proc/self/exe", GW_LIB_RUNTIME, &n), 0);
+		gw_probes_attach_file(p, "/proc/self/exe", GW_LIB_RUNTIME, &n),
+		0);
 	assert_int_equal(n, 0);
 	gw_probes_counters(p, &c1);
 	assert_int_equal(c1.attached_probes, c0.attached_probes + 2 * NSTUBS);
@@ -687,7 +689,7 @@ static void allocations_copies_and_exit_by_signal(void **state)
 	assert_int_equal(s.calls, 1);
 	assert_true(s.sync_ns >= 3000000 && s.sync_ns == s.ns_total);
 	assert_int_equal(s.hist[0] + s.hist[21] + s.hist[22] + s.hist[23] +
-			     s.hist[24] + s.hist[25],
+				 s.hist[24] + s.hist[25],
 			 1);
 	assert_int_equal(s.hist[0], 0);
 	s = api_of(p, c.pid, "cudaGetDevice");
@@ -749,7 +751,8 @@ static void high_rate_duty_cycle(void **state)
 	unsigned int n;
 
 	assert_int_equal(
-	    gw_probes_attach_file(p, "/proc/self/exe", GW_LIB_RUNTIME, &n), 0);
+		gw_probes_attach_file(p, "/proc/self/exe", GW_LIB_RUNTIME, &n),
+		0);
 	gw_probes_counters(p, &c0);
 	child_start(&c, scenario);
 	child_do(&c, 'L');
@@ -797,7 +800,8 @@ static void exec_starts_a_new_image(void **state)
 	int status;
 
 	assert_int_equal(
-	    gw_probes_attach_file(p, "/proc/self/exe", GW_LIB_RUNTIME, &n), 0);
+		gw_probes_attach_file(p, "/proc/self/exe", GW_LIB_RUNTIME, &n),
+		0);
 	child_start(&c, scenario);
 	watched = c.pid;
 	child_do(&c, 'a');
@@ -883,9 +887,9 @@ static void real_cudart_counts_exactly(void **state)
 	if (dir && !strncmp(dir, "/libcudart.so.", 14)) {
 		dir[strlen("/libcudart.so")] = '\0';
 		if (!access(link, R_OK)) {
-			assert_int_equal(
-			    gw_probes_attach_file(p, link, GW_LIB_RUNTIME, &n),
-			    0);
+			assert_int_equal(gw_probes_attach_file(
+						 p, link, GW_LIB_RUNTIME, &n),
+					 0);
 			assert_int_equal(n, 0);
 		}
 	}
@@ -946,7 +950,7 @@ static void calibrate(void **state)
 
 static int open_probes(void **state, unsigned int force_perf)
 {
-	struct gw_probes_opts o = {.sz = sizeof(o)};
+	struct gw_probes_opts o = { .sz = sizeof(o) };
 	struct gw_probes *p = NULL;
 	char err[256];
 
@@ -1000,7 +1004,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(calibrate),
 	};
 	/* clang-format on */
-	struct gw_probes_opts o = {.sz = sizeof(o)};
+	struct gw_probes_opts o = { .sz = sizeof(o) };
 	struct gw_probes *p = NULL;
 	char err[256];
 	int r;

@@ -67,7 +67,8 @@ static const struct {
 	{ "\"a\\\"b\\n\\t\\\\\"", "\"a\\\"b\\n\\x09\\\\\"" },
 	{ "'it\\'s'", "\"it's\"" },
 	{ "`raw\\n`", "\"raw\\\\n\"" },
-	{ "\"\\x41\\101\\u00e9\\U0001F600\"", "\"AA\\xc3\\xa9\\xf0\\x9f\\x98\\x80\"" },
+	{ "\"\\x41\\101\\u00e9\\U0001F600\"",
+	  "\"AA\\xc3\\xa9\\xf0\\x9f\\x98\\x80\"" },
 	/* precedence and associativity */
 	{ "1 - 2 - 3", "((1 - 2) - 3)" },
 	{ "2 ^ 3 ^ 2", "(2 ^ (3 ^ 2))" },
@@ -102,7 +103,8 @@ static const struct {
 	{ "foo{a=\"b\", c!=\"d\", e=~\"f.*\", g!~\"h\",}",
 	  "foo{a=\"b\", c!=\"d\", e=~\"f.*\", g!~\"h\"}" },
 	{ "{__name__=~\"gpu_.*\"}", "{__name__=~\"gpu_.*\"}" },
-	{ "{__name__=\"a\", __name__=\"b\"}", "{__name__=\"a\", __name__=\"b\"}" },
+	{ "{__name__=\"a\", __name__=\"b\"}",
+	  "{__name__=\"a\", __name__=\"b\"}" },
 	{ "foo{}", "foo" },
 	{ "foo{by=\"x\", sum='y'}", "foo{by=\"x\", sum=\"y\"}" },
 	{ "foo{a=`b\\c`}", "foo{a=\"b\\\\c\"}" },
@@ -170,10 +172,14 @@ static const struct {
 	/* realistic */
 	{ "sum by (gpu) (rate(gpuwatch_gpu_energy_joules_total[5m]))",
 	  "sum by (gpu) (rate(gpuwatch_gpu_energy_joules_total[5m]))" },
-	{ "avg_over_time(gpuwatch_gpu_temperature_celsius{gpu=~\"0|1\"}[1h] offset 1d)",
-	  "avg_over_time(gpuwatch_gpu_temperature_celsius{gpu=~\"0|1\"}[1h] offset 1d)" },
-	{ "topk(3, gpuwatch_gpu_power_watts / gpuwatch_gpu_power_limit_watts > 0.9)",
-	  "topk(3, ((gpuwatch_gpu_power_watts / gpuwatch_gpu_power_limit_watts) > 0.9))" },
+	{ "avg_over_time(gpuwatch_gpu_temperature_celsius{gpu=~\"0|1\"}[1h] "
+	  "offset 1d)",
+	  "avg_over_time(gpuwatch_gpu_temperature_celsius{gpu=~\"0|1\"}[1h] "
+	  "offset 1d)" },
+	{ "topk(3, gpuwatch_gpu_power_watts / gpuwatch_gpu_power_limit_watts > "
+	  "0.9)",
+	  "topk(3, ((gpuwatch_gpu_power_watts / "
+	  "gpuwatch_gpu_power_limit_watts) > 0.9))" },
 };
 
 static void valid_queries(void **state)
@@ -199,135 +205,235 @@ static const struct {
 	const char *q, *msg;
 } invalid[] = {
 	{ "", "1:1: parse error: no expression found in input" },
-	{ "# just a comment\n\n", "1:1: parse error: no expression found in input" },
+	{ "# just a comment\n\n",
+	  "1:1: parse error: no expression found in input" },
 	{ "1+", "1:3: parse error: unexpected end of input" },
 	{ ".", "1:1: parse error: unexpected character: '.'" },
 	{ "2.5.", "1:1: parse error: bad number or duration syntax: \"2.5.\"" },
-	{ "0deadbeef", "1:1: parse error: bad number or duration syntax: \"0deadbeef\"" },
+	{ "0deadbeef",
+	  "1:1: parse error: bad number or duration syntax: \"0deadbeef\"" },
 	{ "1 /", "1:4: parse error: unexpected end of input" },
 	{ "*1", "1:1: parse error: unexpected <op:*>" },
 	{ "(1))", "1:4: parse error: unexpected right parenthesis ')'" },
 	{ "((1)", "1:5: parse error: unclosed left parenthesis" },
 	{ "(", "1:2: parse error: unclosed left parenthesis" },
-	{ "1 == 1", "1:3: parse error: comparisons between scalars must use BOOL modifier" },
+	{ "1 == 1", "1:3: parse error: comparisons between scalars must use "
+		    "BOOL modifier" },
 	{ "1 !~ 1", "1:3: parse error: unexpected character after '!': '~'" },
 	{ "1 =~ 1", "1:3: parse error: unexpected character after '=': '~'" },
-	{ "-\"string\"", "1:1: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"string\"" },
-	{ "-test[5m]", "1:1: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"range vector\"" },
-	{ "1 offset 1d", "1:1: parse error: offset modifier must be preceded by an instant vector selector or range vector selector or a subquery" },
-	{ "foo offset 1s offset 2s", "1:1: parse error: offset may not be set multiple times" },
-	{ "a - on(b) ignoring(c) d", "1:11: parse error: unexpected <ignoring>" },
-	{ "foo == on(bar) 10", "1:1: parse error: vector matching only allowed between instant vectors" },
-	{ "foo + bool bar", "1:5: parse error: bool modifier can only be used on comparison operators" },
-	{ "foo + bool 10", "1:5: parse error: bool modifier can only be used on comparison operators" },
-	{ "1 + \"a\"", "1:5: parse error: binary expression must contain only scalar and instant vector types" },
-	{ "foo[5m] * 2", "1:1: parse error: binary expression must contain only scalar and instant vector types" },
+	{ "-\"string\"",
+	  "1:1: parse error: unary expression only allowed on expressions of "
+	  "type scalar or instant vector, got \"string\"" },
+	{ "-test[5m]",
+	  "1:1: parse error: unary expression only allowed on expressions of "
+	  "type scalar or instant vector, got \"range vector\"" },
+	{ "1 offset 1d",
+	  "1:1: parse error: offset modifier must be preceded by an instant "
+	  "vector selector or range vector selector or a subquery" },
+	{ "foo offset 1s offset 2s",
+	  "1:1: parse error: offset may not be set multiple times" },
+	{ "a - on(b) ignoring(c) d",
+	  "1:11: parse error: unexpected <ignoring>" },
+	{ "foo == on(bar) 10", "1:1: parse error: vector matching only allowed "
+			       "between instant vectors" },
+	{ "foo + bool bar", "1:5: parse error: bool modifier can only be used "
+			    "on comparison operators" },
+	{ "foo + bool 10", "1:5: parse error: bool modifier can only be used "
+			   "on comparison operators" },
+	{ "1 + \"a\"", "1:5: parse error: binary expression must contain only "
+		       "scalar and instant vector types" },
+	{ "foo[5m] * 2", "1:1: parse error: binary expression must contain "
+			 "only scalar and instant vector types" },
 	/* outside the subset */
-	{ "foo or bar", "1:5: parse error: set operator \"or\" is not supported" },
-	{ "foo and bar", "1:5: parse error: set operator \"and\" is not supported" },
-	{ "foo unless bar", "1:5: parse error: set operator \"unless\" is not supported" },
-	{ "foo atan2 bar", "1:5: parse error: binary operator \"atan2\" is not supported" },
-	{ "foo * on(a) group_left(b) bar", "1:13: parse error: group_left/group_right is not supported" },
-	{ "foo / ignoring(a) group_right bar", "1:19: parse error: group_left/group_right is not supported" },
+	{ "foo or bar",
+	  "1:5: parse error: set operator \"or\" is not supported" },
+	{ "foo and bar",
+	  "1:5: parse error: set operator \"and\" is not supported" },
+	{ "foo unless bar",
+	  "1:5: parse error: set operator \"unless\" is not supported" },
+	{ "foo atan2 bar",
+	  "1:5: parse error: binary operator \"atan2\" is not supported" },
+	{ "foo * on(a) group_left(b) bar",
+	  "1:13: parse error: group_left/group_right is not supported" },
+	{ "foo / ignoring(a) group_right bar",
+	  "1:19: parse error: group_left/group_right is not supported" },
 	{ "foo @ 1603774568", "1:5: parse error: @ modifier is not supported" },
-	{ "rate(foo[5m])[30m:1m]", "1:14: parse error: subqueries are not supported" },
+	{ "rate(foo[5m])[30m:1m]",
+	  "1:14: parse error: subqueries are not supported" },
 	{ "foo[5m:]", "1:4: parse error: subqueries are not supported" },
-	{ "stddev(foo)", "1:1: parse error: aggregation \"stddev\" is not supported" },
-	{ "floor(foo)", "1:1: parse error: function \"floor\" is not supported" },
+	{ "stddev(foo)",
+	  "1:1: parse error: aggregation \"stddev\" is not supported" },
+	{ "floor(foo)",
+	  "1:1: parse error: function \"floor\" is not supported" },
 	/* selectors */
 	{ "{", "1:2: parse error: unexpected end of input inside braces" },
 	{ "}", "1:1: parse error: unexpected character: '}'" },
 	{ "some{", "1:6: parse error: unexpected end of input inside braces" },
 	{ "some}", "1:5: parse error: unexpected character: '}'" },
-	{ "some_metric{a=b}", "1:15: parse error: unexpected identifier \"b\" in label matching, expected string" },
-	{ "some_metric{a:b=\"b\"}", "1:14: parse error: unexpected character inside braces: ':'" },
-	{ "foo{a*\"b\"}", "1:6: parse error: unexpected character inside braces: '*'" },
-	{ "foo{a>=\"b\"}", "1:6: parse error: unexpected character inside braces: '>'" },
+	{ "some_metric{a=b}", "1:15: parse error: unexpected identifier \"b\" "
+			      "in label matching, expected string" },
+	{ "some_metric{a:b=\"b\"}",
+	  "1:14: parse error: unexpected character inside braces: ':'" },
+	{ "foo{a*\"b\"}",
+	  "1:6: parse error: unexpected character inside braces: '*'" },
+	{ "foo{a>=\"b\"}",
+	  "1:6: parse error: unexpected character inside braces: '>'" },
 	{ "some_metric{a=\"\xff\"}", "1:15: parse error: invalid UTF-8 rune" },
-	{ "foo{gibberish}", "1:14: parse error: unexpected \"}\" in label matching, expected label matching operator" },
-	{ "foo{1}", "1:5: parse error: unexpected character inside braces: '1'" },
-	{ "{}", "1:1: parse error: vector selector must contain at least one non-empty matcher" },
-	{ "{x=\"\"}", "1:1: parse error: vector selector must contain at least one non-empty matcher" },
-	{ "{x=~\".*\"}", "1:1: parse error: vector selector must contain at least one non-empty matcher" },
-	{ "{x!~\".+\"}", "1:1: parse error: vector selector must contain at least one non-empty matcher" },
-	{ "{x!=\"a\"}", "1:1: parse error: vector selector must contain at least one non-empty matcher" },
-	{ "foo{__name__=\"bar\"}", "1:1: parse error: metric name must not be set twice: \"foo\" or \"bar\"" },
-	{ "foo{__name__= =}", "1:15: parse error: unexpected \"=\" in label matching, expected string" },
-	{ "foo{,}", "1:5: parse error: unexpected \",\" in label matching, expected identifier or \"}\"" },
-	{ "foo{__name__=\"bar\" lol}", "1:20: parse error: unexpected identifier \"lol\" in label matching, expected \",\" or \"}\"" },
+	{ "foo{gibberish}", "1:14: parse error: unexpected \"}\" in label "
+			    "matching, expected label matching operator" },
+	{ "foo{1}",
+	  "1:5: parse error: unexpected character inside braces: '1'" },
+	{ "{}", "1:1: parse error: vector selector must contain at least one "
+		"non-empty matcher" },
+	{ "{x=\"\"}", "1:1: parse error: vector selector must contain at least "
+		      "one non-empty matcher" },
+	{ "{x=~\".*\"}", "1:1: parse error: vector selector must contain at "
+			 "least one non-empty matcher" },
+	{ "{x!~\".+\"}", "1:1: parse error: vector selector must contain at "
+			 "least one non-empty matcher" },
+	{ "{x!=\"a\"}", "1:1: parse error: vector selector must contain at "
+			"least one non-empty matcher" },
+	{ "foo{__name__=\"bar\"}", "1:1: parse error: metric name must not be "
+				   "set twice: \"foo\" or \"bar\"" },
+	{ "foo{__name__= =}", "1:15: parse error: unexpected \"=\" in label "
+			      "matching, expected string" },
+	{ "foo{,}", "1:5: parse error: unexpected \",\" in label matching, "
+		    "expected identifier or \"}\"" },
+	{ "foo{__name__=\"bar\" lol}",
+	  "1:20: parse error: unexpected identifier \"lol\" in label matching, "
+	  "expected \",\" or \"}\"" },
 	{ "foo{a=~\"(\"}", "1:5: parse error: error parsing regexp: " },
 	/* ranges, offsets, durations */
-	{ "foo[5mm]", "1:5: parse error: bad number or duration syntax: \"5mm\"" },
-	{ "foo[5m1]", "1:5: parse error: bad number or duration syntax: \"5m1\"" },
-	{ "foo[5y1hs]", "1:5: parse error: unknown unit \"hs\" in duration \"5y1hs\"" },
-	{ "foo[5m1h]", "1:5: parse error: not a valid duration string: \"5m1h\"" },
-	{ "foo[5m1m]", "1:5: parse error: not a valid duration string: \"5m1m\"" },
+	{ "foo[5mm]",
+	  "1:5: parse error: bad number or duration syntax: \"5mm\"" },
+	{ "foo[5m1]",
+	  "1:5: parse error: bad number or duration syntax: \"5m1\"" },
+	{ "foo[5y1hs]",
+	  "1:5: parse error: unknown unit \"hs\" in duration \"5y1hs\"" },
+	{ "foo[5m1h]",
+	  "1:5: parse error: not a valid duration string: \"5m1h\"" },
+	{ "foo[5m1m]",
+	  "1:5: parse error: not a valid duration string: \"5m1m\"" },
 	{ "foo[0m]", "1:5: parse error: duration must be greater than 0" },
 	{ "foo[300y]", "1:5: parse error: duration out of range" },
 	{ "foo[1111111111111111]", "1:5: parse error: duration out of range" },
-	{ "foo[\"5m\"]", "1:5: parse error: unexpected character in duration expression: '\"'" },
-	{ "foo[]", "1:5: parse error: unexpected \"]\" in subquery or range selector, expected duration" },
-	{ "foo[-1]", "1:5: parse error: unexpected character in duration expression: '-'" },
+	{ "foo[\"5m\"]", "1:5: parse error: unexpected character in duration "
+			 "expression: '\"'" },
+	{ "foo[]", "1:5: parse error: unexpected \"]\" in subquery or range "
+		   "selector, expected duration" },
+	{ "foo[-1]", "1:5: parse error: unexpected character in duration "
+		     "expression: '-'" },
 	{ "foo[5m", "1:7: parse error: unclosed left bracket" },
-	{ "some_metric[5m] OFFSET 1mm", "1:24: parse error: bad number or duration syntax: \"1mm\"" },
-	{ "some_metric[5m] OFFSET", "1:23: parse error: unexpected end of input in offset, expected duration" },
-	{ "some_metric OFFSET 1m[5m]", "1:22: parse error: no offset modifiers allowed before range" },
-	{ "foo offset 0s", "1:12: parse error: duration must be greater than 0" },
-	{ "(foo + bar)[5m]", "1:12: parse error: ranges only allowed for vector selectors" },
-	{ "foo[5m][5m]", "1:8: parse error: ranges only allowed for vector selectors" },
+	{ "some_metric[5m] OFFSET 1mm",
+	  "1:24: parse error: bad number or duration syntax: \"1mm\"" },
+	{ "some_metric[5m] OFFSET", "1:23: parse error: unexpected end of "
+				    "input in offset, expected duration" },
+	{ "some_metric OFFSET 1m[5m]",
+	  "1:22: parse error: no offset modifiers allowed before range" },
+	{ "foo offset 0s",
+	  "1:12: parse error: duration must be greater than 0" },
+	{ "(foo + bar)[5m]",
+	  "1:12: parse error: ranges only allowed for vector selectors" },
+	{ "foo[5m][5m]",
+	  "1:8: parse error: ranges only allowed for vector selectors" },
 	{ "5m", "1:1: parse error: unexpected duration \"5m\"" },
 	/* aggregations */
-	{ "sum without(==)(some_metric)", "1:13: parse error: unexpected <op:==> in grouping opts, expected label" },
-	{ "sum without(,)(some_metric)", "1:13: parse error: unexpected \",\" in grouping opts, expected label" },
-	{ "sum without(foo,,)(some_metric)", "1:17: parse error: unexpected \",\" in grouping opts, expected label" },
-	{ "sum by (a:b) (foo)", "1:9: parse error: unexpected metric identifier \"a:b\" in grouping opts, expected label" },
-	{ "sum some_metric by (test)", "1:5: parse error: unexpected identifier \"some_metric\"" },
-	{ "sum (some_metric) by test", "1:22: parse error: unexpected identifier \"test\" in grouping opts, expected \"(\"" },
-	{ "sum () by (test)", "1:1: parse error: no arguments for aggregate expression provided" },
-	{ "MIN keep_common (some_metric)", "1:5: parse error: unexpected identifier \"keep_common\"" },
-	{ "MIN (some_metric) keep_common", "1:19: parse error: unexpected identifier \"keep_common\"" },
-	{ "sum (some_metric) without (test) by (test)", "1:34: parse error: unexpected <by>" },
-	{ "sum without (test) (some_metric) by (test)", "1:34: parse error: unexpected <by>" },
-	{ "sum by (a) foo", "1:12: parse error: unexpected identifier \"foo\" in aggregation" },
-	{ "topk(some_metric)", "1:1: parse error: wrong number of arguments for aggregate expression provided, expected 2, got 1" },
-	{ "topk(some_metric,)", "1:17: parse error: trailing commas not allowed in function call args" },
-	{ "topk(some_metric, other_metric)", "1:6: parse error: expected type scalar in aggregation parameter, got instant vector" },
-	{ "sum(foo, bar)", "1:1: parse error: wrong number of arguments for aggregate expression provided, expected 1, got 2" },
-	{ "sum(foo[5m])", "1:5: parse error: expected type instant vector in aggregation expression, got range vector" },
-	{ "sum(1)", "1:5: parse error: expected type instant vector in aggregation expression, got scalar" },
+	{ "sum without(==)(some_metric)",
+	  "1:13: parse error: unexpected <op:==> in grouping opts, expected "
+	  "label" },
+	{ "sum without(,)(some_metric)", "1:13: parse error: unexpected \",\" "
+					 "in grouping opts, expected label" },
+	{ "sum without(foo,,)(some_metric)",
+	  "1:17: parse error: unexpected \",\" in grouping opts, expected "
+	  "label" },
+	{ "sum by (a:b) (foo)",
+	  "1:9: parse error: unexpected metric identifier \"a:b\" in grouping "
+	  "opts, expected label" },
+	{ "sum some_metric by (test)",
+	  "1:5: parse error: unexpected identifier \"some_metric\"" },
+	{ "sum (some_metric) by test",
+	  "1:22: parse error: unexpected identifier \"test\" in grouping opts, "
+	  "expected \"(\"" },
+	{ "sum () by (test)",
+	  "1:1: parse error: no arguments for aggregate expression provided" },
+	{ "MIN keep_common (some_metric)",
+	  "1:5: parse error: unexpected identifier \"keep_common\"" },
+	{ "MIN (some_metric) keep_common",
+	  "1:19: parse error: unexpected identifier \"keep_common\"" },
+	{ "sum (some_metric) without (test) by (test)",
+	  "1:34: parse error: unexpected <by>" },
+	{ "sum without (test) (some_metric) by (test)",
+	  "1:34: parse error: unexpected <by>" },
+	{ "sum by (a) foo",
+	  "1:12: parse error: unexpected identifier \"foo\" in aggregation" },
+	{ "topk(some_metric)",
+	  "1:1: parse error: wrong number of arguments for aggregate "
+	  "expression provided, expected 2, got 1" },
+	{ "topk(some_metric,)", "1:17: parse error: trailing commas not "
+				"allowed in function call args" },
+	{ "topk(some_metric, other_metric)",
+	  "1:6: parse error: expected type scalar in aggregation parameter, "
+	  "got instant vector" },
+	{ "sum(foo, bar)", "1:1: parse error: wrong number of arguments for "
+			   "aggregate expression provided, expected 1, got 2" },
+	{ "sum(foo[5m])", "1:5: parse error: expected type instant vector in "
+			  "aggregation expression, got range vector" },
+	{ "sum(1)", "1:5: parse error: expected type instant vector in "
+		    "aggregation expression, got scalar" },
 	/* functions */
-	{ "time(some_metric)", "1:1: parse error: expected 0 argument(s) in call to \"time\", got 1" },
-	{ "abs()", "1:1: parse error: expected 1 argument(s) in call to \"abs\", got 0" },
-	{ "abs(1)", "1:5: parse error: expected type instant vector in call to function \"abs\", got scalar" },
-	{ "non_existent_function_far_bar()", "1:1: parse error: unknown function with name \"non_existent_function_far_bar\"" },
+	{ "time(some_metric)", "1:1: parse error: expected 0 argument(s) in "
+			       "call to \"time\", got 1" },
+	{ "abs()", "1:1: parse error: expected 1 argument(s) in call to "
+		   "\"abs\", got 0" },
+	{ "abs(1)", "1:5: parse error: expected type instant vector in call to "
+		    "function \"abs\", got scalar" },
+	{ "non_existent_function_far_bar()",
+	  "1:1: parse error: unknown function with name "
+	  "\"non_existent_function_far_bar\"" },
 	{ "a>b()", "1:3: parse error: unknown function with name \"b\"" },
-	{ "rate(some_metric)", "1:6: parse error: expected type range vector in call to function \"rate\", got instant vector" },
-	{ "rate(avg)", "1:6: parse error: expected type range vector in call to function \"rate\", got instant vector" },
-	{ "quantile_over_time(foo[5m], 0.5)", "1:20: parse error: expected type scalar in call to function \"quantile_over_time\", got range vector" },
-	{ "vector(foo)", "1:8: parse error: expected type scalar in call to function \"vector\", got instant vector" },
-	{ "rate(foo[5m],)", "1:13: parse error: trailing commas not allowed in function call args" },
-	{ "Rate(foo[5m])", "1:1: parse error: unknown function with name \"Rate\"" },
+	{ "rate(some_metric)",
+	  "1:6: parse error: expected type range vector in call to function "
+	  "\"rate\", got instant vector" },
+	{ "rate(avg)", "1:6: parse error: expected type range vector in call "
+		       "to function \"rate\", got instant vector" },
+	{ "quantile_over_time(foo[5m], 0.5)",
+	  "1:20: parse error: expected type scalar in call to function "
+	  "\"quantile_over_time\", got range vector" },
+	{ "vector(foo)", "1:8: parse error: expected type scalar in call to "
+			 "function \"vector\", got instant vector" },
+	{ "rate(foo[5m],)", "1:13: parse error: trailing commas not allowed in "
+			    "function call args" },
+	{ "Rate(foo[5m])",
+	  "1:1: parse error: unknown function with name \"Rate\"" },
 	/* strings */
 	{ "\"\\c\"", "1:1: parse error: unknown escape sequence U+0063 'c'" },
-	{ "\"\\x.\"", "1:1: parse error: illegal character U+002E '.' in escape sequence" },
+	{ "\"\\x.\"",
+	  "1:1: parse error: illegal character U+002E '.' in escape sequence" },
 	{ "\"\\", "1:1: parse error: escape sequence not terminated" },
 	{ "`\\``", "1:4: parse error: unterminated raw string" },
 	{ "\"abc", "1:1: parse error: unterminated quoted string" },
 	{ "\"a\nb\"", "1:1: parse error: unterminated quoted string" },
 	{ "\"\\'\"", "1:1: parse error: unknown escape sequence U+0027 '''" },
 	{ "'\\\"'", "1:1: parse error: unknown escape sequence U+0022 '\"'" },
-	{ "\"\\400\"", "1:1: parse error: escape sequence is an invalid Unicode code point" },
-	{ "\"\\ud800\"", "1:1: parse error: escape sequence is an invalid Unicode code point" },
-	{ "\"\\x00\"", "1:1: parse error: strings must not contain NUL characters" },
+	{ "\"\\400\"", "1:1: parse error: escape sequence is an invalid "
+		       "Unicode code point" },
+	{ "\"\\ud800\"", "1:1: parse error: escape sequence is an invalid "
+			 "Unicode code point" },
+	{ "\"\\x00\"",
+	  "1:1: parse error: strings must not contain NUL characters" },
 	/* misc tokens; multi-line positions */
 	{ "-=", "1:2: parse error: unexpected \"=\"" },
 	{ "++-++-+-+-<", "1:11: parse error: unexpected <op:<>" },
 	{ "foo bar", "1:5: parse error: unexpected identifier \"bar\"" },
 	{ "on", "1:1: parse error: unexpected <on>" },
-	{ "foo\n  + \n  bar{", "3:7: parse error: unexpected end of input inside braces" },
-	{ "sum(foo)\n / on(a) group_left bar", "2:10: parse error: group_left/group_right is not supported" },
-	{ "\"long string literal\" foo", "1:23: parse error: unexpected identifier \"foo\"" },
-	{ "1 \"long string literal\"", "1:3: parse error: unexpected string \"\\\"long stri\"..." },
+	{ "foo\n  + \n  bar{",
+	  "3:7: parse error: unexpected end of input inside braces" },
+	{ "sum(foo)\n / on(a) group_left bar",
+	  "2:10: parse error: group_left/group_right is not supported" },
+	{ "\"long string literal\" foo",
+	  "1:23: parse error: unexpected identifier \"foo\"" },
+	{ "1 \"long string literal\"",
+	  "1:3: parse error: unexpected string \"\\\"long stri\"..." },
 };
 
 static void invalid_queries(void **state)
@@ -343,8 +449,8 @@ static void invalid_queries(void **state)
 				 r);
 		assert_null(n);
 		if (strncmp(e.msg, invalid[i].msg, strlen(invalid[i].msg)) != 0)
-			fail_msg("%s\n  got  %s\n  want %s", invalid[i].q, e.msg,
-				 invalid[i].msg);
+			fail_msg("%s\n  got  %s\n  want %s", invalid[i].q,
+				 e.msg, invalid[i].msg);
 	}
 }
 
@@ -415,7 +521,8 @@ static void ast_fields(void **state)
 	struct gw_pq_node *n, *a;
 
 	(void)state;
-	n = must("foo{a=\"1\", b!=\"2\", c=~\"x|y\", d!~\"z\"}[90s] offset -1h");
+	n = must(
+		"foo{a=\"1\", b!=\"2\", c=~\"x|y\", d!~\"z\"}[90s] offset -1h");
 	assert_int_equal(n->kind, GW_PQ_MATRIX);
 	assert_int_equal(n->pos, 0);
 	assert_string_equal(n->u.sel.name, "foo");
@@ -496,16 +603,22 @@ static void durations(void **state)
 		const char *s;
 		int64_t ms;
 	} ok[] = {
-		{ "0", 0 },         { "250ms", 250 },     { "30s", 30000 },
-		{ "5m", 300000 },   { "1h30m", 5400000 }, { "2d", 172800000 },
-		{ "1w", 604800000 }, { "1y", 31536000000 },
+		{ "0", 0 },
+		{ "250ms", 250 },
+		{ "30s", 30000 },
+		{ "5m", 300000 },
+		{ "1h30m", 5400000 },
+		{ "2d", 172800000 },
+		{ "1w", 604800000 },
+		{ "1y", 31536000000 },
 		{ "1y2w3d4h5m6s7ms", 31536000000 + 1209600000 + 259200000 +
 					     14400000 + 300000 + 6000 + 7 },
 		{ "292y", 292 * 31536000000 },
 	};
 	static const char *const bad[] = {
-		"", "5", "1.5h", "30m1h", "1m1m", "5x", "h", "-5m", "5m ",
-		" 5m", "300y", "99999999999999999999s", "1hs", "5M",
+		"",    "5",   "1.5h", "30m1h", "1m1m", "5x",
+		"h",   "-5m", "5m ",  " 5m",   "300y", "99999999999999999999s",
+		"1hs", "5M",
 	};
 	int64_t ms;
 
@@ -532,9 +645,10 @@ static void selector_alone(void **state)
 	size_t nm = 0;
 
 	(void)state;
-	assert_int_equal(gw_promql_parse_selector(
-				 "up{job=~\"gpu.*\", instance!=\"\"}", &m, &nm, &e),
-			 0);
+	assert_int_equal(
+		gw_promql_parse_selector("up{job=~\"gpu.*\", instance!=\"\"}",
+					 &m, &nm, &e),
+		0);
 	assert_int_equal(nm, 3);
 	assert_string_equal(m[0].name, "__name__");
 	assert_string_equal(m[0].value, "up");
@@ -556,8 +670,8 @@ static void selector_alone(void **state)
 			 -EINVAL);
 	assert_int_equal(gw_promql_parse_selector("{a=\"\"}", &m, &nm, &e),
 			 -EINVAL);
-	assert_string_equal(e.msg,
-			    "1:1: parse error: vector selector must contain at least one non-empty matcher");
+	assert_string_equal(e.msg, "1:1: parse error: vector selector must "
+				   "contain at least one non-empty matcher");
 	assert_int_equal(gw_promql_parse_selector("1", &m, &nm, &e), -EINVAL);
 	assert_int_equal(gw_promql_parse_selector("", &m, &nm, &e), -EINVAL);
 	gw_matchers_free(NULL, 0);
@@ -628,9 +742,16 @@ static void limits(void **state)
 static void format_roundtrip_values(void **state)
 {
 	static const char *const qs[] = {
-		"1e308 * 1e-308", "0.1 + 0.2", "123456789012345678",
-		"-0", "(-1) ^ -2", "-(-(1))", "foo{a=\"\\xff\\x01 \\\" \\\\ \\n\"}",
-		"4.9e-324", "0x7fffffffffffffff", "foo offset 1y1ms",
+		"1e308 * 1e-308",
+		"0.1 + 0.2",
+		"123456789012345678",
+		"-0",
+		"(-1) ^ -2",
+		"-(-(1))",
+		"foo{a=\"\\xff\\x01 \\\" \\\\ \\n\"}",
+		"4.9e-324",
+		"0x7fffffffffffffff",
+		"foo offset 1y1ms",
 	};
 	struct gw_buf small;
 	struct gw_pq_node *n;

@@ -186,7 +186,8 @@ static size_t series(struct fx *x, const char *name, const char *labels,
 	assert_int_equal(gw_fakeq_series(x->f, name, labels, &id), 0);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(
-		    gw_fakeq_sample(x->f, id, t0 + (int64_t)i * dt, v[i]), 0);
+			gw_fakeq_sample(x->f, id, t0 + (int64_t)i * dt, v[i]),
+			0);
 	return id;
 }
 
@@ -401,9 +402,10 @@ static struct gw_qseries mkseries(const char *name, const char *labels,
 static void json_shapes(void **state)
 {
 	struct gw_qresult r;
-	struct gw_qpoint p1[] = {{1435781451781, 1}};
-	struct gw_qpoint p2[] = {
-	    {1435781430781, 1}, {1435781445781, 0.5}, {1435781460000, NAN}};
+	struct gw_qpoint p1[] = { { 1435781451781, 1 } };
+	struct gw_qpoint p2[] = { { 1435781430781, 1 },
+				  { 1435781445781, 0.5 },
+				  { 1435781460000, NAN } };
 	struct gw_buf b;
 
 	(void)state;
@@ -411,30 +413,34 @@ static void json_shapes(void **state)
 	r.type = GW_TYPE_VECTOR;
 	r.series = calloc(2, sizeof(*r.series));
 	r.series[0] = mkseries(
-	    "up", "job=\"prometheus\",instance=\"localhost:9090\"", 1, p1);
-	r.series[1] =
-	    mkseries("up", "job=\"node\",instance=\"localhost:9100\"", 1, p1);
+		"up", "job=\"prometheus\",instance=\"localhost:9090\"", 1, p1);
+	r.series[1] = mkseries("up", "job=\"node\",instance=\"localhost:9100\"",
+			       1, p1);
 	r.nseries = 2;
-	assert_json(
-	    &r,
-	    "{\"resultType\":\"vector\",\"result\":["
-	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9090\","
-	    "\"job\":\"prometheus\"},\"value\":[1435781451.781,\"1\"]},"
-	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9100\","
-	    "\"job\":\"node\"},\"value\":[1435781451.781,\"1\"]}]}");
+	assert_json(&r,
+		    "{\"resultType\":\"vector\",\"result\":["
+		    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:"
+		    "9090\","
+		    "\"job\":\"prometheus\"},\"value\":[1435781451.781,\"1\"]},"
+		    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:"
+		    "9100\","
+		    "\"job\":\"node\"},\"value\":[1435781451.781,\"1\"]}]}");
 	r.type = GW_TYPE_MATRIX;
 	free(r.series[1].p);
 	r.series[1].p = malloc(sizeof(p2));
 	memcpy(r.series[1].p, p2, sizeof(p2));
 	r.series[1].n = 3;
 	assert_json(
-	    &r,
-	    "{\"resultType\":\"matrix\",\"result\":["
-	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9090\","
-	    "\"job\":\"prometheus\"},\"values\":[[1435781451.781,\"1\"]]},"
-	    "{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:9100\","
-	    "\"job\":\"node\"},\"values\":[[1435781430.781,\"1\"],[1435781445."
-	    "781,\"0.5\"],[1435781460,\"NaN\"]]}]}");
+		&r,
+		"{\"resultType\":\"matrix\",\"result\":["
+		"{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:"
+		"9090\","
+		"\"job\":\"prometheus\"},\"values\":[[1435781451.781,\"1\"]]},"
+		"{\"metric\":{\"__name__\":\"up\",\"instance\":\"localhost:"
+		"9100\","
+		"\"job\":\"node\"},\"values\":[[1435781430.781,\"1\"],["
+		"1435781445."
+		"781,\"0.5\"],[1435781460,\"NaN\"]]}]}");
 	gw_qresult_release(&r);
 	assert_null(r.series);
 
@@ -448,19 +454,21 @@ static void json_shapes(void **state)
 	r.type = GW_TYPE_SCALAR;
 	r.scalar.t = 1435781451781;
 	r.scalar.v = -INFINITY;
-	assert_json(
-	    &r,
-	    "{\"resultType\":\"scalar\",\"result\":[1435781451.781,\"-Inf\"]}");
+	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[1435781451.781,"
+			"\"-Inf\"]}");
 	r.scalar.t = 1500;
 	r.scalar.v = 1e-7;
 	assert_json(
-	    &r, "{\"resultType\":\"scalar\",\"result\":[1.5,\"0.0000001\"]}");
+		&r,
+		"{\"resultType\":\"scalar\",\"result\":[1.5,\"0.0000001\"]}");
 	r.scalar.t = 10;
 	assert_json(
-	    &r, "{\"resultType\":\"scalar\",\"result\":[0.01,\"0.0000001\"]}");
+		&r,
+		"{\"resultType\":\"scalar\",\"result\":[0.01,\"0.0000001\"]}");
 	r.scalar.t = -1500;
 	assert_json(
-	    &r, "{\"resultType\":\"scalar\",\"result\":[-1.5,\"0.0000001\"]}");
+		&r,
+		"{\"resultType\":\"scalar\",\"result\":[-1.5,\"0.0000001\"]}");
 
 	r.type = GW_TYPE_STRING;
 	r.scalar.t = 1435781460000;
@@ -482,7 +490,7 @@ static void json_shapes(void **state)
 static void instant_selector_lookback_and_offset(void **state)
 {
 	struct fx *x = *state;
-	const double v[] = {1, 2, 3};
+	const double v[] = { 1, 2, 3 };
 	struct gw_qresult r;
 
 	series(x, "m", "job=\"a\"", B, 15 * SEC, 3, v); /* B, B+15s, B+30s */
@@ -524,7 +532,7 @@ static void instant_selector_lookback_and_offset(void **state)
 static void instant_range_selector_is_matrix(void **state)
 {
 	struct fx *x = *state;
-	const double v[] = {1, 2, 3, 4};
+	const double v[] = { 1, 2, 3, 4 };
 	struct gw_qresult r;
 
 	series(x, "m", "job=\"a\"", B, 15 * SEC, 4, v);
@@ -542,10 +550,10 @@ static void instant_range_selector_is_matrix(void **state)
 static void rate_increase_delta_extrapolate(void **state)
 {
 	struct fx *x = *state;
-	const double c[] = {10, 20, 30, 40, 50, 60, 70, 80, 90};
-	const double reset[] = {0, 10, 20, 5, 15};
-	const double low[] = {1, 11, 21};
-	const double g[] = {5, 3};
+	const double c[] = { 10, 20, 30, 40, 50, 60, 70, 80, 90 };
+	const double reset[] = { 0, 10, 20, 5, 15 };
+	const double low[] = { 1, 11, 21 };
+	const double g[] = { 5, 3 };
 	struct gw_qresult r;
 
 	series(x, "c", "", B, 15 * SEC, 9, c);
@@ -591,7 +599,7 @@ static void rate_increase_delta_extrapolate(void **state)
 static void over_time_raw(void **state)
 {
 	struct fx *x = *state;
-	const double v[] = {100, 1, 4, 2, 8, 5};
+	const double v[] = { 100, 1, 4, 2, 8, 5 };
 	int64_t t = B + 75 * SEC;
 
 	/* (B+0, B+75s]: 1 4 2 8 5 (100 at B is outside). */
@@ -634,11 +642,11 @@ static void last_over_time_keeps_name(void **state)
 static void same_labelset_after_name_drop(void **state)
 {
 	static const char *const clash[] = {
-	    "sum_over_time({__name__=~\"a|b\"}[1m])",
-	    "abs({__name__=~\"a|b\"})",
-	    "{__name__=~\"a|b\"} * 2",
-	    "-{__name__=~\"a|b\"}",
-	    "{__name__=~\"a|b\"} > bool 0",
+		"sum_over_time({__name__=~\"a|b\"}[1m])",
+		"abs({__name__=~\"a|b\"})",
+		"{__name__=~\"a|b\"} * 2",
+		"-{__name__=~\"a|b\"}",
+		"{__name__=~\"a|b\"} > bool 0",
 	};
 	struct fx *x = *state;
 	struct gw_qresult r;
@@ -647,8 +655,8 @@ static void same_labelset_after_name_drop(void **state)
 	one(x, "b", "job=\"x\"", B, 2);
 	for (size_t i = 0; i < sizeof(clash) / sizeof(clash[0]); i++)
 		inst_err(
-		    x, clash[i], B, GW_QERR_EXECUTION,
-		    "vector cannot contain metrics with the same labelset");
+			x, clash[i], B, GW_QERR_EXECUTION,
+			"vector cannot contain metrics with the same labelset");
 	/* A filter keeps the names, so no clash; last_over_time too. */
 	inst(x, "{__name__=~\"a|b\"} > 0", B, &r);
 	assert_int_equal(r.nseries, 2);
@@ -682,7 +690,7 @@ static void rollup_fixture(struct fx *x)
 		assert_int_equal(gw_fakeq_sample(x->f, g, t, gauge_at(t)), 0);
 		/* A counter rising by 1 per second. */
 		assert_int_equal(
-		    gw_fakeq_sample(x->f, c, t, (double)(t - B) / 1000), 0);
+			gw_fakeq_sample(x->f, c, t, (double)(t - B) / 1000), 0);
 	}
 	gw_fakeq_retention(x->f, GW_TIER_RAW, rt0 - 10 * MIN);
 }
@@ -780,13 +788,13 @@ static void rollup_given(void **state)
 	struct fx *x = *state;
 	struct gw_rollup ru;
 	size_t id;
-	const double last[] = {100, 160, 10, 70};
+	const double last[] = { 100, 160, 10, 70 };
 
 	assert_int_equal(gw_fakeq_series(x->f, "c", "", &id), 0);
 	for (int i = 0; i < 4; i++) {
 		gw_rollup_init(&ru, B + (i + 1) * MIN);
 		assert_int_equal(
-		    gw_rollup_add(&ru, B + i * MIN + 30 * SEC, last[i]), 0);
+			gw_rollup_add(&ru, B + i * MIN + 30 * SEC, last[i]), 0);
 		assert_int_equal(gw_fakeq_rollup(x->f, id, GW_TIER_1M, &ru), 0);
 		gw_rollup_release(&ru);
 	}
@@ -813,7 +821,8 @@ static void tier_choice_and_single_load(void **state)
 	rollup_fixture(x);
 	gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MIN);
 	assert_int_equal(
-	    range(x, "rate(c[5m])", B + 10 * MIN, B + 110 * MIN, HOUR, &r), 0);
+		range(x, "rate(c[5m])", B + 10 * MIN, B + 110 * MIN, HOUR, &r),
+		0);
 	assert_int_equal(r.tier, GW_TIER_1M);
 	assert_int_equal(st->pick_step, 5 * MIN);
 	assert_int_equal(st->selects, 1);
@@ -831,9 +840,9 @@ static void tier_choice_and_single_load(void **state)
 	/* A bare selector at a 2h step reads the hour tier; the window
 	 * reaches back two hour windows (more than the lookback), and
 	 * offset moves it. */
-	assert_int_equal(
-	    range(x, "g offset 10m", B + 2 * HOUR, B + 2 * HOUR, 2 * HOUR, &r),
-	    0);
+	assert_int_equal(range(x, "g offset 10m", B + 2 * HOUR, B + 2 * HOUR,
+			       2 * HOUR, &r),
+			 0);
 	assert_int_equal(r.tier, GW_TIER_1H);
 	assert_int_equal(st->sel_mint, B + 2 * HOUR - 10 * MIN - 2 * HOUR + 1);
 	assert_int_equal(st->sel_maxt, B + 2 * HOUR - 10 * MIN);
@@ -873,7 +882,8 @@ static void aggregations(void **state)
 	agg_fixture(x);
 	inst(x, "sum by (job) (x)", B, &r);
 	assert_json(
-	    &r, "{\"resultType\":\"vector\",\"result\":["
+		&r,
+		"{\"resultType\":\"vector\",\"result\":["
 		"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"3\"]},"
 		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"28\"]}]}");
 	gw_qresult_release(&r);
@@ -1005,12 +1015,15 @@ static void scalar_arithmetic(void **state)
 		const char *q;
 		double want;
 	} c[] = {
-	    {"1 + 2", 3},	{"1 - 2", -1},	     {"3 * 4", 12},
-	    {"1 / 4", 0.25},	{"1 / 0", INFINITY}, {"-1 / 0", -INFINITY},
-	    {"7 % 3", 1},	{"-7 % 3", -1},	     {"5.5 % 2", 1.5},
-	    {"2 ^ 10", 1024},	{"4 ^ 0.5", 2},	     {"2 ^ 3 ^ 2", 512},
-	    {"1 + 2 * 3", 7},	{"-2 ^ 2", -4},	     {"1 < bool 2", 1},
-	    {"1 == bool 2", 0}, {"(1 + 2) * 3", 9},
+		{ "1 + 2", 3 },	       { "1 - 2", -1 },
+		{ "3 * 4", 12 },       { "1 / 4", 0.25 },
+		{ "1 / 0", INFINITY }, { "-1 / 0", -INFINITY },
+		{ "7 % 3", 1 },	       { "-7 % 3", -1 },
+		{ "5.5 % 2", 1.5 },    { "2 ^ 10", 1024 },
+		{ "4 ^ 0.5", 2 },      { "2 ^ 3 ^ 2", 512 },
+		{ "1 + 2 * 3", 7 },    { "-2 ^ 2", -4 },
+		{ "1 < bool 2", 1 },   { "1 == bool 2", 0 },
+		{ "(1 + 2) * 3", 9 },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -1028,9 +1041,8 @@ static void scalar_arithmetic(void **state)
 		    "{\"resultType\":\"scalar\",\"result\":[3600000,\"NaN\"]}");
 	gw_qresult_release(&r);
 	inst(x, "time()", B + 1500, &r);
-	assert_json(
-	    &r,
-	    "{\"resultType\":\"scalar\",\"result\":[3600001.5,\"3600001.5\"]}");
+	assert_json(&r, "{\"resultType\":\"scalar\",\"result\":[3600001.5,"
+			"\"3600001.5\"]}");
 	gw_qresult_release(&r);
 	inst(x, "\"hi\"", B, &r);
 	assert_json(&r,
@@ -1138,20 +1150,23 @@ static void vector_matching(void **state)
 	/* on(job) one-to-one: the result keeps only job. */
 	inst(x, "tot * on(job) sum by (job) (num)", B, &r);
 	assert_json(
-	    &r, "{\"resultType\":\"vector\",\"result\":["
+		&r,
+		"{\"resultType\":\"vector\",\"result\":["
 		"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"3000\"]},"
 		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"6000\"]}]}");
 	gw_qresult_release(&r);
 	/* ignoring(inst) one-to-one: the result loses inst and the name. */
 	inst(x, "num{job=\"b\"} - ignoring(inst) tot", B, &r);
 	assert_json(
-	    &r, "{\"resultType\":\"vector\",\"result\":["
+		&r,
+		"{\"resultType\":\"vector\",\"result\":["
 		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"-170\"]}]}");
 	gw_qresult_release(&r);
 	/* A filter with on() keeps the left side's value, reduced labels. */
 	inst(x, "tot > on(job) sum by (job) (num)", B, &r);
 	assert_json(
-	    &r, "{\"resultType\":\"vector\",\"result\":["
+		&r,
+		"{\"resultType\":\"vector\",\"result\":["
 		"{\"metric\":{\"job\":\"a\"},\"value\":[3600000,\"100\"]},"
 		"{\"metric\":{\"job\":\"b\"},\"value\":[3600000,\"200\"]}]}");
 	gw_qresult_release(&r);
@@ -1164,7 +1179,7 @@ static void vector_matching(void **state)
 static void range_steps_and_merge(void **state)
 {
 	struct fx *x = *state;
-	const double early[] = {1, 2}, late[] = {5, 6};
+	const double early[] = { 1, 2 }, late[] = { 5, 6 };
 	struct gw_qresult r;
 
 	series(x, "m", "s=\"early\"", B, 20 * SEC, 2, early); /* B, B+20s */
@@ -1192,7 +1207,7 @@ static void range_steps_and_merge(void **state)
 	/* Series appearing and disappearing under an aggregation; the
 	 * output sorted by labels whatever the order they appeared in. */
 	assert_int_equal(
-	    range(x, "sum by (s) (m)", B, B + 90 * SEC, 15 * SEC, &r), 0);
+		range(x, "sum by (s) (m)", B, B + 90 * SEC, 15 * SEC, &r), 0);
 	assert_int_equal(r.nseries, 2);
 	assert_int_equal(find(&r, "{s=\"early\"}")->n, 4); /* 0 15 30 45 */
 	assert_int_equal(find(&r, "{s=\"late\"}")->n, 3);  /* 60 75 90 */
@@ -1246,10 +1261,10 @@ static void range_errors(void **state)
 	rc = range(x, "a", 0, 11001 * SEC, SEC, &r);
 	assert_int_equal(rc, -EINVAL);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
-	assert_string_equal(
-	    r.errmsg,
-	    "exceeded maximum resolution of 11,000 points per timeseries. Try "
-	    "decreasing the query resolution (?step=XX)");
+	assert_string_equal(r.errmsg,
+			    "exceeded maximum resolution of 11,000 points per "
+			    "timeseries. Try "
+			    "decreasing the query resolution (?step=XX)");
 	gw_qresult_release(&r);
 	rc = range(x, "a", INT64_MIN, INT64_MAX, 1, &r);
 	assert_int_equal(r.err, GW_QERR_BAD_DATA);
@@ -1259,7 +1274,8 @@ static void range_errors(void **state)
 	 * they never meet at a step (lookback 30s)... */
 	x->o.lookback_ms = 30 * SEC;
 	assert_int_equal(
-	    range(x, "-{__name__=~\"a|b\"}", B, B + 60 * SEC, 30 * SEC, &r), 0);
+		range(x, "-{__name__=~\"a|b\"}", B, B + 60 * SEC, 30 * SEC, &r),
+		0);
 	assert_int_equal(r.nseries, 1);
 	assert_int_equal(r.series[0].n, 2);
 	gw_qresult_release(&r);
@@ -1276,7 +1292,7 @@ static void limits(void **state)
 {
 	struct fx *x = *state;
 	const struct gw_fakeq_stats *st = gw_fakeq_stats(x->f);
-	const double v[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	const double v[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct gw_qresult r;
 	int rc;
 
@@ -1349,24 +1365,23 @@ static enum gw_tier cancelling_pick(void *ctx, int64_t mint, int64_t maxt,
 	return c->inner.pick_tier(c->inner.ctx, mint, maxt, step);
 }
 
-static int cancelling_select(void *ctx, const struct gw_matcher *m,
-			     size_t nm, int64_t mint, int64_t maxt,
-			     enum gw_tier tier, struct gw_query_limits *lim,
+static int cancelling_select(void *ctx, const struct gw_matcher *m, size_t nm,
+			     int64_t mint, int64_t maxt, enum gw_tier tier,
+			     struct gw_query_limits *lim,
 			     struct gw_series_set *out)
 {
 	struct canceller *c = ctx;
 
 	c->seen = lim->cancel;
 	atomic_store(&c->flag, true);
-	return c->inner.select(c->inner.ctx, m, nm, mint, maxt, tier, lim,
-			       out);
+	return c->inner.select(c->inner.ctx, m, nm, mint, maxt, tier, lim, out);
 }
 
 static void cancellation(void **state)
 {
 	struct fx *x = *state;
 	const struct gw_fakeq_stats *st = gw_fakeq_stats(x->f);
-	const double v[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	const double v[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct canceller c = { .inner = x->q };
 	struct gw_queryable q = {
 		.ctx = &c,
@@ -1449,30 +1464,30 @@ static void malformed_trees(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(format_values_as_go),
-	    cmocka_unit_test(json_shapes),
+		cmocka_unit_test(format_values_as_go),
+		cmocka_unit_test(json_shapes),
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-	    T(instant_selector_lookback_and_offset),
-	    T(instant_range_selector_is_matrix),
-	    T(rate_increase_delta_extrapolate),
-	    T(over_time_raw),
-	    T(last_over_time_keeps_name),
-	    T(same_labelset_after_name_drop),
-	    T(rollup_over_time),
-	    T(rollup_rate),
-	    T(rollup_given),
-	    T(tier_choice_and_single_load),
-	    T(aggregations),
-	    T(avg_is_stable),
-	    T(topk_bottomk),
-	    T(scalar_arithmetic),
-	    T(vector_scalar),
-	    T(vector_matching),
-	    T(range_steps_and_merge),
-	    T(range_errors),
-	    T(limits),
-	    T(cancellation),
-	    T(malformed_trees),
+		T(instant_selector_lookback_and_offset),
+		T(instant_range_selector_is_matrix),
+		T(rate_increase_delta_extrapolate),
+		T(over_time_raw),
+		T(last_over_time_keeps_name),
+		T(same_labelset_after_name_drop),
+		T(rollup_over_time),
+		T(rollup_rate),
+		T(rollup_given),
+		T(tier_choice_and_single_load),
+		T(aggregations),
+		T(avg_is_stable),
+		T(topk_bottomk),
+		T(scalar_arithmetic),
+		T(vector_scalar),
+		T(vector_matching),
+		T(range_steps_and_merge),
+		T(range_errors),
+		T(limits),
+		T(cancellation),
+		T(malformed_trees),
 #undef T
 	};
 

@@ -180,8 +180,9 @@ static void a_failed_file_leaves_the_set_alone(void **state)
 
 	(void)state;
 	gw_ruleset_init(&rs);
-	assert_int_equal(load(&rs, "groups: [{name: a, rules: [{alert: A, "
-				   "expr: x}]}]\n",
+	assert_int_equal(load(&rs,
+			      "groups: [{name: a, rules: [{alert: A, "
+			      "expr: x}]}]\n",
 			      err),
 			 0);
 	assert_int_equal(load(&rs,
@@ -305,7 +306,8 @@ static void templates_refused_with_line(void **state)
 		"            {{ $value }} fine\n            {{ printf \"%.1f\" "
 		"$value }}\n",
 		"r.yml:10: group 'g' rule 'A': annotations 'description': "
-		"template: unsupported action \"{{ printf \"%.1f\" $value }}\"; "
+		"template: unsupported action \"{{ printf \"%.1f\" $value "
+		"}}\"; "
 		"supported: {{ $labels.NAME }}, {{ $value }}, "
 		"{{ $value | humanize }} (or humanizePercentage, "
 		"humanizeDuration)");
@@ -320,16 +322,27 @@ static void templates_refused_with_line(void **state)
 static void default_rules_load(void **state)
 {
 	static const char *const must[] = {
-		"GpuHbmTemperatureHigh", "GpuHbmTemperatureCritical",
-		"GpuTemperatureHigh", "GpuUncorrectedEccErrors",
-		"GpuCriticalXid", "GpuPcieLinkWidthDegraded",
-		"GpuPcieLinkGenerationDegraded", "GpuNvlinkDown",
-		"GpuThermalSlowdown", "GpuHardwareSlowdown", "GpuPowerAtLimit",
-		"GpuLost", "GpuMemoryLeakSuspected", "CudaOutOfMemory",
-		"CudaApiErrorSpike", "GpuProcessAbnormalExit",
+		"GpuHbmTemperatureHigh",
+		"GpuHbmTemperatureCritical",
+		"GpuTemperatureHigh",
+		"GpuUncorrectedEccErrors",
+		"GpuCriticalXid",
+		"GpuPcieLinkWidthDegraded",
+		"GpuPcieLinkGenerationDegraded",
+		"GpuNvlinkDown",
+		"GpuThermalSlowdown",
+		"GpuHardwareSlowdown",
+		"GpuPowerAtLimit",
+		"GpuLost",
+		"GpuMemoryLeakSuspected",
+		"CudaOutOfMemory",
+		"CudaApiErrorSpike",
+		"GpuProcessAbnormalExit",
 		"TrainingNotFinite",
-		"TrainingStepTimeRegressed", "TrainingStalled",
-		"TrainingCheckpointTooOld", "InferenceLatencyP99High",
+		"TrainingStepTimeRegressed",
+		"TrainingStalled",
+		"TrainingCheckpointTooOld",
+		"InferenceLatencyP99High",
 		"InferenceErrorRatioHigh",
 	};
 	struct gw_ruleset rs;
@@ -367,9 +380,9 @@ static void missing_file(void **state)
 	char err[GW_RULES_ERR_MAX];
 
 	(void)state;
-	assert_int_equal(gw_rules_load_all(&rs, true, files, 1, err,
-					   sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+		gw_rules_load_all(&rs, true, files, 1, err, sizeof(err)),
+		-ENOENT);
 	assert_string_equal(err, "/nonexistent/rules.yml: cannot open rule "
 				 "file: No such file or directory");
 	assert_int_equal(rs.nrules, 0);

@@ -24,7 +24,7 @@
 #include "collect/sim/sim.h"
 
 #define H200_MEM 151397597184ULL
-#define GIB (1ULL << 30)
+#define GIB	 (1ULL << 30)
 
 static const struct gw_nvml_fns *F;
 static gw_nvml_device_t H[GW_SIM_MAX_GPUS];
@@ -86,9 +86,9 @@ static unsigned int temp_core(unsigned int g)
 {
 	unsigned int v = 0;
 
-	assert_int_equal(F->device_get_temperature(H[g],
-						   GW_NVML_TEMPERATURE_GPU, &v),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_get_temperature(H[g], GW_NVML_TEMPERATURE_GPU, &v),
+		GW_NVML_SUCCESS);
 	return v;
 }
 
@@ -186,9 +186,9 @@ static void test_fault_parse_good(void **state)
 	char err[128] = "";
 
 	(void)state;
-	assert_int_equal(gw_sim_fault_parse("thermal-runaway:0", &f, err,
-					    sizeof(err)),
-			 0);
+	assert_int_equal(
+		gw_sim_fault_parse("thermal-runaway:0", &f, err, sizeof(err)),
+		0);
 	assert_int_equal(f.kind, GW_SIM_FAULT_THERMAL_RUNAWAY);
 	assert_int_equal(f.gpu, 0);
 	assert_true(f.after_s == 0 && f.duration_s == 0);
@@ -211,9 +211,8 @@ static void test_fault_parse_good(void **state)
 	assert_int_equal(f.kind, GW_SIM_FAULT_PCIE_DOWNGRADE);
 	assert_true(f.duration_s == 1000.0);
 
-	assert_int_equal(gw_sim_fault_parse("power-cap:2:.5", &f, err,
-					    sizeof(err)),
-			 0);
+	assert_int_equal(
+		gw_sim_fault_parse("power-cap:2:.5", &f, err, sizeof(err)), 0);
 	assert_int_equal(f.kind, GW_SIM_FAULT_POWER_CAP);
 	assert_true(f.after_s == 0.5);
 }
@@ -229,7 +228,8 @@ static void test_fault_parse_bad(void **state)
 		{ "XID79:0", "unknown fault name" },
 		{ "xid79", "missing GPU index" },
 		{ "xid79:", "GPU index ''" },
-		{ "xid79:x", "GPU index 'x' is not a whole number from 0 to 63" },
+		{ "xid79:x",
+		  "GPU index 'x' is not a whole number from 0 to 63" },
 		{ "xid79:-1", "GPU index '-1'" },
 		{ "xid79:+1", "GPU index '+1'" },
 		{ "xid79: 1", "GPU index ' 1'" },
@@ -257,9 +257,9 @@ static void test_fault_parse_bad(void **state)
 		memset(&f, 0x5A, sizeof(f));
 		before = f;
 		memset(err, 0, sizeof(err));
-		assert_int_equal(gw_sim_fault_parse(bad[i].spec, &f, err,
-						    sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+			gw_sim_fault_parse(bad[i].spec, &f, err, sizeof(err)),
+			-EINVAL);
 		if (!strstr(err, bad[i].says))
 			fail_msg("spec '%s': message '%s' lacks '%s'",
 				 bad[i].spec, err, bad[i].says);
@@ -279,7 +279,7 @@ static void test_fault_names_round_trip(void **state)
 {
 	static const enum gw_sim_fault_kind kinds[] = {
 		GW_SIM_FAULT_THERMAL_RUNAWAY, GW_SIM_FAULT_ECC_STORM,
-		GW_SIM_FAULT_XID79, GW_SIM_FAULT_PCIE_DOWNGRADE,
+		GW_SIM_FAULT_XID79,	      GW_SIM_FAULT_PCIE_DOWNGRADE,
 		GW_SIM_FAULT_POWER_CAP,
 	};
 	struct gw_sim_fault f;
@@ -345,8 +345,7 @@ static void test_lifecycle(void **state)
 	assert_int_equal(n, 2);
 	assert_int_equal(F->device_get_handle_by_index(2, &h),
 			 GW_NVML_ERROR_INVALID_ARGUMENT);
-	assert_int_equal(F->device_get_handle_by_index(1, &h),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(F->device_get_handle_by_index(1, &h), GW_NVML_SUCCESS);
 	assert_int_equal(F->shutdown(), GW_NVML_SUCCESS);
 	assert_int_equal(F->device_get_count(&n), GW_NVML_SUCCESS);
 	assert_int_equal(F->shutdown(), GW_NVML_SUCCESS);
@@ -401,13 +400,13 @@ static void test_identity(void **state)
 	assert_true(m.total == H200_MEM);
 	assert_true(m.used + m.free == m.total);
 
-	assert_int_equal(F->device_get_max_clock_info(H[0], GW_NVML_CLOCK_SM,
-						      &v),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_get_max_clock_info(H[0], GW_NVML_CLOCK_SM, &v),
+		GW_NVML_SUCCESS);
 	assert_int_equal(v, 1980);
-	assert_int_equal(F->device_get_max_clock_info(H[0], GW_NVML_CLOCK_MEM,
-						      &v),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_get_max_clock_info(H[0], GW_NVML_CLOCK_MEM, &v),
+		GW_NVML_SUCCESS);
 	assert_int_equal(v, 2619);
 	assert_int_equal(F->device_get_clock_info(H[0], 42, &v),
 			 GW_NVML_ERROR_INVALID_ARGUMENT);
@@ -462,9 +461,10 @@ static void trace(uint64_t seed, int busy, struct snap out[2][TRACE_LEN],
 
 	sim_up(2, 3600, seed, 1, NULL);
 	for (g = 0; g < 2; g++)
-		assert_int_equal(F->device_get_uuid(H[g], uuid[g],
-						    GW_NVML_DEVICE_UUID_BUFFER_SIZE),
-				 GW_NVML_SUCCESS);
+		assert_int_equal(
+			F->device_get_uuid(H[g], uuid[g],
+					   GW_NVML_DEVICE_UUID_BUFFER_SIZE),
+			GW_NVML_SUCCESS);
 	for (i = 0; i < TRACE_LEN; i++) {
 		if (busy) {
 			gw_sim_advance(0.55);
@@ -548,8 +548,7 @@ static void test_power_energy_clocks(void **state)
 	for (g = 0; g < 8; g++) {
 		double de = (double)(e_prev[g] - e0[g]);
 
-		assert_true(de > 0.98 * integral[g] &&
-			    de < 1.02 * integral[g]);
+		assert_true(de > 0.98 * integral[g] && de < 1.02 * integral[g]);
 	}
 }
 
@@ -627,7 +626,8 @@ static void test_temperature_lags_power(void **state)
 				print_message("gpu %u: %u W -> cap: %u C, "
 					      "%u C after 10 s, %u C after "
 					      "180 s\n",
-					      g, p0[g] / 1000, t0[g], t10[g], t);
+					      g, p0[g] / 1000, t0[g], t10[g],
+					      t);
 				/* the power fell at once, the heat follows */
 				assert_true(drop180 >= 10);
 				assert_true(drop10 * 2 < drop180);
@@ -644,7 +644,8 @@ static void test_temperature_lags_power(void **state)
 
 static void test_thermal_runaway(void **state)
 {
-	static const char *const faults[] = { "thermal-runaway:0:60:600", NULL };
+	static const char *const faults[] = { "thermal-runaway:0:60:600",
+					      NULL };
 	const unsigned long long hot = GW_NVML_CLOCKS_EVENT_HW_THERMAL |
 				       GW_NVML_CLOCKS_EVENT_SW_THERMAL;
 	unsigned int i, t, hbm, max_hbm = 0, crossed = 0, t_start = 0;
@@ -710,9 +711,9 @@ static void test_xid79_lost_and_back(void **state)
 			 GW_NVML_SUCCESS);
 	assert_int_equal(F->device_register_events(H[0], types, other),
 			 GW_NVML_SUCCESS);
-	assert_int_equal(F->device_register_events(H[1], GW_NVML_EVENT_CLOCK,
-						   set),
-			 GW_NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(
+		F->device_register_events(H[1], GW_NVML_EVENT_CLOCK, set),
+		GW_NVML_ERROR_NOT_SUPPORTED);
 
 	gw_sim_advance(9.5);
 	/* with the manual clock nothing can arrive: no blocking */
@@ -742,9 +743,9 @@ static void test_xid79_lost_and_back(void **state)
 			 GW_NVML_ERROR_GPU_IS_LOST);
 	assert_int_equal(F->device_get_name(H[1], name, sizeof(name)),
 			 GW_NVML_ERROR_GPU_IS_LOST);
-	assert_int_equal(F->device_get_compute_running_processes(H[1], &v,
-								 NULL),
-			 GW_NVML_ERROR_GPU_IS_LOST);
+	assert_int_equal(
+		F->device_get_compute_running_processes(H[1], &v, NULL),
+		GW_NVML_ERROR_GPU_IS_LOST);
 	assert_int_equal(F->device_get_handle_by_index(1, &h),
 			 GW_NVML_ERROR_GPU_IS_LOST);
 	assert_int_equal(F->device_get_power_usage(H[0], &v), GW_NVML_SUCCESS);
@@ -754,8 +755,7 @@ static void test_xid79_lost_and_back(void **state)
 			 GW_NVML_ERROR_GPU_IS_LOST);
 	gw_sim_advance(2.0); /* t = 40.5: the fault is over */
 	assert_int_equal(F->device_get_power_usage(H[1], &v), GW_NVML_SUCCESS);
-	assert_int_equal(F->device_get_handle_by_index(1, &h),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(F->device_get_handle_by_index(1, &h), GW_NVML_SUCCESS);
 	assert_ptr_equal(h, H[1]);
 	gw_sim_advance(60.0);
 	assert_int_equal(F->event_set_wait(set, &ev, 0), GW_NVML_ERROR_TIMEOUT);
@@ -776,19 +776,19 @@ static void test_ecc_storm(void **state)
 	(void)state;
 	sim_up(1, 0, 4, 1, faults);
 	assert_int_equal(F->event_set_create(&set), GW_NVML_SUCCESS);
-	assert_int_equal(F->device_register_events(
-				 H[0],
-				 GW_NVML_EVENT_SINGLE_BIT_ECC |
-					 GW_NVML_EVENT_DOUBLE_BIT_ECC |
-					 GW_NVML_EVENT_XID_CRITICAL,
-				 set),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_register_events(H[0],
+					  GW_NVML_EVENT_SINGLE_BIT_ECC |
+						  GW_NVML_EVENT_DOUBLE_BIT_ECC |
+						  GW_NVML_EVENT_XID_CRITICAL,
+					  set),
+		GW_NVML_SUCCESS);
 	gw_sim_advance(4.9);
 	assert_true(ecc(0, GW_NVML_MEMORY_ERROR_TYPE_CORRECTED) == 0);
 	assert_true(ecc(0, GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED) == 0);
-	assert_int_equal(F->device_get_remapped_rows(H[0], &corr, &unc,
-						     &pending, &fail),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_get_remapped_rows(H[0], &corr, &unc, &pending, &fail),
+		GW_NVML_SUCCESS);
 	assert_true(corr == 0 && unc == 0 && pending == 0 && fail == 0);
 
 	gw_sim_advance(30.0);
@@ -799,9 +799,9 @@ static void test_ecc_storm(void **state)
 	u60 = ecc(0, GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED);
 	assert_true(c60 >= 100 * 60 && c60 <= 1000 * 60);
 	assert_true(u60 >= 2 && u60 <= 5); /* one every ~20 s */
-	assert_int_equal(F->device_get_remapped_rows(H[0], &corr, &unc,
-						     &pending, &fail),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_get_remapped_rows(H[0], &corr, &unc, &pending, &fail),
+		GW_NVML_SUCCESS);
 	assert_true(corr >= 2);
 	assert_int_equal(unc, u60);
 	assert_int_equal(pending, 1);
@@ -826,9 +826,8 @@ static void test_ecc_storm(void **state)
 	gw_sim_advance(120.0);
 	assert_true(ecc(0, GW_NVML_MEMORY_ERROR_TYPE_CORRECTED) == c60);
 	assert_true(ecc(0, GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED) == u60);
-	assert_int_equal(F->device_get_total_ecc_errors(H[0], 5,
-							GW_NVML_VOLATILE_ECC,
-							&c60),
+	assert_int_equal(F->device_get_total_ecc_errors(
+				 H[0], 5, GW_NVML_VOLATILE_ECC, &c60),
 			 GW_NVML_ERROR_INVALID_ARGUMENT);
 }
 
@@ -947,9 +946,9 @@ static void test_processes_sizing(void **state)
 	n = nprocs(0);
 
 	k = 0;
-	assert_int_equal(F->device_get_compute_running_processes(H[0], &k,
-								 NULL),
-			 GW_NVML_ERROR_INSUFFICIENT_SIZE);
+	assert_int_equal(
+		F->device_get_compute_running_processes(H[0], &k, NULL),
+		GW_NVML_ERROR_INSUFFICIENT_SIZE);
 	assert_int_equal(k, n);
 	k = n - 1;
 	assert_int_equal(F->device_get_compute_running_processes(H[0], &k, p),
@@ -992,9 +991,9 @@ static void test_processes_sizing(void **state)
 			 GW_NVML_ERROR_NOT_FOUND);
 	gw_sim_advance(1.0);
 	k = 8;
-	assert_int_not_equal(F->device_get_process_utilization(H[0], u, &k,
-							       last),
-			     GW_NVML_ERROR_NOT_FOUND);
+	assert_int_not_equal(
+		F->device_get_process_utilization(H[0], u, &k, last),
+		GW_NVML_ERROR_NOT_FOUND);
 
 	/* wait for an idle GPU: no processes is success with none */
 	for (tries = 0; nprocs(0) > 0; tries++) {
@@ -1002,9 +1001,9 @@ static void test_processes_sizing(void **state)
 		gw_sim_advance(1.0);
 	}
 	k = 0;
-	assert_int_equal(F->device_get_compute_running_processes(H[0], &k,
-								 NULL),
-			 GW_NVML_SUCCESS);
+	assert_int_equal(
+		F->device_get_compute_running_processes(H[0], &k, NULL),
+		GW_NVML_SUCCESS);
 	assert_int_equal(k, 0);
 	k = 8;
 	assert_int_equal(F->device_get_process_utilization(H[0], u, &k, 0),
@@ -1050,10 +1049,10 @@ static void test_fields_links_misc(void **state)
 		assert_int_equal(F->device_get_nvlink_state(H[0], l, &st),
 				 GW_NVML_SUCCESS);
 		assert_int_equal(st, GW_NVML_FEATURE_ENABLED);
-		assert_int_equal(F->device_get_nvlink_error_counter(
-					 H[0], l, GW_NVML_NVLINK_ERROR_DL_CRC_FLIT,
-					 &n),
-				 GW_NVML_SUCCESS);
+		assert_int_equal(
+			F->device_get_nvlink_error_counter(
+				H[0], l, GW_NVML_NVLINK_ERROR_DL_CRC_FLIT, &n),
+			GW_NVML_SUCCESS);
 	}
 	assert_int_equal(F->device_get_nvlink_state(H[0], 18, &st),
 			 GW_NVML_ERROR_INVALID_ARGUMENT);
@@ -1189,9 +1188,8 @@ static void test_realtime_events_and_threads(void **state)
 		hm[i].gpu = i;
 		hm[i].stop = &stop;
 		hm[i].calls = hm[i].bad = 0;
-		assert_int_equal(pthread_create(&th[i], NULL, hammer_main,
-						&hm[i]),
-				 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, hammer_main, &hm[i]), 0);
 	}
 	/* the event arrives while we block, within the timeout */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1275,16 +1273,14 @@ int main(void)
 		cmocka_unit_test_teardown(test_ecc_storm, teardown_sim),
 		cmocka_unit_test_teardown(test_pcie_downgrade, teardown_sim),
 		cmocka_unit_test_teardown(test_power_cap, teardown_sim),
-		cmocka_unit_test_teardown(test_healthy_day_below_alert_thresholds,
-					  teardown_sim),
+		cmocka_unit_test_teardown(
+			test_healthy_day_below_alert_thresholds, teardown_sim),
 		cmocka_unit_test_teardown(test_processes_sizing, teardown_sim),
-		cmocka_unit_test_teardown(test_fields_links_misc,
-					  teardown_sim),
+		cmocka_unit_test_teardown(test_fields_links_misc, teardown_sim),
 		cmocka_unit_test_teardown(test_gpm, teardown_sim),
 		cmocka_unit_test_teardown(test_realtime_events_and_threads,
 					  teardown_sim),
-		cmocka_unit_test_teardown(test_stop_wakes_waiter,
-					  teardown_sim),
+		cmocka_unit_test_teardown(test_stop_wakes_waiter, teardown_sim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@
 #include "store/sketch.h"
 
 #define BUF_MAX (64u << 20)
-#define NQ (sizeof(qs) / sizeof(qs[0]))
+#define NQ	(sizeof(qs) / sizeof(qs[0]))
 
 static const double qs[] = { 0, 0.01, 0.5, 0.9, 0.95, 0.99, 0.999, 1 };
 
@@ -104,8 +104,8 @@ static void check_dist(double *v, size_t n, const char *what)
 	assert_true(gw_sketch_quantile(&s, 0) == v[0]);
 	assert_true(gw_sketch_quantile(&s, 1) == v[n - 1]);
 	for (i = 0; i < NQ; i++)
-		check_close(gw_sketch_quantile(&s, qs[i]),
-			    exact_q(v, n, qs[i]), qs[i], what);
+		check_close(gw_sketch_quantile(&s, qs[i]), exact_q(v, n, qs[i]),
+			    qs[i], what);
 	/* And a sweep of 1001 quantiles. */
 	for (i = 0; i <= 1000; i++)
 		check_close(gw_sketch_quantile(&s, i / 1000.0),
@@ -214,8 +214,9 @@ static void accuracy_wide_range(void **state)
 	check_dist(v, N, "+-1e-9..1e9");
 	/* Extremes of the double range, and zeros between. */
 	for (i = 0; i < N; i++)
-		v[i] = i % 7 == 0 ? 0 :
-		       (i % 2 ? -1 : 1) * pow(10, -300 + 600 * unif());
+		v[i] = i % 7 == 0 ? 0
+				  : (i % 2 ? -1 : 1) *
+					    pow(10, -300 + 600 * unif());
 	v[3] = DBL_MAX;
 	v[5] = -DBL_MAX;
 	v[9] = DBL_MIN;
@@ -235,8 +236,10 @@ static void accuracy_bucket_edges(void **state)
 	for (i = 0; i < N; i++) {
 		double e = pow(g, (double)(i / 4) - 400);
 
-		v[i] = i % 4 == 0 ? nextafter(e, 0) : i % 4 == 1 ? e :
-		       i % 4 == 2 ? nextafter(e, INFINITY) : e * (1 + 1e-12);
+		v[i] = i % 4 == 0   ? nextafter(e, 0)
+		       : i % 4 == 1 ? e
+		       : i % 4 == 2 ? nextafter(e, INFINITY)
+				    : e * (1 + 1e-12);
 	}
 	check_dist(v, N, "bucket edges");
 }
@@ -578,9 +581,8 @@ static void encode_round_trip(void **state)
 		encode_sketch(&s, &b);
 		/* Trailing bytes are not consumed. */
 		assert_int_equal(gw_buf_add(&b, "xyz", 3), 0);
-		assert_int_equal(gw_sketch_decode(&d, (uint8_t *)b.p, b.len,
-						  &used),
-				 0);
+		assert_int_equal(
+			gw_sketch_decode(&d, (uint8_t *)b.p, b.len, &used), 0);
 		assert_int_equal(used, b.len - 3);
 		assert_sketch_equal(&s, &d);
 		encode_sketch(&d, &b2);
@@ -654,8 +656,7 @@ static void check_decoded(const struct gw_sketch *d)
 	gw_buf_init(&b, BUF_MAX);
 	gw_sketch_init(&e);
 	encode_sketch(d, &b);
-	assert_int_equal(gw_sketch_decode(&e, (uint8_t *)b.p, b.len, &used),
-			 0);
+	assert_int_equal(gw_sketch_decode(&e, (uint8_t *)b.p, b.len, &used), 0);
 	assert_sketch_equal(d, &e);
 	gw_sketch_release(&e);
 	gw_buf_release(&b);
@@ -729,16 +730,20 @@ static void decode_rejects(void **state)
 		{ "overlong varint", { 1, 0x80, 0x00, 0, 0, 0 }, 6 },
 		{ "zero count bucket", { 1, 0, 0, 0, 1, 2, 0, 0x10, 0x40 }, 9 },
 		{ "too many buckets", { 1, 0, 0, 0, 0x81, 0x10 }, 6 },
-		{ "index out of range", { 1, 0, 0, 0, 1, 0xff, 0xff, 0x0f, 1,
-					  0x18, 0x3f, 0xf0, 0x00 }, 13 },
+		{ "index out of range",
+		  { 1, 0, 0, 0, 1, 0xff, 0xff, 0x0f, 1, 0x18, 0x3f, 0xf0,
+		    0x00 },
+		  13 },
 		{ "no extremes", { 1, 0, 1, 0, 0 }, 5 },
 		/* one zero, min = 1.0 (not in the zero bucket) */
-		{ "min off its bucket", { 1, 0, 1, 0, 0, 0x02, 0x3f, 0xf0, 0 },
+		{ "min off its bucket",
+		  { 1, 0, 1, 0, 0, 0x02, 0x3f, 0xf0, 0 },
 		  9 },
 		/* one zero, min 0, max = -0.0 bits */
 		{ "negative zero", { 1, 0, 1, 0, 0, 0, 0x01, 0x80 }, 8 },
 		/* non-canonical XOR: lead 0, 2 bytes with a leading zero */
-		{ "xor not canonical", { 1, 0, 1, 0, 0, 0x02, 0x00, 0x01, 0 },
+		{ "xor not canonical",
+		  { 1, 0, 1, 0, 0, 0x02, 0x00, 0x01, 0 },
 		  9 },
 	};
 	struct gw_sketch s;
@@ -753,9 +758,9 @@ static void decode_rejects(void **state)
 			fail_msg("%s: %d", bad[i].what, r);
 	}
 	/* The smallest valid ones: empty, and one zero. */
-	assert_int_equal(gw_sketch_decode(&s, (const uint8_t *)"\1\0\0\0\0",
-					  5, &used),
-			 0);
+	assert_int_equal(
+		gw_sketch_decode(&s, (const uint8_t *)"\1\0\0\0\0", 5, &used),
+		0);
 	assert_int_equal(gw_sketch_decode(&s, (const uint8_t *)"\1\0\1\0\0\0\0",
 					  7, &used),
 			 0);
@@ -809,10 +814,11 @@ static void rollup_stats(void **state)
 	for (double c = 0.1; c < 1e6; c *= 3.1) {
 		gw_rollup_reset(&r, 0);
 		for (i = 0; i < 1000; i++)
-			assert_int_equal(gw_rollup_add(&r, (int64_t)i,
-						       i % 3 ? c :
-						       nextafter(c, INFINITY)),
-					 0);
+			assert_int_equal(
+				gw_rollup_add(&r, (int64_t)i,
+					      i % 3 ? c
+						    : nextafter(c, INFINITY)),
+				0);
 		sd = gw_rollup_stddev(&r);
 		assert_true(sd >= 0 && sd <= 1e-6 * c);
 	}
@@ -831,7 +837,8 @@ static double gpu_power(uint64_t i)
 {
 	/* 1/1024 W steps: exact sums, whatever the order. */
 	return round((250 + 200 * sin((double)i / 300) + 30 * normal()) *
-		     1024) / 1024;
+		     1024) /
+	       1024;
 }
 
 static void rollup_hour_from_minutes(void **state)
@@ -851,8 +858,8 @@ static void rollup_hour_from_minutes(void **state)
 			gw_rollup_init(&min[m], t0 + (m + 1) * 60000);
 		for (int s = 0; s < 3600; s++) {
 			int64_t t = t0 + s * 1000 + 17;
-			double v = kind ? gpu_power((uint64_t)s) :
-					  (double)(60 + rnd() % 25);
+			double v = kind ? gpu_power((uint64_t)s)
+					: (double)(60 + rnd() % 25);
 
 			assert_int_equal(gw_rollup_add(&hour, t, v), 0);
 			assert_int_equal(gw_rollup_add(&min[s / 60], t, v), 0);
@@ -904,20 +911,20 @@ static struct gw_rollup *build_rollups(size_t n, uint64_t sd)
 		if (i % 17 == 5)
 			continue;
 		for (int s = 0; s < 60; s++) {
-			double v = i % 2 ? (double)(40 + rnd() % 30) :
-					   round((100 + 600 * unif()) * 1000) /
+			double v = i % 2 ? (double)(40 + rnd() % 30)
+					 : round((100 + 600 * unif()) * 1000) /
 						   1000;
 
-			assert_int_equal(gw_rollup_add(&r[i],
-						       t - 60000 + s * 1000, v),
-					 0);
+			assert_int_equal(
+				gw_rollup_add(&r[i], t - 60000 + s * 1000, v),
+				0);
 		}
 	}
 	return r;
 }
 
 static void assert_rollup_equal(const struct gw_rollup *a,
-				 const struct gw_rollup *b)
+				const struct gw_rollup *b)
 {
 	assert_true(a->t == b->t);
 	assert_true(a->t_last == b->t_last);
@@ -987,9 +994,9 @@ static void chunk_is_compact(void **state)
 		for (int s = 0; s < 60; s++) {
 			double v = (double)(64 + rnd() % 3);
 
-			assert_int_equal(gw_rollup_add(&r[i],
-						       t - 60000 + s * 1000, v),
-					 0);
+			assert_int_equal(
+				gw_rollup_add(&r[i], t - 60000 + s * 1000, v),
+				0);
 		}
 	}
 	assert_int_equal(gw_rollup_encode(r, N, &b), 0);
@@ -1053,10 +1060,11 @@ static void chunk_common_cases_compact(void **state)
 	/* The same with power readings of three decimals. */
 	for (size_t i = 0; i < N; i++) {
 		gw_rollup_reset(&r[i], r[i].t);
-		assert_int_equal(gw_rollup_add(&r[i], r[i].t - 60000 + 2,
-					       round((100 + 600 * unif()) *
-						     1000) / 1000),
-				 0);
+		assert_int_equal(
+			gw_rollup_add(&r[i], r[i].t - 60000 + 2,
+				      round((100 + 600 * unif()) * 1000) /
+					      1000),
+			0);
 	}
 	len = round_trip(r, N);
 	print_message("%d one-sample power minutes: %zu bytes\n", N, len);
@@ -1067,10 +1075,10 @@ static void chunk_common_cases_compact(void **state)
 
 		gw_rollup_reset(&r[i], r[i].t);
 		for (int s = 0; s < 60; s++)
-			assert_int_equal(gw_rollup_add(&r[i], r[i].t - 60000 +
-								s * 1000,
-						       v),
-					 0);
+			assert_int_equal(
+				gw_rollup_add(&r[i], r[i].t - 60000 + s * 1000,
+					      v),
+				0);
 	}
 	len = round_trip(r, N);
 	print_message("%d constant minutes: %zu bytes\n", N, len);
@@ -1081,9 +1089,9 @@ static void chunk_common_cases_compact(void **state)
 /* Everything outside the common cases still comes back bit for bit. */
 static void chunk_uncommon_round_trip(void **state)
 {
-	static const double one[] = { -0.0, 0.0, 4.9e-324, -2.2e-308,
-				      INFINITY, -INFINITY, DBL_MAX, -3.25,
-				      0.1, 1e300 };
+	static const double one[] = { -0.0,	0.0,	   4.9e-324, -2.2e-308,
+				      INFINITY, -INFINITY, DBL_MAX,  -3.25,
+				      0.1,	1e300 };
 	enum { NONE = sizeof(one) / sizeof(one[0]), N = NONE + 12 };
 	struct gw_rollup r[N];
 	int64_t t = 0;
@@ -1096,8 +1104,8 @@ static void chunk_uncommon_round_trip(void **state)
 	}
 	/* Single samples of special values, at varying times. */
 	for (i = 0; i < NONE; i++)
-		assert_int_equal(gw_rollup_add(&r[i], r[i].t - 1 -
-							       (int64_t)i % 3,
+		assert_int_equal(gw_rollup_add(&r[i],
+					       r[i].t - 1 - (int64_t)i % 3,
 					       one[i]),
 				 0);
 	/* Constant windows whose sums are not count * value. */
@@ -1105,14 +1113,13 @@ static void chunk_uncommon_round_trip(void **state)
 		assert_int_equal(gw_rollup_add(&r[i], t - 60000 + s, 0.1), 0);
 		assert_int_equal(gw_rollup_add(&r[i + 1], t, 1e300), 0);
 		/* -0.0 and 0.0: min and max differ in their bits only. */
-		assert_int_equal(gw_rollup_add(&r[i + 2], s, s % 2 ? 0.0 : -0.0),
-				 0);
+		assert_int_equal(
+			gw_rollup_add(&r[i + 2], s, s % 2 ? 0.0 : -0.0), 0);
 		/* Two buckets; then one bucket, three values. */
 		assert_int_equal(gw_rollup_add(&r[i + 3], s, s == 7 ? 90 : 40),
 				 0);
-		assert_int_equal(gw_rollup_add(&r[i + 4], s,
-					       40 + (s % 3) * 0.01),
-				 0);
+		assert_int_equal(
+			gw_rollup_add(&r[i + 4], s, 40 + (s % 3) * 0.01), 0);
 		/* Negative and positive, last neither min nor max. */
 		assert_int_equal(gw_rollup_add(&r[i + 5], s, s - 30.5), 0);
 	}
@@ -1155,10 +1162,9 @@ static void chunk_format(void **state)
 	/* version 2, n 1, t 60000, flags (max, last, sum and sumsq implied,
 	 * sketch derived) in a run of 1, count 1, t - t_last 60000, min 5.0
 	 * as an XOR double, CRC. */
-	static const uint8_t want[] = { 2,    1,    0xc0, 0xa9, 7,	  0xb6,
-					2,    0,    1,	  0xc0, 0xa9, 7,
-					0x02, 0x40, 0x14, 0,	0,    0,
-					0 };
+	static const uint8_t want[] = { 2,    1, 0xc0, 0xa9, 7, 0xb6, 2,
+					0,    1, 0xc0, 0xa9, 7, 0x02, 0x40,
+					0x14, 0, 0,    0,    0 };
 	uint8_t p[64];
 	struct gw_rollup r, *d;
 	struct gw_buf b;

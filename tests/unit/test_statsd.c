@@ -47,20 +47,22 @@ static void parse_accepts(void **state)
 		double rate;
 		size_t ntags;
 	} cases[] = {
-	    {"hits:1|c", GW_STATSD_COUNTER, "hits", 1, 1, 1, 0},
-	    {"hits:2.5|c|@0.5", GW_STATSD_COUNTER, "hits", 1, 2.5, 0.5, 0},
-	    {"temp:-3|g", GW_STATSD_GAUGE, "temp", 1, -3, 1, 0},
-	    {"temp:1e3|g", GW_STATSD_GAUGE, "temp", 1, 1000, 1, 0},
-	    {"lat:12.5|ms", GW_STATSD_TIMER, "lat", 1, 12.5, 1, 0},
-	    {"size:3|h|@1", GW_STATSD_HISTOGRAM, "size", 1, 3, 1, 0},
-	    {"d:1:2:3|d", GW_STATSD_DISTRIBUTION, "d", 3, 1, 1, 0},
-	    {"users:alice|s", GW_STATSD_SET, "users", 1, 0, 1, 0},
-	    {"my.app-x/req:1|c|#env:prod,region:eu", GW_STATSD_COUNTER,
-	     "my_app_x_req", 1, 1, 1, 2},
-	    {"q:1|c|#a:b|c:abc123|T1700000000", GW_STATSD_COUNTER, "q", 1, 1, 1,
-	     1},
-	    {"q:1|c|@0.1|#a|x-unknown", GW_STATSD_COUNTER, "q", 1, 1, 0.1, 1},
-	    {"9lives:1|c", GW_STATSD_COUNTER, "_9lives", 1, 1, 1, 0},
+		{ "hits:1|c", GW_STATSD_COUNTER, "hits", 1, 1, 1, 0 },
+		{ "hits:2.5|c|@0.5", GW_STATSD_COUNTER, "hits", 1, 2.5, 0.5,
+		  0 },
+		{ "temp:-3|g", GW_STATSD_GAUGE, "temp", 1, -3, 1, 0 },
+		{ "temp:1e3|g", GW_STATSD_GAUGE, "temp", 1, 1000, 1, 0 },
+		{ "lat:12.5|ms", GW_STATSD_TIMER, "lat", 1, 12.5, 1, 0 },
+		{ "size:3|h|@1", GW_STATSD_HISTOGRAM, "size", 1, 3, 1, 0 },
+		{ "d:1:2:3|d", GW_STATSD_DISTRIBUTION, "d", 3, 1, 1, 0 },
+		{ "users:alice|s", GW_STATSD_SET, "users", 1, 0, 1, 0 },
+		{ "my.app-x/req:1|c|#env:prod,region:eu", GW_STATSD_COUNTER,
+		  "my_app_x_req", 1, 1, 1, 2 },
+		{ "q:1|c|#a:b|c:abc123|T1700000000", GW_STATSD_COUNTER, "q", 1,
+		  1, 1, 1 },
+		{ "q:1|c|@0.1|#a|x-unknown", GW_STATSD_COUNTER, "q", 1, 1, 0.1,
+		  1 },
+		{ "9lives:1|c", GW_STATSD_COUNTER, "_9lives", 1, 1, 1, 0 },
 	};
 
 	(void)state;
@@ -86,36 +88,36 @@ static void parse_rejects_with_reason(void **state)
 		const char *in;
 		enum gw_statsd_result want;
 	} cases[] = {
-	    {"", GW_STATSD_BAD_NAME},
-	    {":1|c", GW_STATSD_BAD_NAME},
-	    {"|c", GW_STATSD_BAD_NAME},
-	    {"hits", GW_STATSD_BAD_TYPE},
-	    {"hits:1", GW_STATSD_BAD_TYPE},
-	    {"hits|c", GW_STATSD_BAD_VALUE},
-	    {"hits:|c", GW_STATSD_BAD_VALUE},
-	    {"hits:abc|c", GW_STATSD_BAD_VALUE},
-	    {"hits:nan|g", GW_STATSD_BAD_VALUE},
-	    {"hits:inf|g", GW_STATSD_BAD_VALUE},
-	    {"hits:1e999|g", GW_STATSD_BAD_VALUE},
-	    {"hits:0x10|g", GW_STATSD_BAD_VALUE},
-	    {"hits:1.|g", GW_STATSD_OK},
-	    {"hits:.|g", GW_STATSD_BAD_VALUE},
-	    {"hits:-1|c", GW_STATSD_BAD_VALUE},
-	    {"hits:1::2|d", GW_STATSD_BAD_VALUE},
-	    /* The name ends at the first ':'; "name" is no number. */
-	    {"ns:name:1|c", GW_STATSD_BAD_VALUE},
-	    {"hits:1|x", GW_STATSD_BAD_TYPE},
-	    {"hits:1|", GW_STATSD_BAD_TYPE},
-	    {"hits:1|c:2|c", GW_STATSD_BAD_TYPE},
-	    {"hits:1|msx", GW_STATSD_BAD_TYPE},
-	    {"hits:1|c|@0", GW_STATSD_BAD_RATE},
-	    {"hits:1|c|@1.5", GW_STATSD_BAD_RATE},
-	    {"hits:1|c|@-0.5", GW_STATSD_BAD_RATE},
-	    {"hits:1|c|@", GW_STATSD_BAD_RATE},
-	    {"hits:1|c|#a:\x01", GW_STATSD_BAD_TAG},
-	    {"hits:1|c|#a:\xff", GW_STATSD_BAD_TAG},
-	    {"_e{5,4}:title|text", GW_STATSD_UNSUPPORTED},
-	    {"_sc|check|0", GW_STATSD_UNSUPPORTED},
+		{ "", GW_STATSD_BAD_NAME },
+		{ ":1|c", GW_STATSD_BAD_NAME },
+		{ "|c", GW_STATSD_BAD_NAME },
+		{ "hits", GW_STATSD_BAD_TYPE },
+		{ "hits:1", GW_STATSD_BAD_TYPE },
+		{ "hits|c", GW_STATSD_BAD_VALUE },
+		{ "hits:|c", GW_STATSD_BAD_VALUE },
+		{ "hits:abc|c", GW_STATSD_BAD_VALUE },
+		{ "hits:nan|g", GW_STATSD_BAD_VALUE },
+		{ "hits:inf|g", GW_STATSD_BAD_VALUE },
+		{ "hits:1e999|g", GW_STATSD_BAD_VALUE },
+		{ "hits:0x10|g", GW_STATSD_BAD_VALUE },
+		{ "hits:1.|g", GW_STATSD_OK },
+		{ "hits:.|g", GW_STATSD_BAD_VALUE },
+		{ "hits:-1|c", GW_STATSD_BAD_VALUE },
+		{ "hits:1::2|d", GW_STATSD_BAD_VALUE },
+		/* The name ends at the first ':'; "name" is no number. */
+		{ "ns:name:1|c", GW_STATSD_BAD_VALUE },
+		{ "hits:1|x", GW_STATSD_BAD_TYPE },
+		{ "hits:1|", GW_STATSD_BAD_TYPE },
+		{ "hits:1|c:2|c", GW_STATSD_BAD_TYPE },
+		{ "hits:1|msx", GW_STATSD_BAD_TYPE },
+		{ "hits:1|c|@0", GW_STATSD_BAD_RATE },
+		{ "hits:1|c|@1.5", GW_STATSD_BAD_RATE },
+		{ "hits:1|c|@-0.5", GW_STATSD_BAD_RATE },
+		{ "hits:1|c|@", GW_STATSD_BAD_RATE },
+		{ "hits:1|c|#a:\x01", GW_STATSD_BAD_TAG },
+		{ "hits:1|c|#a:\xff", GW_STATSD_BAD_TAG },
+		{ "_e{5,4}:title|text", GW_STATSD_UNSUPPORTED },
+		{ "_sc|check|0", GW_STATSD_UNSUPPORTED },
 	};
 	char big[600];
 
@@ -173,9 +175,10 @@ static void parse_gauge_signs_and_tags(void **state)
 			 GW_STATSD_OK);
 	assert_int_equal(line.ntags, 7);
 	static const char *const want[][2] = {
-	    {"canary", "true"}, {"tag_le", "5"}, {"tag_quantile", "x"},
-	    {"tag___n", "1"},	{"env", "a"},	 {"url", "http://h:80"},
-	    {"k_e_y", "z"},
+		{ "canary", "true" },	 { "tag_le", "5" },
+		{ "tag_quantile", "x" }, { "tag___n", "1" },
+		{ "env", "a" },		 { "url", "http://h:80" },
+		{ "k_e_y", "z" },
 	};
 	for (size_t i = 0; i < 7; i++) {
 		assert_int_equal(line.tags[i].name_len, strlen(want[i][0]));
@@ -193,7 +196,7 @@ static void sanitize_names(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    gw_statsd_sanitize("a.b-c", 5, false, out, sizeof(out)), 5);
+		gw_statsd_sanitize("a.b-c", 5, false, out, sizeof(out)), 5);
 	assert_string_equal(out, "a_b_c");
 	assert_int_equal(gw_statsd_sanitize("ns:x", 4, false, out, sizeof(out)),
 			 4);
@@ -205,7 +208,8 @@ static void sanitize_names(void **state)
 			 3);
 	assert_string_equal(out, "_1x");
 	assert_int_equal(
-	    gw_statsd_sanitize("caf\xc3\xa9", 5, false, out, sizeof(out)), 5);
+		gw_statsd_sanitize("caf\xc3\xa9", 5, false, out, sizeof(out)),
+		5);
 	assert_string_equal(out, "caf__");
 	assert_int_equal(gw_statsd_sanitize("", 0, false, out, sizeof(out)), 0);
 	assert_int_equal(gw_statsd_sanitize("abcd", 4, false, out, 4), 0);
@@ -216,8 +220,8 @@ static void sanitize_names(void **state)
 static struct gw_statsd_table *new_table(unsigned int series,
 					 unsigned int tagvals)
 {
-	struct gw_statsd_table_opts o = {.max_series = series,
-					 .max_tag_values = tagvals};
+	struct gw_statsd_table_opts o = { .max_series = series,
+					  .max_tag_values = tagvals };
 	struct gw_statsd_table *t;
 
 	assert_int_equal(gw_statsd_table_new(&o, &t), 0);
@@ -241,8 +245,8 @@ static double find(const struct gw_snap *s, const char *name,
 		   const char *labels)
 {
 	static const char *const suffix[] = {
-		[GW_SAMPLE_PLAIN] = "", [GW_SAMPLE_BUCKET] = "_bucket",
-		[GW_SAMPLE_SUM] = "_sum", [GW_SAMPLE_COUNT] = "_count",
+		[GW_SAMPLE_PLAIN] = "",	   [GW_SAMPLE_BUCKET] = "_bucket",
+		[GW_SAMPLE_SUM] = "_sum",  [GW_SAMPLE_COUNT] = "_count",
 		[GW_SAMPLE_QUANTILE] = "",
 	};
 
@@ -356,17 +360,17 @@ static void quantiles_within_one_percent(void **state)
 	static const struct {
 		double q;
 		const char *label;
-	} qs[] = {{0.5, "quantile=\"0.5\""},
-		  {0.9, "quantile=\"0.9\""},
-		  {0.95, "quantile=\"0.95\""},
-		  {0.99, "quantile=\"0.99\""}};
+	} qs[] = { { 0.5, "quantile=\"0.5\"" },
+		   { 0.9, "quantile=\"0.9\"" },
+		   { 0.95, "quantile=\"0.95\"" },
+		   { 0.99, "quantile=\"0.99\"" } };
 
 	(void)state;
 	assert_non_null(v);
 	gw_snap_init(&s);
 	for (int i = 0; i < N; i++) {
 		double z =
-		    sqrt(-2 * log(uniform())) * cos(2 * M_PI * uniform());
+			sqrt(-2 * log(uniform())) * cos(2 * M_PI * uniform());
 		double ms = exp(3 + 1.2 * z); /* median ~20 ms */
 
 		snprintf(buf, sizeof(buf), "rpc.latency:%.17g|ms", ms);
@@ -532,8 +536,8 @@ static void idle_series_expire(void **state)
 
 static void send_udp(unsigned int port, const char *msg)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)port) };
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
 	assert_true(fd >= 0);
@@ -547,11 +551,12 @@ static void send_udp(unsigned int port, const char *msg)
 static void receive_datagrams(void **state)
 {
 	char path[64];
-	struct gw_statsd_rx_opts o = {
-	    .listen = "127.0.0.1:0", .max_series = 100, .max_tag_values = 100};
+	struct gw_statsd_rx_opts o = { .listen = "127.0.0.1:0",
+				       .max_series = 100,
+				       .max_tag_values = 100 };
 	struct gw_statsd_rx *rx;
 	struct gw_statsd_rx_counts c;
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct gw_snap s;
 	const char *m = "lines:1|c\nlines:2|c|#k:v\r\n\n"
 			"bad line\nhits:x|c\n_e{1,1}:a|b\nt:5|g";
@@ -570,7 +575,8 @@ static void receive_datagrams(void **state)
 	assert_true(fd >= 0);
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	assert_int_equal(
-	    sendto(fd, "u:3|g", 5, 0, (struct sockaddr *)&sun, sizeof(sun)), 5);
+		sendto(fd, "u:3|g", 5, 0, (struct sockaddr *)&sun, sizeof(sun)),
+		5);
 	close(fd);
 	while (got < 2) {
 		int r = gw_statsd_rx_poll(rx, 1000, 1);
@@ -609,8 +615,9 @@ static void receive_datagrams(void **state)
 
 static void bind_failure_is_not_fatal(void **state)
 {
-	struct gw_statsd_rx_opts o = {
-	    .listen = "127.0.0.1:0", .max_series = 10, .max_tag_values = 10};
+	struct gw_statsd_rx_opts o = { .listen = "127.0.0.1:0",
+				       .max_series = 10,
+				       .max_tag_values = 10 };
 	struct gw_statsd_rx *a, *b;
 	struct gw_snap s;
 	char addr[64], lab[128];
@@ -626,10 +633,9 @@ static void bind_failure_is_not_fatal(void **state)
 	gw_statsd_rx_publish(b, &s, 1);
 	snprintf(lab, sizeof(lab), "transport=\"udp\",address=\"%s\"", addr);
 	assert_true(find(&s, "gpuwatch_statsd_up", lab) == 0);
-	assert_true(
-	    find(&s, "gpuwatch_statsd_up",
-		 "transport=\"unix\",address=\"/nonexistent-dir/x.sock\"") ==
-	    0);
+	assert_true(find(&s, "gpuwatch_statsd_up",
+			 "transport=\"unix\",address=\"/nonexistent-dir/"
+			 "x.sock\"") == 0);
 	gw_statsd_rx_close(b);
 	o.listen = "not an address";
 	o.socket = NULL;
@@ -642,19 +648,19 @@ static void bind_failure_is_not_fatal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(parse_accepts),
-	    cmocka_unit_test(parse_rejects_with_reason),
-	    cmocka_unit_test(parse_gauge_signs_and_tags),
-	    cmocka_unit_test(sanitize_names),
-	    cmocka_unit_test(counters_gauges_and_rates),
-	    cmocka_unit_test(tags_become_labels),
-	    cmocka_unit_test(quantiles_within_one_percent),
-	    cmocka_unit_test(summary_rate_weights),
-	    cmocka_unit_test(sets_count_distinct_over_window),
-	    cmocka_unit_test(caps_refuse_and_count),
-	    cmocka_unit_test(idle_series_expire),
-	    cmocka_unit_test(receive_datagrams),
-	    cmocka_unit_test(bind_failure_is_not_fatal),
+		cmocka_unit_test(parse_accepts),
+		cmocka_unit_test(parse_rejects_with_reason),
+		cmocka_unit_test(parse_gauge_signs_and_tags),
+		cmocka_unit_test(sanitize_names),
+		cmocka_unit_test(counters_gauges_and_rates),
+		cmocka_unit_test(tags_become_labels),
+		cmocka_unit_test(quantiles_within_one_percent),
+		cmocka_unit_test(summary_rate_weights),
+		cmocka_unit_test(sets_count_distinct_over_window),
+		cmocka_unit_test(caps_refuse_and_count),
+		cmocka_unit_test(idle_series_expire),
+		cmocka_unit_test(receive_datagrams),
+		cmocka_unit_test(bind_failure_is_not_fatal),
 	};
 
 	gw_log_set_level(GW_LOG_ERROR);

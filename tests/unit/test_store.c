@@ -26,7 +26,7 @@
 #include "store/store.h"
 
 #define HOUR 3600000LL
-#define DAY (24 * HOUR)
+#define DAY  (24 * HOUR)
 /* 2026-11-30T00:00:00Z */
 #define T0 1795996800000LL
 
@@ -95,12 +95,14 @@ static void feed(struct fixture *f, int64_t from, int64_t to, int gpus)
 		for (int g = 0; g < gpus; g++) {
 			char labels[64];
 
-			snprintf(labels, sizeof(labels), "uuid=\"GPU-%d\",gpu=\"%d\"",
-				 g, g);
-			assert_int_equal(gw_store_append(f->s,
-							 "gpuwatch_gpu_temperature_celsius",
-							 labels, t, temp_at(t) + g),
-					 0);
+			snprintf(labels, sizeof(labels),
+				 "uuid=\"GPU-%d\",gpu=\"%d\"", g, g);
+			assert_int_equal(
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_temperature_celsius",
+					labels, t, temp_at(t) + g),
+				0);
 		}
 		f->now = t + 1;
 		if (t % 5000 == 0) {
@@ -123,9 +125,10 @@ static struct gw_series_set select_gpu(struct fixture *f, const char *gpu,
 
 	assert_int_equal(gw_matcher_init(&m[0], GW_MATCH_EQ, "__name__",
 					 "gpuwatch_gpu_temperature_celsius",
-					 NULL, 0), 0);
-	assert_int_equal(gw_matcher_init(&m[1], GW_MATCH_RE, "gpu", gpu, NULL,
-					 0), 0);
+					 NULL, 0),
+			 0);
+	assert_int_equal(
+		gw_matcher_init(&m[1], GW_MATCH_RE, "gpu", gpu, NULL, 0), 0);
 	assert_int_equal(q->select(q->ctx, m, 2, mint, maxt, tier, &lim, &set),
 			 0);
 	gw_matcher_release(&m[0]);
@@ -136,8 +139,8 @@ static struct gw_series_set select_gpu(struct fixture *f, const char *gpu,
 /* Every raw sample of gpu 1 in [from, to) is there, once, exact. */
 static void expect_raw(struct fixture *f, int64_t from, int64_t to)
 {
-	struct gw_series_set set = select_gpu(f, "1", from, to - 1,
-					      GW_TIER_RAW);
+	struct gw_series_set set =
+		select_gpu(f, "1", from, to - 1, GW_TIER_RAW);
 
 	assert_int_equal(set.n, 1);
 	assert_string_equal(gw_labels_get(&set.s[0].labels, "uuid"), "GPU-1");
@@ -235,7 +238,8 @@ static void crash_loses_at_most_the_flush_interval(void **state)
 		/* Flushed at +60 s; the samples after it are not. */
 		for (int64_t t = T0 + HOUR + 30000; t < T0 + HOUR + 65000;
 		     t += 1000) {
-			if (gw_store_append(f->s, "gpuwatch_gpu_temperature_celsius",
+			if (gw_store_append(f->s,
+					    "gpuwatch_gpu_temperature_celsius",
 					    "gpu=\"1\",uuid=\"GPU-1\"", t,
 					    temp_at(t) + 1))
 				_exit(3);
@@ -252,9 +256,8 @@ static void crash_loses_at_most_the_flush_interval(void **state)
 	reopen(f);
 	expect_raw(f, T0, T0 + HOUR + 61000);
 	{
-		struct gw_series_set set = select_gpu(f, "1", T0 + HOUR + 61000,
-						      T0 + 2 * HOUR,
-						      GW_TIER_RAW);
+		struct gw_series_set set = select_gpu(
+			f, "1", T0 + HOUR + 61000, T0 + 2 * HOUR, GW_TIER_RAW);
 
 		assert_int_equal(set.n, 0); /* those were never flushed */
 		gw_series_set_release(&set);
@@ -304,7 +307,8 @@ static void series_cap_refuses_and_counts(void **state)
 	assert_int_equal(gw_store_append(f->s, "m", "pid=\"0\"", T0 + 1000, 1),
 			 0);
 	assert_int_equal(gw_store_append(f->s, "m2", "pid=\"0\"", T0, 1), 0);
-	assert_int_equal(gw_store_append(f->s, "m", "pid=\"7\"", T0, 1), -E2BIG);
+	assert_int_equal(gw_store_append(f->s, "m", "pid=\"7\"", T0, 1),
+			 -E2BIG);
 	gw_store_stats(f->s, &st);
 	assert_int_equal(st.samples_refused_cap, 1);
 }
@@ -335,7 +339,8 @@ static void retention_drops_whole_old_days(void **state)
 	reopen(f);
 	/* Two samples an hour for four days. */
 	for (int64_t t = T0; t < T0 + 4 * DAY; t += HOUR / 2) {
-		assert_int_equal(gw_store_append(f->s, "m", "gpu=\"1\"", t, 1), 0);
+		assert_int_equal(gw_store_append(f->s, "m", "gpu=\"1\"", t, 1),
+				 0);
 		f->now = t + 11000;
 		assert_int_equal(gw_store_maintain(f->s), 0);
 	}
@@ -350,16 +355,19 @@ static void retention_drops_whole_old_days(void **state)
 		struct gw_query_limits lim = { 0 };
 
 		assert_int_equal(gw_matcher_init(&m, GW_MATCH_EQ, "__name__",
-						 "m", NULL, 0), 0);
+						 "m", NULL, 0),
+				 0);
 		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + DAY,
-					   GW_TIER_RAW, &lim, &set), 0);
+					   GW_TIER_RAW, &lim, &set),
+				 0);
 		assert_int_equal(set.n, 0);
 		gw_series_set_release(&set);
 		/* the tier picked for old data is one that still has it */
 		assert_int_equal(q->pick_tier(q->ctx, T0, T0 + DAY, 0),
 				 GW_TIER_1M);
 		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + DAY,
-					   GW_TIER_1H, &lim, &set), 0);
+					   GW_TIER_1H, &lim, &set),
+				 0);
 		assert_int_equal(set.n, 1);
 		assert_int_equal(set.s[0].n, 24);
 		gw_series_set_release(&set);
@@ -391,8 +399,8 @@ static void disk_budget_drops_oldest_first(void **state)
 	/* the newest data is still there, the oldest is gone */
 	expect_raw(f, T0 + 3 * DAY, T0 + 3 * DAY + HOUR);
 	{
-		struct gw_series_set set = select_gpu(f, "0", T0, T0 + HOUR,
-						      GW_TIER_RAW);
+		struct gw_series_set set =
+			select_gpu(f, "0", T0, T0 + HOUR, GW_TIER_RAW);
 
 		assert_int_equal(set.n, 0);
 		gw_series_set_release(&set);
@@ -435,8 +443,8 @@ static void damaged_files_are_quarantined(void **state)
 	/* what was not damaged is all there */
 	expect_raw(f, T0 + DAY, T0 + DAY + 2 * HOUR);
 	{
-		struct gw_series_set set = select_gpu(f, "1", T0, T0 + DAY,
-						      GW_TIER_1H);
+		struct gw_series_set set =
+			select_gpu(f, "1", T0, T0 + DAY, GW_TIER_1H);
 
 		assert_int_equal(set.n, 1);
 		assert_int_equal(set.s[0].n, 24);
@@ -523,7 +531,8 @@ static void failing_flushes_keep_samples_in_memory(void **state)
 	assert_true(st.samples_unlogged > 0);
 	/* nothing was refused and everything is still readable */
 	assert_int_equal(st.samples_refused_order + st.samples_refused_cap +
-				 st.samples_refused_bad, 0);
+				 st.samples_refused_bad,
+			 0);
 	expect_raw(f, T0, T0 + 60000 + 5000 * 1000);
 	/* the disk comes back: flushes and cuts go on */
 	sql(path, "CREATE TABLE head(seq INTEGER PRIMARY KEY, t_min INTEGER "
@@ -545,14 +554,17 @@ static void export_copies_a_partition(void **state)
 	feed(f, T0, T0 + HOUR + 20000, 1);
 	snprintf(out, sizeof(out), "%s/export.db", f->dir);
 	assert_int_equal(gw_store_export(f->dir, "raw/2026-11-30", out, err,
-					 sizeof(err)), 0);
+					 sizeof(err)),
+			 0);
 	assert_int_equal(gw_store_check_file(out), 0);
 	assert_int_equal(gw_store_export(f->dir, "raw/2026-11-30", out, err,
-					 sizeof(err)), -EEXIST);
+					 sizeof(err)),
+			 -EEXIST);
 	assert_int_equal(gw_store_export(f->dir, "../x", out, err, sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(gw_store_export(f->dir, "raw/2026-01-01", "/tmp/x",
-					 err, sizeof(err)), -ENOENT);
+					 err, sizeof(err)),
+			 -ENOENT);
 }
 
 int main(void)
@@ -565,7 +577,8 @@ int main(void)
 			rollups_hold_minute_and_hour_aggregates, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
-			crash_loses_at_most_the_flush_interval, setup, teardown),
+			crash_loses_at_most_the_flush_interval, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			out_of_order_is_refused_and_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(series_cap_refuses_and_counts,
@@ -577,14 +590,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(damaged_files_are_quarantined,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			damage_found_by_a_query_is_quarantined, setup, teardown),
+			damage_found_by_a_query_is_quarantined, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			damaged_index_is_rebuilt_from_partitions, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(export_copies_a_partition,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			failing_flushes_keep_samples_in_memory, setup, teardown),
+			failing_flushes_keep_samples_in_memory, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

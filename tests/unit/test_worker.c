@@ -33,9 +33,9 @@
 struct probe {
 	_Atomic uint64_t rounds, finis;
 	_Atomic int entered;
-	int fd;          /* the stuck round reads it */
-	double next;     /* what a round returns */
-	double busy_s;   /* CPU a round burns */
+	int fd;	       /* the stuck round reads it */
+	double next;   /* what a round returns */
+	double busy_s; /* CPU a round burns */
 };
 
 static double mono_s(void)
@@ -56,13 +56,13 @@ static double thread_cpu_s(void)
 
 /* Waits for a condition the worker reaches by itself; false after
  * PATIENCE_S. */
-#define WAIT_FOR(cond)                                                        \
-	({                                                                    \
-		double until_ = mono_s() + PATIENCE_S;                        \
-		struct timespec tick_ = { 0, 1000000 };                       \
-		while (!(cond) && mono_s() < until_)                          \
-			nanosleep(&tick_, NULL);                              \
-		(cond);                                                       \
+#define WAIT_FOR(cond)                                                         \
+	({                                                                     \
+		double until_ = mono_s() + PATIENCE_S;                         \
+		struct timespec tick_ = { 0, 1000000 };                        \
+		while (!(cond) && mono_s() < until_)                           \
+			nanosleep(&tick_, NULL);                               \
+		(cond);                                                        \
 	})
 
 static double count_round(struct gw_worker *w, void *arg)
@@ -82,8 +82,8 @@ static void count_fini(struct gw_worker *w, void *arg)
 	atomic_fetch_add(&p->finis, 1);
 }
 
-static struct gw_worker *start(const char *name, struct probe *p,
-			       double period, struct gw_worker_table *t)
+static struct gw_worker *start(const char *name, struct probe *p, double period,
+			       struct gw_worker_table *t)
 {
 	struct gw_worker_opts o = {
 		.name = name,
@@ -165,8 +165,7 @@ static void stop_ends_long_rest_at_once(void **state)
 		struct gw_worker *w = start("gw-test-rest", &p, HOUR, NULL);
 		double t0;
 
-		assert_true(WAIT_FOR(gw_worker_state(w) ==
-				     GW_WORKER_SLEEPING));
+		assert_true(WAIT_FOR(gw_worker_state(w) == GW_WORKER_SLEEPING));
 		assert_false(gw_worker_stopping(w));
 		t0 = mono_s();
 		assert_int_equal(gw_worker_stop(w, t0 + HOUR), 0);

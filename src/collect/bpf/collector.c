@@ -28,16 +28,16 @@
 #include "common/worker.h"
 #include "pipeline/catalog.h"
 
-#define MAX_FILES 4096      /* distinct (dev, inode) pairs looked at */
-#define MAX_PENDING 4096    /* pids waiting for a maps scan after exec */
-#define MAX_PIDS 1024       /* processes exported per pass */
+#define MAX_FILES     4096  /* distinct (dev, inode) pairs looked at */
+#define MAX_PENDING   4096  /* pids waiting for a maps scan after exec */
+#define MAX_PIDS      1024  /* processes exported per pass */
 #define MAX_EXIT_KEYS 256   /* distinct label sets of exit counters */
-#define MAX_GONE 1024       /* exited pids waiting for a last read */
-#define RESCAN_S 120.0      /* full /proc rescan period */
-#define GOVERN_S 2.0        /* governor window */
-#define DUTY_MIN 0.001
-#define CYCLE_S 1.0         /* shortest duty cycle period */
-#define ON_MIN_S 0.05       /* shortest on-phase: switching costs ~30 ms */
+#define MAX_GONE      1024  /* exited pids waiting for a last read */
+#define RESCAN_S      120.0 /* full /proc rescan period */
+#define GOVERN_S      2.0   /* governor window */
+#define DUTY_MIN      0.001
+#define CYCLE_S	      1.0  /* shortest duty cycle period */
+#define ON_MIN_S      0.05 /* shortest on-phase: switching costs ~30 ms */
 
 /* Exported latency buckets: 2^10 ns (~1 us) to 2^30 ns (~1.07 s), by 4x. */
 #define NBOUNDS 11
@@ -62,8 +62,8 @@ struct exit_key {
 
 struct pid_cost {
 	uint32_t pid;
-	uint64_t hits;  /* probe hits so far (calls of every API) */
-	double cpu_s;   /* the process's CPU time when read */
+	uint64_t hits; /* probe hits so far (calls of every API) */
+	double cpu_s;  /* the process's CPU time when read */
 };
 
 struct ebpf_col {
@@ -106,7 +106,7 @@ struct ebpf_col {
 		char labels[512];
 		uint64_t sync_ns;
 		int high_rate; /* made calls the duty cycle applies to */
-	} *pass;
+	} * pass;
 	unsigned int npass;
 };
 
@@ -120,7 +120,8 @@ static int stopping(struct ebpf_col *b)
 static int file_seen(struct ebpf_col *b, const struct stat *st)
 {
 	for (unsigned int i = 0; i < b->nfiles; i++)
-		if (b->files[i].dev == st->st_dev && b->files[i].ino == st->st_ino)
+		if (b->files[i].dev == st->st_dev &&
+		    b->files[i].ino == st->st_ino)
 			return 1;
 	if (b->nfiles == MAX_FILES) {
 		b->files_dropped++;
@@ -311,12 +312,14 @@ static void on_exit_event(struct ebpf_col *b, const struct gw_probe_event *e)
 		b->exits_dropped++;
 	}
 	if (reason == 2)
-		gw_warn("ebpf: process %u (%s) exited by signal %d holding %llu "
+		gw_warn("ebpf: process %u (%s) exited by signal %d holding "
+			"%llu "
 			"bytes of GPU memory",
 			e->pid, comm, e->signal,
 			(unsigned long long)e->live_bytes);
 	else if (reason == 1)
-		gw_warn("ebpf: process %u (%s) exited with code %d holding %llu "
+		gw_warn("ebpf: process %u (%s) exited with code %d holding "
+			"%llu "
 			"bytes of GPU memory",
 			e->pid, comm, e->exit_code,
 			(unsigned long long)e->live_bytes);
@@ -355,9 +358,11 @@ static int on_event(void *ctx, const struct gw_probe_event *e)
 		break;
 	case GW_EV_API_ERROR:
 		/* Counts are in the maps; the log gets at most one OOM a second. */
-		if ((e->flags & GW_EVF_OOM) && gw_now_mono() >= b->next_oom_log) {
+		if ((e->flags & GW_EVF_OOM) &&
+		    gw_now_mono() >= b->next_oom_log) {
 			b->next_oom_log = gw_now_mono() + 1;
-			gw_warn("ebpf: process %u (%.*s): %s of %llu bytes failed: "
+			gw_warn("ebpf: process %u (%.*s): %s of %llu bytes "
+				"failed: "
 				"out of GPU memory (holding %llu bytes)",
 				e->pid, (int)sizeof(e->comm), e->comm,
 				gw_cuda_api_name(e->api),
@@ -444,8 +449,8 @@ static int pub_api(void *ctx, const struct gw_api_stats *s)
 	}
 	gw_snap_add_histogram(&b->snap, GW_FAM(CUDA_API_DURATION_SECONDS),
 			      bounds, counts, NBOUNDS,
-			      (double)s->ns_total / 1e9, pp->labels, "api",
-			      api, NULL);
+			      (double)s->ns_total / 1e9, pp->labels, "api", api,
+			      NULL);
 	if (gw_cuda_api_is_high_rate(s->api))
 		pp->high_rate = 1;
 	return 0;
@@ -501,10 +506,10 @@ static void publish(struct ebpf_col *b, double now)
 			const struct pass_pid *pp = &b->pass[i];
 
 			if (pp->sync_ns)
-				gw_snap_add(s,
-					    GW_FAM(CUDA_SYNC_WAIT_SECONDS_TOTAL),
-					    (double)pp->sync_ns / 1e9,
-					    pp->labels, "source", "ebpf", NULL);
+				gw_snap_add(
+					s, GW_FAM(CUDA_SYNC_WAIT_SECONDS_TOTAL),
+					(double)pp->sync_ns / 1e9, pp->labels,
+					"source", "ebpf", NULL);
 			if (pp->high_rate)
 				gw_snap_add(s, GW_FAM(EBPF_SAMPLING_RATIO),
 					    b->duty, pp->labels, NULL);
@@ -529,10 +534,10 @@ static void publish(struct ebpf_col *b, double now)
 				    (double)b->exits[i].n[r],
 				    b->exits[i].labels, "reason",
 				    reason_names[r], NULL);
-		gw_snap_add(s,
-			    GW_FAM(PROCESS_ABNORMAL_EXITS_WITH_GPU_MEMORY_TOTAL),
-			    (double)b->exits[i].abnormal_with_memory,
-			    b->exits[i].labels, NULL);
+		gw_snap_add(
+			s, GW_FAM(PROCESS_ABNORMAL_EXITS_WITH_GPU_MEMORY_TOTAL),
+			(double)b->exits[i].abnormal_with_memory,
+			b->exits[i].labels, NULL);
 	}
 	gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL), (double)b->pids_dropped,
 		    NULL, "what", "processes", NULL);
@@ -671,7 +676,8 @@ static int probes_init(struct gw_worker *w, void *arg)
 	r = gw_probes_open(&o, &b->p, err, sizeof(err));
 	if (r) {
 		gw_warn("ebpf: unavailable: %s; CUDA API metrics from eBPF are "
-			"off (needs root or CAP_BPF and CAP_PERFMON, and kernel "
+			"off (needs root or CAP_BPF and CAP_PERFMON, and "
+			"kernel "
 			"BTF; --no-ebpf silences this)",
 			err);
 		publish(b, gw_now_mono());
@@ -737,9 +743,8 @@ static double probes_round(struct gw_worker *w, void *arg)
 	for (unsigned int i = 0; i < b->npending; i++)
 		wake = fmin(wake, b->pending[i].due);
 	if (b->duty < 1)
-		wake = fmin(wake, b->cycle_start +
-					  (b->high_on ? b->duty : 1) *
-						  cycle_len(b));
+		wake = fmin(wake, b->cycle_start + (b->high_on ? b->duty : 1) *
+							   cycle_len(b));
 	timeout = (int)fmin(250, fmax(1, (wake - gw_now_mono()) * 1000));
 	r = gw_probes_poll(b->p, timeout, on_event, b);
 	if (r < 0 && r != -EINTR)

@@ -169,7 +169,7 @@ static __always_inline struct gw_bpf_proc *get_proc(__u32 tgid)
 
 static __always_inline struct gw_bpf_stat *get_stat(__u32 tgid, __u32 api)
 {
-	struct gw_bpf_stat_key k = {.tgid = tgid, .api = api};
+	struct gw_bpf_stat_key k = { .tgid = tgid, .api = api };
 	struct gw_bpf_stat *s = bpf_map_lookup_elem(&stats, &k);
 
 	if (s)
@@ -183,7 +183,7 @@ static __always_inline struct gw_bpf_stat *get_stat(__u32 tgid, __u32 api)
 
 static __always_inline void count_error(__u32 tgid, __u32 api, __s32 code)
 {
-	struct gw_bpf_err_key k = {.tgid = tgid, .api = api, .code = code};
+	struct gw_bpf_err_key k = { .tgid = tgid, .api = api, .code = code };
 	__u64 one = 1, *c = bpf_map_lookup_elem(&errors, &k);
 
 	if (c) {
@@ -277,7 +277,7 @@ static __always_inline void proc_add(struct gw_bpf_proc *p, __u64 size,
 static __always_inline void track(struct gw_bpf_proc *p, __u32 tgid, __u32 api,
 				  __u64 pp, __u64 size, __u32 flags)
 {
-	struct gw_bpf_alloc_key k = {.tgid = tgid};
+	struct gw_bpf_alloc_key k = { .tgid = tgid };
 	struct gw_bpf_alloc v = {}, *old;
 	__u64 ptr = 0;
 
@@ -309,7 +309,7 @@ static __always_inline void track(struct gw_bpf_proc *p, __u32 tgid, __u32 api,
 
 static __always_inline void untrack(__u32 tgid, __u64 ptr)
 {
-	struct gw_bpf_alloc_key k = {.tgid = tgid, .ptr = ptr};
+	struct gw_bpf_alloc_key k = { .tgid = tgid, .ptr = ptr };
 	struct gw_bpf_alloc *a;
 	struct gw_bpf_proc *p;
 	__u64 size, gen;
@@ -414,9 +414,10 @@ int gw_return(struct pt_regs *ctx)
 		__sync_fetch_and_add(&s->calls, 1);
 		__sync_fetch_and_add(&s->ns_total, ns);
 		__sync_fetch_and_add(
-		    &s->hist[b < GW_BPF_HIST_BUCKETS ? b
-						     : GW_BPF_HIST_BUCKETS - 1],
-		    1);
+			&s->hist[b < GW_BPF_HIST_BUCKETS
+					 ? b
+					 : GW_BPF_HIST_BUCKETS - 1],
+			1);
 		if (op == GW_BPF_OP_SYNC)
 			__sync_fetch_and_add(&s->sync_ns, ns);
 		if (rc) {
@@ -425,8 +426,8 @@ int gw_return(struct pt_regs *ctx)
 			__sync_fetch_and_add(&s->bytes, size);
 			if (op == GW_BPF_OP_COPY) {
 				kind = flags & GW_BPF_F_KIND_ARG
-					   ? (__u32)arg3
-					   : GW_BPF_COOKIE_KIND(cookie);
+					       ? (__u32)arg3
+					       : GW_BPF_COOKIE_KIND(cookie);
 				if (kind >= GW_BPF_COPY_KINDS)
 					kind = GW_BPF_COPY_DEFAULT;
 				__sync_fetch_and_add(&s->copy_bytes[kind],

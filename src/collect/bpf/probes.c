@@ -40,8 +40,8 @@
 
 /* ---- the loader's state (probes_int.h) ---- */
 
-__attribute__((format(printf, 2, 3))) void gw_probes_seterr(struct gw_probes *p,
-							 const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) void
+gw_probes_seterr(struct gw_probes *p, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -122,8 +122,8 @@ static int multi_link(const struct bpf_program *prog, const char *path,
 static bool have_uprobe_multi(void)
 {
 	const struct bpf_insn insns[] = {
-	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
-	    {.code = BPF_JMP | BPF_EXIT},
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, o,
 		    .expected_attach_type = UPROBE_MULTI_ATTACH);
@@ -221,8 +221,8 @@ int gw_probes_open(const struct gw_probes_opts *o, struct gw_probes **out,
 	}
 
 	p->multi =
-	    !(o && OPT_HAS(o, force_perf_attach) && o->force_perf_attach) &&
-	    have_uprobe_multi();
+		!(o && OPT_HAS(o, force_perf_attach) && o->force_perf_attach) &&
+		have_uprobe_multi();
 	/* Without uprobe_multi links: uprobes as perf events. */
 	if (!p->multi &&
 	    access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
@@ -244,9 +244,9 @@ int gw_probes_open(const struct gw_probes_opts *o, struct gw_probes **out,
 	s->rodata->error_events_per_sec = err_rate;
 	s->rodata->oom_events_per_sec = err_rate;
 	if (p->multi && ((r = bpf_program__set_expected_attach_type(
-			      s->progs.gw_entry, UPROBE_MULTI_ATTACH)) ||
+				  s->progs.gw_entry, UPROBE_MULTI_ATTACH)) ||
 			 (r = bpf_program__set_expected_attach_type(
-			      s->progs.gw_return, UPROBE_MULTI_ATTACH)))) {
+				  s->progs.gw_return, UPROBE_MULTI_ATTACH)))) {
 		put_err(err, errlen, "setting up the BPF programs: %s",
 			strerror(-r));
 		goto err_destroy;
@@ -275,18 +275,18 @@ int gw_probes_open(const struct gw_probes_opts *o, struct gw_probes **out,
 				"cookies: 5.15 or later)");
 		} else {
 			/* EACCES, EINVAL: the verifier said no. */
-			put_err(
-			    err, errlen,
-			    "loading BPF programs: the kernel rejected them: "
-			    "%s (libbpf's messages have the verifier log)",
-			    strerror(-r));
+			put_err(err, errlen,
+				"loading BPF programs: the kernel rejected "
+				"them: "
+				"%s (libbpf's messages have the verifier log)",
+				strerror(-r));
 			r = -EINVAL;
 		}
 		goto err_destroy;
 	}
 	p->exec_link = bpf_program__attach(s->progs.gw_exec);
 	p->exit_link =
-	    p->exec_link ? bpf_program__attach(s->progs.gw_exit) : NULL;
+		p->exec_link ? bpf_program__attach(s->progs.gw_exit) : NULL;
 	if (!p->exit_link) {
 		r = -errno;
 		put_err(err, errlen,
@@ -295,13 +295,15 @@ int gw_probes_open(const struct gw_probes_opts *o, struct gw_probes **out,
 			strerror(-r));
 		goto err_links;
 	}
-	p->rb = ring_buffer__new(bpf_map__fd(s->maps.events), gw_probes_sample, p, NULL);
+	p->rb = ring_buffer__new(bpf_map__fd(s->maps.events), gw_probes_sample,
+				 p, NULL);
 	if (!p->rb) {
 		r = -errno;
 		put_err(err, errlen, "ring buffer: %s", strerror(-r));
 		goto err_links;
 	}
-	r = ring_buffer__add(p->rb, bpf_map__fd(s->maps.execs), gw_probes_sample, p);
+	r = ring_buffer__add(p->rb, bpf_map__fd(s->maps.execs),
+			     gw_probes_sample, p);
 	if (r) {
 		put_err(err, errlen, "ring buffer: %s", strerror(-r));
 		goto err_rb;
@@ -363,7 +365,8 @@ static bool sym_high_rate(const struct fsym *s)
 /* Older kernels: a perf event per uprobe, the return probe first. */
 static int perf_attach(struct gw_probes *p, const char *path, struct fsym *s)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = gw_probes_sym_cookie(s->sym),
+	LIBBPF_OPTS(bpf_uprobe_opts, o,
+		    .bpf_cookie = gw_probes_sym_cookie(s->sym),
 		    .retprobe = true);
 
 	s->ret = bpf_program__attach_uprobe_opts(p->skel->progs.gw_return, -1,
@@ -400,18 +403,18 @@ static int multi_attach(struct gw_probes *p, struct file *f, const char *path,
 		off[i] = v[i]->off;
 		cookie[i] = gw_probes_sym_cookie(v[i]->sym);
 	}
-	ret = r =
-	    multi_link(p->skel->progs.gw_return, path, off, cookie, n, true);
+	ret = r = multi_link(p->skel->progs.gw_return, path, off, cookie, n,
+			     true);
 	if (r < 0)
 		goto out;
-	ent = r =
-	    multi_link(p->skel->progs.gw_entry, path, off, cookie, n, false);
+	ent = r = multi_link(p->skel->progs.gw_entry, path, off, cookie, n,
+			     false);
 	if (r < 0) {
 		close(ret);
 		goto out;
 	}
-	f->ml[f->nml++] = (struct mlink){ret, n, high};
-	f->ml[f->nml++] = (struct mlink){ent, n, high};
+	f->ml[f->nml++] = (struct mlink){ ret, n, high };
+	f->ml[f->nml++] = (struct mlink){ ent, n, high };
 	r = 0;
 out:
 	free(off);
@@ -450,9 +453,10 @@ static int attach_syms(struct gw_probes *p, struct file *f, bool high)
 		if (r) {
 			v[i]->failed = true;
 			p->attach_failures++;
-			gw_probes_seterr(p, "attaching %s at offset 0x%" PRIx64 ": %s",
-			       gw_cuda_apis[v[i]->sym / NVARIANTS].name, v[i]->off,
-			       strerror(-r));
+			gw_probes_seterr(
+				p, "attaching %s at offset 0x%" PRIx64 ": %s",
+				gw_cuda_apis[v[i]->sym / NVARIANTS].name,
+				v[i]->off, strerror(-r));
 			continue;
 		}
 		v[i]->on = true;
@@ -512,7 +516,7 @@ static void neg_add(struct gw_probes *p, dev_t dev, ino_t ino,
 			p->neg[i].libs |= libs;
 			return;
 		}
-	p->neg[p->neg_next] = (struct neg){dev, ino, libs};
+	p->neg[p->neg_next] = (struct neg){ dev, ino, libs };
 	p->neg_next = (p->neg_next + 1) % NEG_MAX;
 	if (p->nneg < NEG_MAX)
 		p->nneg++;
@@ -585,8 +589,9 @@ int gw_probes_attach_file(struct gw_probes *p, const char *path,
 	if (!f) {
 		if (p->nfiles == p->max_files) {
 			p->dropped_files++;
-			gw_probes_seterr(p, "%s: more than %u files with probes", path,
-			       p->max_files);
+			gw_probes_seterr(p,
+					 "%s: more than %u files with probes",
+					 path, p->max_files);
 			r = -ENOSPC;
 			goto out_free;
 		}
@@ -613,7 +618,8 @@ int gw_probes_attach_file(struct gw_probes *p, const char *path,
 		memset(&f->syms[f->nsyms], 0, sizeof(*syms));
 		f->syms[f->nsyms].sym = i;
 		f->syms[f->nsyms++].off = found[i].off;
-		if (!p->high_on && family_high_rate(gw_cuda_apis[i / NVARIANTS].family))
+		if (!p->high_on &&
+		    family_high_rate(gw_cuda_apis[i / NVARIANTS].family))
 			ndeferred++;
 	}
 	r = attach_syms(p, f, false);
@@ -722,7 +728,7 @@ static int self_offset(uintptr_t addr, char *path, size_t len, uint64_t *off)
 		size_t nl;
 
 		if (sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms, &pgoff) !=
-			4 ||
+			    4 ||
 		    addr < lo || addr >= hi)
 			continue;
 		name = strchr(line, '/');
@@ -744,8 +750,8 @@ static int self_offset(uintptr_t addr, char *path, size_t len, uint64_t *off)
 int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 {
 	const unsigned int nbase = 200000, nprobed = 5000;
-	struct file f = {.fd = -1};
-	struct fsym sym = {.sym = CALIB_SYM}, *v = &sym;
+	struct file f = { .fd = -1 };
+	struct fsym sym = { .sym = CALIB_SYM }, *v = &sym;
 	struct gw_bpf_stat_key sk;
 	struct gw_bpf_proc proc;
 	uint64_t hits0, nprobes = p ? p->nprobes : 0;
@@ -760,8 +766,9 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 	*ns_per_hit = 0;
 	r = self_offset((uintptr_t)calib_target, path, sizeof(path), &sym.off);
 	if (r) {
-		gw_probes_seterr(p, "calibration: cannot find this process's code: %s",
-		       strerror(-r));
+		gw_probes_seterr(
+			p, "calibration: cannot find this process's code: %s",
+			strerror(-r));
 		return r;
 	}
 	had_proc = !bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.procs), &self,
@@ -773,7 +780,7 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 		     : perf_attach(p, path, &sym);
 	if (r) {
 		gw_probes_seterr(p, "calibration: attaching to %s: %s", path,
-		       strerror(-r));
+				 strerror(-r));
 		free(f.ml);
 		return r;
 	}
@@ -795,10 +802,11 @@ int gw_probes_calibrate(struct gw_probes *p, double *ns_per_hit)
 		bpf_map_delete_elem(bpf_map__fd(p->skel->maps.procs), &self);
 
 	if (probed <= base) {
-		gw_probes_seterr(p,
-		       "calibration: probed calls were not slower (%.1f "
-		       "vs %.1f ns)",
-		       probed, base);
+		gw_probes_seterr(
+			p,
+			"calibration: probed calls were not slower (%.1f "
+			"vs %.1f ns)",
+			probed, base);
 		return -EAGAIN;
 	}
 	*ns_per_hit = probed - base;

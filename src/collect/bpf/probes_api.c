@@ -124,11 +124,11 @@ const struct api gw_cuda_apis[] = {
 _Static_assert(ARRAY_SIZE(gw_cuda_apis) == NAPIS, "NAPIS is the table's size");
 
 static const char *const family_names[] = {
-    [GW_FAM_ALLOC] = "alloc",	[GW_FAM_FREE] = "free",
-    [GW_FAM_COPY] = "copy",	[GW_FAM_MEMSET] = "memset",
-    [GW_FAM_LAUNCH] = "launch", [GW_FAM_SYNC] = "sync",
-    [GW_FAM_CTX] = "ctx",	[GW_FAM_DEVICE] = "device",
-    [GW_FAM_EVENT] = "event",	[GW_FAM_OTHER] = "other",
+	[GW_FAM_ALLOC] = "alloc",   [GW_FAM_FREE] = "free",
+	[GW_FAM_COPY] = "copy",	    [GW_FAM_MEMSET] = "memset",
+	[GW_FAM_LAUNCH] = "launch", [GW_FAM_SYNC] = "sync",
+	[GW_FAM_CTX] = "ctx",	    [GW_FAM_DEVICE] = "device",
+	[GW_FAM_EVENT] = "event",   [GW_FAM_OTHER] = "other",
 };
 
 unsigned int gw_cuda_api_count(void)
@@ -173,9 +173,9 @@ const char *gw_cuda_family_name(int family)
 
 /* What the return probe does for each family. */
 static const unsigned char family_op[] = {
-    [GW_FAM_ALLOC] = GW_BPF_OP_ALLOC, [GW_FAM_FREE] = GW_BPF_OP_FREE,
-    [GW_FAM_COPY] = GW_BPF_OP_COPY,   [GW_FAM_MEMSET] = GW_BPF_OP_MEMSET,
-    [GW_FAM_SYNC] = GW_BPF_OP_SYNC,   [GW_FAM_OTHER] = GW_BPF_OP_NONE,
+	[GW_FAM_ALLOC] = GW_BPF_OP_ALLOC, [GW_FAM_FREE] = GW_BPF_OP_FREE,
+	[GW_FAM_COPY] = GW_BPF_OP_COPY,	  [GW_FAM_MEMSET] = GW_BPF_OP_MEMSET,
+	[GW_FAM_SYNC] = GW_BPF_OP_SYNC,	  [GW_FAM_OTHER] = GW_BPF_OP_NONE,
 };
 
 /* The attach cookie of a symbol id (CALIB_SYM: the calibration probe). */
@@ -194,4 +194,3 @@ uint64_t gw_probes_sym_cookie(unsigned int sym)
 	return GW_BPF_COOKIE(sym / NVARIANTS, sym, family_op[a->family],
 			     a->kind, flags, a->shift);
 }
-

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const variant_suffix[NVARIANTS] = {"", "_ptsz", "_ptds"};
+static const char *const variant_suffix[NVARIANTS] = { "", "_ptsz", "_ptds" };
 
 static int cmp_name_api(const void *name, const void *api)
 {
@@ -24,7 +24,7 @@ static int cmp_name_api(const void *name, const void *api)
 static int api_by_name(const struct gw_probes *p, const char *name)
 {
 	const unsigned short *a =
-	    bsearch(name, p->by_name, NAPIS, sizeof(*a), cmp_name_api);
+		bsearch(name, p->by_name, NAPIS, sizeof(*a), cmp_name_api);
 
 	return a ? *a : -1;
 }
@@ -82,7 +82,7 @@ static int vaddr_to_off(Elf *e, size_t phnum, uint64_t vaddr, uint64_t *off)
  * A global definition wins over a weak one, which wins over a local one.
  */
 int gw_probes_resolve(struct gw_probes *p, int fd, unsigned int libs,
-		   struct found *found)
+		      struct found *found)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
@@ -93,7 +93,8 @@ int gw_probes_resolve(struct gw_probes *p, int fd, unsigned int libs,
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
 	    gelf_getclass(e) != ELFCLASS64 || elf_getphdrnum(e, &phnum)) {
-		gw_probes_seterr(p, "not a 64-bit ELF file: %s", elf_errmsg(-1));
+		gw_probes_seterr(p, "not a 64-bit ELF file: %s",
+				 elf_errmsg(-1));
 		r = -ENOEXEC;
 		goto out;
 	}
@@ -147,4 +148,3 @@ out:
 	elf_end(e);
 	return r;
 }
-

@@ -100,7 +100,7 @@ int gw_probes_read_api(struct gw_probes *p,
 		       int (*cb)(void *ctx, const struct gw_api_stats *s),
 		       void *ctx)
 {
-	struct api_walk w = {cb, ctx};
+	struct api_walk w = { cb, ctx };
 
 	if (!p || !cb)
 		return -EINVAL;
@@ -133,7 +133,7 @@ int gw_probes_read_errors(struct gw_probes *p,
 			  int (*cb)(void *ctx, const struct gw_err_stats *s),
 			  void *ctx)
 {
-	struct err_walk w = {cb, ctx};
+	struct err_walk w = { cb, ctx };
 
 	if (!p || !cb)
 		return -EINVAL;
@@ -266,8 +266,8 @@ int gw_probes_read_mem(struct gw_probes *p, uint64_t leak_age_ns,
 	 * with no process tracked there is nothing to find in it.
 	 */
 	r = ps.n ? WALK(p, allocs, struct gw_bpf_alloc_key, struct gw_bpf_alloc,
-			mem_entry, &w) :
-		   0;
+			mem_entry, &w)
+		 : 0;
 	for (unsigned int i = 0; !r && i < ps.n; i++) {
 		int c = cb(ctx, &ps.e[i].m);
 
@@ -312,7 +312,7 @@ static int forget_entry(void *ctx, const void *key, const void *val)
 
 static int forget_map(struct bpf_map *m, const struct pidset *pids)
 {
-	struct forget_walk w = {pids, bpf_map__fd(m)};
+	struct forget_walk w = { pids, bpf_map__fd(m) };
 
 	return walk(w.fd, bpf_map__key_size(m), bpf_map__value_size(m),
 		    forget_entry, &w);
@@ -338,7 +338,7 @@ static int forget_set(struct gw_probes *p, const struct pidset *pids)
 
 void gw_probes_forget(struct gw_probes *p, uint32_t pid)
 {
-	struct pidset one = {&pid, 1, 1};
+	struct pidset one = { &pid, 1, 1 };
 
 	if (!p)
 		return;
@@ -375,7 +375,7 @@ static int pids_entry(void *ctx, const void *key, const void *val)
 
 int gw_probes_sweep(struct gw_probes *p, unsigned int *n)
 {
-	struct pidset seen = {0}, dead = {0};
+	struct pidset seen = { 0 }, dead = { 0 };
 	struct proc_snap live;
 	int r;
 
@@ -511,10 +511,13 @@ void gw_probes_counters(struct gw_probes *p, struct gw_probes_counters *c)
 		return;
 	hits = gw_probes_read_counter(p, GW_BPF_CTR_HITS);
 	c->hits = hits > p->calib_hits ? hits - p->calib_hits : 0;
-	c->dropped_allocs = gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_ALLOCS);
-	c->dropped_events = gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_EVENTS);
+	c->dropped_allocs =
+		gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_ALLOCS);
+	c->dropped_events =
+		gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_EVENTS);
 	c->dropped_execs = gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_EXECS);
-	c->ratelimited_events = gw_probes_read_counter(p, GW_BPF_CTR_RATELIMITED);
+	c->ratelimited_events =
+		gw_probes_read_counter(p, GW_BPF_CTR_RATELIMITED);
 	c->dropped_pids = gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_PIDS);
 	c->dropped_stats = gw_probes_read_counter(p, GW_BPF_CTR_DROPPED_STATS);
 	c->stale_returns = gw_probes_read_counter(p, GW_BPF_CTR_STALE);
@@ -525,4 +528,3 @@ void gw_probes_counters(struct gw_probes *p, struct gw_probes_counters *c)
 	c->attach_failures = p->attach_failures;
 	c->dropped_files = p->dropped_files;
 }
-

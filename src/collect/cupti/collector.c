@@ -55,16 +55,16 @@
 #include "common/worker.h"
 #include "pipeline/catalog.h"
 
-#define MAX_RINGS 1024      /* rings attached at once */
-#define MAX_SKIP 4096       /* files refused or ignored, remembered */
-#define MAX_TRIES 5         /* passes trying to find a ring's host pid */
-#define MAX_SCAN 65536      /* /proc entries looked at per search */
-#define TAKE_CAP (1u << 20) /* bytes copied out per take */
-#define MAX_TAKES 32        /* takes per ring per pass */
-#define NAME_CACHE 2048     /* kernel label cache entries (direct-mapped) */
+#define MAX_RINGS  1024	      /* rings attached at once */
+#define MAX_SKIP   4096	      /* files refused or ignored, remembered */
+#define MAX_TRIES  5	      /* passes trying to find a ring's host pid */
+#define MAX_SCAN   65536      /* /proc entries looked at per search */
+#define TAKE_CAP   (1u << 20) /* bytes copied out per take */
+#define MAX_TAKES  32	      /* takes per ring per pass */
+#define NAME_CACHE 2048	      /* kernel label cache entries (direct-mapped) */
 #define LABELS_MAX 512
-#define MAP_MIN (4096u + GW_CRING_DATA_MIN)
-#define MAP_MAX (65536u + GW_CRING_DATA_MAX)
+#define MAP_MIN	   (4096u + GW_CRING_DATA_MIN)
+#define MAP_MAX	   (65536u + GW_CRING_DATA_MAX)
 
 static const char *const status_names[GW_CUPTI_ST_COUNT] = {
 	"starting", "ok", "no_library", "busy", "failed", "partial", "stopped",
@@ -75,13 +75,20 @@ static const char *const copy_names[GW_COPY_KINDS] = {
 };
 
 enum refuse_reason {
-	R_OPEN, R_NOT_REGULAR, R_SIZE, R_HEADER, R_VERSION, R_LIMIT,
-	R_UNRESOLVED, R_OWNER, R_COUNT
+	R_OPEN,
+	R_NOT_REGULAR,
+	R_SIZE,
+	R_HEADER,
+	R_VERSION,
+	R_LIMIT,
+	R_UNRESOLVED,
+	R_OWNER,
+	R_COUNT
 };
 
 static const char *const refuse_names[R_COUNT] = {
-	"open", "not_regular", "size", "header", "version", "limit",
-	"unresolved", "owner",
+	"open",	   "not_regular", "size",	"header",
+	"version", "limit",	  "unresolved", "owner",
 };
 
 struct ring {
@@ -94,7 +101,7 @@ struct ring {
 	struct gw_cupti_proc *p;
 	uint32_t host_pid; /* 0 until resolved */
 	int tries;
-	int seen;          /* in the directory this pass */
+	int seen;	   /* in the directory this pass */
 	uint64_t overruns; /* takes that found head/tail lying */
 };
 
@@ -200,8 +207,7 @@ static void fold_into(struct gw_cupti_kernel *o,
 
 unsigned int gw_cupti_topk(const struct gw_cupti_kernel *ks, unsigned int n,
 			   unsigned int k, unsigned int *idx,
-			   struct gw_cupti_kernel *other,
-			   unsigned int *folded)
+			   struct gw_cupti_kernel *other, unsigned int *folded)
 {
 	unsigned int m = 0, nf = 0;
 
@@ -331,8 +337,7 @@ static int read_small(const char *path, char *buf, size_t cap, size_t *len)
 	return 0;
 }
 
-int gw_cupti_start_ticks(const char *proc_root, uint32_t pid,
-			 uint64_t *ticks)
+int gw_cupti_start_ticks(const char *proc_root, uint32_t pid, uint64_t *ticks)
 {
 	char path[PATH_MAX], buf[1024];
 	const char *p;
@@ -363,8 +368,8 @@ int gw_cupti_start_ticks(const char *proc_root, uint32_t pid,
 
 			errno = 0;
 			v = strtoull(p, &end, 10);
-			if (errno || end == p || (*end != ' ' && *end != '\n' &&
-						  *end != '\0'))
+			if (errno || end == p ||
+			    (*end != ' ' && *end != '\n' && *end != '\0'))
 				return -EBADMSG;
 			*ticks = v;
 			return 0;
@@ -453,7 +458,8 @@ int gw_cupti_pid_resolve(const char *proc_root, uint64_t self_pidns,
 	if (!proc_root || !host || !pid)
 		return -EINVAL;
 	if (!pidns || pidns == self_pidns) {
-		if (gw_cupti_start_ticks(proc_root, pid, &t) || t != start_ticks)
+		if (gw_cupti_start_ticks(proc_root, pid, &t) ||
+		    t != start_ticks)
 			return -ESRCH;
 		*host = pid;
 		return 0;
@@ -507,8 +513,8 @@ static int skipped(const struct ring_col *c, dev_t dev, ino_t ino)
 }
 
 /* Counts and logs a refusal once per file, and remembers the file. */
-static void refuse(struct ring_col *c, const char *name, dev_t dev,
-		   ino_t ino, enum refuse_reason why, const char *detail)
+static void refuse(struct ring_col *c, const char *name, dev_t dev, ino_t ino,
+		   enum refuse_reason why, const char *detail)
 {
 	c->refused[why]++;
 	gw_info("cupti: not reading %s/%s: %s%s%s", c->env->o->cupti_dir, name,
@@ -546,8 +552,8 @@ static void attach(struct ring_col *c, int dfd, const char *name)
 	struct stat st;
 	int fd, r, young;
 
-	fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-				       O_NONBLOCK);
+	fd = openat(dfd, name,
+		    O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		/* Gone meanwhile: nothing to say. */
 		if (errno != ENOENT) {
@@ -599,8 +605,8 @@ static void attach(struct ring_col *c, int dfd, const char *name)
 	}
 	g->seen = 1;
 	c->rings[c->nrings++] = g;
-	gw_dbg("cupti: attached %s (pid %u in its namespace, library %s)",
-	       name, g->ri.pid, g->ri.lib_version);
+	gw_dbg("cupti: attached %s (pid %u in its namespace, library %s)", name,
+	       g->ri.pid, g->ri.lib_version);
 	return;
 fail_ring:
 	ring_free(g);
@@ -769,8 +775,7 @@ static void pub_kernel(struct ring_col *c, const char *L,
 			    k->occupancy, L, "kernel", kname, NULL);
 }
 
-static void pub_ring(struct ring_col *c, const struct ring *g,
-		     double now_mono)
+static void pub_ring(struct ring_col *c, const struct ring *g, double now_mono)
 {
 	struct gw_snap *s = &c->snap;
 	const struct gw_cupti_proc *p = g->p;
@@ -852,10 +857,11 @@ static void pub_ring(struct ring_col *c, const struct ring *g,
 				    (double)cp->total_ns / 1e9, L, "kind",
 				    copy_names[i], NULL);
 			if (cp->total_ns)
-				gw_snap_add(s, bandwidth,
-					    (double)cp->bytes /
-						    ((double)cp->total_ns / 1e9),
-					    L, "kind", copy_names[i], NULL);
+				gw_snap_add(
+					s, bandwidth,
+					(double)cp->bytes /
+						((double)cp->total_ns / 1e9),
+					L, "kind", copy_names[i], NULL);
 		}
 	}
 
@@ -893,7 +899,8 @@ static void pub_ring(struct ring_col *c, const struct ring *g,
 /* Unlinks g's file if the name still points at it. */
 static void unlink_ring(struct ring_col *c, const struct ring *g)
 {
-	int dfd = open(c->env->o->cupti_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd =
+		open(c->env->o->cupti_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
 
 	if (dfd < 0)
@@ -901,8 +908,7 @@ static void unlink_ring(struct ring_col *c, const struct ring *g)
 	if (fstatat(dfd, g->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    st.st_dev == g->dev && st.st_ino == g->ino &&
 	    unlinkat(dfd, g->name, 0) && errno != ENOENT)
-		gw_dbg("cupti: cannot remove %s: %s", g->name,
-		       strerror(errno));
+		gw_dbg("cupti: cannot remove %s: %s", g->name, strerror(errno));
 	close(dfd);
 }
 
@@ -944,11 +950,10 @@ static void pass(struct ring_col *c)
 		exited = (g->ri.flags & GW_CRING_F_EXITED) != 0;
 		if (!g->host_pid) {
 			uint32_t host;
-			int r = gw_cupti_pid_resolve(c->proc_root,
-						     c->self_pidns, g->ri.pid,
-						     g->ri.pidns_ino,
-						     g->ri.start_ticks,
-						     MAX_SCAN, &host);
+			int r = gw_cupti_pid_resolve(
+				c->proc_root, c->self_pidns, g->ri.pid,
+				g->ri.pidns_ino, g->ri.start_ticks, MAX_SCAN,
+				&host);
 
 			if (r == 0) {
 				g->host_pid = host;
@@ -962,8 +967,8 @@ static void pass(struct ring_col *c)
 				fate[i] = REMOVE;
 				continue;
 			} else if (++g->tries >= MAX_TRIES) {
-				refuse(c, g->name, g->dev, g->ino,
-				       R_UNRESOLVED, NULL);
+				refuse(c, g->name, g->dev, g->ino, R_UNRESOLVED,
+				       NULL);
 				fate[i] = IGNORE;
 				continue;
 			} else {
@@ -998,9 +1003,8 @@ static void pass(struct ring_col *c)
 			continue;
 		if (fate[i] == REMOVE)
 			gw_dbg("cupti: process %u finished; removing %s",
-			       c->rings[i]->host_pid
-				       ? c->rings[i]->host_pid
-				       : c->rings[i]->ri.pid,
+			       c->rings[i]->host_pid ? c->rings[i]->host_pid
+						     : c->rings[i]->ri.pid,
 			       c->rings[i]->name);
 		forget(c, i, fate[i] == REMOVE);
 	}

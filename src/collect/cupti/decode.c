@@ -25,9 +25,9 @@
 #include "collect/cupti/decode.h"
 
 #define HDR_V1_SIZE ((uint32_t)sizeof(struct gw_cring_hdr))
-#define HEAD_OFF offsetof(struct gw_cring_hdr, head)
-#define TAIL_OFF offsetof(struct gw_cring_hdr, tail)
-#define SEEN_OFF offsetof(struct gw_cring_hdr, reader_seen_ns)
+#define HEAD_OFF    offsetof(struct gw_cring_hdr, head)
+#define TAIL_OFF    offsetof(struct gw_cring_hdr, tail)
+#define SEEN_OFF    offsetof(struct gw_cring_hdr, reader_seen_ns)
 
 static int is_pow2(uint32_t v)
 {
@@ -132,9 +132,8 @@ static size_t whole_records(const char *buf, size_t n)
 	return off;
 }
 
-int gw_cupti_ring_take(int fd, const struct gw_cupti_ring_info *ri,
-		       void *buf, size_t cap, size_t *len, int *lost,
-		       uint64_t now_ns)
+int gw_cupti_ring_take(int fd, const struct gw_cupti_ring_info *ri, void *buf,
+		       size_t cap, size_t *len, int *lost, uint64_t now_ns)
 {
 	uint64_t head, tail, unread, pos;
 	size_t n, first;
@@ -260,8 +259,7 @@ static int apply_process(struct gw_cupti_proc *p, const char *rec,
 	return 0;
 }
 
-static int apply_memcpy(struct gw_cupti_proc *p, const char *rec,
-			uint32_t size)
+static int apply_memcpy(struct gw_cupti_proc *p, const char *rec, uint32_t size)
 {
 	struct gw_crec_memcpy r;
 
@@ -294,8 +292,7 @@ static struct gw_cupti_kernel *find_kernel(struct gw_cupti_proc *p,
 }
 
 /* Returns 0, -EBADMSG (refused) or -ENOSPC (table full). */
-static int apply_kernel(struct gw_cupti_proc *p, const char *rec,
-			uint32_t size)
+static int apply_kernel(struct gw_cupti_proc *p, const char *rec, uint32_t size)
 {
 	struct gw_crec_kernel r;
 	struct gw_cupti_kernel *k;
@@ -309,8 +306,8 @@ static int apply_kernel(struct gw_cupti_proc *p, const char *rec,
 	if (r.nbins > GW_CRING_KBINS || r.name_len < 1 ||
 	    r.name_len > GW_CRING_NAME_MAX ||
 	    round8((size_t)GW_CREC_KERNEL_MIN_SIZE +
-		   (size_t)r.nbins * sizeof(struct gw_crec_bin) +
-		   r.name_len) > size)
+		   (size_t)r.nbins * sizeof(struct gw_crec_bin) + r.name_len) >
+		    size)
 		return -EBADMSG;
 	if (!finite_nonneg(r.est_count) || !finite_nonneg(r.est_ns))
 		return -EBADMSG;

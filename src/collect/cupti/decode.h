@@ -86,7 +86,7 @@ struct gw_cupti_kernel {
 	float occupancy;
 	uint64_t bins[GW_CRING_KBINS];
 	char name[GW_CRING_NAME_MAX];
-	uint64_t seen_seq;   /* proc->process.seq when last updated */
+	uint64_t seen_seq; /* proc->process.seq when last updated */
 };
 
 struct gw_cupti_api {
@@ -98,16 +98,16 @@ struct gw_cupti_api {
 };
 
 struct gw_cupti_decode_stats {
-	uint64_t records;     /* valid records applied */
-	uint64_t bad;         /* records refused (size, count, version, value) */
-	uint64_t unknown;     /* records of an unknown type, skipped */
-	uint64_t overflow;    /* entries refused: kernel or API table full */
+	uint64_t records;  /* valid records applied */
+	uint64_t bad;	   /* records refused (size, count, version, value) */
+	uint64_t unknown;  /* records of an unknown type, skipped */
+	uint64_t overflow; /* entries refused: kernel or API table full */
 };
 
 /* One process's latest state, built from its records. */
 struct gw_cupti_proc {
-	int have_process;                /* a PROCESS record was seen */
-	struct gw_crec_process process;  /* the last one, zero-extended */
+	int have_process;		/* a PROCESS record was seen */
+	struct gw_crec_process process; /* the last one, zero-extended */
 	int have_memcpy;
 	struct gw_crec_memcpy memcpy;
 	struct gw_cupti_kernel *kernels; /* GW_CUPTI_MAX_KERNELS entries */

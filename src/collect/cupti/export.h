@@ -44,8 +44,7 @@ void gw_cupti_hist_fold(const uint64_t bins[GW_CRING_KBINS], double scale,
  */
 unsigned int gw_cupti_topk(const struct gw_cupti_kernel *ks, unsigned int n,
 			   unsigned int k, unsigned int *idx,
-			   struct gw_cupti_kernel *other,
-			   unsigned int *folded);
+			   struct gw_cupti_kernel *other, unsigned int *folded);
 
 #define GW_CUPTI_LABEL_MAX 200u /* bytes of a kernel label value */
 
@@ -92,8 +91,8 @@ gw_cupti_pidns(const char *proc_root, const char *who, uint64_t *ino);
  * there; -EINVAL.
  */
 __attribute__((warn_unused_result)) int
-gw_cupti_pid_resolve(const char *proc_root, uint64_t self_pidns,
-		     uint32_t pid, uint64_t pidns, uint64_t start_ticks,
+gw_cupti_pid_resolve(const char *proc_root, uint64_t self_pidns, uint32_t pid,
+		     uint64_t pidns, uint64_t start_ticks,
 		     unsigned int max_scan, uint32_t *host);
 
 #endif

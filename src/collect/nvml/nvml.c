@@ -15,7 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-#define THREAD_STACK (256u * 1024)
+#define THREAD_STACK	 (256u * 1024)
 #define LOST_BACKOFF_MAX 60.0
 #define LOAD_BACKOFF_MIN 5.0
 #define LOAD_BACKOFF_MAX 60.0
@@ -98,9 +98,8 @@ static int try_recover(struct gpu_dev *d)
 
 static void run_jobs(struct gpu_dev *d, int jobs)
 {
-	static int (*const readers[2])(struct gpu_dev *) = {
-		gw_nvml_read_fast, gw_nvml_read_detail
-	};
+	static int (*const readers[2])(
+		struct gpu_dev *) = { gw_nvml_read_fast, gw_nvml_read_detail };
 	struct gw_nvml *c = d->c;
 	enum dev_state st;
 
@@ -129,7 +128,8 @@ static void run_jobs(struct gpu_dev *d, int jobs)
 		d->dur[set] = gw_now_mono() - t0;
 		pthread_mutex_unlock(&d->mu);
 		gw_registry_publish(c->env->reg,
-				    set ? d->slot_detail : d->slot_fast, &d->snap);
+				    set ? d->slot_detail : d->slot_fast,
+				    &d->snap);
 	}
 	d->backoff = 0; /* a clean pass */
 }
@@ -190,8 +190,8 @@ static int start_workers(struct gw_nvml *c)
 		snprintf(name, sizeof(name), "gw-nvml-%u", i);
 		r = start_worker(c, &d->w, &o);
 		if (r) {
-			gw_err("nvml: cannot start the thread for GPU %u: %s", i,
-			       strerror(-r));
+			gw_err("nvml: cannot start the thread for GPU %u: %s",
+			       i, strerror(-r));
 			return r;
 		}
 		d->thread_started = 1;
@@ -234,9 +234,10 @@ static void add_status(struct gw_nvml *c, struct gw_snap *s)
 
 		if (n)
 			gw_snap_add(s, GW_FAM(AGENT_COLLECTOR_ERRORS_TOTAL),
-				    (double)n, NULL, "collector", "nvml", "code",
-				    code < 0 ? "OTHER" :
-					       gw_nvml_code_name(code, nb,
+				    (double)n, NULL, "collector", "nvml",
+				    "code",
+				    code < 0 ? "OTHER"
+					     : gw_nvml_code_name(code, nb,
 								 sizeof(nb)),
 				    NULL);
 	}
@@ -299,8 +300,7 @@ static int dispatch(struct gw_nvml *c, int jobs, double now, double *watch)
 						    &c->empty_snap);
 				gw_registry_publish(c->env->reg, d->slot_detail,
 						    &c->empty_snap);
-			}
-			else if (!d->hung)
+			} else if (!d->hung)
 				*watch = fmin(*watch,
 					      d->job_started + timeout + 0.01);
 		} else if (jobs) {
@@ -361,9 +361,9 @@ static double sched_round(struct gw_worker *w, void *arg)
 	}
 	if (now >= c->next_detail) {
 		jobs |= JOB_DETAIL;
-		c->next_detail = c->next_detail + detail > now ?
-					 c->next_detail + detail :
-					 now + detail;
+		c->next_detail = c->next_detail + detail > now
+					 ? c->next_detail + detail
+					 : now + detail;
 	}
 	/* Status and events are published on each tick, and at once
 	 * when a worker is declared hung. */

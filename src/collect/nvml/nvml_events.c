@@ -19,20 +19,37 @@
 static const char *xid_meaning(unsigned long long xid)
 {
 	switch (xid) {
-	case 13: return "graphics engine exception";
-	case 31: return "GPU memory page fault";
-	case 43: return "GPU stopped processing";
-	case 45: return "preemptive cleanup";
-	case 48: return "double-bit ECC error";
-	case 61: case 62: return "internal micro-controller error";
-	case 63: case 64: return "ECC page retirement or row remapping";
-	case 74: return "NVLink error";
-	case 79: return "GPU has fallen off the bus";
-	case 92: return "high single-bit ECC error rate";
-	case 94: return "contained ECC error";
-	case 95: return "uncontained ECC error";
-	case 119: case 120: return "GSP error";
-	default: return "see NVIDIA's XID catalogue";
+	case 13:
+		return "graphics engine exception";
+	case 31:
+		return "GPU memory page fault";
+	case 43:
+		return "GPU stopped processing";
+	case 45:
+		return "preemptive cleanup";
+	case 48:
+		return "double-bit ECC error";
+	case 61:
+	case 62:
+		return "internal micro-controller error";
+	case 63:
+	case 64:
+		return "ECC page retirement or row remapping";
+	case 74:
+		return "NVLink error";
+	case 79:
+		return "GPU has fallen off the bus";
+	case 92:
+		return "high single-bit ECC error rate";
+	case 94:
+		return "contained ECC error";
+	case 95:
+		return "uncontained ECC error";
+	case 119:
+	case 120:
+		return "GSP error";
+	default:
+		return "see NVIDIA's XID catalogue";
 	}
 }
 

@@ -16,8 +16,8 @@
 #include "pipeline/catalog.h"
 #include "pipeline/metrics.h"
 
-#define GW_NVML_MAX_GPUS 64
-#define GW_NVML_MAX_PROCS 1024
+#define GW_NVML_MAX_GPUS      64
+#define GW_NVML_MAX_PROCS     1024
 #define GW_NVML_MAX_XID_CODES 32
 
 enum job {
@@ -32,10 +32,31 @@ enum dev_state {
 
 /* What can be read; a bit is set in dev->unsupported once NVML says no. */
 enum metric {
-	M_TEMP, M_MEMTEMP, M_POWER, M_PLIMIT, M_ENERGY, M_UTIL, M_MEMINFO,
-	M_CLOCK, M_MAXCLOCK, M_REASONS, M_FAN, M_PSTATE, M_PROCS, M_PROCUTIL,
-	M_GPM, M_PCIE_TP, M_ECC, M_REMAP, M_PCIE_GEN, M_PCIE_GEN_MAX,
-	M_PCIE_WIDTH, M_PCIE_WIDTH_MAX, M_REPLAY, M_NVLINK, M_NVLINK_ERR,
+	M_TEMP,
+	M_MEMTEMP,
+	M_POWER,
+	M_PLIMIT,
+	M_ENERGY,
+	M_UTIL,
+	M_MEMINFO,
+	M_CLOCK,
+	M_MAXCLOCK,
+	M_REASONS,
+	M_FAN,
+	M_PSTATE,
+	M_PROCS,
+	M_PROCUTIL,
+	M_GPM,
+	M_PCIE_TP,
+	M_ECC,
+	M_REMAP,
+	M_PCIE_GEN,
+	M_PCIE_GEN_MAX,
+	M_PCIE_WIDTH,
+	M_PCIE_WIDTH_MAX,
+	M_REPLAY,
+	M_NVLINK,
+	M_NVLINK_ERR,
 	M_NVLINK_TP,
 	M__COUNT
 };
@@ -59,15 +80,15 @@ struct gpu_dev {
 	char labels[384];      /* gpu="0",uuid="GPU-..." */
 	char dcgm_labels[640]; /* dcgm-exporter's label set */
 
-	struct gw_worker *w;  /* "gw-nvml-N"; written under c->mu */
-	int thread_started;   /* the scheduler's */
-	pthread_mutex_t mu; /* guards the fields down to 'end of mu' */
-	int jobs;             /* pending JOB_* bits */
-	int busy;             /* a job is running */
-	double job_started;   /* monotonic */
-	int hung;             /* the scheduler declared the job hung */
-	const char *in_call;  /* NVML symbol being called, for the hang log */
-	double dur[2];        /* last duration of the fast and detail pass */
+	struct gw_worker *w; /* "gw-nvml-N"; written under c->mu */
+	int thread_started;  /* the scheduler's */
+	pthread_mutex_t mu;  /* guards the fields down to 'end of mu' */
+	int jobs;	     /* pending JOB_* bits */
+	int busy;	     /* a job is running */
+	double job_started;  /* monotonic */
+	int hung;	     /* the scheduler declared the job hung */
+	const char *in_call; /* NVML symbol being called, for the hang log */
+	double dur[2];	     /* last duration of the fast and detail pass */
 	enum dev_state state;
 	/* end of mu */
 
@@ -86,8 +107,9 @@ struct gpu_dev {
 	int gpm_have_prev;
 	int nvlink_links; /* -1 until probed */
 	atomic_flag logged_lost;
-	_Atomic uint64_t lost_count;      /* GPU_IS_LOST episodes */
-	_Atomic int register_events;      /* identified late: events thread registers it */
+	_Atomic uint64_t lost_count; /* GPU_IS_LOST episodes */
+	_Atomic int
+		register_events; /* identified late: events thread registers it */
 	atomic_flag logged_perm[M__COUNT];
 	atomic_flag logged_err[M__COUNT];
 
@@ -101,22 +123,22 @@ struct gpu_dev {
 struct gw_nvml {
 	const struct gw_collect_env *env;
 	struct gw_nvml_fns fns;
-	void *dl;          /* dlopen handle, NULL when simulating */
+	void *dl; /* dlopen handle, NULL when simulating */
 	int simulated;
-	int loaded;        /* NVML initialised and devices discovered */
+	int loaded; /* NVML initialised and devices discovered */
 	char driver_version[GW_NVML_DRIVER_VERSION_BUFFER_SIZE];
 	unsigned int ndev;
 	struct gpu_dev dev[GW_NVML_MAX_GPUS];
 	int dcgm;
 
-	struct gw_worker *sched;  /* "gw-nvml" */
+	struct gw_worker *sched; /* "gw-nvml" */
 	/* "gw-nvml-events"; it and dev[].w are started by the scheduler and
 	 * written under mu, for the stop. */
 	struct gw_worker *events;
 	pthread_mutex_t mu;
 	double next_fast, next_detail; /* the scheduler's */
-	void *ev_set;                  /* the events thread's */
-	_Atomic uint64_t timeout_ms; /* --collector-timeout */
+	void *ev_set;		       /* the events thread's */
+	_Atomic uint64_t timeout_ms;   /* --collector-timeout */
 
 	int slot_status, slot_events;
 	struct gw_snap status_snap, events_snap, empty_snap;

@@ -80,7 +80,8 @@ static const char *hint(int code)
 /* NVML's own message for a code, with our name for it. */
 static void describe(struct gw_nvml *c, int code, char *out, size_t len)
 {
-	const char *msg = c->fns.error_string ? c->fns.error_string(code) : NULL;
+	const char *msg =
+		c->fns.error_string ? c->fns.error_string(code) : NULL;
 	const char *h = hint(code);
 	char nb[24];
 
@@ -95,12 +96,12 @@ static int resolve(struct gw_nvml *c)
 	unsigned int nmissing = 0;
 
 	gw_buf_init(&missing, 4096);
-#define RESOLVE(member, sym, ret, params)                                     \
+#define RESOLVE(member, sym, ret, params)                                      \
 	*(void **)&c->fns.member = dlsym(c->dl, sym);
 	GW_NVML_SYMBOLS(RESOLVE)
 #undef RESOLVE
-#define FALLBACK(member, sym)                                                 \
-	if (!c->fns.member)                                                   \
+#define FALLBACK(member, sym)                                                  \
+	if (!c->fns.member)                                                    \
 		*(void **)&c->fns.member = dlsym(c->dl, sym);
 	GW_NVML_FALLBACKS(FALLBACK)
 #undef FALLBACK
@@ -108,11 +109,11 @@ static int resolve(struct gw_nvml *c)
 	if (!c->fns.device_get_clocks_event_reasons)
 		c->fns.device_get_clocks_event_reasons =
 			c->fns.device_get_clocks_throttle_reasons;
-#define MISSING(member, sym, ret, params)                                     \
-	if (!c->fns.member &&                                                 \
-	    strcmp(#member, "device_get_clocks_throttle_reasons") != 0) {     \
-		gw_buf_putf(&missing, "%s%s", nmissing ? ", " : "", sym);     \
-		nmissing++;                                                   \
+#define MISSING(member, sym, ret, params)                                      \
+	if (!c->fns.member &&                                                  \
+	    strcmp(#member, "device_get_clocks_throttle_reasons") != 0) {      \
+		gw_buf_putf(&missing, "%s%s", nmissing ? ", " : "", sym);      \
+		nmissing++;                                                    \
 	}
 	GW_NVML_SYMBOLS(MISSING)
 #undef MISSING
@@ -175,7 +176,8 @@ void gw_nvml_discover(struct gw_nvml *c, struct gpu_dev *d)
 	d->state = DEV_UP;
 	pthread_mutex_unlock(&d->mu);
 	gw_info("nvml: GPU %u: %s %s %s", d->index,
-		name[0] ? name : "(no name)", uuid[0] ? uuid : "(no uuid)", bus);
+		name[0] ? name : "(no name)", uuid[0] ? uuid : "(no uuid)",
+		bus);
 }
 
 int gw_nvml_load(struct gw_nvml *c)
@@ -191,8 +193,9 @@ int gw_nvml_load(struct gw_nvml *c)
 		o.gpus = cfg->simulate;
 		o.day_s = cfg->sim_day;
 		o.seed = cfg->sim_seed;
-		o.nfaults = cfg->nfaults < GW_SIM_MAX_FAULTS ? cfg->nfaults
-							       : GW_SIM_MAX_FAULTS;
+		o.nfaults = cfg->nfaults < GW_SIM_MAX_FAULTS
+				    ? cfg->nfaults
+				    : GW_SIM_MAX_FAULTS;
 		if (o.nfaults)
 			memcpy(o.faults, cfg->faults,
 			       o.nfaults * sizeof(o.faults[0]));
@@ -209,12 +212,13 @@ int gw_nvml_load(struct gw_nvml *c)
 		if (!c->dl) {
 			const char *e = dlerror();
 
-			gw_log_once(&c->logged_load, GW_LOG_WARN,
-				    "nvml: cannot load %s: %s; hardware metrics "
-				    "are off until it can be loaded (is the "
-				    "NVIDIA driver installed? --nvml-lib sets "
-				    "the path)",
-				    cfg->nvml_lib, e ? e : "unknown error");
+			gw_log_once(
+				&c->logged_load, GW_LOG_WARN,
+				"nvml: cannot load %s: %s; hardware metrics "
+				"are off until it can be loaded (is the "
+				"NVIDIA driver installed? --nvml-lib sets "
+				"the path)",
+				cfg->nvml_lib, e ? e : "unknown error");
 			return -ENOENT;
 		}
 		r = resolve(c);

@@ -22,18 +22,30 @@
 /* ---- calling NVML ---- */
 
 static const char *const metric_names[M__COUNT] = {
-	[M_TEMP] = "temperature", [M_MEMTEMP] = "memory temperature",
-	[M_POWER] = "power", [M_PLIMIT] = "power limit",
-	[M_ENERGY] = "energy", [M_UTIL] = "utilization",
-	[M_MEMINFO] = "memory info", [M_CLOCK] = "clocks",
-	[M_MAXCLOCK] = "max clocks", [M_REASONS] = "clock event reasons",
-	[M_FAN] = "fan speed", [M_PSTATE] = "performance state",
-	[M_PROCS] = "processes", [M_PROCUTIL] = "process utilization",
-	[M_GPM] = "GPM metrics", [M_PCIE_TP] = "PCIe throughput",
-	[M_ECC] = "ECC counters", [M_REMAP] = "remapped rows",
-	[M_PCIE_GEN] = "PCIe generation", [M_PCIE_GEN_MAX] = "PCIe max generation",
-	[M_PCIE_WIDTH] = "PCIe width", [M_PCIE_WIDTH_MAX] = "PCIe max width",
-	[M_REPLAY] = "PCIe replay counter", [M_NVLINK] = "NVLink state",
+	[M_TEMP] = "temperature",
+	[M_MEMTEMP] = "memory temperature",
+	[M_POWER] = "power",
+	[M_PLIMIT] = "power limit",
+	[M_ENERGY] = "energy",
+	[M_UTIL] = "utilization",
+	[M_MEMINFO] = "memory info",
+	[M_CLOCK] = "clocks",
+	[M_MAXCLOCK] = "max clocks",
+	[M_REASONS] = "clock event reasons",
+	[M_FAN] = "fan speed",
+	[M_PSTATE] = "performance state",
+	[M_PROCS] = "processes",
+	[M_PROCUTIL] = "process utilization",
+	[M_GPM] = "GPM metrics",
+	[M_PCIE_TP] = "PCIe throughput",
+	[M_ECC] = "ECC counters",
+	[M_REMAP] = "remapped rows",
+	[M_PCIE_GEN] = "PCIe generation",
+	[M_PCIE_GEN_MAX] = "PCIe max generation",
+	[M_PCIE_WIDTH] = "PCIe width",
+	[M_PCIE_WIDTH_MAX] = "PCIe max width",
+	[M_REPLAY] = "PCIe replay counter",
+	[M_NVLINK] = "NVLink state",
 	[M_NVLINK_ERR] = "NVLink error counters",
 	[M_NVLINK_TP] = "NVLink throughput",
 };
@@ -79,7 +91,8 @@ static int call_result(struct gpu_dev *d, enum metric m, int ret)
 			    "nvml: GPU %u: reading %s failed: %s (%s); counted "
 			    "in gpuwatch_agent_collector_errors_total",
 			    d->index, metric_names[m],
-			    c->fns.error_string ? c->fns.error_string(ret) : "error",
+			    c->fns.error_string ? c->fns.error_string(ret)
+						: "error",
 			    gw_nvml_code_name(ret, nb, sizeof(nb)));
 		return 0;
 	}
@@ -96,18 +109,18 @@ static void set_in_call(struct gpu_dev *d, const char *sym)
  * CALL(d, metric, member, args...): calls c->fns.member if wanted and
  * evaluates to 1 (value), 0 (none) or -ENODEV (lost: the caller returns).
  */
-#define CALL(d, m, member, ...)                                               \
-	(wanted(d, m, (void *)(d)->c->fns.member) ?                           \
-		 (set_in_call(d, #member),                                    \
-		  call_result(d, m, (d)->c->fns.member(__VA_ARGS__))) :       \
-		 0)
+#define CALL(d, m, member, ...)                                                \
+	(wanted(d, m, (void *)(d)->c->fns.member)                              \
+		 ? (set_in_call(d, #member),                                   \
+		    call_result(d, m, (d)->c->fns.member(__VA_ARGS__)))        \
+		 : 0)
 
 /* Evaluates expr (which may assign r) and returns a negative result. */
-#define TRY(expr)                                                             \
-	do {                                                                  \
-		int try_ = (expr);                                            \
-		if (try_ < 0)                                                 \
-			return try_;                                          \
+#define TRY(expr)                                                              \
+	do {                                                                   \
+		int try_ = (expr);                                             \
+		if (try_ < 0)                                                  \
+			return try_;                                           \
 	} while (0)
 
 /*
@@ -250,10 +263,11 @@ static int read_procs(struct gpu_dev *d, unsigned int *n)
 		}
 		if (count <= d->procs_cap)
 			count = d->procs_cap; /* NVML did not say how many */
-		if (grow_procs(d, count + 8 < GW_NVML_MAX_PROCS ?
-					  count + 8 : count)) {
+		if (grow_procs(d, count + 8 < GW_NVML_MAX_PROCS ? count + 8
+								: count)) {
 			d->snap.dropped += count;
-			gw_dbg("nvml: GPU %u: %u processes, more than the %d we "
+			gw_dbg("nvml: GPU %u: %u processes, more than the %d "
+			       "we "
 			       "track",
 			       d->index, count, GW_NVML_MAX_PROCS);
 			return 0;
@@ -269,7 +283,8 @@ static void read_proc_util(struct gpu_dev *d, unsigned int nprocs)
 	char seen[GW_NVML_MAX_PROCS];
 	int ret;
 
-	if (!wanted(d, M_PROCUTIL, (void *)c->fns.device_get_process_utilization))
+	if (!wanted(d, M_PROCUTIL,
+		    (void *)c->fns.device_get_process_utilization))
 		return;
 	set_in_call(d, "device_get_process_utilization");
 	ret = c->fns.device_get_process_utilization(
@@ -286,9 +301,8 @@ static void read_proc_util(struct gpu_dev *d, unsigned int nprocs)
 		d->putil = p;
 		d->putil_cap = cap;
 		count = cap;
-		ret = c->fns.device_get_process_utilization(d->h, d->putil,
-							    &count,
-							    d->putil_last_ts);
+		ret = c->fns.device_get_process_utilization(
+			d->h, d->putil, &count, d->putil_last_ts);
 	}
 	if (ret == GW_NVML_ERROR_NOT_FOUND) {
 		count = 0; /* no samples since last time: all idle */
@@ -418,10 +432,12 @@ static int read_gpm(struct gpu_dev *d)
 	    !c->fns.gpm_sample_get || !c->fns.gpm_sample_alloc)
 		return 0;
 	if (!d->gpm_sample[0]) {
-		struct gw_nvml_gpm_support sup = { GW_NVML_GPM_SUPPORT_VERSION, 0 };
+		struct gw_nvml_gpm_support sup = { GW_NVML_GPM_SUPPORT_VERSION,
+						   0 };
 
 		if (c->fns.gpm_query_device_support) {
-			TRY(CALL(d, M_GPM, gpm_query_device_support, d->h, &sup));
+			TRY(CALL(d, M_GPM, gpm_query_device_support, d->h,
+				 &sup));
 			if (!sup.is_supported_device) {
 				d->unsupported |= 1ULL << M_GPM;
 				return 0;
@@ -546,7 +562,8 @@ int gw_nvml_read_fast(struct gpu_dev *d)
 		dcgm_add(d, GW_CATALOG_GPU_CLOCK_HERTZ, clock_domains[i].label,
 			 ui);
 	}
-	TRY(r = CALL(d, M_REASONS, device_get_clocks_event_reasons, d->h, &ull));
+	TRY(r = CALL(d, M_REASONS, device_get_clocks_event_reasons, d->h,
+		     &ull));
 	if (r)
 		for (size_t i = 0; i < N(reasons); i++)
 			gw_snap_add(s, GW_FAM(GPU_CLOCK_EVENT_ACTIVE),
@@ -623,8 +640,9 @@ static int read_nvlink(struct gpu_dev *d)
 		for (size_t k = 0; k < N(errs); k++) {
 			unsigned long long v;
 
-			TRY(r = CALL(d, M_NVLINK_ERR, device_get_nvlink_error_counter,
-				     d->h, l, errs[k].counter, &v));
+			TRY(r = CALL(d, M_NVLINK_ERR,
+				     device_get_nvlink_error_counter, d->h, l,
+				     errs[k].counter, &v));
 			if (r)
 				gw_snap_add(&d->snap,
 					    GW_FAM(GPU_NVLINK_ERRORS_TOTAL),
@@ -680,8 +698,9 @@ int gw_nvml_read_detail(struct gpu_dev *d)
 			    "type", ecc[i].label, NULL);
 		/* dcgm-exporter's counts are the volatile ones. */
 		if (c->dcgm) {
-			TRY(r = CALL(d, M_ECC, device_get_total_ecc_errors, d->h,
-				     ecc[i].type, GW_NVML_VOLATILE_ECC, &ull));
+			TRY(r = CALL(d, M_ECC, device_get_total_ecc_errors,
+				     d->h, ecc[i].type, GW_NVML_VOLATILE_ECC,
+				     &ull));
 			if (r)
 				dcgm_add(d, GW_CATALOG_GPU_ECC_ERRORS_TOTAL,
 					 ecc[i].label, (double)ull);
@@ -751,8 +770,8 @@ int gw_nvml_probe(struct gpu_dev *d)
 	 * asked for its memory instead. */
 	if (c->fns.device_get_temperature) {
 		set_in_call(d, "device_get_temperature");
-		ret = c->fns.device_get_temperature(d->h,
-						    GW_NVML_TEMPERATURE_GPU, &t);
+		ret = c->fns.device_get_temperature(
+			d->h, GW_NVML_TEMPERATURE_GPU, &t);
 		if (ret != GW_NVML_ERROR_NOT_SUPPORTED)
 			return ret == GW_NVML_SUCCESS ? 0 : -ENODEV;
 	}

@@ -138,8 +138,8 @@ static void job_spawn(struct dev *d, uint64_t s, int preloaded)
 	if (dur > 50.0 * gw_sim_world.mean_job_s)
 		dur = 50.0 * gw_sim_world.mean_job_s;
 	j->end_step = s + secs_to_steps(dur);
-	j->mem_target = align_down((unsigned long long)(
-		rnd_range(d, 0.2, 0.9) * (double)avail));
+	j->mem_target = align_down(
+		(unsigned long long)(rnd_range(d, 0.2, 0.9) * (double)avail));
 	j->intensity = rnd_range(d, 0.35, 0.95);
 	j->mem_int = rnd_range(d, 0.3, 0.8);
 	j->occ = rnd_range(d, 0.25, 0.6);
@@ -174,8 +174,8 @@ static void jobs_update(struct dev *d, uint64_t s)
 
 		if (j->mem >= j->mem_target || rnd_u(d) >= 0.25)
 			continue;
-		chunk = align_down((unsigned long long)(
-			rnd_range(d, 1.0, 4.0) * (double)GIB));
+		chunk = align_down((unsigned long long)(rnd_range(d, 1.0, 4.0) *
+							(double)GIB));
 		if (chunk > j->mem_target - j->mem)
 			chunk = j->mem_target - j->mem;
 		avail = align_down(mem_free_for_jobs(d));
@@ -238,8 +238,8 @@ static void ecc_storm_step(struct dev *d, struct fault_state *fs, uint64_t s)
 		d->rows_pending = 1;
 		ev_push(d, GW_NVML_EVENT_DOUBLE_BIT_ECC, 0);
 		ev_push(d, GW_NVML_EVENT_XID_CRITICAL, XID_DBE);
-		fs->next_dbe = s + secs_to_steps(
-			rnd_range(d, DBE_GAP_MIN_S, DBE_GAP_MAX_S));
+		fs->next_dbe = s + secs_to_steps(rnd_range(d, DBE_GAP_MIN_S,
+							   DBE_GAP_MAX_S));
 	}
 	if (d->rows_corr + d->rows_unc >= ROW_REMAP_FAILURE)
 		d->rows_failure = 1;
@@ -268,8 +268,10 @@ static void faults_update(struct dev *d, uint64_t s, double dt)
 			break;
 		case GW_SIM_FAULT_ECC_STORM:
 			if (starts) {
-				fs->next_dbe = s + 1 + secs_to_steps(rnd_range(
-					d, 0.0, DBE_FIRST_MAX_S));
+				fs->next_dbe =
+					s + 1 +
+					secs_to_steps(rnd_range(
+						d, 0.0, DBE_FIRST_MAX_S));
 				fs->next_row = s + secs_to_steps(5.0);
 			}
 			if (!d->lost)
@@ -308,8 +310,8 @@ static double power_at(double idle_w, double dyn_w, double clk)
 /* bandwidth of one PCIe lane, KB/s */
 static double pcie_lane_kbs(unsigned int gen)
 {
-	static const double lane[] = { 0, 250000, 500000, 984600, 1969000,
-				       3938000 };
+	static const double lane[] = { 0,      250000,	500000,
+				       984600, 1969000, 3938000 };
 
 	return gen < sizeof(lane) / sizeof(lane[0]) ? lane[gen] : lane[5];
 }
@@ -333,8 +335,8 @@ static void jobs_mix(struct dev *d, struct mix *m)
 	for (i = 0; i < d->njobs; i++) {
 		const struct job *j = &d->jobs[i];
 		/* a job still allocating is mostly copying data in */
-		double eff = j->intensity *
-			     (j->mem >= j->mem_target ? 1.0 : 0.25);
+		double eff =
+			j->intensity * (j->mem >= j->mem_target ? 1.0 : 0.25);
 
 		w += eff;
 		m->mem += eff * j->mem_int;
@@ -388,8 +390,8 @@ static void clocks_power(struct dev *d, double idle_w, double dyn_w)
 		d->clk_sm = CLK_SM_IDLE;
 	d->reasons = reasons;
 	mw = llround(power_at(idle_w, dyn_w, d->clk_sm) * 1000.0);
-	d->power_mw = mw > (long long)d->limit_mw ? d->limit_mw
-						  : (unsigned int)mw;
+	d->power_mw =
+		mw > (long long)d->limit_mw ? d->limit_mw : (unsigned int)mw;
 }
 
 /* Utilisation, profiler metrics and link traffic of a GPU that answers. */
@@ -468,8 +470,8 @@ static void physics(struct dev *d, uint64_t s, double dt)
 	p = d->power_mw / 1000.0;
 	amb = AMBIENT_C + d->amb_off + 1.5 * (diurnal(step_time(s)) - 0.5);
 	core_tgt = amb + K_CORE * p + d->runaway;
-	hbm_tgt = core_tgt + HBM_OFFSET_C + 4.0 * d->mem_frac +
-		  0.15 * d->runaway;
+	hbm_tgt =
+		core_tgt + HBM_OFFSET_C + 4.0 * d->mem_frac + 0.15 * d->runaway;
 	if (dt <= 0) {
 		d->t_core = core_tgt;
 		d->t_hbm = hbm_tgt;
@@ -519,7 +521,8 @@ static void dev_init(struct dev *d, unsigned int index)
 {
 	static const unsigned int buses[] = { 0x18, 0x2A, 0x3A, 0x5D,
 					      0x9A, 0xAB, 0xBA, 0xDB };
-	uint64_t x = gw_sim_world.opts.seed ^ (0xD1B54A32D192ED03ULL * (index + 1));
+	uint64_t x =
+		gw_sim_world.opts.seed ^ (0xD1B54A32D192ED03ULL * (index + 1));
 	uint64_t h1, h2;
 	unsigned int i, n;
 
@@ -530,7 +533,8 @@ static void dev_init(struct dev *d, unsigned int index)
 	d->rng = splitmix64(&x) | 1;
 	snprintf(d->uuid, sizeof(d->uuid),
 		 "GPU-5151%04x-%04x-%04x-%04x-%012llx",
-		 (unsigned int)(h1 & 0xFFFF), (unsigned int)((h1 >> 16) & 0xFFFF),
+		 (unsigned int)(h1 & 0xFFFF),
+		 (unsigned int)((h1 >> 16) & 0xFFFF),
 		 (unsigned int)((h1 >> 32) & 0x0FFF) | 0x4000,
 		 (unsigned int)((h1 >> 48) & 0x3FFF) | 0x8000,
 		 (unsigned long long)(h2 & 0xFFFFFFFFFFFFULL));
@@ -602,8 +606,8 @@ const char *gw_sim_fault_name(enum gw_sim_fault_kind k)
 	return fault_names[k];
 }
 
-#define SPEC_FORM "NAME:GPU[:AFTER_S[:DURATION_S]]"
-#define SPEC_SHOW 64 /* spec characters quoted in a message */
+#define SPEC_FORM	"NAME:GPU[:AFTER_S[:DURATION_S]]"
+#define SPEC_SHOW	64 /* spec characters quoted in a message */
 #define FIELD_SHOW(len) ((int)((len) > 32 ? 32 : (len)))
 
 __attribute__((format(printf, 3, 4))) static void
@@ -677,20 +681,22 @@ int gw_sim_fault_parse(const char *spec, struct gw_sim_fault *out, char *err,
 	const char *p, *colon;
 
 	if (!spec || !*spec) {
-		set_err(err, errlen, "empty fault spec (expected " SPEC_FORM ")");
+		set_err(err, errlen,
+			"empty fault spec (expected " SPEC_FORM ")");
 		return -EINVAL;
 	}
 	if (!out) {
-		set_err(err, errlen, "fault '%.*s': nowhere to store the result",
-			SPEC_SHOW, spec);
+		set_err(err, errlen,
+			"fault '%.*s': nowhere to store the result", SPEC_SHOW,
+			spec);
 		return -EINVAL;
 	}
 	for (p = spec;; p = colon + 1) {
 		colon = strchr(p, ':');
 		if (nf == 4) {
 			set_err(err, errlen,
-				"fault '%.*s': too many fields (expected " SPEC_FORM
-				")",
+				"fault '%.*s': too many fields "
+				"(expected " SPEC_FORM ")",
 				SPEC_SHOW, spec);
 			return -EINVAL;
 		}
@@ -791,14 +797,15 @@ int gw_sim_start(const struct gw_sim_opts *o)
 	memset(&gw_sim_world, 0, sizeof(gw_sim_world));
 	gw_sim_world.opts = *o;
 	gw_sim_world.day_s = o->day_s > 0 ? o->day_s : DEFAULT_DAY_S;
-	gw_sim_world.mean_job_s = clampd(gw_sim_world.day_s / 96.0, 10.0, 3600.0);
+	gw_sim_world.mean_job_s =
+		clampd(gw_sim_world.day_s / 96.0, 10.0, 3600.0);
 	if (clock_gettime(CLOCK_MONOTONIC, &gw_sim_world.t0) ||
 	    clock_gettime(CLOCK_REALTIME, &wall)) {
 		err = -errno;
 		goto out_unlock;
 	}
 	gw_sim_world.wall0_us = (uint64_t)wall.tv_sec * 1000000ULL +
-			 (uint64_t)wall.tv_nsec / 1000;
+				(uint64_t)wall.tv_nsec / 1000;
 	err = -pthread_condattr_init(&ca);
 	if (err)
 		goto out_unlock;
@@ -810,10 +817,11 @@ int gw_sim_start(const struct gw_sim_opts *o)
 		goto out_unlock;
 	for (i = 0; i < o->nfaults; i++) {
 		gw_sim_world.fs[i].from = secs_to_steps(o->faults[i].after_s);
-		gw_sim_world.fs[i].to = o->faults[i].duration_s > 0
-					 ? gw_sim_world.fs[i].from +
-						   secs_to_steps(o->faults[i].duration_s)
-					 : UINT64_MAX;
+		gw_sim_world.fs[i].to =
+			o->faults[i].duration_s > 0
+				? gw_sim_world.fs[i].from +
+					  secs_to_steps(o->faults[i].duration_s)
+				: UINT64_MAX;
 	}
 	for (i = 0; i < o->gpus; i++)
 		dev_init(&gw_sim_world.dev[i], i);
@@ -847,8 +855,8 @@ out_unlock:
 void gw_sim_advance(double seconds)
 {
 	pthread_mutex_lock(&gw_sim_lock);
-	if (gw_sim_world.started && gw_sim_world.opts.manual_clock && isfinite(seconds) &&
-	    seconds >= 0 && seconds <= MAX_TIME_S) {
+	if (gw_sim_world.started && gw_sim_world.opts.manual_clock &&
+	    isfinite(seconds) && seconds >= 0 && seconds <= MAX_TIME_S) {
 		gw_sim_world.manual_ns += (uint64_t)llround(seconds * 1e9);
 		gw_sim_catch_up_all();
 	}

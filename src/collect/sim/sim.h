@@ -51,7 +51,7 @@
 
 #include "collect/nvml/nvml_abi.h"
 
-#define GW_SIM_MAX_GPUS 64
+#define GW_SIM_MAX_GPUS	  64
 #define GW_SIM_MAX_FAULTS 32
 
 enum gw_sim_fault_kind {
@@ -66,15 +66,15 @@ enum gw_sim_fault_kind {
 struct gw_sim_fault {
 	enum gw_sim_fault_kind kind;
 	unsigned int gpu;
-	double after_s;    /* seconds of simulated time after start */
+	double after_s;	   /* seconds of simulated time after start */
 	double duration_s; /* 0 = forever */
 };
 
 struct gw_sim_opts {
 	unsigned int gpus; /* 1..GW_SIM_MAX_GPUS */
-	double day_s;      /* length of one simulated day; 0 = 86400 */
+	double day_s;	   /* length of one simulated day; 0 = 86400 */
 	uint64_t seed;
-	int manual_clock;  /* tests: time only moves with gw_sim_advance() */
+	int manual_clock; /* tests: time only moves with gw_sim_advance() */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };

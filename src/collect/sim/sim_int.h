@@ -14,79 +14,79 @@
 
 #include "collect/sim/sim.h"
 
-#define STEP_NS 100000000ULL /* one step of simulated time: 100 ms */
-#define STEP_S 0.1
+#define STEP_NS	 100000000ULL /* one step of simulated time: 100 ms */
+#define STEP_S	 0.1
 #define NS_PER_S 1000000000ULL
 
-#define DEFAULT_DAY_S 86400.0
+#define DEFAULT_DAY_S  86400.0
 #define DAY_START_FRAC (10.0 / 24.0) /* the simulation starts at 10:00 */
-#define MAX_TIME_S 1e9               /* fault times and advances */
+#define MAX_TIME_S     1e9	     /* fault times and advances */
 
 /* H200 SXM-like constants */
-#define GPU_NAME "NVIDIA H200 (simulated)"
-#define DRIVER_VERSION "gpuwatch-sim"
-#define MEM_TOTAL 151397597184ULL
-#define MEM_RESERVED 613416960ULL /* driver and ECC reservation */
-#define LIMIT_MW 700000U
-#define CAPPED_LIMIT_MW 350000U
-#define IDLE_W 90.0
-#define DYN_W 640.0 /* full load at full clock: 730 W, above the limit */
-#define CLK_STEP 15U
-#define CLK_SM_MAX 1980U
-#define CLK_SM_IDLE 345U
-#define CLK_SM_SW_THERMAL 1410U
+#define GPU_NAME	   "NVIDIA H200 (simulated)"
+#define DRIVER_VERSION	   "gpuwatch-sim"
+#define MEM_TOTAL	   151397597184ULL
+#define MEM_RESERVED	   613416960ULL /* driver and ECC reservation */
+#define LIMIT_MW	   700000U
+#define CAPPED_LIMIT_MW	   350000U
+#define IDLE_W		   90.0
+#define DYN_W		   640.0 /* full load at full clock: 730 W, above the limit */
+#define CLK_STEP	   15U
+#define CLK_SM_MAX	   1980U
+#define CLK_SM_IDLE	   345U
+#define CLK_SM_SW_THERMAL  1410U
 #define CLK_SM_HW_SLOWDOWN 990U
-#define CLK_MEM 2619U
-#define CLK_VIDEO_MAX 1755U
-#define CLK_EXP 2.5 /* dynamic power ~ clock^2.5 (frequency and voltage) */
-#define PCIE_GEN_MAX 5U
-#define PCIE_WIDTH_MAX 16U
-#define PCIE_GEN_DOWN 3U
-#define PCIE_WIDTH_DOWN 8U
-#define PCI_DEVICE_ID 0x233510DEU
-#define PCI_SUBSYS_ID 0x18BE10DEU
+#define CLK_MEM		   2619U
+#define CLK_VIDEO_MAX	   1755U
+#define CLK_EXP		   2.5 /* dynamic power ~ clock^2.5 (frequency and voltage) */
+#define PCIE_GEN_MAX	   5U
+#define PCIE_WIDTH_MAX	   16U
+#define PCIE_GEN_DOWN	   3U
+#define PCIE_WIDTH_DOWN	   8U
+#define PCI_DEVICE_ID	   0x233510DEU
+#define PCI_SUBSYS_ID	   0x18BE10DEU
 
 /* thermal model */
-#define AMBIENT_C 27.0
-#define K_CORE 0.062   /* degrees C per watt at equilibrium */
-#define TAU_TEMP_S 30.0 /* core and HBM share it: HBM stays above core */
-#define HBM_OFFSET_C 3.0
-#define RUNAWAY_RATE 0.5 /* degrees C per second while cooling fails */
-#define RUNAWAY_MAX 65.0
-#define SW_THERMAL_C 87.0
-#define HW_THERMAL_C 90.0
+#define AMBIENT_C	 27.0
+#define K_CORE		 0.062 /* degrees C per watt at equilibrium */
+#define TAU_TEMP_S	 30.0  /* core and HBM share it: HBM stays above core */
+#define HBM_OFFSET_C	 3.0
+#define RUNAWAY_RATE	 0.5 /* degrees C per second while cooling fails */
+#define RUNAWAY_MAX	 65.0
+#define SW_THERMAL_C	 87.0
+#define HW_THERMAL_C	 90.0
 #define HBM_SW_THERMAL_C 92.0
 #define HBM_HW_THERMAL_C 95.0
 
 /* load model */
-#define MAX_JOBS 4
+#define MAX_JOBS     4
 #define JOBS_AT_NOON 2.4 /* expected concurrent jobs at the busiest hour */
-#define TAU_LOAD_S 2.0
-#define PID_BASE 4000000U
+#define TAU_LOAD_S   2.0
+#define PID_BASE     4000000U
 #define PIDS_PER_GPU 2000U
-#define GIB (1ULL << 30)
-#define ALLOC_ALIGN (2ULL << 20)
+#define GIB	     (1ULL << 30)
+#define ALLOC_ALIGN  (2ULL << 20)
 
 /* faults */
-#define XID_DBE 48
-#define XID_FALLEN_OFF_BUS 79
+#define XID_DBE		     48
+#define XID_FALLEN_OFF_BUS   79
 #define ECC_SBE_MIN_PER_STEP 20U /* 20..40 per 100 ms: ~300/s */
-#define DBE_FIRST_MAX_S 5.0
-#define DBE_GAP_MIN_S 15.0
-#define DBE_GAP_MAX_S 25.0
-#define ROW_REMAP_FAILURE 64U
+#define DBE_FIRST_MAX_S	     5.0
+#define DBE_GAP_MIN_S	     15.0
+#define DBE_GAP_MAX_S	     25.0
+#define ROW_REMAP_FAILURE    64U
 
-#define SUPPORTED_EVENTS                                                      \
-	(GW_NVML_EVENT_SINGLE_BIT_ECC | GW_NVML_EVENT_DOUBLE_BIT_ECC |        \
+#define SUPPORTED_EVENTS                                                       \
+	(GW_NVML_EVENT_SINGLE_BIT_ECC | GW_NVML_EVENT_DOUBLE_BIT_ECC |         \
 	 GW_NVML_EVENT_XID_CRITICAL)
 #define NOT_AVAILABLE 0xFFFFFFFFU /* instance ids outside MIG */
 
-#define MAX_SETS 16
-#define MAX_SAMPLES (GW_SIM_MAX_GPUS * 4)
-#define EVQ_LEN 256
-#define NLINKS GW_NVML_NVLINK_MAX_LINKS
+#define MAX_SETS       16
+#define MAX_SAMPLES    (GW_SIM_MAX_GPUS * 4)
+#define EVQ_LEN	       256
+#define NLINKS	       GW_NVML_NVLINK_MAX_LINKS
 #define NLINK_COUNTERS 4
-#define NGPM 4
+#define NGPM	       4
 
 struct job {
 	unsigned int pid;
@@ -94,10 +94,10 @@ struct job {
 	unsigned long long mem;
 	unsigned long long mem_target;
 	double intensity; /* share of the GPU once loaded, 0..1 */
-	double mem_int;   /* memory-boundness */
-	double occ;       /* SM occupancy per active SM */
-	double tensor;    /* tensor-core share */
-	double nvlink;    /* multi-GPU traffic */
+	double mem_int;	  /* memory-boundness */
+	double occ;	  /* SM occupancy per active SM */
+	double tensor;	  /* tensor-core share */
+	double nvlink;	  /* multi-GPU traffic */
 };
 
 struct dev {

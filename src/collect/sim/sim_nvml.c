@@ -17,7 +17,6 @@
 
 #include "sim_int.h"
 
-
 /* ---- the NVML table: library-level calls ----------------------------- */
 
 static int sim_init(void)
@@ -87,8 +86,9 @@ static const char *sim_error_string(int code)
 /* Is the library usable?  Called with gw_sim_lock held. */
 static int lib_ready(void)
 {
-	return gw_sim_world.started && gw_sim_world.refs > 0 ? GW_NVML_SUCCESS
-					       : GW_NVML_ERROR_UNINITIALIZED;
+	return gw_sim_world.started && gw_sim_world.refs > 0
+		       ? GW_NVML_SUCCESS
+		       : GW_NVML_ERROR_UNINITIALIZED;
 }
 
 static int sim_system_get_driver_version(char *buf, unsigned int len)
@@ -313,20 +313,20 @@ static int sim_device_get_field_values(gw_nvml_device_t h, int count,
  * Most getters hand out one value: check the pointer, enter the device (lock,
  * catch up, lost check), copy `expr`, which reads the device through d.
  */
-#define DEV_GET(fn, type, expr)                                               \
-	static int fn(gw_nvml_device_t h, type *out)                          \
-	{                                                                     \
-		struct dev *d;                                                \
-		int ret;                                                      \
-									      \
-		if (!out)                                                     \
-			return GW_NVML_ERROR_INVALID_ARGUMENT;                \
-		ret = dev_enter(h, &d);                                       \
-		if (ret)                                                      \
-			return ret;                                           \
-		*out = (expr);                                                \
-		dev_leave();                                                  \
-		return GW_NVML_SUCCESS;                                       \
+#define DEV_GET(fn, type, expr)                                                \
+	static int fn(gw_nvml_device_t h, type *out)                           \
+	{                                                                      \
+		struct dev *d;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!out)                                                      \
+			return GW_NVML_ERROR_INVALID_ARGUMENT;                 \
+		ret = dev_enter(h, &d);                                        \
+		if (ret)                                                       \
+			return ret;                                            \
+		*out = (expr);                                                 \
+		dev_leave();                                                   \
+		return GW_NVML_SUCCESS;                                        \
 	}
 
 DEV_GET(sim_device_get_power_usage, unsigned int, d->power_mw)
@@ -448,9 +448,11 @@ static int sim_device_get_total_ecc_errors(gw_nvml_device_t h, int type,
 	struct dev *d;
 	int ret;
 
-	if (!n || (type != GW_NVML_MEMORY_ERROR_TYPE_CORRECTED &&
-		   type != GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED) ||
-	    (counter != GW_NVML_VOLATILE_ECC && counter != GW_NVML_AGGREGATE_ECC))
+	if (!n ||
+	    (type != GW_NVML_MEMORY_ERROR_TYPE_CORRECTED &&
+	     type != GW_NVML_MEMORY_ERROR_TYPE_UNCORRECTED) ||
+	    (counter != GW_NVML_VOLATILE_ECC &&
+	     counter != GW_NVML_AGGREGATE_ECC))
 		return GW_NVML_ERROR_INVALID_ARGUMENT;
 	ret = dev_enter(h, &d);
 	if (ret)
@@ -463,7 +465,8 @@ static int sim_device_get_total_ecc_errors(gw_nvml_device_t h, int type,
 }
 
 static int sim_device_get_remapped_rows(gw_nvml_device_t h, unsigned int *corr,
-					unsigned int *unc, unsigned int *pending,
+					unsigned int *unc,
+					unsigned int *pending,
 					unsigned int *failure)
 {
 	struct dev *d;
@@ -602,8 +605,8 @@ static int sim_device_get_process_utilization(gw_nvml_device_t h,
 		u[i].pid = j->pid;
 		u[i].timestamp = ts;
 		u[i].sm_util = (unsigned int)lround(d->util_gpu * share);
-		u[i].mem_util = (unsigned int)lround(
-			d->util_gpu * share * j->mem_int);
+		u[i].mem_util =
+			(unsigned int)lround(d->util_gpu * share * j->mem_int);
 		u[i].enc_util = 0;
 		u[i].dec_util = 0;
 	}
@@ -757,7 +760,8 @@ static int sim_event_set_wait(void *set, struct gw_nvml_event_data *data,
 	}
 	gw_sim_world.waiters--;
 	if (!gw_sim_world.started)
-		pthread_cond_broadcast(&gw_sim_world.cond); /* gw_sim_stop() waits */
+		pthread_cond_broadcast(
+			&gw_sim_world.cond); /* gw_sim_stop() waits */
 out_unlock:
 	pthread_mutex_unlock(&gw_sim_lock);
 	return ret;
@@ -949,8 +953,8 @@ static int sim_gpm_metrics_get(struct gw_nvml_gpm_metrics_get *m)
 			continue;
 		}
 		g->nvml_return = GW_NVML_SUCCESS;
-		g->value = dt > 0 ? (b->integ[k] - a->integ[k]) / dt
-				  : b->inst[k];
+		g->value =
+			dt > 0 ? (b->integ[k] - a->integ[k]) / dt : b->inst[k];
 		g->value = clampd(g->value, 0, 100);
 		g->info.short_name = gpm_short[k];
 		g->info.long_name = gpm_long[k];

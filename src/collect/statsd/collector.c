@@ -44,10 +44,10 @@
 
 enum { T_UDP, T_UNIX, NT };
 
-static const char *const transport_names[NT] = {"udp", "unix"};
+static const char *const transport_names[NT] = { "udp", "unix" };
 
 struct gw_statsd_rx {
-	int fd[NT]; /* -1 when off or down */
+	int fd[NT];  /* -1 when off or down */
 	int wake_fd; /* readable: poll returns; -1 when none */
 	int configured[NT];
 	char addr[NT][300]; /* as bound (or as configured when down) */
@@ -97,7 +97,7 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 {
 	char host[256], port[16];
 	unsigned int p;
-	struct addrinfo hints = {0}, *res = NULL, *ai;
+	struct addrinfo hints = { 0 }, *res = NULL, *ai;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int fd = -1, r, saved = 0;
@@ -105,10 +105,10 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 	snprintf(rx->addr[T_UDP], sizeof(rx->addr[T_UDP]), "%s", listen);
 	rx->configured[T_UDP] = 1;
 	if (gw_parse_hostport(listen, host, sizeof(host), &p) || p > 65535) {
-		gw_warn(
-		    "statsd: --statsd-listen %s: not HOST:PORT; StatsD over "
-		    "UDP is off",
-		    listen);
+		gw_warn("statsd: --statsd-listen %s: not HOST:PORT; StatsD "
+			"over "
+			"UDP is off",
+			listen);
 		return 0;
 	}
 	snprintf(port, sizeof(port), "%u", p);
@@ -137,10 +137,10 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		gw_warn(
-		    "statsd: cannot bind udp %s: %s; StatsD over UDP is off "
-		    "(the agent runs on)",
-		    listen, strerror(saved));
+		gw_warn("statsd: cannot bind udp %s: %s; StatsD over UDP is "
+			"off "
+			"(the agent runs on)",
+			listen, strerror(saved));
 		return 0;
 	}
 	set_rcvbuf(fd);
@@ -151,7 +151,7 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 			rx->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 		else if (ss.ss_family == AF_INET6)
 			rx->port =
-			    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+				ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 	}
 	rx->fd[T_UDP] = fd;
 	gw_info("statsd: listening on udp %s", rx->addr[T_UDP]);
@@ -161,17 +161,17 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 /* Binds the Unix datagram socket, replacing a stale socket file. */
 static int open_unix(struct gw_statsd_rx *rx, const char *path)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
 	int fd;
 
 	snprintf(rx->addr[T_UNIX], sizeof(rx->addr[T_UNIX]), "%s", path);
 	rx->configured[T_UNIX] = 1;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		gw_warn(
-		    "statsd: --statsd-socket %s: path too long; StatsD over "
-		    "a Unix socket is off",
-		    path);
+		gw_warn("statsd: --statsd-socket %s: path too long; StatsD "
+			"over "
+			"a Unix socket is off",
+			path);
 		return 0;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
@@ -207,8 +207,8 @@ int gw_statsd_rx_open(const struct gw_statsd_rx_opts *o,
 		      struct gw_statsd_rx **out)
 {
 	struct gw_statsd_table_opts to = {
-	    .max_series = o->max_series,
-	    .max_tag_values = o->max_tag_values,
+		.max_series = o->max_series,
+		.max_tag_values = o->max_tag_values,
 	};
 	struct gw_statsd_rx *rx;
 	int err = -ENOMEM;
@@ -390,8 +390,8 @@ int gw_statsd_rx_poll(struct gw_statsd_rx *rx, int timeout_ms, double now)
 		map[n++] = NT; /* not read: its owner's signal */
 	}
 	if (!n) {
-		struct timespec ts = {timeout_ms / 1000,
-				      (long)(timeout_ms % 1000) * 1000000};
+		struct timespec ts = { timeout_ms / 1000,
+				       (long)(timeout_ms % 1000) * 1000000 };
 
 		nanosleep(&ts, NULL);
 		return 0;
@@ -493,16 +493,16 @@ static double rx_round(struct gw_worker *w, void *arg)
 static int col_start(const struct gw_collect_env *env, void **priv)
 {
 	struct gw_statsd_rx_opts o = {
-	    .listen = env->o->statsd_listen,
-	    .socket = env->o->statsd_socket,
-	    .max_series = env->o->statsd_max_series,
-	    .max_tag_values = env->o->statsd_max_tag_values,
+		.listen = env->o->statsd_listen,
+		.socket = env->o->statsd_socket,
+		.max_series = env->o->statsd_max_series,
+		.max_tag_values = env->o->statsd_max_tag_values,
 	};
 	struct gw_worker_opts wo = {
-	    .name = "gw-statsd",
-	    .init = rx_init,
-	    .round = rx_round,
-	    .table = env->workers,
+		.name = "gw-statsd",
+		.init = rx_init,
+		.round = rx_round,
+		.table = env->workers,
 	};
 	struct statsd_col *c;
 	int r;
@@ -565,9 +565,9 @@ static void col_free(void *priv)
 }
 
 const struct gw_collector_ops gw_statsd_collector = {
-    .name = "statsd",
-    .start = col_start,
-    .request_stop = col_request_stop,
-    .stop = col_stop,
-    .free = col_free,
+	.name = "statsd",
+	.start = col_start,
+	.request_stop = col_request_stop,
+	.stop = col_stop,
+	.free = col_free,
 };

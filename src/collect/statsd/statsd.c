@@ -10,10 +10,10 @@
 #include "common/utf8.h"
 
 static const char *const result_names[GW_STATSD_NRESULTS] = {
-    [GW_STATSD_OK] = "ok",	   [GW_STATSD_UNSUPPORTED] = "unsupported",
-    [GW_STATSD_BAD_NAME] = "name", [GW_STATSD_BAD_VALUE] = "value",
-    [GW_STATSD_BAD_TYPE] = "type", [GW_STATSD_BAD_RATE] = "rate",
-    [GW_STATSD_BAD_TAG] = "tag",   [GW_STATSD_TOO_MANY] = "too_many_values",
+	[GW_STATSD_OK] = "ok",	       [GW_STATSD_UNSUPPORTED] = "unsupported",
+	[GW_STATSD_BAD_NAME] = "name", [GW_STATSD_BAD_VALUE] = "value",
+	[GW_STATSD_BAD_TYPE] = "type", [GW_STATSD_BAD_RATE] = "rate",
+	[GW_STATSD_BAD_TAG] = "tag",   [GW_STATSD_TOO_MANY] = "too_many_values",
 };
 
 const char *gw_statsd_result_name(enum gw_statsd_result r)
@@ -290,8 +290,8 @@ enum gw_statsd_result gw_statsd_parse(const char *p, size_t len,
 	nlen = (size_t)(colon - p);
 	if (nlen == 0 || nlen > GW_STATSD_NAME_MAX)
 		return GW_STATSD_BAD_NAME;
-	out->name_len =
-	    gw_statsd_sanitize(p, nlen, false, out->name, sizeof(out->name));
+	out->name_len = gw_statsd_sanitize(p, nlen, false, out->name,
+					   sizeof(out->name));
 	if (!out->name_len)
 		return GW_STATSD_BAD_NAME;
 	if (!bar)

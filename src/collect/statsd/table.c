@@ -18,7 +18,7 @@
 #define KEY_MAX                                                                \
 	(2 + GW_STATSD_NAME_MAX + 16 +                                         \
 	 GW_STATSD_MAX_TAGS *                                                  \
-	     (GW_STATSD_TAG_NAME_MAX + GW_STATSD_TAG_VALUE_MAX + 8))
+		 (GW_STATSD_TAG_NAME_MAX + GW_STATSD_TAG_VALUE_MAX + 8))
 #define FAMILY_NAME_MAX (GW_STATSD_NAME_MAX + 16)
 #define MAP_MIN_BUCKETS 64u
 
@@ -94,13 +94,13 @@ struct gw_statsd_table {
 };
 
 static const char *const refusal_names[GW_STATSD_NREFUSALS] = {
-    [0] = "none",
-    [GW_STATSD_REFUSED_SERIES] = "series",
-    [GW_STATSD_REFUSED_TAG_VALUES] = "tag_values",
-    [GW_STATSD_REFUSED_TYPE] = "type_conflict",
-    [GW_STATSD_REFUSED_RESERVED] = "reserved_name",
-    [GW_STATSD_REFUSED_SET_FULL] = "set_full",
-    [GW_STATSD_REFUSED_NOMEM] = "nomem",
+	[0] = "none",
+	[GW_STATSD_REFUSED_SERIES] = "series",
+	[GW_STATSD_REFUSED_TAG_VALUES] = "tag_values",
+	[GW_STATSD_REFUSED_TYPE] = "type_conflict",
+	[GW_STATSD_REFUSED_RESERVED] = "reserved_name",
+	[GW_STATSD_REFUSED_SET_FULL] = "set_full",
+	[GW_STATSD_REFUSED_NOMEM] = "nomem",
 };
 
 const char *gw_statsd_refusal_name(enum gw_statsd_refusal r)
@@ -276,11 +276,11 @@ static void family_free(struct family *f)
 }
 
 static const char *const helps[] = {
-    [K_COUNTER] = "StatsD counter (c), scaled by the sample rate.",
-    [K_GAUGE] = "StatsD gauge (g).",
-    [K_SUMMARY] = "StatsD timer (ms, in seconds), histogram (h) or "
-		  "distribution (d): quantiles over the window.",
-    [K_SET] = "StatsD set (s): distinct values over the window.",
+	[K_COUNTER] = "StatsD counter (c), scaled by the sample rate.",
+	[K_GAUGE] = "StatsD gauge (g).",
+	[K_SUMMARY] = "StatsD timer (ms, in seconds), histogram (h) or "
+		      "distribution (d): quantiles over the window.",
+	[K_SET] = "StatsD set (s): distinct values over the window.",
 };
 
 static struct family *family_get(struct gw_statsd_table *t, const char *name,
@@ -309,8 +309,9 @@ static struct family *family_get(struct gw_statsd_table *t, const char *name,
 	f->e.key = f->name;
 	f->fam.name = f->name;
 	f->fam.help = helps[kind];
-	f->fam.type = kind == K_COUNTER ? GW_COUNTER :
-		      kind == K_SUMMARY ? GW_SUMMARY : GW_GAUGE;
+	f->fam.type = kind == K_COUNTER	  ? GW_COUNTER
+		      : kind == K_SUMMARY ? GW_SUMMARY
+					  : GW_GAUGE;
 	map_insert(&t->families, &f->e);
 	return f;
 nomem:
@@ -671,7 +672,7 @@ static size_t make_key(struct gw_statsd_table *t,
 
 		while (j > 0) {
 			const struct gw_statsd_tag *a =
-			    &l->tags[t->order[j - 1]];
+				&l->tags[t->order[j - 1]];
 			const struct gw_statsd_tag *b = &l->tags[i];
 			size_t m = a->name_len < b->name_len ? a->name_len
 							     : b->name_len;
@@ -777,8 +778,8 @@ int gw_statsd_table_add(struct gw_statsd_table *t,
 
 			if (r)
 				refusal = r == -ENOSPC
-					      ? GW_STATSD_REFUSED_SET_FULL
-					      : GW_STATSD_REFUSED_NOMEM;
+						  ? GW_STATSD_REFUSED_SET_FULL
+						  : GW_STATSD_REFUSED_NOMEM;
 		}
 		break;
 	}
@@ -835,8 +836,8 @@ void gw_statsd_table_publish(struct gw_statsd_table *t, struct gw_snap *snap,
 			    !gw_sketch_merge(&t->scratch, &s->u.sum.sk[0]) &&
 			    t->scratch.count) {
 				for (; nq < NQUANTILES; nq++)
-					v[nq] = gw_sketch_quantile(&t->scratch,
-								   quantiles[nq]);
+					v[nq] = gw_sketch_quantile(
+						&t->scratch, quantiles[nq]);
 			}
 			gw_snap_add_summary(snap, &f->fam, quantiles, v, nq,
 					    s->u.sum.count, s->u.sum.sum,
