@@ -13,8 +13,9 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 libzstd-dev sqlite3
-	procps)
-# (prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
+	procps clang-format)
+# (clang-format: CI checks the sources' format, scripts/check-format.sh;
+# prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours.)
 
 what="${1:-all}"
