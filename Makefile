@@ -6,6 +6,7 @@
 #   make bench      the overhead benchmark (bench/README.md)
 #   make fuzz       build the libFuzzer harnesses with clang and run each
 #                   for FUZZ_SECONDS (default 60) on a copy of its corpus
+#   make format     apply .clang-format to every C file (CI checks it)
 #   make deps       install the Debian packages (as root)
 #   make clean
 
@@ -14,7 +15,7 @@ ASAN_BUILD ?= build-asan
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure -j2
 
-.PHONY: all test test-tsan run bench deps clean fuzz
+.PHONY: all test test-tsan run bench deps clean fuzz format
 
 all:
 	@test -f $(BUILD)/build.ninja || $(CMAKE) -S . -B $(BUILD) -G Ninja \
@@ -44,6 +45,9 @@ bench: all
 
 deps:
 	scripts/install-deps.sh all
+
+format:
+	scripts/check-format.sh --fix
 
 FUZZ_SECONDS ?= 60
 
