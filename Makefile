@@ -24,7 +24,8 @@ all:
 
 test:
 	@test -f $(ASAN_BUILD)/build.ninja || $(CMAKE) -S . -B $(ASAN_BUILD) -G Ninja \
-		-DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_WERROR=$${GW_WERROR:-OFF}
+		-DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_WERROR=$${GW_WERROR:-OFF} \
+		-DGW_TESTS=ON
 	$(CMAKE) --build $(ASAN_BUILD)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -32,7 +33,8 @@ test:
 
 test-tsan:
 	@test -f build-tsan/build.ninja || $(CMAKE) -S . -B build-tsan -G Ninja \
-		-DCMAKE_BUILD_TYPE=Debug -DGW_TSAN=ON -DGW_WERROR=$${GW_WERROR:-OFF}
+		-DCMAKE_BUILD_TYPE=Debug -DGW_TSAN=ON -DGW_WERROR=$${GW_WERROR:-OFF} \
+		-DGW_TESTS=ON
 	$(CMAKE) --build build-tsan
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest $(CTEST_ARGS)
