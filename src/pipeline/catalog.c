@@ -104,23 +104,6 @@ static const struct {
 	},
 };
 
-static const char *type_word(enum gw_metric_type t)
-{
-	switch (t) {
-	case GW_COUNTER:
-		return "counter";
-	case GW_INFO:
-		return "info";
-	case GW_HISTOGRAM:
-		return "histogram";
-	case GW_SUMMARY:
-		return "summary";
-	case GW_GAUGE:
-	default:
-		return "gauge";
-	}
-}
-
 /* Text in a table cell: '|' escaped. */
 static void add_cell(struct gw_buf *out, const char *s)
 {
@@ -200,7 +183,7 @@ static void add_dcgm_section(struct gw_buf *out)
 		if (e->source != GW_CATALOG_SRC_DCGM)
 			continue;
 		gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
-			    type_word(e->fam.type));
+			    gw_metric_type_name(e->fam.type));
 		add_cell(out, e->unit);
 		gw_buf_puts(out, " | ");
 		add_labels(out, e->labels);
@@ -230,7 +213,7 @@ static void add_section(struct gw_buf *out, enum gw_catalog_source src)
 		if (e->source != src)
 			continue;
 		gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
-			    type_word(e->fam.type));
+			    gw_metric_type_name(e->fam.type));
 		add_cell(out, e->unit);
 		gw_buf_puts(out, " | ");
 		add_labels(out, e->labels);

@@ -335,13 +335,13 @@ static void add_family_name(struct gw_buf *out, const struct gw_family *f,
 	gw_buf_put(out, f->name, n);
 }
 
-static const char *type_name(const struct gw_family *f, enum gw_expo_format fmt)
+const char *gw_metric_type_name(enum gw_metric_type t)
 {
-	switch (f->type) {
+	switch (t) {
 	case GW_COUNTER:
 		return "counter";
 	case GW_INFO:
-		return fmt == GW_EXPO_OPENMETRICS ? "info" : "gauge";
+		return "info";
 	case GW_HISTOGRAM:
 		return "histogram";
 	case GW_SUMMARY:
@@ -350,6 +350,14 @@ static const char *type_name(const struct gw_family *f, enum gw_expo_format fmt)
 	default:
 		return "gauge";
 	}
+}
+
+/* The # TYPE word: the text format 0.0.4 has no info type. */
+static const char *type_name(const struct gw_family *f, enum gw_expo_format fmt)
+{
+	if (f->type == GW_INFO && fmt != GW_EXPO_OPENMETRICS)
+		return "gauge";
+	return gw_metric_type_name(f->type);
 }
 
 static const char *const kind_suffix[] = {

@@ -46,6 +46,9 @@ struct gw_family {
 	enum gw_metric_type type;
 };
 
+/* OpenMetrics' word for a type: gauge, counter, info, histogram, summary. */
+const char *gw_metric_type_name(enum gw_metric_type t);
+
 #define GW_SNAP_MAX_SAMPLES	65536
 #define GW_SNAP_MAX_LABEL_BYTES (4u << 20)
 
