@@ -117,4 +117,10 @@ gw_pql_dup_text(struct gw_pql_lexer *lx, const struct gw_pql_tok *t);
 __attribute__((warn_unused_result)) char *
 gw_pql_dup_string(struct gw_pql_lexer *lx, const struct gw_pql_tok *t);
 
+/* The parser's names (promql_parse.c), for the canonical form
+ * (promql_format.c): a function's name and an operator's text; NULL for a
+ * value they do not know. */
+const char *gw_pql_func_name(enum gw_pq_func fn);
+const char *gw_pql_op_text(enum gw_pq_binop op);
+
 #endif /* GW_PROMQL_LEX_H */
