@@ -77,8 +77,13 @@ int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r)
 	len = (uint32_t)one.len;
 	if (!err)
 		err = gw_buf_add(b, &len, sizeof(len));
-	if (!err)
+	if (!err) {
 		err = gw_buf_add(b, one.p, one.len);
+		/* All or nothing: a length without its frame would make the
+		 * frames after it unreadable. */
+		if (err)
+			gw_buf_truncate(b, b->len - sizeof(len));
+	}
 	gw_buf_release(&one);
 	return err;
 }

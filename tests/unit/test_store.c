@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/store_int.h"
 
 #define HOUR 3600000LL
 #define DAY  (24 * HOUR)
@@ -567,6 +568,33 @@ static void export_copies_a_partition(void **state)
 			 -ENOENT);
 }
 
+/* A rollup frame that does not fit leaves nothing behind: the frames
+ * before it still decode (a length without its data would not). */
+static void frame_add_is_all_or_nothing(void **state)
+{
+	struct gw_rollup r, *out = NULL;
+	struct gw_buf one, b;
+	size_t n = 0;
+
+	(void)state;
+	gw_rollup_init(&r, 60000);
+	assert_int_equal(gw_rollup_add(&r, 30000, 1.5), 0);
+	gw_buf_init(&one, 1u << 20);
+	assert_int_equal(gw_store_frame_add(&one, &r), 0);
+	/* Room for one frame and the next frame's length, not its data. */
+	gw_buf_init(&b, one.len + sizeof(uint32_t) + 1);
+	assert_int_equal(gw_store_frame_add(&b, &r), 0);
+	assert_int_equal(b.len, one.len);
+	assert_int_equal(gw_store_frame_add(&b, &r), -ENOSPC);
+	assert_int_equal(b.len, one.len);
+	assert_int_equal(gw_store_frame_decode(&b, &out, &n), 0);
+	assert_int_equal(n, 1);
+	gw_rollup_free_array(out, n);
+	gw_buf_release(&b);
+	gw_buf_release(&one);
+	gw_rollup_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +615,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(disk_budget_drops_oldest_first,
 						setup, teardown),
+		cmocka_unit_test(frame_add_is_all_or_nothing),
 		cmocka_unit_test_setup_teardown(damaged_files_are_quarantined,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
