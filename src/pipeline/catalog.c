@@ -173,6 +173,16 @@ static int has_twins(enum gw_catalog_source src)
 	return 0;
 }
 
+/* The cells every table starts with: name, type, unit, labels. */
+static void add_row_head(struct gw_buf *out, const struct gw_catalog_entry *e)
+{
+	gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
+		    gw_metric_type_name(e->fam.type));
+	add_cell(out, e->unit);
+	gw_buf_puts(out, " | ");
+	add_labels(out, e->labels);
+}
+
 static void add_dcgm_section(struct gw_buf *out)
 {
 	gw_buf_puts(out, "| name | type | unit | labels | mirrors | "
@@ -182,11 +192,7 @@ static void add_dcgm_section(struct gw_buf *out)
 
 		if (e->source != GW_CATALOG_SRC_DCGM)
 			continue;
-		gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
-			    gw_metric_type_name(e->fam.type));
-		add_cell(out, e->unit);
-		gw_buf_puts(out, " | ");
-		add_labels(out, e->labels);
+		add_row_head(out, e);
 		gw_buf_puts(out, " | ");
 		add_mirrored(out, e);
 		if (e->dcgm_note) {
@@ -212,11 +218,7 @@ static void add_section(struct gw_buf *out, enum gw_catalog_source src)
 
 		if (e->source != src)
 			continue;
-		gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
-			    gw_metric_type_name(e->fam.type));
-		add_cell(out, e->unit);
-		gw_buf_puts(out, " | ");
-		add_labels(out, e->labels);
+		add_row_head(out, e);
 		if (twins) {
 			gw_buf_puts(out, " | ");
 			add_twins(out, (int)i);
