@@ -85,6 +85,51 @@ static int mem_add(struct sel *x, enum gw_tier tier, bool framed, int64_t t_min,
 	return 0;
 }
 
+/*
+ * The windows still open in the head (the minute and the hour being
+ * filled), as framed rollups: a series that stopped has its last minute
+ * and hour there until the next cut.  Their t is the window's end, so a
+ * query ending before that end leaves them out (keep_rollups).  Called
+ * under the lock; the writer changes them only under it.
+ */
+static int mem_add_open(struct sel *x, enum gw_tier tier, const struct head *h)
+{
+	struct gw_rollup hour;
+	struct gw_buf b;
+	int err = 0;
+
+	gw_buf_init(&b, 16u << 20);
+	gw_rollup_init(&hour, 0);
+	if (tier == GW_TIER_1M && h->m1_open && h->m1.count > 0) {
+		err = gw_store_frame_add(&b, &h->m1);
+	} else if (tier == GW_TIER_1H) {
+		int64_t m1_end = floor_to(h->m1.t - 1, MS_HOUR) + MS_HOUR;
+		bool m1 = h->m1_open && h->m1.count > 0;
+
+		if (h->h1_open && h->h1.count > 0) {
+			gw_rollup_reset(&hour, h->h1.t);
+			err = gw_rollup_merge(&hour, &h->h1);
+			if (!err && m1 && m1_end == h->h1.t) {
+				err = gw_rollup_merge(&hour, &h->m1);
+				m1 = false;
+			}
+			if (!err)
+				err = gw_store_frame_add(&b, &hour);
+		}
+		if (!err && m1) {
+			gw_rollup_reset(&hour, m1_end);
+			err = gw_rollup_merge(&hour, &h->m1);
+			if (!err)
+				err = gw_store_frame_add(&b, &hour);
+		}
+	}
+	if (!err)
+		err = mem_add(x, tier, true, INT64_MIN, b.p, b.len);
+	gw_rollup_release(&hour);
+	gw_buf_release(&b);
+	return err;
+}
+
 static void sel_release(struct sel *x)
 {
 	for (size_t i = 0; i < x->nmem; i++)
@@ -408,6 +453,8 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = mem_add(x, tier, true, h->h1_day_t0, h->h1_day.p,
 				      h->h1_day.len);
 		}
+		if (!err && tier != GW_TIER_RAW)
+			err = mem_add_open(x, tier, h);
 	}
 	if (!err && n) {
 		parts = calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
@@ -639,21 +686,36 @@ static int store_label_values(void *ctx, const char *name,
 	return err;
 }
 
+/*
+ * Raw answers from the start of the oldest raw partition on (retention
+ * and the disk budget drop whole days, oldest first), and everywhere
+ * while none is on disk yet (the head holds them all).
+ */
 static enum gw_tier store_pick_tier(void *ctx, int64_t mint, int64_t maxt,
 				    int64_t step_ms)
 {
 	struct gw_store *s = ctx;
-	int64_t now = gw_store_now(s);
+	int64_t now = gw_store_now(s), raw_from = INT64_MIN;
 
 	(void)maxt;
-	for (int t = GW_TIERS - 1; t >= 0; t--) {
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->nparts; i++) {
+		if (s->parts[i].tier == GW_TIER_RAW) {
+			raw_from = s->parts[i].day; /* sorted by day */
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (mint >= raw_from)
+		return GW_TIER_RAW;
+	for (int t = GW_TIERS - 1; t > GW_TIER_RAW; t--) {
 		if (gw_tier_width((enum gw_tier)t) > step_ms)
 			continue;
 		if (mint >= now - s->o.retention_ms[t])
 			return (enum gw_tier)t;
 	}
 	/* Nothing fine enough covers mint: the finest tier that does. */
-	for (int t = 0; t < GW_TIERS; t++)
+	for (int t = GW_TIER_1M; t < GW_TIERS; t++)
 		if (mint >= now - s->o.retention_ms[t])
 			return (enum gw_tier)t;
 	return GW_TIER_1H;
