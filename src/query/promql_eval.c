@@ -318,6 +318,17 @@ static int64_t sat_sub(int64_t a, int64_t b)
 	return r;
 }
 
+/* a + k * step, saturating. */
+static int64_t sat_step(int64_t a, size_t k, int64_t step)
+{
+	int64_t d, r;
+
+	if (__builtin_mul_overflow((int64_t)k, step, &d) ||
+	    __builtin_add_overflow(a, d, &r))
+		return INT64_MAX;
+	return r;
+}
+
 /* ---- loaded data access ---- */
 
 static const struct gw_pq_node *unparen(const struct gw_pq_node *n)
@@ -439,7 +450,9 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			err = gw_pqe_vpush(&out->v, s->ls[i], d->v[k - 1]);
 		} else {
 			k = upper_rollup(d, at);
-			if (k == 0 || d->r[k - 1].t <= sat_sub(at, lb) ||
+			/* Stale once its last sample is: t_last, not the
+			 * window's end, against the lookback. */
+			if (k == 0 || d->r[k - 1].t_last <= sat_sub(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
 			err = gw_pqe_vpush(&out->v, s->ls[i], d->r[k - 1].last);
@@ -782,17 +795,14 @@ static int select_error(struct ev *ev, int rc)
 			   "reading series: %s", strerror(rc < 0 ? -rc : EIO));
 }
 
-static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
-		int64_t end, int64_t step)
+/* What the selectors need for steps start..end: samples in [*mint, *maxt]
+ * at resolution *res_ms (step, or the smallest range when smaller). */
+static void span(const struct ev *ev, int64_t start, int64_t end, int64_t step,
+		 int64_t *mint, int64_t *maxt, int64_t *res_ms)
 {
-	int64_t res_ms = step, mint = INT64_MAX, maxt = INT64_MIN;
-	int err;
-
-	err = collect(ev, root, 0);
-	if (err || ev->nsel == 0) {
-		ev->tier = GW_TIER_RAW;
-		return err;
-	}
+	*res_ms = step;
+	*mint = INT64_MAX;
+	*maxt = INT64_MIN;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		const struct gw_pq_node *n = ev->sel[i].node;
 		int64_t lb = n->kind == GW_PQ_MATRIX &&
@@ -802,18 +812,42 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 		int64_t a = sat_sub(sat_sub(start, n->u.sel.offset_ms), lb);
 		int64_t b = sat_sub(end, n->u.sel.offset_ms);
 
-		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < res_ms)
-			res_ms = n->u.sel.range_ms;
-		if (a < mint)
-			mint = a;
-		if (b > maxt)
-			maxt = b;
+		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < *res_ms)
+			*res_ms = n->u.sel.range_ms;
+		if (a < *mint)
+			*mint = a;
+		if (b > *maxt)
+			*maxt = b;
 	}
-	ev->tier = ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
-	if ((int)ev->tier < GW_TIER_RAW || (int)ev->tier >= GW_TIERS)
+}
+
+static enum gw_tier pick(struct ev *ev, int64_t mint, int64_t maxt,
+			 int64_t res_ms)
+{
+	return ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
+}
+
+/* Drops what the selectors loaded (their nodes stay). */
+static void unload(struct ev *ev)
+{
+	for (size_t i = 0; i < ev->nsel; i++) {
+		gw_series_set_release(&ev->sel[i].set);
+		free(ev->sel[i].ls);
+		ev->sel[i].ls = NULL;
+	}
+}
+
+/* Loads every selector for steps start..end from one tier. */
+static int load_tier(struct ev *ev, int64_t start, int64_t end,
+		     enum gw_tier tier)
+{
+	int err;
+
+	if ((int)tier < GW_TIER_RAW || (int)tier >= GW_TIERS)
 		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
 				   "store picked an unknown tier");
-	ev->res->tier = ev->tier;
+	unload(ev);
+	ev->tier = tier;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		struct sel *s = &ev->sel[i];
 		const struct gw_pq_node *n = s->node;
@@ -854,6 +888,67 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 		}
 	}
 	return 0;
+}
+
+/*
+ * Which tier answers which steps of start, start + step, ... (nsteps):
+ * raw samples answer every step whose windows the raw tier covers (the
+ * store says so: pick_tier gives raw for a mint it holds raw samples
+ * from); the steps before, whose windows reach past the raw horizon, read
+ * the tier picked for the first step.  *first_raw is the first step read
+ * from raw (0: all of them; nsteps: none).  Instant queries are one step.
+ */
+static int plan(struct ev *ev, const struct gw_pq_node *root, int64_t start,
+		int64_t step, size_t nsteps, enum gw_tier *tier,
+		size_t *first_raw)
+{
+	int64_t end = sat_step(start, nsteps - 1, step);
+	int64_t mint, maxt, res_ms;
+	size_t lo, hi;
+	int err;
+
+	*tier = GW_TIER_RAW;
+	*first_raw = 0;
+	err = collect(ev, root, 0);
+	if (err || ev->nsel == 0)
+		return err;
+	span(ev, start, end, step, &mint, &maxt, &res_ms);
+	*tier = pick(ev, mint, maxt, res_ms);
+	if (*tier == GW_TIER_RAW)
+		return 0;
+	/* The lookbehind is the same at every step: step k needs samples
+	 * from mint + k * step.  Raw once raw, as mint grows. */
+	lo = 1;
+	hi = nsteps;
+	if (nsteps < 2 || pick(ev, sat_step(mint, nsteps - 1, step), maxt,
+			       res_ms) != GW_TIER_RAW)
+		lo = hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pick(ev, sat_step(mint, mid, step), maxt, res_ms) ==
+		    GW_TIER_RAW)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*first_raw = lo;
+	return 0;
+}
+
+/* An instant query's load: one step, one tier. */
+static int load(struct ev *ev, const struct gw_pq_node *root, int64_t t)
+{
+	enum gw_tier tier;
+	size_t first_raw;
+	int err;
+
+	err = plan(ev, root, t, 0, 1, &tier, &first_raw);
+	if (err)
+		return err;
+	ev->tier = tier;
+	ev->res->tier = tier;
+	return ev->nsel ? load_tier(ev, t, t, tier) : 0;
 }
 
 /* ---- entry points ---- */
@@ -999,7 +1094,7 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 	if (!err && !e)
 		err = gw_pqe_malformed(&ev);
 	if (!err)
-		err = load(&ev, e, t, t, 0);
+		err = load(&ev, e, t);
 	if (err)
 		return finish(&ev, err);
 	if (unparen(e)->kind == GW_PQ_MATRIX)
@@ -1099,8 +1194,9 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 {
 	const struct gw_pq_node *root;
 	struct gw_qresult *r = res;
+	enum gw_tier tier;
+	size_t nsteps, first_raw;
 	struct ev ev;
-	size_t nsteps;
 	int err;
 
 	err = ev_init(&ev, q, o, res);
@@ -1141,10 +1237,23 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 				    "query, must be Scalar or instant Vector",
 				    root->kind == GW_PQ_MATRIX ? "range vector"
 							       : "string"));
-	err = load(&ev, e, start, end, step);
+	err = plan(&ev, e, start, step, nsteps, &tier, &first_raw);
+	ev.res->tier = tier;
+	if (!err && ev.nsel)
+		err = load_tier(&ev, start,
+				first_raw ? sat_step(start, first_raw - 1, step)
+					  : end,
+				first_raw ? tier : GW_TIER_RAW);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		int64_t t = start + (int64_t)i * step;
 		struct val v = { 0 };
+
+		/* The steps raw covers read raw, the ones before a rollup. */
+		if (i == first_raw && i > 0 && ev.nsel) {
+			err = load_tier(&ev, t, end, GW_TIER_RAW);
+			if (err)
+				break;
+		}
 
 		if (ev.lim.deadline_ns && now_ns() > ev.lim.deadline_ns) {
 			err = gw_pqe_fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT,

@@ -806,12 +806,17 @@ static void rollup_given(void **state)
 	assert_near(inst1(x, "irate(c[4m])", B + 4 * MIN), 1);
 	assert_near(inst1(x, "irate(c[3m])", B + 3 * MIN), 10.0 / 60);
 	assert_near(inst1(x, "count_over_time(c[4m])", B + 4 * MIN), 4);
-	/* The instant lookback on the minute tier is max(5m, 2 windows). */
-	assert_near(inst1(x, "c", B + 8 * MIN + 59 * SEC), 70);
-	inst0(x, "c", B + 9 * MIN);
+	/* On the minute tier a value goes stale as a raw one does: 5 min
+	 * after its sample (t_last), not after its window's end. */
+	assert_near(inst1(x, "c", B + 8 * MIN + 29 * SEC), 70);
+	inst0(x, "c", B + 8 * MIN + 30 * SEC);
 }
 
-/* The tier follows min(step, smallest range); one select per selector. */
+/*
+ * Raw samples answer wherever they are kept, at any step; the steps whose
+ * windows reach past the raw horizon read the tier of min(step, smallest
+ * range).  One select per selector and tier.
+ */
 static void tier_choice_and_single_load(void **state)
 {
 	struct fx *x = *state;
@@ -823,11 +828,22 @@ static void tier_choice_and_single_load(void **state)
 	assert_int_equal(
 		range(x, "rate(c[5m])", B + 10 * MIN, B + 110 * MIN, HOUR, &r),
 		0);
+	assert_int_equal(r.tier, GW_TIER_RAW);
+	assert_int_equal(st->selects, 1);
+	assert_int_equal(st->sel_tier, GW_TIER_RAW);
+	gw_qresult_release(&r);
+
+	/* Raw from B+50m: the step at B+10m (window from B+5m) reads the
+	 * minute tier, the one at B+70m raw. */
+	gw_fakeq_retention(x->f, GW_TIER_RAW, B + 50 * MIN);
+	assert_int_equal(
+		range(x, "rate(c[5m])", B + 10 * MIN, B + 110 * MIN, HOUR, &r),
+		0);
 	assert_int_equal(r.tier, GW_TIER_1M);
 	assert_int_equal(st->pick_step, 5 * MIN);
-	assert_int_equal(st->selects, 1);
-	assert_int_equal(st->sel_tier, GW_TIER_1M);
-	assert_int_equal(st->sel_mint, B + 5 * MIN + 1);
+	assert_int_equal(st->selects, 3);
+	assert_int_equal(st->sel_tier, GW_TIER_RAW);
+	assert_int_equal(st->sel_mint, B + 65 * MIN + 1);
 	assert_int_equal(st->sel_maxt, B + 110 * MIN);
 	assert_int_equal(r.nseries, 1);
 	assert_int_equal(r.series[0].n, 2);
@@ -837,29 +853,31 @@ static void tier_choice_and_single_load(void **state)
 	assert_true(r.samples > 0);
 	gw_qresult_release(&r);
 
-	/* A bare selector at a 2h step reads the hour tier; the window
-	 * reaches back two hour windows (more than the lookback), and
-	 * offset moves it. */
+	/* Without raw, a bare selector at a 2h step reads the hour tier;
+	 * the window reaches back two hour windows (more than the
+	 * lookback), and offset moves it. */
+	gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MAX);
 	assert_int_equal(range(x, "g offset 10m", B + 2 * HOUR, B + 2 * HOUR,
 			       2 * HOUR, &r),
 			 0);
 	assert_int_equal(r.tier, GW_TIER_1H);
 	assert_int_equal(st->sel_mint, B + 2 * HOUR - 10 * MIN - 2 * HOUR + 1);
 	assert_int_equal(st->sel_maxt, B + 2 * HOUR - 10 * MIN);
-	assert_int_equal(st->selects, 2);
+	assert_int_equal(st->selects, 4);
 	/* The hour ending at B+1h holds the samples of [B, B+1h). */
 	assert_near(r.series[0].p[0].v, gauge_at(B + HOUR - 10 * SEC));
 	gw_qresult_release(&r);
 
 	/* Two selectors, two loads, one tier; an instant query is step 0. */
+	gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MIN);
 	inst(x, "rate(c[2m]) + on(job) g", B + HOUR, &r);
-	assert_int_equal(st->selects, 4);
+	assert_int_equal(st->selects, 6);
 	assert_int_equal(r.tier, GW_TIER_RAW);
 	assert_int_equal(st->pick_step, 0);
 	gw_qresult_release(&r);
 	/* No selector, no load. */
 	inst(x, "1 + 1", B, &r);
-	assert_int_equal(st->selects, 4);
+	assert_int_equal(st->selects, 6);
 	gw_qresult_release(&r);
 }
 
