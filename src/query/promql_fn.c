@@ -297,7 +297,7 @@ int gw_pqe_over_time_rollup(enum gw_pq_func fn, double phi,
 			if (r[i].count > 0)
 				err = gw_sketch_merge(&sk, &r[i].sk);
 		if (!err)
-			*out = gw_sketch_quantile(&sk, phi);
+			*out = gw_sketch_quantile_interp(&sk, phi);
 		gw_sketch_release(&sk);
 		break;
 	default:

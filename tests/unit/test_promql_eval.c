@@ -738,11 +738,14 @@ static void rollup_over_time(void **state)
 	assert_true(fabs(inst1(x, "stddev_over_time(g[10m])", t) - sqrt(var)) <
 		    1e-6 * sqrt(var));
 	/* Quantiles come from the merged sketches: within 1% of the union's
-	 * exact quantile (rank floor(q (n - 1))). */
+	 * exact quantile as Prometheus computes it (ranks interpolated). */
 	qsort(v, n, sizeof(v[0]), dbl_cmp);
 	for (int i = 0; i <= 20; i++) {
-		double phi = i / 20.0;
-		double want = v[(size_t)floor(phi * (double)(n - 1))], got;
+		double phi = i / 20.0, h = phi * (double)(n - 1);
+		size_t lo = (size_t)floor(h), hi = lo + 1 < n ? lo + 1 : lo;
+		double want = v[lo] * (1 - (h - floor(h))) +
+			      v[hi] * (h - floor(h)),
+		       got;
 
 		snprintf(q, sizeof(q), "quantile_over_time(%g, g[10m])", phi);
 		got = inst1(x, q, t);

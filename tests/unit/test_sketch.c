@@ -89,6 +89,29 @@ static void check_close(double got, double want, double q, const char *what)
 		 want, fabs(got - want) / fabs(want));
 }
 
+/*
+ * Prometheus' interpolated quantile of sorted[0..n) against the sketch's:
+ * within alpha of it when the two neighbouring values share a sign,
+ * within alpha of the larger neighbour's magnitude across zero.
+ */
+static void check_interp(const struct gw_sketch *s, const double *sorted,
+			 size_t n, double q, const char *what)
+{
+	double h = q * (double)(n - 1), w = h - floor(h);
+	size_t lo = (size_t)floor(h), hi = lo + 1 < n ? lo + 1 : lo;
+	double a = sorted[lo], b = sorted[hi];
+	double want = a * (1 - w) + b * w;
+	double got = gw_sketch_quantile_interp(s, q);
+	double bound = (a < 0) == (b < 0) ? fabs(want) : fmax(fabs(a), fabs(b));
+
+	if (isinf(a) || isinf(b))
+		return; /* the top bucket: check_close covers it */
+	if (!(fabs(got - want) <= GW_SKETCH_ALPHA * bound * (1 + 1e-12)))
+		fail_msg("%s: interpolated q=%g got %.17g want %.17g "
+			 "(rel err %g)",
+			 what, q, got, want, fabs(got - want) / fabs(want));
+}
+
 /* Adds v[0..n) to a fresh sketch and checks every q of qs. */
 static void check_dist(double *v, size_t n, const char *what)
 {
@@ -110,6 +133,49 @@ static void check_dist(double *v, size_t n, const char *what)
 	for (i = 0; i <= 1000; i++)
 		check_close(gw_sketch_quantile(&s, i / 1000.0),
 			    exact_q(v, n, i / 1000.0), i / 1000.0, what);
+	/* Interpolated as Prometheus does, at q that fall between ranks. */
+	assert_true(gw_sketch_quantile_interp(&s, 0) == v[0]);
+	assert_true(gw_sketch_quantile_interp(&s, 1) == v[n - 1]);
+	for (i = 0; i <= 1000; i++)
+		check_interp(&s, v, n, (i + 0.37) / 1001.0, what);
+	gw_sketch_release(&s);
+}
+
+/* A short window is where rank interpolation matters most: the lower
+ * rank of {100, 200} at 0.5 is 100, Prometheus says 150. */
+static void quantile_interpolates_as_prometheus(void **state)
+{
+	double v[6] = { 200, 100, 260, 180, 140, 90 };
+	struct gw_sketch s;
+
+	(void)state;
+	gw_sketch_init(&s);
+	assert_int_equal(gw_sketch_add(&s, 100), 0);
+	assert_int_equal(gw_sketch_add(&s, 200), 0);
+	check_close(gw_sketch_quantile_interp(&s, 0.5), 150, 0.5, "two");
+	check_close(gw_sketch_quantile_interp(&s, 0.9), 190, 0.9, "two");
+	gw_sketch_release(&s);
+	gw_sketch_init(&s);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(gw_sketch_add(&s, v[i]), 0);
+	qsort(v, 6, sizeof(*v), cmp_double);
+	for (int i = 0; i <= 100; i++)
+		check_interp(&s, v, 6, i / 100.0, "six");
+	assert_true(isnan(gw_sketch_quantile_interp(&s, 1.5)));
+	gw_sketch_release(&s);
+	assert_true(isnan(gw_sketch_quantile_interp(&s, 0.5)));
+	/* Across zero: bounded by the larger neighbour's magnitude. */
+	gw_sketch_init(&s);
+	for (int i = -50; i <= 50; i++)
+		assert_int_equal(gw_sketch_add(&s, i * 1.5), 0);
+	{
+		double w[101];
+
+		for (int i = 0; i <= 100; i++)
+			w[i] = (i - 50) * 1.5;
+		for (int i = 0; i <= 200; i++)
+			check_interp(&s, w, 101, i / 200.0, "signs");
+	}
 	gw_sketch_release(&s);
 }
 
@@ -1325,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(accuracy_distributions),
 		cmocka_unit_test(accuracy_wide_range),
 		cmocka_unit_test(accuracy_bucket_edges),
+		cmocka_unit_test(quantile_interpolates_as_prometheus),
 		cmocka_unit_test(nan_is_ignored),
 		cmocka_unit_test(infinities),
 		cmocka_unit_test(zeros_and_subnormals),
