@@ -687,26 +687,39 @@ static int store_label_values(void *ctx, const char *name,
 }
 
 /*
- * Raw answers from the start of the oldest raw partition on (retention
- * and the disk budget drop whole days, oldest first), and everywhere
- * while none is on disk yet (the head holds them all).
+ * Where raw samples start: retention and the disk budget drop whole days,
+ * oldest first, so raw is complete from the oldest raw partition's day on.
+ * Only a rollup partition older than that means the rollups know more;
+ * otherwise (a young store, rollups dropped as well, nothing on disk yet)
+ * raw holds everything there is: INT64_MIN.  Parts are sorted by day.
  */
+static int64_t raw_from(struct gw_store *s)
+{
+	int64_t raw = INT64_MAX, rollup = INT64_MAX;
+
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->nparts; i++) {
+		const struct part *p = &s->parts[i];
+
+		if (p->tier == GW_TIER_RAW && raw == INT64_MAX)
+			raw = p->day;
+		else if (p->tier != GW_TIER_RAW && rollup == INT64_MAX)
+			rollup = p->day;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (rollup == INT64_MAX || rollup >= raw)
+		return INT64_MIN;
+	return raw;
+}
+
 static enum gw_tier store_pick_tier(void *ctx, int64_t mint, int64_t maxt,
 				    int64_t step_ms)
 {
 	struct gw_store *s = ctx;
-	int64_t now = gw_store_now(s), raw_from = INT64_MIN;
+	int64_t now = gw_store_now(s);
 
 	(void)maxt;
-	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < s->nparts; i++) {
-		if (s->parts[i].tier == GW_TIER_RAW) {
-			raw_from = s->parts[i].day; /* sorted by day */
-			break;
-		}
-	}
-	pthread_rwlock_unlock(&s->lock);
-	if (mint >= raw_from)
+	if (mint >= raw_from(s))
 		return GW_TIER_RAW;
 	for (int t = GW_TIERS - 1; t > GW_TIER_RAW; t--) {
 		if (gw_tier_width((enum gw_tier)t) > step_ms)

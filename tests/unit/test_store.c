@@ -373,6 +373,13 @@ static void retention_drops_whole_old_days(void **state)
 		/* the tier picked for old data is one that still has it */
 		assert_int_equal(q->pick_tier(q->ctx, T0, T0 + DAY, 0),
 				 GW_TIER_1M);
+		/* and raw wherever raw is kept, at any step */
+		assert_int_equal(
+			q->pick_tier(q->ctx, T0 + 3 * DAY, T0 + 4 * DAY, HOUR),
+			GW_TIER_RAW);
+		assert_int_equal(q->pick_tier(q->ctx, T0 + 3 * DAY - 1,
+					      T0 + 4 * DAY, HOUR),
+				 GW_TIER_1H);
 		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + DAY,
 					   GW_TIER_1H, &lim, &set),
 				 0);
