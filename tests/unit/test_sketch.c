@@ -989,8 +989,9 @@ static struct gw_rollup *build_rollups(size_t n, uint64_t sd)
 	return r;
 }
 
-static void assert_rollup_equal(const struct gw_rollup *a,
-				const struct gw_rollup *b)
+/* The fields version 2 keeps, bit for bit. */
+static void assert_rollup_equal_v2(const struct gw_rollup *a,
+				   const struct gw_rollup *b)
 {
 	assert_true(a->t == b->t);
 	assert_true(a->t_last == b->t_last);
@@ -1001,6 +1002,16 @@ static void assert_rollup_equal(const struct gw_rollup *a,
 	assert_memory_equal(&a->sumsq, &b->sumsq, sizeof(double));
 	assert_memory_equal(&a->last, &b->last, sizeof(double));
 	assert_sketch_equal(&a->sk, &b->sk);
+}
+
+/* All of them: version 3 adds the first sample and the resets. */
+static void assert_rollup_equal(const struct gw_rollup *a,
+				const struct gw_rollup *b)
+{
+	assert_rollup_equal_v2(a, b);
+	assert_true(a->t_first == b->t_first);
+	assert_memory_equal(&a->first, &b->first, sizeof(double));
+	assert_memory_equal(&a->reset, &b->reset, sizeof(double));
 }
 
 static void chunk_round_trip(void **state)
@@ -1207,6 +1218,7 @@ static void chunk_uncommon_round_trip(void **state)
 	r[i + 10].sum = 11;
 	r[i + 10].sumsq = 0;
 	r[i + 10].t_last = INT64_MIN;
+	r[i + 10].t_first = INT64_MIN;
 	assert_int_equal(gw_rollup_merge(&r[i + 11], &r[i + 3]), 0);
 	assert_int_equal(gw_rollup_merge(&r[i + 11], &r[i + 5]), 0);
 	for (i = 0; i < N; i++)
@@ -1231,6 +1243,11 @@ static void chunk_format(void **state)
 	static const uint8_t want[] = { 2,    1, 0xc0, 0xa9, 7, 0xb6, 2,
 					0,    1, 0xc0, 0xa9, 7, 0x02, 0x40,
 					0x14, 0, 0,    0,    0 };
+	/* version 3: the same, the flags with t_last - t_first as before
+	 * (0), first = min and no reset (0x1736); nothing more stored. */
+	static const uint8_t want3[] = { 3,    1, 0xc0, 0xa9, 7, 0xb6, 0x2e,
+					 0,    1, 0xc0, 0xa9, 7, 0x02, 0x40,
+					 0x14, 0, 0,	0,    0 };
 	uint8_t p[64];
 	struct gw_rollup r, *d;
 	struct gw_buf b;
@@ -1241,10 +1258,30 @@ static void chunk_format(void **state)
 	assert_int_equal(gw_rollup_add(&r, 0, 5.0), 0);
 	gw_buf_init(&b, BUF_MAX);
 	assert_int_equal(gw_rollup_encode(&r, 1, &b), 0);
+	memcpy(p, want3, sizeof(want3));
+	fix_crc(p, sizeof(want3));
+	assert_int_equal(b.len, sizeof(want3));
+	assert_memory_equal(b.p, p, sizeof(want3));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want3), &d, &n), 0);
+	assert_rollup_equal(&r, d);
+	gw_rollup_free_array(d, n);
+	/* Version 2 is still read: the first sample and the resets are not
+	 * known (reset NaN), and such rollups are written as version 2. */
 	memcpy(p, want, sizeof(want));
 	fix_crc(p, sizeof(want));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want), &d, &n), 0);
+	assert_rollup_equal_v2(&r, d);
+	assert_true(isnan(d->reset) && isnan(d->first));
+	assert_false(gw_rollup_has_first(d));
+	gw_buf_reset(&b);
+	assert_int_equal(gw_rollup_encode(d, 1, &b), 0);
 	assert_int_equal(b.len, sizeof(want));
 	assert_memory_equal(b.p, p, sizeof(want));
+	gw_rollup_free_array(d, n);
+	/* Version 2 knows no flag past bit 8. */
+	p[6] = 0x2e;
+	fix_crc(p, sizeof(want));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want), &d, &n), -EBADMSG);
 	/* max stored rather than implied (flags without bit 1). */
 	memcpy(p, want, 12);
 	p[5] = 0xb4;
@@ -1256,7 +1293,7 @@ static void chunk_format(void **state)
 	p[5] = 0xb6;
 	fix_crc(p, 19);
 	assert_int_equal(gw_rollup_decode(p, 19, &d, &n), 0);
-	assert_rollup_equal(&r, d);
+	assert_rollup_equal_v2(&r, d);
 	gw_rollup_free_array(d, n);
 	/* The sketch stored in full rather than derived. */
 	memcpy(p, want, 15);
