@@ -518,6 +518,13 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		case GW_FN_INCREASE:
 		case GW_FN_DELTA:
 		case GW_FN_IRATE:
+			/* Over rollups: from their first, last and resets. */
+			if (d->tier != GW_TIER_RAW && fn != GW_FN_IRATE &&
+			    gw_pqe_xrate_rollup(d->r + lo, hi - lo, from, at,
+						m->u.sel.range_ms,
+						fn != GW_FN_DELTA,
+						fn == GW_FN_RATE, &x, &ok))
+				break;
 			err = points(ev, d, lo, hi, &ts, &vs, &np);
 			if (err)
 				return err;

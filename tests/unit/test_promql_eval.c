@@ -768,8 +768,8 @@ static void rollup_rate(void **state)
 	struct gw_qresult r;
 
 	rollup_fixture(x);
-	/* Points (t_last, last) at 20:50, 21:50, .. 29:50: 540 over 540s,
-	 * extrapolated 50s to the start and 10s to the end. */
+	/* From the first sample of the first window (20:00) to the last of
+	 * the last (29:50): 590 over 590s, extrapolated 10s to the end. */
 	inst(x, "increase(c[10m])", t, &r);
 	assert_int_equal(r.tier, GW_TIER_1M);
 	assert_near(val(&r, "{job=\"a\"}"), 600);
@@ -777,12 +777,64 @@ static void rollup_rate(void **state)
 	assert_near(inst1(x, "rate(c[10m])", t), 1);
 	assert_near(inst1(x, "irate(c[10m])", t), 1);
 	assert_near(inst1(x, "delta(c[10m])", t), 600);
-	/* One rollup in the window: nothing. */
-	inst0(x, "rate(c[1m])", t);
+	/* One rollup in the window has six samples: a rate, as raw. */
+	assert_near(inst1(x, "rate(c[1m])", t), 1);
 	/* Recent enough for raw: the raw tier is read. */
 	inst(x, "increase(c[1m])", rt0 - 10 * SEC, &r);
 	assert_int_equal(r.tier, GW_TIER_RAW);
 	gw_qresult_release(&r);
+}
+
+/*
+ * Past raw retention, rate, increase and delta over rollups equal the raw
+ * answers wherever the range is whole windows and no sample lies on a
+ * window's edge, counter resets inside a window included (the issue's
+ * counter: 694 from the windows' last values, 58,176 from Prometheus).
+ */
+static void rollup_rate_equals_raw(void **state)
+{
+	static const char *const exprs[] = {
+		"increase(c2[5m])", "rate(c2[5m])", "delta(c2[5m])",
+		"increase(c2[1m])", "rate(c2[2m])", "increase(c2[1h])",
+	};
+	struct fx *x = *state;
+	size_t id;
+	double c = 0;
+
+	assert_int_equal(gw_fakeq_series(x->f, "c2", "", &id), 0);
+	/* Every 10s, 3s past the grid; +970 a sample (about 97/s); resets
+	 * to 5 in the middle of minute 31 and of minute 47. */
+	for (int64_t k = 0; k < 6 * 60; k++) {
+		int64_t t = B + 3 * SEC + k * 10 * SEC;
+
+		c = (k == 31 * 6 + 3 || k == 47 * 6 + 2) ? 5 : c + 970 + k % 3;
+		assert_int_equal(gw_fakeq_sample(x->f, id, t, c), 0);
+	}
+	for (size_t e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++) {
+		for (int64_t t = B + 5 * MIN; t <= B + HOUR; t += MIN) {
+			double raw, rollup;
+
+			gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MIN);
+			raw = inst1(x, exprs[e], t);
+			gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MAX);
+			rollup = inst1(x, exprs[e], t);
+			if (!(fabs(rollup - raw) <= 1e-9 * fabs(raw)))
+				fail_msg("%s at +%llds: raw %.17g, rollups "
+					 "%.17g",
+					 exprs[e], (long long)((t - B) / SEC),
+					 raw, rollup);
+		}
+	}
+	/* The minute with the reset, by itself: four increments of about
+	 * 971 and the 5 after the reset over 50 s, extrapolated to 60 s
+	 * (about 4,670), where the windows' last values alone give
+	 * nothing. */
+	gw_fakeq_retention(x->f, GW_TIER_RAW, INT64_MAX);
+	{
+		double v = inst1(x, "increase(c2[1m])", B + 32 * MIN);
+
+		assert_true(v > 4600 && v < 4750);
+	}
 }
 
 /* Rollups given directly: a reset counter and empty windows. */
@@ -1496,6 +1548,7 @@ int main(void)
 		T(same_labelset_after_name_drop),
 		T(rollup_over_time),
 		T(rollup_rate),
+		T(rollup_rate_equals_raw),
 		T(rollup_given),
 		T(tier_choice_and_single_load),
 		T(aggregations),
