@@ -489,15 +489,27 @@ static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 		if (!(flags[i] & F_COUNT_SAME))
 			gw_sketch_wr_varint(w, (uint64_t)r[i].count);
 	}
+	/* Version 3 codes both as differences from the previous ones:
+	 * jittered windows then take a byte, not three. */
+	prev = 0;
 	for (i = 0; i < n; i++) {
-		if (r[i].count > 0 && !(flags[i] & F_TL_SAME))
-			gw_sketch_wr_svarint(w, (uint64_t)r[i].t -
-							(uint64_t)r[i].t_last);
+		uint64_t tl = (uint64_t)r[i].t - (uint64_t)r[i].t_last;
+
+		if (r[i].count == 0)
+			continue;
+		if (!(flags[i] & F_TL_SAME))
+			gw_sketch_wr_svarint(w, version >= 3 ? tl - prev : tl);
+		prev = tl;
 	}
+	prev = 0;
 	for (i = 0; i < n && version >= 3; i++) {
-		if (r[i].count > 0 && !(flags[i] & F_TF_SAME))
-			gw_sketch_wr_svarint(w, (uint64_t)r[i].t_last -
-							(uint64_t)r[i].t_first);
+		uint64_t tf = (uint64_t)r[i].t_last - (uint64_t)r[i].t_first;
+
+		if (r[i].count == 0)
+			continue;
+		if (!(flags[i] & F_TF_SAME))
+			gw_sketch_wr_svarint(w, tf - prev);
+		prev = tf;
 	}
 	for (size_t k = 0; k < ncols; k++) {
 		int c = cols[k];
@@ -643,8 +655,11 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 	for (i = 0; i < n; i++) {
 		if (r[i].count == 0)
 			continue;
-		if (!(flags[i] & F_TL_SAME) && gw_sketch_rd_svarint(rd, &prev))
-			return -EBADMSG;
+		if (!(flags[i] & F_TL_SAME)) {
+			if (gw_sketch_rd_svarint(rd, &x))
+				return -EBADMSG;
+			prev = version >= 3 ? prev + x : x;
+		}
 		r[i].t_last = (int64_t)((uint64_t)r[i].t - prev);
 	}
 	prev = 0;
@@ -656,8 +671,11 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 		}
 		if (r[i].count == 0)
 			continue;
-		if (!(flags[i] & F_TF_SAME) && gw_sketch_rd_svarint(rd, &prev))
-			return -EBADMSG;
+		if (!(flags[i] & F_TF_SAME)) {
+			if (gw_sketch_rd_svarint(rd, &x))
+				return -EBADMSG;
+			prev += x;
+		}
 		r[i].t_first = (int64_t)((uint64_t)r[i].t_last - prev);
 	}
 	for (k = 0; k < ncols; k++) {

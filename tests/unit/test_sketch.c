@@ -916,7 +916,11 @@ static void rollup_hour_from_minutes(void **state)
 	(void)state;
 	gw_buf_init(&a, BUF_MAX);
 	gw_buf_init(&b, BUF_MAX);
-	for (int kind = 0; kind < 2; kind++) {
+	/* Two gauges, then a counter that resets inside minute 16 and at
+	 * the start of minute 30. */
+	for (int kind = 0; kind < 3; kind++) {
+		double c = 0, before = 0;
+
 		seed(7 + (uint64_t)kind);
 		gw_rollup_init(&hour, t0 + 3600000);
 		gw_rollup_init(&merged, t0 + 3600000);
@@ -924,8 +928,15 @@ static void rollup_hour_from_minutes(void **state)
 			gw_rollup_init(&min[m], t0 + (m + 1) * 60000);
 		for (int s = 0; s < 3600; s++) {
 			int64_t t = t0 + s * 1000 + 17;
-			double v = kind ? gpu_power((uint64_t)s)
-					: (double)(60 + rnd() % 25);
+			double v = kind == 1 ? gpu_power((uint64_t)s)
+					     : (double)(60 + rnd() % 25);
+
+			if (kind == 2) {
+				if (s == 1000 || s == 1800)
+					before += c;
+				c = s == 1000 || s == 1800 ? 3 : c + 7 + s % 5;
+				v = c;
+			}
 
 			assert_int_equal(gw_rollup_add(&hour, t, v), 0);
 			assert_int_equal(gw_rollup_add(&min[s / 60], t, v), 0);
@@ -939,6 +950,17 @@ static void rollup_hour_from_minutes(void **state)
 		assert_true(merged.max == hour.max);
 		assert_true(merged.last == hour.last);
 		assert_true(merged.t_last == hour.t_last);
+		/* first, and the resets: a gauge's are NaN; the counter's
+		 * minutes have one reset at most, so the merged hour has the
+		 * values before both (the hour fed directly sees a second
+		 * decrease and takes itself for a gauge). */
+		assert_true(merged.first == hour.first);
+		assert_true(merged.t_first == hour.t_first);
+		assert_true(isnan(hour.reset));
+		if (kind == 2)
+			assert_true(merged.reset == before && before > 0);
+		else
+			assert_true(isnan(merged.reset));
 		assert_true(fabs(merged.sumsq - hour.sumsq) <=
 			    1e-9 * hour.sumsq);
 		assert_sketch_equal(&merged.sk, &hour.sk);
@@ -953,6 +975,9 @@ static void rollup_hour_from_minutes(void **state)
 		for (int m = 60; m-- > 0;)
 			assert_int_equal(gw_rollup_merge(&merged, &min[m]), 0);
 		assert_true(merged.last == hour.last && merged.t == t0);
+		assert_true(merged.first == hour.first);
+		assert_true(kind == 2 ? merged.reset == before
+				      : isnan(merged.reset));
 		assert_sketch_equal(&merged.sk, &hour.sk);
 		for (int m = 0; m < 60; m++)
 			gw_rollup_release(&min[m]);
