@@ -919,6 +919,11 @@ static int plan(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	err = collect(ev, root, 0);
 	if (err || ev->nsel == 0)
 		return err;
+	if (ev->forced) {
+		*tier = (enum gw_tier)(ev->forced - 1);
+		*first_raw = *tier == GW_TIER_RAW ? 0 : nsteps;
+		return 0;
+	}
 	span(ev, start, end, step, &mint, &maxt, &res_ms);
 	*tier = pick(ev, mint, maxt, res_ms);
 	if (*tier == GW_TIER_RAW)
@@ -973,6 +978,12 @@ static int ev_init(struct ev *ev, const struct gw_queryable *q,
 	ev->lookback =
 		o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
 	ev->lim.max_samples = o ? o->max_samples : 0;
+	if (o && o->force_tier) {
+		if ((int)o->tier < GW_TIER_RAW || (int)o->tier >= GW_TIERS)
+			return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+					   "unknown tier");
+		ev->forced = 1 + (int)o->tier;
+	}
 	ev->lim.cancel = o ? o->cancel : NULL;
 	if (o && o->timeout_ns) {
 		uint64_t now = now_ns();

@@ -94,6 +94,7 @@ struct ev {
 	struct gw_qresult *res;
 	int64_t lookback;
 	enum gw_tier tier;
+	int forced; /* 1 + the tier the options force; 0 = none */
 	struct gw_query_limits lim;
 	struct sel *sel;
 	size_t nsel, capsel;
