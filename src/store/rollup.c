@@ -553,6 +553,8 @@ int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 		if (isnan(r[i].reset) &&
 		    (r[i].count == 0 || r[i].t_first == INT64_MIN))
 			version = 2;
+	if (n == 0)
+		version = 2; /* nothing differs: as an empty one always was */
 	for (i = 0; i < n; i++) {
 		if ((i > 0 && r[i].t <= r[i - 1].t) ||
 		    !count_valid(r[i].count) || !fields_valid(&r[i], version))
