@@ -205,6 +205,16 @@ static void rollups_hold_minute_and_hour_aggregates(void **state)
 		assert_true(r->last == temp_at(r->t - 1000) + 1);
 	}
 	gw_series_set_release(&set);
+	/* A series that stops: its last minute is there at once, not after
+	 * the next cut (it is still open in the head). */
+	set = select_gpu(f, "1", T0 + 2 * HOUR + 1, T0 + 2 * HOUR + 120000,
+			 GW_TIER_1M);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 2);
+	assert_int_equal(set.s[0].r[1].t, T0 + 2 * HOUR + 120000);
+	assert_true(set.s[0].r[1].count == 60);
+	assert_true(set.s[0].r[1].last == temp_at(T0 + 2 * HOUR + 119000) + 1);
+	gw_series_set_release(&set);
 	/* The hour still being filled counts once its end is in range. */
 	set = select_gpu(f, "0|1", T0, T0 + 3 * HOUR, GW_TIER_1H);
 	assert_int_equal(set.n, 2);
