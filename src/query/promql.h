@@ -78,6 +78,65 @@ enum gw_pq_func {
 	GW_FN_TIME,   /* () -> scalar */
 	GW_FN_VECTOR, /* (scalar) -> vector */
 	GW_FN_SCALAR, /* (vector) -> scalar */
+	/* range vector -> vector */
+	GW_FN_STDVAR_OVER_TIME,
+	GW_FN_MAD_OVER_TIME,
+	GW_FN_PRESENT_OVER_TIME,
+	GW_FN_ABSENT_OVER_TIME,
+	GW_FN_CHANGES,
+	GW_FN_RESETS,
+	GW_FN_DERIV,
+	GW_FN_IDELTA,
+	GW_FN_PREDICT_LINEAR,		    /* (matrix, scalar) */
+	GW_FN_HOLT_WINTERS,		    /* (matrix, scalar, scalar) */
+	GW_FN_DOUBLE_EXPONENTIAL_SMOOTHING, /* holt_winters' 3.x name */
+	/* instant vector -> vector, one value at a time */
+	GW_FN_CEIL,
+	GW_FN_FLOOR,
+	GW_FN_EXP,
+	GW_FN_LN,
+	GW_FN_LOG2,
+	GW_FN_LOG10,
+	GW_FN_SQRT,
+	GW_FN_SGN,
+	GW_FN_ACOS,
+	GW_FN_ACOSH,
+	GW_FN_ASIN,
+	GW_FN_ASINH,
+	GW_FN_ATAN,
+	GW_FN_ATANH,
+	GW_FN_COS,
+	GW_FN_COSH,
+	GW_FN_SIN,
+	GW_FN_SINH,
+	GW_FN_TAN,
+	GW_FN_TANH,
+	GW_FN_DEG,
+	GW_FN_RAD,
+	GW_FN_ROUND,	 /* (vector [, scalar]) */
+	GW_FN_CLAMP,	 /* (vector, scalar, scalar) */
+	GW_FN_CLAMP_MIN, /* (vector, scalar) */
+	GW_FN_CLAMP_MAX, /* (vector, scalar) */
+	GW_FN_PI,	 /* () -> scalar */
+	/* ([vector]) -> vector: the time (default: time()) in UTC */
+	GW_FN_DAY_OF_MONTH,
+	GW_FN_DAY_OF_WEEK,
+	GW_FN_DAY_OF_YEAR,
+	GW_FN_DAYS_IN_MONTH,
+	GW_FN_HOUR,
+	GW_FN_MINUTE,
+	GW_FN_MONTH,
+	GW_FN_YEAR,
+	GW_FN_TIMESTAMP,
+	/* labels, order, presence */
+	GW_FN_LABEL_REPLACE, /* (vector, dst, replacement, src, regex) */
+	GW_FN_LABEL_JOIN,    /* (vector, dst, separator, src...) */
+	GW_FN_ABSENT,
+	GW_FN_SORT,
+	GW_FN_SORT_DESC,
+	GW_FN_SORT_BY_LABEL,	  /* (vector, label...) */
+	GW_FN_SORT_BY_LABEL_DESC, /* (vector, label...) */
+	GW_FN_HISTOGRAM_QUANTILE, /* (scalar, vector) */
 };
 
 enum gw_pq_aggop {
