@@ -425,8 +425,7 @@ static int fn_absent(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 
 /* ---- labels ---- */
 
-static struct lset *memo_put(struct lset *s, const void *key,
-			     struct lset *to)
+static struct lset *memo_put(struct lset *s, const void *key, struct lset *to)
 {
 	s->memo[s->memo_next].by = key;
 	s->memo[s->memo_next].to = to;
@@ -475,8 +474,8 @@ static int with_label(struct ev *ev, struct lset *s, const void *key,
 /* Go's regexp.Expand of template for the match of re on src (groups in
  * ofs, ng of them): $n, ${n}, $name, ${name}; $$ is $; an unknown or
  * unmatched group is "", a malformed reference is kept as text. */
-static int expand(const struct gw_matcher *re, const char *tpl,
-		  const char *src, const long *ofs, int ng, struct gw_buf *out)
+static int expand(const struct gw_matcher *re, const char *tpl, const char *src,
+		  const long *ofs, int ng, struct gw_buf *out)
 {
 	gw_buf_reset(out);
 	for (const char *p = tpl; *p;) {
@@ -819,9 +818,9 @@ static bool go_float(const char *s, double *out)
 	char *end;
 	bool hex = strchr(s, 'x') || strchr(s, 'X');
 
-	if (!*s || (*s != '+' && *s != '-' && *s != '.' && *s != 'i' &&
-		    *s != 'I' && *s != 'n' && *s != 'N' &&
-		    !(*s >= '0' && *s <= '9')))
+	if (!*s ||
+	    (*s != '+' && *s != '-' && *s != '.' && *s != 'i' && *s != 'I' &&
+	     *s != 'n' && *s != 'N' && !(*s >= '0' && *s <= '9')))
 		return false;
 	if (hex && !strchr(s, 'p') && !strchr(s, 'P'))
 		return false;
@@ -919,14 +918,23 @@ out:
 
 /* ---- the table ---- */
 
-#define S GW_TYPE_SCALAR
-#define V GW_TYPE_VECTOR
-#define M GW_TYPE_MATRIX
+#define S   GW_TYPE_SCALAR
+#define V   GW_TYPE_VECTOR
+#define M   GW_TYPE_MATRIX
 #define STR GW_TYPE_STRING
 
-#define RANGE(nm, f) { nm, f, 1, 0, { M }, V, fn_range }
-#define MATH(nm, f)  { nm, f, 1, 0, { V }, V, fn_values }
-#define DATE(nm, f)  { nm, f, 1, 1, { V }, V, fn_date }
+#define RANGE(nm, f)                                                           \
+	{                                                                      \
+		nm, f, 1, 0, { M }, V, fn_range                                \
+	}
+#define MATH(nm, f)                                                            \
+	{                                                                      \
+		nm, f, 1, 0, { V }, V, fn_values                               \
+	}
+#define DATE(nm, f)                                                            \
+	{                                                                      \
+		nm, f, 1, 1, { V }, V, fn_date                                 \
+	}
 
 static const struct gw_pq_fndef fndefs[] = {
 	RANGE("rate", GW_FN_RATE),
@@ -937,8 +945,7 @@ static const struct gw_pq_fndef fndefs[] = {
 	RANGE("changes", GW_FN_CHANGES),
 	RANGE("resets", GW_FN_RESETS),
 	RANGE("deriv", GW_FN_DERIV),
-	{ "predict_linear", GW_FN_PREDICT_LINEAR, 2, 0, { M, S }, V,
-	  fn_range },
+	{ "predict_linear", GW_FN_PREDICT_LINEAR, 2, 0, { M, S }, V, fn_range },
 	{ "holt_winters", GW_FN_HOLT_WINTERS, 3, 0, { M, S, S }, V, fn_range },
 	{ "double_exponential_smoothing",
 	  GW_FN_DOUBLE_EXPONENTIAL_SMOOTHING,
@@ -958,7 +965,12 @@ static const struct gw_pq_fndef fndefs[] = {
 	RANGE("mad_over_time", GW_FN_MAD_OVER_TIME),
 	RANGE("present_over_time", GW_FN_PRESENT_OVER_TIME),
 	RANGE("absent_over_time", GW_FN_ABSENT_OVER_TIME),
-	{ "quantile_over_time", GW_FN_QUANTILE_OVER_TIME, 2, 0, { S, M }, V,
+	{ "quantile_over_time",
+	  GW_FN_QUANTILE_OVER_TIME,
+	  2,
+	  0,
+	  { S, M },
+	  V,
 	  fn_range },
 	MATH("abs", GW_FN_ABS),
 	MATH("ceil", GW_FN_CEIL),

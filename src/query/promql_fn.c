@@ -130,7 +130,7 @@ bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 		  int64_t range_start, int64_t range_end, int64_t range_ms,
 		  bool counter, bool rate, double *out)
 {
-	double result, to_start, to_end, sampled, avg, thr, ext;
+	double result, to_start, to_end, sampled, avg, thr, ext, factor;
 
 	if (n < 2 || ts[n - 1] <= ts[0])
 		return false;
@@ -160,10 +160,11 @@ bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 	ext = sampled;
 	ext += to_start < thr ? to_start : avg / 2;
 	ext += to_end < thr ? to_end : avg / 2;
-	result *= ext / sampled;
+	/* One factor, as Prometheus: the same rounding, the same digits. */
+	factor = ext / sampled;
 	if (rate)
-		result /= (double)range_ms / 1e3;
-	*out = result;
+		factor /= (double)range_ms / 1e3;
+	*out = result * factor;
 	return true;
 }
 
@@ -500,6 +501,49 @@ double gw_pqe_go_min(double x, double y)
 	return x < y ? x : y;
 }
 
+/*
+ * The natural logarithm as Go computes it (fdlibm's e_log.c reduction and
+ * polynomial, without fused multiply-add), so ln, log2 and log10 give
+ * Prometheus' last digit: the C library's log differs from it in the last
+ * bit for about one value in a hundred.
+ */
+static double go_log(double x)
+{
+	static const double ln2_hi = 6.93147180369123816490e-01;
+	static const double ln2_lo = 1.90821492927058770002e-10;
+	static const double l1 = 6.666666666666735130e-01;
+	static const double l2 = 3.999999999940941908e-01;
+	static const double l3 = 2.857142874366239149e-01;
+	static const double l4 = 2.222219843214978396e-01;
+	static const double l5 = 1.818357216161805012e-01;
+	static const double l6 = 1.531383769920937332e-01;
+	static const double l7 = 1.479819860511658591e-01;
+	double f1, f, k, s, s2, s4, t1, t2, r, hfsq;
+	int ki;
+
+	if (isnan(x) || (isinf(x) && x > 0))
+		return x;
+	if (x < 0)
+		return NAN;
+	if (x == 0)
+		return -INFINITY;
+	f1 = frexp(x, &ki);
+	if (f1 < M_SQRT2 / 2) {
+		f1 *= 2;
+		ki--;
+	}
+	f = f1 - 1;
+	k = (double)ki;
+	s = f / (2 + f);
+	s2 = s * s;
+	s4 = s2 * s2;
+	t1 = s2 * (l1 + s4 * (l3 + s4 * (l5 + s4 * l7)));
+	t2 = s4 * (l2 + s4 * (l4 + s4 * l6));
+	r = t1 + t2;
+	hfsq = 0.5 * f * f;
+	return k * ln2_hi - ((hfsq - (s * (hfsq + r) + k * ln2_lo)) - f);
+}
+
 /* Go's math.Log2: exact for powers of two. */
 static double go_log2(double x)
 {
@@ -508,7 +552,7 @@ static double go_log2(double x)
 
 	if (f == 0.5)
 		return (double)(e - 1);
-	return log(f) * M_LOG2E + (double)e;
+	return go_log(f) * M_LOG2E + (double)e;
 }
 
 double gw_pqe_math(enum gw_pq_func fn, double v)
@@ -523,13 +567,12 @@ double gw_pqe_math(enum gw_pq_func fn, double v)
 	case GW_FN_EXP:
 		return exp(v);
 	case GW_FN_LN:
-		return log(v);
+		return go_log(v);
 	case GW_FN_LOG2:
 		return go_log2(v);
 	case GW_FN_LOG10:
-		/* Go's math.Log10 (so log10(1000) is 2.9999999999999996,
-		 * as Prometheus answers). */
-		return log(v) * M_LOG10E;
+		/* Go's math.Log10. */
+		return go_log(v) * M_LOG10E;
 	case GW_FN_SQRT:
 		return sqrt(v);
 	case GW_FN_SGN:
