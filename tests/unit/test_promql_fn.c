@@ -283,8 +283,7 @@ static void math_functions(void **state)
 	expect(x, "rad(vector(180))", "{}=3.1415926535897931");
 	/* Two series equal but for their names: an error. */
 	one(x, "m2", "k=\"a\"", 1);
-	inst_err(x, "abs({__name__=~\"m|m2\", k=\"a\"})", B,
-		 GW_QERR_EXECUTION,
+	inst_err(x, "abs({__name__=~\"m|m2\", k=\"a\"})", B, GW_QERR_EXECUTION,
 		 "vector cannot contain metrics with the same labelset");
 }
 
@@ -315,14 +314,16 @@ static void date_functions(void **state)
 {
 	struct fx *x = *state;
 
-	one(x, "d", "k=\"leap\"", 951782400);   /* 2000-02-29 00:00:00 Tue */
+	one(x, "d", "k=\"leap\"", 951782400);	/* 2000-02-29 00:00:00 Tue */
 	one(x, "d", "k=\"pre\"", -1.5);		/* 1969-12-31 23:59:59 Wed */
 	one(x, "d", "k=\"late\"", 4102444799.); /* 2099-12-31 23:59:59 Thu */
-	expect(x, "year(d)", "{k=\"late\"}=2099;{k=\"leap\"}=2000;{k=\"pre\"}=1969");
+	expect(x, "year(d)",
+	       "{k=\"late\"}=2099;{k=\"leap\"}=2000;{k=\"pre\"}=1969");
 	expect(x, "month(d)", "{k=\"late\"}=12;{k=\"leap\"}=2;{k=\"pre\"}=12");
 	expect(x, "day_of_month(d)",
 	       "{k=\"late\"}=31;{k=\"leap\"}=29;{k=\"pre\"}=31");
-	expect(x, "day_of_week(d)", "{k=\"late\"}=4;{k=\"leap\"}=2;{k=\"pre\"}=3");
+	expect(x, "day_of_week(d)",
+	       "{k=\"late\"}=4;{k=\"leap\"}=2;{k=\"pre\"}=3");
 	expect(x, "day_of_year(d)",
 	       "{k=\"late\"}=365;{k=\"leap\"}=60;{k=\"pre\"}=365");
 	expect(x, "days_in_month(d)",
@@ -512,7 +513,8 @@ static void label_replace_function(void **state)
 	expect(x, "label_replace(l, \"dst\", \"$1\", \"nope\", \"(.*)\")",
 	       "l{src=\"baz\",x=\"z\"}=2;l{src=\"foo-bar-12\",x=\"y\"}=1");
 	/* The name can be rewritten too. */
-	expect(x, "label_replace(l, \"__name__\", \"n_$1\", \"src\", \"ba(.)\")",
+	expect(x,
+	       "label_replace(l, \"__name__\", \"n_$1\", \"src\", \"ba(.)\")",
 	       "l{dst=\"old\",src=\"foo-bar-12\",x=\"y\"}=1;"
 	       "n_z{src=\"baz\",x=\"z\"}=2");
 	/* Errors, checked even with nothing to rewrite; texts as
@@ -520,7 +522,8 @@ static void label_replace_function(void **state)
 	inst_err(x, "label_replace(l, \"dst\", \"$1\", \"src\", \"(.*\")", B,
 		 GW_QERR_EXECUTION,
 		 "invalid regular expression in label_replace(): (.*");
-	inst_err(x, "label_replace(nothing, \"1dst\", \"$1\", \"src\", \"(.*)\")",
+	inst_err(x,
+		 "label_replace(nothing, \"1dst\", \"$1\", \"src\", \"(.*)\")",
 		 B, GW_QERR_EXECUTION,
 		 "invalid destination label name in label_replace(): 1dst");
 	/* A range query rewrites every step alike. */
@@ -649,7 +652,8 @@ static void histogram_quantile_function(void **state)
 	       "{job=\"a\"}=2.5");
 	expect(x, "histogram_quantile(0.1, h_bucket{job=\"neg\"})",
 	       "{job=\"neg\"}=-1");
-	expect(x, "histogram_quantile(0, h_bucket{job=\"a\"})", "{job=\"a\"}=0");
+	expect(x, "histogram_quantile(0, h_bucket{job=\"a\"})",
+	       "{job=\"a\"}=0");
 	expect(x, "histogram_quantile(-1, h_bucket{job=\"a\"})",
 	       "{job=\"a\"}=-Inf");
 	expect(x, "histogram_quantile(2, h_bucket{job=\"a\"})",
@@ -762,12 +766,18 @@ static void parse_calls(void **state)
 				      "\"histogram_sum\" is not supported" },
 	};
 	static const char *const good[] = {
-		"round(g)", "round(g, 0.5)", "year()", "year(g)",
+		"round(g)",
+		"round(g, 0.5)",
+		"year()",
+		"year(g)",
 		"label_join(l, \"a\", \",\")",
 		"label_join(l, \"a\", \",\", \"b\", \"c\", \"d\")",
-		"sort_by_label(g)", "sort_by_label_desc(g, \"a\", \"b\")",
-		"holt_winters((g[5m]), 0.5, 0.5)", "predict_linear(g[5m], 60)",
-		"clamp(g, 0, 1)", "pi()",
+		"sort_by_label(g)",
+		"sort_by_label_desc(g, \"a\", \"b\")",
+		"holt_winters((g[5m]), 0.5, 0.5)",
+		"predict_linear(g[5m], 60)",
+		"clamp(g, 0, 1)",
+		"pi()",
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -800,18 +810,12 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(math_functions),
-		T(clamp_functions),
-		T(date_functions),
-		T(timestamp_function),
-		T(range_functions),
-		T(absent_functions),
-		T(label_replace_function),
-		T(label_join_function),
-		T(sort_functions),
-		T(histogram_quantile_function),
-		T(rollup_functions),
-		cmocka_unit_test(parse_calls),
+		T(math_functions),	   T(clamp_functions),
+		T(date_functions),	   T(timestamp_function),
+		T(range_functions),	   T(absent_functions),
+		T(label_replace_function), T(label_join_function),
+		T(sort_functions),	   T(histogram_quantile_function),
+		T(rollup_functions),	   cmocka_unit_test(parse_calls),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
