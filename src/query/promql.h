@@ -2,18 +2,27 @@
 /*
  * promql.h - the PromQL subset: lexer (promql_lex.c), parser
  * (promql_parse.c) and evaluator (promql_eval.c, with aggregation in
- * promql_agg.c, binary operators in promql_binop.c, its numerics in
- * promql_fn.c and its JSON in promql_json.c) over a struct gw_queryable
- * (store/query.h).
+ * promql_agg.c, binary operators in promql_binop.c, functions in
+ * promql_call.c, its numerics in promql_fn.c and its JSON in
+ * promql_json.c) over a struct gw_queryable (store/query.h).
  *
  * The subset
  *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')
  *   selectors     name{l="v", l!="v", l=~"re", l!~"re"}, {__name__=~".."}
  *                 with [5m] (range) and offset 1h; durations as in
  *                 Prometheus: ms s m h d w y, combined (1h30m)
- *   functions     rate irate increase delta, avg_ min_ max_ sum_ count_
- *                 last_ stddev_over_time, quantile_over_time(q, m[r]),
- *                 abs, time(), vector(s), scalar(v)
+ *   functions     all of Prometheus 2.x's but the native histogram ones
+ *                 (the table in promql_call.c): range (rate irate
+ *                 increase delta idelta changes resets deriv
+ *                 predict_linear holt_winters, avg_ min_ max_ sum_ count_
+ *                 last_ stddev_ stdvar_ quantile_ mad_ present_
+ *                 absent_over_time), math (abs ceil floor round exp ln
+ *                 log2 log10 sqrt sgn, trigonometry, deg rad pi, clamp
+ *                 clamp_min clamp_max), time (time timestamp day_of_month
+ *                 day_of_week day_of_year days_in_month hour minute month
+ *                 year), labels (label_replace label_join), absent, sort
+ *                 sort_desc sort_by_label sort_by_label_desc,
+ *                 histogram_quantile (classic le buckets), vector scalar
  *   aggregations  sum avg min max count (by|without (l,...)) (expr),
  *                 topk bottomk quantile (param, expr); the clause may come
  *                 before or after the parenthesised expression
