@@ -742,9 +742,9 @@ static int sort_cmp(const void *pa, const void *pb)
 		double a = x->s.v, b = y->s.v;
 
 		/* NaN last either way, as Prometheus' heap order. */
-		if (isnan(a) || isnan(b))
-			r = isnan(a) - isnan(b);
-		else if (a != b)
+		if (!isnan(a) != !isnan(b))
+			r = isnan(a) ? 1 : -1;
+		else if (!isnan(a) && a != b)
 			r = ((a > b) - (a < b)) * (c->desc ? -1 : 1);
 		else
 			r = gw_labels_cmp(la, lb);
