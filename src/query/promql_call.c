@@ -321,14 +321,57 @@ static int absent_labels(struct ev *ev, const struct gw_pq_node *a,
 	return err ? err : gw_pqe_intern(ev, &l, out);
 }
 
+/* Prometheus checks holt_winters' factors once it has samples to smooth. */
+static int check_factors(struct ev *ev, const struct gw_pqe_rargs *ra)
+{
+	char b[64];
+
+	if (ra->a <= 0 || ra->a >= 1)
+		return exec_fail(ev,
+				 "invalid smoothing factor. Expected: 0 < sf < "
+				 "1, got: %s",
+				 go_f(ra->a, b, sizeof(b)));
+	if (ra->b <= 0 || ra->b >= 1)
+		return exec_fail(ev,
+				 "invalid trend factor. Expected: 0 < tf < 1, "
+				 "got: %s",
+				 go_f(ra->b, b, sizeof(b)));
+	return 0;
+}
+
+/* Room for n doubles in *tmp (of *cap). */
+static int tmp_room(double **tmp, size_t *cap, size_t n)
+{
+	double *p;
+
+	if (n <= *cap)
+		return 0;
+	p = realloc(*tmp, n * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*tmp = p;
+	*cap = n;
+	return 0;
+}
+
+/*
+ * Every function of a range vector: per series with samples in the window,
+ * promql_fn.c's value of them (of the rollups for the *_over_time
+ * functions they can answer), the name dropped but by last_over_time;
+ * absent_over_time is about all the series together.
+ */
 static int fn_range(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    struct val *out)
 {
 	enum gw_pq_func fn = n->u.call.fn;
-	size_t mi = fn == GW_FN_QUANTILE_OVER_TIME ? 1 : 0;
+	size_t mi = fn == GW_FN_QUANTILE_OVER_TIME ? 1 : 0, tcap = 0;
+	bool hw = fn == GW_FN_HOLT_WINTERS ||
+		  fn == GW_FN_DOUBLE_EXPONENTIAL_SMOOTHING;
+	bool any = false;
 	struct gw_pqe_rargs ra = { 0 };
-	struct mat m = { 0 };
-	char b1[64];
+	struct gw_pqe_rarg a;
+	double *tmp = NULL;
+	struct lset *ls;
 	int err = 0;
 
 	out->type = GW_TYPE_VECTOR;
@@ -338,69 +381,53 @@ static int fn_range(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		if (i != mi)
 			err = scalar_arg(ev, n, i, t, k++ ? &ra.b : &ra.a);
 	if (!err)
-		err = gw_pqe_matrix(ev, n->u.call.args[mi], t, &m);
+		err = gw_pqe_range_arg(ev, n->u.call.args[mi], t, &a);
 	if (err)
-		goto out;
-	ra.range_start = m.range_start;
-	ra.range_end = m.range_end;
-	ra.range_ms = m.range_ms;
+		return err;
+	ra.range_start = a.from;
+	ra.range_end = a.at;
+	ra.range_ms = a.range;
 	ra.t = t;
-	if (fn == GW_FN_ABSENT_OVER_TIME) {
-		struct lset *ls;
-
-		if (m.n == 0) {
-			err = absent_labels(ev, n->u.call.args[mi], &ls);
-			if (!err)
-				err = gw_pqe_vpush(&out->v, ls, 1);
-		}
-		goto out;
-	}
-	/* Prometheus checks the factors when it has samples to smooth. */
-	if ((fn == GW_FN_HOLT_WINTERS ||
-	     fn == GW_FN_DOUBLE_EXPONENTIAL_SMOOTHING) &&
-	    m.n) {
-		if (ra.a <= 0 || ra.a >= 1) {
-			err = exec_fail(ev,
-					"invalid smoothing factor. Expected: 0 "
-					"< sf < 1, got: %s",
-					go_f(ra.a, b1, sizeof(b1)));
-			goto out;
-		}
-		if (ra.b <= 0 || ra.b >= 1) {
-			err = exec_fail(ev,
-					"invalid trend factor. Expected: 0 < "
-					"tf < 1, got: %s",
-					go_f(ra.b, b1, sizeof(b1)));
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < m.n && !err; i++) {
-		const struct mser *s = &m.s[i];
-		struct lset *ls = s->ls;
+	for (size_t i = 0; i < a.n && !err; i++) {
+		struct gw_pqe_rpts r;
 		bool ok = false;
 		double x = 0;
 
-		if (s->r && from_rollups(fn)) {
-			err = gw_pqe_over_time_rollup(fn, ra.a, s->r, 0, s->nr,
-						      &x, &ok);
+		err = gw_pqe_range_series(ev, &a, i, &r);
+		if (err || r.n == 0) /* no sample (rollups: none non-empty) */
+			continue;
+		if (hw && !any)
+			err = check_factors(ev, &ra);
+		any = true;
+		if (err || fn == GW_FN_ABSENT_OVER_TIME)
+			continue;
+		if (r.roll && from_rollups(fn)) {
+			err = gw_pqe_over_time_rollup(fn, ra.a, r.roll->r, r.lo,
+						      r.hi, &x, &ok);
 		} else {
-			err = gw_pqe_scratch(ev, s->n);
+			/* Not ev's scratch: it may hold the points. */
+			err = tmp_room(&tmp, &tcap, r.n);
 			if (!err)
-				err = gw_pqe_range_raw(fn, s->ts, s->vs, s->n,
-						       &ra, ev->sv, &x, &ok);
+				err = gw_pqe_range_raw(fn, r.ts, r.vs, r.n, &ra,
+						       tmp, &x, &ok);
 		}
 		if (err || !ok)
 			continue;
+		ls = r.ls;
 		/* last_over_time acts like offset and keeps the name. */
 		if (fn != GW_FN_LAST_OVER_TIME)
 			err = gw_pqe_noname(ev, ls, &ls);
 		if (!err)
 			err = gw_pqe_vpush(&out->v, ls, x);
 	}
+	free(tmp);
+	if (!err && fn == GW_FN_ABSENT_OVER_TIME && !any) {
+		err = absent_labels(ev, n->u.call.args[mi], &ls);
+		if (!err)
+			err = gw_pqe_vpush(&out->v, ls, 1);
+	}
 	if (!err)
 		err = gw_pqe_check_dups(ev, &out->v);
-out:
-	gw_pqe_mat_release(&m);
 	return err;
 }
 

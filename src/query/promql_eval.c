@@ -474,81 +474,34 @@ int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	return err;
 }
 
-/*
- * The range vector m (a range selector) at t: per series with a sample in
- * the window, its label set and its samples (raw) or its rollups with
- * their (t_last, last) as samples.
- */
-int gw_pqe_matrix(struct ev *ev, const struct gw_pq_node *m, int64_t t,
-		  struct mat *out)
+int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
+		     struct gw_pqe_rarg *a)
 {
-	struct sel *s;
-	size_t total = 0, k = 0;
-
 	m = unparen(m);
-	if (!m || m->kind != GW_PQ_MATRIX || !(s = find_sel(ev, m)))
+	memset(a, 0, sizeof(*a));
+	if (!m || m->kind != GW_PQ_MATRIX || !(a->sel = find_sel(ev, m)))
 		return gw_pqe_malformed(ev);
-	out->range_end = sat_sub(t, m->u.sel.offset_ms);
-	out->range_start = sat_sub(out->range_end, m->u.sel.range_ms);
-	out->range_ms = m->u.sel.range_ms;
-	out->s = calloc(s->set.n ? s->set.n : 1, sizeof(*out->s));
-	if (!out->s)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->set.n; i++) {
-		const struct gw_series_data *d = &s->set.s[i];
-		struct mser *o = &out->s[out->n];
-		size_t lo, hi;
-
-		window(d, out->range_start, out->range_end, &lo, &hi);
-		if (lo == hi)
-			continue;
-		o->ls = s->ls[i];
-		if (d->tier == GW_TIER_RAW) {
-			o->ts = d->t + lo;
-			o->vs = d->v + lo;
-			o->n = hi - lo;
-		} else {
-			o->r = d->r + lo;
-			o->nr = hi - lo;
-			for (size_t j = lo; j < hi; j++)
-				o->n += d->r[j].count > 0;
-			total += o->n;
-		}
-		if (o->n)
-			out->n++;
-		else
-			memset(o, 0, sizeof(*o));
-	}
-	if (!total)
-		return 0;
-	out->tb = malloc(total * sizeof(*out->tb));
-	out->vb = malloc(total * sizeof(*out->vb));
-	if (!out->tb || !out->vb)
-		return -ENOMEM;
-	for (size_t i = 0; i < out->n; i++) {
-		struct mser *o = &out->s[i];
-
-		if (!o->r)
-			continue;
-		o->ts = out->tb + k;
-		o->vs = out->vb + k;
-		for (size_t j = 0; j < o->nr; j++) {
-			if (!(o->r[j].count > 0))
-				continue;
-			out->tb[k] = o->r[j].t_last;
-			out->vb[k] = o->r[j].last;
-			k++;
-		}
-	}
+	a->at = sat_sub(t, m->u.sel.offset_ms);
+	a->from = sat_sub(a->at, m->u.sel.range_ms);
+	a->range = m->u.sel.range_ms;
+	a->n = a->sel->set.n;
 	return 0;
 }
 
-void gw_pqe_mat_release(struct mat *m)
+int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
+			struct gw_pqe_rpts *p)
 {
-	free(m->s);
-	free(m->tb);
-	free(m->vb);
-	memset(m, 0, sizeof(*m));
+	const struct gw_series_data *d;
+
+	memset(p, 0, sizeof(*p));
+	if (i >= a->n || !a->sel)
+		return gw_pqe_malformed(ev);
+	d = &a->sel->set.s[i];
+	p->ls = a->sel->ls[i];
+	window(d, a->from, a->at, &p->lo, &p->hi);
+	if (d->tier != GW_TIER_RAW)
+		p->roll = d;
+	return points(ev, d, p->lo, p->hi, &p->ts, &p->vs, &p->n);
 }
 
 /* ---- unary minus ---- */

@@ -152,35 +152,32 @@ int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    bool stamps, struct val *out);
 
-/* One series of a range vector at one step: its label set and its n
- * samples in the window.  On a rollup tier, r[0..nr) are its rollups in
- * the window and the samples their (t_last, last) (the non-empty ones);
- * r is NULL on raw samples. */
-struct mser {
+/* A range-vector argument (a range selector) at one step. */
+struct gw_pqe_rarg {
+	int64_t from, at, range; /* the window (from, at], at - from = range */
+	size_t n;		 /* series */
+	struct sel *sel;
+};
+
+/* One series' points in the window. */
+struct gw_pqe_rpts {
 	struct lset *ls;
-	const int64_t *ts;
+	const int64_t *ts; /* n points, times increasing */
 	const double *vs;
 	size_t n;
-	const struct gw_rollup *r;
-	size_t nr;
+	/* A selector on a rollup tier: its rollups [lo, hi) in the window
+	 * (the points are then (t_last, last) of the non-empty ones, in
+	 * ev's scratch arrays); NULL otherwise. */
+	const struct gw_series_data *roll;
+	size_t lo, hi;
 };
 
-/* A range vector at one step: the series with samples in the window
- * (range_start, range_end], range_ms long.  Released with
- * gw_pqe_mat_release (on failure too). */
-struct mat {
-	struct mser *s;
-	size_t n;
-	int64_t range_start, range_end, range_ms;
-	int64_t *tb; /* storage of the rollups' samples */
-	double *vb;
-};
-
-/* The range vector node m (a range selector) at t into *out (zeroed by
- * the caller). */
-int gw_pqe_matrix(struct ev *ev, const struct gw_pq_node *m, int64_t t,
-		  struct mat *out);
-void gw_pqe_mat_release(struct mat *m);
+/* m (parentheses allowed) at t. */
+int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
+		     struct gw_pqe_rarg *a);
+/* Series i < a->n of a; valid until the next call or evaluation. */
+int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
+			struct gw_pqe_rpts *p);
 
 /* A function call node (promql_call.c). */
 int gw_pqe_eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
