@@ -32,12 +32,42 @@
 #define MSG_DUP_LABELSET "vector cannot contain metrics with the same labelset"
 #define MAX_GROUPS	 100 /* label_replace: $n references beyond are "" */
 
-/* label_replace's compiled expression, one per call node. */
+/*
+ * label_replace's regular expression, compiled once per call node.  The
+ * three re_* functions below are the only code that knows how it is
+ * compiled and matched (the label matchers' engine, store/labels.h).
+ */
 struct fncache {
 	const struct gw_pq_node *node;
 	struct gw_matcher re;
 	struct fncache *next;
 };
+
+/* Compiles pattern into c; -EINVAL for a bad pattern, -ENOMEM. */
+static int re_compile(struct fncache *c, const char *pattern)
+{
+	return gw_matcher_init(&c->re, GW_MATCH_RE, "", pattern, NULL, 0);
+}
+
+static void re_release(struct fncache *c)
+{
+	gw_matcher_release(&c->re);
+}
+
+/* The match of the whole of s: groups' offsets in ofs (-1: no part);
+ * the number of groups + 1, 0 for no match, -ENOMEM. */
+static int re_groups(const struct fncache *c, const char *s, long *ofs,
+		     size_t nofs)
+{
+	return gw_matcher_groups(&c->re, s, ofs, nofs);
+}
+
+/* The number of the group named name (len bytes), or -1. */
+static int re_group_number(const struct fncache *c, const char *name,
+			   size_t len)
+{
+	return gw_matcher_group_number(&c->re, name, len);
+}
 
 void gw_pqe_call_release(struct ev *ev)
 {
@@ -45,7 +75,7 @@ void gw_pqe_call_release(struct ev *ev)
 		struct fncache *c = ev->fnc;
 
 		ev->fnc = c->next;
-		gw_matcher_release(&c->re);
+		re_release(c);
 		free(c);
 	}
 }
@@ -501,7 +531,7 @@ static int with_label(struct ev *ev, struct lset *s, const void *key,
 /* Go's regexp.Expand of template for the match of re on src (groups in
  * ofs, ng of them): $n, ${n}, $name, ${name}; $$ is $; an unknown or
  * unmatched group is "", a malformed reference is kept as text. */
-static int expand(const struct gw_matcher *re, const char *tpl, const char *src,
+static int expand(const struct fncache *re, const char *tpl, const char *src,
 		  const long *ofs, int ng, struct gw_buf *out)
 {
 	gw_buf_reset(out);
@@ -541,7 +571,7 @@ static int expand(const struct gw_matcher *re, const char *tpl, const char *src,
 		if (nm[0] == '0' && len > 1)
 			num = -1;
 		if (num < 0)
-			num = gw_matcher_group_number(re, nm, len);
+			num = re_group_number(re, nm, len);
 		if (num >= 0 && num < ng && num < MAX_GROUPS &&
 		    ofs[2 * num] >= 0)
 			gw_buf_put(out, src + ofs[2 * num],
@@ -551,20 +581,20 @@ static int expand(const struct gw_matcher *re, const char *tpl, const char *src,
 }
 
 static int replace_regex(struct ev *ev, const struct gw_pq_node *n,
-			 const char *re, struct gw_matcher **out)
+			 const char *re, struct fncache **out)
 {
 	struct fncache *c;
 	int err;
 
 	for (c = ev->fnc; c; c = c->next)
 		if (c->node == n) {
-			*out = &c->re;
+			*out = c;
 			return 0;
 		}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	err = gw_matcher_init(&c->re, GW_MATCH_RE, "", re, NULL, 0);
+	err = re_compile(c, re);
 	if (err) {
 		free(c);
 		return err == -ENOMEM ? err
@@ -576,7 +606,7 @@ static int replace_regex(struct ev *ev, const struct gw_pq_node *n,
 	c->node = n;
 	c->next = ev->fnc;
 	ev->fnc = c;
-	*out = &c->re;
+	*out = c;
 	return 0;
 }
 
@@ -586,7 +616,7 @@ static int fn_label_replace(struct ev *ev, const struct gw_pq_node *n,
 	const char *dst = str_arg(n, 1), *repl = str_arg(n, 2);
 	const char *src = str_arg(n, 3), *res = str_arg(n, 4);
 	long ofs[2 * MAX_GROUPS];
-	struct gw_matcher *re;
+	struct fncache *re;
 	struct val a = { 0 };
 	struct gw_buf b;
 	int err;
@@ -611,7 +641,7 @@ static int fn_label_replace(struct ev *ev, const struct gw_pq_node *n,
 		if (!to) {
 			sv = gw_labels_get(&ls->l, src);
 			sv = sv ? sv : "";
-			ng = gw_matcher_groups(re, sv, ofs, 2 * MAX_GROUPS);
+			ng = re_groups(re, sv, ofs, 2 * MAX_GROUPS);
 			if (ng < 0) {
 				err = ng;
 				break;
