@@ -179,11 +179,28 @@ bool gw_pqe_irate(const int64_t *ts, const double *vs, size_t n, double *out)
 	return true;
 }
 
+/* Variance with compensated running mean and sum of squares (Welford),
+ * population, as Prometheus' stdvar_over_time. */
+static double variance(const double *v, size_t n)
+{
+	double count = 0, mean = 0, cmean = 0, aux = 0, caux = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double delta;
+
+		count++;
+		delta = v[i] - (mean + cmean);
+		gw_pqe_ksum(&mean, &cmean, delta / count);
+		gw_pqe_ksum(&aux, &caux, delta * (v[i] - (mean + cmean)));
+	}
+	return (aux + caux) / count;
+}
+
 int gw_pqe_over_time_raw(enum gw_pq_func fn, double phi, const double *v,
 			 size_t n, double *tmp, double *out)
 {
 	struct gw_pqe_mean m = { 0 };
-	double a = NAN, c = 0, mu = 0, m2 = 0;
+	double a = NAN, c = 0;
 
 	switch (fn) {
 	case GW_FN_AVG_OVER_TIME:
@@ -216,14 +233,7 @@ int gw_pqe_over_time_raw(enum gw_pq_func fn, double phi, const double *v,
 		*out = v[n - 1];
 		return 0;
 	case GW_FN_STDDEV_OVER_TIME:
-		/* Welford; population deviation as Prometheus. */
-		for (size_t i = 0; i < n; i++) {
-			double d = v[i] - mu;
-
-			mu += d / (double)(i + 1);
-			m2 += d * (v[i] - mu);
-		}
-		*out = sqrt(m2 / (double)n);
+		*out = sqrt(variance(v, n));
 		return 0;
 	case GW_FN_QUANTILE_OVER_TIME:
 		memcpy(tmp, v, n * sizeof(*v));
@@ -365,23 +375,6 @@ static double holt_winters(const double *vs, size_t n, double sf, double tf)
 	return s1;
 }
 
-/* Variance with compensated running mean and sum of squares (Welford),
- * population, as Prometheus' stdvar_over_time. */
-static double variance(const double *v, size_t n)
-{
-	double count = 0, mean = 0, cmean = 0, aux = 0, caux = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		double delta;
-
-		count++;
-		delta = v[i] - (mean + cmean);
-		gw_pqe_ksum(&mean, &cmean, delta / count);
-		gw_pqe_ksum(&aux, &caux, delta * (v[i] - (mean + cmean)));
-	}
-	return (aux + caux) / count;
-}
-
 int gw_pqe_range_raw(enum gw_pq_func fn, const int64_t *ts, const double *vs,
 		     size_t n, const struct gw_pqe_rargs *a, double *tmp,
 		     double *out, bool *ok)
@@ -414,12 +407,10 @@ int gw_pqe_range_raw(enum gw_pq_func fn, const int64_t *ts, const double *vs,
 	case GW_FN_SUM_OVER_TIME:
 	case GW_FN_COUNT_OVER_TIME:
 	case GW_FN_LAST_OVER_TIME:
+	case GW_FN_STDDEV_OVER_TIME:
 	case GW_FN_QUANTILE_OVER_TIME:
 		*ok = true;
 		return gw_pqe_over_time_raw(fn, a->a, vs, n, tmp, out);
-	case GW_FN_STDDEV_OVER_TIME:
-		*out = sqrt(variance(vs, n));
-		break;
 	case GW_FN_STDVAR_OVER_TIME:
 		*out = variance(vs, n);
 		break;
