@@ -5,10 +5,12 @@
  * nothing from here.
  *
  *   promql_eval.c   the evaluator's core: state, label set interning,
- *                   values, selectors, functions, dispatch, loading and
- *                   the entry points
+ *                   values, selectors, range-vector arguments, dispatch,
+ *                   loading and the entry points
  *   promql_agg.c    aggregation (sum ... quantile, topk/bottomk)
  *   promql_binop.c  binary operators and vector matching
+ *   promql_call.c   the function table (also read by the parser) and the
+ *                   functions' evaluation
  *   promql_fn.c     the numerics
  *
  * Two parts.  The evaluator's state (struct ev, one per query, used by
