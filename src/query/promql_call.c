@@ -29,8 +29,7 @@
 
 #include "query/promql_int.h"
 
-#define MSG_DUP_LABELSET "vector cannot contain metrics with the same labelset"
-#define MAX_GROUPS	 100 /* label_replace: $n references beyond are "" */
+#define MAX_GROUPS 100 /* label_replace: groups past the 99th expand to "" */
 
 /*
  * label_replace's regular expression, compiled once per call node.  The
