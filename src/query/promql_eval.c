@@ -8,10 +8,14 @@
  * promql_int.h; results are written as JSON by promql_json.c.
  *
  * Two phases.  Loading: every selector node of the expression is read with
- * one select() covering the whole query interval, all from one tier chosen
- * for the query (pick_tier at resolution min(step, smallest range)).
- * Stepping: the tree is evaluated at each step against the loaded arrays
- * (binary search), giving a scalar or a vector of (label set, value).
+ * one select() covering the query's steps, all from one tier: raw wherever
+ * the store keeps raw samples (pick_tier says so), whatever the step.  A
+ * range query whose first steps reach back past the raw horizon loads
+ * twice: those steps from the tier pick_tier gives at resolution
+ * min(step, smallest range), the rest from raw (plan()).  The API's tier
+ * option forces one tier.  Stepping: the tree is evaluated at each step
+ * against the loaded arrays (binary search), giving a scalar or a vector
+ * of (label set, value).
  *
  * Label sets are interned in a per-query table so that they are compared,
  * grouped and matched by pointer.  Sets derived from a set (without
