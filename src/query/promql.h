@@ -59,6 +59,7 @@ enum gw_pq_kind {
 	GW_PQ_BINARY,
 	GW_PQ_NEG, /* unary minus */
 	GW_PQ_PAREN,
+	GW_PQ_SUBQUERY, /* expr[range:step], a range vector */
 };
 
 enum gw_pq_func {
@@ -89,6 +90,10 @@ enum gw_pq_aggop {
 	GW_AGG_TOPK,	 /* param: scalar k */
 	GW_AGG_BOTTOMK,	 /* param: scalar k */
 	GW_AGG_QUANTILE, /* param: scalar q */
+	GW_AGG_STDDEV,
+	GW_AGG_STDVAR,
+	GW_AGG_GROUP,
+	GW_AGG_COUNT_VALUES, /* param: string, the output label */
 };
 
 enum gw_pq_binop {
@@ -104,6 +109,26 @@ enum gw_pq_binop {
 	GW_OP_LT,
 	GW_OP_GE,
 	GW_OP_LE,
+	GW_OP_ATAN2,
+	GW_OP_AND, /* set operators: vector-vector only */
+	GW_OP_OR,
+	GW_OP_UNLESS,
+};
+
+/* Vector matching cardinality of a binary operation. */
+enum gw_pq_card {
+	GW_CARD_ONE_TO_ONE,
+	GW_CARD_MANY_TO_ONE, /* group_left */
+	GW_CARD_ONE_TO_MANY, /* group_right */
+	GW_CARD_MANY_TO_MANY, /* and, or, unless */
+};
+
+/* The @ modifier of a selector or a subquery. */
+enum gw_pq_at {
+	GW_AT_NONE,
+	GW_AT_TIME,  /* @ <unix seconds>, in at_ms */
+	GW_AT_START, /* @ start(): the query's start */
+	GW_AT_END,   /* @ end(): the query's end */
 };
 
 /* The static type of an expression, as Prometheus reports it. */
@@ -127,7 +152,17 @@ struct gw_pq_node {
 			size_t nm;
 			int64_t range_ms; /* GW_PQ_MATRIX only */
 			int64_t offset_ms;
+			enum gw_pq_at at;
+			int64_t at_ms; /* GW_AT_TIME */
 		} sel;
+		struct {
+			struct gw_pq_node *expr; /* an instant vector */
+			int64_t range_ms;
+			int64_t step_ms; /* 0: the default step */
+			int64_t offset_ms;
+			enum gw_pq_at at;
+			int64_t at_ms;
+		} subq;
 		struct {
 			enum gw_pq_func fn;
 			struct gw_pq_node **args;
@@ -149,6 +184,9 @@ struct gw_pq_node {
 			bool on, ignoring; /* vector matching clause */
 			char **labels;
 			size_t nlabels;
+			enum gw_pq_card card;
+			char **include; /* group_left/group_right (labels) */
+			size_t ninclude;
 		} bin;
 		struct gw_pq_node *inner; /* NEG, PAREN */
 	} u;
@@ -166,6 +204,11 @@ struct gw_promql_error {
 __attribute__((warn_unused_result)) int
 gw_promql_parse(const char *query, struct gw_pq_node **out,
 		struct gw_promql_error *err);
+/* The same for the len bytes at query, which may hold a NUL: a parse
+ * error ("unexpected character: '\x00'"), never the end of the query. */
+__attribute__((warn_unused_result)) int
+gw_promql_parse_len(const char *query, size_t len, struct gw_pq_node **out,
+		    struct gw_promql_error *err);
 void gw_promql_free(struct gw_pq_node *n);
 
 /*
