@@ -236,6 +236,9 @@ __attribute__((warn_unused_result)) int gw_promql_duration(const char *s,
 
 struct gw_promql_opts {
 	int64_t lookback_ms;  /* instant selectors; default 5 min */
+	/* The step of a subquery written without one (expr[5m:]): Prometheus'
+	 * global evaluation_interval; default 1 min. */
+	int64_t subquery_step_ms;
 	uint64_t max_samples; /* 0 = unlimited */
 	uint64_t timeout_ns;  /* 0 = none */
 	/*

@@ -45,6 +45,7 @@ struct lset {
 	uint64_t hash;
 	uint64_t mark, mark2; /* stamps of the current operation */
 	size_t idx;	      /* set together with mark */
+	size_t idx2;	      /* set together with mark2 */
 	size_t out;	      /* range query: output series index + 1 */
 	struct {
 		const void *by;
@@ -58,11 +59,36 @@ struct ltab {
 	size_t cap, n;
 };
 
-/* A loaded selector. */
+/* A loaded selector: its series sorted by labels, as Prometheus reads
+ * them (the order topk/bottomk break ties in). */
 struct sel {
 	const struct gw_pq_node *node;
+	int64_t mint, maxt; /* the times it is evaluated at, @/offset applied */
 	struct gw_series_set set;
 	struct lset **ls; /* per series */
+};
+
+/* One series of a subquery's result. */
+struct sqser {
+	struct lset *ls;
+	int64_t *t;
+	double *v;
+	size_t n, cap;
+};
+
+/*
+ * A subquery, evaluated once for the whole query (as Prometheus does) at
+ * lo, lo + step, ... <= hi, lo a multiple of step: its points are then
+ * taken window by window, as a range selector's samples are.
+ */
+struct sqc {
+	const struct gw_pq_node *node;
+	int64_t lo, hi, step;
+	bool done;
+	struct sqser *s;
+	size_t n, cap;
+	struct lset **key; /* open addressing: label set -> index in s */
+	size_t *val, kcap;
 };
 
 struct smp {
@@ -95,8 +121,12 @@ struct ev {
 	int64_t lookback;
 	enum gw_tier tier;
 	struct gw_query_limits lim;
+	int64_t start, end; /* the query's, for @ start() and @ end() */
+	int64_t sq_step;    /* a subquery's step when it gives none */
 	struct sel *sel;
 	size_t nsel, capsel;
+	struct sqc *sq;
+	size_t nsq, capsq;
 	struct ltab tab;
 	struct gw_buf kb;
 	struct lset *empty;
@@ -124,6 +154,8 @@ int gw_pqe_malformed(struct ev *ev);
 int gw_pqe_derive(struct ev *ev, struct lset *s, const void *key,
 		  char *const *names, size_t n, bool keep, bool drop,
 		  struct lset **out);
+/* Interns *take (always consumed). */
+int gw_pqe_intern(struct ev *ev, struct gw_labels *take, struct lset **out);
 /* s without __name__ (s itself when it has none). */
 int gw_pqe_noname(struct ev *ev, struct lset *s, struct lset **out);
 
@@ -142,6 +174,59 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 /* n at t, which must give a scalar. */
 int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			   double *out);
+
+/* The loaded selector of node n; NULL if none. */
+struct sel *gw_pqe_find_sel(struct ev *ev, const struct gw_pq_node *n);
+/* Between steps: the deadline and the cancel flag of the options. */
+int gw_pqe_step_check(struct ev *ev);
+
+/* ---- range-vector arguments (promql_range.c) ---- */
+
+/* a - b, saturating at INT64_MIN / INT64_MAX. */
+int64_t gw_pqe_sat_sub(int64_t a, int64_t b);
+/* The time a selector or subquery with these modifiers reads at when
+ * evaluated at t: t, the @ time, the query's start or end, less offset. */
+int64_t gw_pqe_at_time(const struct ev *ev, enum gw_pq_at at, int64_t at_ms,
+		       int64_t offset_ms, int64_t t);
+/* First index of a raw series / of a rollup series with time > t. */
+size_t gw_pqe_upper_raw(const struct gw_series_data *d, int64_t t);
+size_t gw_pqe_upper_rollup(const struct gw_series_data *d, int64_t t);
+
+/*
+ * Registers subquery n evaluated at times [lo, hi] (at load time, before
+ * any step); [*ilo, *ihi] are the times its expression is evaluated at.
+ */
+int gw_pqe_subq_add(struct ev *ev, const struct gw_pq_node *n, int64_t lo,
+		    int64_t hi, int64_t *ilo, int64_t *ihi);
+void gw_pqe_subq_release(struct ev *ev);
+
+/* A range-vector argument (range selector or subquery) at one step. */
+struct gw_pqe_rarg {
+	int64_t from, at, range; /* the window (from, at], at - from = range */
+	size_t n;		 /* series */
+	struct sel *sel;	 /* one of sel, sq */
+	struct sqc *sq;
+};
+
+/* One series' points in the window. */
+struct gw_pqe_rpts {
+	struct lset *ls;
+	const int64_t *ts; /* n points, times increasing */
+	const double *vs;
+	size_t n;
+	/* A selector on a rollup tier: its rollups [lo, hi) in the window
+	 * (the points are then (t_last, last) of the non-empty ones, in
+	 * ev's scratch arrays); NULL otherwise. */
+	const struct gw_series_data *roll;
+	size_t lo, hi;
+};
+
+/* m (parentheses allowed) at t; a subquery is evaluated on first use. */
+int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
+		     struct gw_pqe_rarg *a);
+/* Series i < a->n of a; valid until the next call or evaluation. */
+int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
+			struct gw_pqe_rpts *p);
 
 /* An aggregation node (promql_agg.c). */
 int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,

@@ -100,7 +100,7 @@ static int parse_bracket(struct parser *p, struct gw_pq_node **np)
 	if ((err = gw_pqp_next(p, &open)) || (err = gw_pqp_next(p, &d)))
 		return err;
 	if (!is_duration(&d))
-		return gw_pqp_unexpected(p, &d, "subquery selector",
+		return gw_pqp_unexpected(p, &d, "subquery or range selector",
 					 "duration");
 	if ((err = gw_pqp_next(p, &t)))
 		return err;
@@ -234,7 +234,7 @@ static int parse_at(struct parser *p, struct gw_pq_node *n)
 		if (!la)
 			return p->lx.rc;
 		if (la->type != GW_PQL_T_LPAREN)
-			return gw_pqp_unexpected(p, la, "@", "\"(\"");
+			return gw_pqp_unexpected(p, la, "@", "timestamp");
 		if ((err = gw_pqp_next(p, &close)) ||
 		    (err = gw_pqp_next(p, &close)))
 			return err;
