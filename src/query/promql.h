@@ -118,8 +118,8 @@ enum gw_pq_binop {
 /* Vector matching cardinality of a binary operation. */
 enum gw_pq_card {
 	GW_CARD_ONE_TO_ONE,
-	GW_CARD_MANY_TO_ONE, /* group_left */
-	GW_CARD_ONE_TO_MANY, /* group_right */
+	GW_CARD_MANY_TO_ONE,  /* group_left */
+	GW_CARD_ONE_TO_MANY,  /* group_right */
 	GW_CARD_MANY_TO_MANY, /* and, or, unless */
 };
 
@@ -235,7 +235,7 @@ __attribute__((warn_unused_result)) int gw_promql_duration(const char *s,
 /* Evaluation */
 
 struct gw_promql_opts {
-	int64_t lookback_ms;  /* instant selectors; default 5 min */
+	int64_t lookback_ms; /* instant selectors; default 5 min */
 	/* The step of a subquery written without one (expr[5m:]): Prometheus'
 	 * global evaluation_interval; default 1 min. */
 	int64_t subquery_step_ms;

@@ -124,7 +124,10 @@ static void go_g(char *out, size_t n, double v)
 	int prec, x;
 
 	if (isnan(v) || isinf(v)) {
-		snprintf(out, n, "%s", isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+		snprintf(out, n, "%s",
+			 isnan(v) ? "NaN"
+			 : v > 0  ? "+Inf"
+				  : "-Inf");
 		return;
 	}
 	for (prec = 0; prec < 17; prec++) {

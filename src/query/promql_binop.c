@@ -103,9 +103,10 @@ static int eval_vec_scalar(struct ev *ev, const struct gw_pq_node *n,
 		if (drops_name(op) || boolm)
 			err = gw_pqe_noname(ev, ls, &ls);
 		if (!err)
-			err = gw_pqe_vpush(&out->v, ls,
-					   cmp ? (gw_pqe_compare(op, l, r) ? 1 : 0)
-					       : arith(op, l, r));
+			err = gw_pqe_vpush(
+				&out->v, ls,
+				cmp ? (gw_pqe_compare(op, l, r) ? 1 : 0)
+				    : arith(op, l, r));
 	}
 	if (!err && (drops_name(op) || boolm))
 		err = gw_pqe_check_dups(ev, &out->v);

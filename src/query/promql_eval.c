@@ -35,12 +35,12 @@
 #include "query/promql.h"
 #include "query/promql_int.h"
 
-#define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
+#define DEFAULT_LOOKBACK_MS	 (5 * 60 * 1000)
 #define DEFAULT_SUBQUERY_STEP_MS (60 * 1000)
-#define MAX_RESOLUTION	    11000 /* (end - start) / step, as Prometheus */
-#define MAX_DEPTH	    (2 * GW_PROMQL_MAX_DEPTH)
-#define MAX_LSETS	    (1u << 24) /* distinct label sets per query */
-#define KEY_MAX		    (1u << 20)
+#define MAX_RESOLUTION		 11000 /* (end - start) / step, as Prometheus */
+#define MAX_DEPTH		 (2 * GW_PROMQL_MAX_DEPTH)
+#define MAX_LSETS		 (1u << 24) /* distinct label sets per query */
+#define KEY_MAX			 (1u << 20)
 
 #define MSG_TOO_MANY                                                           \
 	"query processing would load too many samples into memory in query "   \
@@ -440,9 +440,9 @@ static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 						fn, phi, r.vs, r.n, ev->sv, &x);
 				ok = true;
 			} else {
-				err = gw_pqe_over_time_rollup(fn, phi, r.roll->r,
-							      r.lo, r.hi, &x,
-							      &ok);
+				err = gw_pqe_over_time_rollup(fn, phi,
+							      r.roll->r, r.lo,
+							      r.hi, &x, &ok);
 			}
 			if (err)
 				return err;
@@ -1094,8 +1094,9 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 			gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 				    "invalid expression type \"%s\" for range "
 				    "query, must be Scalar or instant Vector",
-				    root->type == GW_TYPE_MATRIX ? "range vector"
-								 : "string"));
+				    root->type == GW_TYPE_MATRIX
+					    ? "range vector"
+					    : "string"));
 	err = load(&ev, e, start, end, step);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		int64_t t = start + (int64_t)i * step;

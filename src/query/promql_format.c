@@ -117,11 +117,11 @@ static void fmt_mods(struct gw_buf *b, int64_t offset_ms, enum gw_pq_at at,
 	switch (at) {
 	case GW_AT_TIME:
 		/* Go's %.3f of the seconds, as Prometheus prints them. */
-		gw_buf_putf(b, " @ %s%lld.%03lld", at_ms < 0 ? "-" : "",
-			    (long long)(at_ms < 0 ? -(at_ms / 1000)
-						  : at_ms / 1000),
-			    (long long)(at_ms < 0 ? -(at_ms % 1000)
-						  : at_ms % 1000));
+		gw_buf_putf(
+			b, " @ %s%lld.%03lld", at_ms < 0 ? "-" : "",
+			(long long)(at_ms < 0 ? -(at_ms / 1000) : at_ms / 1000),
+			(long long)(at_ms < 0 ? -(at_ms % 1000)
+					      : at_ms % 1000));
 		break;
 	case GW_AT_START:
 		gw_buf_puts(b, " @ start()");
@@ -167,12 +167,18 @@ static void fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
 static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 {
 	static const char *const agg_names[] = {
-		[GW_AGG_SUM] = "sum",	      [GW_AGG_AVG] = "avg",
-		[GW_AGG_MIN] = "min",	      [GW_AGG_MAX] = "max",
-		[GW_AGG_COUNT] = "count",     [GW_AGG_TOPK] = "topk",
-		[GW_AGG_BOTTOMK] = "bottomk", [GW_AGG_QUANTILE] = "quantile",
-		[GW_AGG_STDDEV] = "stddev",   [GW_AGG_STDVAR] = "stdvar",
-		[GW_AGG_GROUP] = "group",     [GW_AGG_COUNT_VALUES] = "count_values",
+		[GW_AGG_SUM] = "sum",
+		[GW_AGG_AVG] = "avg",
+		[GW_AGG_MIN] = "min",
+		[GW_AGG_MAX] = "max",
+		[GW_AGG_COUNT] = "count",
+		[GW_AGG_TOPK] = "topk",
+		[GW_AGG_BOTTOMK] = "bottomk",
+		[GW_AGG_QUANTILE] = "quantile",
+		[GW_AGG_STDDEV] = "stddev",
+		[GW_AGG_STDVAR] = "stdvar",
+		[GW_AGG_GROUP] = "group",
+		[GW_AGG_COUNT_VALUES] = "count_values",
 	};
 
 	if (!n) {

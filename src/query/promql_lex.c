@@ -40,8 +40,8 @@ static void valid_utf8(char *dst, size_t cap, const char *src)
 	if (!cap)
 		return;
 	while (*src) {
-		size_t u = gw_utf8_len((const unsigned char *)src, SIZE_MAX,
-				       NULL);
+		size_t u =
+			gw_utf8_len((const unsigned char *)src, SIZE_MAX, NULL);
 
 		if (u && o + u < cap) {
 			memcpy(dst + o, src, u);

@@ -41,7 +41,6 @@
 #define MAX_MATCHERS 256
 #define MAX_ITEMS    1024 /* call arguments, grouping labels */
 
-
 /* ---- errors ---- */
 
 static int fail(struct parser *p, size_t pos, const char *fmt, ...)
@@ -88,7 +87,6 @@ static int next(struct parser *p, struct gw_pql_tok *t)
 	return 0;
 }
 /* ---- token descriptions, as Prometheus words them ---- */
-
 
 static const struct {
 	const char *name;
@@ -165,11 +163,11 @@ static enum kw keyword(const struct parser *p, const struct gw_pql_tok *t,
 }
 
 static const char *const op_text[] = {
-	[GW_OP_ADD] = "+", [GW_OP_SUB] = "-", [GW_OP_MUL] = "*",
-	[GW_OP_DIV] = "/", [GW_OP_MOD] = "%", [GW_OP_POW] = "^",
-	[GW_OP_EQ] = "==", [GW_OP_NE] = "!=", [GW_OP_GT] = ">",
-	[GW_OP_LT] = "<",  [GW_OP_GE] = ">=", [GW_OP_LE] = "<=",
-	[GW_OP_ATAN2] = "atan2", [GW_OP_AND] = "and", [GW_OP_OR] = "or",
+	[GW_OP_ADD] = "+",	   [GW_OP_SUB] = "-",	[GW_OP_MUL] = "*",
+	[GW_OP_DIV] = "/",	   [GW_OP_MOD] = "%",	[GW_OP_POW] = "^",
+	[GW_OP_EQ] = "==",	   [GW_OP_NE] = "!=",	[GW_OP_GT] = ">",
+	[GW_OP_LT] = "<",	   [GW_OP_GE] = ">=",	[GW_OP_LE] = "<=",
+	[GW_OP_ATAN2] = "atan2",   [GW_OP_AND] = "and", [GW_OP_OR] = "or",
 	[GW_OP_UNLESS] = "unless",
 };
 
@@ -637,8 +635,7 @@ static int expect_type(struct parser *p, const struct gw_pq_node *n,
 	if (n->type == want)
 		return 0;
 	return fail(p, n->pos, "expected type %s in %s, got %s",
-		    gw_pqp_type_name[want], context,
-		    gw_pqp_type_name[n->type]);
+		    gw_pqp_type_name[want], context, gw_pqp_type_name[n->type]);
 }
 
 static int parse_aggregation(struct parser *p, int which,
@@ -994,8 +991,8 @@ int gw_promql_parse(const char *query, struct gw_pq_node **out,
 		    struct gw_promql_error *err)
 {
 	return gw_promql_parse_len(
-		query, query ? strnlen(query, GW_PROMQL_MAX_QUERY + 1) : 0,
-		out, err);
+		query, query ? strnlen(query, GW_PROMQL_MAX_QUERY + 1) : 0, out,
+		err);
 }
 
 int gw_promql_parse_len(const char *query, size_t len, struct gw_pq_node **out,

@@ -217,8 +217,7 @@ static int parse_at(struct parser *p, struct gw_pq_node *n)
 
 	if ((err = gw_pqp_next(p, &t)) || (err = gw_pqp_next(p, &v)))
 		return err;
-	if (v.type == GW_PQL_T_OP &&
-	    (v.op == GW_OP_SUB || v.op == GW_OP_ADD)) {
+	if (v.type == GW_PQL_T_OP && (v.op == GW_OP_SUB || v.op == GW_OP_ADD)) {
 		neg = v.op == GW_OP_SUB;
 		if ((err = gw_pqp_next(p, &v)))
 			return err;
@@ -243,9 +242,8 @@ static int parse_at(struct parser *p, struct gw_pq_node *n)
 	} else {
 		return gw_pqp_unexpected(p, &v, "@", "timestamp");
 	}
-	if (at == GW_AT_TIME &&
-	    !(secs * 1000.0 < 9223372036854775807.0 &&
-	      secs * 1000.0 > -9223372036854775807.0)) {
+	if (at == GW_AT_TIME && !(secs * 1000.0 < 9223372036854775807.0 &&
+				  secs * 1000.0 > -9223372036854775807.0)) {
 		char b[64];
 
 		go_f(b, sizeof(b), secs);
@@ -293,7 +291,8 @@ static int enter(struct parser *p, uint32_t pos)
 {
 	if (++p->depth > GW_PROMQL_MAX_DEPTH)
 		return gw_pqp_fail(
-			p, pos, "expression nests too deeply (more than %d levels)",
+			p, pos,
+			"expression nests too deeply (more than %d levels)",
 			GW_PROMQL_MAX_DEPTH);
 	return 0;
 }
@@ -446,8 +445,8 @@ static int parse_bin_modifiers(struct parser *p, struct gw_pq_node *n)
 		return 0;
 	if ((err = gw_pqp_next(p, &t)))
 		return err;
-	n->u.bin.card = kw == KW_GROUP_LEFT ? GW_CARD_MANY_TO_ONE
-					    : GW_CARD_ONE_TO_MANY;
+	n->u.bin.card =
+		kw == KW_GROUP_LEFT ? GW_CARD_MANY_TO_ONE : GW_CARD_ONE_TO_MANY;
 	if (!(la = gw_pqp_peek(p, 0)))
 		return p->lx.rc;
 	if (la->type != GW_PQL_T_LPAREN)

@@ -66,8 +66,7 @@ int gw_pqp_next(struct parser *p, struct gw_pql_tok *t);
 /* "unexpected TOKEN[ in CONTEXT][, expected EXPECTED]" at t. */
 int gw_pqp_unexpected(struct parser *p, const struct gw_pql_tok *t,
 		      const char *context, const char *expected);
-enum kw gw_pqp_keyword(const struct parser *p,
-			      const struct gw_pql_tok *t);
+enum kw gw_pqp_keyword(const struct parser *p, const struct gw_pql_tok *t);
 struct gw_pq_node *gw_pqp_node(struct parser *p, enum gw_pq_kind kind,
 			       enum gw_pq_type type, uint32_t pos);
 /* "(" label, ... ")" into a new array. */

@@ -208,7 +208,8 @@ static int key_grow(struct sqc *c)
 
 		if (!c->key[i])
 			continue;
-		for (j = ptr_hash(c->key[i], cap); key[j]; j = (j + 1) & (cap - 1))
+		for (j = ptr_hash(c->key[i], cap); key[j];
+		     j = (j + 1) & (cap - 1))
 			;
 		key[j] = c->key[i];
 		val[j] = c->val[i];

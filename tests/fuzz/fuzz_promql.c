@@ -37,7 +37,8 @@ static void check_error(const char *q, const struct gw_promql_error *e)
 	CHECK(used > 0 && e->msg[used] != '\0');
 	CHECK(line >= 1 && col >= 1);
 	for (const char *p = e->msg; *p;) {
-		size_t u = gw_utf8_len((const unsigned char *)p, SIZE_MAX, NULL);
+		size_t u =
+			gw_utf8_len((const unsigned char *)p, SIZE_MAX, NULL);
 
 		CHECK(u > 0);
 		p += u;

@@ -193,7 +193,8 @@ static const struct {
 	{ "stdvar(foo) without (a)", "stdvar without (a) (foo)" },
 	{ "group(foo)", "group(foo)" },
 	{ "count_values(\"v\", foo)", "count_values(\"v\", foo)" },
-	{ "count_values by (a) ('v', foo)", "count_values by (a) (\"v\", foo)" },
+	{ "count_values by (a) ('v', foo)",
+	  "count_values by (a) (\"v\", foo)" },
 	{ "group + stddev", "(group + stddev)" },
 	/* subqueries, @, offset */
 	{ "foo[5m:]", "foo[5m:]" },
@@ -364,8 +365,9 @@ static const struct {
 	{ "foo @ start", "1:12: parse error: unexpected end of input in @, "
 			 "expected timestamp" },
 	{ "foo @ start(", "1:13: parse error: unclosed left parenthesis" },
-	{ "foo @ bar()", "1:7: parse error: unexpected identifier \"bar\" in @, "
-			 "expected timestamp" },
+	{ "foo @ bar()",
+	  "1:7: parse error: unexpected identifier \"bar\" in @, "
+	  "expected timestamp" },
 	{ "foo @ 5m", "1:7: parse error: unexpected duration \"5m\" in @, "
 		      "expected timestamp" },
 	{ "foo @ Inf", "1:1: parse error: timestamp out of bounds for @ "
@@ -547,8 +549,9 @@ static const struct {
 	{ "on", "1:1: parse error: unexpected <on>" },
 	{ "foo\n  + \n  bar{",
 	  "3:7: parse error: unexpected end of input inside braces" },
-	{ "foo\n  and bool\n bar", "2:3: parse error: bool modifier can only be "
-				  "used on comparison operators" },
+	{ "foo\n  and bool\n bar",
+	  "2:3: parse error: bool modifier can only be "
+	  "used on comparison operators" },
 	{ "\"long string literal\" foo",
 	  "1:23: parse error: unexpected identifier \"foo\"" },
 	{ "1 \"long string literal\"",

@@ -53,23 +53,35 @@ static int setup(void **state)
 	static const struct {
 		const char *name, *labels;
 	} k[] = {
-		{ "m", "s=\"a\"" },	     { "m", "s=\"b\"" },
-		{ "m", "s=\"c\"" },	     { "t", "s=\"a\"" },
-		{ "t", "s=\"b\"" },	     { "t", "s=\"c\"" },
-		{ "t", "s=\"d\"" },	     { "t", "s=\"e\"" },
-		{ "t", "s=\"f\"" },	     { "l", "g=\"x\",i=\"1\"" },
-		{ "l", "g=\"x\",i=\"2\"" },  { "l", "g=\"y\",i=\"3\"" },
-		{ "l2", "g=\"x\",i=\"1\"" }, { "r", "g=\"x\",info=\"ix\"" },
-		{ "r", "g=\"y\",info=\"iy\"" }, { "r2", "g=\"x\",info=\"a\"" },
-		{ "r2", "g=\"x\",info=\"b\"" }, { "p", "s=\"a\"" },
-		{ "p", "s=\"b\"" },	     { "q", "s=\"b\"" },
-		{ "q", "s=\"c\"" },	     { "v", "s=\"a\",k=\"x\"" },
-		{ "v", "s=\"b\",k=\"x\"" },  { "v", "s=\"c\",k=\"y\"" },
+		{ "m", "s=\"a\"" },
+		{ "m", "s=\"b\"" },
+		{ "m", "s=\"c\"" },
+		{ "t", "s=\"a\"" },
+		{ "t", "s=\"b\"" },
+		{ "t", "s=\"c\"" },
+		{ "t", "s=\"d\"" },
+		{ "t", "s=\"e\"" },
+		{ "t", "s=\"f\"" },
+		{ "l", "g=\"x\",i=\"1\"" },
+		{ "l", "g=\"x\",i=\"2\"" },
+		{ "l", "g=\"y\",i=\"3\"" },
+		{ "l2", "g=\"x\",i=\"1\"" },
+		{ "r", "g=\"x\",info=\"ix\"" },
+		{ "r", "g=\"y\",info=\"iy\"" },
+		{ "r2", "g=\"x\",info=\"a\"" },
+		{ "r2", "g=\"x\",info=\"b\"" },
+		{ "p", "s=\"a\"" },
+		{ "p", "s=\"b\"" },
+		{ "q", "s=\"b\"" },
+		{ "q", "s=\"c\"" },
+		{ "v", "s=\"a\",k=\"x\"" },
+		{ "v", "s=\"b\",k=\"x\"" },
+		{ "v", "s=\"c\",k=\"y\"" },
 		{ "v", "s=\"d\",k=\"y\"" },
 	};
 	static const double konst[] = {
-		0, 0, 0, 1, 1, 2, 1, NAN, 0, 1, 2, 3, 5,
-		10, 20, 10, 20, 1, 2, 20, 30, 1.5, 1.5, 2, 4,
+		0,  0,	0,  1,	1, 2, 1,  NAN, 0,   1,	 2, 3, 5,
+		10, 20, 10, 20, 1, 2, 20, 30,  1.5, 1.5, 2, 4,
 	};
 	struct fx *x = calloc(1, sizeof(*x));
 	size_t id[sizeof(k) / sizeof(k[0])];
@@ -252,10 +264,12 @@ static void group_left_right(void **state)
 	struct fx *x = *state;
 
 	at(x, "l * on(g) group_left(info) r", 600,
-	   "{g=\"x\",i=\"1\",info=\"ix\"} 10, {g=\"x\",i=\"2\",info=\"ix\"} 20, "
+	   "{g=\"x\",i=\"1\",info=\"ix\"} 10, {g=\"x\",i=\"2\",info=\"ix\"} "
+	   "20, "
 	   "{g=\"y\",i=\"3\",info=\"iy\"} 60");
 	at(x, "r * on(g) group_right(info) l", 600,
-	   "{g=\"x\",i=\"1\",info=\"ix\"} 10, {g=\"x\",i=\"2\",info=\"ix\"} 20, "
+	   "{g=\"x\",i=\"1\",info=\"ix\"} 10, {g=\"x\",i=\"2\",info=\"ix\"} "
+	   "20, "
 	   "{g=\"y\",i=\"3\",info=\"iy\"} 60");
 	at(x, "l2 + on(g) group_left(info) r", 600,
 	   "{g=\"x\",i=\"1\",info=\"ix\"} 15");
@@ -269,7 +283,8 @@ static void group_left_right(void **state)
 	at(x, "l < on(g) group_left r", 600,
 	   "l{g=\"x\",i=\"1\"} 1, l{g=\"x\",i=\"2\"} 2, l{g=\"y\",i=\"3\"} 3");
 	at(x, "r > on(g) group_right l", 600,
-	   "l{g=\"x\",i=\"1\"} 10, l{g=\"x\",i=\"2\"} 10, l{g=\"y\",i=\"3\"} 20");
+	   "l{g=\"x\",i=\"1\"} 10, l{g=\"x\",i=\"2\"} 10, l{g=\"y\",i=\"3\"} "
+	   "20");
 	/* The errors, as Prometheus words them. */
 	fails(x, "l * on(g) group_right(info) r", 600, GW_QERR_EXECUTION,
 	      "found duplicate series for the match group {g=\"x\"} on the "
@@ -446,8 +461,7 @@ static void at_modifier(void **state)
 	/* Far from the query's time: loaded all the same. */
 	at(x, "m{s=\"a\"} @ 3600010", 1200, "m{s=\"a\"} 1");
 	at(x, "m{s=\"a\"} @ 3601200", 0, "m{s=\"a\"} 120");
-	at(x, "count_over_time(m{s=\"a\"}[1m] @ 3600605)", 630,
-	   "{s=\"a\"} 6");
+	at(x, "count_over_time(m{s=\"a\"}[1m] @ 3600605)", 630, "{s=\"a\"} 6");
 	/* start() and end(): the query's. */
 	over(x, "m{s=\"a\"} @ start()", 100, 200, 50,
 	     "m{s=\"a\"} [100:10 150:10 200:10]");
@@ -465,7 +479,8 @@ static void at_modifier(void **state)
 static bool valid_utf8(const char *s)
 {
 	while (*s) {
-		size_t u = gw_utf8_len((const unsigned char *)s, SIZE_MAX, NULL);
+		size_t u =
+			gw_utf8_len((const unsigned char *)s, SIZE_MAX, NULL);
 
 		if (!u)
 			return false;
