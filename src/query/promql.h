@@ -9,30 +9,42 @@
  * The subset
  *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')
  *   selectors     name{l="v", l!="v", l=~"re", l!~"re"}, {__name__=~".."}
- *                 with [5m] (range) and offset 1h; durations as in
- *                 Prometheus: ms s m h d w y, combined (1h30m)
+ *                 with [5m] (range), offset 1h (may be negative) and
+ *                 @ <unix seconds> / @ start() / @ end(), in either
+ *                 order; durations as in Prometheus: ms s m h d w y,
+ *                 combined (1h30m)
+ *   subqueries    expr[range:step], expr[range:] (the default step, see
+ *                 struct gw_promql_opts), with offset and @, nested,
+ *                 wherever a range vector may be
  *   functions     rate irate increase delta, avg_ min_ max_ sum_ count_
  *                 last_ stddev_over_time, quantile_over_time(q, m[r]),
  *                 abs, time(), vector(s), scalar(v)
- *   aggregations  sum avg min max count (by|without (l,...)) (expr),
- *                 topk bottomk quantile (param, expr); the clause may come
- *                 before or after the parenthesised expression
- *   binary        ^  * / %  + -  == != > < >= <= (with "bool"), with the
- *                 usual precedence and associativity (^ right-assoc),
- *                 between scalars and vectors; vector-vector one-to-one
- *                 matching, optionally on(...) / ignoring(...)
+ *   aggregations  sum avg min max count group stddev stdvar
+ *                 (by|without (l,...)) (expr), topk bottomk quantile
+ *                 (param, expr), count_values("label", expr); the clause
+ *                 may come before or after the parenthesised expression
+ *   binary        ^  * / % atan2  + -  == != > < >= <= (with "bool")
+ *                 and unless  or, loosest last, ^ right-associative,
+ *                 between scalars and vectors (set operators between
+ *                 vectors only); vector matching one-to-one, or
+ *                 group_left/group_right (labels) after on(...) /
+ *                 ignoring(...)
  *   unary         -expr, +expr; parentheses
  *
  * Parser guarantees: every node has its static type set and checked; a
- * call's range-vector argument is always a GW_PQ_MATRIX node (parentheses
- * around it are dropped); a selector's matchers start with __name__="name"
- * when the name was written outside the braces; offsets may be negative,
- * ranges are > 0.  Aggregation names, by, without, offset, and, or, unless
+ * call's range-vector argument is always a GW_PQ_MATRIX or GW_PQ_SUBQUERY
+ * node (parentheses around it are dropped); a subquery's expression is an
+ * instant vector; a selector's matchers start with __name__="name" when
+ * the name was written outside the braces; offsets may be negative,
+ * ranges and steps are > 0 (a step of 0: none given); a binary node's
+ * card is GW_CARD_MANY_TO_MANY for set operators and GW_CARD_ONE_TO_ONE
+ * when a side is a scalar.  Aggregation names, by, without, offset, and, or, unless
  * may be metric names where Prometheus allows it ("sum", "foo * min").
  *
  * Errors: parse errors carry the byte offset in the query and a message in
  * Prometheus' style ("1:5: parse error: unexpected ..."); gw_promql_parse
- * returns -EINVAL and fills struct gw_promql_error.
+ * returns -EINVAL and fills struct gw_promql_error.  The message is valid
+ * UTF-8 whatever the query holds (other bytes written \xNN).
  *
  * Thread safety: a parsed expression is read-only during evaluation and
  * may be evaluated by several threads at once.
