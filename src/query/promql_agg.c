@@ -108,12 +108,22 @@ static void kadd(struct kheap *k, size_t x, int64_t kk)
 	kup(k, k->n - 1);
 }
 
-/* sort.Sort(sort.Reverse(heap)) for up to 12 elements: insertion sort. */
+static bool rev_less(void *ctx, size_t i, size_t j)
+{
+	return kless(ctx, j, i);
+}
+
+static void rev_swap(void *ctx, size_t i, size_t j)
+{
+	kswap(ctx, i, j);
+}
+
+/* sort.Sort(sort.Reverse(heap)): best first, ties as Go leaves them. */
 static void ksort_best_first(struct kheap *k)
 {
-	for (size_t i = 1; i < k->n; i++)
-		for (size_t j = i; j > 0 && kless(k, j - 1, j); j--)
-			kswap(k, j, j - 1);
+	struct gw_pqe_gosort s = { rev_less, rev_swap, k };
+
+	gw_pqe_gosort(&s, k->n);
 }
 
 /* Go's %v of a float64: shortest digits, an exponent below 1e-4 and from

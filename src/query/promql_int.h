@@ -235,6 +235,19 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 int gw_pqe_eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		       struct val *out);
 
+/* ---- Go's sort.Sort (promql_gosort.c) ---- */
+
+/* Elements 0..n-1 reached through callbacks: less(i, j), swap(i, j). */
+struct gw_pqe_gosort {
+	bool (*less)(void *ctx, size_t i, size_t j);
+	void (*swap)(void *ctx, size_t i, size_t j);
+	void *ctx;
+};
+
+/* Sorts as Go 1.19+'s sort.Sort does, comparison for comparison (not
+ * stable: equal elements end where Go leaves them). */
+void gw_pqe_gosort(const struct gw_pqe_gosort *s, size_t n);
+
 /* ---- the numerics (promql_fn.c) ---- */
 
 /* Neumaier's compensated sum: adds x to *sum, the running error to *c;
