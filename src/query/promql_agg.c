@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * promql_agg.c - the PromQL aggregations (sum avg min max count topk
- * bottomk quantile, with by/without) at one step of the evaluator
- * (promql_eval.c, sharing promql_int.h).  Samples are grouped by their
- * interned group label set; topk, bottomk and quantile order each group's
- * samples with a stable merge sort in the evaluator's scratch space.
+ * promql_agg.c - the PromQL aggregations (sum avg min max count group
+ * stddev stdvar count_values topk bottomk quantile, with by/without) at
+ * one step of the evaluator (promql_eval.c, sharing promql_int.h).
+ * Samples are grouped by their interned group label set, groups kept in
+ * order of first appearance; topk, bottomk and quantile then take each
+ * group's samples in input order from the evaluator's scratch space.
  */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +19,7 @@ struct grp {
 	struct lset *ls;
 	struct gw_pqe_mean m;
 	double v;
+	double mean; /* stddev, stdvar */
 	size_t count;
 };
 
@@ -26,9 +28,8 @@ struct grp {
  * out in the same order: per group, in input order, a binary heap of at
  * most k samples (Go's container/heap: the worst on top, a NaN worst of
  * all), a new sample taking the place of the worst by Pop then Push (in
- * place when k is 1); then the heap sorted best first by Go's sort.Sort,
- * which is an insertion sort up to 12 elements (beyond, Go's pattern-
- * defeating quicksort may order equal values differently).
+ * place when k is 1); then the heap sorted best first by Go's sort.Sort
+ * (promql_gosort.c).
  */
 struct kheap {
 	const struct smp *p;
@@ -354,15 +355,15 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			break;
 		case GW_AGG_STDDEV:
 		case GW_AGG_STDVAR:
-			/* Welford's, as Prometheus: m.inc the mean. */
+			/* Welford's, as Prometheus computes it. */
 			if (gg->count == 1) {
-				gg->m.inc = x;
+				gg->mean = x;
 				gg->v = 0;
 			} else {
-				double d = x - gg->m.inc;
+				double d = x - gg->mean;
 
-				gg->m.inc += d / (double)gg->count;
-				gg->v += d * (x - gg->m.inc);
+				gg->mean += d / (double)gg->count;
+				gg->v += d * (x - gg->mean);
 			}
 			break;
 		default:

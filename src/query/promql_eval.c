@@ -4,14 +4,17 @@
  * gw_queryable (store/query.h): the evaluator's core (its state, label set
  * interning, values, selectors, functions, dispatch, loading and the entry
  * points).  Aggregation is in promql_agg.c, binary operators and vector
- * matching in promql_binop.c, the numerics in promql_fn.c, all sharing
+ * matching in promql_binop.c, range-vector arguments (range selectors and
+ * subqueries) in promql_range.c, the numerics in promql_fn.c, all sharing
  * promql_int.h; results are written as JSON by promql_json.c.
  *
  * Two phases.  Loading: every selector node of the expression is read with
- * one select() covering the whole query interval, all from one tier chosen
- * for the query (pick_tier at resolution min(step, smallest range)).
- * Stepping: the tree is evaluated at each step against the loaded arrays
- * (binary search), giving a scalar or a vector of (label set, value).
+ * one select() covering the times it is evaluated at over the whole query
+ * (through offsets, @ and subqueries), all from one tier chosen for the
+ * query (pick_tier at resolution min(step, smallest range)).  Stepping:
+ * the tree is evaluated at each step against the loaded arrays (binary
+ * search), giving a scalar or a vector of (label set, value); a subquery
+ * is evaluated for all its steps the first time one is needed.
  *
  * Label sets are interned in a per-query table so that they are compared,
  * grouped and matched by pointer.  Sets derived from a set (without

@@ -50,8 +50,7 @@ static void insertion(const struct gw_pqe_gosort *s, idx a, idx b)
 			swap(s, j, j - 1);
 }
 
-static void sift_down(const struct gw_pqe_gosort *s, idx lo, idx hi,
-		      idx first)
+static void sift_down(const struct gw_pqe_gosort *s, idx lo, idx hi, idx first)
 {
 	idx root = lo;
 
@@ -230,7 +229,7 @@ static idx choose_pivot(const struct gw_pqe_gosort *s, idx a, idx b,
 		}
 		j = median(s, i, j, k, &swaps);
 	}
-	*hint = swaps == 0	   ? INCREASING
+	*hint = swaps == 0	     ? INCREASING
 		: swaps == max_swaps ? DECREASING
 				     : UNKNOWN;
 	return j;
@@ -242,8 +241,7 @@ static void reverse_range(const struct gw_pqe_gosort *s, idx a, idx b)
 		swap(s, i, j);
 }
 
-static void pdqsort(const struct gw_pqe_gosort *s, idx a, idx b,
-		    unsigned limit)
+static void pdqsort(const struct gw_pqe_gosort *s, idx a, idx b, unsigned limit)
 {
 	const idx max_insertion = 12;
 	bool balanced = true, partitioned = true;

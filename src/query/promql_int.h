@@ -7,8 +7,10 @@
  *   promql_eval.c   the evaluator's core: state, label set interning,
  *                   values, selectors, functions, dispatch, loading and
  *                   the entry points
- *   promql_agg.c    aggregation (sum ... quantile, topk/bottomk)
- *   promql_binop.c  binary operators and vector matching
+ *   promql_agg.c    aggregation (sum ... count_values, topk/bottomk)
+ *   promql_binop.c  binary operators, vector matching, set operators
+ *   promql_range.c  range-vector arguments: range selectors, subqueries
+ *   promql_gosort.c Go's sort.Sort, for Prometheus' topk/bottomk order
  *   promql_fn.c     the numerics
  *
  * Two parts.  The evaluator's state (struct ev, one per query, used by
