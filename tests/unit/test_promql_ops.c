@@ -552,6 +552,21 @@ static void subqueries(void **state)
 	at(x, "rate(m{s=\"a\"}[1m:10s])", 635, "{s=\"a\"} 0.1");
 	at(x, "count_over_time((p or q)[2m:45s])", 635,
 	   "{s=\"a\"} 3, {s=\"b\"} 3, {s=\"c\"} 3");
+	/* Every range function takes a subquery's points as samples. */
+	at(x, "max_over_time(vector(1)[5m:1m])", 630, "{} 1");
+	at(x, "sum_over_time(vector(time())[2m:1m])", 630, "{} 7201140");
+	at(x, "count_over_time((m{s=\"a\"} > 1000)[5m:1m])", 630, "");
+	at(x, "last_over_time(m{s=\"a\"}[5m:1m])", 630, "m{s=\"a\"} 60");
+	at(x, "quantile_over_time(0.5, m{s=\"a\"}[5m:1m])", 630,
+	   "{s=\"a\"} 48");
+	at(x, "irate(m{s=\"a\"}[5m:1m])", 630, "{s=\"a\"} 0.1");
+	at(x, "delta(m{s=\"a\"}[5m:1m])", 630, "{s=\"a\"} 30");
+	at(x, "increase(m{s=\"b\"}[5m:20s])", 630,
+	   "{s=\"b\"} 85.71428571428571");
+	at(x,
+	   "avg_over_time((sum by (g) (l) * on(g) group_left(info) r)"
+	   "[1m:25s])",
+	   630, "{g=\"x\",info=\"ix\"} 30, {g=\"y\",info=\"iy\"} 60");
 	at(x, "min_over_time(max_over_time(m{s=\"b\"}[65s:15s])[3m:15s])", 635,
 	   "{s=\"b\"} 9");
 }
