@@ -335,8 +335,8 @@ struct sel *gw_pqe_find_sel(struct ev *ev, const struct gw_pq_node *n)
 
 /* ---- selectors ---- */
 
-static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-			 struct val *out)
+int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    bool stamps, struct val *out)
 {
 	struct sel *s = gw_pqe_find_sel(ev, n);
 	int64_t at = gw_pqe_at_time(ev, n->u.sel.at, n->u.sel.at_ms,
@@ -357,13 +357,18 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			k = gw_pqe_upper_raw(d, at);
 			if (k == 0 || d->t[k - 1] <= gw_pqe_sat_sub(at, lb))
 				continue;
-			err = gw_pqe_vpush(&out->v, s->ls[i], d->v[k - 1]);
+			err = gw_pqe_vpush(&out->v, s->ls[i],
+					   stamps ? (double)d->t[k - 1] / 1e3
+						  : d->v[k - 1]);
 		} else {
 			k = gw_pqe_upper_rollup(d, at);
 			if (k == 0 || d->r[k - 1].t <= gw_pqe_sat_sub(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
-			err = gw_pqe_vpush(&out->v, s->ls[i], d->r[k - 1].last);
+			err = gw_pqe_vpush(&out->v, s->ls[i],
+					   stamps ? (double)d->r[k - 1].t_last /
+							    1e3
+						  : d->r[k - 1].last);
 		}
 		if (err)
 			return err;
@@ -382,149 +387,6 @@ int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	if (!err)
 		*out = v.s;
 	gw_pqe_val_release(&v);
-	return err;
-}
-
-/*
- * A range function: its value for each series of the range-vector
- * argument (a range selector or a subquery, see promql_range.c) from the
- * series' points in the window.
- */
-static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-			 struct val *out)
-{
-	enum gw_pq_func fn = n->u.call.fn;
-	bool quant = fn == GW_FN_QUANTILE_OVER_TIME;
-	struct gw_pqe_rarg a;
-	double phi = 0;
-	int err;
-
-	if (n->u.call.nargs != (quant ? 2u : 1u))
-		return gw_pqe_malformed(ev);
-	if (quant) {
-		err = gw_pqe_eval_scalar_arg(ev, n->u.call.args[0], t, &phi);
-		if (err)
-			return err;
-	}
-	err = gw_pqe_range_arg(ev, n->u.call.args[quant ? 1 : 0], t, &a);
-	if (err)
-		return err;
-	out->type = GW_TYPE_VECTOR;
-	for (size_t i = 0; i < a.n; i++) {
-		struct gw_pqe_rpts r;
-		struct lset *ls;
-		bool ok = false;
-		double x = 0;
-
-		err = gw_pqe_range_series(ev, &a, i, &r);
-		if (err)
-			return err;
-		ls = r.ls;
-		if (r.roll ? r.lo == r.hi : r.n == 0)
-			continue;
-		switch (fn) {
-		case GW_FN_RATE:
-		case GW_FN_INCREASE:
-		case GW_FN_DELTA:
-		case GW_FN_IRATE:
-			if (fn == GW_FN_IRATE)
-				ok = gw_pqe_irate(r.ts, r.vs, r.n, &x);
-			else
-				ok = gw_pqe_xrate(r.ts, r.vs, r.n, a.from, a.at,
-						  a.range, fn != GW_FN_DELTA,
-						  fn == GW_FN_RATE, &x);
-			break;
-		default:
-			if (!r.roll) {
-				/* ev->sv: quantile_over_time's sort space */
-				err = quant ? gw_pqe_scratch(ev, r.n) : 0;
-				if (!err)
-					err = gw_pqe_over_time_raw(
-						fn, phi, r.vs, r.n, ev->sv, &x);
-				ok = true;
-			} else {
-				err = gw_pqe_over_time_rollup(fn, phi,
-							      r.roll->r, r.lo,
-							      r.hi, &x, &ok);
-			}
-			if (err)
-				return err;
-		}
-		if (!ok)
-			continue;
-		/* last_over_time acts like offset and keeps the name. */
-		if (fn != GW_FN_LAST_OVER_TIME) {
-			err = gw_pqe_noname(ev, ls, &ls);
-			if (err)
-				return err;
-		}
-		err = gw_pqe_vpush(&out->v, ls, x);
-		if (err)
-			return err;
-	}
-	return fn == GW_FN_LAST_OVER_TIME ? 0 : gw_pqe_check_dups(ev, &out->v);
-}
-
-static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-		     struct val *out)
-{
-	struct val a = { 0 };
-	int err = 0;
-
-	switch (n->u.call.fn) {
-	case GW_FN_TIME:
-		out->type = GW_TYPE_SCALAR;
-		out->s = (double)t / 1e3;
-		return 0;
-	case GW_FN_ABS:
-	case GW_FN_VECTOR:
-	case GW_FN_SCALAR:
-		break;
-	default:
-		return eval_range_fn(ev, n, t, out);
-	}
-	if (n->u.call.nargs != 1)
-		return gw_pqe_malformed(ev);
-	err = gw_pqe_eval(ev, n->u.call.args[0], t, &a);
-	if (err)
-		goto out;
-	switch (n->u.call.fn) {
-	case GW_FN_ABS:
-		if (a.type != GW_TYPE_VECTOR) {
-			err = gw_pqe_malformed(ev);
-			break;
-		}
-		out->type = GW_TYPE_VECTOR;
-		for (size_t i = 0; i < a.v.n && !err; i++) {
-			struct lset *ls;
-
-			err = gw_pqe_noname(ev, a.v.p[i].ls, &ls);
-			if (!err)
-				err = gw_pqe_vpush(&out->v, ls,
-						   fabs(a.v.p[i].v));
-		}
-		if (!err)
-			err = gw_pqe_check_dups(ev, &out->v);
-		break;
-	case GW_FN_VECTOR:
-		if (a.type != GW_TYPE_SCALAR) {
-			err = gw_pqe_malformed(ev);
-			break;
-		}
-		out->type = GW_TYPE_VECTOR;
-		err = gw_pqe_vpush(&out->v, ev->empty, a.s);
-		break;
-	default: /* GW_FN_SCALAR */
-		if (a.type != GW_TYPE_VECTOR) {
-			err = gw_pqe_malformed(ev);
-			break;
-		}
-		out->type = GW_TYPE_SCALAR;
-		out->s = a.v.n == 1 ? a.v.p[0].v : NAN;
-		break;
-	}
-out:
-	gw_pqe_val_release(&a);
 	return err;
 }
 
@@ -590,10 +452,10 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		err = 0;
 		break;
 	case GW_PQ_SELECTOR:
-		err = eval_selector(ev, n, t, out);
+		err = gw_pqe_selector(ev, n, t, false, out);
 		break;
 	case GW_PQ_CALL:
-		err = eval_call(ev, n, t, out);
+		err = gw_pqe_eval_call(ev, n, t, out);
 		break;
 	case GW_PQ_AGG:
 		err = gw_pqe_eval_agg(ev, n, t, out);
@@ -863,6 +725,7 @@ static void ev_release(struct ev *ev)
 	free(ev->st);
 	free(ev->sv);
 	free(ev->ix);
+	gw_pqe_call_release(ev);
 }
 
 /* Describes an error not yet described and returns it. */
@@ -893,11 +756,14 @@ static int series_cmp(const void *a, const void *b)
 	return gw_labels_cmp(&x->labels, &y->labels);
 }
 
+/* An instant query whose order is the answer: topk, bottomk, sort... */
 static bool top_level_k(const struct gw_pq_node *e)
 {
 	e = unparen(e);
-	return e && e->kind == GW_PQ_AGG &&
-	       (e->u.agg.op == GW_AGG_TOPK || e->u.agg.op == GW_AGG_BOTTOMK);
+	return e &&
+	       ((e->kind == GW_PQ_AGG && (e->u.agg.op == GW_AGG_TOPK ||
+					  e->u.agg.op == GW_AGG_BOTTOMK)) ||
+		(e->kind == GW_PQ_CALL && gw_pqe_call_sorts(e)));
 }
 
 /* An instant query of a bare range selector or subquery: its points. */

@@ -384,8 +384,8 @@ static const struct {
 	/* outside the subset */
 	{ "limitk(1, foo)",
 	  "1:1: parse error: aggregation \"limitk\" is not supported" },
-	{ "floor(foo)",
-	  "1:1: parse error: function \"floor\" is not supported" },
+	{ "histogram_count(foo)",
+	  "1:1: parse error: function \"histogram_count\" is not supported" },
 	/* selectors */
 	{ "{", "1:2: parse error: unexpected end of input inside braces" },
 	{ "}", "1:1: parse error: unexpected character: '}'" },
