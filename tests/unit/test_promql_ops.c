@@ -567,6 +567,22 @@ static void subqueries(void **state)
 	   "avg_over_time((sum by (g) (l) * on(g) group_left(info) r)"
 	   "[1m:25s])",
 	   630, "{g=\"x\",info=\"ix\"} 30, {g=\"y\",info=\"iy\"} 60");
+	at(x, "deriv(m{s=\"a\"}[5m:1m])", 630, "{s=\"a\"} 0.1");
+	at(x, "changes(m{s=\"b\"}[5m:20s])", 630, "{s=\"b\"} 14");
+	at(x, "resets(m{s=\"b\"}[5m:20s])", 630, "{s=\"b\"} 10");
+	at(x, "predict_linear(m{s=\"a\"}[5m:1m], 60)", 630, "{s=\"a\"} 69");
+	at(x, "holt_winters(m{s=\"b\"}[5m:20s], 0.5, 0.5)", 630,
+	   "{s=\"b\"} 5.659325569868088");
+	at(x, "idelta(m{s=\"b\"}[5m:20s])", 630, "{s=\"b\"} -2");
+	at(x, "stdvar_over_time(m{s=\"b\"}[5m:20s])", 630,
+	   "{s=\"b\"} 4.293333333333334");
+	at(x, "present_over_time(m{s=\"a\"}[5m:1m])", 630, "{s=\"a\"} 1");
+	at(x, "absent_over_time(nothing[5m:1m])", 630, "{} 1");
+	at(x, "timestamp(m{s=\"a\"} @ 3600300)", 630, "{s=\"a\"} 3600300");
+	at(x,
+	   "label_replace(m{s=\"a\"} @ 3600100, \"x\", \"$1\", \"s\", "
+	   "\"(.*)\")",
+	   630, "m{s=\"a\",x=\"a\"} 10");
 	at(x, "min_over_time(max_over_time(m{s=\"b\"}[65s:15s])[3m:15s])", 635,
 	   "{s=\"b\"} 9");
 }
