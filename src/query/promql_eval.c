@@ -360,7 +360,7 @@ int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 
 		if (d->tier == GW_TIER_RAW) {
 			k = gw_pqe_upper_raw(d, at);
-			if (k == 0 || d->t[k - 1] <= gw_pqe_sat_sub(at, lb))
+			if (k == 0 || d->t[k - 1] < gw_pqe_window_first(at, lb))
 				continue;
 			err = gw_pqe_vpush(&out->v, s->ls[i],
 					   stamps ? (double)d->t[k - 1] / 1e3
@@ -370,7 +370,7 @@ int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			/* Stale once its last sample is: t_last, not the
 			 * window's end, against the lookback. */
 			if (k == 0 ||
-			    d->r[k - 1].t_last <= gw_pqe_sat_sub(at, lb) ||
+			    d->r[k - 1].t_last < gw_pqe_window_first(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
 			err = gw_pqe_vpush(&out->v, s->ls[i],
@@ -690,9 +690,15 @@ static int load_tier(struct ev *ev, int64_t lo_shift, int64_t hi_shift,
 		int64_t b = sat_add(s->maxt, hi_shift);
 		int rc;
 
-		a = gw_pqe_sat_sub(a, lb);
-		if (a < INT64_MAX)
-			a++; /* windows are open on the left */
+		/* Raw: every sample a window may hold.  Rollups: those
+		 * ending after the window's start (promql_int.h). */
+		if (ev->tier == GW_TIER_RAW) {
+			a = gw_pqe_window_first(a, lb);
+		} else {
+			a = gw_pqe_sat_sub(a, lb);
+			if (a < INT64_MAX)
+				a++;
+		}
 		rc = check_cancel(ev);
 		if (rc)
 			return rc;

@@ -157,8 +157,9 @@ static double extrapolate(double result, int64_t t0, double v0, int64_t t1,
 }
 
 /*
- * Prometheus' extrapolated rate/increase/delta over the samples in
- * (range_start, range_end].  False when there is no output.
+ * Prometheus' extrapolated rate/increase/delta over the samples in the
+ * window ending at range_end, extrapolated to range_start and range_end.
+ * False when there is no output.
  */
 bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 		  int64_t range_start, int64_t range_end, int64_t range_ms,

@@ -200,9 +200,34 @@ int64_t gw_pqe_sat_sub(int64_t a, int64_t b);
  * evaluated at t: t, the @ time, the query's start or end, less offset. */
 int64_t gw_pqe_at_time(const struct ev *ev, enum gw_pq_at at, int64_t at_ms,
 		       int64_t offset_ms, int64_t t);
+/*
+ * The window edge, in one place.  A window of length len ending at t (a
+ * range selector's or subquery's range, an instant selector's lookback)
+ * holds the samples and subquery steps with time in [first, t], first =
+ * gw_pqe_window_first(t, len): t - len, closed on the left as in
+ * Prometheus 2.x.  Prometheus 3.0 made windows left-open, (t - len, t]:
+ * following it is returning t - len + 1 here (times are whole ms).  The
+ * loader, the lookback, range selectors, subqueries (their steps and the
+ * points a window sees) and absent_/present_over_time all go through it;
+ * rate's extrapolation boundaries stay t - len and t in both versions.
+ * Rollups are windows themselves, [t_end - width, t_end): a range over
+ * a rollup tier takes those with t_end in (t - len, t], the whole
+ * windows inside [t - len, t], whichever the raw edge.
+ */
+static inline int64_t gw_pqe_window_first(int64_t t, int64_t len)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(t, len, &r))
+		return len > 0 ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
 /* First index of a raw series / of a rollup series with time > t. */
 size_t gw_pqe_upper_raw(const struct gw_series_data *d, int64_t t);
 size_t gw_pqe_upper_rollup(const struct gw_series_data *d, int64_t t);
+/* First index of a raw series with time >= t. */
+size_t gw_pqe_lower_raw(const struct gw_series_data *d, int64_t t);
 
 /*
  * Registers subquery n evaluated at times [lo, hi] (at load time, before
@@ -214,7 +239,8 @@ void gw_pqe_subq_release(struct ev *ev);
 
 /* A range-vector argument (range selector or subquery) at one step. */
 struct gw_pqe_rarg {
-	int64_t from, at, range; /* the window (from, at], at - from = range */
+	int64_t from, at, range; /* at - from = range: rate's boundaries */
+	int64_t first;		 /* the window is [first, at] (window_first) */
 	size_t n;		 /* series */
 	struct sel *sel;	 /* one of sel, sq */
 	struct sqc *sq;
@@ -321,8 +347,8 @@ bool gw_pqe_compare(enum gw_pq_binop op, double a, double b);
 
 /*
  * Prometheus' extrapolated rate (rate), increase (counter) or delta
- * (neither) of the samples in (range_start, range_end], a range of
- * range_ms.  counter: resets are corrected and the start is not
+ * (neither) of the samples in the window [range_start, range_end] of
+ * range_ms (extrapolated to those edges, as Prometheus 2.42).  counter: resets are corrected and the start is not
  * extrapolated below zero; rate: per second.  False (and *out untouched)
  * when there is no output: fewer than two samples, or no time between
  * the first and the last.
@@ -370,7 +396,8 @@ gw_pqe_over_time_rollup(enum gw_pq_func fn, double phi,
 			double *out, bool *ok);
 
 /* The arguments of a range function besides its samples: the window
- * (range_start, range_end] of range_ms, the evaluation time t (ms), and
+ * of range_ms ending at range_end (range_start = range_end - range_ms;
+ * which samples it holds: gw_pqe_window_first), the evaluation time t (ms), and
  * the scalar arguments a, b (quantile_over_time's phi, predict_linear's
  * seconds, holt_winters' factors). */
 struct gw_pqe_rargs {

@@ -7,18 +7,19 @@
  * series in its window and never which of the two produced them.
  *
  * Windows.  At evaluation time t, an argument with range r, offset o and
- * no @ covers the points with time in (t - o - r, t - o]; with @ T (or
- * @ start() / @ end(), the query's start or end) in (T - o - r, T - o],
+ * no @ covers the points with time in [t - o - r, t - o], closed as in
+ * Prometheus 2.x (the edge: gw_pqe_window_first, promql_int.h); with @ T
+ * (or @ start() / @ end(), the query's start or end) [T - o - r, T - o],
  * the same at every step.  A selector's points are its samples (on a
- * rollup tier: (t_last, last) of each non-empty rollup, with the rollups
- * themselves for the *_over_time functions); a subquery's are its
- * results at the steps in the window.
+ * rollup tier: (t_last, last) of each non-empty rollup whose end is in
+ * (t - o - r, t - o], with the rollups themselves for the *_over_time
+ * functions); a subquery's are its results at the steps in the window.
  *
  * Subqueries.  As in Prometheus 2.42, a subquery is evaluated once for
  * the whole query: its expression at every multiple of its step (the
  * step given, or the evaluator's default, Prometheus' global evaluation
- * interval) from the first at or after (first evaluation time - o - r)
- * to (last evaluation time - o); nested subqueries likewise within their
+ * interval) from the first in the first evaluation time's window
+ * (at or after first evaluation time - o - r) to (last evaluation time - o); nested subqueries likewise within their
  * parent's times.  The result is kept per series (label set) and windowed
  * at each step by binary search.  Its points count against max_samples.
  *
@@ -112,6 +113,27 @@ static size_t upper_t(const int64_t *t, size_t n, int64_t x)
 	return lo;
 }
 
+/* First index of t[0..n) whose time is >= x. */
+static size_t lower_t(const int64_t *t, size_t n, int64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+size_t gw_pqe_lower_raw(const struct gw_series_data *d, int64_t t)
+{
+	return lower_t(d->t, d->n, t);
+}
+
 /* ---- subqueries ---- */
 
 static struct sqc *find_sq(struct ev *ev, const struct gw_pq_node *n)
@@ -157,7 +179,7 @@ int gw_pqe_subq_add(struct ev *ev, const struct gw_pq_node *n, int64_t lo,
 	memset(c, 0, sizeof(*c));
 	c->node = n;
 	c->step = step;
-	c->lo = align_up(gw_pqe_sat_sub(a, n->u.subq.range_ms), step);
+	c->lo = align_up(gw_pqe_window_first(a, n->u.subq.range_ms), step);
 	c->hi = b;
 	*ilo = c->lo;
 	*ihi = c->hi < c->lo ? c->lo : c->hi;
@@ -342,6 +364,7 @@ int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
 		return gw_pqe_malformed(ev);
 	}
 	a->from = gw_pqe_sat_sub(a->at, a->range);
+	a->first = gw_pqe_window_first(a->at, a->range);
 	return 0;
 }
 
@@ -351,7 +374,7 @@ int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
 	memset(p, 0, sizeof(*p));
 	if (a->sq) {
 		const struct sqser *s = &a->sq->s[i];
-		size_t lo = upper_t(s->t, s->n, a->from);
+		size_t lo = lower_t(s->t, s->n, a->first);
 		size_t hi = upper_t(s->t, s->n, a->at);
 
 		p->ls = s->ls;
@@ -368,7 +391,7 @@ int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
 
 	p->ls = a->sel->ls[i];
 	if (d->tier == GW_TIER_RAW) {
-		p->lo = gw_pqe_upper_raw(d, a->from);
+		p->lo = gw_pqe_lower_raw(d, a->first);
 		p->hi = gw_pqe_upper_raw(d, a->at);
 		if (p->hi > p->lo) {
 			p->ts = d->t + p->lo;
@@ -378,6 +401,7 @@ int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
 		return 0;
 	}
 	p->roll = d;
+	/* Whole windows: those ending in (from, at] (promql_int.h). */
 	p->lo = gw_pqe_upper_rollup(d, a->from);
 	p->hi = gw_pqe_upper_rollup(d, a->at);
 	if (p->hi < p->lo)

@@ -499,9 +499,11 @@ static void instant_selector_lookback_and_offset(void **state)
 
 	assert_near(inst1(x, "m", B + 30 * SEC), 3);
 	assert_near(inst1(x, "m", B + 29 * SEC), 2);
-	/* The lookback window (t - 5m, t] is open on the left. */
+	/* The lookback window [t - 5m, t] is closed, as in Prometheus
+	 * 2.42: a sample exactly 5 min old still answers, 1 ms later not. */
 	assert_near(inst1(x, "m", B + 30 * SEC + 5 * MIN - 1), 3);
-	inst0(x, "m", B + 30 * SEC + 5 * MIN);
+	assert_near(inst1(x, "m", B + 30 * SEC + 5 * MIN), 3);
+	inst0(x, "m", B + 30 * SEC + 5 * MIN + 1);
 	inst0(x, "m", B - 1);
 	/* Offset moves the evaluation back; the result keeps its time. */
 	inst(x, "m offset 10s", B + 30 * SEC, &r);
@@ -536,9 +538,17 @@ static void instant_range_selector_is_matrix(void **state)
 	struct gw_qresult r;
 
 	series(x, "m", "job=\"a\"", B, 15 * SEC, 4, v);
-	/* (B+15s, B+45s]: the samples themselves, with their times. */
+	/* [B+15s, B+45s]: the samples themselves, with their times, the
+	 * one exactly at t - 30s included (Prometheus 2.42). */
 	inst(x, "(m[30s])", B + 45 * SEC, &r);
 	assert_int_equal(r.type, GW_TYPE_MATRIX);
+	assert_json(&r, "{\"resultType\":\"matrix\",\"result\":["
+			"{\"metric\":{\"__name__\":\"m\",\"job\":\"a\"},"
+			"\"values\":[[3600015,\"2\"],[3600030,\"3\"],"
+			"[3600045,\"4\"]]}]}");
+	gw_qresult_release(&r);
+	/* 1 ms later the edge sample is out. */
+	inst(x, "(m[30s])", B + 45 * SEC + 1, &r);
 	assert_json(&r, "{\"resultType\":\"matrix\",\"result\":["
 			"{\"metric\":{\"__name__\":\"m\",\"job\":\"a\"},"
 			"\"values\":[[3600030,\"3\"],[3600045,\"4\"]]}]}");
@@ -557,27 +567,40 @@ static void rate_increase_delta_extrapolate(void **state)
 	struct gw_qresult r;
 
 	series(x, "c", "", B, 15 * SEC, 9, c);
-	/* (B+60s, B+120s]: 60..90 at 75..120s, 15s apart: 30 over 45s,
-	 * extrapolated by 15s to the start (less than 1.1 intervals). */
+	/* [B+60s, B+120s]: 50..90 at 60..120s, the first exactly on the
+	 * window's start: 40 over 60s, nothing to extrapolate. */
 	assert_near(inst1(x, "increase(c[1m])", B + 120 * SEC), 40);
 	assert_near(inst1(x, "rate(c[1m])", B + 120 * SEC), 40.0 / 60);
 	assert_near(inst1(x, "delta(c[1m])", B + 120 * SEC), 40);
 	assert_near(inst1(x, "irate(c[1m])", B + 120 * SEC), 10.0 / 15);
+	/* 1 ms later (B+60s out): 60..90 at 75..120s, 30 over 45s,
+	 * extrapolated by 15s - 1ms to the start, 1ms to the end. */
+	assert_near(inst1(x, "increase(c[1m])", B + 120 * SEC + 1),
+		    30.0 * 60 / 45);
 	/* The name goes. */
 	inst(x, "rate(c[1m])", B + 120 * SEC, &r);
 	assert_non_null(find(&r, "{}"));
 	gw_qresult_release(&r);
+	/* [B+105s, B+120s] holds two samples, 80 on the edge and 90. */
+	assert_near(inst1(x, "rate(c[15s])", B + 120 * SEC), 10.0 / 15);
+	assert_near(inst1(x, "irate(c[15s])", B + 120 * SEC), 10.0 / 15);
 	/* One sample: nothing. */
-	inst0(x, "rate(c[15s])", B + 120 * SEC);
-	inst0(x, "irate(c[15s])", B + 120 * SEC);
+	inst0(x, "rate(c[15s])", B + 120 * SEC + 1);
+	inst0(x, "irate(c[14s])", B + 120 * SEC);
 
-	/* A counter reset adds the value before it: 15 - 10 + 20 = 25. */
+	/* A counter reset adds the value before it: [B, B+60s] holds all
+	 * five, 15 - 0 + 20 = 35 over the whole 60s. */
 	series(x, "reset", "", B, 15 * SEC, 5, reset);
-	assert_near(inst1(x, "increase(reset[1m])", B + 60 * SEC),
+	assert_near(inst1(x, "increase(reset[1m])", B + 60 * SEC), 35);
+	assert_near(inst1(x, "rate(reset[1m])", B + 60 * SEC), 35.0 / 60);
+	/* delta is not a counter function: 15 - 0. */
+	assert_near(inst1(x, "delta(reset[1m])", B + 60 * SEC), 15);
+	/* Without the edge sample (1 ms later): 15 - 10 + 20 = 25 over
+	 * 45s, extrapolated to 60s. */
+	assert_near(inst1(x, "increase(reset[1m])", B + 60 * SEC + 1),
 		    25.0 * 60 / 45);
-	assert_near(inst1(x, "rate(reset[1m])", B + 60 * SEC), 25.0 / 45);
-	/* delta is not a counter function: 15 - 10. */
-	assert_near(inst1(x, "delta(reset[1m])", B + 60 * SEC), 5.0 * 60 / 45);
+	assert_near(inst1(x, "delta(reset[1m])", B + 60 * SEC + 1),
+		    5.0 * 60 / 45);
 	/* irate after a reset at the last sample: the last value. */
 	assert_near(inst1(x, "irate(reset[1m])", B + 45 * SEC), 5.0 / 15);
 
@@ -600,10 +623,21 @@ static void over_time_raw(void **state)
 {
 	struct fx *x = *state;
 	const double v[] = { 100, 1, 4, 2, 8, 5 };
-	int64_t t = B + 75 * SEC;
+	int64_t t;
 
-	/* (B+0, B+75s]: 1 4 2 8 5 (100 at B is outside). */
+	/* [B, B+75s]: 100 at B sits on the edge and counts (Prometheus
+	 * 2.42); 1 ms later the window holds 1 4 2 8 5. */
 	series(x, "g", "job=\"a\"", B, 15 * SEC, 6, v);
+	assert_near(inst1(x, "avg_over_time(g[75s])", B + 75 * SEC), 20);
+	assert_near(inst1(x, "max_over_time(g[75s])", B + 75 * SEC), 100);
+	assert_near(inst1(x, "count_over_time(g[75s])", B + 75 * SEC), 6);
+	/* Squares 6400 361 256 324 144 225 over 6. */
+	assert_near(inst1(x, "stddev_over_time(g[75s])", B + 75 * SEC),
+		    sqrt(7710.0 / 6));
+	/* Sorted 1 2 4 5 8 100: rank 0.5 * 5 = 2.5 -> 4.5. */
+	assert_near(inst1(x, "quantile_over_time(0.5, g[75s])", B + 75 * SEC),
+		    4.5);
+	t = B + 75 * SEC + 1;
 	assert_near(inst1(x, "avg_over_time(g[75s])", t), 4);
 	assert_near(inst1(x, "min_over_time(g[75s])", t), 1);
 	assert_near(inst1(x, "max_over_time(g[75s])", t), 8);
@@ -862,9 +896,10 @@ static void rollup_given(void **state)
 	assert_near(inst1(x, "irate(c[3m])", B + 3 * MIN), 10.0 / 60);
 	assert_near(inst1(x, "count_over_time(c[4m])", B + 4 * MIN), 4);
 	/* On the minute tier a value goes stale as a raw one does: 5 min
-	 * after its sample (t_last), not after its window's end. */
-	assert_near(inst1(x, "c", B + 8 * MIN + 29 * SEC), 70);
-	inst0(x, "c", B + 8 * MIN + 30 * SEC);
+	 * after its sample (t_last, the lookback closed), not after its
+	 * window's end. */
+	assert_near(inst1(x, "c", B + 8 * MIN + 30 * SEC), 70);
+	inst0(x, "c", B + 8 * MIN + 30 * SEC + 1);
 }
 
 /*
@@ -898,7 +933,7 @@ static void tier_choice_and_single_load(void **state)
 	assert_int_equal(st->pick_step, 5 * MIN);
 	assert_int_equal(st->selects, 3);
 	assert_int_equal(st->sel_tier, GW_TIER_RAW);
-	assert_int_equal(st->sel_mint, B + 65 * MIN + 1);
+	assert_int_equal(st->sel_mint, B + 65 * MIN); /* [t - 5m, t] */
 	assert_int_equal(st->sel_maxt, B + 110 * MIN);
 	assert_int_equal(r.nseries, 1);
 	assert_int_equal(r.series[0].n, 2);
@@ -1346,13 +1381,14 @@ static void range_errors(void **state)
 	gw_qresult_release(&r);
 
 	/* The same labels from two series after a name drop: fine while
-	 * they never meet at a step (lookback 30s)... */
+	 * they never meet at a step (lookback 30s: a at B and, on the
+	 * lookback's edge, B+30s; b at B+60s)... */
 	x->o.lookback_ms = 30 * SEC;
 	assert_int_equal(
 		range(x, "-{__name__=~\"a|b\"}", B, B + 60 * SEC, 30 * SEC, &r),
 		0);
 	assert_int_equal(r.nseries, 1);
-	assert_int_equal(r.series[0].n, 2);
+	assert_int_equal(r.series[0].n, 3);
 	gw_qresult_release(&r);
 	/* ... an error once they do. */
 	x->o.lookback_ms = 5 * MIN;
