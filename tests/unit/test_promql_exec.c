@@ -118,7 +118,6 @@ static void tree_free(struct gw_pq_node *n)
 	free(n);
 }
 
-
 /* The same for a tree built by hand (and freed here). */
 static void tree_err(struct fx *x, struct gw_pq_node *e, int64_t t,
 		     enum gw_qerr kind, const char *msg)
