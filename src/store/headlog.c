@@ -3,7 +3,9 @@
  * headlog.c - the head log in index.db: every flush interval the samples
  * appended since the last flush go into one row (series id, count, first
  * timestamp, then per sample a varint time delta and the value's 8 bytes),
- * in the same transaction as the rows of new series.  Opening the store
+ * in the same transaction as the rows of new series.  Only the series on
+ * the dirty list (samples or an index row since the last flush) are
+ * visited, so a flush costs what was written, not the series ever seen.  Opening the store
  * replays the rows after the cut watermark; a cut deletes the rows before
  * it.  SQLite makes each flush atomic, so a crash loses at most the samples
  * of the current flush interval.
@@ -44,18 +46,18 @@ int gw_store_flush(struct gw_store *s)
 	struct timespec a, b;
 	struct gw_buf blob;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
-	size_t n = gw_series_index_count(s->idx);
+	size_t n = s->dirty.n;
 	sqlite3_stmt *st = NULL;
 	char why[256] = "";
 	int err = 0, rc;
 
 	s->next_flush = gw_store_now(s) + s->o.flush_ms;
-	if (!s->pend_total)
+	if (!s->dirty.n)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	gw_buf_init(&blob, 1u << 30);
 	for (size_t i = 0; i < n && !gw_buf_error(&blob); i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->dirty.v[i];
 		struct head *h = ser->head;
 		int64_t prev;
 
@@ -86,13 +88,13 @@ int gw_store_flush(struct gw_store *s)
 		goto out;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->dirty.v[i];
 		struct head *h = ser->head;
 
 		if (!h->persisted)
 			err = gw_store_insert_series(s->index, ser, false);
 	}
-	if (!err) {
+	if (!err && blob.len) {
 		rc = sqlite3_prepare_v2(s->index,
 					"INSERT INTO head(t_min, t_max,"
 					" data) VALUES (?, ?, ?)",
@@ -118,11 +120,13 @@ int gw_store_flush(struct gw_store *s)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct head *h = gw_series_index_at(s->idx, i)->head;
+		struct head *h = s->dirty.v[i]->head;
 
 		h->npend = 0;
 		h->persisted = true;
+		h->in_dirty = false;
 	}
+	s->dirty.n = 0;
 	s->pend_total = 0;
 out:
 	gw_buf_release(&blob);

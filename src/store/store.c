@@ -53,6 +53,7 @@ void gw_store_opts_defaults(struct gw_store_opts *o)
 	o->grace_ms = 10000;
 	o->max_series = 100000;
 	o->max_values = 10000;
+	o->retire_ms = MS_HOUR;
 }
 
 void gw_store_day_name(int64_t day_ms, char out[11])
@@ -633,6 +634,11 @@ static void load_h1_day(struct gw_store *s)
 					    &r, &k) != 0)
 				continue;
 			h = ser->head;
+			/* Swept (and trimmed) by the cuts once the day is
+			 * over, like any series with a head. */
+			if (!h->in_active &&
+			    gw_store_list_push(&s->active, ser) == 0)
+				h->in_active = true;
 			gw_buf_reset(&h->h1_day);
 			h->h1_day_start = day;
 			h->h1_day_t0 = k ? r[0].t : INT64_MIN;
@@ -661,10 +667,11 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		s->o.now = real_now;
 	if (s->o.flush_ms <= 0)
 		s->o.flush_ms = 5000;
+	if (s->o.retire_ms <= 0)
+		s->o.retire_ms = MS_HOUR;
 	snprintf(s->dir, sizeof(s->dir), "%s", o->dir);
 	pthread_rwlock_init(&s->lock, NULL);
 	pthread_mutex_init(&s->suspect_lock, NULL);
-	atomic_flag_clear(&s->warned_cap);
 	atomic_flag_clear(&s->warned_bad);
 	atomic_flag_clear(&s->warned_order);
 	atomic_flag_clear(&s->warned_corrupt);
@@ -744,6 +751,8 @@ void gw_store_close(struct gw_store *s)
 	for (size_t i = 0; i < s->nsealed; i++)
 		free(s->sealed[i].data);
 	free(s->sealed);
+	free(s->dirty.v);
+	free(s->active.v);
 	sqlite3_close(s->index);
 	gw_series_index_free(s->idx, gw_store_head_free);
 	pthread_rwlock_destroy(&s->lock);
@@ -755,7 +764,13 @@ void gw_store_stats(struct gw_store *s, struct gw_store_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	pthread_rwlock_rdlock(&s->lock);
-	st->series = gw_series_index_count(s->idx);
+	{
+		struct gw_series_index_stats xs;
+
+		gw_series_index_stats(s->idx, &xs);
+		st->series = xs.series;
+		st->series_live = xs.live;
+	}
 	st->partitions = s->nparts;
 	pthread_rwlock_unlock(&s->lock);
 	st->samples_appended = atomic_load(&s->st_appended);

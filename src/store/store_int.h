@@ -77,6 +77,14 @@ struct head {
 	struct pending *pend;
 	uint32_t npend, cappend;
 	bool persisted; /* row in index.db */
+	bool in_dirty;	/* on the store's dirty list */
+	bool in_active; /* on the store's active list */
+};
+
+/* A list of series (the dirty and active lists). */
+struct ser_list {
+	struct gw_series **v;
+	size_t n, cap;
 };
 
 struct part {
@@ -105,12 +113,22 @@ struct gw_store {
 
 	/* Writer-only state. */
 	sqlite3 *index;
+	/* Series with samples or an index row not yet flushed: a flush
+	 * costs what was written since the last one, not the series ever
+	 * seen. */
+	struct ser_list dirty;
+	/* Series whose head holds anything (an open chunk or rollup, the
+	 * day's 1-hour column): the ones a cut visits.  A series leaves it
+	 * once the cuts have moved everything to disk. */
+	struct ser_list active;
+	int64_t cap_logged[2]; /* last refusal logged: series, values */
+	uint64_t cap_unlogged[2];
 	int64_t watermark;  /* everything before it is in partitions */
 	int64_t next_flush; /* ms */
 	int64_t last_maint; /* ms */
 	uint64_t pend_total;
 	bool flush_failing; /* logged once per streak */
-	atomic_flag warned_cap, warned_bad, warned_order, warned_corrupt;
+	atomic_flag warned_bad, warned_order, warned_corrupt;
 
 	/* A partition a query found damaged, for the writer to check and
 	 * quarantine at its next maintenance (one at a time). */
@@ -177,6 +195,15 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
  * new series, persisted when index.db has its row (store_head.c). */
 int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 			   uint32_t id, bool persisted, struct gw_series **out);
+/* Adds ser to a list (no check for duplicates): 0 or -ENOMEM. */
+int gw_store_list_push(struct ser_list *l, struct gw_series *ser);
+/* Counts and logs (the first, then at most hourly) a refusal by a cap
+ * (err -ENOSPC or -E2BIG) (store_head.c). */
+void gw_store_note_cap(struct gw_store *s, int err, const char *key);
+/* After a cut to H: drops drained series from the active list, releasing
+ * their head's memory, and retires series without samples for
+ * o.retire_ms (store_head.c). */
+void gw_store_head_sweep(struct gw_store *s, int64_t now);
 /* Frees a series' head; NULL is a no-op (store_head.c). */
 void gw_store_head_free(void *v);
 /* Moves everything of the head before `before` into sealed[]

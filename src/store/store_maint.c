@@ -92,7 +92,7 @@ static int cut_partition(struct gw_store *s, struct cut_txns *tx,
 /* Writes the sealed chunks before H and the partial 1h day columns. */
 static int write_cut(struct gw_store *s, int64_t H)
 {
-	size_t n = gw_series_index_count(s->idx);
+	size_t n = s->active.n;
 	struct cut_txns tx = { .n = 0 };
 	int err = 0;
 
@@ -120,7 +120,7 @@ static int write_cut(struct gw_store *s, int64_t H)
 			p->samples += x->n;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->active.v[i];
 		struct head *h = ser->head;
 		struct gw_rollup *r = NULL;
 		struct gw_buf out;
@@ -223,11 +223,12 @@ static void close_day(struct gw_store *s, int64_t day)
 
 static int cut(struct gw_store *s, int64_t H)
 {
-	size_t n = gw_series_index_count(s->idx);
+	size_t n = s->active.n;
 	int err = gw_store_flush(s);
 
+	/* Only the active series have anything in the head. */
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->active.v[i];
 
 		err = gw_store_head_close_before(s, ser, ser->head, H);
 	}
@@ -241,13 +242,13 @@ static int cut(struct gw_store *s, int64_t H)
 	}
 	drop_sealed_before(s, H);
 	for (size_t i = 0; i < n; i++)
-		((struct head *)gw_series_index_at(s->idx, i)->head)->h1_dirty =
-			false;
+		((struct head *)s->active.v[i]->head)->h1_dirty = false;
 	err = set_watermark(s, H);
 	if (err)
 		return err;
 	s->watermark = H;
 	atomic_fetch_add(&s->st_cuts, 1);
+	gw_store_head_sweep(s, gw_store_now(s));
 	for (size_t i = 0; i < s->nparts; i++)
 		if (!s->parts[i].closed && s->parts[i].day + MS_DAY <= H)
 			close_day(s, s->parts[i].day);
