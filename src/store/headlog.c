@@ -20,23 +20,32 @@
 #include "common/bits.h"
 #include "common/log.h"
 
-int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
-			   bool ignore)
+int gw_store_insert_series(sqlite3 *db, sqlite3_stmt **cache,
+			   const struct gw_series *ser, bool ignore)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = cache ? *cache : NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(
-		db,
-		ignore ? "INSERT OR IGNORE INTO series(id, key) VALUES (?, ?)"
-		       : "INSERT OR REPLACE INTO series(id, key) VALUES (?, ?)",
-		-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return gw_store_sql_err(db, rc, "insert series");
+	if (!st) {
+		rc = sqlite3_prepare_v2(
+			db,
+			ignore ? "INSERT OR IGNORE INTO series(id, key) "
+				 "VALUES (?, ?)"
+			       : "INSERT OR REPLACE INTO series(id, key) "
+				 "VALUES (?, ?)",
+			-1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return gw_store_sql_err(db, rc, "insert series");
+		if (cache)
+			*cache = st;
+	}
 	sqlite3_bind_int64(st, 1, ser->id);
 	sqlite3_bind_text(st, 2, ser->key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (!cache)
+		sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0
 				 : gw_store_sql_err(db, rc, "insert series");
 }
@@ -47,7 +56,7 @@ int gw_store_flush(struct gw_store *s)
 	struct gw_buf blob;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
 	size_t n = s->dirty.n;
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st;
 	char why[256] = "";
 	int err = 0, rc;
 
@@ -92,23 +101,28 @@ int gw_store_flush(struct gw_store *s)
 		struct head *h = ser->head;
 
 		if (!h->persisted)
-			err = gw_store_insert_series(s->index, ser, false);
+			err = gw_store_insert_series(s->index, &s->st_series,
+						     ser, false);
 	}
 	if (!err && blob.len) {
-		rc = sqlite3_prepare_v2(s->index,
-					"INSERT INTO head(t_min, t_max,"
-					" data) VALUES (?, ?, ?)",
-					-1, &st, NULL);
+		rc = SQLITE_OK;
+		if (!s->st_head)
+			rc = sqlite3_prepare_v2(s->index,
+						"INSERT INTO head(t_min, t_max,"
+						" data) VALUES (?, ?, ?)",
+						-1, &s->st_head, NULL);
+		st = s->st_head;
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_int64(st, 1, tmin);
 			sqlite3_bind_int64(st, 2, tmax);
 			sqlite3_bind_blob(st, 3, blob.p, (int)blob.len,
 					  SQLITE_STATIC);
 			rc = sqlite3_step(st);
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
 		}
 		if (rc != SQLITE_DONE)
 			err = rc == SQLITE_FULL ? -ENOSPC : -EIO;
-		sqlite3_finalize(st);
 	}
 	if (!err &&
 	    sqlite3_exec(s->index, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)

@@ -121,6 +121,7 @@ struct gw_store {
 	 * day's 1-hour column): the ones a cut visits.  A series leaves it
 	 * once the cuts have moved everything to disk. */
 	struct ser_list active;
+	sqlite3_stmt *st_series, *st_head; /* the flush's, on index */
 	int64_t cap_logged[2]; /* last refusal logged: series, values */
 	uint64_t cap_unlogged[2];
 	int64_t watermark;  /* everything before it is in partitions */
@@ -184,8 +185,10 @@ void gw_store_init_queryable(struct gw_store *s);
 /* SQLite helpers: run statements, translate result codes (logged). */
 int gw_store_exec(sqlite3 *db, const char *sql);
 int gw_store_sql_err(sqlite3 *db, int rc, const char *what);
-int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
-			   bool ignore);
+/* Inserts the series' row; with cache, the statement is prepared once and
+ * kept in *cache (the caller finalizes it). */
+int gw_store_insert_series(sqlite3 *db, sqlite3_stmt **cache,
+			   const struct gw_series *ser, bool ignore);
 
 /* The sample path shared by append and replay (log: remember it for the
  * next flush). */
@@ -218,5 +221,13 @@ int gw_store_replay(struct gw_store *s);
 
 /* Merges each series' chunks in a closed partition (compact.c). */
 int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
+/* Packs a closing partition's series table into one compressed blob, in
+ * the caller's transaction (compact.c). */
+int gw_store_pack_series(sqlite3 *db);
+/* Calls fn(ctx, id, key) for each series a partition names, packed or
+ * not; fn's error stops it.  -EBADMSG for a damaged list (compact.c). */
+int gw_store_each_series(sqlite3 *db,
+			 int (*fn)(void *ctx, int64_t id, const char *key),
+			 void *ctx);
 
 #endif

@@ -121,7 +121,8 @@ static const struct spec selectors[][3] = {
 	{ { GW_MATCH_EQ, "__name__", "gw_proc_mem_bytes" },
 	  { GW_MATCH_EQ, "job", "" } }, /* series without job */
 	{ { GW_MATCH_RE, "job", ".+" }, { GW_MATCH_NRE, "comm", "bash|py.*" } },
-	{ { GW_MATCH_NE, "job", "" }, { GW_MATCH_RE, "gpu", ".*" },
+	{ { GW_MATCH_NE, "job", "" },
+	  { GW_MATCH_RE, "gpu", ".*" },
 	  { GW_MATCH_EQ, "gpu", "3" } },
 	{ { GW_MATCH_EQ, "pid", "no-such-pid" } },
 	{ { GW_MATCH_EQ, "no_such_label", "x" } },
@@ -174,9 +175,9 @@ static void check_select(struct fixture *f, const struct gw_matcher *m,
 	bool got[NSER] = { false };
 	size_t nwant = 0;
 
-	assert_int_equal(q->select(q->ctx, m, nm, T0, f->now, GW_TIER_RAW,
-				   &lim, &set),
-			 0);
+	assert_int_equal(
+		q->select(q->ctx, m, nm, T0, f->now, GW_TIER_RAW, &lim, &set),
+		0);
 	for (size_t i = 0; i < set.n; i++) {
 		int k = index_of(&set.s[i].labels);
 
@@ -203,11 +204,10 @@ static void append_all(struct fixture *f, size_t minutes)
 			char name[64], text[160];
 
 			series_text(i, name, sizeof(name), text, sizeof(text));
-			assert_int_equal(gw_store_append(f->s, name, text,
-							 T0 + (int64_t)j * MIN +
-								 i,
-							 i),
-					 0);
+			assert_int_equal(
+				gw_store_append(f->s, name, text,
+						T0 + (int64_t)j * MIN + i, i),
+				0);
 		}
 		run_until(f, T0 + (int64_t)(j + 1) * MIN);
 	}
@@ -268,8 +268,8 @@ static void series_and_label_values_follow_the_index(void **state)
 	}
 	gw_label_set_list_release(&ls);
 	/* the gpu values of series without a job label */
-	assert_int_equal(q->label_values(q->ctx, "gpu", sets + 1, nm + 1, 1,
-					 T0, f->now, &sl),
+	assert_int_equal(q->label_values(q->ctx, "gpu", sets + 1, nm + 1, 1, T0,
+					 f->now, &sl),
 			 0);
 	for (int i = 0; i < NSER; i++)
 		if (wb[i])
@@ -295,6 +295,36 @@ static void series_and_label_values_follow_the_index(void **state)
 		gw_matcher_release(&b[i]);
 }
 
+/* A closed day keeps its series keys packed, and an index rebuilt from
+ * the partitions alone (index.db damaged) finds every series in them. */
+static void closed_days_rebuild_the_index_from_packed_keys(void **state)
+{
+	struct fixture *f = *state;
+	char path[128];
+	FILE *fp;
+
+	append_all(f, 3);
+	run_until(f, T0 + 25 * HOUR + MIN); /* the day is closed */
+	gw_store_close(f->s);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/index.db", f->dir);
+	fp = fopen(path, "r+");
+	assert_non_null(fp);
+	assert_int_equal(fwrite("garbage, not a database", 1, 23, fp), 23);
+	assert_int_equal(fclose(fp), 0);
+	reopen(f);
+	for (size_t k = 0; k < NSEL; k++) {
+		struct gw_matcher m[3];
+		bool want[NSER];
+		size_t nm = matchers_of(selectors[k], m);
+
+		scan(m, nm, want);
+		check_select(f, m, nm, want, 3);
+		for (size_t i = 0; i < nm; i++)
+			gw_matcher_release(&m[i]);
+	}
+}
+
 /* ---- retirement ---- */
 
 static int put(struct fixture *f, const char *name, int pid, int64_t t)
@@ -318,9 +348,9 @@ static size_t samples_of(struct fixture *f, int pid)
 	snprintf(v, sizeof(v), "%d", pid);
 	assert_int_equal(gw_matcher_init(&m, GW_MATCH_EQ, "pid", v, NULL, 0),
 			 0);
-	assert_int_equal(q->select(q->ctx, &m, 1, T0, f->now, GW_TIER_RAW,
-				   &lim, &set),
-			 0);
+	assert_int_equal(
+		q->select(q->ctx, &m, 1, T0, f->now, GW_TIER_RAW, &lim, &set),
+		0);
 	assert_true(set.n <= 1);
 	n = set.n ? set.s[0].n : 0;
 	for (size_t i = 0; i < n; i++)
@@ -407,6 +437,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			series_and_label_values_follow_the_index, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			closed_days_rebuild_the_index_from_packed_keys, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			stopped_series_leave_the_cap_and_keep_history, setup,
