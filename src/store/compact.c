@@ -274,7 +274,7 @@ out:
 
 /* A packed list: per series varint(id), key, NUL; sorted by key, so that
  * neighbours share their prefixes and zstd finds them. */
-#define PACK_LEVEL 15
+#define PACK_LEVEL 3
 #define PACK_MAX   (1u << 30)
 
 int gw_store_pack_series(sqlite3 *db)

@@ -408,10 +408,17 @@ static int make_active(struct gw_store *s, struct gw_series *ser)
 	return err;
 }
 
+/*
+ * Nothing of the series is only in memory: no open chunk or rollup, no
+ * unflushed sample, and the day's 1-hour column (if any) written by the
+ * cut that just ran (h1_dirty is cleared once it is on disk).  Should the
+ * series come back the same day, its new hours form a second 1-hour chunk
+ * of that day.
+ */
 static bool drained(const struct head *h)
 {
 	return !gw_chunk_count(&h->raw) && !h->m1_open && !h->m1_closed.len &&
-	       !h->h1_open && !h->h1_day.len && !h->npend;
+	       !h->h1_open && !h->h1_dirty && !h->npend;
 }
 
 /* Gives back the memory of a drained head's buffers. */
@@ -427,6 +434,8 @@ static void head_trim(struct head *h)
 	gw_buf_init(&h->m1_closed, 16u << 20);
 	gw_buf_release(&h->h1_day);
 	gw_buf_init(&h->h1_day, 16u << 20);
+	h->h1_day_start = INT64_MIN;
+	h->h1_day_t0 = INT64_MIN;
 	free(h->pend);
 	h->pend = NULL;
 	h->cappend = 0;

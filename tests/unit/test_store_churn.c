@@ -360,6 +360,31 @@ static size_t samples_of(struct fixture *f, int pid)
 	return n;
 }
 
+/* Samples counted by the 1-hour rollups of m{pid="pid"}; *n: rollups. */
+static double hourly_count(struct fixture *f, int pid, size_t *n)
+{
+	const struct gw_queryable *q = gw_store_queryable(f->s);
+	struct gw_query_limits lim = { 0 };
+	struct gw_series_set set;
+	struct gw_matcher m;
+	double count = 0;
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", pid);
+	assert_int_equal(gw_matcher_init(&m, GW_MATCH_EQ, "pid", v, NULL, 0),
+			 0);
+	assert_int_equal(
+		q->select(q->ctx, &m, 1, T0, f->now, GW_TIER_1H, &lim, &set),
+		0);
+	assert_true(set.n <= 1);
+	*n = set.n ? set.s[0].n : 0;
+	for (size_t i = 0; i < *n; i++)
+		count += set.s[0].r[i].count;
+	gw_series_set_release(&set);
+	gw_matcher_release(&m);
+	return count;
+}
+
 static void stopped_series_leave_the_cap_and_keep_history(void **state)
 {
 	struct fixture *f = *state;
@@ -395,14 +420,27 @@ static void stopped_series_leave_the_cap_and_keep_history(void **state)
 	assert_int_equal(st.series_live, 2);
 	assert_int_equal(samples_of(f, 0), 11);
 	assert_int_equal(samples_of(f, 4), 1);
-	/* after a restart: everything known, nothing unflushed lost, the
-	 * series with samples since the last cut live again */
+	/* its hours of the day: the one before it stopped (written and
+	 * dropped from memory when it was retired) and the new one */
+	run_until(f, T0 + 5 * HOUR + MIN);
+	{
+		size_t n;
+
+		assert_true(hourly_count(f, 0, &n) == 11);
+		assert_int_equal(n, 2);
+	}
+	/* after a restart: everything known; series come back live with
+	 * their next sample (or from the head log since the last cut) */
+	assert_int_equal(put(f, "m", 7, f->now), 0);
 	reopen(f);
 	gw_store_stats(f->s, &st);
 	assert_int_equal(st.series, 7);
+	assert_int_equal(st.series_live, 1); /* pid 7, from the head log */
+	assert_int_equal(put(f, "m", 0, f->now), 0);
+	gw_store_stats(f->s, &st);
 	assert_int_equal(st.series_live, 2);
-	assert_int_equal(samples_of(f, 0), 11);
-	assert_int_equal(samples_of(f, 7), 1);
+	assert_int_equal(samples_of(f, 0), 12);
+	assert_int_equal(samples_of(f, 7), 2);
 }
 
 static void label_value_cap_counts_live_values_not_names(void **state)
