@@ -224,6 +224,11 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
 /* Packs a closing partition's series table into one compressed blob, in
  * the caller's transaction (compact.c). */
 int gw_store_pack_series(sqlite3 *db);
+/* Rewrites a closing partition's chunks into the packed table (rowid
+ * series << 20 | k, no index; `chunks` becomes a view), in the caller's
+ * transaction; whether a partition is packed (compact.c). */
+int gw_store_pack_chunks(sqlite3 *db);
+bool gw_store_is_packed(sqlite3 *db);
 /* Calls fn(ctx, id, key) for each series a partition names, packed or
  * not; fn's error stops it.  -EBADMSG for a damaged list (compact.c). */
 int gw_store_each_series(sqlite3 *db,

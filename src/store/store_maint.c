@@ -225,7 +225,8 @@ static void close_day(struct gw_store *s, int64_t day)
 			if (p->tier != GW_TIER_1H)
 				(void)gw_store_compact_db(db, p->tier);
 			if (gw_store_exec(db, "BEGIN") == 0) {
-				if (gw_store_pack_series(db) == 0)
+				if (gw_store_pack_series(db) == 0 &&
+				    gw_store_pack_chunks(db) == 0)
 					(void)gw_store_exec(db, "COMMIT");
 				else
 					(void)gw_store_exec(db, "ROLLBACK");

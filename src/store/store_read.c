@@ -326,12 +326,20 @@ static int read_partition(struct gw_store *s, const char *path,
 	err = gw_buf_error(&ids);
 	if (err)
 		goto out;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT series, t_min, data FROM chunks "
-				"WHERE series IN (SELECT value FROM "
-				"json_each(?1)) AND t_max >= ?2 AND "
-				"t_min <= ?3 ORDER BY series, t_min",
-				-1, &st, NULL);
+	/* A closed day's chunks are keyed series << 20 | k (compact.c):
+	 * one rowid range per series. */
+	rc = sqlite3_prepare_v2(
+		db,
+		gw_store_is_packed(db)
+			? "SELECT p.id >> 20, p.t_min, p.data FROM "
+			  "json_each(?1) AS j JOIN packed AS p ON p.id >= "
+			  "(j.value << 20) AND p.id < ((j.value + 1) << 20) "
+			  "WHERE p.t_max >= ?2 AND p.t_min <= ?3 ORDER BY p.id"
+			: "SELECT series, t_min, data FROM chunks "
+			  "WHERE series IN (SELECT value FROM "
+			  "json_each(?1)) AND t_max >= ?2 AND "
+			  "t_min <= ?3 ORDER BY series, t_min",
+		-1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		note_corrupt_file(s, path);
 		goto out;
