@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -467,6 +470,86 @@ static void label_value_cap_counts_live_values_not_names(void **state)
 	assert_int_equal(samples_of(f, 2), 1);
 }
 
+/* ---- readers while the writer churns ---- */
+
+struct reader {
+	struct gw_store *s;
+	atomic_bool started, stop;
+	size_t rounds; /* for a debugger */
+	int err;
+};
+
+static void *read_loop(void *arg)
+{
+	struct reader *r = arg;
+	const struct gw_queryable *q = gw_store_queryable(r->s);
+	struct gw_matcher m[2];
+
+	if (gw_matcher_init(&m[0], GW_MATCH_EQ, "__name__", "m", NULL, 0) ||
+	    gw_matcher_init(&m[1], GW_MATCH_RE, "pid", "1.*|2.", NULL, 0)) {
+		r->err = -EINVAL;
+		return NULL;
+	}
+	atomic_store(&r->started, true);
+	do {
+		const struct gw_matcher *sets[1] = { m };
+		size_t nm[1] = { 2 };
+		struct gw_query_limits lim = { 0 };
+		struct gw_series_set set;
+		struct gw_label_set_list ls;
+		struct gw_string_list sl;
+
+		r->err = q->select(q->ctx, m, 2, T0, T0 + 24 * HOUR,
+				   GW_TIER_RAW, &lim, &set);
+		if (!r->err) {
+			for (size_t i = 0; i < set.n && !r->err; i++)
+				if (!set.s[i].n)
+					r->err = -EBADMSG;
+			gw_series_set_release(&set);
+		}
+		if (!r->err)
+			r->err = q->series(q->ctx, sets, nm, 1, T0,
+					   T0 + 24 * HOUR, &ls);
+		if (!r->err)
+			gw_label_set_list_release(&ls);
+		if (!r->err)
+			r->err = q->label_values(q->ctx, "pid", NULL, NULL, 0,
+						 T0, T0 + 24 * HOUR, &sl);
+		if (!r->err)
+			gw_string_list_release(&sl);
+		r->rounds++;
+	} while (!atomic_load(&r->stop) && !r->err);
+	gw_matcher_release(&m[0]);
+	gw_matcher_release(&m[1]);
+	return NULL;
+}
+
+/* Queries run while series come, retire and leave memory. */
+static void readers_meet_a_churning_writer(void **state)
+{
+	struct fixture *f = *state;
+	struct reader r = { .s = f->s };
+	pthread_t th;
+
+	atomic_init(&r.started, false);
+	atomic_init(&r.stop, false);
+	assert_int_equal(pthread_create(&th, NULL, read_loop, &r), 0);
+	while (!atomic_load(&r.started))
+		sched_yield(); /* the reader is under way before the writer */
+	/* a process every minute, each living ten minutes, for 3 hours */
+	for (int64_t t = T0; t < T0 + 3 * HOUR; t += 30000) {
+		int first = (int)((t - T0) / MIN) - 9;
+
+		for (int pid = first < 0 ? 0 : first;
+		     pid <= (int)((t - T0) / MIN); pid++)
+			assert_int_equal(put(f, "m", pid, t), 0);
+		run_until(f, t + 30000);
+	}
+	atomic_store(&r.stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(r.err, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +568,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			label_value_cap_counts_live_values_not_names, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(readers_meet_a_churning_writer,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
