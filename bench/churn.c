@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -42,9 +43,10 @@ struct sample {
 	uint32_t k; /* sample number within its series */
 };
 
-static const char *const comms[] = { "python", "torchrun", "nccl-tests",
-				     "bash",   "triton",   "vllm",
-				     "jupyter", "dcgmi" };
+static const char *const comms[] = {
+	"python", "torchrun", "nccl-tests", "bash",
+	"triton", "vllm",     "jupyter",    "dcgmi"
+};
 
 static int64_t fake_now(void *ctx)
 {
@@ -180,6 +182,7 @@ int main(int argc, char **argv)
 	struct gw_store *s;
 	int64_t next_maint = INT64_MIN;
 	double cpu0, cpu1;
+	struct rusage ru;
 	char labels[96], query[256];
 	FILE *imp = NULL;
 
@@ -201,8 +204,9 @@ int main(int argc, char **argv)
 			runs = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: churn -n SERIES -t DAY_START_MS "
-					"-d DIR [-o IMPORT_FILE] [-q RUNS]\n");
+			fprintf(stderr,
+				"usage: churn -n SERIES -t DAY_START_MS "
+				"-d DIR [-o IMPORT_FILE] [-q RUNS]\n");
 			return 2;
 		}
 	}
@@ -258,8 +262,8 @@ int main(int argc, char **argv)
 				die("maintain", r);
 			next_maint = c.now + 1000;
 		}
-		r = gw_store_append(s, series_name(v[i].series), labels,
-				    v[i].t, series_value(v[i].series, v[i].k));
+		r = gw_store_append(s, series_name(v[i].series), labels, v[i].t,
+				    series_value(v[i].series, v[i].k));
 		if (r)
 			die("append", r);
 	}
@@ -267,12 +271,13 @@ int main(int argc, char **argv)
 	c.now = t0 + DAY_MS + 3600000 + 11000;
 	if (gw_store_maintain(s))
 		die("maintain", -EIO);
+	getrusage(RUSAGE_SELF, &ru);
 	gw_store_close(s);
 	cpu1 = cpu_s();
 	printf("series=%u\nsamples=%zu\ningest_cpu_s=%.3f\n"
-	       "ingest_samples_per_s=%.0f\n",
-	       nser, nsamples, cpu1 - cpu0,
-	       (double)nsamples / (cpu1 - cpu0));
+	       "ingest_samples_per_s=%.0f\nmax_rss_kb=%ld\n",
+	       nser, nsamples, cpu1 - cpu0, (double)nsamples / (cpu1 - cpu0),
+	       ru.ru_maxrss);
 	fflush(stdout);
 
 	s = open_store(dir, &c);

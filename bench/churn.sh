@@ -4,8 +4,9 @@
 # (bench/README.md, "churn"): the same pid-churn samples (bench/churn.c)
 # go into the store and into a VictoriaMetrics started here; printed per
 # size: ingest (samples per CPU-second), bytes on disk (all files), a
-# one-series lookup and avg by (gpu) over every series, and each as a
-# ratio to VictoriaMetrics'.
+# one-series lookup and avg by (gpu) over every series, peak memory, and
+# each as a ratio to VictoriaMetrics'.  (The store's peak includes the
+# generated samples, 24 bytes each.)
 # Usage: bench/churn.sh [SERIES...]        (default 1000 10000 100000)
 #        BUILD=dir  release build directory (default build/)
 #        VM=path    VictoriaMetrics binary (default /usr/bin/victoria-metrics)
@@ -37,24 +38,20 @@ cpu_ticks() { # utime + stime of a process, in clock ticks
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-# Median of $runs server-side latencies (ms): curl's total time minus the
-# median time of /health on the same connection setup.
+# Median of $runs server-side latencies (ms): from the request sent to
+# the answer's first byte (curl's starttransfer - pretransfer), so that
+# connection setup is left out.
 vm_latency() { # query
 	i=0
 	while [ $i -lt "$runs" ]; do
-		curl -s -o /dev/null -w '%{time_total}\n' "$url/health"
-		i=$((i + 1))
-	done | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' \
-		>"$dir/base"
-	i=0
-	while [ $i -lt "$runs" ]; do
-		curl -s -o "$dir/answer" -w '%{time_total}\n' \
+		curl -s -o "$dir/answer" \
+			-w '%{time_pretransfer} %{time_starttransfer}\n' \
 			--data-urlencode "query=$1" --data-urlencode \
 			"time=$(( (day + 86400000) / 1000 ))" \
 			--data-urlencode nocache=1 "$url/api/v1/query"
 		i=$((i + 1))
-	done | sort -n | awk -v b="$(cat "$dir/base")" \
-		'{ a[NR] = $1 } END { printf "%.3f\n", (a[int((NR + 1) / 2)] - b) * 1000 }'
+	done | awk '{ print ($2 - $1) * 1000 }' | sort -n |
+		awk '{ a[NR] = $1 } END { printf "%.3f\n", a[int((NR + 1) / 2)] }'
 }
 
 printf '%-8s %-26s %12s %12s %8s\n' series measure gpuwatch victoria ratio
@@ -81,7 +78,18 @@ for n in "$@"; do
 	vm_lookup=$(vm_latency "max_over_time(gw_proc_mem_bytes{pid=\"$((100000 + n / 4))\"}[1d])")
 	vm_avg=$(vm_latency 'avg by (gpu) (avg_over_time(gw_proc_mem_bytes[1d]))')
 	curl -sf "$url/internal/force_flush"
+	# its background merges shrink the parts: measure once settled
+	# (unchanged over 2 s, at most 30 s)
+	prev=-1
 	vm_bytes=$(du -sb "$dir/vm" | cut -f1)
+	i=0
+	while [ "$vm_bytes" != "$prev" ] && [ $i -lt 15 ]; do
+		sleep 2
+		prev=$vm_bytes
+		vm_bytes=$(du -sb "$dir/vm" | cut -f1)
+		i=$((i + 1))
+	done
+	vm_rss=$(awk '/^VmHWM/ { print $2 }' "/proc/$vmpid/status")
 	kill "$vmpid"
 	wait "$vmpid" 2>/dev/null || true
 	vmpid=
@@ -98,4 +106,5 @@ for n in "$@"; do
 		-v s="$samples" 'BEGIN { printf "%.2f", b / s }')"
 	row "lookup ms (1 series, 1d)" "$lookup_ms" "$vm_lookup"
 	row "avg by (gpu) ms (1d)" "$avg_by_gpu_ms" "$vm_avg"
+	row "peak RSS KiB (ingest)" "$max_rss_kb" "$vm_rss"
 done
