@@ -16,6 +16,11 @@
  * Prints key=value lines for the script.
  *
  * usage: churn -n SERIES -t DAY_START_MS -d DIR [-o IMPORT_FILE] [-q RUNS]
+ *              [-H HOURS] [-c]
+ * -H: spread the processes over HOURS instead of 24 (the store still
+ * closes the day); -c: the agent's default caps (--store-max-series,
+ * --store-max-label-values) instead of none: refused samples are counted
+ * and reported instead of failing the run.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -75,6 +80,8 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
+static bool default_caps;
+
 static struct gw_store *open_store(const char *dir, struct clock *c)
 {
 	struct gw_store_opts o;
@@ -85,9 +92,11 @@ static struct gw_store *open_store(const char *dir, struct clock *c)
 	o.dir = dir;
 	o.now = fake_now;
 	o.now_ctx = c;
-	/* no cap gets in the way of the measurement */
-	o.max_series = 10000000;
-	o.max_values = 10000000;
+	/* no cap gets in the way of the measurement, unless asked */
+	if (!default_caps) {
+		o.max_series = 10000000;
+		o.max_values = 10000000;
+	}
 	for (int t = 0; t < GW_TIERS; t++)
 		o.retention_ms[t] = 20 * 365 * DAY_MS;
 	if (gw_store_open(&s, &o, err, sizeof(err))) {
@@ -176,6 +185,8 @@ int main(int argc, char **argv)
 	int64_t t0 = 0;
 	const char *dir = NULL, *import = NULL;
 	int runs = 9, opt;
+	int64_t span = DAY_MS;
+	uint64_t refused = 0;
 	struct sample *v;
 	size_t nsamples, k = 0;
 	struct clock c;
@@ -186,8 +197,14 @@ int main(int argc, char **argv)
 	char labels[96], query[256];
 	FILE *imp = NULL;
 
-	while ((opt = getopt(argc, argv, "n:t:d:o:q:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:d:o:q:H:c")) != -1) {
 		switch (opt) {
+		case 'H':
+			span = strtoll(optarg, NULL, 10) * 3600000LL;
+			break;
+		case 'c':
+			default_caps = true;
+			break;
 		case 'n':
 			nser = (uint32_t)strtoul(optarg, NULL, 10) & ~1u;
 			break;
@@ -210,7 +227,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!dir || nser < 2 || !t0 || runs < 1) {
+	if (!dir || nser < 2 || !t0 || runs < 1 || span < 3600000LL ||
+	    span > DAY_MS) {
 		fprintf(stderr, "churn bench: -n, -t and -d are needed\n");
 		return 2;
 	}
@@ -224,7 +242,7 @@ int main(int argc, char **argv)
 		/* starts spread over the day, the last process ending in it;
 		 * 0..2 ms of jitter as a scraper has */
 		int64_t start =
-			t0 + (int64_t)p * (DAY_MS - PER_PROC * STEP_MS) / np;
+			t0 + (int64_t)p * (span - PER_PROC * STEP_MS) / np;
 
 		for (uint32_t j = 0; j < PER_PROC; j++)
 			v[k++] = (struct sample){
@@ -264,7 +282,9 @@ int main(int argc, char **argv)
 		}
 		r = gw_store_append(s, series_name(v[i].series), labels, v[i].t,
 				    series_value(v[i].series, v[i].k));
-		if (r)
+		if (default_caps && (r == -ENOSPC || r == -E2BIG))
+			refused++;
+		else if (r)
 			die("append", r);
 	}
 	/* the day ends: its last hour is cut and its partitions closed */
@@ -275,9 +295,10 @@ int main(int argc, char **argv)
 	gw_store_close(s);
 	cpu1 = cpu_s();
 	printf("series=%u\nsamples=%zu\ningest_cpu_s=%.3f\n"
-	       "ingest_samples_per_s=%.0f\nmax_rss_kb=%ld\n",
+	       "ingest_samples_per_s=%.0f\nmax_rss_kb=%ld\n"
+	       "refused_by_caps=%llu\n",
 	       nser, nsamples, cpu1 - cpu0, (double)nsamples / (cpu1 - cpu0),
-	       ru.ru_maxrss);
+	       ru.ru_maxrss, (unsigned long long)refused);
 	fflush(stdout);
 
 	s = open_store(dir, &c);

@@ -158,9 +158,9 @@ static const struct opt opts[] = {
 	  "loses at most this much." },
 	{ "store-max-series", T_UINT, F(store_max_series), 1, 10000000, "N",
 	  "100000", RESTART, "live series; beyond are refused and counted",
-	  "Most live series (with samples in the last hour) the store keeps;\n"
+	  "Most live series (samples in the last 5 minutes) the store keeps;\n"
 	  "new ones beyond are refused and counted.  Series that stop are\n"
-	  "retired after an hour and stay queryable." },
+	  "retired after 5 minutes and stay queryable." },
 	{ "store-max-label-values", T_UINT, F(store_max_label_values), 1,
 	  10000000, "N", "10000", RESTART, "live values of one label name",
 	  "Most distinct values of one label name (pid, kernel, ...) among\n"

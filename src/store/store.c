@@ -53,7 +53,7 @@ void gw_store_opts_defaults(struct gw_store_opts *o)
 	o->grace_ms = 10000;
 	o->max_series = 100000;
 	o->max_values = 10000;
-	o->retire_ms = MS_HOUR;
+	o->retire_ms = 5 * MS_MIN;
 }
 
 void gw_store_day_name(int64_t day_ms, char out[11])
@@ -668,7 +668,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	if (s->o.flush_ms <= 0)
 		s->o.flush_ms = 5000;
 	if (s->o.retire_ms <= 0)
-		s->o.retire_ms = MS_HOUR;
+		s->o.retire_ms = 5 * MS_MIN;
 	snprintf(s->dir, sizeof(s->dir), "%s", o->dir);
 	pthread_rwlock_init(&s->lock, NULL);
 	pthread_mutex_init(&s->suspect_lock, NULL);

@@ -444,18 +444,21 @@ static void head_trim(struct head *h)
 
 void gw_store_head_sweep(struct gw_store *s, int64_t now)
 {
+	/* Memory is given back later than the caps: a series that samples
+	 * every few minutes keeps its day's 1-hour column in one chunk. */
+	int64_t trim_ms = s->o.retire_ms > MS_HOUR ? s->o.retire_ms : MS_HOUR;
 	size_t j = 0;
 
 	pthread_rwlock_wrlock(&s->lock);
 	for (size_t i = 0; i < s->active.n; i++) {
 		struct gw_series *ser = s->active.v[i];
 		struct head *h = ser->head;
-		bool quiet = h->last_t == INT64_MIN ||
-			     h->last_t < now - s->o.retire_ms;
 
-		if (ser->live && quiet)
+		if (ser->live && (h->last_t == INT64_MIN ||
+				  h->last_t < now - s->o.retire_ms))
 			gw_series_index_retire(s->idx, ser);
-		if (!ser->live && drained(h)) {
+		if (!ser->live && drained(h) &&
+		    (h->last_t == INT64_MIN || h->last_t < now - trim_ms)) {
 			head_trim(h);
 			h->in_active = false;
 			continue;

@@ -203,9 +203,10 @@ int gw_store_list_push(struct ser_list *l, struct gw_series *ser);
 /* Counts and logs (the first, then at most hourly) a refusal by a cap
  * (err -ENOSPC or -E2BIG) (store_head.c). */
 void gw_store_note_cap(struct gw_store *s, int err, const char *key);
-/* After a cut to H: drops drained series from the active list, releasing
- * their head's memory, and retires series without samples for
- * o.retire_ms (store_head.c). */
+/* After a cut and every minute: retires series without samples for
+ * o.retire_ms, and drops retired ones with nothing only in memory and no
+ * samples for an hour (or retire_ms if longer) from the active list,
+ * releasing their head's memory (store_head.c). */
 void gw_store_head_sweep(struct gw_store *s, int64_t now);
 /* Frees a series' head; NULL is a no-op (store_head.c). */
 void gw_store_head_free(void *v);

@@ -412,6 +412,8 @@ int gw_store_maintain(struct gw_store *s)
 	if (now - s->last_maint >= 60000) {
 		s->last_maint = now;
 		enforce_limits(s, now);
+		/* series without samples for retire_ms leave the caps */
+		gw_store_head_sweep(s, now);
 	}
 	return err;
 }

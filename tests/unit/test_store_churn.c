@@ -401,8 +401,12 @@ static void stopped_series_leave_the_cap_and_keep_history(void **state)
 		assert_int_equal(put(f, "m", 3, t), -ENOSPC);
 		run_until(f, t + MIN);
 	}
-	/* An hour without samples: retired at the next cut. */
-	run_until(f, T0 + 2 * HOUR + MIN);
+	/* Five minutes without samples (PromQL's lookback): retired at the
+	 * next minute's maintenance. */
+	run_until(f, T0 + 14 * MIN);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series_live, 3);
+	run_until(f, T0 + 15 * MIN);
 	gw_store_stats(f->s, &st);
 	assert_int_equal(st.series, 3);
 	assert_int_equal(st.series_live, 0);
