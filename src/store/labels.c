@@ -2,12 +2,9 @@
 /*
  * labels.c - label sets (one allocation each) and PromQL label matchers.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-
 #include "store/labels.h"
 
 #include <errno.h>
-#include <pcre2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,43 +294,26 @@ void gw_labels_json(const struct gw_labels *l, struct gw_buf *out)
 int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op, const char *name,
 		    const char *value, char *err, size_t errlen)
 {
+	int rc;
+
 	memset(m, 0, sizeof(*m));
 	m->op = op;
 	m->name = strdup(name);
 	m->value = strdup(value);
-	if (!m->name || !m->value)
-		goto nomem;
+	if (!m->name || !m->value) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	if (op == GW_MATCH_RE || op == GW_MATCH_NRE) {
-		int code;
-		PCRE2_SIZE off;
-
-		/* Anchored at both ends by options, not by wrapping the text
-		 * (which "a)|(b" could escape). */
-		m->re = pcre2_compile((PCRE2_SPTR)value, PCRE2_ZERO_TERMINATED,
-				      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
-					      PCRE2_DOTALL | PCRE2_ANCHORED |
-					      PCRE2_ENDANCHORED,
-				      &code, &off, NULL);
-		if (!m->re) {
-			if (err && errlen) {
-				PCRE2_UCHAR msg[160];
-
-				pcre2_get_error_message(code, msg, sizeof(msg));
-				snprintf(err, errlen,
-					 "error parsing regexp: %s at offset "
-					 "%zu",
-					 (const char *)msg, (size_t)off);
-			}
-			gw_matcher_release(m);
-			return -EINVAL;
-		}
-		/* Match data is per call (thread safety); JIT when present. */
-		(void)pcre2_jit_compile(m->re, PCRE2_JIT_COMPLETE);
+		rc = gw_regex_new(&m->re, value, strlen(value),
+				  GW_REGEX_MATCHER, err, errlen);
+		if (rc)
+			goto fail;
 	}
 	return 0;
-nomem:
+fail:
 	gw_matcher_release(m);
-	return -ENOMEM;
+	return rc;
 }
 
 void gw_matcher_release(struct gw_matcher *m)
@@ -342,20 +322,8 @@ void gw_matcher_release(struct gw_matcher *m)
 		return;
 	free(m->name);
 	free(m->value);
-	pcre2_code_free(m->re);
+	gw_regex_free(m->re);
 	memset(m, 0, sizeof(*m));
-}
-
-static bool re_match(const struct gw_matcher *m, const char *v)
-{
-	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-	int rc;
-
-	if (!md)
-		return false;
-	rc = pcre2_match(m->re, (PCRE2_SPTR)v, strlen(v), 0, 0, md, NULL);
-	pcre2_match_data_free(md);
-	return rc >= 0;
 }
 
 bool gw_matcher_match(const struct gw_matcher *m, const char *value)
@@ -368,9 +336,9 @@ bool gw_matcher_match(const struct gw_matcher *m, const char *value)
 	case GW_MATCH_NE:
 		return strcmp(v, m->value) != 0;
 	case GW_MATCH_RE:
-		return m->re && re_match(m, v);
+		return m->re && gw_regex_match(m->re, v, strlen(v));
 	case GW_MATCH_NRE:
-		return m->re && !re_match(m, v);
+		return m->re && !gw_regex_match(m->re, v, strlen(v));
 	}
 	return false;
 }

@@ -8,9 +8,9 @@
  * lower-case names, as in Prometheus).  A set owns its strings: every name
  * and value is one allocation in a single block freed by gw_labels_release.
  *
- * Matchers follow PromQL: =, !=, =~, !~; regular expressions are PCRE2,
- * anchored at both ends ("^(?:re)$") as Prometheus anchors RE2.  A label
- * that is absent matches as the empty string.
+ * Matchers follow PromQL: =, !=, =~, !~; regular expressions are RE2's
+ * syntax, matched against the whole value, as Prometheus runs them
+ * (common/regex.h).  A label that is absent matches as the empty string.
  *
  * Errors: 0 or -errno (-EINVAL for bad text, -ENOMEM).  Not thread-safe per
  * object; a compiled matcher may be used from several threads at once.
@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "common/buf.h"
+#include "common/regex.h"
 
 struct gw_label {
 	const char *name;
@@ -99,12 +100,13 @@ struct gw_matcher {
 	enum gw_match_op op;
 	char *name;
 	char *value;
-	void *re; /* pcre2_code *, RE/NRE only */
+	struct gw_regex *re; /* RE/NRE only */
 };
 
 /*
  * Compiles a matcher; on a bad regular expression returns -EINVAL and, if
- * err is not NULL, writes PCRE2's message and the offset into err.
+ * err is not NULL, writes the message Prometheus gives into err (e.g.
+ * "error parsing regexp: invalid escape sequence: `\1`").
  */
 __attribute__((warn_unused_result)) int
 gw_matcher_init(struct gw_matcher *m, enum gw_match_op op, const char *name,
