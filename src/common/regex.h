@@ -82,8 +82,9 @@ struct gw_regex_span {
 
 /*
  * Matches s like gw_regex_match and, on a match, fills g[0] with the whole
- * match (0, len) and g[i] with group i, for i < ng (groups past
- * gw_regex_groups() are -1, -1).  This is what label_replace() expands
+ * match (all of s, unless the pattern undid its anchoring as "a)|(b" does)
+ * and g[i] with group i, for i < ng (groups past gw_regex_groups() are
+ * -1, -1).  This is what label_replace() expands
  * "$1" and "${name}" from.  1 = matched, 0 = no match, -ENOMEM.
  */
 __attribute__((warn_unused_result)) int

@@ -22,32 +22,42 @@ static int pair_cmp(const void *a, const void *b)
 /*
  * Builds the single block: the pair array followed by the strings.  The
  * pairs' strings are borrowed from the caller until the copy is made.
+ * Pairs with an empty value are left out: every set of the agent is built
+ * here, and an empty value is an absent label, as in Prometheus.
  */
-static int build(struct gw_labels *out, const struct gw_label *pairs, size_t n)
+static int build(struct gw_labels *out, const struct gw_label *pairs,
+		 size_t npairs)
 {
-	size_t bytes = n * sizeof(struct gw_label);
+	size_t bytes = 0, n = 0;
 	struct gw_label *v;
 	char *s;
 
 	out->v = NULL;
 	out->n = 0;
+	for (size_t i = 0; i < npairs; i++) {
+		if (!pairs[i].value[0])
+			continue;
+		bytes += strlen(pairs[i].name) + strlen(pairs[i].value) + 2;
+		n++;
+	}
 	if (n > GW_LABELS_MAX)
 		return -E2BIG;
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(pairs[i].name) + strlen(pairs[i].value) + 2;
+	bytes += n * sizeof(struct gw_label);
 	v = malloc(bytes ? bytes : 1);
 	if (!v)
 		return -ENOMEM;
 	s = (char *)(v + n);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0, j = 0; i < npairs; i++) {
 		size_t ln = strlen(pairs[i].name) + 1;
 		size_t lv = strlen(pairs[i].value) + 1;
 
+		if (lv == 1)
+			continue;
 		memcpy(s, pairs[i].name, ln);
-		v[i].name = s;
+		v[j].name = s;
 		s += ln;
 		memcpy(s, pairs[i].value, lv);
-		v[i].value = s;
+		v[j++].value = s;
 		s += lv;
 	}
 	qsort(v, n, sizeof(*v), pair_cmp);
@@ -399,4 +409,38 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 	if (err)
 		gw_buf_truncate(b, start);
 	return err;
+}
+
+int gw_labels_append_list(struct gw_buf *b, const char *text)
+{
+	const char *c = text;
+	bool wrote = false;
+
+	if (!strstr(text, "=\"\"")) { /* no empty value: the common case */
+		gw_buf_puts(b, text);
+		return gw_buf_error(b);
+	}
+	while (*c) {
+		const char *eq = strstr(c, "=\""), *q;
+
+		if (!eq) {
+			gw_buf_puts(b, c); /* not a list: left as it is */
+			break;
+		}
+		for (q = eq + 2; *q && *q != '"'; q++)
+			if (*q == '\\' && q[1])
+				q++;
+		if (!*q) {
+			gw_buf_puts(b, c);
+			break;
+		}
+		if (q > eq + 2) { /* a value: the pair stays */
+			if (wrote)
+				gw_buf_put(b, ",", 1);
+			gw_buf_put(b, c, (size_t)(q + 1 - c));
+			wrote = true;
+		}
+		c = q[1] == ',' ? q + 2 : q + 1;
+	}
+	return gw_buf_error(b);
 }

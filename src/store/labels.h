@@ -8,6 +8,12 @@
  * lower-case names, as in Prometheus).  A set owns its strings: every name
  * and value is one allocation in a single block freed by gw_labels_release.
  *
+ * An empty value is an absent label, as in Prometheus: every constructor
+ * here (parse, from, dup, project) leaves out pairs with an empty value, so
+ * `m{comm=""}` and `m` are one set, one key, one series; and no set ever
+ * holds an empty value.  Label text built for exposition goes through
+ * gw_labels_append_list() for the same reason.
+ *
  * Matchers follow PromQL: =, !=, =~, !~; regular expressions are RE2's
  * syntax, matched against the whole value, as Prometheus runs them
  * (common/regex.h).  A label that is absent matches as the empty string.
@@ -130,5 +136,15 @@ bool gw_matcher_matches_empty(const struct gw_matcher *m);
  */
 __attribute__((warn_unused_result)) int
 gw_labels_append(struct gw_buf *b, const char *name, const char *value);
+
+/*
+ * Appends an exposition-style label list (`a="x",b="y"`, as
+ * gw_labels_append() writes its pairs) without the pairs whose value is
+ * empty, commas between the others; no leading or trailing separator.
+ * Text that is not such a list is appended from where it stops being one.
+ * Errors stay in b as after gw_buf_put() and are returned.
+ */
+__attribute__((warn_unused_result)) int gw_labels_append_list(struct gw_buf *b,
+							      const char *text);
 
 #endif
