@@ -267,14 +267,25 @@ void gw_json_str(struct gw_buf *out, const char *s)
 	gw_buf_put(out, "\"", 1);
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		const unsigned char *run = c;
+		size_t u = 1;
 
-		while (*c >= 0x20 && *c != '"' && *c != '\\')
-			c++;
+		while (*c >= 0x20 && *c != '"' && *c != '\\') {
+			if (*c < 0x80) { /* the common case */
+				c++;
+				continue;
+			}
+			u = gw_utf8_len(c, SIZE_MAX, NULL);
+			if (!u)
+				break;
+			c += u;
+		}
 		if (c > run)
 			gw_buf_put(out, run, (size_t)(c - run));
 		if (!*c)
 			break;
-		if (*c == '"')
+		if (!u) /* not UTF-8: U+FFFD, one byte at a time, as Go */
+			gw_buf_put(out, "\\ufffd", 6);
+		else if (*c == '"')
 			gw_buf_put(out, "\\\"", 2);
 		else if (*c == '\\')
 			gw_buf_put(out, "\\\\", 2);

@@ -92,7 +92,11 @@ gw_labels_project(struct gw_labels *out, const struct gw_labels *l,
  */
 void gw_labels_json(const struct gw_labels *l, struct gw_buf *out);
 
-/* Appends s as a JSON string literal, quotes included; errors as gw_buf_put(). */
+/*
+ * Appends s as a JSON string literal, quotes included; errors as
+ * gw_buf_put().  Always valid UTF-8 and JSON: a byte that is not part of a
+ * well-formed UTF-8 sequence is written as \ufffd, as Go's encoder does.
+ */
 void gw_json_str(struct gw_buf *out, const char *s);
 
 enum gw_match_op {
