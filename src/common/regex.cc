@@ -223,6 +223,7 @@ int gw_regex_new(struct gw_regex **out, const char *pattern, size_t len,
 			delete alone;
 		}
 		if (rc) {
+			delete r->re;
 			delete r;
 			return rc;
 		}
