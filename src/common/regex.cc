@@ -180,6 +180,8 @@ static int compile(const std::string &text, re2::RE2 **out, char *err,
 	re2::RE2::Options opt;
 	re2::RE2 *re;
 
+	/* RE2's default budget (8 MiB for the program and the DFA cache
+	 * together) is kept: it bounds what one pattern costs the agent. */
 	opt.set_log_errors(false);
 	opt.set_encoding(re2::RE2::Options::EncodingUTF8);
 	re = new (std::nothrow) re2::RE2(text, opt);
@@ -191,6 +193,8 @@ static int compile(const std::string &text, re2::RE2 **out, char *err,
 		/* Go quotes the text from the bad byte on; RE2 nothing. */
 		if (re->error_code() == re2::RE2::ErrorBadUTF8)
 			arg = text.substr(first_invalid(text));
+		if (re->error_code() == re2::RE2::ErrorPatternTooLarge)
+			arg = text;
 		set_err(err, errlen, go_error(re->error_code()), arg);
 		delete re;
 		return -EINVAL;

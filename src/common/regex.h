@@ -18,6 +18,12 @@
  * check.  label_replace() does not make it, and neither does this module
  * without the flag.
  *
+ * Size.  A pattern whose RE2 program passes RE2's default budget (8 MiB,
+ * the program and its DFA cache together) is refused ("expression too
+ * large"): Unicode classes repeated hundreds of times, e.g. "\pL{1000}",
+ * which Go compiles to far fewer instructions and Prometheus accepts.  So
+ * one pattern never costs the agent more than that, nor seconds to compile.
+ *
  * Text.  Values are bytes.  As in Go, a byte that does not start a
  * well-formed UTF-8 sequence is read as U+FFFD, one byte at a time, so "."
  * matches it and "\x{fffd}" does too.  Capture offsets always refer to the
