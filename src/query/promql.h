@@ -280,6 +280,14 @@ __attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
 __attribute__((warn_unused_result)) int gw_promql_fmt_scalar(struct gw_buf *out,
 							     double v);
 
+/*
+ * v as Go's fmt prints a float64 ("%v"), which is how Prometheus' alert
+ * templates show {{ $value }}: the same digits, in 'e' layout when the
+ * exponent is below -4 or from 6 up ("1e+06", "1e-05", "123456.5").
+ */
+__attribute__((warn_unused_result)) int gw_promql_fmt_text(struct gw_buf *out,
+							   double v);
+
 /* Appends the "data" object of Prometheus' query API for res:
  * {"resultType":"matrix","result":[...]}.  All or nothing: on failure out
  * is left as it was.  */

@@ -62,7 +62,7 @@ static void shortest(double v, char d[24], int *nd, int *dp)
 	}
 }
 
-/* Go's strconv.FormatFloat(v, layout, -1, 64), layout 'f' or 'e'. */
+/* Go's strconv.FormatFloat(v, layout, -1, 64), layout 'f', 'e' or 'g'. */
 static int fmt_go(struct gw_buf *out, double v, char layout)
 {
 	char d[24], s[400];
@@ -80,6 +80,8 @@ static int fmt_go(struct gw_buf *out, double v, char layout)
 		return gw_buf_add(out, s, n);
 	}
 	shortest(fabs(v), d, &nd, &dp);
+	if (layout == 'g') /* shortest: 'e' below 1e-4 and from 1e6 up */
+		layout = dp - 1 < -4 || dp - 1 >= 6 ? 'e' : 'f';
 	if (layout == 'e') {
 		int x = dp - 1;
 
@@ -118,6 +120,11 @@ int gw_promql_fmt_value(struct gw_buf *out, double v)
 int gw_promql_fmt_scalar(struct gw_buf *out, double v)
 {
 	return fmt_go(out, v, 'f');
+}
+
+int gw_promql_fmt_text(struct gw_buf *out, double v)
+{
+	return fmt_go(out, v, 'g');
 }
 
 /* Seconds with up to 3 decimals, as Prometheus writes timestamps. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Values as text (gw_promql_fmt_value, gw_promql_fmt_scalar): the exact
- * text Prometheus 2.42 writes for 600 doubles (promql-values.txt, read from
- * a real Prometheus by promql-values.py), and, on many random doubles,
- * text that reads back as the same double and is the shortest that does.
+ * Values as text (gw_promql_fmt_value, gw_promql_fmt_scalar and, for alert
+ * templates, gw_promql_fmt_text): the exact text Prometheus 2.42 writes for
+ * 600 doubles (promql-values.txt, read from a real Prometheus by
+ * promql-values.py), and, on many random doubles, text that reads back as
+ * the same double and is the shortest that does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -152,6 +153,12 @@ static void shortest_round_trip(void **state)
 		s = text(gw_promql_fmt_scalar, v, &b);
 		if (strtod(s, NULL) != v || strchr(s, 'e'))
 			fail_msg("scalar %a writes as %s", v, s);
+		/* Go's %v (alert templates): 'e' outside [1e-4, 1e6). */
+		s = text(gw_promql_fmt_text, v, &b);
+		if (strtod(s, NULL) != v ||
+		    (strchr(s, 'e') != NULL) !=
+			    (a != 0 && (a < 1e-4 || a >= 1e6)))
+			fail_msg("%a as text is %s", v, s);
 		checked++;
 	}
 	assert_true(checked > 49000);
