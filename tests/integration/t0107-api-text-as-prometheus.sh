@@ -2,7 +2,8 @@
 # The agent's API writes what a real Prometheus (Debian's, 2.42) writes for
 # the same queries, byte for byte: sample and scalar values as text (random
 # doubles and edge cases), regular expressions' errors (RE2 syntax, as Go
-# words them) and their acceptance.  Queries holding bytes that are not
+# words them), their acceptance, and through label_replace() what they
+# match and capture (newlines, flags, bytes that are not UTF-8).  Queries holding bytes that are not
 # UTF-8 get valid UTF-8 JSON from both.  Every difference is listed.
 . "$(dirname "$0")/lib.sh"
 need curl
@@ -73,6 +74,38 @@ for re in ["(?=a)a", "(a)\\\\1", "a*+", "a++", "(?<n>a)", "(", ")", "[a",
            ".*", "(?i)x", "", "(?P<n>a)(?P<n>b)", "\\\\Qa.b\\\\E"]:
     queries.append('up{job=~"%s"}' % re)
     queries.append('up{job!~"%s"}' % re)
+
+
+def promql_str(b):
+    """bytes as a PromQL double-quoted string, Go escapes."""
+    out = ""
+    for c in b:
+        if chr(c) in '"\\':
+            out += "\\" + chr(c)
+        elif 0x20 <= c < 0x7f:
+            out += chr(c)
+        else:
+            out += "\\x%02x" % c
+    return '"' + out + '"'
+
+
+# label_replace() runs the same engine on values that selectors cannot
+# reach without data: whether the pattern matches, and what it captures.
+for pat, val in [(b"a.b", b"a\nb"), (b"(?s)a.b", b"a\nb"), (b".*", b"x\ny"),
+                 (b"(?i)abc", b"ABC"), (b"", b""), (b"", b"x"), (b"a|b", b"ab"),
+                 (b"a)|(b", b"axx"), (b"a)|(b", b"xxb"), (b".", b"\xff"),
+                 (b"\\x{fffd}", b"\xff"), (b"[^a]", b"\xff"),
+                 (b"..", b"\xe2\x82"), (b".", b"\xe2\x82"), (b"a$", b"a\n"),
+                 (b"(?m)a$", b"a\n"), (b"\\pL+", b"\xc3\xa9t\xc3\xa9"),
+                 (b"\\Qa.b\\E", b"axb"), (b"(?U)(a+)(a*)", b"aaa"),
+                 (b"(?P<n>a)(?P<n>b)", b"ab"), (b"\\b", b""),
+                 (b"(?i)\xc3\xa9", b"\xc3\x89"), (b"(\\d+)?(x)?(.*)", b"12y"),
+                 (b"([^:]+):(\\d+)", b"node\xff:9100"), (b"(a)\\1", b"aa"),
+                 (b"(?=a)a", b"a")]:
+    queries.append(
+        'label_replace(label_replace(vector(1), "src", %s, "", ""), '
+        '"dst", "[$1|${2}|$n|$0]", "src", %s)' % (promql_str(val),
+                                                  promql_str(pat)))
 
 diffs = 0
 for q in queries:
