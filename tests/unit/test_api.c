@@ -161,6 +161,22 @@ static void form_decoding(void **state)
 	assert_null(gw_api_params_get(&p, "time"));
 	gw_api_params_release(&p);
 
+	/* A decoded NUL stays in the value's length (a NUL in a query is a
+	 * parse error, not its end). */
+	{
+		size_t len = 0;
+		const char *v;
+
+		assert_int_equal(gw_api_params_parse_form(&p, "query=foo%00bar",
+							  15, err, sizeof(err)),
+				 0);
+		v = gw_api_params_get_len(&p, "query", &len);
+		assert_int_equal(len, 7);
+		assert_memory_equal(v, "foo\0bar", 8);
+		assert_null(gw_api_params_get_len(&p, "none", &len));
+		gw_api_params_release(&p);
+	}
+
 	assert_int_equal(gw_api_params_parse_form(&p, "a=1&b=%zz&c=3", 13, err,
 						  sizeof(err)),
 			 -EINVAL);
@@ -367,6 +383,28 @@ static void query_parameter_errors(void **state)
 	    !strstr(b, "\"error\":\"invalid parameter \\\"query\\\": 1:") ||
 	    !strstr(b, "parse error"))
 		fail_msg("parse error reply: %s", b);
+	/* A NUL in the query is an unexpected character, as in Prometheus
+	 * 2.42, never the end of the query. */
+	{
+		struct gw_api_params p = { 0 };
+		struct gw_api_request rq = { .path = "/api/v1/query",
+					     .params = &p,
+					     .now_ms = T0 + 95000 };
+		struct gw_api_reply r;
+		char err[64];
+
+		assert_int_equal(gw_api_params_parse_form(&p, "query=temp%00",
+							  13, err, sizeof(err)),
+				 0);
+		gw_api_reply_init(&r);
+		assert_int_equal(gw_api_handle(&x->q, NULL, &rq, &r), 0);
+		assert_int_equal(r.status, 400);
+		if (!strstr(r.body.p, "1:5: parse error: unexpected character: "
+				      "'\\\\x00'"))
+			fail_msg("NUL reply: %s", r.body.p);
+		gw_api_reply_release(&r);
+		gw_api_params_release(&p);
+	}
 }
 
 static void query_range_parameter_errors(void **state)
