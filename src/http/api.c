@@ -626,6 +626,28 @@ struct qctx {
 	struct gw_api_reply *r;
 };
 
+/* The tier parameter (ours, not Prometheus'): raw, 1m or 1h forces that
+ * tier for the whole query; absent or empty, raw first. */
+static int opts_tier(struct qctx *c)
+{
+	static const char *const names[GW_TIERS] = { "raw", "1m", "1h" };
+	const char *s = gw_api_params_get(c->rq->params, "tier");
+	int err;
+
+	c->po.force_tier = false;
+	if (!s || !*s)
+		return 0;
+	for (int t = 0; t < GW_TIERS; t++) {
+		if (strcmp(s, names[t]) == 0) {
+			c->po.force_tier = true;
+			c->po.tier = (enum gw_tier)t;
+			return 0;
+		}
+	}
+	err = invalid_param(c->r, "tier", "must be raw, 1m or 1h");
+	return err ? err : 1;
+}
+
 static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 {
 	const char *to = gw_api_params_get(c->rq->params, "timeout");
@@ -662,7 +684,7 @@ static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 	c->po.max_samples =
 		o && o->max_samples ? o->max_samples : DEFAULT_MAX_SAMPLES;
 	c->po.cancel = o ? o->cancel : NULL;
-	return 0;
+	return opts_tier(c);
 }
 
 /* Parses the query parameter; 1 = error reply made. */

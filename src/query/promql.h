@@ -322,6 +322,13 @@ struct gw_promql_opts {
 	uint64_t max_samples; /* 0 = unlimited */
 	uint64_t timeout_ns;  /* 0 = none */
 	/*
+	 * force_tier: every step reads `tier` (the API's tier parameter)
+	 * instead of raw wherever raw samples exist and the store's pick
+	 * before that.
+	 */
+	bool force_tier;
+	enum gw_tier tier;
+	/*
 	 * Read between steps and passed to select() (gw_query_limits): once
 	 * true the evaluation stops with -ECANCELED, res->err
 	 * GW_QERR_TIMEOUT and "query cancelled: the agent is stopping".

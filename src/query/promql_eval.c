@@ -10,11 +10,16 @@
  *
  * Two phases.  Loading: every selector node of the expression is read with
  * one select() covering the times it is evaluated at over the whole query
- * (through offsets, @ and subqueries), all from one tier chosen for the
- * query (pick_tier at resolution min(step, smallest range)).  Stepping:
- * the tree is evaluated at each step against the loaded arrays (binary
- * search), giving a scalar or a vector of (label set, value); a subquery
- * is evaluated for all its steps the first time one is needed.
+ * (through offsets, @ and subqueries), all from one tier: raw wherever the
+ * store keeps raw samples (pick_tier says so), whatever the step.  A range
+ * query whose first steps reach back past the raw horizon loads twice:
+ * those steps from the tier pick_tier gives at resolution min(step,
+ * smallest range), the rest from raw (plan(); with @ or a subquery in it,
+ * the whole query reads the tier picked for it).  The API's tier option
+ * forces one tier.  Stepping: the tree is evaluated at each step against
+ * the loaded arrays (binary search), giving a scalar or a vector of
+ * (label set, value); a subquery is evaluated for all its steps the first
+ * time one is needed.
  *
  * Label sets are interned in a per-query table so that they are compared,
  * grouped and matched by pointer.  Sets derived from a set (without
@@ -362,7 +367,10 @@ int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 						  : d->v[k - 1]);
 		} else {
 			k = gw_pqe_upper_rollup(d, at);
-			if (k == 0 || d->r[k - 1].t <= gw_pqe_sat_sub(at, lb) ||
+			/* Stale once its last sample is: t_last, not the
+			 * window's end, against the lookback. */
+			if (k == 0 ||
+			    d->r[k - 1].t_last <= gw_pqe_sat_sub(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
 			err = gw_pqe_vpush(&out->v, s->ls[i],
@@ -596,17 +604,35 @@ static int select_error(struct ev *ev, int rc)
 			   "reading series: %s", strerror(rc < 0 ? -rc : EIO));
 }
 
-static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
-		int64_t end, int64_t step)
+/* a + k * step, saturating. */
+static int64_t sat_step(int64_t a, size_t k, int64_t step)
 {
-	int64_t res_ms = step, mint = INT64_MAX, maxt = INT64_MIN;
-	int err;
+	int64_t d, r;
 
-	err = collect(ev, root, 0, start, end);
-	if (err || ev->nsel == 0) {
-		ev->tier = GW_TIER_RAW;
-		return err;
-	}
+	if (__builtin_mul_overflow((int64_t)k, step, &d) ||
+	    __builtin_add_overflow(a, d, &r))
+		return INT64_MAX;
+	return r;
+}
+
+/* a + d, saturating. */
+static int64_t sat_add(int64_t a, int64_t d)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, d, &r))
+		return d > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* What the selectors need: samples in [*mint, *maxt] at resolution
+ * *res_ms (step, or the smallest range when smaller). */
+static void span(const struct ev *ev, int64_t step, int64_t *mint,
+		 int64_t *maxt, int64_t *res_ms)
+{
+	*res_ms = step;
+	*mint = INT64_MAX;
+	*maxt = INT64_MIN;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		const struct gw_pq_node *n = ev->sel[i].node;
 		int64_t lb = n->kind == GW_PQ_MATRIX &&
@@ -616,24 +642,52 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 		int64_t a = gw_pqe_sat_sub(ev->sel[i].mint, lb);
 		int64_t b = ev->sel[i].maxt;
 
-		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < res_ms)
-			res_ms = n->u.sel.range_ms;
-		if (a < mint)
-			mint = a;
-		if (b > maxt)
-			maxt = b;
+		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < *res_ms)
+			*res_ms = n->u.sel.range_ms;
+		if (a < *mint)
+			*mint = a;
+		if (b > *maxt)
+			*maxt = b;
 	}
-	ev->tier = ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
-	if ((int)ev->tier < GW_TIER_RAW || (int)ev->tier >= GW_TIERS)
+}
+
+static enum gw_tier pick(struct ev *ev, int64_t mint, int64_t maxt,
+			 int64_t res_ms)
+{
+	return ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
+}
+
+/* Drops what the selectors loaded (their nodes and times stay). */
+static void unload(struct ev *ev)
+{
+	for (size_t i = 0; i < ev->nsel; i++) {
+		gw_series_set_release(&ev->sel[i].set);
+		free(ev->sel[i].ls);
+		ev->sel[i].ls = NULL;
+	}
+}
+
+/*
+ * Loads every selector from one tier, for the times it is evaluated at
+ * moved by lo_shift at the start and hi_shift at the end (a part of a
+ * range query's steps; 0, 0 for all of them).
+ */
+static int load_tier(struct ev *ev, int64_t lo_shift, int64_t hi_shift,
+		     enum gw_tier tier)
+{
+	int err;
+
+	if ((int)tier < GW_TIER_RAW || (int)tier >= GW_TIERS)
 		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
 				   "store picked an unknown tier");
-	ev->res->tier = ev->tier;
+	unload(ev);
+	ev->tier = tier;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		struct sel *s = &ev->sel[i];
 		const struct gw_pq_node *n = s->node;
 		int64_t lb = sel_lookbehind(ev, n, ev->tier);
-		int64_t a = s->mint;
-		int64_t b = s->maxt;
+		int64_t a = sat_add(s->mint, lo_shift);
+		int64_t b = sat_add(s->maxt, hi_shift);
 		int rc;
 
 		a = gw_pqe_sat_sub(a, lb);
@@ -674,6 +728,84 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	return 0;
 }
 
+/* Whether every selector reads at the step's own time (offsets aside): no
+ * @ and no subquery, so a part of the steps needs a part of the data. */
+static bool steps_shift(const struct ev *ev)
+{
+	if (ev->nsq)
+		return false;
+	for (size_t i = 0; i < ev->nsel; i++)
+		if (ev->sel[i].node->u.sel.at != GW_AT_NONE)
+			return false;
+	return true;
+}
+
+/*
+ * Which tier answers which steps of start, start + step, ... (nsteps):
+ * raw samples answer every step whose windows the raw tier covers (the
+ * store says so: pick_tier gives raw for a mint it holds raw samples
+ * from); the steps before, whose windows reach past the raw horizon, read
+ * the tier picked for the whole query.  *first_raw is the first step read
+ * from raw (0: all of them; nsteps: none).  Collects the selectors.
+ */
+static int plan(struct ev *ev, const struct gw_pq_node *root, int64_t start,
+		int64_t end, int64_t step, size_t nsteps, enum gw_tier *tier,
+		size_t *first_raw)
+{
+	int64_t mint, maxt, res_ms;
+	size_t lo, hi;
+	int err;
+
+	*tier = GW_TIER_RAW;
+	*first_raw = 0;
+	err = collect(ev, root, 0, start, end);
+	if (err || ev->nsel == 0)
+		return err;
+	if (ev->forced) {
+		*tier = (enum gw_tier)(ev->forced - 1);
+		*first_raw = *tier == GW_TIER_RAW ? 0 : nsteps;
+		return 0;
+	}
+	span(ev, step, &mint, &maxt, &res_ms);
+	*tier = pick(ev, mint, maxt, res_ms);
+	*first_raw = *tier == GW_TIER_RAW ? 0 : nsteps;
+	if (*tier == GW_TIER_RAW || nsteps < 2 || !steps_shift(ev))
+		return 0;
+	/* The lookbehind is the same at every step: step k needs samples
+	 * from mint + k * step.  Raw once raw, as mint grows. */
+	lo = 1;
+	hi = nsteps;
+	if (pick(ev, sat_step(mint, nsteps - 1, step), maxt, res_ms) !=
+	    GW_TIER_RAW)
+		lo = hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pick(ev, sat_step(mint, mid, step), maxt, res_ms) ==
+		    GW_TIER_RAW)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*first_raw = lo;
+	return 0;
+}
+
+/* An instant query's load: one step, one tier. */
+static int load(struct ev *ev, const struct gw_pq_node *root, int64_t t)
+{
+	enum gw_tier tier;
+	size_t first_raw;
+	int err;
+
+	err = plan(ev, root, t, t, 0, 1, &tier, &first_raw);
+	ev->tier = tier;
+	ev->res->tier = tier;
+	if (err || !ev->nsel)
+		return err;
+	return load_tier(ev, 0, 0, tier);
+}
+
 /* ---- entry points ---- */
 
 static int ev_init(struct ev *ev, const struct gw_queryable *q,
@@ -691,6 +823,12 @@ static int ev_init(struct ev *ev, const struct gw_queryable *q,
 	ev->sq_step = o && o->subquery_step_ms > 0 ? o->subquery_step_ms
 						   : DEFAULT_SUBQUERY_STEP_MS;
 	ev->lim.max_samples = o ? o->max_samples : 0;
+	if (o && o->force_tier) {
+		if ((int)o->tier < GW_TIER_RAW || (int)o->tier >= GW_TIERS)
+			return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+					   "unknown tier");
+		ev->forced = 1 + (int)o->tier;
+	}
 	ev->lim.cancel = o ? o->cancel : NULL;
 	if (o && o->timeout_ns) {
 		uint64_t now = now_ns();
@@ -820,7 +958,7 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 	if (!err && !e)
 		err = gw_pqe_malformed(&ev);
 	if (!err)
-		err = load(&ev, e, t, t, 0);
+		err = load(&ev, e, t);
 	if (err)
 		return finish(&ev, err);
 	if (unparen(e)->kind == GW_PQ_MATRIX ||
@@ -921,8 +1059,9 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 {
 	const struct gw_pq_node *root;
 	struct gw_qresult *r = res;
+	enum gw_tier tier;
 	struct ev ev;
-	size_t nsteps;
+	size_t nsteps, first_raw;
 	int err;
 
 	err = ev_init(&ev, q, o, res);
@@ -966,11 +1105,28 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 				    root->type == GW_TYPE_MATRIX
 					    ? "range vector"
 					    : "string"));
-	err = load(&ev, e, start, end, step);
+	err = plan(&ev, e, start, end, step, nsteps, &tier, &first_raw);
+	ev.res->tier = tier;
+	/* The steps before first_raw read tier, the rest raw. */
+	if (!err && ev.nsel)
+		err = load_tier(
+			&ev, 0,
+			first_raw && first_raw < nsteps
+				? gw_pqe_sat_sub(
+					  sat_step(start, first_raw - 1, step),
+					  end)
+				: 0,
+			first_raw ? tier : GW_TIER_RAW);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		int64_t t = start + (int64_t)i * step;
 		struct val v = { 0 };
 
+		if (i == first_raw && i > 0 && ev.nsel) {
+			err = load_tier(&ev, gw_pqe_sat_sub(t, start), 0,
+					GW_TIER_RAW);
+			if (err)
+				break;
+		}
 		err = gw_pqe_step_check(&ev);
 		if (err)
 			break;

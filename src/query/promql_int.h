@@ -124,6 +124,7 @@ struct ev {
 	struct gw_qresult *res;
 	int64_t lookback;
 	enum gw_tier tier;
+	int forced; /* 1 + the tier the options force; 0 = none */
 	struct gw_query_limits lim;
 	int64_t start, end; /* the query's, for @ start() and @ end() */
 	int64_t sq_step;    /* a subquery's step when it gives none */
@@ -329,6 +330,20 @@ bool gw_pqe_compare(enum gw_pq_binop op, double a, double b);
 bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 		  int64_t range_start, int64_t range_end, int64_t range_ms,
 		  bool counter, bool rate, double *out);
+
+/*
+ * gw_pqe_xrate over the rollups r[0, n) of one series: their first sample,
+ * their last, their number and (counter) their resets within and between
+ * windows, so the answer is the raw one's up to the samples of the edge
+ * windows that lie outside the range.  Returns false when a non-empty
+ * rollup does not know what is needed (version 2, or a gauge's window for
+ * a counter function): the caller uses the (t_last, last) points.  *ok as
+ * gw_pqe_xrate's result.
+ */
+bool gw_pqe_xrate_rollup(const struct gw_rollup *r, size_t n,
+			 int64_t range_start, int64_t range_end,
+			 int64_t range_ms, bool counter, bool rate, double *out,
+			 bool *ok);
 
 /* irate of the last two samples, per second; false as gw_pqe_xrate. */
 bool gw_pqe_irate(const int64_t *ts, const double *vs, size_t n, double *out);

@@ -463,6 +463,34 @@ static void query_range_parameter_errors(void **state)
 			 200);
 }
 
+/* tier=raw|1m|1h reads that tier for the whole query; anything else is
+ * bad_data; without it, raw first. */
+static void tier_parameter(void **state)
+{
+	struct fix *x = *state;
+	const struct gw_fakeq_stats *st = gw_fakeq_stats(x->f);
+	const char *b;
+
+	assert_int_equal(call(&x->q, "/api/v1/query_range", &b, "query=temp",
+			      "start=1000", "end=1090", "step=60", NULL),
+			 200);
+	assert_int_equal(st->sel_tier, GW_TIER_RAW);
+	assert_int_equal(call(&x->q, "/api/v1/query_range", &b, "query=temp",
+			      "start=1000", "end=1090", "step=60", "tier=1m",
+			      NULL),
+			 200);
+	assert_int_equal(st->sel_tier, GW_TIER_1M);
+	assert_int_equal(call(&x->q, "/api/v1/query", &b, "query=temp",
+			      "time=1000", "tier=1h", NULL),
+			 200);
+	assert_int_equal(st->sel_tier, GW_TIER_1H);
+	assert_int_equal(call(&x->q, "/api/v1/query", &b, "query=temp",
+			      "time=1000", "tier=5m", NULL),
+			 400);
+	assert_string_equal(b, BAD("\"invalid parameter \\\"tier\\\": must "
+				   "be raw, 1m or 1h\""));
+}
+
 static void query_results(void **state)
 {
 	struct fix *x = *state;
@@ -1237,6 +1265,8 @@ int main(void)
 		cmocka_unit_test(form_bounds),
 		cmocka_unit_test(routes),
 		cmocka_unit_test_setup_teardown(query_parameter_errors, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(tier_parameter, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(query_range_parameter_errors,
 						setup, teardown),
