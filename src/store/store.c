@@ -470,6 +470,13 @@ static int load_index(struct gw_store *s)
 		if (gw_store_attach_series(s, &l, (uint32_t)id, true, &ser) ==
 		    0)
 			loaded++;
+		/* Two keys of an older version that differ only by empty
+		 * values are one series now: the first id holds it. */
+		if (ser && ser->id != (uint32_t)id)
+			gw_warn("store: series %lld (%s) is series %u once "
+				"empty label values are dropped; its samples "
+				"from before are not read",
+				(long long)id, key, ser->id);
 		gw_labels_release(&l);
 	}
 	sqlite3_finalize(st);
