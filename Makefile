@@ -54,7 +54,7 @@ format:
 FUZZ_SECONDS ?= 60
 
 fuzz:
-	@test -f build-fuzz/build.ninja || CC=clang $(CMAKE) -S . -B build-fuzz \
+	@test -f build-fuzz/build.ninja || CC=clang CXX=clang++ $(CMAKE) -S . -B build-fuzz \
 		-G Ninja -DGW_FUZZ=ON -DGW_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	$(CMAKE) --build build-fuzz
 	@set -e; for h in config parse expo cgroup chunk sketch promql \

@@ -11,7 +11,7 @@ command -v clang-format >/dev/null || {
 	echo "check-format: clang-format is not installed (apt-get install clang-format)" >&2
 	exit 2
 }
-mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '/vmlinux\.h$')
+mapfile -t files < <(git ls-files '*.c' '*.cc' '*.h' | grep -v '/vmlinux\.h$')
 if [ "${1:-}" = --fix ]; then
 	clang-format -i --style=file "${files[@]}"
 	exit 0

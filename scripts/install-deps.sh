@@ -6,13 +6,14 @@ set -euo pipefail
 # Build: compiler, CMake + Ninja, and the libraries the agent links; the
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
-	libmicrohttpd-dev libyaml-dev libsqlite3-dev libpcre2-dev libcurl4-openssl-dev
+	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
+	libzstd-dev
 	libiberty-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus prometheus-alertmanager python3-statsd curl
-	libclang-rt-14-dev python3 libzstd-dev sqlite3
+	libclang-rt-14-dev python3 sqlite3
 	procps clang-format)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:

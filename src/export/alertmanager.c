@@ -58,6 +58,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/worker.h"
+#include "store/labels.h"
 
 #define URL_MAX		   2048
 #define API_PATH	   "/api/v2/alerts"
@@ -330,25 +331,6 @@ static void check_queue(const struct target *t)
 
 /* ---- JSON ---- */
 
-static void json_str(struct gw_buf *b, const char *s)
-{
-	gw_buf_puts(b, "\"");
-	for (const char *p = s; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-
-			gw_buf_put(b, e, 2);
-		} else if (c < 0x20) {
-			gw_buf_putf(b, "\\u%04x", c);
-		} else {
-			gw_buf_put(b, p, 1);
-		}
-	}
-	gw_buf_puts(b, "\"");
-}
-
 /* RFC 3339, UTC, milliseconds; 0 when the time cannot be written so. */
 static int fmt_time(char out[80], int64_t ms)
 {
@@ -384,7 +366,7 @@ static void item_json(struct gw_buf *b, const struct item *it)
 		gw_buf_putf(b, ",\"endsAt\":\"%s\"", ts);
 	if (it->generator_url) {
 		gw_buf_puts(b, ",\"generatorURL\":");
-		json_str(b, it->generator_url);
+		gw_json_str(b, it->generator_url); /* store/labels.h */
 	}
 	gw_buf_puts(b, "}");
 }

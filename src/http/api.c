@@ -12,12 +12,14 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/utf8.h"
 #include "query/promql.h"
 #include "pipeline/alerts.h"
 
@@ -377,13 +379,24 @@ static void quote(char *dst, size_t n, const char *s)
 		} else if (c == '\t') {
 			PUT('\\');
 			PUT('t');
-		} else if (c < 0x20 || c == 0x7f) {
+		} else if (c < 0x20 || c == 0x7f ||
+			   (c >= 0x80 &&
+			    !gw_utf8_len((const unsigned char *)s + i, SIZE_MAX,
+					 NULL))) {
+			/* as Go's %q: a byte that is not UTF-8 is \xNN */
 			static const char hx[] = "0123456789abcdef";
 
 			PUT('\\');
 			PUT('x');
 			PUT(hx[c >> 4]);
 			PUT(hx[c & 15]);
+		} else if (c >= 0x80) { /* a whole sequence, never cut */
+			size_t l = gw_utf8_len((const unsigned char *)s + i,
+					       SIZE_MAX, NULL);
+
+			for (size_t k = 0; k < l; k++)
+				PUT(s[i + k]);
+			i += l - 1;
 		} else {
 			PUT(c);
 		}

@@ -53,7 +53,11 @@ static int reserve_samples(struct gw_snap *s, size_t n)
 	return 0;
 }
 
-/* Appends base and the name/value pairs of ap to the label arena. */
+/*
+ * Appends base and the name/value pairs of ap to the label arena, leaving
+ * out those with an empty value (absent labels, as in Prometheus: neither
+ * /metrics nor the store sees them).
+ */
 static int add_labels(struct gw_snap *s, const char *base, va_list ap,
 		      uint32_t *off, uint32_t *len)
 {
@@ -62,10 +66,13 @@ static int add_labels(struct gw_snap *s, const char *base, va_list ap,
 	int err;
 
 	if (base && *base)
-		gw_buf_puts(&s->labels, base);
+		gw_buf_set_error(&s->labels,
+				 gw_labels_append_list(&s->labels, base));
 	while (!gw_buf_error(&s->labels) &&
 	       (k = va_arg(ap, const char *)) != NULL) {
 		v = va_arg(ap, const char *);
+		if (!v || !*v)
+			continue;
 		if (s->labels.len > start)
 			gw_buf_put(&s->labels, ",", 1);
 		gw_buf_set_error(&s->labels,

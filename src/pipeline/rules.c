@@ -306,8 +306,8 @@ int gw_tmpl_expand(const struct gw_tmpl *t, const struct gw_labels *l,
 			s = l ? gw_labels_get(l, p->text) : NULL;
 			r = s ? gw_buf_adds(out, s) : 0;
 			break;
-		case GW_TMPL_VALUE:
-			r = gw_promql_fmt_value(out, value);
+		case GW_TMPL_VALUE: /* Go's %v, as Prometheus' templates */
+			r = gw_promql_fmt_text(out, value);
 			break;
 		case GW_TMPL_HUMANIZE:
 			r = gw_humanize(out, value);

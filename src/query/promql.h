@@ -395,9 +395,31 @@ gw_promql_eval_range(const struct gw_pq_node *e, const struct gw_queryable *q,
 		     int64_t start, int64_t end, int64_t step,
 		     const struct gw_promql_opts *o, struct gw_qresult *res);
 
-/* Prometheus' float formatting for JSON ("1.5", "+Inf", "-Inf", "NaN"). */
+/*
+ * A sample value as Prometheus 2.42 writes it in JSON (vectors, matrices):
+ * the shortest decimal that reads back as v (Go's strconv.FormatFloat with
+ * precision -1), in 'f' layout ("0.30000000000000004", "-0",
+ * "123456789012345680000") unless |v| < 1e-6 or |v| >= 1e21, then 'e'
+ * layout ("1e-07", "5e-324", "1.5e+21"); "NaN", "+Inf", "-Inf".  All or
+ * nothing, like gw_buf_add().
+ */
 __attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
 							    double v);
+
+/*
+ * A scalar result of an instant query as Prometheus writes it: the same
+ * digits, always in 'f' layout ("0.0000001", "1000000000000000000000").
+ */
+__attribute__((warn_unused_result)) int gw_promql_fmt_scalar(struct gw_buf *out,
+							     double v);
+
+/*
+ * v as Go's fmt prints a float64 ("%v"), which is how Prometheus' alert
+ * templates show {{ $value }}: the same digits, in 'e' layout when the
+ * exponent is below -4 or from 6 up ("1e+06", "1e-05", "123456.5").
+ */
+__attribute__((warn_unused_result)) int gw_promql_fmt_text(struct gw_buf *out,
+							   double v);
 
 /* Appends the "data" object of Prometheus' query API for res:
  * {"resultType":"matrix","result":[...]}.  All or nothing: on failure out

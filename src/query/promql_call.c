@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/regex.h"
 #include "query/promql_int.h"
 
 #define MAX_GROUPS 100 /* label_replace: groups past the 99th expand to "" */
@@ -34,23 +35,26 @@
 /*
  * label_replace's regular expression, compiled once per call node.  The
  * three re_* functions below are the only code that knows how it is
- * compiled and matched (the label matchers' engine, store/labels.h).
+ * compiled and matched: common/regex.h, as Prometheus compiles it for
+ * label_replace ("^(?:re)$", without the label matchers' check of the
+ * pattern alone).
  */
 struct fncache {
 	const struct gw_pq_node *node;
-	struct gw_matcher re;
+	struct gw_regex *re;
 	struct fncache *next;
 };
 
 /* Compiles pattern into c; -EINVAL for a bad pattern, -ENOMEM. */
 static int re_compile(struct fncache *c, const char *pattern)
 {
-	return gw_matcher_init(&c->re, GW_MATCH_RE, "", pattern, NULL, 0);
+	return gw_regex_new(&c->re, pattern, strlen(pattern), 0, NULL, 0);
 }
 
 static void re_release(struct fncache *c)
 {
-	gw_matcher_release(&c->re);
+	gw_regex_free(c->re);
+	c->re = NULL;
 }
 
 /* The match of the whole of s: groups' offsets in ofs (-1: no part);
@@ -58,14 +62,30 @@ static void re_release(struct fncache *c)
 static int re_groups(const struct fncache *c, const char *s, long *ofs,
 		     size_t nofs)
 {
-	return gw_matcher_groups(&c->re, s, ofs, nofs);
+	struct gw_regex_span g[MAX_GROUPS];
+	size_t ng = nofs / 2 < MAX_GROUPS ? nofs / 2 : MAX_GROUPS;
+	int rc = gw_regex_match_groups(c->re, s, strlen(s), g, ng);
+
+	if (rc <= 0)
+		return rc;
+	for (size_t i = 0; i < ng; i++) {
+		ofs[2 * i] = g[i].start;
+		ofs[2 * i + 1] = g[i].end;
+	}
+	return gw_regex_groups(c->re) + 1;
 }
 
 /* The number of the group named name (len bytes), or -1. */
 static int re_group_number(const struct fncache *c, const char *name,
 			   size_t len)
 {
-	return gw_matcher_group_number(&c->re, name, len);
+	char buf[256];
+
+	if (len >= sizeof(buf))
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	return gw_regex_group_index(c->re, buf);
 }
 
 void gw_pqe_call_release(struct ev *ev)

@@ -2,12 +2,9 @@
 /*
  * labels.c - label sets (one allocation each) and PromQL label matchers.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-
 #include "store/labels.h"
 
 #include <errno.h>
-#include <pcre2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,32 +22,42 @@ static int pair_cmp(const void *a, const void *b)
 /*
  * Builds the single block: the pair array followed by the strings.  The
  * pairs' strings are borrowed from the caller until the copy is made.
+ * Pairs with an empty value are left out: every set of the agent is built
+ * here, and an empty value is an absent label, as in Prometheus.
  */
-static int build(struct gw_labels *out, const struct gw_label *pairs, size_t n)
+static int build(struct gw_labels *out, const struct gw_label *pairs,
+		 size_t npairs)
 {
-	size_t bytes = n * sizeof(struct gw_label);
+	size_t bytes = 0, n = 0;
 	struct gw_label *v;
 	char *s;
 
 	out->v = NULL;
 	out->n = 0;
+	for (size_t i = 0; i < npairs; i++) {
+		if (!pairs[i].value[0])
+			continue;
+		bytes += strlen(pairs[i].name) + strlen(pairs[i].value) + 2;
+		n++;
+	}
 	if (n > GW_LABELS_MAX)
 		return -E2BIG;
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(pairs[i].name) + strlen(pairs[i].value) + 2;
+	bytes += n * sizeof(struct gw_label);
 	v = malloc(bytes ? bytes : 1);
 	if (!v)
 		return -ENOMEM;
 	s = (char *)(v + n);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0, j = 0; i < npairs; i++) {
 		size_t ln = strlen(pairs[i].name) + 1;
 		size_t lv = strlen(pairs[i].value) + 1;
 
+		if (lv == 1)
+			continue;
 		memcpy(s, pairs[i].name, ln);
-		v[i].name = s;
+		v[j].name = s;
 		s += ln;
 		memcpy(s, pairs[i].value, lv);
-		v[i].value = s;
+		v[j++].value = s;
 		s += lv;
 	}
 	qsort(v, n, sizeof(*v), pair_cmp);
@@ -260,14 +267,25 @@ void gw_json_str(struct gw_buf *out, const char *s)
 	gw_buf_put(out, "\"", 1);
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		const unsigned char *run = c;
+		size_t u = 1;
 
-		while (*c >= 0x20 && *c != '"' && *c != '\\')
-			c++;
+		while (*c >= 0x20 && *c != '"' && *c != '\\') {
+			if (*c < 0x80) { /* the common case */
+				c++;
+				continue;
+			}
+			u = gw_utf8_len(c, SIZE_MAX, NULL);
+			if (!u)
+				break;
+			c += u;
+		}
 		if (c > run)
 			gw_buf_put(out, run, (size_t)(c - run));
 		if (!*c)
 			break;
-		if (*c == '"')
+		if (!u) /* not UTF-8: U+FFFD, one byte at a time, as Go */
+			gw_buf_put(out, "\\ufffd", 6);
+		else if (*c == '"')
 			gw_buf_put(out, "\\\"", 2);
 		else if (*c == '\\')
 			gw_buf_put(out, "\\\\", 2);
@@ -297,43 +315,26 @@ void gw_labels_json(const struct gw_labels *l, struct gw_buf *out)
 int gw_matcher_init(struct gw_matcher *m, enum gw_match_op op, const char *name,
 		    const char *value, char *err, size_t errlen)
 {
+	int rc;
+
 	memset(m, 0, sizeof(*m));
 	m->op = op;
 	m->name = strdup(name);
 	m->value = strdup(value);
-	if (!m->name || !m->value)
-		goto nomem;
+	if (!m->name || !m->value) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	if (op == GW_MATCH_RE || op == GW_MATCH_NRE) {
-		int code;
-		PCRE2_SIZE off;
-
-		/* Anchored at both ends by options, not by wrapping the text
-		 * (which "a)|(b" could escape). */
-		m->re = pcre2_compile((PCRE2_SPTR)value, PCRE2_ZERO_TERMINATED,
-				      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
-					      PCRE2_DOTALL | PCRE2_ANCHORED |
-					      PCRE2_ENDANCHORED,
-				      &code, &off, NULL);
-		if (!m->re) {
-			if (err && errlen) {
-				PCRE2_UCHAR msg[160];
-
-				pcre2_get_error_message(code, msg, sizeof(msg));
-				snprintf(err, errlen,
-					 "error parsing regexp: %s at offset "
-					 "%zu",
-					 (const char *)msg, (size_t)off);
-			}
-			gw_matcher_release(m);
-			return -EINVAL;
-		}
-		/* Match data is per call (thread safety); JIT when present. */
-		(void)pcre2_jit_compile(m->re, PCRE2_JIT_COMPLETE);
+		rc = gw_regex_new(&m->re, value, strlen(value),
+				  GW_REGEX_MATCHER, err, errlen);
+		if (rc)
+			goto fail;
 	}
 	return 0;
-nomem:
+fail:
 	gw_matcher_release(m);
-	return -ENOMEM;
+	return rc;
 }
 
 void gw_matcher_release(struct gw_matcher *m)
@@ -342,72 +343,8 @@ void gw_matcher_release(struct gw_matcher *m)
 		return;
 	free(m->name);
 	free(m->value);
-	pcre2_code_free(m->re);
+	gw_regex_free(m->re);
 	memset(m, 0, sizeof(*m));
-}
-
-static bool re_match(const struct gw_matcher *m, const char *v)
-{
-	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-	int rc;
-
-	if (!md)
-		return false;
-	rc = pcre2_match(m->re, (PCRE2_SPTR)v, strlen(v), 0, 0, md, NULL);
-	pcre2_match_data_free(md);
-	return rc >= 0;
-}
-
-int gw_matcher_groups(const struct gw_matcher *m, const char *s, long *ofs,
-		      size_t nofs)
-{
-	pcre2_match_data *md;
-	PCRE2_SIZE *ov;
-	uint32_t ng;
-	int rc;
-
-	if (!m->re || (m->op != GW_MATCH_RE && m->op != GW_MATCH_NRE))
-		return -EINVAL;
-	if (pcre2_pattern_info(m->re, PCRE2_INFO_CAPTURECOUNT, &ng) != 0)
-		return -EINVAL;
-	md = pcre2_match_data_create_from_pattern(m->re, NULL);
-	if (!md)
-		return -ENOMEM;
-	rc = pcre2_match(m->re, (PCRE2_SPTR)s, strlen(s), 0, 0, md, NULL);
-	if (rc == PCRE2_ERROR_NOMATCH) {
-		rc = 0;
-		goto out;
-	}
-	if (rc < 0) {
-		rc = rc == PCRE2_ERROR_NOMEMORY ? -ENOMEM : -EINVAL;
-		goto out;
-	}
-	ov = pcre2_get_ovector_pointer(md);
-	for (size_t i = 0; i + 1 < nofs; i += 2) {
-		size_t g = i / 2;
-		bool set = g < (size_t)rc && ov[2 * g] != PCRE2_UNSET;
-
-		ofs[i] = set ? (long)ov[2 * g] : -1;
-		ofs[i + 1] = set ? (long)ov[2 * g + 1] : -1;
-	}
-	rc = (int)ng + 1;
-out:
-	pcre2_match_data_free(md);
-	return rc;
-}
-
-int gw_matcher_group_number(const struct gw_matcher *m, const char *name,
-			    size_t len)
-{
-	char buf[256];
-	int rc;
-
-	if (!m->re || len >= sizeof(buf))
-		return -1;
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	rc = pcre2_substring_number_from_name(m->re, (PCRE2_SPTR)buf);
-	return rc < 0 ? -1 : rc;
 }
 
 bool gw_matcher_match(const struct gw_matcher *m, const char *value)
@@ -420,9 +357,9 @@ bool gw_matcher_match(const struct gw_matcher *m, const char *value)
 	case GW_MATCH_NE:
 		return strcmp(v, m->value) != 0;
 	case GW_MATCH_RE:
-		return m->re && re_match(m, v);
+		return m->re && gw_regex_match(m->re, v, strlen(v));
 	case GW_MATCH_NRE:
-		return m->re && !re_match(m, v);
+		return m->re && !gw_regex_match(m->re, v, strlen(v));
 	}
 	return false;
 }
@@ -483,4 +420,38 @@ int gw_labels_append(struct gw_buf *b, const char *name, const char *value)
 	if (err)
 		gw_buf_truncate(b, start);
 	return err;
+}
+
+int gw_labels_append_list(struct gw_buf *b, const char *text)
+{
+	const char *c = text;
+	bool wrote = false;
+
+	if (!strstr(text, "=\"\"")) { /* no empty value: the common case */
+		gw_buf_puts(b, text);
+		return gw_buf_error(b);
+	}
+	while (*c) {
+		const char *eq = strstr(c, "=\""), *q;
+
+		if (!eq) {
+			gw_buf_puts(b, c); /* not a list: left as it is */
+			break;
+		}
+		for (q = eq + 2; *q && *q != '"'; q++)
+			if (*q == '\\' && q[1])
+				q++;
+		if (!*q) {
+			gw_buf_puts(b, c);
+			break;
+		}
+		if (q > eq + 2) { /* a value: the pair stays */
+			if (wrote)
+				gw_buf_put(b, ",", 1);
+			gw_buf_put(b, c, (size_t)(q + 1 - c));
+			wrote = true;
+		}
+		c = q[1] == ',' ? q + 2 : q + 1;
+	}
+	return gw_buf_error(b);
 }

@@ -8,9 +8,15 @@
  * lower-case names, as in Prometheus).  A set owns its strings: every name
  * and value is one allocation in a single block freed by gw_labels_release.
  *
- * Matchers follow PromQL: =, !=, =~, !~; regular expressions are PCRE2,
- * anchored at both ends ("^(?:re)$") as Prometheus anchors RE2.  A label
- * that is absent matches as the empty string.
+ * An empty value is an absent label, as in Prometheus: every constructor
+ * here (parse, from, dup, project) leaves out pairs with an empty value, so
+ * `m{comm=""}` and `m` are one set, one key, one series; and no set ever
+ * holds an empty value.  Label text built for exposition goes through
+ * gw_labels_append_list() for the same reason.
+ *
+ * Matchers follow PromQL: =, !=, =~, !~; regular expressions are RE2's
+ * syntax, matched against the whole value, as Prometheus runs them
+ * (common/regex.h).  A label that is absent matches as the empty string.
  *
  * Errors: 0 or -errno (-EINVAL for bad text, -ENOMEM).  Not thread-safe per
  * object; a compiled matcher may be used from several threads at once.
@@ -22,6 +28,7 @@
 #include <stddef.h>
 
 #include "common/buf.h"
+#include "common/regex.h"
 
 struct gw_label {
 	const char *name;
@@ -85,7 +92,11 @@ gw_labels_project(struct gw_labels *out, const struct gw_labels *l,
  */
 void gw_labels_json(const struct gw_labels *l, struct gw_buf *out);
 
-/* Appends s as a JSON string literal, quotes included; errors as gw_buf_put(). */
+/*
+ * Appends s as a JSON string literal, quotes included; errors as
+ * gw_buf_put().  Always valid UTF-8 and JSON: a byte that is not part of a
+ * well-formed UTF-8 sequence is written as \ufffd, as Go's encoder does.
+ */
 void gw_json_str(struct gw_buf *out, const char *s);
 
 enum gw_match_op {
@@ -99,12 +110,13 @@ struct gw_matcher {
 	enum gw_match_op op;
 	char *name;
 	char *value;
-	void *re; /* pcre2_code *, RE/NRE only */
+	struct gw_regex *re; /* RE/NRE only */
 };
 
 /*
  * Compiles a matcher; on a bad regular expression returns -EINVAL and, if
- * err is not NULL, writes PCRE2's message and the offset into err.
+ * err is not NULL, writes the message Prometheus gives into err (e.g.
+ * "error parsing regexp: invalid escape sequence: `\1`").
  */
 __attribute__((warn_unused_result)) int
 gw_matcher_init(struct gw_matcher *m, enum gw_match_op op, const char *name,
@@ -113,22 +125,6 @@ void gw_matcher_release(struct gw_matcher *m);
 
 /* True when value (NULL = label absent = "") satisfies m. */
 bool gw_matcher_match(const struct gw_matcher *m, const char *value);
-
-/*
- * The groups of a regular-expression matcher's (=~, !~) match of the whole
- * of s, for label_replace: ofs[2i] and ofs[2i+1] are the byte offsets of
- * group i (0: the whole match), -1 for a group that took no part, for the
- * first nofs / 2 groups.  Returns the number of groups + 1 of the
- * expression, 0 when s does not match, -EINVAL for a matcher without a
- * regular expression, -ENOMEM.
- */
-__attribute__((warn_unused_result)) int
-gw_matcher_groups(const struct gw_matcher *m, const char *s, long *ofs,
-		  size_t nofs);
-
-/* The number of m's group named name (len bytes), or -1. */
-int gw_matcher_group_number(const struct gw_matcher *m, const char *name,
-			    size_t len);
 
 /* True when every matcher accepts the set. */
 bool gw_matchers_match(const struct gw_matcher *m, size_t n,
@@ -144,5 +140,15 @@ bool gw_matcher_matches_empty(const struct gw_matcher *m);
  */
 __attribute__((warn_unused_result)) int
 gw_labels_append(struct gw_buf *b, const char *name, const char *value);
+
+/*
+ * Appends an exposition-style label list (`a="x",b="y"`, as
+ * gw_labels_append() writes its pairs) without the pairs whose value is
+ * empty, commas between the others; no leading or trailing separator.
+ * Text that is not such a list is appended from where it stops being one.
+ * Errors stay in b as after gw_buf_put() and are returned.
+ */
+__attribute__((warn_unused_result)) int gw_labels_append_list(struct gw_buf *b,
+							      const char *text);
 
 #endif

@@ -447,7 +447,7 @@ static void json_shape(void **state)
 		"\"startsAt\":\"2023-11-14T22:13:20.123Z\","
 		"\"endsAt\":\"2100-01-01T00:00:00.000Z\","
 		"\"generatorURL\":\"http://h:9400/"
-		"graph?g0.expr=up&x=\\\"q\\\"\\\\\\u0009\"},"
+		"graph?g0.expr=up&x=\\\"q\\\"\\\\\\t\"},"
 		"{\"labels\":{\"alertname\":\"GpuLost\",\"gpu\":\"1\"},"
 		"\"annotations\":{},"
 		"\"startsAt\":\"2023-11-14T22:13:20.000Z\","

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "common/utf8.h"
 #include "fake_queryable.c"
 #include "http/api.h"
 #include "http/server.h"
@@ -944,6 +945,78 @@ static void server_methods_and_forms(void **state)
 	srv_stop(&s);
 }
 
+/* Every byte of s is part of a well-formed UTF-8 sequence, and no control
+ * character is left unescaped: what a JSON parser needs. */
+static void assert_json_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; p[i];) {
+		size_t l = gw_utf8_len(p + i, SIZE_MAX, NULL);
+
+		if (!l || p[i] < 0x20)
+			fail_msg("byte %zu (0x%02x) of %s", i, p[i], s);
+		i += l;
+	}
+}
+
+/* Invalid UTF-8 in a query, a parameter or a label value never makes the
+ * reply invalid JSON: U+FFFD as Go writes it, or \xNN where Prometheus
+ * quotes a parameter with %q. */
+static void invalid_utf8_never_in_json(void **state)
+{
+	struct fix *x = *state;
+	struct answer a;
+	struct srv s;
+	char url[700];
+	size_t id;
+	static const char *const queries[] = {
+		"foo%FF",
+		"sum(%FF%FE)",
+		"foo%7Ba%3D%22%FF%22%7D",
+		"%22a%FFb",
+		"foo%7Bx%3D~%22%FF%22%7D",
+		"foo%7Bx%3D~%22(%E2%82%22%7D",
+		"rate(x%C0%AF%5B5m%5D)",
+	};
+
+	assert_int_equal(gw_fakeq_series(x->f, "bad",
+					 "comm=\"a\xff\xe2\x82"
+					 "b\"",
+					 &id),
+			 0);
+	assert_int_equal(gw_fakeq_sample(x->f, id, T0, 1), 0);
+	gw_fakeq_queryable(x->f, &x->q);
+	srv_start(&s, &x->q);
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+		snprintf(url, sizeof(url), "%s/api/v1/query?query=%s&time=1000",
+			 s.url, queries[i]);
+		http(url, NULL, NULL, NULL, 0, &a);
+		assert_int_equal(a.status, 400);
+		assert_non_null(strstr(a.body.p, "\"errorType\":\"bad_data\""));
+		assert_json_text(a.body.p);
+		gw_buf_release(&a.body);
+	}
+	snprintf(url, sizeof(url),
+		 "%s/api/v1/query?query=1&time=a%%FFb%%C3%%A9", s.url);
+	http(url, NULL, NULL, NULL, 0, &a);
+	assert_int_equal(a.status, 400);
+	assert_json_text(a.body.p);
+	assert_non_null(strstr(a.body.p,
+			       "cannot parse \\\"a\\\\xffb\xc3\xa9\\\" "
+			       "to a valid timestamp"));
+	gw_buf_release(&a.body);
+	/* A stored value that is not UTF-8 comes out as U+FFFD per byte. */
+	snprintf(url, sizeof(url), "%s/api/v1/series?match[]=bad", s.url);
+	http(url, NULL, NULL, NULL, 0, &a);
+	assert_int_equal(a.status, 200);
+	assert_json_text(a.body.p);
+	assert_non_null(
+		strstr(a.body.p, "\"comm\":\"a\\ufffd\\ufffd\\ufffdb\""));
+	gw_buf_release(&a.body);
+	srv_stop(&s);
+}
+
 static void server_without_store(void **state)
 {
 	struct answer a;
@@ -1207,6 +1280,8 @@ int main(void)
 		cmocka_unit_test(no_store_and_unknown),
 		cmocka_unit_test_setup_teardown(server_methods_and_forms, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(invalid_utf8_never_in_json,
+						setup, teardown),
 		cmocka_unit_test(server_without_store),
 		cmocka_unit_test_setup_teardown(scrape_during_query, setup,
 						teardown),

@@ -59,6 +59,54 @@ static void parse_rejects_bad_text(void **state)
 	gw_labels_release(&l);
 }
 
+/* An empty value is an absent label, whichever way a set is made. */
+static void empty_values_are_absent(void **state)
+{
+	const struct gw_label pairs[] = { { "__name__", "m" },
+					  { "comm", "" },
+					  { "pid", "7" } };
+	struct gw_labels a, b, c;
+	struct gw_buf k1, k2;
+
+	(void)state;
+	assert_int_equal(gw_labels_parse(&a, "m", "comm=\"\",pid=\"7\""), 0);
+	assert_int_equal(gw_labels_parse(&b, "m", "pid=\"7\""), 0);
+	assert_int_equal(gw_labels_from(&c, pairs, 3), 0);
+	assert_int_equal(a.n, 2);
+	assert_null(gw_labels_get(&a, "comm"));
+	assert_int_equal(gw_labels_cmp(&a, &b), 0);
+	assert_int_equal(gw_labels_cmp(&c, &b), 0);
+	gw_buf_init(&k1, 4096);
+	gw_buf_init(&k2, 4096);
+	assert_int_equal(gw_labels_key(&a, &k1), 0);
+	assert_int_equal(gw_labels_key(&b, &k2), 0);
+	assert_string_equal(k1.p, "m{pid=\"7\"}");
+	assert_string_equal(k1.p, k2.p);
+	gw_buf_reset(&k1);
+	gw_labels_json(&c, &k1);
+	assert_string_equal(k1.p, "{\"__name__\":\"m\",\"pid\":\"7\"}");
+	gw_labels_release(&a);
+	gw_labels_release(&b);
+	gw_labels_release(&c);
+	/* Exposition text loses its empty pairs, keeps the others whole. */
+	static const char *const lists[][2] = {
+		{ "a=\"1\",b=\"\",c=\"2\"", "a=\"1\",c=\"2\"" },
+		{ "b=\"\"", "" },
+		{ "b=\"\",c=\"\"", "" },
+		{ "b=\"\",c=\"x\"", "c=\"x\"" },
+		{ "a=\"x=\\\"\\\"\",b=\"\"", "a=\"x=\\\"\\\"\"" },
+		{ "a=\"\\\\\",b=\"\"", "a=\"\\\\\"" },
+		{ "a=\"1\"", "a=\"1\"" },
+	};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		gw_buf_reset(&k1);
+		assert_int_equal(gw_labels_append_list(&k1, lists[i][0]), 0);
+		assert_string_equal(k1.len ? k1.p : "", lists[i][1]);
+	}
+	gw_buf_release(&k1);
+	gw_buf_release(&k2);
+}
+
 static void project_and_compare(void **state)
 {
 	struct gw_labels a, b, p;
@@ -138,6 +186,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_sorts_and_unescapes),
 		cmocka_unit_test(parse_rejects_bad_text),
+		cmocka_unit_test(empty_values_are_absent),
 		cmocka_unit_test(project_and_compare),
 		cmocka_unit_test(matchers),
 	};

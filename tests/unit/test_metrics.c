@@ -427,7 +427,8 @@ static void escaped_labels_in_exposition(void **state)
 	gw_snap_init(&s);
 	gw_snap_add(&s, &mem, 4096, "gpu=\"0\"", "pid", "1234", "command",
 		    "python \"train.py\"\n--dir C:\\data", NULL);
-	/* Pairs without a base; a NULL value is an empty label. */
+	/* Pairs without a base; a NULL value is an empty label, which is no
+	 * label at all. */
 	gw_snap_add(&s, &temp, 30, NULL, "gpu", "7", "uuid", NULL, NULL);
 	gw_registry_publish(r, slot, &s);
 	t = render(r, GW_EXPO_TEXT_004);
@@ -436,9 +437,48 @@ static void escaped_labels_in_exposition(void **state)
 		   "command=\"python \\\"train.py\\\"\\n--dir C:\\\\data\"} "
 		   "4096\n"));
 	assert_non_null(strstr(
-		t, "\ngpuwatch_gpu_temperature_celsius{gpu=\"7\",uuid=\"\"} "
-		   "30\n"));
+		t, "\ngpuwatch_gpu_temperature_celsius{gpu=\"7\"} 30\n"));
 	assert_int_equal(count(t, "\n"), 6);
+	free(t);
+	gw_snap_release(&s);
+	gw_registry_free(r);
+}
+
+/* As in Prometheus, comm="" is no label: /metrics never prints one, and a
+ * series spelled with it is the series spelled without. */
+static void empty_values_are_absent(void **state)
+{
+	struct gw_registry *r = gw_registry_new();
+	struct gw_registry_stats st;
+	struct gw_snap s;
+	int slot = gw_registry_slot(r, "proc");
+	char *t;
+
+	(void)state;
+	gw_snap_init(&s);
+	gw_snap_add(&s, &mem, 1, "gpu=\"0\",comm=\"\",pid=\"5\"", NULL);
+	gw_snap_add(&s, &mem, 2, "comm=\"\"", "gpu", "1", "pid", "6", "comm",
+		    "", NULL);
+	gw_snap_add(&s, &mem, 3, "gpu=\"2\",comm=\"\\\"\"", NULL);
+	gw_snap_add(&s, &temp, 4, "gpu=\"3\",comm=\"\"", NULL);
+	gw_snap_add(&s, &temp, 4, "gpu=\"3\"", NULL);
+	gw_registry_publish(r, slot, &s);
+	t = render(r, GW_EXPO_TEXT_004);
+	assert_null(strstr(t, "=\"\""));
+	assert_non_null(strstr(
+		t,
+		"\ngpuwatch_gpu_memory_used_bytes{gpu=\"0\",pid=\"5\"} 1\n"));
+	assert_non_null(strstr(
+		t,
+		"\ngpuwatch_gpu_memory_used_bytes{gpu=\"1\",pid=\"6\"} 2\n"));
+	/* A value that is one escaped quote is not empty. */
+	assert_non_null(strstr(t, "\ngpuwatch_gpu_memory_used_bytes{gpu=\"2\","
+				  "comm=\"\\\"\"} 3\n"));
+	/* Two spellings, one series: shown once. */
+	assert_int_equal(
+		count(t, "gpuwatch_gpu_temperature_celsius{gpu=\"3\"}"), 1);
+	gw_registry_stats(r, &st);
+	assert_int_equal(st.duplicates, 1);
 	free(t);
 	gw_snap_release(&s);
 	gw_registry_free(r);
@@ -817,6 +857,7 @@ int main(void)
 		cmocka_unit_test(label_values_made_utf8),
 		cmocka_unit_test(histogram_rendering),
 		cmocka_unit_test(escaped_labels_in_exposition),
+		cmocka_unit_test(empty_values_are_absent),
 		cmocka_unit_test(nan_skipped),
 		cmocka_unit_test(number_formatting),
 		cmocka_unit_test(publish_swaps),

@@ -136,7 +136,7 @@ static void fmt(double v, const char *want)
 	struct gw_buf b;
 
 	gw_buf_init(&b, 4096);
-	assert_int_equal(gw_promql_fmt_value(&b, v), 0);
+	assert_int_equal(gw_promql_fmt_scalar(&b, v), 0);
 	if (strcmp(b.p, want) != 0)
 		fail_msg("%.17g formats as %s, want %s", v, b.p, want);
 	gw_buf_release(&b);
@@ -166,12 +166,12 @@ static void format_values_as_go(void **state)
 	fmt(-INFINITY, "-Inf");
 	/* The extremes fit. */
 	gw_buf_init(&b, 4096);
-	assert_int_equal(gw_promql_fmt_value(&b, 1.7976931348623157e308), 0);
+	assert_int_equal(gw_promql_fmt_scalar(&b, 1.7976931348623157e308), 0);
 	assert_int_equal(b.len, 309);
 	assert_memory_equal(b.p, "17976931348623157", 17);
 	assert_int_equal(strspn(b.p + 17, "0"), 292);
 	gw_buf_reset(&b);
-	assert_int_equal(gw_promql_fmt_value(&b, -5e-324), 0);
+	assert_int_equal(gw_promql_fmt_scalar(&b, -5e-324), 0);
 	assert_int_equal(b.len, 3 + 323 + 1);
 	assert_memory_equal(b.p, "-0.000", 6);
 	assert_int_equal(b.p[b.len - 1], '5');

@@ -276,6 +276,13 @@ static void templates_expand(void **state)
 		{ "{{ $value | humanizeDuration }}", 90061, "1d 1h 1m 1s" },
 		{ "{{ $value | humanizeDuration }}", 0.25, "250ms" },
 		{ "{{ $value }}", NAN, "NaN" },
+		/* As promtool test rules shows Prometheus 2.42's {{ $value }}
+		 * (Go's %v). */
+		{ "{{ $value }}", 1000000, "1e+06" },
+		{ "{{ $value }}", 0.0000001, "1e-07" },
+		{ "{{ $value }}", 123456.5, "123456.5" },
+		{ "{{ $value }}", 1e21, "1e+21" },
+		{ "{{ $value }}", 0.0001, "0.0001" },
 		{ "a }} b", 0, "a }} b" },
 	};
 

@@ -320,9 +320,12 @@ static void tags_become_labels(void **state)
 	assert_int_equal(add(t, "req:1|c|#a:1", 1), 0);
 	assert_int_equal(add(t, "req:1|c|#a:x\"y\\z", 1), 0);
 	assert_int_equal(add(t, "req:1|c|#canary", 1), 0);
+	/* An empty value is no label: these are the series a="1". */
+	assert_int_equal(add(t, "req:1|c|#a:1,comm:", 1), 0);
+	assert_int_equal(add(t, "req:1|c|#comm:,a:1", 1), 0);
 	publish(t, &s, 1);
 	assert_true(find(&s, "req_total", "a=\"1\",b=\"2\"") == 2);
-	assert_true(find(&s, "req_total", "a=\"1\"") == 1);
+	assert_true(find(&s, "req_total", "a=\"1\"") == 3);
 	assert_true(find(&s, "req_total", "a=\"x\\\"y\\\\z\"") == 1);
 	assert_true(find(&s, "req_total", "canary=\"true\"") == 1);
 	gw_statsd_table_stats(t, &st);

@@ -539,6 +539,72 @@ static void sql(const char *path, const char *stmt)
 	sqlite3_close(db);
 }
 
+/* comm="" is no label: one series whichever way it is spelled, at append
+ * and in data written before empty values were dropped. */
+static void empty_label_value_is_absent(void **state)
+{
+	struct fixture *f = *state;
+	const struct gw_queryable *q;
+	struct gw_query_limits lim = { 0 };
+	struct gw_string_list names;
+	struct gw_series_set set;
+	struct gw_store_stats st;
+	struct gw_matcher m[2];
+	char path[128];
+
+	assert_int_equal(
+		gw_store_append(f->s, "m", "comm=\"\",pid=\"1\"", T0, 1), 0);
+	assert_int_equal(gw_store_append(f->s, "m", "pid=\"1\"", T0 + 1000, 2),
+			 0);
+	assert_int_equal(
+		gw_store_append(f->s, "m", "pid=\"1\",comm=\"\"", T0 + 2000, 3),
+		0);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series, 1);
+	f->now = T0 + 5000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	/* An index.db row from an older version, with the empty value. */
+	snprintf(path, sizeof(path), "%s/index.db", f->dir);
+	gw_store_close(f->s);
+	f->s = NULL;
+	sql(path, "INSERT INTO series(id, key) VALUES "
+		  "(99, 'm{comm=\"\",pid=\"2\"}')");
+	reopen(f);
+	assert_int_equal(gw_store_append(f->s, "m", "pid=\"2\"", T0 + 3000, 4),
+			 0);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series, 2);
+	q = gw_store_queryable(f->s);
+	assert_int_equal(
+		gw_matcher_init(&m[0], GW_MATCH_EQ, "__name__", "m", NULL, 0),
+		0);
+	assert_int_equal(
+		gw_matcher_init(&m[1], GW_MATCH_EQ, "comm", "", NULL, 0), 0);
+	assert_int_equal(q->select(q->ctx, m, 2, T0, T0 + 10000, GW_TIER_RAW,
+				   &lim, &set),
+			 0);
+	assert_int_equal(set.n, 2);
+	assert_null(gw_labels_get(&set.s[0].labels, "comm"));
+	assert_null(gw_labels_get(&set.s[1].labels, "comm"));
+	assert_int_equal(set.s[0].n, 3); /* pid 1: all three samples */
+	assert_int_equal(set.s[1].n, 1);
+	gw_series_set_release(&set);
+	gw_matcher_release(&m[0]);
+	gw_matcher_release(&m[1]);
+	/* /api/v1/labels and label values never list it. */
+	assert_int_equal(q->label_values(q->ctx, NULL, NULL, NULL, 0, T0,
+					 T0 + 10000, &names),
+			 0);
+	for (size_t i = 0; i < names.n; i++)
+		assert_string_not_equal(names.v[i], "comm");
+	gw_string_list_release(&names);
+	assert_int_equal(q->label_values(q->ctx, "comm", NULL, NULL, 0, T0,
+					 T0 + 10000, &names),
+			 0);
+	assert_int_equal(names.n, 0);
+	gw_string_list_release(&names);
+}
+
 static void failing_flushes_keep_samples_in_memory(void **state)
 {
 	struct fixture *f = *state;
@@ -828,6 +894,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			out_of_order_is_refused_and_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(empty_label_value_is_absent,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(series_cap_refuses_and_counts,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(retention_drops_whole_old_days,

@@ -153,6 +153,8 @@ static enum gw_statsd_result parse_tag(const char *p, size_t n,
 	if (klen > GW_STATSD_TAG_NAME_MAX || vlen > GW_STATSD_TAG_VALUE_MAX ||
 	    !valid_utf8(v, vlen))
 		return GW_STATSD_BAD_TAG;
+	if (vlen == 0)
+		return GW_STATSD_OK; /* "#k:": an empty value is no label */
 	if (out->ntags == GW_STATSD_MAX_TAGS)
 		return GW_STATSD_BAD_TAG;
 	name = out->tag_names[out->ntags];
