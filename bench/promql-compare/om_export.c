@@ -28,8 +28,8 @@ static void put_value(FILE *f, double v)
 		if (strtod(b, NULL) == v)
 			break;
 	}
-	fputs(strcmp(b, "nan") == 0	? "NaN"
-	      : strcmp(b, "inf") == 0	? "+Inf"
+	fputs(strcmp(b, "nan") == 0    ? "NaN"
+	      : strcmp(b, "inf") == 0  ? "+Inf"
 	      : strcmp(b, "-inf") == 0 ? "-Inf"
 				       : b,
 	      f);
@@ -58,8 +58,8 @@ int main(int argc, char **argv)
 	FILE *f;
 
 	if (argc != 6) {
-		fprintf(stderr,
-			"usage: bench_om_export HOURS GPUS JITTER_MS END FILE\n");
+		fprintf(stderr, "usage: bench_om_export HOURS GPUS JITTER_MS "
+				"END FILE\n");
 		return 2;
 	}
 	hours = arg(argv[1], "HOURS");

@@ -45,13 +45,13 @@
 #include "common/parse.h"
 #include "store/store.h"
 
-#define MS_HOUR		 3600000LL
-#define MS_DAY		 (24 * MS_HOUR)
-#define LINE_MAX_BYTES	 (1u << 20) /* longer lines are refused */
-#define SHOW_MAX_ERRORS	 20	    /* printed; the rest only counted */
-#define PROGRESS_TTY_MS	 1000
-#define PROGRESS_LOG_MS	 10000
-#define FLUSH_EVERY_MS	 5000
+#define MS_HOUR		3600000LL
+#define MS_DAY		(24 * MS_HOUR)
+#define LINE_MAX_BYTES	(1u << 20) /* longer lines are refused */
+#define SHOW_MAX_ERRORS 20	   /* printed; the rest only counted */
+#define PROGRESS_TTY_MS 1000
+#define PROGRESS_LOG_MS 10000
+#define FLUSH_EVERY_MS	5000
 
 enum format { FMT_OPENMETRICS, FMT_PROMETHEUS };
 
@@ -168,8 +168,8 @@ static void bad_line(struct import *im, const char *file, uint64_t line,
 {
 	im->bad_lines++;
 	if (im->shown++ < SHOW_MAX_ERRORS)
-		fprintf(stderr, "%s:%llu: %s\n", file,
-			(unsigned long long)line, why);
+		fprintf(stderr, "%s:%llu: %s\n", file, (unsigned long long)line,
+			why);
 	else if (im->shown == SHOW_MAX_ERRORS + 1)
 		fprintf(stderr, "(further errors are only counted)\n");
 }
@@ -240,7 +240,8 @@ static const char *scan_labels(struct import *im, const char *p,
 		n0 = p++;
 		while (*p && *p != '"') {
 			if (*p == '\\') {
-				if (p[1] != '\\' && p[1] != '"' && p[1] != 'n') {
+				if (p[1] != '\\' && p[1] != '"' &&
+				    p[1] != 'n') {
 					*why = "bad escape in a label value";
 					return NULL;
 				}
@@ -367,8 +368,9 @@ static void append(struct import *im, const char *file, uint64_t line,
 		im->refused_cap++;
 		break;
 	default:
-		bad_line(im, file, line, "the store refused the series name "
-					 "or labels");
+		bad_line(im, file, line,
+			 "the store refused the series name "
+			 "or labels");
 		break;
 	}
 }
@@ -757,7 +759,8 @@ int gw_cmd_store_import(int argc, char **argv)
 	t0 = real_ms();
 	im.last_flush = im.last_progress = t0;
 	err = run_files(&im, argv + optind, argc - optind);
-	progress(&im, true);
+	if (im.tty)
+		progress(&im, true);
 	if (!err)
 		err = cut_all(&im);
 	if (err) {
