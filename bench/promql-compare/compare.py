@@ -71,6 +71,10 @@ DATASETS = {
     },
 }
 PLACEHOLDER = re.compile(r"\{(g2|g|c2|c|up|mem|h|pc|p|n|pid|ts)\}")
+# Latency rows of their own in the report (corpus lines).
+SHOWN_LATENCY = ['{p}{pid="{pid}"}', "avg by (gpu) ({p})", "sum by (comm) ({p})",
+                 '{g}{gpu="1"}', "sum by (gpu) ({g})", "rate({c}[5m])",
+                 "quantile_over_time(0.9, {g}[1h])", "max_over_time({g}[1h])"]
 ALL_KINDS = ["instant", "raw-1h", "60s-1h", "60s-24h"]
 
 
@@ -126,8 +130,9 @@ class Target:
     def __init__(self, name, url):
         self.name, self.url = name, url
         self.latency = {}  # kind -> list of seconds
+        self.by_expr = {}  # (kind, corpus line) -> list of seconds
 
-    def ask(self, path, params, kind):
+    def ask(self, path, params, kind, line=None):
         body = urllib.parse.urlencode(params).encode()
         t0 = time.perf_counter()
         try:
@@ -140,11 +145,16 @@ class Target:
         except (urllib.error.URLError, OSError) as e:
             return {"status": "error", "errorType": "transport", "error": str(e)}
         finally:
-            self.latency.setdefault(kind, []).append(time.perf_counter() - t0)
+            dt = time.perf_counter() - t0
+            self.latency.setdefault(kind, []).append(dt)
         try:
-            return json.loads(raw)
+            resp = json.loads(raw)
         except ValueError:
             return {"status": "error", "errorType": "json", "error": raw[:200].decode("utf-8", "replace")}
+        if isinstance(resp, dict) and resp.get("status") == "success":
+            # Per expression: answers only (a refusal costs nothing).
+            self.by_expr.setdefault((kind, line), []).append(dt)
+        return resp
 
 
 # ---- loading ----
@@ -417,8 +427,8 @@ def main():
             for kind, params in queries:
                 path = "/api/v1/query" if kind == "instant" else "/api/v1/query_range"
                 p = dict(params, query=expr)
-                ref = normal(prom.ask(path, p, kind))
-                got = normal(agent.ask(path, p, kind))
+                ref = normal(prom.ask(path, p, kind, template))
+                got = normal(agent.ask(path, p, kind, template))
                 d = diff(expr, kind, ref, got)
                 st = stats.setdefault((section, kind), [0, 0])
                 st[0] += 1
@@ -431,7 +441,7 @@ def main():
                         at = params.get("time", params.get("start", "") + ".." + params.get("end", ""))
                         diffs.append((kind, template, c[1] or at, c[2], c[3], c[4], c[5], c[0]))
                 if vm:
-                    vd = diff(expr, kind, ref, normal(vm.ask(path, p, kind)))
+                    vd = diff(expr, kind, ref, normal(vm.ask(path, p, kind, template)))
                     if vd:
                         vm_found.add((kind, template))
     finally:
@@ -530,6 +540,26 @@ def main():
             "%.2f" % (1000 * percentile(lv, 0.9)) if lv else "-",
             ratio(percentile(la, 0.9), percentile(lp, 0.9)),
             ratio(percentile(la, 0.9), percentile(lv, 0.9)) if lv else "-"))
+    # Per expression: the geometric mean of the ratios, and a few that
+    # stand for lookups and aggregations.
+    def gm_ratio(k, other):
+        if not other:
+            return "-"
+        rs = [percentile(v, 0.5) / percentile(other.by_expr[key], 0.5)
+              for key, v in agent.by_expr.items() if key[0] == k and other.by_expr.get(key)]
+        return "%.2f" % gmean(rs) if rs else "-"
+    for k in kinds:
+        R.append("| latency %s, geometric mean of per-expression ratios (both answered) "
+                 "| | | | %s | %s |" % (k, gm_ratio(k, prom), gm_ratio(k, vm)))
+    for line in SHOWN_LATENCY:
+        key = ("instant", line)
+        if key not in agent.by_expr or key not in prom.by_expr:
+            continue
+        la, lp = percentile(agent.by_expr[key], 0.5), percentile(prom.by_expr[key], 0.5)
+        lv = percentile(vm.by_expr[key], 0.5) if vm and key in vm.by_expr else None
+        R.append("| `%s` instant, median ms | %.2f | %.2f | %s | %s | %s |" % (
+            line.replace("|", "\\|"), 1000 * la, 1000 * lp, "%.2f" % (1000 * lv) if lv else "-",
+            ratio(la, lp), ratio(la, lv) if lv else "-"))
     R.append("\nIngest: the agent's `gpuwatch store import` (parse, append, cuts, "
              "day close), promtool's block creation, VictoriaMetrics' HTTP import "
              "and flush; wall time.  Latency: each HTTP request as the client sees "
@@ -540,6 +570,19 @@ def main():
         R.append("| %s | `%s` | %s | %s |" % (kind, template.replace("|", "\\|"), v["section"], ", ".join(
             "%s %d" % kv for kv in sorted(v["cats"].items()))))
     R.append("\nEvery point: differences.tsv.")
+    summary = {"dataset": a.dataset, "series": series, "samples": samples,
+               "expressions": len(corpus), "queries": asked,
+               "differing_queries": sum(v[1] for v in tot.values()),
+               "differing_pairs": len(found), "bytes": size, "ingest_samples_per_s": rate,
+               "latency_median_ms": {t.name: {k: 1000 * percentile(v, 0.5) for k, v in t.latency.items()}
+                                     for t in [agent, prom, vm] if t},
+               "latency_p90_ms": {t.name: {k: 1000 * percentile(v, 0.9) for k, v in t.latency.items()}
+                                  for t in [agent, prom, vm] if t},
+               "latency_median_ms_by_expression": {
+                   t.name: {"%s %s" % k: 1000 * percentile(v, 0.5) for k, v in t.by_expr.items()}
+                   for t in [agent, prom, vm] if t}}
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
     with open(os.path.join(a.out, "report.md"), "w") as f:
         f.write("\n".join(R) + "\n")
     log("report: %s" % os.path.join(a.out, "report.md"))
