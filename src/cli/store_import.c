@@ -67,6 +67,7 @@ struct import {
 		refused_cap, shown;
 	int64_t t_min, t_max;
 	int64_t last_progress, last_flush;
+	int fatal; /* stops the import (-ENOMEM) */
 	uint64_t bytes_done, bytes_total;
 	struct gw_buf labels; /* the current line's label text */
 };
@@ -365,7 +366,7 @@ static void append(struct import *im, const char *file, uint64_t line,
 		im->refused_cap++;
 		break;
 	case -ENOMEM:
-		im->refused_cap++;
+		im->fatal = err;
 		break;
 	default:
 		bad_line(im, file, line,
@@ -473,7 +474,7 @@ static int import_file(struct import *im, const char *path)
 			path, strerror(errno));
 		return -errno;
 	}
-	while ((n = getline(&buf, &cap, f)) >= 0) {
+	while (!im->fatal && (n = getline(&buf, &cap, f)) >= 0) {
 		line++;
 		im->lines++;
 		im->bytes_done += (uint64_t)n;
@@ -500,6 +501,11 @@ static int import_file(struct import *im, const char *path)
 			}
 			progress(im, false);
 		}
+	}
+	if (!err && im->fatal) {
+		err = im->fatal;
+		fprintf(stderr, "gpuwatch store import: %s:%llu: %s\n", shown,
+			(unsigned long long)line, strerror(-err));
 	}
 	if (!err && ferror(f)) {
 		err = -EIO;

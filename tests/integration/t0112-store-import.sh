@@ -24,6 +24,10 @@ with open(path, "w") as f:
     for t in range(end - 3 * 3600 + 1, end + 1):
         c = 0 if t == end - 3600 else c + 3
         f.write('jobs_total{gpu="0"} %d %d.000\n' % (c, t))
+    # Special values, decimals in the timestamp, an exemplar, a blank.
+    f.write('odd{x="1"} NaN %d.250\n' % (end - 30))
+    f.write('odd{x="1"} +Inf %d.500\n' % (end - 20))
+    f.write('\nodd{x="1"} -1.5e3 %d.750 # {trace_id="a"} 1 %d\n' % (end - 10, end - 10))
     f.write('jobs_total{gpu="0"} 1\n')          # no timestamp
     f.write('jobs_total{gpu=0} 1 %d\n' % end)    # unquoted value
     f.write("# EOF\n")
@@ -45,7 +49,7 @@ ok "--strict names the bad lines and imports nothing"
 # Without --strict: the rest is imported, the bad lines counted.
 "$GPUWATCH" store import --data-dir "$D" "$T_DIR/in.om" >"$T_DIR/import.out" \
 	2>"$T_DIR/import.err" || fail "import failed: $(cat "$T_DIR/import.err")"
-grep -q "imported 21600 of 21600 samples" "$T_DIR/import.out" ||
+grep -q "imported 21603 of 21603 samples" "$T_DIR/import.out" ||
 	fail "import summary: $(cat "$T_DIR/import.out")"
 grep -q "skipped: 2 bad lines" "$T_DIR/import.out" ||
 	fail "bad lines not counted: $(cat "$T_DIR/import.out")"
@@ -80,6 +84,16 @@ for path, name, labels in ((sys.argv[2], "temp_celsius", {"__name__": "temp_cels
     assert len(r) == 1 and r[0]["metric"] == labels, r[:1]
     got = [(round(float(t) * 1000), float(v)) for t, v in r[0]["values"]]
     assert got == want[name], (name, len(got), len(want[name]), got[:3], want[name][:3])
+PY
+curl -fsS "$URL/api/v1/query" --data-urlencode 'query=odd[1m]' \
+	-d time="$end" -o "$T_DIR/odd.json" || fail "query failed"
+python3 - "$T_DIR/odd.json" "$end" <<'PY' || fail "special values: $(cat "$T_DIR/odd.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))["data"]["result"]
+end = int(sys.argv[2])
+assert [(round(float(t) * 1000), v) for t, v in r[0]["values"]] == [
+    ((end - 30) * 1000 + 250, "NaN"), ((end - 20) * 1000 + 500, "+Inf"),
+    ((end - 10) * 1000 + 750, "-1500")], r
 PY
 ok "an agent on the directory returns every imported sample"
 
