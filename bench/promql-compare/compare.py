@@ -117,13 +117,16 @@ def wait_http(url, proc, what, secs=120):
 
 
 def stop(proc):
-    if proc and proc.poll() is None:
+    """SIGTERM; the exit status (None if it had to be killed)."""
+    if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+            return None
+    return proc.returncode
 
 
 class Target:
@@ -445,8 +448,13 @@ def main():
                     if vd:
                         vm_found.add((kind, template))
     finally:
-        for p in procs:
-            stop(p)
+        status = [stop(p) for p in procs]
+    if status[0] != 0:
+        # The agent must stop cleanly (sanitizer builds report here).
+        with open(os.path.join(work, "agent.log")) as f:
+            log("".join(f.readlines()[-30:]))
+        log("the agent exited with status %s after SIGTERM" % status[0])
+        return 1
     # Sizes after the processes stopped (everything they wrote).
     size = {"agent": du(agent_dir), "prometheus": du(prom_dir)}
     rate = {"agent": samples / agent_secs, "prometheus": samples / prom_secs}
