@@ -2,18 +2,27 @@
 /*
  * promql.h - the PromQL subset: lexer (promql_lex.c), parser
  * (promql_parse.c) and evaluator (promql_eval.c, with aggregation in
- * promql_agg.c, binary operators in promql_binop.c, its numerics in
- * promql_fn.c and its JSON in promql_json.c) over a struct gw_queryable
- * (store/query.h).
+ * promql_agg.c, binary operators in promql_binop.c, functions in
+ * promql_call.c, its numerics in promql_fn.c and its JSON in
+ * promql_json.c) over a struct gw_queryable (store/query.h).
  *
  * The subset
  *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')
  *   selectors     name{l="v", l!="v", l=~"re", l!~"re"}, {__name__=~".."}
  *                 with [5m] (range) and offset 1h; durations as in
  *                 Prometheus: ms s m h d w y, combined (1h30m)
- *   functions     rate irate increase delta, avg_ min_ max_ sum_ count_
- *                 last_ stddev_over_time, quantile_over_time(q, m[r]),
- *                 abs, time(), vector(s), scalar(v)
+ *   functions     all of Prometheus 2.x's but the native histogram ones
+ *                 (the table in promql_call.c): range (rate irate
+ *                 increase delta idelta changes resets deriv
+ *                 predict_linear holt_winters, avg_ min_ max_ sum_ count_
+ *                 last_ stddev_ stdvar_ quantile_ mad_ present_
+ *                 absent_over_time), math (abs ceil floor round exp ln
+ *                 log2 log10 sqrt sgn, trigonometry, deg rad pi, clamp
+ *                 clamp_min clamp_max), time (time timestamp day_of_month
+ *                 day_of_week day_of_year days_in_month hour minute month
+ *                 year), labels (label_replace label_join), absent, sort
+ *                 sort_desc sort_by_label sort_by_label_desc,
+ *                 histogram_quantile (classic le buckets), vector scalar
  *   aggregations  sum avg min max count (by|without (l,...)) (expr),
  *                 topk bottomk quantile (param, expr); the clause may come
  *                 before or after the parenthesised expression
@@ -78,6 +87,65 @@ enum gw_pq_func {
 	GW_FN_TIME,   /* () -> scalar */
 	GW_FN_VECTOR, /* (scalar) -> vector */
 	GW_FN_SCALAR, /* (vector) -> scalar */
+	/* range vector -> vector */
+	GW_FN_STDVAR_OVER_TIME,
+	GW_FN_MAD_OVER_TIME,
+	GW_FN_PRESENT_OVER_TIME,
+	GW_FN_ABSENT_OVER_TIME,
+	GW_FN_CHANGES,
+	GW_FN_RESETS,
+	GW_FN_DERIV,
+	GW_FN_IDELTA,
+	GW_FN_PREDICT_LINEAR,		    /* (matrix, scalar) */
+	GW_FN_HOLT_WINTERS,		    /* (matrix, scalar, scalar) */
+	GW_FN_DOUBLE_EXPONENTIAL_SMOOTHING, /* holt_winters' 3.x name */
+	/* instant vector -> vector, one value at a time */
+	GW_FN_CEIL,
+	GW_FN_FLOOR,
+	GW_FN_EXP,
+	GW_FN_LN,
+	GW_FN_LOG2,
+	GW_FN_LOG10,
+	GW_FN_SQRT,
+	GW_FN_SGN,
+	GW_FN_ACOS,
+	GW_FN_ACOSH,
+	GW_FN_ASIN,
+	GW_FN_ASINH,
+	GW_FN_ATAN,
+	GW_FN_ATANH,
+	GW_FN_COS,
+	GW_FN_COSH,
+	GW_FN_SIN,
+	GW_FN_SINH,
+	GW_FN_TAN,
+	GW_FN_TANH,
+	GW_FN_DEG,
+	GW_FN_RAD,
+	GW_FN_ROUND,	 /* (vector [, scalar]) */
+	GW_FN_CLAMP,	 /* (vector, scalar, scalar) */
+	GW_FN_CLAMP_MIN, /* (vector, scalar) */
+	GW_FN_CLAMP_MAX, /* (vector, scalar) */
+	GW_FN_PI,	 /* () -> scalar */
+	/* ([vector]) -> vector: the time (default: time()) in UTC */
+	GW_FN_DAY_OF_MONTH,
+	GW_FN_DAY_OF_WEEK,
+	GW_FN_DAY_OF_YEAR,
+	GW_FN_DAYS_IN_MONTH,
+	GW_FN_HOUR,
+	GW_FN_MINUTE,
+	GW_FN_MONTH,
+	GW_FN_YEAR,
+	GW_FN_TIMESTAMP,
+	/* labels, order, presence */
+	GW_FN_LABEL_REPLACE, /* (vector, dst, replacement, src, regex) */
+	GW_FN_LABEL_JOIN,    /* (vector, dst, separator, src...) */
+	GW_FN_ABSENT,
+	GW_FN_SORT,
+	GW_FN_SORT_DESC,
+	GW_FN_SORT_BY_LABEL,	  /* (vector, label...) */
+	GW_FN_SORT_BY_LABEL_DESC, /* (vector, label...) */
+	GW_FN_HISTOGRAM_QUANTILE, /* (scalar, vector) */
 };
 
 enum gw_pq_aggop {

@@ -184,6 +184,11 @@ out_release:
 	return err;
 }
 
+int gw_pqe_intern(struct ev *ev, struct gw_labels *take, struct lset **out)
+{
+	return intern(ev, take, out);
+}
+
 static void tab_release(struct ltab *t)
 {
 	for (size_t i = 0; i < t->cap; i++)
@@ -415,8 +420,8 @@ static int points(struct ev *ev, const struct gw_series_data *d, size_t lo,
 
 /* ---- selectors ---- */
 
-static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-			 struct val *out)
+int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    bool stamps, struct val *out)
 {
 	struct sel *s = find_sel(ev, n);
 	int64_t at = sat_sub(t, n->u.sel.offset_ms);
@@ -436,13 +441,18 @@ static int eval_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			k = upper_raw(d, at);
 			if (k == 0 || d->t[k - 1] <= sat_sub(at, lb))
 				continue;
-			err = gw_pqe_vpush(&out->v, s->ls[i], d->v[k - 1]);
+			err = gw_pqe_vpush(&out->v, s->ls[i],
+					   stamps ? (double)d->t[k - 1] / 1e3
+						  : d->v[k - 1]);
 		} else {
 			k = upper_rollup(d, at);
 			if (k == 0 || d->r[k - 1].t <= sat_sub(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
-			err = gw_pqe_vpush(&out->v, s->ls[i], d->r[k - 1].last);
+			err = gw_pqe_vpush(&out->v, s->ls[i],
+					   stamps ? (double)d->r[k - 1].t_last /
+							    1e3
+						  : d->r[k - 1].last);
 		}
 		if (err)
 			return err;
@@ -464,150 +474,34 @@ int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	return err;
 }
 
-static int eval_range_fn(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-			 struct val *out)
+int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
+		     struct gw_pqe_rarg *a)
 {
-	enum gw_pq_func fn = n->u.call.fn;
-	const struct gw_pq_node *m;
-	bool quant = fn == GW_FN_QUANTILE_OVER_TIME;
-	double phi = 0;
-	int64_t at, from;
-	struct sel *s;
-	int err;
-
-	if (n->u.call.nargs != (quant ? 2u : 1u))
+	m = unparen(m);
+	memset(a, 0, sizeof(*a));
+	if (!m || m->kind != GW_PQ_MATRIX || !(a->sel = find_sel(ev, m)))
 		return gw_pqe_malformed(ev);
-	m = unparen(n->u.call.args[quant ? 1 : 0]);
-	if (!m || m->kind != GW_PQ_MATRIX || !(s = find_sel(ev, m)))
-		return gw_pqe_malformed(ev);
-	if (quant) {
-		err = gw_pqe_eval_scalar_arg(ev, n->u.call.args[0], t, &phi);
-		if (err)
-			return err;
-	}
-	at = sat_sub(t, m->u.sel.offset_ms);
-	from = sat_sub(at, m->u.sel.range_ms);
-	out->type = GW_TYPE_VECTOR;
-	for (size_t i = 0; i < s->set.n; i++) {
-		const struct gw_series_data *d = &s->set.s[i];
-		const int64_t *ts;
-		const double *vs;
-		size_t lo, hi, np;
-		struct lset *ls = s->ls[i];
-		bool ok = false;
-		double x = 0;
-
-		window(d, from, at, &lo, &hi);
-		if (lo == hi)
-			continue;
-		switch (fn) {
-		case GW_FN_RATE:
-		case GW_FN_INCREASE:
-		case GW_FN_DELTA:
-		case GW_FN_IRATE:
-			err = points(ev, d, lo, hi, &ts, &vs, &np);
-			if (err)
-				return err;
-			if (fn == GW_FN_IRATE)
-				ok = gw_pqe_irate(ts, vs, np, &x);
-			else
-				ok = gw_pqe_xrate(ts, vs, np, from, at,
-						  m->u.sel.range_ms,
-						  fn != GW_FN_DELTA,
-						  fn == GW_FN_RATE, &x);
-			break;
-		default:
-			if (d->tier == GW_TIER_RAW) {
-				/* ev->sv: quantile_over_time's sort space */
-				err = quant ? gw_pqe_scratch(ev, hi - lo) : 0;
-				if (!err)
-					err = gw_pqe_over_time_raw(
-						fn, phi, d->v + lo, hi - lo,
-						ev->sv, &x);
-				ok = true;
-			} else {
-				err = gw_pqe_over_time_rollup(fn, phi, d->r, lo,
-							      hi, &x, &ok);
-			}
-			if (err)
-				return err;
-		}
-		if (!ok)
-			continue;
-		/* last_over_time acts like offset and keeps the name. */
-		if (fn != GW_FN_LAST_OVER_TIME) {
-			err = gw_pqe_noname(ev, ls, &ls);
-			if (err)
-				return err;
-		}
-		err = gw_pqe_vpush(&out->v, ls, x);
-		if (err)
-			return err;
-	}
-	return fn == GW_FN_LAST_OVER_TIME ? 0 : gw_pqe_check_dups(ev, &out->v);
+	a->at = sat_sub(t, m->u.sel.offset_ms);
+	a->from = sat_sub(a->at, m->u.sel.range_ms);
+	a->range = m->u.sel.range_ms;
+	a->n = a->sel->set.n;
+	return 0;
 }
 
-static int eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
-		     struct val *out)
+int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
+			struct gw_pqe_rpts *p)
 {
-	struct val a = { 0 };
-	int err = 0;
+	const struct gw_series_data *d;
 
-	switch (n->u.call.fn) {
-	case GW_FN_TIME:
-		out->type = GW_TYPE_SCALAR;
-		out->s = (double)t / 1e3;
-		return 0;
-	case GW_FN_ABS:
-	case GW_FN_VECTOR:
-	case GW_FN_SCALAR:
-		break;
-	default:
-		return eval_range_fn(ev, n, t, out);
-	}
-	if (n->u.call.nargs != 1)
+	memset(p, 0, sizeof(*p));
+	if (i >= a->n || !a->sel)
 		return gw_pqe_malformed(ev);
-	err = gw_pqe_eval(ev, n->u.call.args[0], t, &a);
-	if (err)
-		goto out;
-	switch (n->u.call.fn) {
-	case GW_FN_ABS:
-		if (a.type != GW_TYPE_VECTOR) {
-			err = gw_pqe_malformed(ev);
-			break;
-		}
-		out->type = GW_TYPE_VECTOR;
-		for (size_t i = 0; i < a.v.n && !err; i++) {
-			struct lset *ls;
-
-			err = gw_pqe_noname(ev, a.v.p[i].ls, &ls);
-			if (!err)
-				err = gw_pqe_vpush(&out->v, ls,
-						   fabs(a.v.p[i].v));
-		}
-		if (!err)
-			err = gw_pqe_check_dups(ev, &out->v);
-		break;
-	case GW_FN_VECTOR:
-		if (a.type != GW_TYPE_SCALAR) {
-			err = gw_pqe_malformed(ev);
-			break;
-		}
-		out->type = GW_TYPE_VECTOR;
-		err = gw_pqe_vpush(&out->v, ev->empty, a.s);
-		break;
-	default: /* GW_FN_SCALAR */
-		if (a.type != GW_TYPE_VECTOR) {
-			err = gw_pqe_malformed(ev);
-			break;
-		}
-		out->type = GW_TYPE_SCALAR;
-		out->s = a.v.n == 1 ? a.v.p[0].v : NAN;
-		break;
-	}
-out:
-	gw_pqe_val_release(&a);
-	return err;
+	d = &a->sel->set.s[i];
+	p->ls = a->sel->ls[i];
+	window(d, a->from, a->at, &p->lo, &p->hi);
+	if (d->tier != GW_TIER_RAW)
+		p->roll = d;
+	return points(ev, d, p->lo, p->hi, &p->ts, &p->vs, &p->n);
 }
 
 /* ---- unary minus ---- */
@@ -672,10 +566,10 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		err = 0;
 		break;
 	case GW_PQ_SELECTOR:
-		err = eval_selector(ev, n, t, out);
+		err = gw_pqe_selector(ev, n, t, false, out);
 		break;
 	case GW_PQ_CALL:
-		err = eval_call(ev, n, t, out);
+		err = gw_pqe_eval_call(ev, n, t, out);
 		break;
 	case GW_PQ_AGG:
 		err = gw_pqe_eval_agg(ev, n, t, out);
@@ -904,6 +798,7 @@ static void ev_release(struct ev *ev)
 	free(ev->st);
 	free(ev->sv);
 	free(ev->ix);
+	gw_pqe_call_release(ev);
 }
 
 /* Describes an error not yet described and returns it. */
@@ -934,11 +829,14 @@ static int series_cmp(const void *a, const void *b)
 	return gw_labels_cmp(&x->labels, &y->labels);
 }
 
+/* An instant query whose order is the answer: topk, bottomk, sort... */
 static bool top_level_k(const struct gw_pq_node *e)
 {
 	e = unparen(e);
-	return e && e->kind == GW_PQ_AGG &&
-	       (e->u.agg.op == GW_AGG_TOPK || e->u.agg.op == GW_AGG_BOTTOMK);
+	return e &&
+	       ((e->kind == GW_PQ_AGG && (e->u.agg.op == GW_AGG_TOPK ||
+					  e->u.agg.op == GW_AGG_BOTTOMK)) ||
+		(e->kind == GW_PQ_CALL && gw_pqe_call_sorts(e)));
 }
 
 /* An instant query of a bare range selector: the samples themselves. */

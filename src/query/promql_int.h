@@ -5,10 +5,12 @@
  * nothing from here.
  *
  *   promql_eval.c   the evaluator's core: state, label set interning,
- *                   values, selectors, functions, dispatch, loading and
- *                   the entry points
+ *                   values, selectors, range-vector arguments, dispatch,
+ *                   loading and the entry points
  *   promql_agg.c    aggregation (sum ... quantile, topk/bottomk)
  *   promql_binop.c  binary operators and vector matching
+ *   promql_call.c   the function table (also read by the parser) and the
+ *                   functions' evaluation
  *   promql_fn.c     the numerics
  *
  * Two parts.  The evaluator's state (struct ev, one per query, used by
@@ -111,6 +113,7 @@ struct ev {
 	/* range query output */
 	struct oser *outs;
 	size_t nout, capout;
+	struct fncache *fnc; /* promql_call.c's, per call node */
 };
 
 /* Fills res->err/errmsg unless already set; returns err. */
@@ -118,6 +121,9 @@ __attribute__((format(printf, 4, 5))) int
 gw_pqe_fail(struct ev *ev, enum gw_qerr kind, int err, const char *fmt, ...);
 /* gw_pqe_fail for a tree the parser cannot have produced: -EINVAL. */
 int gw_pqe_malformed(struct ev *ev);
+
+/* The interned set equal to *take (always consumed). */
+int gw_pqe_intern(struct ev *ev, struct gw_labels *take, struct lset **out);
 
 /* The set derived from s by gw_labels_project(names, keep, drop), memoised
  * under key (one key per distinct derivation). */
@@ -142,6 +148,70 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 /* n at t, which must give a scalar. */
 int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 			   double *out);
+
+/* An instant selector at t; with stamps, each value is the time of the
+ * sample in seconds (timestamp()) instead of the sample's value. */
+int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    bool stamps, struct val *out);
+
+/* A range-vector argument (a range selector) at one step. */
+struct gw_pqe_rarg {
+	int64_t from, at, range; /* the window (from, at], at - from = range */
+	size_t n;		 /* series */
+	struct sel *sel;
+};
+
+/* One series' points in the window. */
+struct gw_pqe_rpts {
+	struct lset *ls;
+	const int64_t *ts; /* n points, times increasing */
+	const double *vs;
+	size_t n;
+	/* A selector on a rollup tier: its rollups [lo, hi) in the window
+	 * (the points are then (t_last, last) of the non-empty ones, in
+	 * ev's scratch arrays); NULL otherwise. */
+	const struct gw_series_data *roll;
+	size_t lo, hi;
+};
+
+/* m (parentheses allowed) at t. */
+int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
+		     struct gw_pqe_rarg *a);
+/* Series i < a->n of a; valid until the next call or evaluation. */
+int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
+			struct gw_pqe_rpts *p);
+
+/* A function call node (promql_call.c). */
+int gw_pqe_eval_call(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		     struct val *out);
+/* Releases what the functions kept in ev (ev->fnc). */
+void gw_pqe_call_release(struct ev *ev);
+/* True for a call whose result order is its answer (sort and friends):
+ * an instant query keeps that order. */
+bool gw_pqe_call_sorts(const struct gw_pq_node *n);
+
+/*
+ * The function table (promql_call.c), the one place a function is
+ * described: the parser checks calls against it, the evaluator runs
+ * them from it.  Arguments as Prometheus declares them: nargs types;
+ * variadic 0 (exactly nargs), > 0 (up to that many of the last ones may
+ * be left out) or < 0 (any number more of the last type).
+ */
+struct gw_pq_fndef {
+	const char *name;
+	enum gw_pq_func fn;
+	unsigned char nargs;
+	signed char variadic;
+	enum gw_pq_type args[5];
+	enum gw_pq_type ret;
+	int (*eval)(struct ev *ev, const struct gw_pq_node *n, int64_t t,
+		    struct val *out);
+};
+
+/* The function named name (len bytes, not NUL-terminated), or NULL. */
+const struct gw_pq_fndef *gw_pq_fn_lookup(const char *name, size_t len);
+/* The function fn, or NULL. */
+const struct gw_pq_fndef *gw_pq_fn_def(enum gw_pq_func fn);
 
 /* An aggregation node (promql_agg.c). */
 int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
@@ -212,5 +282,54 @@ __attribute__((warn_unused_result)) int
 gw_pqe_over_time_rollup(enum gw_pq_func fn, double phi,
 			const struct gw_rollup *r, size_t lo, size_t hi,
 			double *out, bool *ok);
+
+/* The arguments of a range function besides its samples: the window
+ * (range_start, range_end] of range_ms, the evaluation time t (ms), and
+ * the scalar arguments a, b (quantile_over_time's phi, predict_linear's
+ * seconds, holt_winters' factors). */
+struct gw_pqe_rargs {
+	int64_t range_start, range_end, range_ms, t;
+	double a, b;
+};
+
+/*
+ * Range function fn of the samples (ts[i], vs[i]), i < n, in a's window:
+ * every function taking a range vector but absent_over_time's absence
+ * (which is about all series, not one).  *ok false when it has no output
+ * (too few samples).  tmp has room for n doubles (quantile, mad).  0, or
+ * -EINVAL for a fn that is not a range function.
+ */
+__attribute__((warn_unused_result)) int
+gw_pqe_range_raw(enum gw_pq_func fn, const int64_t *ts, const double *vs,
+		 size_t n, const struct gw_pqe_rargs *a, double *tmp,
+		 double *out, bool *ok);
+
+/* Go's math.Max and math.Min (NaN wins over all but the infinity on
+ * their side; +0 is greater than -0), as clamp uses them. */
+double gw_pqe_go_max(double x, double y);
+double gw_pqe_go_min(double x, double y);
+
+/* The one-value function fn (abs ... rad) of v; NaN for another fn. */
+double gw_pqe_math(enum gw_pq_func fn, double v);
+
+/* round(v, to_nearest): ties up, as Prometheus. */
+double gw_pqe_round(double v, double to_nearest);
+
+/* The date function fn (day_of_month ... year) of secs since the epoch,
+ * UTC, as Go computes it from int64(secs) (so NaN and huge values give
+ * what Prometheus gives on amd64). */
+double gw_pqe_date(enum gw_pq_func fn, double secs);
+
+/* A classic histogram bucket: upper bound (le) and cumulative count. */
+struct gw_pqe_bucket {
+	double upper, count;
+};
+
+/*
+ * Prometheus' histogram_quantile q of b[0..n) (any order, sorted in place,
+ * merged and made monotonic): NaN without a +Inf bucket, with fewer than
+ * two distinct bounds or no observations; -Inf/+Inf for q < 0 / q > 1.
+ */
+double gw_pqe_bucket_quantile(double q, struct gw_pqe_bucket *b, size_t n);
 
 #endif /* GW_PROMQL_INT_H */

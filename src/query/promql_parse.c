@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "query/promql.h"
+#include "query/promql_int.h"
 #include "query/promql_lex.h"
 
 #define MAX_MATCHERS 256
@@ -312,127 +313,16 @@ static const char *const type_name[] = {
 	[GW_TYPE_STRING] = "string",
 };
 
-static const struct fn_info {
-	const char *name;
-	enum gw_pq_func fn;
-	unsigned nargs;
-	enum gw_pq_type args[2];
-	enum gw_pq_type ret;
-} fns[] = {
-	{ "rate", GW_FN_RATE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
-	{ "irate", GW_FN_IRATE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
-	{ "increase", GW_FN_INCREASE, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
-	{ "delta", GW_FN_DELTA, 1, { GW_TYPE_MATRIX }, GW_TYPE_VECTOR },
-	{ "avg_over_time",
-	  GW_FN_AVG_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "min_over_time",
-	  GW_FN_MIN_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "max_over_time",
-	  GW_FN_MAX_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "sum_over_time",
-	  GW_FN_SUM_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "count_over_time",
-	  GW_FN_COUNT_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "last_over_time",
-	  GW_FN_LAST_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "stddev_over_time",
-	  GW_FN_STDDEV_OVER_TIME,
-	  1,
-	  { GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "quantile_over_time",
-	  GW_FN_QUANTILE_OVER_TIME,
-	  2,
-	  { GW_TYPE_SCALAR, GW_TYPE_MATRIX },
-	  GW_TYPE_VECTOR },
-	{ "abs", GW_FN_ABS, 1, { GW_TYPE_VECTOR }, GW_TYPE_VECTOR },
-	{ "time", GW_FN_TIME, 0, { GW_TYPE_SCALAR }, GW_TYPE_SCALAR },
-	{ "vector", GW_FN_VECTOR, 1, { GW_TYPE_SCALAR }, GW_TYPE_VECTOR },
-	{ "scalar", GW_FN_SCALAR, 1, { GW_TYPE_VECTOR }, GW_TYPE_SCALAR },
-};
-
-/* Prometheus' other functions: known, so named as unsupported. */
+/* Prometheus' other functions (native histograms, 3.x's info): known, so
+ * named as unsupported. */
 static const char *const other_fns[] = {
-	"absent",
-	"absent_over_time",
-	"acos",
-	"acosh",
-	"asin",
-	"asinh",
-	"atan",
-	"atanh",
-	"ceil",
-	"changes",
-	"clamp",
-	"clamp_max",
-	"clamp_min",
-	"cos",
-	"cosh",
-	"day_of_month",
-	"day_of_week",
-	"day_of_year",
-	"days_in_month",
-	"deg",
-	"deriv",
-	"double_exponential_smoothing",
-	"exp",
-	"floor",
 	"histogram_avg",
 	"histogram_count",
 	"histogram_fraction",
-	"histogram_quantile",
 	"histogram_stddev",
 	"histogram_stdvar",
 	"histogram_sum",
-	"holt_winters",
-	"hour",
-	"idelta",
 	"info",
-	"label_join",
-	"label_replace",
-	"ln",
-	"log10",
-	"log2",
-	"mad_over_time",
-	"minute",
-	"month",
-	"pi",
-	"predict_linear",
-	"present_over_time",
-	"rad",
-	"resets",
-	"round",
-	"sgn",
-	"sin",
-	"sinh",
-	"sort",
-	"sort_by_label",
-	"sort_by_label_desc",
-	"sort_desc",
-	"sqrt",
-	"stdvar_over_time",
-	"tan",
-	"tanh",
-	"timestamp",
-	"year",
 };
 
 void gw_matchers_free(struct gw_matcher *m, size_t nm)
@@ -729,11 +619,11 @@ out:
 
 static int parse_call(struct parser *p, struct gw_pq_node **out)
 {
-	const struct fn_info *f = NULL;
+	const struct gw_pq_fndef *f;
 	struct gw_pq_node *n;
 	struct gw_pql_tok name;
 	char fname[64];
-	size_t len;
+	size_t len, na, min;
 	int err;
 
 	if ((err = next(p, &name)))
@@ -746,10 +636,7 @@ static int parse_call(struct parser *p, struct gw_pq_node **out)
 		return err;
 	len = name.end - name.pos;
 	snprintf(fname, sizeof(fname), "%.*s", (int)len, p->lx.q + name.pos);
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (strlen(fns[i].name) == len &&
-		    memcmp(fns[i].name, p->lx.q + name.pos, len) == 0)
-			f = &fns[i];
+	f = gw_pq_fn_lookup(p->lx.q + name.pos, len);
 	if (!f) {
 		for (size_t i = 0; i < sizeof(other_fns) / sizeof(other_fns[0]);
 		     i++)
@@ -763,20 +650,35 @@ static int parse_call(struct parser *p, struct gw_pq_node **out)
 	}
 	n->u.call.fn = f->fn;
 	n->type = f->ret;
-	if (n->u.call.nargs != f->nargs)
+	na = n->u.call.nargs;
+	/* Prometheus' checks and messages, variadic functions included. */
+	min = f->variadic ? (size_t)f->nargs - 1 : f->nargs;
+	if (f->variadic == 0 && na != f->nargs)
 		return fail(
 			p, n->pos,
 			"expected %u argument(s) in call to \"%s\", got %zu",
-			f->nargs, f->name, n->u.call.nargs);
-	for (size_t i = 0; i < f->nargs; i++) {
+			f->nargs, f->name, na);
+	if (na < min)
+		return fail(p, n->pos,
+			    "expected at least %zu argument(s) in call to "
+			    "\"%s\", got %zu",
+			    min, f->name, na);
+	if (f->variadic > 0 && na > min + (size_t)f->variadic)
+		return fail(p, n->pos,
+			    "expected at most %zu argument(s) in call to "
+			    "\"%s\", got %zu",
+			    min + (size_t)f->variadic, f->name, na);
+	for (size_t i = 0; i < na; i++) {
 		struct gw_pq_node *a = n->u.call.args[i];
+		enum gw_pq_type want =
+			f->args[i < f->nargs ? i : (size_t)f->nargs - 1];
 		char ctx[64];
 
 		snprintf(ctx, sizeof(ctx), "call to function \"%s\"", f->name);
-		if ((err = expect_type(p, a, f->args[i], ctx)))
+		if ((err = expect_type(p, a, want, ctx)))
 			return err;
 		/* A range argument is always the selector itself. */
-		while (a->kind == GW_PQ_PAREN && f->args[i] == GW_TYPE_MATRIX) {
+		while (a->kind == GW_PQ_PAREN && want == GW_TYPE_MATRIX) {
 			struct gw_pq_node *in = a->u.inner;
 
 			a->u.inner = NULL;
@@ -1408,10 +1310,9 @@ int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
 
 const char *gw_pql_func_name(enum gw_pq_func fn)
 {
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (fns[i].fn == fn)
-			return fns[i].name;
-	return NULL;
+	const struct gw_pq_fndef *f = gw_pq_fn_def(fn);
+
+	return f ? f->name : NULL;
 }
 
 const char *gw_pql_op_text(enum gw_pq_binop op)

@@ -358,6 +358,58 @@ static bool re_match(const struct gw_matcher *m, const char *v)
 	return rc >= 0;
 }
 
+int gw_matcher_groups(const struct gw_matcher *m, const char *s, long *ofs,
+		      size_t nofs)
+{
+	pcre2_match_data *md;
+	PCRE2_SIZE *ov;
+	uint32_t ng;
+	int rc;
+
+	if (!m->re || (m->op != GW_MATCH_RE && m->op != GW_MATCH_NRE))
+		return -EINVAL;
+	if (pcre2_pattern_info(m->re, PCRE2_INFO_CAPTURECOUNT, &ng) != 0)
+		return -EINVAL;
+	md = pcre2_match_data_create_from_pattern(m->re, NULL);
+	if (!md)
+		return -ENOMEM;
+	rc = pcre2_match(m->re, (PCRE2_SPTR)s, strlen(s), 0, 0, md, NULL);
+	if (rc == PCRE2_ERROR_NOMATCH) {
+		rc = 0;
+		goto out;
+	}
+	if (rc < 0) {
+		rc = rc == PCRE2_ERROR_NOMEMORY ? -ENOMEM : -EINVAL;
+		goto out;
+	}
+	ov = pcre2_get_ovector_pointer(md);
+	for (size_t i = 0; i + 1 < nofs; i += 2) {
+		size_t g = i / 2;
+		bool set = g < (size_t)rc && ov[2 * g] != PCRE2_UNSET;
+
+		ofs[i] = set ? (long)ov[2 * g] : -1;
+		ofs[i + 1] = set ? (long)ov[2 * g + 1] : -1;
+	}
+	rc = (int)ng + 1;
+out:
+	pcre2_match_data_free(md);
+	return rc;
+}
+
+int gw_matcher_group_number(const struct gw_matcher *m, const char *name,
+			    size_t len)
+{
+	char buf[256];
+	int rc;
+
+	if (!m->re || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	rc = pcre2_substring_number_from_name(m->re, (PCRE2_SPTR)buf);
+	return rc < 0 ? -1 : rc;
+}
+
 bool gw_matcher_match(const struct gw_matcher *m, const char *value)
 {
 	const char *v = value ? value : "";

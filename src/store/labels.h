@@ -114,6 +114,22 @@ void gw_matcher_release(struct gw_matcher *m);
 /* True when value (NULL = label absent = "") satisfies m. */
 bool gw_matcher_match(const struct gw_matcher *m, const char *value);
 
+/*
+ * The groups of a regular-expression matcher's (=~, !~) match of the whole
+ * of s, for label_replace: ofs[2i] and ofs[2i+1] are the byte offsets of
+ * group i (0: the whole match), -1 for a group that took no part, for the
+ * first nofs / 2 groups.  Returns the number of groups + 1 of the
+ * expression, 0 when s does not match, -EINVAL for a matcher without a
+ * regular expression, -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_matcher_groups(const struct gw_matcher *m, const char *s, long *ofs,
+		  size_t nofs);
+
+/* The number of m's group named name (len bytes), or -1. */
+int gw_matcher_group_number(const struct gw_matcher *m, const char *name,
+			    size_t len);
+
 /* True when every matcher accepts the set. */
 bool gw_matchers_match(const struct gw_matcher *m, size_t n,
 		       const struct gw_labels *l);

@@ -269,6 +269,12 @@ static void promql_out_of_memory(void **state)
 		"topk(2, avg_over_time(m_total[2m]) * 2 > 1)",
 		"quantile_over_time(0.9, m_total{gpu=~\"0|1\"}[5m])",
 		"m_total / on (gpu) group_x",
+		"histogram_quantile(0.9, label_replace(rate(m_total[1m]), "
+		"\"le\", \"$1\", \"gpu\", \"(.*)\"))",
+		"sort_desc(label_join(deriv(m_total[2m]), \"j\", \",\", "
+		"\"gpu\", \"gpu\"))",
+		"absent(nope{a=\"b\"}) + absent_over_time(nope{c=\"d\"}[1m])",
+		"clamp(predict_linear(m_total[2m], 60), 0, 10) + year(m_total)",
 	};
 	struct gw_queryable q;
 	struct gw_fakeq *f;

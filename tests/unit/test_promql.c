@@ -263,8 +263,8 @@ static const struct {
 	{ "foo[5m:]", "1:4: parse error: subqueries are not supported" },
 	{ "stddev(foo)",
 	  "1:1: parse error: aggregation \"stddev\" is not supported" },
-	{ "floor(foo)",
-	  "1:1: parse error: function \"floor\" is not supported" },
+	{ "histogram_count(foo)",
+	  "1:1: parse error: function \"histogram_count\" is not supported" },
 	/* selectors */
 	{ "{", "1:2: parse error: unexpected end of input inside braces" },
 	{ "}", "1:1: parse error: unexpected character: '}'" },
