@@ -14,6 +14,7 @@ ${CC:-cc} -std=gnu17 -O2 -g -D_GNU_SOURCE -Wall -Wextra \
 	-I"$root/src" -I"$root/src/collect/nvml" -I"$root" \
 	-o "$out/codec" "$here/codec.c" "$here/datasets.c" "$root/src/store/chunk.c" \
 	"$root/src/common/crc32c.c" \
-	"$root/src/collect/sim/sim.c" -lzstd -lm -lpthread
+	"$root/src/collect/sim/sim.c" "$root/src/collect/sim/sim_nvml.c" \
+	-lzstd -lm -lpthread
 exec "$out/codec" -h "${1:-4}" -g "${2:-8}" -j "${3:-4}" \
 	"$here/data/dcgm_ggpu129_gpu-lost_wide.csv"

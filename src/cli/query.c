@@ -71,6 +71,9 @@ static void usage(FILE *out)
 		"      Ask the agent to give up after D (default and maximum: "
 		"the agent's own\n"
 		"      --query-timeout, 30s unless configured).\n"
+		"  --tier raw|1m|1h\n"
+		"      Read that tier for the whole query (default: raw\n"
+		"      samples wherever kept, rollups only before that).\n"
 		"  --url URL\n"
 		"      The agent to ask (default: $GPUWATCH_URL, "
 		"else " DEFAULT_URL ").\n"
@@ -598,7 +601,7 @@ static void add_form(CURL *c, struct gw_buf *form, const char *name,
 struct request {
 	const char *base;
 	bool range;
-	const char *query, *time, *start, *end, *step, *timeout;
+	const char *query, *time, *start, *end, *step, *timeout, *tier;
 };
 
 /* POSTs the query; 0 with the HTTP status and body, or 1 after saying why
@@ -624,6 +627,7 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 	add_form(c, &form, "end", rq->end);
 	add_form(c, &form, "step", rq->step);
 	add_form(c, &form, "timeout", rq->timeout);
+	add_form(c, &form, "tier", rq->tier);
 	err = gw_buf_error(&form);
 	if (err) {
 		fprintf(stderr, "gpuwatch query: the query is too large\n");
@@ -706,7 +710,17 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-enum { O_TIME = 256, O_START, O_END, O_STEP, O_TIMEOUT, O_URL, O_JSON, O_UTC };
+enum {
+	O_TIME = 256,
+	O_START,
+	O_END,
+	O_STEP,
+	O_TIMEOUT,
+	O_TIER,
+	O_URL,
+	O_JSON,
+	O_UTC
+};
 
 int gw_cmd_query(int argc, char **argv)
 {
@@ -716,6 +730,7 @@ int gw_cmd_query(int argc, char **argv)
 		{ "end", required_argument, NULL, O_END },
 		{ "step", required_argument, NULL, O_STEP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "tier", required_argument, NULL, O_TIER },
 		{ "url", required_argument, NULL, O_URL },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "utc", no_argument, NULL, O_UTC },
@@ -753,6 +768,9 @@ int gw_cmd_query(int argc, char **argv)
 			break;
 		case O_TIMEOUT:
 			timeout = optarg;
+			break;
+		case O_TIER:
+			rq.tier = optarg; /* the agent checks it */
 			break;
 		case O_URL:
 			url = optarg;

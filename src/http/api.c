@@ -37,13 +37,19 @@
 int gw_api_params_add(struct gw_api_params *p, const char *name,
 		      const char *value)
 {
-	size_t nl, vl;
+	return gw_api_params_add_len(p, name, value ? value : "",
+				     value ? strlen(value) : 0);
+}
+
+int gw_api_params_add_len(struct gw_api_params *p, const char *name,
+			  const char *value, size_t vl)
+{
+	size_t nl;
 	char *n, *v;
 
 	if (!value)
-		value = "";
+		value = "", vl = 0;
 	nl = strlen(name);
-	vl = strlen(value);
 	if (p->n >= GW_API_MAX_PARAMS ||
 	    nl + vl + 2 > GW_API_MAX_PARAM_BYTES - p->bytes)
 		return -ENOSPC;
@@ -64,9 +70,11 @@ int gw_api_params_add(struct gw_api_params *p, const char *name,
 		return -ENOMEM;
 	memcpy(n, name, nl + 1);
 	v = n + nl + 1;
-	memcpy(v, value, vl + 1);
+	memcpy(v, value, vl);
+	v[vl] = '\0';
 	p->v[p->n].name = n;
 	p->v[p->n].value = v;
+	p->v[p->n].vlen = vl;
 	p->n++;
 	p->bytes += nl + vl + 2;
 	return 0;
@@ -149,8 +157,10 @@ int gw_api_params_parse_form(struct gw_api_params *p, const char *body,
 				 GW_API_MAX_PARAM_BYTES);
 		if (r)
 			break;
-		/* A NUL decoded from %00 ends the string, as a C API must. */
-		r = gw_api_params_add(p, name.p, eq ? value.p : "");
+		/* A NUL decoded from %00 is kept in the value's length. */
+		r = gw_api_params_add_len(p, name.p,
+					  eq && value.p ? value.p : "",
+					  eq && value.p ? value.len : 0);
 		if (r) {
 			snprintf(err, errlen, "%s",
 				 r == -ENOSPC ? "too many form values"
@@ -161,6 +171,18 @@ int gw_api_params_parse_form(struct gw_api_params *p, const char *body,
 	gw_buf_release(&name);
 	gw_buf_release(&value);
 	return r;
+}
+
+const char *gw_api_params_get_len(const struct gw_api_params *p,
+				  const char *name, size_t *len)
+{
+	for (size_t i = 0; p && i < p->n; i++)
+		if (strcmp(p->v[i].name, name) == 0) {
+			*len = p->v[i].vlen;
+			return p->v[i].value;
+		}
+	*len = 0;
+	return NULL;
 }
 
 const char *gw_api_params_get(const struct gw_api_params *p, const char *name)
@@ -591,6 +613,28 @@ struct qctx {
 	struct gw_api_reply *r;
 };
 
+/* The tier parameter (ours, not Prometheus'): raw, 1m or 1h forces that
+ * tier for the whole query; absent or empty, raw first. */
+static int opts_tier(struct qctx *c)
+{
+	static const char *const names[GW_TIERS] = { "raw", "1m", "1h" };
+	const char *s = gw_api_params_get(c->rq->params, "tier");
+	int err;
+
+	c->po.force_tier = false;
+	if (!s || !*s)
+		return 0;
+	for (int t = 0; t < GW_TIERS; t++) {
+		if (strcmp(s, names[t]) == 0) {
+			c->po.force_tier = true;
+			c->po.tier = (enum gw_tier)t;
+			return 0;
+		}
+	}
+	err = invalid_param(c->r, "tier", "must be raw, 1m or 1h");
+	return err ? err : 1;
+}
+
 static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 {
 	const char *to = gw_api_params_get(c->rq->params, "timeout");
@@ -627,25 +671,26 @@ static int opts_timeout(const struct gw_api_opts *o, struct qctx *c)
 	c->po.max_samples =
 		o && o->max_samples ? o->max_samples : DEFAULT_MAX_SAMPLES;
 	c->po.cancel = o ? o->cancel : NULL;
-	return 0;
+	return opts_tier(c);
 }
 
 /* Parses the query parameter; 1 = error reply made. */
 static int parse_query(struct qctx *c, struct gw_pq_node **e)
 {
-	const char *s = gw_api_params_get(c->rq->params, "query");
+	size_t len;
+	const char *s = gw_api_params_get_len(c->rq->params, "query", &len);
 	struct gw_promql_error perr;
 	int r, err;
 
 	*e = NULL;
-	if (!s || !*s) {
+	if (!s || !len) {
 		err = invalid_param(c->r, "query",
 				    "1:1: parse error: no expression found in "
 				    "input");
 		return err ? err : 1;
 	}
 	memset(&perr, 0, sizeof(perr));
-	r = gw_promql_parse(s, e, &perr);
+	r = gw_promql_parse_len(s, len, e, &perr);
 	if (r == -ENOMEM)
 		return -ENOMEM;
 	if (r) {

@@ -83,6 +83,8 @@ struct gw_api_opts {
 struct gw_api_param {
 	char *name;
 	char *value;
+	size_t vlen; /* value's bytes: a decoded %00 is kept, and ends value
+			for those who read it as a C string */
 };
 
 /* A list of decoded name/value pairs in arrival order; zero-initialise. */
@@ -96,6 +98,10 @@ struct gw_api_params {
 /* Copies one pair (value NULL = ""); -ENOSPC past the bounds above. */
 __attribute__((warn_unused_result)) int
 gw_api_params_add(struct gw_api_params *p, const char *name, const char *value);
+/* The same with the value's length given (it may hold NUL bytes). */
+__attribute__((warn_unused_result)) int
+gw_api_params_add_len(struct gw_api_params *p, const char *name,
+		      const char *value, size_t vlen);
 /*
  * Appends the pairs of an application/x-www-form-urlencoded body
  * (a=1&b=%2F+x): '+' is a space, %XX a byte.  A bad escape is -EINVAL with
@@ -106,6 +112,9 @@ gw_api_params_parse_form(struct gw_api_params *p, const char *body, size_t len,
 			 char *err, size_t errlen);
 /* The first value of name, or NULL. */
 const char *gw_api_params_get(const struct gw_api_params *p, const char *name);
+/* The same with its length in *len, NUL bytes included. */
+const char *gw_api_params_get_len(const struct gw_api_params *p,
+				  const char *name, size_t *len);
 void gw_api_params_release(struct gw_api_params *p);
 
 /* ---- values ---- */

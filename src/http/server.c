@@ -284,13 +284,18 @@ static void request_completed(void *cls, struct MHD_Connection *conn,
 	req_free(rq);
 }
 
+/* A URL argument; its length keeps a %00 in the value (a NUL in a query is
+ * a parse error, not its end). */
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
-			       const char *key, const char *value)
+			       const char *key, size_t key_size,
+			       const char *value, size_t value_size)
 {
 	struct req *rq = cls;
 
 	(void)kind;
-	if (gw_api_params_add(&rq->params, key, value)) {
+	(void)key_size;
+	if (gw_api_params_add_len(&rq->params, key, value,
+				  value ? value_size : 0)) {
 		rq->params_full = true;
 		return MHD_NO;
 	}
@@ -383,7 +388,7 @@ static enum MHD_Result api_run(struct gw_http *h, struct MHD_Connection *conn,
 					     "bad_data", msg);
 		}
 	}
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_arg, rq);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, add_arg, rq);
 	if (rq->params_full)
 		return api_error_now(h, conn, rq, MHD_HTTP_BAD_REQUEST,
 				     "bad_data",

@@ -9,8 +9,13 @@
  * The subset
  *   literals      numbers (1, 1.5e3, 0x1f, Inf, NaN), strings ("..", '..')
  *   selectors     name{l="v", l!="v", l=~"re", l!~"re"}, {__name__=~".."}
- *                 with [5m] (range) and offset 1h; durations as in
- *                 Prometheus: ms s m h d w y, combined (1h30m)
+ *                 with [5m] (range), offset 1h (may be negative) and
+ *                 @ <unix seconds> / @ start() / @ end(), in either
+ *                 order; durations as in Prometheus: ms s m h d w y,
+ *                 combined (1h30m)
+ *   subqueries    expr[range:step], expr[range:] (the default step, see
+ *                 struct gw_promql_opts), with offset and @, nested,
+ *                 wherever a range vector may be
  *   functions     all of Prometheus 2.x's but the native histogram ones
  *                 (the table in promql_call.c): range (rate irate
  *                 increase delta idelta changes resets deriv
@@ -23,25 +28,32 @@
  *                 year), labels (label_replace label_join), absent, sort
  *                 sort_desc sort_by_label sort_by_label_desc,
  *                 histogram_quantile (classic le buckets), vector scalar
- *   aggregations  sum avg min max count (by|without (l,...)) (expr),
- *                 topk bottomk quantile (param, expr); the clause may come
- *                 before or after the parenthesised expression
- *   binary        ^  * / %  + -  == != > < >= <= (with "bool"), with the
- *                 usual precedence and associativity (^ right-assoc),
- *                 between scalars and vectors; vector-vector one-to-one
- *                 matching, optionally on(...) / ignoring(...)
+ *   aggregations  sum avg min max count group stddev stdvar
+ *                 (by|without (l,...)) (expr), topk bottomk quantile
+ *                 (param, expr), count_values("label", expr); the clause
+ *                 may come before or after the parenthesised expression
+ *   binary        ^  * / % atan2  + -  == != > < >= <= (with "bool")
+ *                 and unless  or, loosest last, ^ right-associative,
+ *                 between scalars and vectors (set operators between
+ *                 vectors only); vector matching one-to-one, or
+ *                 group_left/group_right (labels) after on(...) /
+ *                 ignoring(...)
  *   unary         -expr, +expr; parentheses
  *
  * Parser guarantees: every node has its static type set and checked; a
- * call's range-vector argument is always a GW_PQ_MATRIX node (parentheses
- * around it are dropped); a selector's matchers start with __name__="name"
- * when the name was written outside the braces; offsets may be negative,
- * ranges are > 0.  Aggregation names, by, without, offset, and, or, unless
+ * call's range-vector argument is always a GW_PQ_MATRIX or GW_PQ_SUBQUERY
+ * node (parentheses around it are dropped); a subquery's expression is an
+ * instant vector; a selector's matchers start with __name__="name" when
+ * the name was written outside the braces; offsets may be negative,
+ * ranges and steps are > 0 (a step of 0: none given); a binary node's
+ * card is GW_CARD_MANY_TO_MANY for set operators and GW_CARD_ONE_TO_ONE
+ * when a side is a scalar.  Aggregation names, by, without, offset, and, or, unless
  * may be metric names where Prometheus allows it ("sum", "foo * min").
  *
  * Errors: parse errors carry the byte offset in the query and a message in
  * Prometheus' style ("1:5: parse error: unexpected ..."); gw_promql_parse
- * returns -EINVAL and fills struct gw_promql_error.
+ * returns -EINVAL and fills struct gw_promql_error.  The message is valid
+ * UTF-8 whatever the query holds (other bytes written \xNN).
  *
  * Thread safety: a parsed expression is read-only during evaluation and
  * may be evaluated by several threads at once.
@@ -68,6 +80,7 @@ enum gw_pq_kind {
 	GW_PQ_BINARY,
 	GW_PQ_NEG, /* unary minus */
 	GW_PQ_PAREN,
+	GW_PQ_SUBQUERY, /* expr[range:step], a range vector */
 };
 
 enum gw_pq_func {
@@ -157,6 +170,10 @@ enum gw_pq_aggop {
 	GW_AGG_TOPK,	 /* param: scalar k */
 	GW_AGG_BOTTOMK,	 /* param: scalar k */
 	GW_AGG_QUANTILE, /* param: scalar q */
+	GW_AGG_STDDEV,
+	GW_AGG_STDVAR,
+	GW_AGG_GROUP,
+	GW_AGG_COUNT_VALUES, /* param: string, the output label */
 };
 
 enum gw_pq_binop {
@@ -172,6 +189,26 @@ enum gw_pq_binop {
 	GW_OP_LT,
 	GW_OP_GE,
 	GW_OP_LE,
+	GW_OP_ATAN2,
+	GW_OP_AND, /* set operators: vector-vector only */
+	GW_OP_OR,
+	GW_OP_UNLESS,
+};
+
+/* Vector matching cardinality of a binary operation. */
+enum gw_pq_card {
+	GW_CARD_ONE_TO_ONE,
+	GW_CARD_MANY_TO_ONE,  /* group_left */
+	GW_CARD_ONE_TO_MANY,  /* group_right */
+	GW_CARD_MANY_TO_MANY, /* and, or, unless */
+};
+
+/* The @ modifier of a selector or a subquery. */
+enum gw_pq_at {
+	GW_AT_NONE,
+	GW_AT_TIME,  /* @ <unix seconds>, in at_ms */
+	GW_AT_START, /* @ start(): the query's start */
+	GW_AT_END,   /* @ end(): the query's end */
 };
 
 /* The static type of an expression, as Prometheus reports it. */
@@ -195,7 +232,17 @@ struct gw_pq_node {
 			size_t nm;
 			int64_t range_ms; /* GW_PQ_MATRIX only */
 			int64_t offset_ms;
+			enum gw_pq_at at;
+			int64_t at_ms; /* GW_AT_TIME */
 		} sel;
+		struct {
+			struct gw_pq_node *expr; /* an instant vector */
+			int64_t range_ms;
+			int64_t step_ms; /* 0: the default step */
+			int64_t offset_ms;
+			enum gw_pq_at at;
+			int64_t at_ms;
+		} subq;
 		struct {
 			enum gw_pq_func fn;
 			struct gw_pq_node **args;
@@ -217,6 +264,9 @@ struct gw_pq_node {
 			bool on, ignoring; /* vector matching clause */
 			char **labels;
 			size_t nlabels;
+			enum gw_pq_card card;
+			char **include; /* group_left/group_right (labels) */
+			size_t ninclude;
 		} bin;
 		struct gw_pq_node *inner; /* NEG, PAREN */
 	} u;
@@ -234,6 +284,11 @@ struct gw_promql_error {
 __attribute__((warn_unused_result)) int
 gw_promql_parse(const char *query, struct gw_pq_node **out,
 		struct gw_promql_error *err);
+/* The same for the len bytes at query, which may hold a NUL: a parse
+ * error ("unexpected character: '\x00'"), never the end of the query. */
+__attribute__((warn_unused_result)) int
+gw_promql_parse_len(const char *query, size_t len, struct gw_pq_node **out,
+		    struct gw_promql_error *err);
 void gw_promql_free(struct gw_pq_node *n);
 
 /*
@@ -260,9 +315,19 @@ __attribute__((warn_unused_result)) int gw_promql_duration(const char *s,
 /* Evaluation */
 
 struct gw_promql_opts {
-	int64_t lookback_ms;  /* instant selectors; default 5 min */
+	int64_t lookback_ms; /* instant selectors; default 5 min */
+	/* The step of a subquery written without one (expr[5m:]): Prometheus'
+	 * global evaluation_interval; default 1 min. */
+	int64_t subquery_step_ms;
 	uint64_t max_samples; /* 0 = unlimited */
 	uint64_t timeout_ns;  /* 0 = none */
+	/*
+	 * force_tier: every step reads `tier` (the API's tier parameter)
+	 * instead of raw wherever raw samples exist and the store's pick
+	 * before that.
+	 */
+	bool force_tier;
+	enum gw_tier tier;
 	/*
 	 * Read between steps and passed to select() (gw_query_limits): once
 	 * true the evaluation stops with -ECANCELED, res->err

@@ -297,6 +297,13 @@ static bool from_rollups(enum gw_pq_func fn)
 	}
 }
 
+/* rate, increase and delta: over rollups from their first, last and
+ * resets (gw_pqe_xrate_rollup) where the windows carry them. */
+static bool xrate_fn(enum gw_pq_func fn)
+{
+	return fn == GW_FN_RATE || fn == GW_FN_INCREASE || fn == GW_FN_DELTA;
+}
+
 /* Go's %f, as Prometheus' messages print a factor. */
 static const char *go_f(double x, char *b, size_t len)
 {
@@ -433,6 +440,12 @@ static int fn_range(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		if (r.roll && from_rollups(fn)) {
 			err = gw_pqe_over_time_rollup(fn, ra.a, r.roll->r, r.lo,
 						      r.hi, &x, &ok);
+		} else if (r.roll && xrate_fn(fn) &&
+			   gw_pqe_xrate_rollup(r.roll->r + r.lo, r.hi - r.lo,
+					       a.from, a.at, a.range,
+					       fn != GW_FN_DELTA,
+					       fn == GW_FN_RATE, &x, &ok)) {
+			/* from the windows' first, last and resets */
 		} else {
 			/* Not ev's scratch: it may hold the points. */
 			err = tmp_room(&tmp, &tcap, r.n);

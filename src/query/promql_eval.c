@@ -4,14 +4,22 @@
  * gw_queryable (store/query.h): the evaluator's core (its state, label set
  * interning, values, selectors, functions, dispatch, loading and the entry
  * points).  Aggregation is in promql_agg.c, binary operators and vector
- * matching in promql_binop.c, the numerics in promql_fn.c, all sharing
+ * matching in promql_binop.c, range-vector arguments (range selectors and
+ * subqueries) in promql_range.c, the numerics in promql_fn.c, all sharing
  * promql_int.h; results are written as JSON by promql_json.c.
  *
  * Two phases.  Loading: every selector node of the expression is read with
- * one select() covering the whole query interval, all from one tier chosen
- * for the query (pick_tier at resolution min(step, smallest range)).
- * Stepping: the tree is evaluated at each step against the loaded arrays
- * (binary search), giving a scalar or a vector of (label set, value).
+ * one select() covering the times it is evaluated at over the whole query
+ * (through offsets, @ and subqueries), all from one tier: raw wherever the
+ * store keeps raw samples (pick_tier says so), whatever the step.  A range
+ * query whose first steps reach back past the raw horizon loads twice:
+ * those steps from the tier pick_tier gives at resolution min(step,
+ * smallest range), the rest from raw (plan(); with @ or a subquery in it,
+ * the whole query reads the tier picked for it).  The API's tier option
+ * forces one tier.  Stepping: the tree is evaluated at each step against
+ * the loaded arrays (binary search), giving a scalar or a vector of
+ * (label set, value); a subquery is evaluated for all its steps the first
+ * time one is needed.
  *
  * Label sets are interned in a per-query table so that they are compared,
  * grouped and matched by pointer.  Sets derived from a set (without
@@ -35,11 +43,12 @@
 #include "query/promql.h"
 #include "query/promql_int.h"
 
-#define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
-#define MAX_RESOLUTION	    11000 /* (end - start) / step, as Prometheus */
-#define MAX_DEPTH	    (2 * GW_PROMQL_MAX_DEPTH)
-#define MAX_LSETS	    (1u << 24) /* distinct label sets per query */
-#define KEY_MAX		    (1u << 20)
+#define DEFAULT_LOOKBACK_MS	 (5 * 60 * 1000)
+#define DEFAULT_SUBQUERY_STEP_MS (60 * 1000)
+#define MAX_RESOLUTION		 11000 /* (end - start) / step, as Prometheus */
+#define MAX_DEPTH		 (2 * GW_PROMQL_MAX_DEPTH)
+#define MAX_LSETS		 (1u << 24) /* distinct label sets per query */
+#define KEY_MAX			 (1u << 20)
 
 #define MSG_TOO_MANY                                                           \
 	"query processing would load too many samples into memory in query "   \
@@ -312,17 +321,6 @@ int gw_pqe_check_dups(struct ev *ev, const struct vec *v)
 	return 0;
 }
 
-/* ---- time arithmetic, saturating ---- */
-
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_sub_overflow(a, b, &r))
-		return b > 0 ? INT64_MIN : INT64_MAX;
-	return r;
-}
-
 /* ---- loaded data access ---- */
 
 static const struct gw_pq_node *unparen(const struct gw_pq_node *n)
@@ -332,7 +330,7 @@ static const struct gw_pq_node *unparen(const struct gw_pq_node *n)
 	return n;
 }
 
-static struct sel *find_sel(struct ev *ev, const struct gw_pq_node *n)
+struct sel *gw_pqe_find_sel(struct ev *ev, const struct gw_pq_node *n)
 {
 	for (size_t i = 0; i < ev->nsel; i++)
 		if (ev->sel[i].node == n)
@@ -340,91 +338,14 @@ static struct sel *find_sel(struct ev *ev, const struct gw_pq_node *n)
 	return NULL;
 }
 
-/* First index whose time is > t. */
-static size_t upper_raw(const struct gw_series_data *d, int64_t t)
-{
-	size_t lo = 0, hi = d->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->t[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static size_t upper_rollup(const struct gw_series_data *d, int64_t t)
-{
-	size_t lo = 0, hi = d->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->r[mid].t <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* [*lo, *hi): the samples (raw) or rollups (window ends) in (a, b]. */
-static void window(const struct gw_series_data *d, int64_t a, int64_t b,
-		   size_t *lo, size_t *hi)
-{
-	if (d->tier == GW_TIER_RAW) {
-		*lo = upper_raw(d, a);
-		*hi = upper_raw(d, b);
-	} else {
-		*lo = upper_rollup(d, a);
-		*hi = upper_rollup(d, b);
-	}
-	if (*hi < *lo)
-		*hi = *lo;
-}
-
-/*
- * The points of a window as arrays: raw samples as they are, rollups as
- * (t_last, last) of each non-empty rollup (in ev's scratch arrays).
- */
-static int points(struct ev *ev, const struct gw_series_data *d, size_t lo,
-		  size_t hi, const int64_t **ts, const double **vs, size_t *n)
-{
-	size_t k = 0;
-	int err;
-
-	if (d->tier == GW_TIER_RAW) {
-		*ts = d->t + lo;
-		*vs = d->v + lo;
-		*n = hi - lo;
-		return 0;
-	}
-	err = gw_pqe_scratch(ev, hi - lo);
-	if (err)
-		return err;
-	for (size_t i = lo; i < hi; i++) {
-		if (!(d->r[i].count > 0))
-			continue;
-		ev->st[k] = d->r[i].t_last;
-		ev->sv[k] = d->r[i].last;
-		k++;
-	}
-	*ts = ev->st;
-	*vs = ev->sv;
-	*n = k;
-	return 0;
-}
-
 /* ---- selectors ---- */
 
 int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    bool stamps, struct val *out)
 {
-	struct sel *s = find_sel(ev, n);
-	int64_t at = sat_sub(t, n->u.sel.offset_ms);
+	struct sel *s = gw_pqe_find_sel(ev, n);
+	int64_t at = gw_pqe_at_time(ev, n->u.sel.at, n->u.sel.at_ms,
+				    n->u.sel.offset_ms, t);
 	int64_t lb = ev->lookback;
 	int err;
 
@@ -438,15 +359,18 @@ int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		size_t k;
 
 		if (d->tier == GW_TIER_RAW) {
-			k = upper_raw(d, at);
-			if (k == 0 || d->t[k - 1] <= sat_sub(at, lb))
+			k = gw_pqe_upper_raw(d, at);
+			if (k == 0 || d->t[k - 1] <= gw_pqe_sat_sub(at, lb))
 				continue;
 			err = gw_pqe_vpush(&out->v, s->ls[i],
 					   stamps ? (double)d->t[k - 1] / 1e3
 						  : d->v[k - 1]);
 		} else {
-			k = upper_rollup(d, at);
-			if (k == 0 || d->r[k - 1].t <= sat_sub(at, lb) ||
+			k = gw_pqe_upper_rollup(d, at);
+			/* Stale once its last sample is: t_last, not the
+			 * window's end, against the lookback. */
+			if (k == 0 ||
+			    d->r[k - 1].t_last <= gw_pqe_sat_sub(at, lb) ||
 			    !(d->r[k - 1].count > 0))
 				continue;
 			err = gw_pqe_vpush(&out->v, s->ls[i],
@@ -472,36 +396,6 @@ int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		*out = v.s;
 	gw_pqe_val_release(&v);
 	return err;
-}
-
-int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
-		     struct gw_pqe_rarg *a)
-{
-	m = unparen(m);
-	memset(a, 0, sizeof(*a));
-	if (!m || m->kind != GW_PQ_MATRIX || !(a->sel = find_sel(ev, m)))
-		return gw_pqe_malformed(ev);
-	a->at = sat_sub(t, m->u.sel.offset_ms);
-	a->from = sat_sub(a->at, m->u.sel.range_ms);
-	a->range = m->u.sel.range_ms;
-	a->n = a->sel->set.n;
-	return 0;
-}
-
-int gw_pqe_range_series(struct ev *ev, const struct gw_pqe_rarg *a, size_t i,
-			struct gw_pqe_rpts *p)
-{
-	const struct gw_series_data *d;
-
-	memset(p, 0, sizeof(*p));
-	if (i >= a->n || !a->sel)
-		return gw_pqe_malformed(ev);
-	d = &a->sel->set.s[i];
-	p->ls = a->sel->ls[i];
-	window(d, a->from, a->at, &p->lo, &p->hi);
-	if (d->tier != GW_TIER_RAW)
-		p->roll = d;
-	return points(ev, d, p->lo, p->hi, &p->ts, &p->vs, &p->n);
 }
 
 /* ---- unary minus ---- */
@@ -583,7 +477,7 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 	case GW_PQ_PAREN:
 		err = gw_pqe_eval(ev, n->u.inner, t, out);
 		break;
-	default: /* a range selector outside a range function */
+	default: /* a range vector outside a range function */
 		err = gw_pqe_malformed(ev);
 	}
 	ev->depth--;
@@ -592,8 +486,16 @@ int gw_pqe_eval(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 
 /* ---- loading ---- */
 
-static int collect(struct ev *ev, const struct gw_pq_node *n, int depth)
+/*
+ * Finds the selectors and subqueries of n, evaluated at times [lo, hi]:
+ * each selector records the times it reads at (@ and offset applied),
+ * each subquery the times its expression is evaluated at, which its
+ * own selectors then read at.
+ */
+static int collect(struct ev *ev, const struct gw_pq_node *n, int depth,
+		   int64_t lo, int64_t hi)
 {
+	int64_t ilo, ihi;
 	int err = 0;
 
 	if (!n)
@@ -616,25 +518,36 @@ static int collect(struct ev *ev, const struct gw_pq_node *n, int depth)
 			ev->capsel = cap;
 		}
 		memset(&ev->sel[ev->nsel], 0, sizeof(ev->sel[0]));
+		ev->sel[ev->nsel].mint =
+			gw_pqe_at_time(ev, n->u.sel.at, n->u.sel.at_ms,
+				       n->u.sel.offset_ms, lo);
+		ev->sel[ev->nsel].maxt =
+			gw_pqe_at_time(ev, n->u.sel.at, n->u.sel.at_ms,
+				       n->u.sel.offset_ms, hi);
 		ev->sel[ev->nsel++].node = n;
 		return 0;
+	case GW_PQ_SUBQUERY:
+		err = gw_pqe_subq_add(ev, n, lo, hi, &ilo, &ihi);
+		if (!err)
+			err = collect(ev, n->u.subq.expr, depth + 1, ilo, ihi);
+		return err;
 	case GW_PQ_CALL:
 		for (size_t i = 0; i < n->u.call.nargs && !err; i++)
-			err = collect(ev, n->u.call.args[i], depth + 1);
+			err = collect(ev, n->u.call.args[i], depth + 1, lo, hi);
 		return err;
 	case GW_PQ_AGG:
-		err = collect(ev, n->u.agg.expr, depth + 1);
+		err = collect(ev, n->u.agg.expr, depth + 1, lo, hi);
 		if (!err && n->u.agg.param)
-			err = collect(ev, n->u.agg.param, depth + 1);
+			err = collect(ev, n->u.agg.param, depth + 1, lo, hi);
 		return err;
 	case GW_PQ_BINARY:
-		err = collect(ev, n->u.bin.lhs, depth + 1);
+		err = collect(ev, n->u.bin.lhs, depth + 1, lo, hi);
 		if (!err)
-			err = collect(ev, n->u.bin.rhs, depth + 1);
+			err = collect(ev, n->u.bin.rhs, depth + 1, lo, hi);
 		return err;
 	case GW_PQ_NEG:
 	case GW_PQ_PAREN:
-		return collect(ev, n->u.inner, depth + 1);
+		return collect(ev, n->u.inner, depth + 1, lo, hi);
 	case GW_PQ_NUMBER:
 	case GW_PQ_STRING:
 		return 0;
@@ -664,6 +577,21 @@ static int check_cancel(struct ev *ev)
 	return 0;
 }
 
+int gw_pqe_step_check(struct ev *ev)
+{
+	if (ev->lim.deadline_ns && now_ns() > ev->lim.deadline_ns)
+		return gw_pqe_fail(ev, GW_QERR_TIMEOUT, -ETIMEDOUT,
+				   MSG_TIMEOUT);
+	return check_cancel(ev);
+}
+
+static int data_cmp(const void *a, const void *b)
+{
+	const struct gw_series_data *x = a, *y = b;
+
+	return gw_labels_cmp(&x->labels, &y->labels);
+}
+
 static int select_error(struct ev *ev, int rc)
 {
 	if (rc == -ECANCELED)
@@ -676,47 +604,93 @@ static int select_error(struct ev *ev, int rc)
 			   "reading series: %s", strerror(rc < 0 ? -rc : EIO));
 }
 
-static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
-		int64_t end, int64_t step)
+/* a + k * step, saturating. */
+static int64_t sat_step(int64_t a, size_t k, int64_t step)
 {
-	int64_t res_ms = step, mint = INT64_MAX, maxt = INT64_MIN;
-	int err;
+	int64_t d, r;
 
-	err = collect(ev, root, 0);
-	if (err || ev->nsel == 0) {
-		ev->tier = GW_TIER_RAW;
-		return err;
-	}
+	if (__builtin_mul_overflow((int64_t)k, step, &d) ||
+	    __builtin_add_overflow(a, d, &r))
+		return INT64_MAX;
+	return r;
+}
+
+/* a + d, saturating. */
+static int64_t sat_add(int64_t a, int64_t d)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, d, &r))
+		return d > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* What the selectors need: samples in [*mint, *maxt] at resolution
+ * *res_ms (step, or the smallest range when smaller). */
+static void span(const struct ev *ev, int64_t step, int64_t *mint,
+		 int64_t *maxt, int64_t *res_ms)
+{
+	*res_ms = step;
+	*mint = INT64_MAX;
+	*maxt = INT64_MIN;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		const struct gw_pq_node *n = ev->sel[i].node;
 		int64_t lb = n->kind == GW_PQ_MATRIX &&
 					     n->u.sel.range_ms > ev->lookback
 				     ? n->u.sel.range_ms
 				     : ev->lookback;
-		int64_t a = sat_sub(sat_sub(start, n->u.sel.offset_ms), lb);
-		int64_t b = sat_sub(end, n->u.sel.offset_ms);
+		int64_t a = gw_pqe_sat_sub(ev->sel[i].mint, lb);
+		int64_t b = ev->sel[i].maxt;
 
-		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < res_ms)
-			res_ms = n->u.sel.range_ms;
-		if (a < mint)
-			mint = a;
-		if (b > maxt)
-			maxt = b;
+		if (n->kind == GW_PQ_MATRIX && n->u.sel.range_ms < *res_ms)
+			*res_ms = n->u.sel.range_ms;
+		if (a < *mint)
+			*mint = a;
+		if (b > *maxt)
+			*maxt = b;
 	}
-	ev->tier = ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
-	if ((int)ev->tier < GW_TIER_RAW || (int)ev->tier >= GW_TIERS)
+}
+
+static enum gw_tier pick(struct ev *ev, int64_t mint, int64_t maxt,
+			 int64_t res_ms)
+{
+	return ev->q->pick_tier(ev->q->ctx, mint, maxt, res_ms);
+}
+
+/* Drops what the selectors loaded (their nodes and times stay). */
+static void unload(struct ev *ev)
+{
+	for (size_t i = 0; i < ev->nsel; i++) {
+		gw_series_set_release(&ev->sel[i].set);
+		free(ev->sel[i].ls);
+		ev->sel[i].ls = NULL;
+	}
+}
+
+/*
+ * Loads every selector from one tier, for the times it is evaluated at
+ * moved by lo_shift at the start and hi_shift at the end (a part of a
+ * range query's steps; 0, 0 for all of them).
+ */
+static int load_tier(struct ev *ev, int64_t lo_shift, int64_t hi_shift,
+		     enum gw_tier tier)
+{
+	int err;
+
+	if ((int)tier < GW_TIER_RAW || (int)tier >= GW_TIERS)
 		return gw_pqe_fail(ev, GW_QERR_INTERNAL, -EINVAL,
 				   "store picked an unknown tier");
-	ev->res->tier = ev->tier;
+	unload(ev);
+	ev->tier = tier;
 	for (size_t i = 0; i < ev->nsel; i++) {
 		struct sel *s = &ev->sel[i];
 		const struct gw_pq_node *n = s->node;
 		int64_t lb = sel_lookbehind(ev, n, ev->tier);
-		int64_t a = sat_sub(start, n->u.sel.offset_ms);
-		int64_t b = sat_sub(end, n->u.sel.offset_ms);
+		int64_t a = sat_add(s->mint, lo_shift);
+		int64_t b = sat_add(s->maxt, hi_shift);
 		int rc;
 
-		a = sat_sub(a, lb);
+		a = gw_pqe_sat_sub(a, lb);
 		if (a < INT64_MAX)
 			a++; /* windows are open on the left */
 		rc = check_cancel(ev);
@@ -727,6 +701,10 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 		ev->res->samples = ev->lim.samples;
 		if (rc)
 			return select_error(ev, rc);
+		/* Prometheus reads series in label order; ties in topk and
+		 * bottomk are broken by it. */
+		if (s->set.n > 1)
+			qsort(s->set.s, s->set.n, sizeof(*s->set.s), data_cmp);
 		s->ls = calloc(s->set.n ? s->set.n : 1, sizeof(*s->ls));
 		if (!s->ls)
 			return -ENOMEM;
@@ -750,6 +728,84 @@ static int load(struct ev *ev, const struct gw_pq_node *root, int64_t start,
 	return 0;
 }
 
+/* Whether every selector reads at the step's own time (offsets aside): no
+ * @ and no subquery, so a part of the steps needs a part of the data. */
+static bool steps_shift(const struct ev *ev)
+{
+	if (ev->nsq)
+		return false;
+	for (size_t i = 0; i < ev->nsel; i++)
+		if (ev->sel[i].node->u.sel.at != GW_AT_NONE)
+			return false;
+	return true;
+}
+
+/*
+ * Which tier answers which steps of start, start + step, ... (nsteps):
+ * raw samples answer every step whose windows the raw tier covers (the
+ * store says so: pick_tier gives raw for a mint it holds raw samples
+ * from); the steps before, whose windows reach past the raw horizon, read
+ * the tier picked for the whole query.  *first_raw is the first step read
+ * from raw (0: all of them; nsteps: none).  Collects the selectors.
+ */
+static int plan(struct ev *ev, const struct gw_pq_node *root, int64_t start,
+		int64_t end, int64_t step, size_t nsteps, enum gw_tier *tier,
+		size_t *first_raw)
+{
+	int64_t mint, maxt, res_ms;
+	size_t lo, hi;
+	int err;
+
+	*tier = GW_TIER_RAW;
+	*first_raw = 0;
+	err = collect(ev, root, 0, start, end);
+	if (err || ev->nsel == 0)
+		return err;
+	if (ev->forced) {
+		*tier = (enum gw_tier)(ev->forced - 1);
+		*first_raw = *tier == GW_TIER_RAW ? 0 : nsteps;
+		return 0;
+	}
+	span(ev, step, &mint, &maxt, &res_ms);
+	*tier = pick(ev, mint, maxt, res_ms);
+	*first_raw = *tier == GW_TIER_RAW ? 0 : nsteps;
+	if (*tier == GW_TIER_RAW || nsteps < 2 || !steps_shift(ev))
+		return 0;
+	/* The lookbehind is the same at every step: step k needs samples
+	 * from mint + k * step.  Raw once raw, as mint grows. */
+	lo = 1;
+	hi = nsteps;
+	if (pick(ev, sat_step(mint, nsteps - 1, step), maxt, res_ms) !=
+	    GW_TIER_RAW)
+		lo = hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pick(ev, sat_step(mint, mid, step), maxt, res_ms) ==
+		    GW_TIER_RAW)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*first_raw = lo;
+	return 0;
+}
+
+/* An instant query's load: one step, one tier. */
+static int load(struct ev *ev, const struct gw_pq_node *root, int64_t t)
+{
+	enum gw_tier tier;
+	size_t first_raw;
+	int err;
+
+	err = plan(ev, root, t, t, 0, 1, &tier, &first_raw);
+	ev->tier = tier;
+	ev->res->tier = tier;
+	if (err || !ev->nsel)
+		return err;
+	return load_tier(ev, 0, 0, tier);
+}
+
 /* ---- entry points ---- */
 
 static int ev_init(struct ev *ev, const struct gw_queryable *q,
@@ -764,7 +820,15 @@ static int ev_init(struct ev *ev, const struct gw_queryable *q,
 	ev->res = res;
 	ev->lookback =
 		o && o->lookback_ms > 0 ? o->lookback_ms : DEFAULT_LOOKBACK_MS;
+	ev->sq_step = o && o->subquery_step_ms > 0 ? o->subquery_step_ms
+						   : DEFAULT_SUBQUERY_STEP_MS;
 	ev->lim.max_samples = o ? o->max_samples : 0;
+	if (o && o->force_tier) {
+		if ((int)o->tier < GW_TIER_RAW || (int)o->tier >= GW_TIERS)
+			return gw_pqe_fail(ev, GW_QERR_BAD_DATA, -EINVAL,
+					   "unknown tier");
+		ev->forced = 1 + (int)o->tier;
+	}
 	ev->lim.cancel = o ? o->cancel : NULL;
 	if (o && o->timeout_ns) {
 		uint64_t now = now_ns();
@@ -790,6 +854,7 @@ static void ev_release(struct ev *ev)
 		free(ev->sel[i].ls);
 	}
 	free(ev->sel);
+	gw_pqe_subq_release(ev);
 	for (size_t i = 0; i < ev->nout; i++)
 		free(ev->outs[i].p);
 	free(ev->outs);
@@ -839,44 +904,39 @@ static bool top_level_k(const struct gw_pq_node *e)
 		(e->kind == GW_PQ_CALL && gw_pqe_call_sorts(e)));
 }
 
-/* An instant query of a bare range selector: the samples themselves. */
+/* An instant query of a bare range selector or subquery: its points. */
 static int instant_matrix(struct ev *ev, const struct gw_pq_node *m, int64_t t)
 {
-	struct sel *s = find_sel(ev, m);
 	struct gw_qresult *res = ev->res;
-	int64_t at = sat_sub(t, m->u.sel.offset_ms);
-	int64_t from = sat_sub(at, m->u.sel.range_ms);
+	struct gw_pqe_rarg a;
 	int err;
 
-	if (!s)
-		return gw_pqe_malformed(ev);
+	err = gw_pqe_range_arg(ev, m, t, &a);
+	if (err)
+		return err;
 	res->type = GW_TYPE_MATRIX;
-	res->series = calloc(s->set.n ? s->set.n : 1, sizeof(*res->series));
+	res->series = calloc(a.n ? a.n : 1, sizeof(*res->series));
 	if (!res->series)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->set.n; i++) {
-		const struct gw_series_data *d = &s->set.s[i];
+	for (size_t i = 0; i < a.n; i++) {
 		struct gw_qseries *o = &res->series[res->nseries];
-		const int64_t *ts;
-		const double *vs;
-		size_t lo, hi, np;
+		struct gw_pqe_rpts r;
 
-		window(d, from, at, &lo, &hi);
-		err = points(ev, d, lo, hi, &ts, &vs, &np);
+		err = gw_pqe_range_series(ev, &a, i, &r);
 		if (err)
 			return err;
-		if (np == 0)
+		if (r.n == 0)
 			continue;
-		o->p = calloc(np, sizeof(*o->p));
+		o->p = calloc(r.n, sizeof(*o->p));
 		if (!o->p)
 			return -ENOMEM;
 		res->nseries++;
-		for (size_t j = 0; j < np; j++) {
-			o->p[j].t = ts[j];
-			o->p[j].v = vs[j];
+		for (size_t j = 0; j < r.n; j++) {
+			o->p[j].t = r.ts[j];
+			o->p[j].v = r.vs[j];
 		}
-		o->n = np;
-		err = gw_labels_dup(&o->labels, &d->labels);
+		o->n = r.n;
+		err = gw_labels_dup(&o->labels, &r.ls->l);
 		if (err)
 			return err;
 	}
@@ -894,13 +954,15 @@ int gw_promql_eval_instant(const struct gw_pq_node *e,
 	int err;
 
 	err = ev_init(&ev, q, o, res);
+	ev.start = ev.end = t;
 	if (!err && !e)
 		err = gw_pqe_malformed(&ev);
 	if (!err)
-		err = load(&ev, e, t, t, 0);
+		err = load(&ev, e, t);
 	if (err)
 		return finish(&ev, err);
-	if (unparen(e)->kind == GW_PQ_MATRIX)
+	if (unparen(e)->kind == GW_PQ_MATRIX ||
+	    unparen(e)->kind == GW_PQ_SUBQUERY)
 		return finish(&ev, instant_matrix(&ev, unparen(e), t));
 	err = gw_pqe_eval(&ev, e, t, &v);
 	if (err)
@@ -997,11 +1059,14 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 {
 	const struct gw_pq_node *root;
 	struct gw_qresult *r = res;
+	enum gw_tier tier;
 	struct ev ev;
-	size_t nsteps;
+	size_t nsteps, first_raw;
 	int err;
 
 	err = ev_init(&ev, q, o, res);
+	ev.start = start;
+	ev.end = end;
 	if (!err && !e)
 		err = gw_pqe_malformed(&ev);
 	if (err)
@@ -1031,25 +1096,38 @@ int gw_promql_eval_range(const struct gw_pq_node *e,
 	root = unparen(e);
 	if (!root)
 		return finish(&ev, gw_pqe_malformed(&ev));
-	if (root->kind == GW_PQ_MATRIX || root->kind == GW_PQ_STRING)
+	if (root->type == GW_TYPE_MATRIX || root->kind == GW_PQ_STRING)
 		return finish(
 			&ev,
 			gw_pqe_fail(&ev, GW_QERR_BAD_DATA, -EINVAL,
 				    "invalid expression type \"%s\" for range "
 				    "query, must be Scalar or instant Vector",
-				    root->kind == GW_PQ_MATRIX ? "range vector"
-							       : "string"));
-	err = load(&ev, e, start, end, step);
+				    root->type == GW_TYPE_MATRIX
+					    ? "range vector"
+					    : "string"));
+	err = plan(&ev, e, start, end, step, nsteps, &tier, &first_raw);
+	ev.res->tier = tier;
+	/* The steps before first_raw read tier, the rest raw. */
+	if (!err && ev.nsel)
+		err = load_tier(
+			&ev, 0,
+			first_raw && first_raw < nsteps
+				? gw_pqe_sat_sub(
+					  sat_step(start, first_raw - 1, step),
+					  end)
+				: 0,
+			first_raw ? tier : GW_TIER_RAW);
 	for (size_t i = 0; i < nsteps && !err; i++) {
 		int64_t t = start + (int64_t)i * step;
 		struct val v = { 0 };
 
-		if (ev.lim.deadline_ns && now_ns() > ev.lim.deadline_ns) {
-			err = gw_pqe_fail(&ev, GW_QERR_TIMEOUT, -ETIMEDOUT,
-					  MSG_TIMEOUT);
-			break;
+		if (i == first_raw && i > 0 && ev.nsel) {
+			err = load_tier(&ev, gw_pqe_sat_sub(t, start), 0,
+					GW_TIER_RAW);
+			if (err)
+				break;
 		}
-		err = check_cancel(&ev);
+		err = gw_pqe_step_check(&ev);
 		if (err)
 			break;
 		err = gw_pqe_eval(&ev, e, t, &v);

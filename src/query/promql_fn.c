@@ -123,6 +123,40 @@ bool gw_pqe_compare(enum gw_pq_binop op, double a, double b)
 /* ---- range functions ---- */
 
 /*
+ * Prometheus' extrapolatedRate from what it uses of the samples: the
+ * first (t0, v0), the last's time t1, their number n and the increase
+ * (corrected for resets when a counter).
+ */
+static double extrapolate(double result, int64_t t0, double v0, int64_t t1,
+			  double n, int64_t range_start, int64_t range_end,
+			  int64_t range_ms, bool counter, bool rate)
+{
+	double to_start, to_end, sampled, avg, thr, ext, factor;
+
+	to_start = (double)(t0 - range_start) / 1e3;
+	to_end = (double)(range_end - t1) / 1e3;
+	sampled = (double)(t1 - t0) / 1e3;
+	avg = sampled / (n - 1);
+	if (counter && result > 0 && v0 >= 0) {
+		/* A counter does not go below zero: extrapolate at most to
+		 * where it would have been zero. */
+		double to_zero = sampled * (v0 / result);
+
+		if (to_zero < to_start)
+			to_start = to_zero;
+	}
+	thr = avg * 1.1;
+	ext = sampled;
+	ext += to_start < thr ? to_start : avg / 2;
+	ext += to_end < thr ? to_end : avg / 2;
+	/* One factor, as Prometheus: the same rounding, the same digits. */
+	factor = ext / sampled;
+	if (rate)
+		factor /= (double)range_ms / 1e3;
+	return result * factor;
+}
+
+/*
  * Prometheus' extrapolated rate/increase/delta over the samples in
  * (range_start, range_end].  False when there is no output.
  */
@@ -130,7 +164,7 @@ bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 		  int64_t range_start, int64_t range_end, int64_t range_ms,
 		  bool counter, bool rate, double *out)
 {
-	double result, to_start, to_end, sampled, avg, thr, ext, factor;
+	double result;
 
 	if (n < 2 || ts[n - 1] <= ts[0])
 		return false;
@@ -144,27 +178,51 @@ bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 			prev = vs[i];
 		}
 	}
-	to_start = (double)(ts[0] - range_start) / 1e3;
-	to_end = (double)(range_end - ts[n - 1]) / 1e3;
-	sampled = (double)(ts[n - 1] - ts[0]) / 1e3;
-	avg = sampled / (double)(n - 1);
-	if (counter && result > 0 && vs[0] >= 0) {
-		/* A counter does not go below zero: extrapolate at most to
-		 * where it would have been zero. */
-		double to_zero = sampled * (vs[0] / result);
+	*out = extrapolate(result, ts[0], vs[0], ts[n - 1], (double)n,
+			   range_start, range_end, range_ms, counter, rate);
+	return true;
+}
 
-		if (to_zero < to_start)
-			to_start = to_zero;
+bool gw_pqe_xrate_rollup(const struct gw_rollup *r, size_t n,
+			 int64_t range_start, int64_t range_end,
+			 int64_t range_ms, bool counter, bool rate, double *out,
+			 bool *ok)
+{
+	const struct gw_rollup *a = NULL, *b = NULL;
+	double count = 0, result;
+
+	*ok = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!(r[i].count > 0))
+			continue;
+		if (!gw_rollup_has_first(&r[i]) ||
+		    (counter && !gw_rollup_has_reset(&r[i])))
+			return false; /* not known: the caller falls back */
+		if (!a)
+			a = &r[i];
+		b = &r[i];
+		count += r[i].count;
 	}
-	thr = avg * 1.1;
-	ext = sampled;
-	ext += to_start < thr ? to_start : avg / 2;
-	ext += to_end < thr ? to_end : avg / 2;
-	/* One factor, as Prometheus: the same rounding, the same digits. */
-	factor = ext / sampled;
-	if (rate)
-		factor /= (double)range_ms / 1e3;
-	*out = result * factor;
+	if (!a || count < 2 || b->t_last <= a->t_first)
+		return true;
+	result = b->last - a->first;
+	if (counter) {
+		const struct gw_rollup *prev = NULL;
+
+		/* As Prometheus adds them: the value before each reset, the
+		 * windows' own and those between two windows. */
+		for (size_t i = 0; i < n; i++) {
+			if (!(r[i].count > 0))
+				continue;
+			if (prev && r[i].first < prev->last)
+				result += prev->last;
+			result += r[i].reset;
+			prev = &r[i];
+		}
+	}
+	*out = extrapolate(result, a->t_first, a->first, b->t_last, count,
+			   range_start, range_end, range_ms, counter, rate);
+	*ok = true;
 	return true;
 }
 
@@ -310,7 +368,7 @@ int gw_pqe_over_time_rollup(enum gw_pq_func fn, double phi,
 			if (r[i].count > 0)
 				err = gw_sketch_merge(&sk, &r[i].sk);
 		if (!err)
-			*out = gw_sketch_quantile(&sk, phi);
+			*out = gw_sketch_quantile_interp(&sk, phi);
 		gw_sketch_release(&sk);
 		break;
 	default:

@@ -110,6 +110,34 @@ static void fmt_labels(struct gw_buf *b, char *const *l, size_t n)
 	gw_buf_put(b, ")", 1);
 }
 
+/* " @ t" then " offset d", in Prometheus' order. */
+static void fmt_mods(struct gw_buf *b, int64_t offset_ms, enum gw_pq_at at,
+		     int64_t at_ms)
+{
+	switch (at) {
+	case GW_AT_TIME:
+		/* Go's %.3f of the seconds, as Prometheus prints them. */
+		gw_buf_putf(
+			b, " @ %s%lld.%03lld", at_ms < 0 ? "-" : "",
+			(long long)(at_ms < 0 ? -(at_ms / 1000) : at_ms / 1000),
+			(long long)(at_ms < 0 ? -(at_ms % 1000)
+					      : at_ms % 1000));
+		break;
+	case GW_AT_START:
+		gw_buf_puts(b, " @ start()");
+		break;
+	case GW_AT_END:
+		gw_buf_puts(b, " @ end()");
+		break;
+	default:
+		break;
+	}
+	if (offset_ms) {
+		gw_buf_puts(b, " offset ");
+		fmt_duration(b, offset_ms);
+	}
+}
+
 static void fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
 {
 	static const char *const mops[] = { "=", "!=", "=~", "!~" };
@@ -132,20 +160,25 @@ static void fmt_selector(struct gw_buf *b, const struct gw_pq_node *n)
 		fmt_duration(b, n->u.sel.range_ms);
 		gw_buf_put(b, "]", 1);
 	}
-	if (n->u.sel.offset_ms) {
-		gw_buf_puts(b, " offset ");
-		fmt_duration(b, n->u.sel.offset_ms);
-	}
+	fmt_mods(b, n->u.sel.offset_ms, n->u.sel.at, n->u.sel.at_ms);
 }
 
 /* Appends the text of n; a failure, -EINVAL for a malformed tree, stays in out. */
 static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 {
 	static const char *const agg_names[] = {
-		[GW_AGG_SUM] = "sum",	      [GW_AGG_AVG] = "avg",
-		[GW_AGG_MIN] = "min",	      [GW_AGG_MAX] = "max",
-		[GW_AGG_COUNT] = "count",     [GW_AGG_TOPK] = "topk",
-		[GW_AGG_BOTTOMK] = "bottomk", [GW_AGG_QUANTILE] = "quantile",
+		[GW_AGG_SUM] = "sum",
+		[GW_AGG_AVG] = "avg",
+		[GW_AGG_MIN] = "min",
+		[GW_AGG_MAX] = "max",
+		[GW_AGG_COUNT] = "count",
+		[GW_AGG_TOPK] = "topk",
+		[GW_AGG_BOTTOMK] = "bottomk",
+		[GW_AGG_QUANTILE] = "quantile",
+		[GW_AGG_STDDEV] = "stddev",
+		[GW_AGG_STDVAR] = "stdvar",
+		[GW_AGG_GROUP] = "group",
+		[GW_AGG_COUNT_VALUES] = "count_values",
 	};
 
 	if (!n) {
@@ -174,6 +207,10 @@ static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 		gw_buf_put(out, ")", 1);
 		return;
 	case GW_PQ_AGG:
+		if ((size_t)n->u.agg.op >=
+			    sizeof(agg_names) / sizeof(agg_names[0]) ||
+		    !agg_names[n->u.agg.op])
+			break;
 		gw_buf_puts(out, agg_names[n->u.agg.op]);
 		if (n->u.agg.grouping) {
 			gw_buf_puts(out,
@@ -200,6 +237,14 @@ static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 			fmt_labels(out, n->u.bin.labels, n->u.bin.nlabels);
 			gw_buf_put(out, " ", 1);
 		}
+		if (n->u.bin.card == GW_CARD_MANY_TO_ONE ||
+		    n->u.bin.card == GW_CARD_ONE_TO_MANY) {
+			gw_buf_puts(out, n->u.bin.card == GW_CARD_MANY_TO_ONE
+						 ? "group_left "
+						 : "group_right ");
+			fmt_labels(out, n->u.bin.include, n->u.bin.ninclude);
+			gw_buf_put(out, " ", 1);
+		}
 		fmt_node(n->u.bin.rhs, out);
 		gw_buf_put(out, ")", 1);
 		return;
@@ -210,6 +255,18 @@ static void fmt_node(const struct gw_pq_node *n, struct gw_buf *out)
 		return;
 	case GW_PQ_PAREN:
 		fmt_node(n->u.inner, out);
+		return;
+	case GW_PQ_SUBQUERY:
+		/* The inner expression always prints as one term. */
+		fmt_node(n->u.subq.expr, out);
+		gw_buf_put(out, "[", 1);
+		fmt_duration(out, n->u.subq.range_ms);
+		gw_buf_put(out, ":", 1);
+		if (n->u.subq.step_ms)
+			fmt_duration(out, n->u.subq.step_ms);
+		gw_buf_put(out, "]", 1);
+		fmt_mods(out, n->u.subq.offset_ms, n->u.subq.at,
+			 n->u.subq.at_ms);
 		return;
 	}
 	gw_buf_set_error(out, -EINVAL);

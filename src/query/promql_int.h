@@ -5,10 +5,12 @@
  * nothing from here.
  *
  *   promql_eval.c   the evaluator's core: state, label set interning,
- *                   values, selectors, range-vector arguments, dispatch,
- *                   loading and the entry points
- *   promql_agg.c    aggregation (sum ... quantile, topk/bottomk)
- *   promql_binop.c  binary operators and vector matching
+ *                   values, selectors, dispatch, loading and the entry
+ *                   points
+ *   promql_agg.c    aggregation (sum ... count_values, topk/bottomk)
+ *   promql_binop.c  binary operators, vector matching, set operators
+ *   promql_range.c  range-vector arguments: range selectors, subqueries
+ *   promql_gosort.c Go's sort.Sort, for Prometheus' topk/bottomk order
  *   promql_call.c   the function table (also read by the parser) and the
  *                   functions' evaluation
  *   promql_fn.c     the numerics
@@ -47,6 +49,7 @@ struct lset {
 	uint64_t hash;
 	uint64_t mark, mark2; /* stamps of the current operation */
 	size_t idx;	      /* set together with mark */
+	size_t idx2;	      /* set together with mark2 */
 	size_t out;	      /* range query: output series index + 1 */
 	struct {
 		const void *by;
@@ -60,11 +63,36 @@ struct ltab {
 	size_t cap, n;
 };
 
-/* A loaded selector. */
+/* A loaded selector: its series sorted by labels, as Prometheus reads
+ * them (the order topk/bottomk break ties in). */
 struct sel {
 	const struct gw_pq_node *node;
+	int64_t mint, maxt; /* the times it is evaluated at, @/offset applied */
 	struct gw_series_set set;
 	struct lset **ls; /* per series */
+};
+
+/* One series of a subquery's result. */
+struct sqser {
+	struct lset *ls;
+	int64_t *t;
+	double *v;
+	size_t n, cap;
+};
+
+/*
+ * A subquery, evaluated once for the whole query (as Prometheus does) at
+ * lo, lo + step, ... <= hi, lo a multiple of step: its points are then
+ * taken window by window, as a range selector's samples are.
+ */
+struct sqc {
+	const struct gw_pq_node *node;
+	int64_t lo, hi, step;
+	bool done;
+	struct sqser *s;
+	size_t n, cap;
+	struct lset **key; /* open addressing: label set -> index in s */
+	size_t *val, kcap;
 };
 
 struct smp {
@@ -96,9 +124,14 @@ struct ev {
 	struct gw_qresult *res;
 	int64_t lookback;
 	enum gw_tier tier;
+	int forced; /* 1 + the tier the options force; 0 = none */
 	struct gw_query_limits lim;
+	int64_t start, end; /* the query's, for @ start() and @ end() */
+	int64_t sq_step;    /* a subquery's step when it gives none */
 	struct sel *sel;
 	size_t nsel, capsel;
+	struct sqc *sq;
+	size_t nsq, capsq;
 	struct ltab tab;
 	struct gw_buf kb;
 	struct lset *empty;
@@ -154,11 +187,37 @@ int gw_pqe_eval_scalar_arg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 int gw_pqe_selector(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		    bool stamps, struct val *out);
 
-/* A range-vector argument (a range selector) at one step. */
+/* The loaded selector of node n; NULL if none. */
+struct sel *gw_pqe_find_sel(struct ev *ev, const struct gw_pq_node *n);
+/* Between steps: the deadline and the cancel flag of the options. */
+int gw_pqe_step_check(struct ev *ev);
+
+/* ---- range-vector arguments (promql_range.c) ---- */
+
+/* a - b, saturating at INT64_MIN / INT64_MAX. */
+int64_t gw_pqe_sat_sub(int64_t a, int64_t b);
+/* The time a selector or subquery with these modifiers reads at when
+ * evaluated at t: t, the @ time, the query's start or end, less offset. */
+int64_t gw_pqe_at_time(const struct ev *ev, enum gw_pq_at at, int64_t at_ms,
+		       int64_t offset_ms, int64_t t);
+/* First index of a raw series / of a rollup series with time > t. */
+size_t gw_pqe_upper_raw(const struct gw_series_data *d, int64_t t);
+size_t gw_pqe_upper_rollup(const struct gw_series_data *d, int64_t t);
+
+/*
+ * Registers subquery n evaluated at times [lo, hi] (at load time, before
+ * any step); [*ilo, *ihi] are the times its expression is evaluated at.
+ */
+int gw_pqe_subq_add(struct ev *ev, const struct gw_pq_node *n, int64_t lo,
+		    int64_t hi, int64_t *ilo, int64_t *ihi);
+void gw_pqe_subq_release(struct ev *ev);
+
+/* A range-vector argument (range selector or subquery) at one step. */
 struct gw_pqe_rarg {
 	int64_t from, at, range; /* the window (from, at], at - from = range */
 	size_t n;		 /* series */
-	struct sel *sel;
+	struct sel *sel;	 /* one of sel, sq */
+	struct sqc *sq;
 };
 
 /* One series' points in the window. */
@@ -174,7 +233,7 @@ struct gw_pqe_rpts {
 	size_t lo, hi;
 };
 
-/* m (parentheses allowed) at t. */
+/* m (parentheses allowed) at t; a subquery is evaluated on first use. */
 int gw_pqe_range_arg(struct ev *ev, const struct gw_pq_node *m, int64_t t,
 		     struct gw_pqe_rarg *a);
 /* Series i < a->n of a; valid until the next call or evaluation. */
@@ -220,6 +279,19 @@ int gw_pqe_eval_agg(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 int gw_pqe_eval_binary(struct ev *ev, const struct gw_pq_node *n, int64_t t,
 		       struct val *out);
 
+/* ---- Go's sort.Sort (promql_gosort.c) ---- */
+
+/* Elements 0..n-1 reached through callbacks: less(i, j), swap(i, j). */
+struct gw_pqe_gosort {
+	bool (*less)(void *ctx, size_t i, size_t j);
+	void (*swap)(void *ctx, size_t i, size_t j);
+	void *ctx;
+};
+
+/* Sorts as Go 1.19+'s sort.Sort does, comparison for comparison (not
+ * stable: equal elements end where Go leaves them). */
+void gw_pqe_gosort(const struct gw_pqe_gosort *s, size_t n);
+
 /* ---- the numerics (promql_fn.c) ---- */
 
 /* Neumaier's compensated sum: adds x to *sum, the running error to *c;
@@ -258,6 +330,20 @@ bool gw_pqe_compare(enum gw_pq_binop op, double a, double b);
 bool gw_pqe_xrate(const int64_t *ts, const double *vs, size_t n,
 		  int64_t range_start, int64_t range_end, int64_t range_ms,
 		  bool counter, bool rate, double *out);
+
+/*
+ * gw_pqe_xrate over the rollups r[0, n) of one series: their first sample,
+ * their last, their number and (counter) their resets within and between
+ * windows, so the answer is the raw one's up to the samples of the edge
+ * windows that lie outside the range.  Returns false when a non-empty
+ * rollup does not know what is needed (version 2, or a gauge's window for
+ * a counter function): the caller uses the (t_last, last) points.  *ok as
+ * gw_pqe_xrate's result.
+ */
+bool gw_pqe_xrate_rollup(const struct gw_rollup *r, size_t n,
+			 int64_t range_start, int64_t range_end,
+			 int64_t range_ms, bool counter, bool rate, double *out,
+			 bool *ok);
 
 /* irate of the last two samples, per second; false as gw_pqe_xrate. */
 bool gw_pqe_irate(const int64_t *ts, const double *vs, size_t n, double *out);

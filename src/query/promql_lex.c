@@ -26,6 +26,39 @@
 static int fail(struct gw_pql_lexer *lx, size_t pos, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Copies the text src into dst (cap bytes with its NUL) as valid UTF-8:
+ * a byte that does not start a well-formed sequence is written \xNN, and
+ * a cut never falls inside a sequence or an escape.  An error message
+ * quotes the query, which may be anything; the reply that carries the
+ * message is JSON, which must be UTF-8.
+ */
+static void valid_utf8(char *dst, size_t cap, const char *src)
+{
+	size_t o = 0;
+
+	if (!cap)
+		return;
+	while (*src) {
+		size_t u =
+			gw_utf8_len((const unsigned char *)src, SIZE_MAX, NULL);
+
+		if (u && o + u < cap) {
+			memcpy(dst + o, src, u);
+			o += u;
+			src += u;
+		} else if (!u && o + 4 < cap) {
+			snprintf(dst + o, cap - o, "\\x%02x",
+				 (unsigned char)*src);
+			o += 4;
+			src++;
+		} else {
+			break;
+		}
+	}
+	dst[o] = '\0';
+}
+
 static void set_error(struct gw_promql_error *e, const char *q, size_t len,
 		      size_t pos, const char *msg)
 {
@@ -43,8 +76,9 @@ static void set_error(struct gw_promql_error *e, const char *q, size_t len,
 		}
 	e->pos = (uint32_t)pos;
 	/* The message is cut to fit after the position prefix. */
-	snprintf(e->msg, sizeof(e->msg), "%u:%zu: parse error: %.200s", line,
-		 pos - last_nl, msg);
+	snprintf(e->msg, sizeof(e->msg), "%u:%zu: parse error: ", line,
+		 pos - last_nl);
+	valid_utf8(e->msg + strlen(e->msg), 200, msg);
 }
 
 int gw_pql_vfail(struct gw_pql_lexer *lx, size_t pos, const char *fmt,
@@ -315,6 +349,11 @@ static int scan_string(const char *q, size_t len, size_t start, char *out,
 					o += put_utf8(out + o, x);
 			}
 			continue;
+		}
+		if (q[i] == '\0') {
+			snprintf(msg, msgn,
+				 "strings must not contain NUL characters");
+			return -EINVAL;
 		}
 		u = gw_utf8_len((const unsigned char *)q + i, len - i, NULL);
 		if (!u) {
@@ -750,7 +789,7 @@ int gw_pql_lex(struct gw_pql_lexer *lx, struct gw_pql_tok *t)
 	return err;
 }
 
-int gw_pql_lex_init(struct gw_pql_lexer *lx, const char *query,
+int gw_pql_lex_init(struct gw_pql_lexer *lx, const char *query, size_t len,
 		    struct gw_promql_error *err)
 {
 	memset(lx, 0, sizeof(*lx));
@@ -764,7 +803,7 @@ int gw_pql_lex_init(struct gw_pql_lexer *lx, const char *query,
 		return fail(lx, 0, "no query given");
 	}
 	lx->q = query;
-	lx->len = strnlen(query, GW_PROMQL_MAX_QUERY + 1);
+	lx->len = len;
 	if (lx->len > GW_PROMQL_MAX_QUERY) {
 		lx->len = 0;
 		return fail(lx, 0, "query is longer than %d bytes",

@@ -86,12 +86,13 @@ struct gw_pql_lexer {
 };
 
 /*
- * Starts lexing query (borrowed; at most GW_PROMQL_MAX_QUERY bytes before
- * its NUL) and clears err.  A NULL or too long query is an error, recorded
- * as any other: returns 0 or -EINVAL.
+ * Starts lexing the len bytes at query (borrowed; at most
+ * GW_PROMQL_MAX_QUERY) and clears err.  A NULL or too long query is an
+ * error, recorded as any other: returns 0 or -EINVAL.  A NUL byte among
+ * the len is a character like any other (an unexpected one).
  */
 __attribute__((warn_unused_result)) int
-gw_pql_lex_init(struct gw_pql_lexer *lx, const char *query,
+gw_pql_lex_init(struct gw_pql_lexer *lx, const char *query, size_t len,
 		struct gw_promql_error *err);
 
 /* The next token into t (cleared first, extent always set); at the end of

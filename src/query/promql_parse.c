@@ -37,16 +37,10 @@
 #include "query/promql.h"
 #include "query/promql_int.h"
 #include "query/promql_lex.h"
+#include "query/promql_parse_int.h"
 
 #define MAX_MATCHERS 256
 #define MAX_ITEMS    1024 /* call arguments, grouping labels */
-
-struct parser {
-	struct gw_pql_lexer lx; /* the query, the position, the first error */
-	struct gw_pql_tok la[2];
-	unsigned nla;
-	unsigned depth;
-};
 
 /* ---- errors ---- */
 
@@ -95,43 +89,30 @@ static int next(struct parser *p, struct gw_pql_tok *t)
 }
 /* ---- token descriptions, as Prometheus words them ---- */
 
-enum kw {
-	KW_NONE,
-	KW_BY,
-	KW_WITHOUT,
-	KW_ON,
-	KW_IGNORING,
-	KW_BOOL,
-	KW_OFFSET,
-	KW_GROUP_LEFT,
-	KW_GROUP_RIGHT,
-	KW_START,
-	KW_END,
-	KW_AND,
-	KW_OR,
-	KW_UNLESS,
-	KW_ATAN2,
-	KW_AGG,	      /* an aggregation of the subset */
-	KW_AGG_OTHER, /* one of Prometheus' others */
-};
-
 static const struct {
 	const char *name;
 	enum gw_pq_aggop op;
 	bool param;
+	enum gw_pq_type ptype; /* the parameter's */
 } aggs[] = {
-	{ "sum", GW_AGG_SUM, false },
-	{ "avg", GW_AGG_AVG, false },
-	{ "min", GW_AGG_MIN, false },
-	{ "max", GW_AGG_MAX, false },
-	{ "count", GW_AGG_COUNT, false },
-	{ "topk", GW_AGG_TOPK, true },
-	{ "bottomk", GW_AGG_BOTTOMK, true },
-	{ "quantile", GW_AGG_QUANTILE, true },
+	{ "sum", GW_AGG_SUM, false, GW_TYPE_SCALAR },
+	{ "avg", GW_AGG_AVG, false, GW_TYPE_SCALAR },
+	{ "min", GW_AGG_MIN, false, GW_TYPE_SCALAR },
+	{ "max", GW_AGG_MAX, false, GW_TYPE_SCALAR },
+	{ "count", GW_AGG_COUNT, false, GW_TYPE_SCALAR },
+	{ "topk", GW_AGG_TOPK, true, GW_TYPE_SCALAR },
+	{ "bottomk", GW_AGG_BOTTOMK, true, GW_TYPE_SCALAR },
+	{ "quantile", GW_AGG_QUANTILE, true, GW_TYPE_SCALAR },
+	{ "stddev", GW_AGG_STDDEV, false, GW_TYPE_SCALAR },
+	{ "stdvar", GW_AGG_STDVAR, false, GW_TYPE_SCALAR },
+	{ "group", GW_AGG_GROUP, false, GW_TYPE_SCALAR },
+	{ "count_values", GW_AGG_COUNT_VALUES, true, GW_TYPE_STRING },
 };
 
+/* Prometheus 3's, not in 2.x: known, so named as unsupported. */
 static const char *const other_aggs[] = {
-	"group", "stddev", "stdvar", "count_values", "limitk", "limit_ratio",
+	"limitk",
+	"limit_ratio",
 };
 
 static const struct {
@@ -183,10 +164,12 @@ static enum kw keyword(const struct parser *p, const struct gw_pql_tok *t,
 }
 
 static const char *const op_text[] = {
-	[GW_OP_ADD] = "+", [GW_OP_SUB] = "-", [GW_OP_MUL] = "*",
-	[GW_OP_DIV] = "/", [GW_OP_MOD] = "%", [GW_OP_POW] = "^",
-	[GW_OP_EQ] = "==", [GW_OP_NE] = "!=", [GW_OP_GT] = ">",
-	[GW_OP_LT] = "<",  [GW_OP_GE] = ">=", [GW_OP_LE] = "<=",
+	[GW_OP_ADD] = "+",	   [GW_OP_SUB] = "-",	[GW_OP_MUL] = "*",
+	[GW_OP_DIV] = "/",	   [GW_OP_MOD] = "%",	[GW_OP_POW] = "^",
+	[GW_OP_EQ] = "==",	   [GW_OP_NE] = "!=",	[GW_OP_GT] = ">",
+	[GW_OP_LT] = "<",	   [GW_OP_GE] = ">=",	[GW_OP_LE] = "<=",
+	[GW_OP_ATAN2] = "atan2",   [GW_OP_AND] = "and", [GW_OP_OR] = "or",
+	[GW_OP_UNLESS] = "unless",
 };
 
 /* Go's %q of a byte string, cut to max bytes of the text. */
@@ -306,7 +289,7 @@ static int unexpected(struct parser *p, const struct gw_pql_tok *t,
 
 /* ---- nodes ---- */
 
-static const char *const type_name[] = {
+const char *const gw_pqp_type_name[] = {
 	[GW_TYPE_SCALAR] = "scalar",
 	[GW_TYPE_VECTOR] = "instant vector",
 	[GW_TYPE_MATRIX] = "range vector",
@@ -372,6 +355,10 @@ void gw_promql_free(struct gw_pq_node *n)
 		gw_promql_free(n->u.bin.lhs);
 		gw_promql_free(n->u.bin.rhs);
 		free_strv(n->u.bin.labels, n->u.bin.nlabels);
+		free_strv(n->u.bin.include, n->u.bin.ninclude);
+		break;
+	case GW_PQ_SUBQUERY:
+		gw_promql_free(n->u.subq.expr);
 		break;
 	case GW_PQ_NEG:
 	case GW_PQ_PAREN:
@@ -424,8 +411,10 @@ static int grow(struct parser *p, void *pv, size_t *cap, size_t n, size_t sz,
 
 /* ---- the grammar ---- */
 
-static int parse_expr(struct parser *p, struct gw_pq_node **out);
-static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out);
+static int parse_expr(struct parser *p, struct gw_pq_node **out)
+{
+	return gw_pqp_expr(p, out);
+}
 
 static int expect(struct parser *p, enum gw_pql_tk type, struct gw_pql_tok *t,
 		  const char *context, const char *expected)
@@ -536,7 +525,7 @@ static int expect_type(struct parser *p, const struct gw_pq_node *n,
 	if (n->type == want)
 		return 0;
 	return fail(p, n->pos, "expected type %s in %s, got %s",
-		    type_name[want], context, type_name[n->type]);
+		    gw_pqp_type_name[want], context, gw_pqp_type_name[n->type]);
 }
 
 static int parse_aggregation(struct parser *p, int which,
@@ -608,7 +597,7 @@ static int parse_aggregation(struct parser *p, int which,
 			"aggregation expression"))
 		goto out;
 	if (n->u.agg.param)
-		expect_type(p, n->u.agg.param, GW_TYPE_SCALAR,
+		expect_type(p, n->u.agg.param, aggs[which].ptype,
 			    "aggregation parameter");
 out:
 	for (size_t i = 0; i < nargs; i++)
@@ -809,105 +798,6 @@ static int parse_selector(struct parser *p, struct gw_pq_node **out)
 	return 0;
 }
 
-/* A duration (or a number of seconds) inside [ ] or after offset. */
-static int take_duration(struct parser *p, const struct gw_pql_tok *t,
-			 int64_t *ms)
-{
-	if (t->type == GW_PQL_T_DURATION) {
-		*ms = t->ms;
-	} else {
-		double v = t->num * 1000.0;
-
-		/* Within Go's time.Duration, as written durations are. */
-		if (!(v > -9223372036854.0 && v < 9223372036854.0))
-			return fail(p, t->pos, "duration out of range");
-		*ms = (int64_t)llround(v);
-	}
-	if (*ms <= 0)
-		return fail(p, t->pos, "duration must be greater than 0");
-	return 0;
-}
-
-static int parse_postfix(struct parser *p, struct gw_pq_node *n)
-{
-	for (;;) {
-		const struct gw_pql_tok *la = peek(p, 0);
-		struct gw_pql_tok t, d;
-		int64_t ms;
-		int err;
-
-		if (!la)
-			return p->lx.rc;
-		if (la->type == GW_PQL_T_LBRACKET) {
-			struct gw_pql_tok open;
-
-			if ((err = next(p, &open)))
-				return err;
-			if ((err = next(p, &d)))
-				return err;
-			if (d.type != GW_PQL_T_DURATION &&
-			    d.type != GW_PQL_T_NUMBER)
-				return unexpected(p, &d,
-						  "subquery or range selector",
-						  "duration");
-			if ((err = next(p, &t)))
-				return err;
-			if (t.type == GW_PQL_T_COLON)
-				return fail(p, open.pos,
-					    "subqueries are not supported");
-			if (t.type != GW_PQL_T_RBRACKET)
-				return unexpected(p, &t, "subquery or range",
-						  "\":\" or \"]\"");
-			if (n->kind != GW_PQ_SELECTOR)
-				return fail(p, open.pos,
-					    "ranges only allowed for vector "
-					    "selectors");
-			if (n->u.sel.offset_ms)
-				return fail(p, open.pos,
-					    "no offset modifiers allowed "
-					    "before range");
-			if ((err = take_duration(p, &d, &ms)))
-				return err;
-			n->kind = GW_PQ_MATRIX;
-			n->type = GW_TYPE_MATRIX;
-			n->u.sel.range_ms = ms;
-		} else if (keyword(p, la, NULL) == KW_OFFSET) {
-			bool neg = false;
-
-			if ((err = next(p, &t)))
-				return err;
-			if ((err = next(p, &d)))
-				return err;
-			if (d.type == GW_PQL_T_OP && d.op == GW_OP_SUB) {
-				neg = true;
-				if ((err = next(p, &d)))
-					return err;
-			}
-			if (d.type != GW_PQL_T_DURATION &&
-			    d.type != GW_PQL_T_NUMBER)
-				return unexpected(p, &d, "offset", "duration");
-			if ((err = take_duration(p, &d, &ms)))
-				return err;
-			if (n->kind != GW_PQ_SELECTOR &&
-			    n->kind != GW_PQ_MATRIX)
-				return fail(
-					p, n->pos,
-					"offset modifier must be preceded by "
-					"an instant vector selector or range "
-					"vector selector or a subquery");
-			if (n->u.sel.offset_ms)
-				return fail(
-					p, n->pos,
-					"offset may not be set multiple times");
-			n->u.sel.offset_ms = neg ? -ms : ms;
-		} else if (la->type == GW_PQL_T_AT) {
-			return fail(p, la->pos, "@ modifier is not supported");
-		} else {
-			return 0;
-		}
-	}
-}
-
 static int parse_primary(struct parser *p, struct gw_pq_node **out)
 {
 	const struct gw_pql_tok *la = peek(p, 0), *la1;
@@ -992,247 +882,23 @@ static int parse_primary(struct parser *p, struct gw_pq_node **out)
 	}
 }
 
-static int enter(struct parser *p, uint32_t pos)
-{
-	if (++p->depth > GW_PROMQL_MAX_DEPTH)
-		return fail(p, pos,
-			    "expression nests too deeply (more than %d levels)",
-			    GW_PROMQL_MAX_DEPTH);
-	return 0;
-}
-
-#define PREC_POW 4
-
-static int parse_unary(struct parser *p, struct gw_pq_node **out)
-{
-	const struct gw_pql_tok *la = peek(p, 0);
-	struct gw_pq_node *inner = NULL, *n;
-	struct gw_pql_tok t;
-	int err;
-
-	if (!la)
-		return p->lx.rc;
-	if (la->type != GW_PQL_T_OP ||
-	    (la->op != GW_OP_ADD && la->op != GW_OP_SUB)) {
-		if ((err = parse_primary(p, out)))
-			return err;
-		return parse_postfix(p, *out);
-	}
-	if ((err = next(p, &t)))
-		return err;
-	err = parse_binary(p, PREC_POW, &inner);
-	if (err) {
-		gw_promql_free(inner);
-		return err;
-	}
-	if (inner->kind == GW_PQ_NUMBER) {
-		if (t.op == GW_OP_SUB)
-			inner->u.num = -inner->u.num;
-		inner->pos = t.pos;
-		*out = inner;
-		return 0;
-	}
-	if (inner->type != GW_TYPE_SCALAR && inner->type != GW_TYPE_VECTOR) {
-		err = fail(p, t.pos,
-			   "unary expression only allowed on expressions of "
-			   "type scalar or instant vector, got \"%s\"",
-			   type_name[inner->type]);
-		gw_promql_free(inner);
-		return err;
-	}
-	if (t.op == GW_OP_ADD) {
-		*out = inner;
-		return 0;
-	}
-	n = new_node(p, GW_PQ_NEG, inner->type, t.pos);
-	if (!n) {
-		gw_promql_free(inner);
-		return p->lx.rc;
-	}
-	n->u.inner = inner;
-	*out = n;
-	return 0;
-}
-
-static int precedence(enum gw_pq_binop op)
-{
-	switch (op) {
-	case GW_OP_POW:
-		return PREC_POW;
-	case GW_OP_MUL:
-	case GW_OP_DIV:
-	case GW_OP_MOD:
-		return 3;
-	case GW_OP_ADD:
-	case GW_OP_SUB:
-		return 2;
-	default:
-		return 1;
-	}
-}
-
-static bool is_comparison(enum gw_pq_binop op)
-{
-	return op >= GW_OP_EQ;
-}
-
-/* Modifiers after the operator: [bool] [on|ignoring (labels)]. */
-static int parse_bin_modifiers(struct parser *p, struct gw_pq_node *n)
-{
-	const struct gw_pql_tok *la = peek(p, 0);
-	struct gw_pql_tok t;
-	enum kw kw;
-	int err;
-
-	if (!la)
-		return p->lx.rc;
-	if (keyword(p, la, NULL) == KW_BOOL) {
-		if ((err = next(p, &t)))
-			return err;
-		n->u.bin.bool_mod = true;
-		if (!(la = peek(p, 0)))
-			return p->lx.rc;
-	}
-	kw = keyword(p, la, NULL);
-	if (kw == KW_ON || kw == KW_IGNORING) {
-		if ((err = next(p, &t)))
-			return err;
-		n->u.bin.on = kw == KW_ON;
-		n->u.bin.ignoring = kw == KW_IGNORING;
-		err = parse_grouping(p, &n->u.bin.labels, &n->u.bin.nlabels);
-		if (err)
-			return err;
-		if (!(la = peek(p, 0)))
-			return p->lx.rc;
-		kw = keyword(p, la, NULL);
-	}
-	if (kw == KW_GROUP_LEFT || kw == KW_GROUP_RIGHT)
-		return fail(p, la->pos,
-			    "group_left/group_right is not supported");
-	return 0;
-}
-
-static int check_binary(struct parser *p, struct gw_pq_node *n, uint32_t oppos)
-{
-	struct gw_pq_node *l = n->u.bin.lhs, *r = n->u.bin.rhs;
-	bool cmp = is_comparison(n->u.bin.op);
-
-	if (n->u.bin.bool_mod && !cmp)
-		return fail(p, oppos,
-			    "bool modifier can only be used on comparison "
-			    "operators");
-	if (cmp && !n->u.bin.bool_mod && l->type == GW_TYPE_SCALAR &&
-	    r->type == GW_TYPE_SCALAR)
-		return fail(
-			p, oppos,
-			"comparisons between scalars must use BOOL modifier");
-	if (l->type != GW_TYPE_SCALAR && l->type != GW_TYPE_VECTOR)
-		return fail(p, l->pos,
-			    "binary expression must contain only scalar and "
-			    "instant vector types");
-	if (r->type != GW_TYPE_SCALAR && r->type != GW_TYPE_VECTOR)
-		return fail(p, r->pos,
-			    "binary expression must contain only scalar and "
-			    "instant vector types");
-	if (l->type == GW_TYPE_SCALAR || r->type == GW_TYPE_SCALAR) {
-		if (n->u.bin.nlabels)
-			return fail(p, n->pos,
-				    "vector matching only allowed between "
-				    "instant vectors");
-		n->u.bin.on = n->u.bin.ignoring = false;
-		n->type = l->type == GW_TYPE_SCALAR && r->type == GW_TYPE_SCALAR
-				  ? GW_TYPE_SCALAR
-				  : GW_TYPE_VECTOR;
-	} else {
-		n->type = GW_TYPE_VECTOR;
-	}
-	return 0;
-}
-
-static int parse_binary(struct parser *p, int minprec, struct gw_pq_node **out)
-{
-	unsigned saved = p->depth;
-	struct gw_pq_node *lhs = NULL;
-	const struct gw_pql_tok *la;
-	int err;
-
-	if (!(la = peek(p, 0)))
-		return p->lx.rc;
-	if ((err = enter(p, la->pos)))
-		goto out;
-	if ((err = parse_unary(p, &lhs)))
-		goto out;
-	for (;;) {
-		struct gw_pq_node *n;
-		struct gw_pql_tok op;
-		enum kw kw;
-		int prec;
-
-		if (!(la = peek(p, 0))) {
-			err = p->lx.rc;
-			goto out;
-		}
-		kw = keyword(p, la, NULL);
-		if (kw == KW_AND || kw == KW_OR || kw == KW_UNLESS) {
-			err = fail(p, la->pos,
-				   "set operator \"%s\" is not supported",
-				   kw == KW_AND	 ? "and"
-				   : kw == KW_OR ? "or"
-						 : "unless");
-			goto out;
-		}
-		if (kw == KW_ATAN2) {
-			err = fail(
-				p, la->pos,
-				"binary operator \"atan2\" is not supported");
-			goto out;
-		}
-		if (la->type != GW_PQL_T_OP)
-			break;
-		prec = precedence(la->op);
-		if (prec < minprec)
-			break;
-		if ((err = enter(p, la->pos)) || (err = next(p, &op)))
-			goto out;
-		n = new_node(p, GW_PQ_BINARY, GW_TYPE_VECTOR, lhs->pos);
-		if (!n) {
-			err = p->lx.rc;
-			goto out;
-		}
-		n->u.bin.op = op.op;
-		n->u.bin.lhs = lhs;
-		lhs = n;
-		if ((err = parse_bin_modifiers(p, n)))
-			goto out;
-		err = parse_binary(p, op.op == GW_OP_POW ? prec : prec + 1,
-				   &n->u.bin.rhs);
-		if (err)
-			goto out;
-		if ((err = check_binary(p, n, op.pos)))
-			goto out;
-	}
-	p->depth = saved;
-	*out = lhs;
-	return 0;
-out:
-	p->depth = saved;
-	gw_promql_free(lhs);
-	return err ? err : p->lx.rc;
-}
-
-static int parse_expr(struct parser *p, struct gw_pq_node **out)
-{
-	return parse_binary(p, 0, out);
-}
-
-static int start(struct parser *p, const char *q, struct gw_promql_error *err)
+static int start(struct parser *p, const char *q, size_t len,
+		 struct gw_promql_error *err)
 {
 	memset(p, 0, sizeof(*p));
-	return gw_pql_lex_init(&p->lx, q, err);
+	return gw_pql_lex_init(&p->lx, q, len, err);
 }
 
 int gw_promql_parse(const char *query, struct gw_pq_node **out,
 		    struct gw_promql_error *err)
+{
+	return gw_promql_parse_len(
+		query, query ? strnlen(query, GW_PROMQL_MAX_QUERY + 1) : 0, out,
+		err);
+}
+
+int gw_promql_parse_len(const char *query, size_t len, struct gw_pq_node **out,
+			struct gw_promql_error *err)
 {
 	struct gw_pq_node *n = NULL;
 	const struct gw_pql_tok *la;
@@ -1242,7 +908,7 @@ int gw_promql_parse(const char *query, struct gw_pq_node **out,
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if ((rc = start(&p, query, err)))
+	if ((rc = start(&p, query, len, err)))
 		return rc;
 	if (!(la = peek(&p, 0)))
 		return p.lx.rc;
@@ -1275,7 +941,9 @@ int gw_promql_parse_selector(const char *text, struct gw_matcher **m,
 		return -EINVAL;
 	*m = NULL;
 	*nm = 0;
-	if ((rc = start(&p, text, err)))
+	if ((rc = start(&p, text,
+			text ? strnlen(text, GW_PROMQL_MAX_QUERY + 1) : 0,
+			err)))
 		return rc;
 	if (!(la = peek(&p, 0)))
 		return p.lx.rc;
@@ -1320,4 +988,54 @@ const char *gw_pql_op_text(enum gw_pq_binop op)
 	if ((size_t)op >= sizeof(op_text) / sizeof(op_text[0]))
 		return NULL;
 	return op_text[op];
+}
+
+/* ---- for promql_parse_expr.c (promql_parse_int.h) ---- */
+
+int gw_pqp_fail(struct parser *p, size_t pos, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = gw_pql_vfail(&p->lx, pos, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+const struct gw_pql_tok *gw_pqp_peek(struct parser *p, unsigned k)
+{
+	return peek(p, k);
+}
+
+int gw_pqp_next(struct parser *p, struct gw_pql_tok *t)
+{
+	return next(p, t);
+}
+
+int gw_pqp_unexpected(struct parser *p, const struct gw_pql_tok *t,
+		      const char *context, const char *expected)
+{
+	return unexpected(p, t, context, expected);
+}
+
+enum kw gw_pqp_keyword(const struct parser *p, const struct gw_pql_tok *t)
+{
+	return keyword(p, t, NULL);
+}
+
+struct gw_pq_node *gw_pqp_node(struct parser *p, enum gw_pq_kind kind,
+			       enum gw_pq_type type, uint32_t pos)
+{
+	return new_node(p, kind, type, pos);
+}
+
+int gw_pqp_grouping(struct parser *p, char ***labels, size_t *nlabels)
+{
+	return parse_grouping(p, labels, nlabels);
+}
+
+int gw_pqp_primary(struct parser *p, struct gw_pq_node **out)
+{
+	return parse_primary(p, out);
 }

@@ -85,8 +85,12 @@ struct gw_queryable {
 	void *ctx;
 	/*
 	 * The tier to read for samples in [mint, maxt] at resolution step_ms
-	 * (0 = finest): the coarsest tier not coarser than step_ms whose
-	 * retention still covers mint, else the finest tier that covers mint.
+	 * (0 = finest).  Raw whenever the queryable holds raw samples from
+	 * mint on (whatever the step: answers come from raw samples while
+	 * they exist); otherwise the coarsest rollup tier not coarser than
+	 * step_ms whose retention still covers mint, else the finest tier
+	 * that covers mint.  Monotone in mint: once raw, raw for every later
+	 * mint (the evaluator splits a range query there).
 	 */
 	enum gw_tier (*pick_tier)(void *ctx, int64_t mint, int64_t maxt,
 				  int64_t step_ms);

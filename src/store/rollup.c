@@ -52,7 +52,7 @@
 #include "common/bits.h"
 #include "common/crc32c.h"
 
-#define ROLLUP_VERSION 2
+#define ROLLUP_VERSION 3		  /* written; 2 is still read */
 #define COUNT_MAX      9007199254740992.0 /* 2^53: every whole number below fits */
 
 /* ---- the aggregate ---- */
@@ -61,12 +61,15 @@ static void empty(struct gw_rollup *r, int64_t t_end)
 {
 	r->t = t_end;
 	r->t_last = INT64_MIN;
+	r->t_first = INT64_MIN;
 	r->count = 0;
 	r->sum = 0;
 	r->sumsq = 0;
 	r->min = NAN;
 	r->max = NAN;
 	r->last = NAN;
+	r->first = NAN;
+	r->reset = 0;
 }
 
 void gw_rollup_init(struct gw_rollup *r, int64_t t_end)
@@ -95,7 +98,19 @@ int gw_rollup_add(struct gw_rollup *r, int64_t t, double v)
 		r->min = v;
 	if (r->count == 0 || v > r->max)
 		r->max = v;
+	if (r->count == 0 || t < r->t_first) {
+		r->first = v;
+		r->t_first = t;
+	}
 	if (r->count == 0 || t >= r->t_last) {
+		if (r->count > 0 && v < r->last) {
+			/* A counter's reset; a second one in the window, or
+			 * a drop from zero or below, is a gauge's. */
+			if (r->reset != 0 || !(r->last > 0))
+				r->reset = NAN;
+			else
+				r->reset += r->last;
+		}
 		r->last = v;
 		r->t_last = t;
 	}
@@ -116,6 +131,27 @@ int gw_rollup_merge(struct gw_rollup *dst, const struct gw_rollup *src)
 	err = gw_sketch_merge(&dst->sk, &src->sk);
 	if (err)
 		return err;
+	if (dst->count == 0) {
+		dst->first = s.first;
+		dst->t_first = s.t_first;
+		dst->reset = s.reset;
+	} else if (!gw_rollup_has_first(dst) || !gw_rollup_has_first(&s)) {
+		dst->first = NAN; /* not known: neither are the resets */
+		dst->t_first = INT64_MIN;
+		dst->reset = NAN;
+	} else if (s.t_first >= dst->t_last) { /* src after dst */
+		dst->reset += s.reset + (s.first < dst->last ? dst->last : 0);
+	} else if (s.t_last <= dst->t_first) { /* src before dst */
+		dst->reset += s.reset + (dst->first < s.last ? s.last : 0);
+		dst->first = s.first;
+		dst->t_first = s.t_first;
+	} else { /* overlapping: no order between them */
+		dst->reset += s.reset;
+		if (s.t_first < dst->t_first) {
+			dst->first = s.first;
+			dst->t_first = s.t_first;
+		}
+	}
 	if (dst->count == 0 || s.min < dst->min)
 		dst->min = s.min;
 	if (dst->count == 0 || s.max > dst->max)
@@ -159,13 +195,17 @@ double gw_rollup_stddev(const struct gw_rollup *r)
 
 /* ---- encoding ---- */
 
-/* What the decoder accepts of one rollup's own fields. */
-static bool fields_valid(const struct gw_rollup *r)
+/* What the decoder accepts of one rollup's own fields (version 3: with
+ * its first sample and resets, unless it does not know them). */
+static bool fields_valid(const struct gw_rollup *r, int version)
 {
 	if (r->count == 0)
-		return true;
-	return r->min <= r->max && r->last >= r->min && r->last <= r->max &&
-	       r->sumsq >= 0;
+		return version < 3 || r->reset == 0;
+	if (!(r->min <= r->max && r->last >= r->min && r->last <= r->max &&
+	      r->sumsq >= 0))
+		return false;
+	return version < 3 || (r->t_first <= r->t_last && r->first >= r->min &&
+			       r->first <= r->max);
 }
 
 static bool count_valid(double c)
@@ -175,7 +215,20 @@ static bool count_valid(double c)
 
 /* The double columns, in the order they are stored and decoded: a field
  * that can be implied is implied by those before it. */
-enum { COL_MIN, COL_MAX, COL_LAST, COL_SUM, COL_SUMSQ, NCOLS };
+enum {
+	COL_MIN,
+	COL_MAX,
+	COL_LAST,
+	COL_FIRST,
+	COL_SUM,
+	COL_SUMSQ,
+	COL_RESET,
+	NCOLS
+};
+
+static const int cols_v2[] = { COL_MIN, COL_MAX, COL_LAST, COL_SUM, COL_SUMSQ };
+static const int cols_v3[] = { COL_MIN, COL_MAX,   COL_LAST, COL_FIRST,
+			       COL_SUM, COL_SUMSQ, COL_RESET };
 
 static double *column_ref(struct gw_rollup *r, int c)
 {
@@ -186,27 +239,20 @@ static double *column_ref(struct gw_rollup *r, int c)
 		return &r->max;
 	case COL_LAST:
 		return &r->last;
+	case COL_FIRST:
+		return &r->first;
 	case COL_SUM:
 		return &r->sum;
-	default:
+	case COL_SUMSQ:
 		return &r->sumsq;
+	default:
+		return &r->reset;
 	}
 }
 
 static double column(const struct gw_rollup *r, int c)
 {
-	switch (c) {
-	case COL_MIN:
-		return r->min;
-	case COL_MAX:
-		return r->max;
-	case COL_LAST:
-		return r->last;
-	case COL_SUM:
-		return r->sum;
-	default:
-		return r->sumsq;
-	}
+	return *column_ref((struct gw_rollup *)r, c);
 }
 
 /* Per-rollup flags: what is implied rather than stored. */
@@ -218,8 +264,15 @@ enum {
 	F_SUM_N = 1 << 4,	/* max is min, sum: 0.0 + count * min */
 	F_SUMSQ_N = 1 << 5,	/* max is min, sumsq: 0.0 + count * min^2 */
 	F_TL_SAME = 1 << 6,	/* t - t_last: the previous non-empty's */
-	F_SK_SHIFT = 7,		/* two bits, the sketch's form: */
-	F_ALL = (1 << 9) - 1,
+	F_SK_SHIFT = 7,		/* two bits, the sketch's form; */
+	F_ALL_V2 = (1 << 9) - 1,
+	/* version 3: */
+	F_TF_SAME = 1 << 9,	  /* t_last - t_first: the previous one's */
+	F_FIRST_IS_MIN = 1 << 10, /* first: min */
+	F_FIRST_IS_MAX = 1 << 11, /* first: max (and not min) */
+	F_NO_RESET = 1 << 12,	  /* reset: 0.0 */
+	F_NO_COUNTER = 1 << 13,	  /* reset: NaN, no counter's window */
+	F_ALL = (1 << 14) - 1,
 };
 
 enum { SK_FULL, SK_BARE, SK_DERIVED };
@@ -233,10 +286,14 @@ static bool implied(unsigned int f, int c)
 		return f & F_MAX_IS_MIN;
 	case COL_LAST:
 		return f & (F_LAST_IS_MIN | F_LAST_IS_MAX);
+	case COL_FIRST:
+		return f & (F_FIRST_IS_MIN | F_FIRST_IS_MAX);
 	case COL_SUM:
 		return f & F_SUM_N;
-	default:
+	case COL_SUMSQ:
 		return f & F_SUMSQ_N;
+	default:
+		return f & (F_NO_RESET | F_NO_COUNTER);
 	}
 }
 
@@ -248,10 +305,14 @@ static double implied_value(const struct gw_rollup *r, unsigned int f, int c)
 		return r->min;
 	case COL_LAST:
 		return f & F_LAST_IS_MIN ? r->min : r->max;
+	case COL_FIRST:
+		return f & F_FIRST_IS_MIN ? r->min : r->max;
 	case COL_SUM:
 		return 0.0 + r->count * r->min;
-	default:
+	case COL_SUMSQ:
 		return 0.0 + r->count * (r->min * r->min);
+	default:
+		return f & F_NO_RESET ? 0.0 : NAN;
 	}
 }
 
@@ -324,11 +385,12 @@ static int sketch_form(const struct gw_rollup *r, struct gw_sketch *tmp,
 struct prev {
 	double count;
 	uint64_t tl; /* t - t_last */
+	uint64_t tf; /* t_last - t_first */
 };
 
 /* The flags the encoder gives r; the decoder checks its input by them. */
 static int flags_of(const struct gw_rollup *r, struct prev *pv,
-		    struct gw_sketch *tmp, unsigned int *out)
+		    struct gw_sketch *tmp, int version, unsigned int *out)
 {
 	unsigned int f = 0, form;
 	uint64_t tl;
@@ -356,6 +418,21 @@ static int flags_of(const struct gw_rollup *r, struct prev *pv,
 		f |= F_LAST_IS_MIN;
 	else if (same(r->last, r->max))
 		f |= F_LAST_IS_MAX;
+	if (version >= 3) {
+		uint64_t tf = (uint64_t)r->t_last - (uint64_t)r->t_first;
+
+		if (tf == pv->tf)
+			f |= F_TF_SAME;
+		pv->tf = tf;
+		if (same(r->first, r->min))
+			f |= F_FIRST_IS_MIN;
+		else if (same(r->first, r->max))
+			f |= F_FIRST_IS_MAX;
+		if (same(r->reset, 0.0))
+			f |= F_NO_RESET;
+		else if (same(r->reset, NAN))
+			f |= F_NO_COUNTER;
+	}
 	err = sketch_form(r, tmp, &form);
 	if (err)
 		return err;
@@ -372,14 +449,28 @@ static int append_crc(struct gw_buf *out, size_t start)
 	return gw_buf_add(out, le, sizeof(le));
 }
 
-static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
-			size_t n, const uint16_t *flags)
+/*
+ * What a double column's value is XORed with: the previous non-empty
+ * rollup's value of the column (0 to start); for first, the previous
+ * one's last (the sample just before it), or its own last to start.
+ */
+static uint64_t xor_ref(const struct gw_rollup *r, int c, uint64_t prev,
+			uint64_t prev_last, bool started)
 {
+	if (c != COL_FIRST)
+		return prev;
+	return started ? prev_last : gw_bits_of(r->last);
+}
+
+static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
+			size_t n, const uint16_t *flags, int version)
+{
+	const int *cols = version >= 3 ? cols_v3 : cols_v2;
+	size_t ncols = version >= 3 ? NCOLS : NCOLS - 2;
 	uint64_t prev_t = 0, prev_d = 0, prev;
 	size_t i, j;
-	int c;
 
-	gw_sketch_wr_u8(w, ROLLUP_VERSION);
+	gw_sketch_wr_u8(w, (uint8_t)version);
 	gw_sketch_wr_varint(w, n);
 	for (i = 0; i < n; i++) {
 		uint64_t t = (uint64_t)r[i].t, d = t - prev_t;
@@ -398,12 +489,33 @@ static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 		if (!(flags[i] & F_COUNT_SAME))
 			gw_sketch_wr_varint(w, (uint64_t)r[i].count);
 	}
+	/* Version 3 codes both as differences from the previous ones:
+	 * jittered windows then take a byte, not three. */
+	prev = 0;
 	for (i = 0; i < n; i++) {
-		if (r[i].count > 0 && !(flags[i] & F_TL_SAME))
-			gw_sketch_wr_svarint(w, (uint64_t)r[i].t -
-							(uint64_t)r[i].t_last);
+		uint64_t tl = (uint64_t)r[i].t - (uint64_t)r[i].t_last;
+
+		if (r[i].count == 0)
+			continue;
+		if (!(flags[i] & F_TL_SAME))
+			gw_sketch_wr_svarint(w, version >= 3 ? tl - prev : tl);
+		prev = tl;
 	}
-	for (c = 0; c < NCOLS; c++) {
+	prev = 0;
+	for (i = 0; i < n && version >= 3; i++) {
+		uint64_t tf = (uint64_t)r[i].t_last - (uint64_t)r[i].t_first;
+
+		if (r[i].count == 0)
+			continue;
+		if (!(flags[i] & F_TF_SAME))
+			gw_sketch_wr_svarint(w, tf - prev);
+		prev = tf;
+	}
+	for (size_t k = 0; k < ncols; k++) {
+		int c = cols[k];
+		uint64_t prev_last = 0;
+		bool started = false;
+
 		prev = 0;
 		for (i = 0; i < n; i++) {
 			uint64_t x;
@@ -412,27 +524,40 @@ static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 				continue;
 			x = gw_bits_of(column(&r[i], c));
 			if (!implied(flags[i], c))
-				gw_sketch_wr_xor(w, x ^ prev);
+				gw_sketch_wr_xor(w, x ^ xor_ref(&r[i], c, prev,
+								prev_last,
+								started));
 			prev = x;
+			prev_last = gw_bits_of(r[i].last);
+			started = true;
 		}
 	}
 }
 
 int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 {
-	struct prev pv = { 0, 0 };
+	struct prev pv = { 0, 0, 0 };
 	struct gw_sketch_wr w;
 	struct gw_sketch tmp;
 	size_t start = out->len, i;
 	uint16_t *flags = NULL;
+	int version = ROLLUP_VERSION;
 	unsigned int f;
 	int err;
 
 	if (n > GW_ROLLUP_CHUNK_MAX)
 		return -EINVAL;
+	/* Rollups read from version 2 (reset NaN, and no first sample
+	 * unless empty) are written as version 2: nothing is made up. */
+	for (i = 0; i < n; i++)
+		if (isnan(r[i].reset) &&
+		    (r[i].count == 0 || r[i].t_first == INT64_MIN))
+			version = 2;
+	if (n == 0)
+		version = 2; /* nothing differs: as an empty one always was */
 	for (i = 0; i < n; i++) {
 		if ((i > 0 && r[i].t <= r[i - 1].t) ||
-		    !count_valid(r[i].count) || !fields_valid(&r[i]))
+		    !count_valid(r[i].count) || !fields_valid(&r[i], version))
 			return -EINVAL;
 	}
 	flags = malloc((n ? n : 1) * sizeof(*flags));
@@ -440,20 +565,20 @@ int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 		return -ENOMEM;
 	gw_sketch_init(&tmp);
 	for (i = 0; i < n; i++) {
-		err = flags_of(&r[i], &pv, &tmp, &f);
+		err = flags_of(&r[i], &pv, &tmp, version, &f);
 		if (err)
 			goto out;
 		flags[i] = (uint16_t)f;
 	}
 	gw_sketch_wr_init(&w, out);
-	put_columns(&w, r, n, flags);
+	put_columns(&w, r, n, flags, version);
 	err = gw_sketch_wr_finish(&w);
 	if (err)
 		goto out;
 	for (i = 0; i < n && !err; i++) {
 		if (r[i].count == 0)
 			continue;
-		switch (flags[i] >> F_SK_SHIFT) {
+		switch ((flags[i] >> F_SK_SHIFT) & 3) {
 		case SK_FULL:
 			err = gw_sketch_encode(&r[i].sk, out);
 			break;
@@ -492,12 +617,14 @@ void gw_rollup_free_array(struct gw_rollup *r, size_t n)
 
 /* The columns of n rollups into r, their flags into flags. */
 static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
-		       uint16_t *flags)
+		       uint16_t *flags, int version)
 {
+	const int *cols = version >= 3 ? cols_v3 : cols_v2;
+	size_t ncols = version >= 3 ? NCOLS : NCOLS - 2;
 	uint64_t prev_t = 0, prev_d = 0, x, run, prev;
+	unsigned int all = version >= 3 ? F_ALL : F_ALL_V2;
 	double count = 0;
 	size_t i, k;
-	int c;
 
 	for (i = 0; i < n; i++) {
 		if (gw_sketch_rd_svarint(rd, &x))
@@ -510,7 +637,7 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 	}
 	/* Runs of flags: each run's differ from the one before. */
 	for (i = 0; i < n; i += run + 1) {
-		if (gw_sketch_rd_varint(rd, &x) || x > F_ALL ||
+		if (gw_sketch_rd_varint(rd, &x) || x > all ||
 		    gw_sketch_rd_varint(rd, &run) || run >= n - i ||
 		    (i > 0 && x == flags[i - 1]))
 			return -EBADMSG;
@@ -530,11 +657,34 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 	for (i = 0; i < n; i++) {
 		if (r[i].count == 0)
 			continue;
-		if (!(flags[i] & F_TL_SAME) && gw_sketch_rd_svarint(rd, &prev))
-			return -EBADMSG;
+		if (!(flags[i] & F_TL_SAME)) {
+			if (gw_sketch_rd_svarint(rd, &x))
+				return -EBADMSG;
+			prev = version >= 3 ? prev + x : x;
+		}
 		r[i].t_last = (int64_t)((uint64_t)r[i].t - prev);
 	}
-	for (c = 0; c < NCOLS; c++) {
+	prev = 0;
+	for (i = 0; i < n; i++) {
+		if (version < 3) {
+			/* Not known: the reader falls back (rollup.h). */
+			r[i].reset = NAN;
+			continue;
+		}
+		if (r[i].count == 0)
+			continue;
+		if (!(flags[i] & F_TF_SAME)) {
+			if (gw_sketch_rd_svarint(rd, &x))
+				return -EBADMSG;
+			prev += x;
+		}
+		r[i].t_first = (int64_t)((uint64_t)r[i].t_last - prev);
+	}
+	for (k = 0; k < ncols; k++) {
+		int c = cols[k];
+		uint64_t prev_last = 0;
+		bool started = false;
+
 		prev = 0;
 		for (i = 0; i < n; i++) {
 			double *v = column_ref(&r[i], c);
@@ -543,13 +693,16 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 				continue;
 			if (implied(flags[i], c)) {
 				*v = implied_value(&r[i], flags[i], c);
-				prev = gw_bits_of(*v);
-				continue;
+			} else {
+				if (gw_sketch_rd_xor(rd, &x))
+					return -EBADMSG;
+				*v = gw_double_of(x ^ xor_ref(&r[i], c, prev,
+							      prev_last,
+							      started));
 			}
-			if (gw_sketch_rd_xor(rd, &x))
-				return -EBADMSG;
-			prev ^= x;
-			*v = gw_double_of(prev);
+			prev = gw_bits_of(*v);
+			prev_last = gw_bits_of(r[i].last);
+			started = true;
 		}
 	}
 	return 0;
@@ -557,18 +710,19 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 
 /* The sketches, and every rollup checked against its flags. */
 static int get_sketches(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
-			const uint16_t *flags, struct gw_sketch *tmp)
+			const uint16_t *flags, int version,
+			struct gw_sketch *tmp)
 {
-	struct prev pv = { 0, 0 };
+	struct prev pv = { 0, 0, 0 };
 	unsigned int f;
 	size_t i, used;
 	int err;
 
 	for (i = 0; i < n; i++) {
 		if (r[i].count > 0) {
-			if (!fields_valid(&r[i]))
+			if (!fields_valid(&r[i], version))
 				return -EBADMSG;
-			switch (flags[i] >> F_SK_SHIFT) {
+			switch ((flags[i] >> F_SK_SHIFT) & 3) {
 			case SK_FULL:
 				err = gw_sketch_decode(
 					&r[i].sk, rd->p,
@@ -595,7 +749,7 @@ static int get_sketches(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 			rd->p += used;
 		}
 		/* Only what the encoder writes: the same flags again. */
-		err = flags_of(&r[i], &pv, tmp, &f);
+		err = flags_of(&r[i], &pv, tmp, version, &f);
 		if (err)
 			return err;
 		if (f != flags[i])
@@ -627,7 +781,8 @@ int gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 		return -EBADMSG;
 	rd.p = p;
 	rd.end = p + len - 4;
-	if (gw_sketch_rd_u8(&rd, &version) || version != ROLLUP_VERSION ||
+	if (gw_sketch_rd_u8(&rd, &version) ||
+	    (version != ROLLUP_VERSION && version != 2) ||
 	    gw_sketch_rd_varint(&rd, &count) || count > GW_ROLLUP_CHUNK_MAX)
 		return -EBADMSG;
 	/* Each rollup takes a byte at least (its t). */
@@ -645,9 +800,9 @@ int gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 	for (i = 0; i < count; i++)
 		gw_rollup_init(&r[i], 0);
 	gw_sketch_init(&tmp);
-	err = get_columns(&rd, r, (size_t)count, flags);
+	err = get_columns(&rd, r, (size_t)count, flags, version);
 	if (!err)
-		err = get_sketches(&rd, r, (size_t)count, flags, &tmp);
+		err = get_sketches(&rd, r, (size_t)count, flags, version, &tmp);
 	gw_sketch_release(&tmp);
 	free(flags);
 	if (err)

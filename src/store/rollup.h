@@ -6,9 +6,10 @@
  * set of series come out right by merging rather than averaging.
  *
  * The store keeps a 1-minute and a 1-hour rollup per series; a rollup's
- * timestamp is the END of its window (exclusive), t_last the time of the
- * last sample in it.  An empty rollup has count, sum and sumsq 0,
- * min, max and last NaN, and t_last INT64_MIN.
+ * timestamp is the END of its window (exclusive), t_first and t_last the
+ * times of the first and last sample in it.  An empty rollup has count,
+ * sum, sumsq and reset 0, min, max, first and last NaN, and t_first and
+ * t_last INT64_MIN.
  *
  * A column of rollups is stored as one "rollup chunk": see
  * gw_rollup_encode / gw_rollup_decode.  Decoding validates everything
@@ -25,11 +26,34 @@
 #include "store/sketch.h"
 
 struct gw_rollup {
-	int64_t t;	/* window end, ms */
-	int64_t t_last; /* last sample's timestamp */
-	double count, sum, min, max, sumsq, last;
+	int64_t t;	 /* window end, ms */
+	int64_t t_last;	 /* last sample's timestamp */
+	int64_t t_first; /* first sample's timestamp */
+	double count, sum, min, max, sumsq, last, first;
+	/*
+	 * Counter resets in the window: the sum of the value before each
+	 * sample lower than the one before it, so a counter's increase over
+	 * the window is last - first + reset (Prometheus' rate).  NaN where
+	 * the window is no counter's (a second decrease within one window,
+	 * or one from a value <= 0: a gauge, whose resets would cost bytes
+	 * and mean nothing), and where it is not known: read from a version
+	 * 2 chunk, which knows no first sample either (t_first INT64_MIN).
+	 */
+	double reset;
 	struct gw_sketch sk;
 };
+
+/* Whether r knows its first sample (not from a version 2 chunk). */
+static inline int gw_rollup_has_first(const struct gw_rollup *r)
+{
+	return r->count > 0 && r->t_first != INT64_MIN;
+}
+
+/* Whether r carries its counter resets: a counter's window of version 3. */
+static inline int gw_rollup_has_reset(const struct gw_rollup *r)
+{
+	return gw_rollup_has_first(r) && r->reset == r->reset;
+}
 
 void gw_rollup_init(struct gw_rollup *r, int64_t t_end);
 void gw_rollup_release(struct gw_rollup *r);
@@ -42,7 +66,10 @@ void gw_rollup_reset(struct gw_rollup *r, int64_t t_end);
 __attribute__((warn_unused_result)) int gw_rollup_add(struct gw_rollup *r,
 						      int64_t t, double v);
 
-/* dst += src (dst keeps its window end; last comes from the later one). */
+/* dst += src (dst keeps its window end; first comes from the earlier
+ * one, last from the later).  The resets add up, with one more where the
+ * later window starts below where the earlier ended: meaningful for
+ * windows of one series, as the store merges minutes into hours. */
 __attribute__((warn_unused_result)) int
 gw_rollup_merge(struct gw_rollup *dst, const struct gw_rollup *src);
 

@@ -392,20 +392,16 @@ out_pos:
 
 /* ---- queries ---- */
 
-double gw_sketch_quantile(const struct gw_sketch *s, double q)
+/* The value of 0-based rank `rank` (< count) as the buckets know it:
+ * min and max exactly, the rest their bucket's answer within [min, max]. */
+static double at_rank(const struct gw_sketch *s, uint64_t rank)
 {
-	uint64_t last, rank, cum = 0;
-	double r;
+	uint64_t cum = 0;
 	uint32_t i;
 
-	if (s->count == 0 || !(q >= 0 && q <= 1))
-		return NAN;
-	last = s->count - 1;
-	r = floor(q * (double)last);
-	rank = r >= (double)last ? last : (uint64_t)r;
 	if (rank == 0)
 		return s->min;
-	if (rank == last)
+	if (rank >= s->count - 1)
 		return s->max;
 	for (i = s->nneg; i-- > 0;) {
 		cum += s->neg[i].count;
@@ -421,6 +417,37 @@ double gw_sketch_quantile(const struct gw_sketch *s, double q)
 			return clamp(s, bin_value(s->pos[i].index));
 	}
 	return s->max; /* not reached: the buckets hold count values */
+}
+
+double gw_sketch_quantile(const struct gw_sketch *s, double q)
+{
+	uint64_t last;
+	double r;
+
+	if (s->count == 0 || !(q >= 0 && q <= 1))
+		return NAN;
+	last = s->count - 1;
+	r = floor(q * (double)last);
+	return at_rank(s, r >= (double)last ? last : (uint64_t)r);
+}
+
+double gw_sketch_quantile_interp(const struct gw_sketch *s, double q)
+{
+	uint64_t last, lo;
+	double r, w, a, b;
+
+	if (s->count == 0 || !(q >= 0 && q <= 1))
+		return NAN;
+	last = s->count - 1;
+	r = q * (double)last;
+	lo = floor(r) >= (double)last ? last : (uint64_t)floor(r);
+	w = r - (double)lo;
+	a = at_rank(s, lo);
+	if (lo == last || w <= 0)
+		return a;
+	b = at_rank(s, lo + 1);
+	/* Prometheus' quantile: the same expression, the same rounding. */
+	return a * (1 - w) + b * w;
 }
 
 /* ---- wire primitives ---- */

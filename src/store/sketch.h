@@ -78,6 +78,18 @@ gw_sketch_merge(struct gw_sketch *dst, const struct gw_sketch *src);
 /* The q-quantile (0 <= q <= 1); NaN for an empty sketch or q outside. */
 double gw_sketch_quantile(const struct gw_sketch *s, double q);
 
+/*
+ * The q-quantile as Prometheus computes it (quantile_over_time, the
+ * quantile aggregation): rank h = q * (count - 1), the values of ranks
+ * floor(h) and floor(h) + 1 interpolated linearly.  Each of the two is the
+ * sketch's (within GW_SKETCH_ALPHA of the exact value, the extremes
+ * exact), so when they have the same sign the answer is within
+ * GW_SKETCH_ALPHA of the exact interpolated quantile; across zero the
+ * error is at most GW_SKETCH_ALPHA times the larger of the two
+ * magnitudes.  NaN for an empty sketch or q outside [0, 1].
+ */
+double gw_sketch_quantile_interp(const struct gw_sketch *s, double q);
+
 /* Appends the serialised sketch to out. */
 __attribute__((warn_unused_result)) int
 gw_sketch_encode(const struct gw_sketch *s, struct gw_buf *out);

@@ -25,10 +25,8 @@
  * advances and the head log before it is deleted.  Opening the store
  * replays the head log after the watermark, so a crash loses nothing that
  * was flushed.  Samples older than the series' last sample, or older than
- * the watermark, are refused and counted.  A sample within 2 ms of the
- * time its series' interval predicts is stored at that time (Prometheus
- * aligns scrape timestamps the same way): regular series then cost no
- * timestamp bits.
+ * the watermark, are refused and counted.  Timestamps are stored exactly,
+ * to the millisecond, jitter and all (the codec codes it compactly).
  *
  * Retention per tier drops whole day partitions; the disk budget drops the
  * oldest partitions first (today's are never dropped).  A partition that
@@ -39,7 +37,10 @@
  * partitions (the unflushed head log in it is lost, and reported).
  *
  * Reading: gw_store_queryable() gives the struct gw_queryable the PromQL
- * engine and the HTTP API use.  Reads merge the partitions and the head.
+ * engine and the HTTP API use.  Reads merge the partitions and the head,
+ * the rollup windows still open included.  pick_tier answers raw wherever
+ * raw samples are kept (from the oldest raw day on, when older rollups
+ * exist; everywhere otherwise), whatever the step.
  *
  * Thread safety: append/flush/maintain from one writer thread; queries
  * from any number of threads concurrently (one rwlock over the head; the

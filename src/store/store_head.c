@@ -178,18 +178,19 @@ static int close_minute(struct gw_store *s, struct gw_series *ser,
 		if (err)
 			return err;
 	}
+	/* Under the lock: queries read the open windows (store_read.c). */
 	pthread_rwlock_wrlock(&s->lock);
 	h->m1_hour = hour;
 	err = gw_store_frame_add(&h->m1_closed, &h->m1);
-	pthread_rwlock_unlock(&s->lock);
-	if (err)
-		return err;
-	if (!h->h1_open) {
+	if (!err && !h->h1_open) {
 		gw_rollup_reset(&h->h1, hour + MS_HOUR);
 		h->h1_open = true;
 	}
-	err = gw_rollup_merge(&h->h1, &h->m1);
-	h->m1_open = false;
+	if (!err)
+		err = gw_rollup_merge(&h->h1, &h->m1);
+	if (!err)
+		h->m1_open = false;
+	pthread_rwlock_unlock(&s->lock);
 	return err;
 }
 
@@ -222,22 +223,8 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 {
 	struct head *h = ser->head;
 	int64_t hour;
-	int err;
+	int err, radd = 0;
 
-	/*
-	 * Timestamp tolerance (as Prometheus aligns scrape times): a new
-	 * sample within GW_STORE_TIME_TOLERANCE_MS of where the series'
-	 * interval predicts it is stored at the predicted time, so that a
-	 * regular series costs no timestamp bits at all.  Replayed samples
-	 * were aligned before they were logged.
-	 */
-	if (log && h->last_dt > 0 && h->last_t != INT64_MIN) {
-		int64_t want = h->last_t + h->last_dt;
-
-		if (t != want && t - want <= GW_STORE_TIME_TOLERANCE_MS &&
-		    want - t <= GW_STORE_TIME_TOLERANCE_MS)
-			t = want;
-	}
 	hour = floor_to(t, MS_HOUR);
 	if (t < h->last_t || t < s->watermark) {
 		atomic_fetch_add(&s->st_order, 1);
@@ -304,20 +291,19 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 			err = gw_chunk_append(&h->raw, t, v);
 	}
 	if (!err) {
-		if (h->last_t != INT64_MIN && t > h->last_t)
-			h->last_dt = t - h->last_t;
 		h->last_t = t;
 		if (h->first_t == INT64_MIN && !h->from_disk)
 			h->first_t = t;
+		if (!h->m1_open) {
+			gw_rollup_reset(&h->m1, floor_to(t, MS_MIN) + MS_MIN);
+			h->m1_open = true;
+		}
+		radd = gw_rollup_add(&h->m1, t, v);
 	}
 	pthread_rwlock_unlock(&s->lock);
 	if (err)
 		return err;
-	if (!h->m1_open) {
-		gw_rollup_reset(&h->m1, floor_to(t, MS_MIN) + MS_MIN);
-		h->m1_open = true;
-	}
-	err = gw_rollup_add(&h->m1, t, v);
+	err = radd; /* -ENOMEM: the sample is kept, the sketch lost it */
 	if (log && h->npend < h->cappend) {
 		h->pend[h->npend++] = (struct pending){ t, v };
 		s->pend_total++;

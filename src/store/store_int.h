@@ -23,9 +23,6 @@
 #define MS_HOUR 3600000LL
 #define MS_DAY	86400000LL
 
-/* New samples this close to their series' predicted time are aligned. */
-#define GW_STORE_TIME_TOLERANCE_MS 2
-
 #define STORE_APP_ID 0x47575354 /* "GWST" */
 #define STORE_FORMAT 1
 
@@ -61,7 +58,6 @@ struct head {
 	struct gw_chunk_enc raw;
 	int64_t raw_hour; /* hour of the open raw chunk */
 	int64_t last_t;	  /* last sample, INT64_MIN when none */
-	int64_t last_dt;  /* its distance from the one before, 0: unknown */
 	int64_t first_t;  /* first sample ever; INT64_MIN: unknown */
 	bool from_disk;	  /* known before this run: first_t stays unknown */
 	struct gw_rollup m1;

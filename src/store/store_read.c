@@ -85,6 +85,51 @@ static int mem_add(struct sel *x, enum gw_tier tier, bool framed, int64_t t_min,
 	return 0;
 }
 
+/*
+ * The windows still open in the head (the minute and the hour being
+ * filled), as framed rollups: a series that stopped has its last minute
+ * and hour there until the next cut.  Their t is the window's end, so a
+ * query ending before that end leaves them out (keep_rollups).  Called
+ * under the lock; the writer changes them only under it.
+ */
+static int mem_add_open(struct sel *x, enum gw_tier tier, const struct head *h)
+{
+	struct gw_rollup hour;
+	struct gw_buf b;
+	int err = 0;
+
+	gw_buf_init(&b, 16u << 20);
+	gw_rollup_init(&hour, 0);
+	if (tier == GW_TIER_1M && h->m1_open && h->m1.count > 0) {
+		err = gw_store_frame_add(&b, &h->m1);
+	} else if (tier == GW_TIER_1H) {
+		int64_t m1_end = floor_to(h->m1.t - 1, MS_HOUR) + MS_HOUR;
+		bool m1 = h->m1_open && h->m1.count > 0;
+
+		if (h->h1_open && h->h1.count > 0) {
+			gw_rollup_reset(&hour, h->h1.t);
+			err = gw_rollup_merge(&hour, &h->h1);
+			if (!err && m1 && m1_end == h->h1.t) {
+				err = gw_rollup_merge(&hour, &h->m1);
+				m1 = false;
+			}
+			if (!err)
+				err = gw_store_frame_add(&b, &hour);
+		}
+		if (!err && m1) {
+			gw_rollup_reset(&hour, m1_end);
+			err = gw_rollup_merge(&hour, &h->m1);
+			if (!err)
+				err = gw_store_frame_add(&b, &hour);
+		}
+	}
+	if (!err)
+		err = mem_add(x, tier, true, INT64_MIN, b.p, b.len);
+	gw_rollup_release(&hour);
+	gw_buf_release(&b);
+	return err;
+}
+
 static void sel_release(struct sel *x)
 {
 	for (size_t i = 0; i < x->nmem; i++)
@@ -408,6 +453,8 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = mem_add(x, tier, true, h->h1_day_t0, h->h1_day.p,
 				      h->h1_day.len);
 		}
+		if (!err && tier != GW_TIER_RAW)
+			err = mem_add_open(x, tier, h);
 	}
 	if (!err && n) {
 		parts = calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
@@ -639,6 +686,32 @@ static int store_label_values(void *ctx, const char *name,
 	return err;
 }
 
+/*
+ * Where raw samples start: retention and the disk budget drop whole days,
+ * oldest first, so raw is complete from the oldest raw partition's day on.
+ * Only a rollup partition older than that means the rollups know more;
+ * otherwise (a young store, rollups dropped as well, nothing on disk yet)
+ * raw holds everything there is: INT64_MIN.  Parts are sorted by day.
+ */
+static int64_t raw_from(struct gw_store *s)
+{
+	int64_t raw = INT64_MAX, rollup = INT64_MAX;
+
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->nparts; i++) {
+		const struct part *p = &s->parts[i];
+
+		if (p->tier == GW_TIER_RAW && raw == INT64_MAX)
+			raw = p->day;
+		else if (p->tier != GW_TIER_RAW && rollup == INT64_MAX)
+			rollup = p->day;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (rollup == INT64_MAX || rollup >= raw)
+		return INT64_MIN;
+	return raw;
+}
+
 static enum gw_tier store_pick_tier(void *ctx, int64_t mint, int64_t maxt,
 				    int64_t step_ms)
 {
@@ -646,14 +719,16 @@ static enum gw_tier store_pick_tier(void *ctx, int64_t mint, int64_t maxt,
 	int64_t now = gw_store_now(s);
 
 	(void)maxt;
-	for (int t = GW_TIERS - 1; t >= 0; t--) {
+	if (mint >= raw_from(s))
+		return GW_TIER_RAW;
+	for (int t = GW_TIERS - 1; t > GW_TIER_RAW; t--) {
 		if (gw_tier_width((enum gw_tier)t) > step_ms)
 			continue;
 		if (mint >= now - s->o.retention_ms[t])
 			return (enum gw_tier)t;
 	}
 	/* Nothing fine enough covers mint: the finest tier that does. */
-	for (int t = 0; t < GW_TIERS; t++)
+	for (int t = GW_TIER_1M; t < GW_TIERS; t++)
 		if (mint >= now - s->o.retention_ms[t])
 			return (enum gw_tier)t;
 	return GW_TIER_1H;

@@ -7,13 +7,16 @@
  * query; a success formats to a canonical text that parses again and
  * formats identically, with the same static type (unless the added
  * parentheses take it past the nesting limit).  The selector parser
- * and the duration parser see the same text.
+ * and the duration parser see the same text.  The whole input, NUL bytes
+ * included, goes to gw_promql_parse_len: a NUL is an error, and every
+ * error message is valid UTF-8 whatever the input.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "fuzz.h"
 #include "query/promql.h"
 
@@ -33,6 +36,37 @@ static void check_error(const char *q, const struct gw_promql_error *e)
 	      2);
 	CHECK(used > 0 && e->msg[used] != '\0');
 	CHECK(line >= 1 && col >= 1);
+	for (const char *p = e->msg; *p;) {
+		size_t u =
+			gw_utf8_len((const unsigned char *)p, SIZE_MAX, NULL);
+
+		CHECK(u > 0);
+		p += u;
+	}
+}
+
+/* The raw bytes: with a NUL among them, parsing fails. */
+static void one_raw(const uint8_t *data, size_t size)
+{
+	struct gw_promql_error e;
+	struct gw_pq_node *n = NULL;
+	int r = gw_promql_parse_len((const char *)data, size, &n, &e);
+
+	if (r == 0) {
+		CHECK(!memchr(data, 0, size));
+		gw_promql_free(n);
+		return;
+	}
+	CHECK(n == NULL);
+	CHECK(r == -EINVAL || r == -ENOMEM);
+	if (r == -EINVAL)
+		for (const char *p = e.msg; *p;) {
+			size_t u = gw_utf8_len((const unsigned char *)p,
+					       SIZE_MAX, NULL);
+
+			CHECK(u > 0);
+			p += u;
+		}
 }
 
 static char *format(const struct gw_pq_node *n)
@@ -135,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(q, data, size);
 	q[size] = '\0';
+	one_raw(data, size);
 	one_query(q);
 	one_selector(q);
 	one_duration(q);

@@ -195,6 +195,9 @@ static void chunk_round_trip(const struct gw_rollup *r, size_t n)
 		same_bits(d[i].max, r[i].max);
 		same_bits(d[i].sumsq, r[i].sumsq);
 		same_bits(d[i].last, r[i].last);
+		CHECK(d[i].t_first == r[i].t_first);
+		same_bits(d[i].first, r[i].first);
+		same_bits(d[i].reset, r[i].reset);
 		same_sketch(&d[i].sk, &r[i].sk);
 	}
 	gw_rollup_free_array(d, k);

@@ -106,6 +106,15 @@ expect 400 "$(api /api/v1/query --data-urlencode 'query=sum(rate(gpuwatch_gpu_po
 check 'd["status"] == "error" and d["errorType"] == "bad_data" and
 	d["error"].startswith("invalid parameter \"query\": 1:") and
 	"parse error" in d["error"] and "data" not in d' "parse error"
+# A NUL in the query is an unexpected character (as in Prometheus), by GET and
+# by POST, not the end of the query; an error quoting bytes that are not
+# UTF-8 is still UTF-8, so still JSON.
+for how in -G -XPOST; do
+	expect 400 "$(api /api/v1/query $how -d 'query=up%00x')" "NUL ($how)"
+	check 'd["error"] == "invalid parameter \"query\": 1:3: parse error: unexpected character: '"'"'\\x00'"'"'"' "NUL ($how)"
+done
+expect 400 "$(api /api/v1/query -d 'query=up{__name__=%22%5Cxff%22}')" "not UTF-8"
+check '"\\xff" in d["error"]' "not UTF-8"
 expect 400 "$(api /api/v1/query)" "no query"
 check 'd["error"] == "invalid parameter \"query\": 1:1: parse error: no expression found in input"' "no query"
 expect 400 "$(api /api/v1/query -G -d query=up -d time=yesterday)" "bad time"

@@ -222,7 +222,9 @@ static enum gw_tier fake_pick_tier(void *ctx, int64_t mint, int64_t maxt,
 	f->st.pick_maxt = maxt;
 	f->st.pick_step = step_ms;
 	pthread_mutex_unlock(&f->lock);
-	for (int k = GW_TIERS - 1; k >= 0; k--)
+	if (f->oldest[GW_TIER_RAW] <= mint)
+		return GW_TIER_RAW; /* raw first, at any step */
+	for (int k = GW_TIERS - 1; k > GW_TIER_RAW; k--)
 		if (gw_tier_width((enum gw_tier)k) <= step_ms &&
 		    f->oldest[k] <= mint)
 			return (enum gw_tier)k;

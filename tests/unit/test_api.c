@@ -160,6 +160,22 @@ static void form_decoding(void **state)
 	assert_null(gw_api_params_get(&p, "time"));
 	gw_api_params_release(&p);
 
+	/* A decoded NUL stays in the value's length (a NUL in a query is a
+	 * parse error, not its end). */
+	{
+		size_t len = 0;
+		const char *v;
+
+		assert_int_equal(gw_api_params_parse_form(&p, "query=foo%00bar",
+							  15, err, sizeof(err)),
+				 0);
+		v = gw_api_params_get_len(&p, "query", &len);
+		assert_int_equal(len, 7);
+		assert_memory_equal(v, "foo\0bar", 8);
+		assert_null(gw_api_params_get_len(&p, "none", &len));
+		gw_api_params_release(&p);
+	}
+
 	assert_int_equal(gw_api_params_parse_form(&p, "a=1&b=%zz&c=3", 13, err,
 						  sizeof(err)),
 			 -EINVAL);
@@ -366,6 +382,28 @@ static void query_parameter_errors(void **state)
 	    !strstr(b, "\"error\":\"invalid parameter \\\"query\\\": 1:") ||
 	    !strstr(b, "parse error"))
 		fail_msg("parse error reply: %s", b);
+	/* A NUL in the query is an unexpected character, as in Prometheus
+	 * 2.42, never the end of the query. */
+	{
+		struct gw_api_params p = { 0 };
+		struct gw_api_request rq = { .path = "/api/v1/query",
+					     .params = &p,
+					     .now_ms = T0 + 95000 };
+		struct gw_api_reply r;
+		char err[64];
+
+		assert_int_equal(gw_api_params_parse_form(&p, "query=temp%00",
+							  13, err, sizeof(err)),
+				 0);
+		gw_api_reply_init(&r);
+		assert_int_equal(gw_api_handle(&x->q, NULL, &rq, &r), 0);
+		assert_int_equal(r.status, 400);
+		if (!strstr(r.body.p, "1:5: parse error: unexpected character: "
+				      "'\\\\x00'"))
+			fail_msg("NUL reply: %s", r.body.p);
+		gw_api_reply_release(&r);
+		gw_api_params_release(&p);
+	}
 }
 
 static void query_range_parameter_errors(void **state)
@@ -422,6 +460,34 @@ static void query_range_parameter_errors(void **state)
 	assert_int_equal(call(&x->q, "/api/v1/query_range", &b, "query=temp",
 			      "start=0", "end=11000", "step=1", NULL),
 			 200);
+}
+
+/* tier=raw|1m|1h reads that tier for the whole query; anything else is
+ * bad_data; without it, raw first. */
+static void tier_parameter(void **state)
+{
+	struct fix *x = *state;
+	const struct gw_fakeq_stats *st = gw_fakeq_stats(x->f);
+	const char *b;
+
+	assert_int_equal(call(&x->q, "/api/v1/query_range", &b, "query=temp",
+			      "start=1000", "end=1090", "step=60", NULL),
+			 200);
+	assert_int_equal(st->sel_tier, GW_TIER_RAW);
+	assert_int_equal(call(&x->q, "/api/v1/query_range", &b, "query=temp",
+			      "start=1000", "end=1090", "step=60", "tier=1m",
+			      NULL),
+			 200);
+	assert_int_equal(st->sel_tier, GW_TIER_1M);
+	assert_int_equal(call(&x->q, "/api/v1/query", &b, "query=temp",
+			      "time=1000", "tier=1h", NULL),
+			 200);
+	assert_int_equal(st->sel_tier, GW_TIER_1H);
+	assert_int_equal(call(&x->q, "/api/v1/query", &b, "query=temp",
+			      "time=1000", "tier=5m", NULL),
+			 400);
+	assert_string_equal(b, BAD("\"invalid parameter \\\"tier\\\": must "
+				   "be raw, 1m or 1h\""));
 }
 
 static void query_results(void **state)
@@ -1126,6 +1192,8 @@ int main(void)
 		cmocka_unit_test(form_bounds),
 		cmocka_unit_test(routes),
 		cmocka_unit_test_setup_teardown(query_parameter_errors, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(tier_parameter, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(query_range_parameter_errors,
 						setup, teardown),

@@ -167,6 +167,58 @@ static const struct {
 	{ "a / ignoring(b, c,) d", "(a / ignoring (b, c) d)" },
 	{ "a > bool on(x) b", "(a > bool on (x) b)" },
 	{ "a + on() 1", "(a + 1)" },
+	{ "a * on(x) group_left(y, z) b", "(a * on (x) group_left (y, z) b)" },
+	{ "a / IGNORING(x) GROUP_RIGHT b",
+	  "(a / ignoring (x) group_right () b)" },
+	{ "a - on() group_left() b", "(a - on () group_left () b)" },
+	{ "a > bool ignoring(x) group_left(y) b",
+	  "(a > bool ignoring (x) group_left (y) b)" },
+	/* set operators and atan2: Prometheus' precedence (or loosest, then
+	 * and/unless, comparisons, + -, * / % atan2, ^) */
+	{ "a and b or c", "((a and b) or c)" },
+	{ "a or b and c", "(a or (b and c))" },
+	{ "a unless b and c", "((a unless b) and c)" },
+	{ "a and b unless c", "((a and b) unless c)" },
+	{ "a == b and c > d", "((a == b) and (c > d))" },
+	{ "a OR on(x) b", "(a or on (x) b)" },
+	{ "a unless ignoring(x) b", "(a unless ignoring (x) b)" },
+	{ "a + b atan2 c", "(a + (b atan2 c))" },
+	{ "a atan2 b * c", "((a atan2 b) * c)" },
+	{ "a atan2 b ^ c", "(a atan2 (b ^ c))" },
+	{ "-a atan2 b", "((-a) atan2 b)" },
+	{ "1 atan2 2", "(1 atan2 2)" },
+	{ "and + or", "(and + or)" },
+	/* new aggregations */
+	{ "stddev by (a) (foo)", "stddev by (a) (foo)" },
+	{ "stdvar(foo) without (a)", "stdvar without (a) (foo)" },
+	{ "group(foo)", "group(foo)" },
+	{ "count_values(\"v\", foo)", "count_values(\"v\", foo)" },
+	{ "count_values by (a) ('v', foo)",
+	  "count_values by (a) (\"v\", foo)" },
+	{ "group + stddev", "(group + stddev)" },
+	/* subqueries, @, offset */
+	{ "foo[5m:]", "foo[5m:]" },
+	{ "foo[5m:1m]", "foo[5m:1m]" },
+	{ "foo[90m:30s]", "foo[1h30m:30s]" },
+	{ "rate(foo[5m])[1h:5m] offset -1m @ 100",
+	  "rate(foo[5m])[1h:5m] @ 100.000 offset -1m" },
+	{ "max_over_time(rate(foo[1m])[5m:1m] offset 1m)",
+	  "max_over_time(rate(foo[1m])[5m:1m] offset 1m)" },
+	{ "min_over_time(max_over_time(foo[5m:])[1h:10m])",
+	  "min_over_time(max_over_time(foo[5m:])[1h:10m])" },
+	{ "(a + b)[5m:]", "(a + b)[5m:]" },
+	{ "sum(foo)[5m:1m] @ 10", "sum(foo)[5m:1m] @ 10.000" },
+	{ "rate((foo[5m:1m]))", "rate(foo[5m:1m])" },
+	{ "foo @ 1.5", "foo @ 1.500" },
+	{ "foo @ -1.5", "foo @ -1.500" },
+	{ "foo @ +3", "foo @ 3.000" },
+	{ "foo @ 0.0005", "foo @ 0.001" },
+	{ "foo offset 5m @ start()", "foo @ start() offset 5m" },
+	{ "foo[1m] @ END()", "foo[1m] @ end()" },
+	{ "foo[1m] offset -1h @ 1e3", "foo[1m] @ 1000.000 offset -1h" },
+	{ "-foo @ 1", "(-foo @ 1.000)" },
+	{ "foo @ 1 + bar offset 1m", "(foo @ 1.000 + bar offset 1m)" },
+	{ "start @ start()", "start @ start()" },
 	/* comments and lines */
 	{ "foo # a comment\n + # another\n bar", "(foo + bar)" },
 	/* realistic */
@@ -244,25 +296,94 @@ static const struct {
 		       "scalar and instant vector types" },
 	{ "foo[5m] * 2", "1:1: parse error: binary expression must contain "
 			 "only scalar and instant vector types" },
+	/*
+	 * Set operators, group_left/right, atan2, subqueries and @: each
+	 * message and position as Prometheus 2.42 reports it for the same
+	 * query (checked against its /api/v1/query).
+	 */
+	{ "foo and 1", "1:1: parse error: set operator \"and\" not allowed in "
+		       "binary scalar expression" },
+	{ "1 or foo", "1:1: parse error: set operator \"or\" not allowed in "
+		      "binary scalar expression" },
+	{ "foo and bool bar", "1:5: parse error: bool modifier can only be "
+			      "used on comparison operators" },
+	{ "foo and on(a) group_left bar",
+	  "1:1: parse error: no grouping allowed for \"and\" operation" },
+	{ "foo or ignoring(a) group_right(b) bar",
+	  "1:1: parse error: no grouping allowed for \"or\" operation" },
+	{ "foo + on(a) group_left(a) bar",
+	  "1:5: parse error: label \"a\" must not occur in ON and GROUP "
+	  "clause at once" },
+	{ "foo + group_left bar", "1:7: parse error: unexpected <group_left>" },
+	{ "foo + ignoring(a) group_left(b) 1",
+	  "1:1: parse error: vector matching only allowed between instant "
+	  "vectors" },
+	{ "foo + on(a) group_left b c",
+	  "1:26: parse error: unexpected identifier \"c\"" },
+	{ "foo atan2 bool bar", "1:5: parse error: bool modifier can only be "
+				"used on comparison operators" },
+	{ "1 atan2 \"a\"", "1:9: parse error: binary expression must contain "
+			   "only scalar and instant vector types" },
+	{ "count_values(1, foo)", "1:14: parse error: expected type string in "
+				  "aggregation parameter, got scalar" },
+	{ "count_values(foo)", "1:1: parse error: wrong number of arguments "
+			       "for aggregate expression provided, expected "
+			       "2, got 1" },
+	{ "stddev(1, foo)", "1:1: parse error: wrong number of arguments for "
+			    "aggregate expression provided, expected 1, got "
+			    "2" },
+	{ "quantile(\"a\", foo)", "1:10: parse error: expected type scalar in "
+				  "aggregation parameter, got string" },
+	{ "foo[5m:1m:1m]", "1:10: parse error: unexpected colon ':'" },
+	{ "foo[5m:1m", "1:10: parse error: unclosed left bracket" },
+	{ "foo[5m 1m]", "1:8: parse error: unexpected duration \"1m\" in "
+			"subquery or range, expected \":\" or \"]\"" },
+	{ "foo[5m:1m] offset 1m offset 1m",
+	  "1:1: parse error: offset may not be set multiple times" },
+	{ "foo[5m:1m] @ 1 @ 2",
+	  "1:1: parse error: @ <timestamp> may not be set multiple times" },
+	{ "foo @ start() @ end()",
+	  "1:1: parse error: @ <timestamp> may not be set multiple times" },
+	{ "foo @ 1 offset 1m @ 2",
+	  "1:1: parse error: @ <timestamp> may not be set multiple times" },
+	{ "foo @ 1 [5m]",
+	  "1:9: parse error: no @ modifiers allowed before range" },
+	{ "foo offset 1m [5m]",
+	  "1:15: parse error: no offset modifiers allowed before range" },
+	{ "foo[5m:][1m:]", "1:1: parse error: subquery is only allowed on "
+			   "instant vector, got matrix instead" },
+	{ "1[5m:]", "1:1: parse error: subquery is only allowed on instant "
+		    "vector, got scalar instead" },
+	{ "sum(foo) @ 1", "1:1: parse error: @ modifier must be preceded by an "
+			  "instant vector selector or range vector selector "
+			  "or a subquery" },
+	{ "(foo) @ 1", "1:1: parse error: @ modifier must be preceded by an "
+		       "instant vector selector or range vector selector or a "
+		       "subquery" },
+	{ "foo @", "1:6: parse error: unexpected end of input in @, expected "
+		   "timestamp" },
+	{ "foo @ start", "1:12: parse error: unexpected end of input in @, "
+			 "expected timestamp" },
+	{ "foo @ start(", "1:13: parse error: unclosed left parenthesis" },
+	{ "foo @ bar()",
+	  "1:7: parse error: unexpected identifier \"bar\" in @, "
+	  "expected timestamp" },
+	{ "foo @ 5m", "1:7: parse error: unexpected duration \"5m\" in @, "
+		      "expected timestamp" },
+	{ "foo @ Inf", "1:1: parse error: timestamp out of bounds for @ "
+		       "modifier: +Inf" },
+	{ "foo @ NaN", "1:1: parse error: timestamp out of bounds for @ "
+		       "modifier: NaN" },
+	{ "foo @ 1e20", "1:1: parse error: timestamp out of bounds for @ "
+			"modifier: 100000000000000000000.000000" },
+	{ "foo[5m:1m] + 1", "1:1: parse error: binary expression must contain "
+			    "only scalar and instant vector types" },
+	{ "-foo[5m:]", "1:1: parse error: unary expression only allowed on "
+		       "expressions of type scalar or instant vector, got "
+		       "\"range vector\"" },
 	/* outside the subset */
-	{ "foo or bar",
-	  "1:5: parse error: set operator \"or\" is not supported" },
-	{ "foo and bar",
-	  "1:5: parse error: set operator \"and\" is not supported" },
-	{ "foo unless bar",
-	  "1:5: parse error: set operator \"unless\" is not supported" },
-	{ "foo atan2 bar",
-	  "1:5: parse error: binary operator \"atan2\" is not supported" },
-	{ "foo * on(a) group_left(b) bar",
-	  "1:13: parse error: group_left/group_right is not supported" },
-	{ "foo / ignoring(a) group_right bar",
-	  "1:19: parse error: group_left/group_right is not supported" },
-	{ "foo @ 1603774568", "1:5: parse error: @ modifier is not supported" },
-	{ "rate(foo[5m])[30m:1m]",
-	  "1:14: parse error: subqueries are not supported" },
-	{ "foo[5m:]", "1:4: parse error: subqueries are not supported" },
-	{ "stddev(foo)",
-	  "1:1: parse error: aggregation \"stddev\" is not supported" },
+	{ "limitk(1, foo)",
+	  "1:1: parse error: aggregation \"limitk\" is not supported" },
 	{ "histogram_count(foo)",
 	  "1:1: parse error: function \"histogram_count\" is not supported" },
 	/* selectors */
@@ -428,8 +549,9 @@ static const struct {
 	{ "on", "1:1: parse error: unexpected <on>" },
 	{ "foo\n  + \n  bar{",
 	  "3:7: parse error: unexpected end of input inside braces" },
-	{ "sum(foo)\n / on(a) group_left bar",
-	  "2:10: parse error: group_left/group_right is not supported" },
+	{ "foo\n  and bool\n bar",
+	  "2:3: parse error: bool modifier can only be "
+	  "used on comparison operators" },
 	{ "\"long string literal\" foo",
 	  "1:23: parse error: unexpected identifier \"foo\"" },
 	{ "1 \"long string literal\"",
@@ -502,6 +624,13 @@ static void types(void **state)
 		{ "rate(foo[1m])", GW_TYPE_VECTOR },
 		{ "sum(foo)", GW_TYPE_VECTOR },
 		{ "topk(1, foo)", GW_TYPE_VECTOR },
+		{ "foo[5m:]", GW_TYPE_MATRIX },
+		{ "(rate(foo[1m])[5m:1m])", GW_TYPE_MATRIX },
+		{ "foo and bar", GW_TYPE_VECTOR },
+		{ "1 atan2 2", GW_TYPE_SCALAR },
+		{ "foo atan2 2", GW_TYPE_VECTOR },
+		{ "count_values(\"v\", foo)", GW_TYPE_VECTOR },
+		{ "foo @ end()", GW_TYPE_VECTOR },
 	};
 
 	(void)state;

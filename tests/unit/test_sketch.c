@@ -89,6 +89,29 @@ static void check_close(double got, double want, double q, const char *what)
 		 want, fabs(got - want) / fabs(want));
 }
 
+/*
+ * Prometheus' interpolated quantile of sorted[0..n) against the sketch's:
+ * within alpha of it when the two neighbouring values share a sign,
+ * within alpha of the larger neighbour's magnitude across zero.
+ */
+static void check_interp(const struct gw_sketch *s, const double *sorted,
+			 size_t n, double q, const char *what)
+{
+	double h = q * (double)(n - 1), w = h - floor(h);
+	size_t lo = (size_t)floor(h), hi = lo + 1 < n ? lo + 1 : lo;
+	double a = sorted[lo], b = sorted[hi];
+	double want = a * (1 - w) + b * w;
+	double got = gw_sketch_quantile_interp(s, q);
+	double bound = (a < 0) == (b < 0) ? fabs(want) : fmax(fabs(a), fabs(b));
+
+	if (isinf(a) || isinf(b))
+		return; /* the top bucket: check_close covers it */
+	if (!(fabs(got - want) <= GW_SKETCH_ALPHA * bound * (1 + 1e-12)))
+		fail_msg("%s: interpolated q=%g got %.17g want %.17g "
+			 "(rel err %g)",
+			 what, q, got, want, fabs(got - want) / fabs(want));
+}
+
 /* Adds v[0..n) to a fresh sketch and checks every q of qs. */
 static void check_dist(double *v, size_t n, const char *what)
 {
@@ -110,6 +133,49 @@ static void check_dist(double *v, size_t n, const char *what)
 	for (i = 0; i <= 1000; i++)
 		check_close(gw_sketch_quantile(&s, i / 1000.0),
 			    exact_q(v, n, i / 1000.0), i / 1000.0, what);
+	/* Interpolated as Prometheus does, at q that fall between ranks. */
+	assert_true(gw_sketch_quantile_interp(&s, 0) == v[0]);
+	assert_true(gw_sketch_quantile_interp(&s, 1) == v[n - 1]);
+	for (i = 0; i <= 1000; i++)
+		check_interp(&s, v, n, (i + 0.37) / 1001.0, what);
+	gw_sketch_release(&s);
+}
+
+/* A short window is where rank interpolation matters most: the lower
+ * rank of {100, 200} at 0.5 is 100, Prometheus says 150. */
+static void quantile_interpolates_as_prometheus(void **state)
+{
+	double v[6] = { 200, 100, 260, 180, 140, 90 };
+	struct gw_sketch s;
+
+	(void)state;
+	gw_sketch_init(&s);
+	assert_int_equal(gw_sketch_add(&s, 100), 0);
+	assert_int_equal(gw_sketch_add(&s, 200), 0);
+	check_close(gw_sketch_quantile_interp(&s, 0.5), 150, 0.5, "two");
+	check_close(gw_sketch_quantile_interp(&s, 0.9), 190, 0.9, "two");
+	gw_sketch_release(&s);
+	gw_sketch_init(&s);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(gw_sketch_add(&s, v[i]), 0);
+	qsort(v, 6, sizeof(*v), cmp_double);
+	for (int i = 0; i <= 100; i++)
+		check_interp(&s, v, 6, i / 100.0, "six");
+	assert_true(isnan(gw_sketch_quantile_interp(&s, 1.5)));
+	gw_sketch_release(&s);
+	assert_true(isnan(gw_sketch_quantile_interp(&s, 0.5)));
+	/* Across zero: bounded by the larger neighbour's magnitude. */
+	gw_sketch_init(&s);
+	for (int i = -50; i <= 50; i++)
+		assert_int_equal(gw_sketch_add(&s, i * 1.5), 0);
+	{
+		double w[101];
+
+		for (int i = 0; i <= 100; i++)
+			w[i] = (i - 50) * 1.5;
+		for (int i = 0; i <= 200; i++)
+			check_interp(&s, w, 101, i / 200.0, "signs");
+	}
 	gw_sketch_release(&s);
 }
 
@@ -850,7 +916,11 @@ static void rollup_hour_from_minutes(void **state)
 	(void)state;
 	gw_buf_init(&a, BUF_MAX);
 	gw_buf_init(&b, BUF_MAX);
-	for (int kind = 0; kind < 2; kind++) {
+	/* Two gauges, then a counter that resets inside minute 16 and at
+	 * the start of minute 30. */
+	for (int kind = 0; kind < 3; kind++) {
+		double c = 0, before = 0;
+
 		seed(7 + (uint64_t)kind);
 		gw_rollup_init(&hour, t0 + 3600000);
 		gw_rollup_init(&merged, t0 + 3600000);
@@ -858,8 +928,15 @@ static void rollup_hour_from_minutes(void **state)
 			gw_rollup_init(&min[m], t0 + (m + 1) * 60000);
 		for (int s = 0; s < 3600; s++) {
 			int64_t t = t0 + s * 1000 + 17;
-			double v = kind ? gpu_power((uint64_t)s)
-					: (double)(60 + rnd() % 25);
+			double v = kind == 1 ? gpu_power((uint64_t)s)
+					     : (double)(60 + rnd() % 25);
+
+			if (kind == 2) {
+				if (s == 1000 || s == 1800)
+					before += c;
+				c = s == 1000 || s == 1800 ? 3 : c + 7 + s % 5;
+				v = c;
+			}
 
 			assert_int_equal(gw_rollup_add(&hour, t, v), 0);
 			assert_int_equal(gw_rollup_add(&min[s / 60], t, v), 0);
@@ -873,6 +950,17 @@ static void rollup_hour_from_minutes(void **state)
 		assert_true(merged.max == hour.max);
 		assert_true(merged.last == hour.last);
 		assert_true(merged.t_last == hour.t_last);
+		/* first, and the resets: a gauge's are NaN; the counter's
+		 * minutes have one reset at most, so the merged hour has the
+		 * values before both (the hour fed directly sees a second
+		 * decrease and takes itself for a gauge). */
+		assert_true(merged.first == hour.first);
+		assert_true(merged.t_first == hour.t_first);
+		assert_true(isnan(hour.reset));
+		if (kind == 2)
+			assert_true(merged.reset == before && before > 0);
+		else
+			assert_true(isnan(merged.reset));
 		assert_true(fabs(merged.sumsq - hour.sumsq) <=
 			    1e-9 * hour.sumsq);
 		assert_sketch_equal(&merged.sk, &hour.sk);
@@ -887,6 +975,9 @@ static void rollup_hour_from_minutes(void **state)
 		for (int m = 60; m-- > 0;)
 			assert_int_equal(gw_rollup_merge(&merged, &min[m]), 0);
 		assert_true(merged.last == hour.last && merged.t == t0);
+		assert_true(merged.first == hour.first);
+		assert_true(kind == 2 ? merged.reset == before
+				      : isnan(merged.reset));
 		assert_sketch_equal(&merged.sk, &hour.sk);
 		for (int m = 0; m < 60; m++)
 			gw_rollup_release(&min[m]);
@@ -923,8 +1014,9 @@ static struct gw_rollup *build_rollups(size_t n, uint64_t sd)
 	return r;
 }
 
-static void assert_rollup_equal(const struct gw_rollup *a,
-				const struct gw_rollup *b)
+/* The fields version 2 keeps, bit for bit. */
+static void assert_rollup_equal_v2(const struct gw_rollup *a,
+				   const struct gw_rollup *b)
 {
 	assert_true(a->t == b->t);
 	assert_true(a->t_last == b->t_last);
@@ -935,6 +1027,16 @@ static void assert_rollup_equal(const struct gw_rollup *a,
 	assert_memory_equal(&a->sumsq, &b->sumsq, sizeof(double));
 	assert_memory_equal(&a->last, &b->last, sizeof(double));
 	assert_sketch_equal(&a->sk, &b->sk);
+}
+
+/* All of them: version 3 adds the first sample and the resets. */
+static void assert_rollup_equal(const struct gw_rollup *a,
+				const struct gw_rollup *b)
+{
+	assert_rollup_equal_v2(a, b);
+	assert_true(a->t_first == b->t_first);
+	assert_memory_equal(&a->first, &b->first, sizeof(double));
+	assert_memory_equal(&a->reset, &b->reset, sizeof(double));
 }
 
 static void chunk_round_trip(void **state)
@@ -1141,6 +1243,7 @@ static void chunk_uncommon_round_trip(void **state)
 	r[i + 10].sum = 11;
 	r[i + 10].sumsq = 0;
 	r[i + 10].t_last = INT64_MIN;
+	r[i + 10].t_first = INT64_MIN;
 	assert_int_equal(gw_rollup_merge(&r[i + 11], &r[i + 3]), 0);
 	assert_int_equal(gw_rollup_merge(&r[i + 11], &r[i + 5]), 0);
 	for (i = 0; i < N; i++)
@@ -1165,6 +1268,11 @@ static void chunk_format(void **state)
 	static const uint8_t want[] = { 2,    1, 0xc0, 0xa9, 7, 0xb6, 2,
 					0,    1, 0xc0, 0xa9, 7, 0x02, 0x40,
 					0x14, 0, 0,    0,    0 };
+	/* version 3: the same, the flags with t_last - t_first as before
+	 * (0), first = min and no reset (0x1736); nothing more stored. */
+	static const uint8_t want3[] = { 3,    1, 0xc0, 0xa9, 7, 0xb6, 0x2e,
+					 0,    1, 0xc0, 0xa9, 7, 0x02, 0x40,
+					 0x14, 0, 0,	0,    0 };
 	uint8_t p[64];
 	struct gw_rollup r, *d;
 	struct gw_buf b;
@@ -1175,10 +1283,30 @@ static void chunk_format(void **state)
 	assert_int_equal(gw_rollup_add(&r, 0, 5.0), 0);
 	gw_buf_init(&b, BUF_MAX);
 	assert_int_equal(gw_rollup_encode(&r, 1, &b), 0);
+	memcpy(p, want3, sizeof(want3));
+	fix_crc(p, sizeof(want3));
+	assert_int_equal(b.len, sizeof(want3));
+	assert_memory_equal(b.p, p, sizeof(want3));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want3), &d, &n), 0);
+	assert_rollup_equal(&r, d);
+	gw_rollup_free_array(d, n);
+	/* Version 2 is still read: the first sample and the resets are not
+	 * known (reset NaN), and such rollups are written as version 2. */
 	memcpy(p, want, sizeof(want));
 	fix_crc(p, sizeof(want));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want), &d, &n), 0);
+	assert_rollup_equal_v2(&r, d);
+	assert_true(isnan(d->reset) && isnan(d->first));
+	assert_false(gw_rollup_has_first(d));
+	gw_buf_reset(&b);
+	assert_int_equal(gw_rollup_encode(d, 1, &b), 0);
 	assert_int_equal(b.len, sizeof(want));
 	assert_memory_equal(b.p, p, sizeof(want));
+	gw_rollup_free_array(d, n);
+	/* Version 2 knows no flag past bit 8. */
+	p[6] = 0x2e;
+	fix_crc(p, sizeof(want));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want), &d, &n), -EBADMSG);
 	/* max stored rather than implied (flags without bit 1). */
 	memcpy(p, want, 12);
 	p[5] = 0xb4;
@@ -1190,7 +1318,7 @@ static void chunk_format(void **state)
 	p[5] = 0xb6;
 	fix_crc(p, 19);
 	assert_int_equal(gw_rollup_decode(p, 19, &d, &n), 0);
-	assert_rollup_equal(&r, d);
+	assert_rollup_equal_v2(&r, d);
 	gw_rollup_free_array(d, n);
 	/* The sketch stored in full rather than derived. */
 	memcpy(p, want, 15);
@@ -1325,6 +1453,7 @@ int main(void)
 		cmocka_unit_test(accuracy_distributions),
 		cmocka_unit_test(accuracy_wide_range),
 		cmocka_unit_test(accuracy_bucket_edges),
+		cmocka_unit_test(quantile_interpolates_as_prometheus),
 		cmocka_unit_test(nan_is_ignored),
 		cmocka_unit_test(infinities),
 		cmocka_unit_test(zeros_and_subnormals),

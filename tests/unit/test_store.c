@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "query/promql.h"
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -204,17 +205,33 @@ static void rollups_hold_minute_and_hour_aggregates(void **state)
 		assert_true(r->last == temp_at(r->t - 1000) + 1);
 	}
 	gw_series_set_release(&set);
+	/* A series that stops: its last minute is there at once, not after
+	 * the next cut (it is still open in the head). */
+	set = select_gpu(f, "1", T0 + 2 * HOUR + 1, T0 + 2 * HOUR + 120000,
+			 GW_TIER_1M);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 2);
+	assert_int_equal(set.s[0].r[1].t, T0 + 2 * HOUR + 120000);
+	assert_true(set.s[0].r[1].count == 60);
+	assert_true(set.s[0].r[1].last == temp_at(T0 + 2 * HOUR + 119000) + 1);
+	gw_series_set_release(&set);
+	/* The hour still being filled counts once its end is in range. */
 	set = select_gpu(f, "0|1", T0, T0 + 3 * HOUR, GW_TIER_1H);
 	assert_int_equal(set.n, 2);
-	assert_int_equal(set.s[1].n, 2);
+	assert_int_equal(set.s[1].n, 3);
 	assert_true(set.s[1].r[0].count == 3600);
 	assert_int_equal(set.s[1].r[1].t, T0 + 2 * HOUR);
+	assert_true(set.s[1].r[2].count == 120);
+	assert_int_equal(set.s[1].r[2].t_last, T0 + 2 * HOUR + 119000);
+	gw_series_set_release(&set);
+	set = select_gpu(f, "0|1", T0, T0 + 2 * HOUR, GW_TIER_1H);
+	assert_int_equal(set.s[1].n, 2);
 	gw_series_set_release(&set);
 	/* The same after a restart (1-hour column reloaded, head replayed). */
 	reopen(f);
 	set = select_gpu(f, "1", T0, T0 + 3 * HOUR, GW_TIER_1H);
 	assert_int_equal(set.n, 1);
-	assert_int_equal(set.s[0].n, 2);
+	assert_int_equal(set.s[0].n, 3);
 	gw_series_set_release(&set);
 }
 
@@ -366,6 +383,13 @@ static void retention_drops_whole_old_days(void **state)
 		/* the tier picked for old data is one that still has it */
 		assert_int_equal(q->pick_tier(q->ctx, T0, T0 + DAY, 0),
 				 GW_TIER_1M);
+		/* and raw wherever raw is kept, at any step */
+		assert_int_equal(
+			q->pick_tier(q->ctx, T0 + 3 * DAY, T0 + 4 * DAY, HOUR),
+			GW_TIER_RAW);
+		assert_int_equal(q->pick_tier(q->ctx, T0 + 3 * DAY - 1,
+					      T0 + 4 * DAY, HOUR),
+				 GW_TIER_1H);
 		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + DAY,
 					   GW_TIER_1H, &lim, &set),
 				 0);
@@ -595,6 +619,201 @@ static void frame_add_is_all_or_nothing(void **state)
 	gw_rollup_release(&r);
 }
 
+/* 0..2 ms of scrape jitter, deterministic. */
+static int64_t jitter_ms(int64_t i)
+{
+	return (int64_t)(((uint64_t)i * 2654435761u) >> 7) % 3;
+}
+
+/* Timestamps are data: jittered ones come back as they were appended,
+ * from the head, from the partitions after a cut and after a restart. */
+static void jittered_timestamps_round_trip_exactly(void **state)
+{
+	struct fixture *f = *state;
+	const int64_t n = 3 * 3600 / 2;
+	struct gw_series_set set;
+	size_t k;
+
+	for (int64_t i = 0; i < n; i++) {
+		int64_t t = T0 + i * 2000 + jitter_ms(i);
+
+		assert_int_equal(gw_store_append(f->s, "j", "", t, (double)i),
+				 0);
+		f->now = t + 1;
+		if (i % 5 == 0)
+			assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		const struct gw_queryable *q = gw_store_queryable(f->s);
+		struct gw_query_limits lim = { 0 };
+		struct gw_matcher m;
+
+		assert_int_equal(gw_matcher_init(&m, GW_MATCH_EQ, "__name__",
+						 "j", NULL, 0),
+				 0);
+		assert_int_equal(q->select(q->ctx, &m, 1, T0, T0 + 4 * HOUR,
+					   GW_TIER_RAW, &lim, &set),
+				 0);
+		gw_matcher_release(&m);
+		assert_int_equal(set.n, 1);
+		assert_int_equal(set.s[0].n, (size_t)n);
+		for (k = 0; k < set.s[0].n; k++) {
+			int64_t i = (int64_t)k;
+
+			assert_int_equal(set.s[0].t[k],
+					 T0 + i * 2000 + jitter_ms(i));
+			assert_true(set.s[0].v[k] == (double)i);
+		}
+		gw_series_set_release(&set);
+		reopen(f);
+	}
+}
+
+/* Evaluates q over the store; fails the test on an error. */
+static void eval_q(struct fixture *f, const char *q, int64_t start, int64_t end,
+		   int64_t step, struct gw_qresult *r)
+{
+	struct gw_promql_error perr;
+	struct gw_pq_node *e = NULL;
+	int rc;
+
+	assert_int_equal(gw_promql_parse(q, &e, &perr), 0);
+	if (step)
+		rc = gw_promql_eval_range(e, gw_store_queryable(f->s), start,
+					  end, step, NULL, r);
+	else
+		rc = gw_promql_eval_instant(e, gw_store_queryable(f->s), start,
+					    NULL, r);
+	if (rc)
+		fail_msg("%s: %s", q, r->errmsg);
+	gw_promql_free(e);
+}
+
+/* The point of series 0 of a range result at t; false when none. */
+static bool point_at(const struct gw_qresult *r, int64_t t, double *v)
+{
+	if (!r->nseries)
+		return false;
+	for (size_t i = 0; i < r->series[0].n; i++) {
+		if (r->series[0].p[i].t == t) {
+			*v = r->series[0].p[i].v;
+			return true;
+		}
+	}
+	return false;
+}
+
+#define GPU_LOST   (T0 + 40 * 60000 + 17300) /* gpu_up 1 -> 0 */
+#define STOPPED_AT (T0 + 50 * 60000 + 3400)  /* last sample of "gone" */
+#define RESET_AT   (T0 + 30 * 60000 + 20500) /* the counter restarts */
+
+/* A node for an hour and a half at 1 s with 0-2 ms jitter: a GPU lost at
+ * GPU_LOST, a gauge that stops at STOPPED_AT, a counter (about 970/s)
+ * that resets inside a minute, a noisy gauge. */
+static void feed_node(struct fixture *f)
+{
+	double c = 0;
+
+	for (int64_t i = 0; i < 90 * 60; i++) {
+		int64_t t = T0 + i * 1000 + jitter_ms(i);
+
+		c = t >= RESET_AT && t - 1000 < RESET_AT ? 5 : c + 970 + i % 7;
+		assert_int_equal(gw_store_append(f->s, "gpu_up", "gpu=\"0\"", t,
+						 t < GPU_LOST ? 1 : 0),
+				 0);
+		assert_int_equal(gw_store_append(f->s, "bytes_total", "", t, c),
+				 0);
+		assert_int_equal(gw_store_append(f->s, "power", "", t,
+						 100 + (double)(i * 37 % 101)),
+				 0);
+		if (t <= STOPPED_AT)
+			assert_int_equal(
+				gw_store_append(f->s, "gone", "", t, 7), 0);
+		f->now = t + 1;
+		if (i % 5 == 0)
+			assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+}
+
+/*
+ * At steps of a minute that are not on the minute, a range query answers
+ * from raw samples: every point is the instant query's answer at its time
+ * (raw), the lost GPU reads 0 from the exact sample on, a series that
+ * stopped is there until 5 min after its last sample and not after, and a
+ * counter reset inside a minute is counted.
+ */
+static void range_queries_read_raw_at_any_step(void **state)
+{
+	static const char *const exprs[] = {
+		"gpu_up",
+		"rate(bytes_total[1m])",
+		"increase(bytes_total[5m])",
+		"quantile_over_time(0.9, power[2m])",
+		"avg_over_time(power[1m])",
+		"gone",
+	};
+	struct fixture *f = *state;
+	const int64_t start = T0 + 6 * 60000 + 37123, step = 60000;
+	const int64_t end = T0 + 89 * 60000;
+	struct gw_qresult r, one;
+	double v, w;
+
+	feed_node(f);
+	for (size_t e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++) {
+		size_t seen = 0;
+
+		eval_q(f, exprs[e], start, end, step, &r);
+		assert_int_equal(r.tier, GW_TIER_RAW);
+		for (int64_t t = start; t <= end; t += step) {
+			bool have = point_at(&r, t, &v);
+
+			eval_q(f, exprs[e], t, t, 0, &one);
+			assert_int_equal(one.tier, GW_TIER_RAW);
+			assert_int_equal(one.nseries, have ? 1 : 0);
+			if (have && !(one.series[0].p[0].v == v))
+				fail_msg("%s at %lld: range %.17g, instant "
+					 "%.17g",
+					 exprs[e], (long long)(t - T0), v,
+					 one.series[0].p[0].v);
+			seen += have;
+			gw_qresult_release(&one);
+		}
+		assert_true(seen > 0);
+		gw_qresult_release(&r);
+	}
+	/* The flip and the disappearance at their exact times, at a step
+	 * of a second around them. */
+	eval_q(f, "gpu_up", GPU_LOST - 3000, GPU_LOST + 3000, 1000, &r);
+	for (int64_t t = GPU_LOST - 3000; t <= GPU_LOST + 3000; t += 1000) {
+		int64_t i = (t - T0) / 1000;
+		int64_t at = T0 + i * 1000 + jitter_ms(i); /* sample i */
+
+		assert_true(point_at(&r, t, &v));
+		/* The latest sample at or before t decides. */
+		w = (at <= t ? at
+			     : at - 1000 + jitter_ms(i - 1) - jitter_ms(i)) <
+				    GPU_LOST
+			    ? 1
+			    : 0;
+		assert_true(v == w);
+	}
+	gw_qresult_release(&r);
+	eval_q(f, "gone", STOPPED_AT + 5 * 60000 - 2000,
+	       STOPPED_AT + 5 * 60000 + 2000, 1000, &r);
+	assert_int_equal(r.nseries, 1);
+	assert_true(point_at(&r, STOPPED_AT + 5 * 60000 - 1000, &v));
+	assert_false(point_at(&r, STOPPED_AT + 5 * 60000, &v));
+	gw_qresult_release(&r);
+	/* The reset: increase over the minute around it is the counter's
+	 * growth before the reset plus its value after, extrapolated to
+	 * the window, never the few units a tier's last values show. */
+	eval_q(f, "increase(bytes_total[1m])", RESET_AT + 30000,
+	       RESET_AT + 30000, 60000, &r);
+	assert_true(point_at(&r, RESET_AT + 30000, &v));
+	assert_true(v > 55000 && v < 62000);
+	gw_qresult_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +848,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			failing_flushes_keep_samples_in_memory, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			jittered_timestamps_round_trip_exactly, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			range_queries_read_raw_at_any_step, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
