@@ -157,13 +157,15 @@ static const struct opt opts[] = {
 	  "How often new samples are made durable; a crash (even kill -9)\n"
 	  "loses at most this much." },
 	{ "store-max-series", T_UINT, F(store_max_series), 1, 10000000, "N",
-	  "100000", RESTART, "series beyond are refused and counted",
-	  "Most series the store keeps; new ones beyond are refused and\n"
-	  "counted." },
+	  "100000", RESTART, "live series; beyond are refused and counted",
+	  "Most live series (samples in the last 5 minutes) the store keeps;\n"
+	  "new ones beyond are refused and counted.  Series that stop are\n"
+	  "retired after 5 minutes and stay queryable." },
 	{ "store-max-label-values", T_UINT, F(store_max_label_values), 1,
-	  10000000, "N", "10000", RESTART, "distinct values of one label name",
-	  "Most distinct values of one label name (pid, kernel, ...) over all\n"
-	  "series; series beyond are refused and counted." },
+	  10000000, "N", "10000", RESTART, "live values of one label name",
+	  "Most distinct values of one label name (pid, kernel, ...) among\n"
+	  "live series (metric names are not counted); series beyond are\n"
+	  "refused and counted." },
 	{ "query-max-samples", T_U64, F(query_max_samples), 0, 0, "N",
 	  "5000000", RESTART, "samples one query may load",
 	  "Most samples one query may load; beyond it the query fails with an\n"

@@ -3,7 +3,9 @@
  * headlog.c - the head log in index.db: every flush interval the samples
  * appended since the last flush go into one row (series id, count, first
  * timestamp, then per sample a varint time delta and the value's 8 bytes),
- * in the same transaction as the rows of new series.  Opening the store
+ * in the same transaction as the rows of new series.  Only the series on
+ * the dirty list (samples or an index row since the last flush) are
+ * visited, so a flush costs what was written, not the series ever seen.  Opening the store
  * replays the rows after the cut watermark; a cut deletes the rows before
  * it.  SQLite makes each flush atomic, so a crash loses at most the samples
  * of the current flush interval.
@@ -18,23 +20,32 @@
 #include "common/bits.h"
 #include "common/log.h"
 
-int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
-			   bool ignore)
+int gw_store_insert_series(sqlite3 *db, sqlite3_stmt **cache,
+			   const struct gw_series *ser, bool ignore)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = cache ? *cache : NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(
-		db,
-		ignore ? "INSERT OR IGNORE INTO series(id, key) VALUES (?, ?)"
-		       : "INSERT OR REPLACE INTO series(id, key) VALUES (?, ?)",
-		-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return gw_store_sql_err(db, rc, "insert series");
+	if (!st) {
+		rc = sqlite3_prepare_v2(
+			db,
+			ignore ? "INSERT OR IGNORE INTO series(id, key) "
+				 "VALUES (?, ?)"
+			       : "INSERT OR REPLACE INTO series(id, key) "
+				 "VALUES (?, ?)",
+			-1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return gw_store_sql_err(db, rc, "insert series");
+		if (cache)
+			*cache = st;
+	}
 	sqlite3_bind_int64(st, 1, ser->id);
 	sqlite3_bind_text(st, 2, ser->key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (!cache)
+		sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0
 				 : gw_store_sql_err(db, rc, "insert series");
 }
@@ -44,18 +55,18 @@ int gw_store_flush(struct gw_store *s)
 	struct timespec a, b;
 	struct gw_buf blob;
 	int64_t tmin = INT64_MAX, tmax = INT64_MIN;
-	size_t n = gw_series_index_count(s->idx);
-	sqlite3_stmt *st = NULL;
+	size_t n = s->dirty.n;
+	sqlite3_stmt *st;
 	char why[256] = "";
 	int err = 0, rc;
 
 	s->next_flush = gw_store_now(s) + s->o.flush_ms;
-	if (!s->pend_total)
+	if (!s->dirty.n)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	gw_buf_init(&blob, 1u << 30);
 	for (size_t i = 0; i < n && !gw_buf_error(&blob); i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->dirty.v[i];
 		struct head *h = ser->head;
 		int64_t prev;
 
@@ -86,27 +97,32 @@ int gw_store_flush(struct gw_store *s)
 		goto out;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->dirty.v[i];
 		struct head *h = ser->head;
 
 		if (!h->persisted)
-			err = gw_store_insert_series(s->index, ser, false);
+			err = gw_store_insert_series(s->index, &s->st_series,
+						     ser, false);
 	}
-	if (!err) {
-		rc = sqlite3_prepare_v2(s->index,
-					"INSERT INTO head(t_min, t_max,"
-					" data) VALUES (?, ?, ?)",
-					-1, &st, NULL);
+	if (!err && blob.len) {
+		rc = SQLITE_OK;
+		if (!s->st_head)
+			rc = sqlite3_prepare_v2(s->index,
+						"INSERT INTO head(t_min, t_max,"
+						" data) VALUES (?, ?, ?)",
+						-1, &s->st_head, NULL);
+		st = s->st_head;
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_int64(st, 1, tmin);
 			sqlite3_bind_int64(st, 2, tmax);
 			sqlite3_bind_blob(st, 3, blob.p, (int)blob.len,
 					  SQLITE_STATIC);
 			rc = sqlite3_step(st);
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
 		}
 		if (rc != SQLITE_DONE)
 			err = rc == SQLITE_FULL ? -ENOSPC : -EIO;
-		sqlite3_finalize(st);
 	}
 	if (!err &&
 	    sqlite3_exec(s->index, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
@@ -118,11 +134,13 @@ int gw_store_flush(struct gw_store *s)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct head *h = gw_series_index_at(s->idx, i)->head;
+		struct head *h = s->dirty.v[i]->head;
 
 		h->npend = 0;
 		h->persisted = true;
+		h->in_dirty = false;
 	}
+	s->dirty.n = 0;
 	s->pend_total = 0;
 out:
 	gw_buf_release(&blob);

@@ -124,20 +124,35 @@ static void smap_release(struct smap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Distinct values seen for one label name. */
+/*
+ * One name=value pair: the ids of the series that carry it (ascending),
+ * and how many of them are live (for the per-label cap).
+ */
+struct posting {
+	char *key;	   /* "name\x01value", owned; the map's key */
+	const char *value; /* into key */
+	uint32_t *ids;
+	uint32_t n, cap;
+	uint32_t live;
+};
+
+/* One label name: its distinct values (every pair ever seen). */
 struct label_name {
 	char *name;
-	size_t values;
+	size_t live_values; /* pairs with live > 0 */
+	struct posting **values;
+	size_t nvalues, capvalues;
 };
 
 struct gw_series_index {
 	uint32_t max_series, max_values;
 	struct gw_series **all; /* insertion order */
 	size_t n, cap;
+	size_t live;
 	struct smap by_key;
 	struct gw_series **by_id; /* dense: ids are small integers */
 	size_t by_id_cap;
-	struct smap pairs; /* "name\x01value" -> (void *)1, keys owned */
+	struct smap pairs; /* "name\x01value" -> struct posting */
 	struct smap names; /* name -> struct label_name */
 	struct smap alias; /* producer's spelling -> series, keys owned */
 	uint32_t next_id;
@@ -171,13 +186,21 @@ void gw_series_index_free(struct gw_series_index *x,
 		free((char *)s->key);
 		free(s);
 	}
-	for (size_t i = 0; i < x->pairs.cap; i++)
-		free((char *)x->pairs.keys[i]);
+	for (size_t i = 0; i < x->pairs.cap; i++) {
+		struct posting *p = x->pairs.vals[i];
+
+		if (p) {
+			free(p->key);
+			free(p->ids);
+			free(p);
+		}
+	}
 	for (size_t i = 0; i < x->names.cap; i++) {
 		struct label_name *ln = x->names.vals[i];
 
 		if (ln) {
 			free(ln->name);
+			free(ln->values);
 			free(ln);
 		}
 	}
@@ -240,85 +263,189 @@ void gw_series_index_stats(const struct gw_series_index *x,
 			   struct gw_series_index_stats *st)
 {
 	st->series = x->n;
+	st->live = x->live;
 	st->refused_series = x->refused_series;
 	st->refused_values = x->refused_values;
 	st->next_id = x->next_id;
 }
 
-static char *pair_key(const struct gw_label *l)
+/* "name\x01value" in buf (or malloc'd when longer); NULL on ENOMEM. */
+static char *pair_key(const char *name, const char *value, char *buf,
+		      size_t len)
 {
-	size_t a = strlen(l->name), b = strlen(l->value);
-	char *k = malloc(a + b + 2);
+	size_t a = strlen(name), b = strlen(value);
+	char *k = a + b + 2 <= len ? buf : malloc(a + b + 2);
 
 	if (!k)
 		return NULL;
-	memcpy(k, l->name, a);
+	memcpy(k, name, a);
 	k[a] = '\x01';
-	memcpy(k + a + 1, l->value, b + 1);
+	memcpy(k + a + 1, value, b + 1);
 	return k;
 }
 
-/*
- * Checks the per-label cap for every new name=value pair of l; on success
- * records them.  Nothing is recorded when any pair is refused.
- */
-static int admit_pairs(struct gw_series_index *x, const struct gw_labels *l)
+static struct posting *find_pair(const struct gw_series_index *x,
+				 const char *name, const char *value)
 {
-	char *fresh[GW_LABELS_MAX];
-	size_t nfresh = 0;
-	int err = 0;
+	char buf[256];
+	char *k = pair_key(name, value, buf, sizeof(buf));
+	struct posting *p;
 
-	for (size_t i = 0; i < l->n && !err; i++) {
-		struct label_name *ln = smap_get(&x->names, l->v[i].name);
-		char *k = pair_key(&l->v[i]);
+	if (!k)
+		return NULL;
+	p = smap_get(&x->pairs, k);
+	if (k != buf)
+		free(k);
+	return p;
+}
 
-		if (!k) {
-			err = -ENOMEM;
-			break;
-		}
-		if (smap_get(&x->pairs, k)) {
-			free(k);
-			continue;
-		}
-		if (ln && x->max_values && ln->values >= x->max_values)
-			err = -E2BIG;
-		if (err) {
-			free(k);
-			break;
-		}
-		fresh[nfresh++] = k;
+/* __name__ is not a label value users create per process: uncapped. */
+static bool capped_name(const char *name)
+{
+	return strcmp(name, "__name__") != 0;
+}
+
+/*
+ * Would making a series with labels l live pass the caps?  0, -ENOSPC
+ * (series) or -E2BIG (a label's live values); counted when refused.
+ */
+static int check_caps(struct gw_series_index *x, const struct gw_labels *l)
+{
+	if (x->max_series && x->live >= x->max_series) {
+		x->refused_series++;
+		return -ENOSPC;
 	}
-	for (size_t i = 0; i < nfresh && !err; i++) {
-		const char *name = fresh[i];
+	if (!x->max_values)
+		return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct gw_label *lb = &l->v[i];
+		struct posting *p;
 		struct label_name *ln;
-		char *sep = strchr(fresh[i], '\x01');
 
-		*sep = '\0';
-		ln = smap_get(&x->names, name);
-		if (!ln) {
-			ln = calloc(1, sizeof(*ln));
-			if (ln)
-				ln->name = strdup(name);
-			if (!ln || !ln->name ||
-			    smap_put(&x->names, ln->name, ln)) {
-				if (ln)
-					free(ln->name);
-				free(ln);
-				*sep = '\x01';
-				err = -ENOMEM;
-				break;
-			}
+		if (!capped_name(lb->name))
+			continue;
+		p = find_pair(x, lb->name, lb->value);
+		if (p && p->live)
+			continue; /* not a new live value */
+		ln = smap_get(&x->names, lb->name);
+		if (ln && ln->live_values >= x->max_values) {
+			x->refused_values++;
+			return -E2BIG;
 		}
-		*sep = '\x01';
-		err = smap_put(&x->pairs, fresh[i], (void *)1);
-		if (err)
-			break;
-		ln->values++;
-		fresh[i] = NULL;
 	}
-	for (size_t i = 0; i < nfresh; i++)
-		free(fresh[i]);
+	return 0;
+}
+
+/* Counts s as live (or not) in its pairs and the index. */
+static void set_live(struct gw_series_index *x, struct gw_series *s, bool live)
+{
+	if (s->live == live)
+		return;
+	for (size_t i = 0; i < s->labels.n; i++) {
+		const struct gw_label *lb = &s->labels.v[i];
+		struct posting *p = find_pair(x, lb->name, lb->value);
+		struct label_name *ln = smap_get(&x->names, lb->name);
+
+		if (!p || !ln)
+			continue; /* only after ENOMEM in find_pair */
+		if (live && p->live++ == 0)
+			ln->live_values++;
+		else if (!live && --p->live == 0)
+			ln->live_values--;
+	}
+	s->live = live;
+	if (live)
+		x->live++;
+	else
+		x->live--;
+}
+
+static int ids_insert(struct posting *p, uint32_t id)
+{
+	uint32_t at = p->n;
+
+	if (p->n == p->cap) {
+		uint32_t ncap = p->cap ? p->cap * 2 : 4;
+		uint32_t *nv = realloc(p->ids, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		p->ids = nv;
+		p->cap = ncap;
+	}
+	/* Ids mostly arrive in ascending order: append. */
+	while (at > 0 && p->ids[at - 1] > id)
+		at--;
+	memmove(p->ids + at + 1, p->ids + at, (p->n - at) * sizeof(*p->ids));
+	p->ids[at] = id;
+	p->n++;
+	return 0;
+}
+
+/* The pair's posting, created with its label name when new. */
+static int pair_get(struct gw_series_index *x, const struct gw_label *lb,
+		    struct posting **out)
+{
+	struct posting *p = find_pair(x, lb->name, lb->value);
+	struct label_name *ln;
+	int err = -ENOMEM;
+
+	*out = p;
+	if (p)
+		return 0;
+	ln = smap_get(&x->names, lb->name);
+	if (!ln) {
+		ln = calloc(1, sizeof(*ln));
+		if (!ln)
+			return -ENOMEM;
+		ln->name = strdup(lb->name);
+		if (!ln->name || smap_put(&x->names, ln->name, ln)) {
+			free(ln->name);
+			free(ln);
+			return -ENOMEM;
+		}
+	}
+	if (ln->nvalues == ln->capvalues) {
+		size_t ncap = ln->capvalues ? ln->capvalues * 2 : 8;
+		struct posting **nv = realloc(ln->values, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		ln->values = nv;
+		ln->capvalues = ncap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->key = pair_key(lb->name, lb->value, NULL, 0);
+	if (!p->key)
+		goto fail;
+	p->value = p->key + strlen(lb->name) + 1;
+	err = smap_put(&x->pairs, p->key, p);
+	if (err)
+		goto fail;
+	ln->values[ln->nvalues++] = p;
+	*out = p;
+	return 0;
+fail:
+	free(p->key);
+	free(p);
 	return err;
+}
+
+/* Adds s's id to the postings of each of its pairs. */
+static int post_series(struct gw_series_index *x, const struct gw_series *s)
+{
+	for (size_t i = 0; i < s->labels.n; i++) {
+		struct posting *p;
+		int err = pair_get(x, &s->labels.v[i], &p);
+
+		if (!err)
+			err = ids_insert(p, s->id);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 static int grow_ptrs(struct gw_series ***v, size_t *cap, size_t need)
@@ -339,8 +466,26 @@ static int grow_ptrs(struct gw_series ***v, size_t *cap, size_t need)
 	return 0;
 }
 
+int gw_series_index_revive(struct gw_series_index *x, struct gw_series *s,
+			   bool force)
+{
+	int err;
+
+	if (s->live)
+		return 0;
+	err = force ? 0 : check_caps(x, &s->labels);
+	if (!err)
+		set_live(x, s, true);
+	return err;
+}
+
+void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s)
+{
+	set_live(x, s, false);
+}
+
 int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
-			uint32_t id, struct gw_series **out)
+			uint32_t id, bool retired, struct gw_series **out)
 {
 	struct gw_buf key;
 	struct gw_series *s = NULL;
@@ -353,7 +498,10 @@ int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 		goto out;
 	s = smap_get(&x->by_key, key.p);
 	if (s) {
-		*out = s;
+		if (!retired)
+			err = gw_series_index_revive(x, s, false);
+		if (!err)
+			*out = s;
 		s = NULL;
 		goto out;
 	}
@@ -361,10 +509,10 @@ int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 		err = -EEXIST;
 		goto out;
 	}
-	if (x->max_series && x->n >= x->max_series) {
-		x->refused_series++;
-		err = -ENOSPC;
-		goto out;
+	if (!retired) {
+		err = check_caps(x, l);
+		if (err)
+			goto out;
 	}
 	if (!id)
 		id = x->next_id;
@@ -385,11 +533,6 @@ int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 	err = gw_labels_dup(&s->labels, l);
 	if (err)
 		goto out;
-	err = admit_pairs(x, l);
-	if (err == -E2BIG)
-		x->refused_values++;
-	if (err)
-		goto out;
 	s->id = id;
 	s->key = gw_buf_detach(&key, NULL);
 	s->name = gw_labels_get(&s->labels, "__name__");
@@ -397,14 +540,18 @@ int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 		s->name = "";
 	err = smap_put(&x->by_key, s->key, s);
 	if (err) {
-		/* The pairs stay admitted: harmless, they only count. */
 		free((char *)s->key);
 		goto out;
 	}
+	/* From here on s is in the index: a posting that fails to grow
+	 * (ENOMEM) leaves it unselectable by that pair, nothing worse. */
 	x->all[x->n++] = s;
 	x->by_id[id] = s;
 	if (id >= x->next_id)
 		x->next_id = id + 1;
+	err = post_series(x, s);
+	if (!retired)
+		set_live(x, s, true);
 	*out = s;
 	s = NULL;
 out:
@@ -414,4 +561,201 @@ out:
 	}
 	gw_buf_release(&key);
 	return err;
+}
+
+/* ---- selection through the postings ---- */
+
+/* An id set: ids (ascending), owned or borrowed from a posting. */
+struct idset {
+	uint32_t *ids;
+	size_t n;
+	bool owned;
+};
+
+static void idset_release(struct idset *a)
+{
+	if (a->owned)
+		free(a->ids);
+	*a = (struct idset){ 0 };
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* a := a AND b (a is owned afterwards). */
+static int idset_intersect(struct idset *a, const struct idset *b)
+{
+	uint32_t *out = a->owned ? a->ids : malloc((a->n ? a->n : 1) * 4);
+	size_t i = 0, j = 0, k = 0;
+
+	if (!out)
+		return -ENOMEM;
+	while (i < a->n && j < b->n) {
+		if (a->ids[i] < b->ids[j]) {
+			i++;
+		} else if (a->ids[i] > b->ids[j]) {
+			j++;
+		} else {
+			out[k++] = a->ids[i];
+			i++;
+			j++;
+		}
+	}
+	a->ids = out;
+	a->n = k;
+	a->owned = true;
+	return 0;
+}
+
+/*
+ * The series whose value of m->name satisfies m (m does not match the
+ * empty string, so only series carrying the label can): the union of the
+ * postings of the matching values, each value tested once.
+ */
+static int matcher_set(const struct gw_series_index *x,
+		       const struct gw_matcher *m, struct idset *out)
+{
+	struct label_name *ln = smap_get(&x->names, m->name);
+	struct posting **hit;
+	size_t nhit = 0, total = 0;
+
+	*out = (struct idset){ 0 };
+	if (!ln)
+		return 0;
+	if (m->op == GW_MATCH_EQ) {
+		struct posting *p = find_pair(x, m->name, m->value);
+
+		if (p)
+			*out = (struct idset){ p->ids, p->n, false };
+		return 0;
+	}
+	hit = malloc((ln->nvalues ? ln->nvalues : 1) * sizeof(*hit));
+	if (!hit)
+		return -ENOMEM;
+	for (size_t i = 0; i < ln->nvalues; i++) {
+		if (gw_matcher_match(m, ln->values[i]->value)) {
+			hit[nhit++] = ln->values[i];
+			total += ln->values[i]->n;
+		}
+	}
+	if (nhit == 1) {
+		*out = (struct idset){ hit[0]->ids, hit[0]->n, false };
+	} else if (nhit > 1) {
+		out->ids = malloc((total + 1) * sizeof(*out->ids));
+		if (!out->ids) {
+			free(hit);
+			return -ENOMEM;
+		}
+		out->owned = true;
+		for (size_t i = 0; i < nhit; i++) {
+			memcpy(out->ids + out->n, hit[i]->ids,
+			       hit[i]->n * sizeof(*out->ids));
+			out->n += hit[i]->n;
+		}
+		/* A series has one value per name: no duplicates. */
+		qsort(out->ids, out->n, sizeof(*out->ids), cmp_u32);
+	}
+	free(hit);
+	return 0;
+}
+
+/* Keeps the series of a that m accepts, testing each one's value. */
+static int idset_filter(const struct gw_series_index *x, struct idset *a,
+			const struct gw_matcher *m)
+{
+	uint32_t *out = a->owned ? a->ids : malloc((a->n ? a->n : 1) * 4);
+	size_t k = 0;
+
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct gw_series *s = x->by_id[a->ids[i]];
+
+		if (gw_matcher_match(m, gw_labels_get(&s->labels, m->name)))
+			out[k++] = a->ids[i];
+	}
+	a->ids = out;
+	a->n = k;
+	a->owned = true;
+	return 0;
+}
+
+static size_t name_values(const struct gw_series_index *x, const char *name)
+{
+	const struct label_name *ln = smap_get(&x->names, name);
+
+	return ln ? ln->nvalues : 0;
+}
+
+int gw_series_index_select(const struct gw_series_index *x,
+			   const struct gw_matcher *m, size_t nm,
+			   uint32_t **ids, size_t *n)
+{
+	struct idset cand = { 0 };
+	bool all = true;
+	int err = 0;
+
+	*ids = NULL;
+	*n = 0;
+	/* Equality first: the smallest sets, found without a scan. */
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		for (size_t i = 0; i < nm && !err; i++) {
+			const struct gw_matcher *mi = &m[i];
+			struct idset b;
+
+			if ((mi->op == GW_MATCH_EQ) != (pass == 0) ||
+			    gw_matcher_matches_empty(mi))
+				continue;
+			if (!all && cand.n < name_values(x, mi->name)) {
+				/* Fewer candidates than values to test. */
+				err = idset_filter(x, &cand, mi);
+				continue;
+			}
+			err = matcher_set(x, mi, &b);
+			if (err)
+				break;
+			if (all) {
+				cand = b;
+				all = false;
+			} else {
+				err = idset_intersect(&cand, &b);
+				idset_release(&b);
+			}
+		}
+	}
+	if (!err && all) {
+		/* Only matchers that accept "": start from every series. */
+		cand.ids = malloc((x->n ? x->n : 1) * sizeof(*cand.ids));
+		if (!cand.ids)
+			return -ENOMEM;
+		cand.owned = true;
+		for (size_t i = 0; i < x->n; i++)
+			cand.ids[i] = x->all[i]->id;
+		cand.n = x->n;
+		qsort(cand.ids, cand.n, sizeof(*cand.ids), cmp_u32);
+	}
+	for (size_t i = 0; i < nm && !err; i++)
+		if (gw_matcher_matches_empty(&m[i]))
+			err = idset_filter(x, &cand, &m[i]);
+	if (!err && !cand.owned && cand.n) {
+		uint32_t *copy = malloc(cand.n * sizeof(*copy));
+
+		if (!copy)
+			err = -ENOMEM;
+		else
+			memcpy(copy, cand.ids, cand.n * sizeof(*copy));
+		cand.ids = copy;
+		cand.owned = true;
+	}
+	if (err) {
+		idset_release(&cand);
+		return err;
+	}
+	*ids = cand.owned ? cand.ids : NULL;
+	*n = cand.n;
+	return 0;
 }

@@ -4,10 +4,26 @@
  * each with a numeric id.  The store persists the ids, so a series keeps
  * its id across restarts (it re-adds them with gw_series_index_add(id)).
  *
- * Caps: at most max_series series, and at most max_values distinct values
- * per label name (over all series; __name__ counts as a label, so this also
- * caps metric names).  A series that would pass either is refused
- * (-ENOSPC / -E2BIG) and counted in the stats; the caller logs it once.
+ * Live and retired series: the index keeps every series it was given (so
+ * history stays selectable), but only live ones count against the caps.
+ * The store retires a series that stopped receiving samples
+ * (gw_series_index_retire) and revives it, with its old id, when samples
+ * come back (gw_series_index_revive, or adding the same labels again).
+ *
+ * Caps: at most max_series live series, and at most max_values distinct
+ * values per label name among live series (__name__ is not capped: metric
+ * names are the program's, not the workload's).  A series that would pass
+ * either is refused (-ENOSPC / -E2BIG) and counted in the stats; the caller
+ * logs it.
+ *
+ * Selection: an inverted index from each name=value pair to the ids of the
+ * series carrying it (its postings, ascending).  gw_series_index_select()
+ * intersects the postings of equality matchers, evaluates a regular
+ * expression (or !=) once per distinct value of its label and unites the
+ * postings of the values it accepts, and tests matchers that accept the
+ * empty string (which also select series lacking the label) on the
+ * candidates left.  Cost: proportional to the postings touched and the
+ * distinct values of regex-matched labels, not to the series in the index.
  *
  * Ownership: the index owns its series; a struct gw_series stays valid and
  * at the same address until gw_series_index_free.  series->head belongs to
@@ -18,6 +34,7 @@
 #ifndef GW_SERIES_H
 #define GW_SERIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,12 +46,14 @@ struct gw_series {
 	const char *key;  /* canonical key, gw_labels_key() */
 	const char *name; /* the __name__ value */
 	void *head;	  /* the store's per-series state */
+	bool live;	  /* counted against the caps */
 };
 
 struct gw_series_index;
 
 struct gw_series_index_stats {
-	uint64_t series;
+	uint64_t series; /* ever added */
+	uint64_t live;
 	uint64_t refused_series; /* over max_series */
 	uint64_t refused_values; /* over max_values for some label */
 	uint32_t next_id;
@@ -51,13 +70,34 @@ struct gw_series *gw_series_index_find(struct gw_series_index *x,
 				       const char *key);
 
 /*
- * Adds the series (labels copied).  id 0 assigns the next free id; an
- * explicit id (from disk) must be unused.  An existing key returns 0 and
- * that series.  -ENOSPC, -E2BIG (caps), -EEXIST (id taken), -ENOMEM.
+ * Adds the series (labels copied), live, or retired when `retired` (series
+ * known from disk: they count against no cap until revived).  id 0 assigns
+ * the next free id; an explicit id (from disk) must be unused.  An
+ * existing key returns 0 and that series, revived unless `retired`.
+ * -ENOSPC, -E2BIG (caps), -EEXIST (id taken), -ENOMEM.
  */
 __attribute__((warn_unused_result)) int
 gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
-		    uint32_t id, struct gw_series **out);
+		    uint32_t id, bool retired, struct gw_series **out);
+
+/* Takes a live series out of the caps' count; it stays selectable. */
+void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s);
+
+/* Makes a retired series live again: 0, or -ENOSPC / -E2BIG when the caps
+ * are full (counted); force ignores the caps (replaying logged samples). */
+__attribute__((warn_unused_result)) int
+gw_series_index_revive(struct gw_series_index *x, struct gw_series *s,
+		       bool force);
+
+/*
+ * The ids (ascending, *ids malloc'd, NULL when none) of the series, live
+ * or retired, whose labels satisfy all nm matchers; every series for
+ * nm == 0.  -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_series_index_select(const struct gw_series_index *x,
+		       const struct gw_matcher *m, size_t nm, uint32_t **ids,
+		       size_t *n);
 
 /*
  * Aliases: any other spelling of a series' key (labels in another order,

@@ -53,6 +53,7 @@ void gw_store_opts_defaults(struct gw_store_opts *o)
 	o->grace_ms = 10000;
 	o->max_series = 100000;
 	o->max_values = 10000;
+	o->retire_ms = 5 * MS_MIN;
 }
 
 void gw_store_day_name(int64_t day_ms, char out[11])
@@ -563,46 +564,46 @@ static int scan_tier(struct gw_store *s, enum gw_tier tier)
 	return 0;
 }
 
+struct rebuild {
+	struct gw_store *s;
+	uint64_t n;
+};
+
+static int rebuild_one(void *ctx, int64_t id, const char *key)
+{
+	struct rebuild *rb = ctx;
+	struct gw_series *ser;
+	struct gw_labels l;
+	size_t before = gw_series_index_count(rb->s->idx);
+
+	if (id <= 0 || id >= UINT32_MAX || gw_store_key_labels(key, &l) != 0)
+		return 0;
+	if (gw_store_attach_series(rb->s, &l, (uint32_t)id, false, &ser) == 0)
+		rb->n += gw_series_index_count(rb->s->idx) - before;
+	gw_labels_release(&l);
+	return 0;
+}
+
 /* With a fresh index, the series come back from the partitions. */
 static void rebuild_series(struct gw_store *s)
 {
-	uint64_t n = 0;
+	struct rebuild rb = { s, 0 };
 
 	for (size_t i = 0; i < s->nparts; i++) {
-		sqlite3_stmt *st;
 		sqlite3 *db;
 
 		if (gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
 			continue;
-		if (sqlite3_prepare_v2(db, "SELECT id, key FROM series", -1,
-				       &st, NULL) == SQLITE_OK) {
-			while (sqlite3_step(st) == SQLITE_ROW) {
-				int64_t id = sqlite3_column_int64(st, 0);
-				const char *key =
-					(const char *)sqlite3_column_text(st,
-									  1);
-				struct gw_series *ser;
-				struct gw_labels l;
-
-				if (!key || id <= 0 || id >= UINT32_MAX ||
-				    gw_store_key_labels(key, &l) != 0)
-					continue;
-				size_t before = gw_series_index_count(s->idx);
-
-				if (gw_store_attach_series(s, &l, (uint32_t)id,
-							   false, &ser) == 0)
-					n += gw_series_index_count(s->idx) -
-					     before;
-				gw_labels_release(&l);
-			}
-		}
-		sqlite3_finalize(st);
+		if (gw_store_each_series(db, rebuild_one, &rb) != 0)
+			gw_warn("store: the series list of %s is damaged; "
+				"its series may be missing",
+				s->parts[i].path);
 		sqlite3_close(db);
 	}
-	if (n)
+	if (rb.n)
 		gw_warn("store: index rebuilt from the partitions (%llu "
 			"series)",
-			(unsigned long long)n);
+			(unsigned long long)rb.n);
 }
 
 /* Restores the day's 1-hour column of every series from its partition. */
@@ -633,6 +634,11 @@ static void load_h1_day(struct gw_store *s)
 					    &r, &k) != 0)
 				continue;
 			h = ser->head;
+			/* Swept (and trimmed) by the cuts once the day is
+			 * over, like any series with a head. */
+			if (!h->in_active &&
+			    gw_store_list_push(&s->active, ser) == 0)
+				h->in_active = true;
 			gw_buf_reset(&h->h1_day);
 			h->h1_day_start = day;
 			h->h1_day_t0 = k ? r[0].t : INT64_MIN;
@@ -661,10 +667,11 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		s->o.now = real_now;
 	if (s->o.flush_ms <= 0)
 		s->o.flush_ms = 5000;
+	if (s->o.retire_ms <= 0)
+		s->o.retire_ms = 5 * MS_MIN;
 	snprintf(s->dir, sizeof(s->dir), "%s", o->dir);
 	pthread_rwlock_init(&s->lock, NULL);
 	pthread_mutex_init(&s->suspect_lock, NULL);
-	atomic_flag_clear(&s->warned_cap);
 	atomic_flag_clear(&s->warned_bad);
 	atomic_flag_clear(&s->warned_order);
 	atomic_flag_clear(&s->warned_corrupt);
@@ -744,6 +751,10 @@ void gw_store_close(struct gw_store *s)
 	for (size_t i = 0; i < s->nsealed; i++)
 		free(s->sealed[i].data);
 	free(s->sealed);
+	free(s->dirty.v);
+	free(s->active.v);
+	sqlite3_finalize(s->st_series);
+	sqlite3_finalize(s->st_head);
 	sqlite3_close(s->index);
 	gw_series_index_free(s->idx, gw_store_head_free);
 	pthread_rwlock_destroy(&s->lock);
@@ -755,7 +766,13 @@ void gw_store_stats(struct gw_store *s, struct gw_store_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	pthread_rwlock_rdlock(&s->lock);
-	st->series = gw_series_index_count(s->idx);
+	{
+		struct gw_series_index_stats xs;
+
+		gw_series_index_stats(s->idx, &xs);
+		st->series = xs.series;
+		st->series_live = xs.live;
+	}
 	st->partitions = s->nparts;
 	pthread_rwlock_unlock(&s->lock);
 	st->samples_appended = atomic_load(&s->st_appended);

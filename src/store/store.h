@@ -64,8 +64,10 @@ struct gw_store_opts {
 	uint64_t disk_budget;		/* bytes; 0 = unlimited */
 	int64_t flush_ms;		/* default 5000 */
 	int64_t grace_ms;		/* late samples before a cut; 10 s */
-	uint32_t max_series;		/* default 100000 */
-	uint32_t max_values;		/* per label name; default 10000 */
+	uint32_t max_series;		/* live series; default 100000 */
+	uint32_t max_values;		/* live values per label name
+					   (not __name__); default 10000 */
+	int64_t retire_ms;		/* no samples this long: retired; 1 h */
 	/* The clock (ms since the epoch) for retention, cuts and defaults;
 	 * NULL = CLOCK_REALTIME.  Tests pass a fake. */
 	int64_t (*now)(void *ctx);
@@ -108,7 +110,8 @@ __attribute__((warn_unused_result)) int gw_store_maintain(struct gw_store *s);
 const struct gw_queryable *gw_store_queryable(struct gw_store *s);
 
 struct gw_store_stats {
-	uint64_t series;
+	uint64_t series;      /* known, live or retired */
+	uint64_t series_live; /* counted against the caps */
 	uint64_t samples_appended;
 	uint64_t samples_refused_order; /* out of order / too late */
 	uint64_t samples_refused_cap;	/* series or label caps */

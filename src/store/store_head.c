@@ -217,6 +217,8 @@ int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
 	return err;
 }
 
+static int make_active(struct gw_store *s, struct gw_series *ser);
+
 /* The sample path shared by append and log replay. */
 int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		      double v, bool log)
@@ -226,6 +228,28 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 	int err, radd = 0;
 
 	hour = floor_to(t, MS_HOUR);
+	if (!ser->live) {
+		/* A retired series that comes back, with its old id; replayed
+		 * samples were admitted once and are never refused. */
+		pthread_rwlock_wrlock(&s->lock);
+		err = gw_series_index_revive(s->idx, ser, !log);
+		pthread_rwlock_unlock(&s->lock);
+		if (err) {
+			gw_store_note_cap(s, err, ser->key);
+			return err;
+		}
+	}
+	if (!h->in_active) {
+		err = make_active(s, ser);
+		if (err)
+			return err;
+	}
+	if (log && !h->in_dirty) {
+		err = gw_store_list_push(&s->dirty, ser);
+		if (err)
+			return err;
+		h->in_dirty = true;
+	}
 	if (t < h->last_t || t < s->watermark) {
 		atomic_fetch_add(&s->st_order, 1);
 		gw_log_once(&s->warned_order, GW_LOG_WARN,
@@ -312,6 +336,125 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 	return err;
 }
 
+int gw_store_list_push(struct ser_list *l, struct gw_series *ser)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 256;
+		struct gw_series **nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = ser;
+	return 0;
+}
+
+void gw_store_note_cap(struct gw_store *s, int err, const char *key)
+{
+	int k = err == -E2BIG;
+	int64_t now = gw_store_now(s);
+
+	atomic_fetch_add(&s->st_cap, 1);
+	/* The first refusal of each kind, then at most one line an hour
+	 * with the count since the last line. */
+	if (s->cap_logged[k] && now - s->cap_logged[k] < MS_HOUR) {
+		s->cap_unlogged[k]++;
+		return;
+	}
+	if (k)
+		gw_warn("store: refusing new series %s: a label would pass "
+			"--store-max-label-values %u live values (%llu more "
+			"refused since the last line); counted in "
+			"gpuwatch_store_samples_refused_total{reason=\"cap\"}",
+			key, s->o.max_values,
+			(unsigned long long)s->cap_unlogged[k]);
+	else
+		gw_warn("store: refusing new series %s: --store-max-series "
+			"%u live series reached (%llu more refused since the "
+			"last line); counted in "
+			"gpuwatch_store_samples_refused_total{reason=\"cap\"}",
+			key, s->o.max_series,
+			(unsigned long long)s->cap_unlogged[k]);
+	s->cap_logged[k] = now ? now : 1;
+	s->cap_unlogged[k] = 0;
+}
+
+static int make_active(struct gw_store *s, struct gw_series *ser)
+{
+	struct head *h = ser->head;
+	int err;
+
+	if (h->in_active)
+		return 0;
+	err = gw_store_list_push(&s->active, ser);
+	if (!err)
+		h->in_active = true;
+	return err;
+}
+
+/*
+ * Nothing of the series is only in memory: no open chunk or rollup, no
+ * unflushed sample, and the day's 1-hour column (if any) written by the
+ * cut that just ran (h1_dirty is cleared once it is on disk).  Should the
+ * series come back the same day, its new hours form a second 1-hour chunk
+ * of that day.
+ */
+static bool drained(const struct head *h)
+{
+	return !gw_chunk_count(&h->raw) && !h->m1_open && !h->m1_closed.len &&
+	       !h->h1_open && !h->h1_dirty && !h->npend;
+}
+
+/* Gives back the memory of a drained head's buffers. */
+static void head_trim(struct head *h)
+{
+	gw_chunk_enc_release(&h->raw);
+	gw_chunk_enc_init(&h->raw);
+	gw_rollup_release(&h->m1);
+	gw_rollup_init(&h->m1, 0);
+	gw_rollup_release(&h->h1);
+	gw_rollup_init(&h->h1, 0);
+	gw_buf_release(&h->m1_closed);
+	gw_buf_init(&h->m1_closed, 16u << 20);
+	gw_buf_release(&h->h1_day);
+	gw_buf_init(&h->h1_day, 16u << 20);
+	h->h1_day_start = INT64_MIN;
+	h->h1_day_t0 = INT64_MIN;
+	free(h->pend);
+	h->pend = NULL;
+	h->cappend = 0;
+	h->raw_hour = INT64_MIN;
+}
+
+void gw_store_head_sweep(struct gw_store *s, int64_t now)
+{
+	/* Memory is given back later than the caps: a series that samples
+	 * every few minutes keeps its day's 1-hour column in one chunk. */
+	int64_t trim_ms = s->o.retire_ms > MS_HOUR ? s->o.retire_ms : MS_HOUR;
+	size_t j = 0;
+
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < s->active.n; i++) {
+		struct gw_series *ser = s->active.v[i];
+		struct head *h = ser->head;
+
+		if (ser->live && (h->last_t == INT64_MIN ||
+				  h->last_t < now - s->o.retire_ms))
+			gw_series_index_retire(s->idx, ser);
+		if (!ser->live && drained(h) &&
+		    (h->last_t == INT64_MIN || h->last_t < now - trim_ms)) {
+			head_trim(h);
+			h->in_active = false;
+			continue;
+		}
+		s->active.v[j++] = ser;
+	}
+	s->active.n = j;
+	pthread_rwlock_unlock(&s->lock);
+}
+
 int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 			   uint32_t id, bool persisted, struct gw_series **out)
 {
@@ -323,10 +466,11 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 	if (!h)
 		return -ENOMEM;
 	h->persisted = persisted;
-	/* From disk: it may have data from before this run. */
+	/* From disk: it may have data from before this run, and is retired
+	 * until samples come (the caps count what is live). */
 	h->from_disk = id != 0;
 	pthread_rwlock_wrlock(&s->lock);
-	err = gw_series_index_add(s->idx, l, id, &ser);
+	err = gw_series_index_add(s->idx, l, id, id != 0, &ser);
 	if (!err && !ser->head) {
 		ser->head = h;
 		h = NULL;
@@ -334,15 +478,22 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 	pthread_rwlock_unlock(&s->lock);
 	gw_store_head_free(h);
 	if (err == -ENOSPC || err == -E2BIG) {
-		atomic_fetch_add(&s->st_cap, 1);
-		gw_log_once(
-			&s->warned_cap, GW_LOG_WARN,
-			"store: series cap reached (--store-max-series %u, "
-			"--store-max-label-values %u); new series are "
-			"refused and counted in "
-			"gpuwatch_store_samples_refused_total{reason=\"cap\"}",
-			s->o.max_series, s->o.max_values);
+		struct gw_buf key;
+
+		gw_buf_init(&key, 4096);
+		if (gw_labels_key(l, &key) != 0)
+			gw_buf_reset(&key);
+		gw_store_note_cap(s, err, key.len ? key.p : "?");
+		gw_buf_release(&key);
 	}
+	if (!err && !((struct head *)ser->head)->persisted &&
+	    !((struct head *)ser->head)->in_dirty) {
+		err = gw_store_list_push(&s->dirty, ser);
+		if (!err)
+			((struct head *)ser->head)->in_dirty = true;
+	}
+	if (!err && ser->live)
+		err = make_active(s, ser);
 	*out = err ? NULL : ser;
 	return err;
 }

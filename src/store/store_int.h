@@ -73,6 +73,14 @@ struct head {
 	struct pending *pend;
 	uint32_t npend, cappend;
 	bool persisted; /* row in index.db */
+	bool in_dirty;	/* on the store's dirty list */
+	bool in_active; /* on the store's active list */
+};
+
+/* A list of series (the dirty and active lists). */
+struct ser_list {
+	struct gw_series **v;
+	size_t n, cap;
 };
 
 struct part {
@@ -101,12 +109,23 @@ struct gw_store {
 
 	/* Writer-only state. */
 	sqlite3 *index;
+	/* Series with samples or an index row not yet flushed: a flush
+	 * costs what was written since the last one, not the series ever
+	 * seen. */
+	struct ser_list dirty;
+	/* Series whose head holds anything (an open chunk or rollup, the
+	 * day's 1-hour column): the ones a cut visits.  A series leaves it
+	 * once the cuts have moved everything to disk. */
+	struct ser_list active;
+	sqlite3_stmt *st_series, *st_head; /* the flush's, on index */
+	int64_t cap_logged[2]; /* last refusal logged: series, values */
+	uint64_t cap_unlogged[2];
 	int64_t watermark;  /* everything before it is in partitions */
 	int64_t next_flush; /* ms */
 	int64_t last_maint; /* ms */
 	uint64_t pend_total;
 	bool flush_failing; /* logged once per streak */
-	atomic_flag warned_cap, warned_bad, warned_order, warned_corrupt;
+	atomic_flag warned_bad, warned_order, warned_corrupt;
 
 	/* A partition a query found damaged, for the writer to check and
 	 * quarantine at its next maintenance (one at a time). */
@@ -162,8 +181,10 @@ void gw_store_init_queryable(struct gw_store *s);
 /* SQLite helpers: run statements, translate result codes (logged). */
 int gw_store_exec(sqlite3 *db, const char *sql);
 int gw_store_sql_err(sqlite3 *db, int rc, const char *what);
-int gw_store_insert_series(sqlite3 *db, const struct gw_series *ser,
-			   bool ignore);
+/* Inserts the series' row; with cache, the statement is prepared once and
+ * kept in *cache (the caller finalizes it). */
+int gw_store_insert_series(sqlite3 *db, sqlite3_stmt **cache,
+			   const struct gw_series *ser, bool ignore);
 
 /* The sample path shared by append and replay (log: remember it for the
  * next flush). */
@@ -173,6 +194,16 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
  * new series, persisted when index.db has its row (store_head.c). */
 int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 			   uint32_t id, bool persisted, struct gw_series **out);
+/* Adds ser to a list (no check for duplicates): 0 or -ENOMEM. */
+int gw_store_list_push(struct ser_list *l, struct gw_series *ser);
+/* Counts and logs (the first, then at most hourly) a refusal by a cap
+ * (err -ENOSPC or -E2BIG) (store_head.c). */
+void gw_store_note_cap(struct gw_store *s, int err, const char *key);
+/* After a cut and every minute: retires series without samples for
+ * o.retire_ms, and drops retired ones with nothing only in memory and no
+ * samples for an hour (or retire_ms if longer) from the active list,
+ * releasing their head's memory (store_head.c). */
+void gw_store_head_sweep(struct gw_store *s, int64_t now);
 /* Frees a series' head; NULL is a no-op (store_head.c). */
 void gw_store_head_free(void *v);
 /* Moves everything of the head before `before` into sealed[]
@@ -187,5 +218,18 @@ int gw_store_replay(struct gw_store *s);
 
 /* Merges each series' chunks in a closed partition (compact.c). */
 int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
+/* Packs a closing partition's series table into one compressed blob, in
+ * the caller's transaction (compact.c). */
+int gw_store_pack_series(sqlite3 *db);
+/* Rewrites a closing partition's chunks into the packed table (rowid
+ * series << 20 | k, no index; `chunks` becomes a view), in the caller's
+ * transaction; whether a partition is packed (compact.c). */
+int gw_store_pack_chunks(sqlite3 *db);
+bool gw_store_is_packed(sqlite3 *db);
+/* Calls fn(ctx, id, key) for each series a partition names, packed or
+ * not; fn's error stops it.  -EBADMSG for a damaged list (compact.c). */
+int gw_store_each_series(sqlite3 *db,
+			 int (*fn)(void *ctx, int64_t id, const char *key),
+			 void *ctx);
 
 #endif

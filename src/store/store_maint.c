@@ -25,25 +25,29 @@
 
 /* ---- cuts ---- */
 
-static int write_chunk(sqlite3 *db, uint32_t id, int64_t t_min, int64_t t_max,
-		       uint32_t n, const void *data, size_t len)
+static int write_chunk(sqlite3 *db, sqlite3_stmt **cache, uint32_t id,
+		       int64_t t_min, int64_t t_max, uint32_t n,
+		       const void *data, size_t len)
 {
-	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db,
-				"INSERT OR REPLACE INTO chunks(series, "
-				"t_min, t_max, n, data) VALUES (?,?,?,?,?)",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return gw_store_sql_err(db, rc, "write chunk");
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, t_min);
-	sqlite3_bind_int64(st, 3, t_max);
-	sqlite3_bind_int64(st, 4, n);
-	sqlite3_bind_blob(st, 5, data, (int)len, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	if (!*cache) {
+		rc = sqlite3_prepare_v2(db,
+					"INSERT OR REPLACE INTO chunks(series, "
+					"t_min, t_max, n, data) VALUES "
+					"(?,?,?,?,?)",
+					-1, cache, NULL);
+		if (rc != SQLITE_OK)
+			return gw_store_sql_err(db, rc, "write chunk");
+	}
+	sqlite3_bind_int64(*cache, 1, id);
+	sqlite3_bind_int64(*cache, 2, t_min);
+	sqlite3_bind_int64(*cache, 3, t_max);
+	sqlite3_bind_int64(*cache, 4, n);
+	sqlite3_bind_blob(*cache, 5, data, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(*cache);
+	sqlite3_reset(*cache);
+	sqlite3_clear_bindings(*cache);
 	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "write chunk");
 }
 
@@ -63,6 +67,8 @@ struct cut_txns {
 	struct {
 		enum gw_tier tier;
 		int64_t day;
+		/* prepared once per partition and cut */
+		sqlite3_stmt *series, *chunk;
 	} v[16];
 	size_t n;
 };
@@ -70,29 +76,36 @@ struct cut_txns {
 /* The partition for (tier, day), inside the cut's transaction on it;
  * -EROFS for a closed day (its data is late and dropped). */
 static int cut_partition(struct gw_store *s, struct cut_txns *tx,
-			 enum gw_tier tier, int64_t day, struct part **out)
+			 enum gw_tier tier, int64_t day, struct part **out,
+			 size_t *slot)
 {
 	int err = gw_store_part_writable(s, tier, day, out);
 
 	if (err)
 		return err;
-	for (size_t k = 0; k < tx->n; k++)
-		if (tx->v[k].tier == tier && tx->v[k].day == day)
+	for (size_t k = 0; k < tx->n; k++) {
+		if (tx->v[k].tier == tier && tx->v[k].day == day) {
+			*slot = k;
 			return 0;
+		}
+	}
 	if (tx->n == sizeof(tx->v) / sizeof(tx->v[0]))
 		return -E2BIG;
 	err = gw_store_exec((*out)->w, "BEGIN");
 	if (err)
 		return err;
+	*slot = tx->n;
 	tx->v[tx->n].tier = tier;
-	tx->v[tx->n++].day = day;
+	tx->v[tx->n].day = day;
+	tx->v[tx->n].series = NULL;
+	tx->v[tx->n++].chunk = NULL;
 	return 0;
 }
 
 /* Writes the sealed chunks before H and the partial 1h day columns. */
 static int write_cut(struct gw_store *s, int64_t H)
 {
-	size_t n = gw_series_index_count(s->idx);
+	size_t n = s->active.n;
 	struct cut_txns tx = { .n = 0 };
 	int err = 0;
 
@@ -102,34 +115,36 @@ static int write_cut(struct gw_store *s, int64_t H)
 		int64_t day = chunk_day(x->tier, x->t_min);
 		struct gw_series *ser = gw_series_index_get(s->idx, x->id);
 		struct part *p;
+		size_t k;
 
 		if (x->t_min >= H || !ser)
 			continue;
-		err = cut_partition(s, &tx, x->tier, day, &p);
+		err = cut_partition(s, &tx, x->tier, day, &p, &k);
 		if (err == -EROFS) {
 			err = 0;
 			continue;
 		}
 		if (err)
 			break;
-		err = gw_store_insert_series(p->w, ser, true);
+		err = gw_store_insert_series(p->w, &tx.v[k].series, ser, true);
 		if (!err)
-			err = write_chunk(p->w, x->id, x->t_min, x->t_max, x->n,
-					  x->data, x->len);
+			err = write_chunk(p->w, &tx.v[k].chunk, x->id, x->t_min,
+					  x->t_max, x->n, x->data, x->len);
 		if (!err)
 			p->samples += x->n;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->active.v[i];
 		struct head *h = ser->head;
 		struct gw_rollup *r = NULL;
 		struct gw_buf out;
 		struct part *p;
-		size_t k = 0;
+		size_t k = 0, slot;
 
 		if (!h->h1_dirty || !h->h1_day.len)
 			continue;
-		err = cut_partition(s, &tx, GW_TIER_1H, h->h1_day_start, &p);
+		err = cut_partition(s, &tx, GW_TIER_1H, h->h1_day_start, &p,
+				    &slot);
 		if (err == -EROFS) {
 			err = 0;
 			continue;
@@ -141,10 +156,12 @@ static int write_cut(struct gw_store *s, int64_t H)
 		if (!err && k)
 			err = gw_rollup_encode(r, k, &out);
 		if (!err)
-			err = gw_store_insert_series(p->w, ser, true);
+			err = gw_store_insert_series(p->w, &tx.v[slot].series,
+						     ser, true);
 		if (!err && k)
-			err = write_chunk(p->w, ser->id, r[0].t, r[k - 1].t,
-					  (uint32_t)k, out.p, out.len);
+			err = write_chunk(p->w, &tx.v[slot].chunk, ser->id,
+					  r[0].t, r[k - 1].t, (uint32_t)k,
+					  out.p, out.len);
 		gw_buf_release(&out);
 		gw_rollup_free_array(r, k);
 	}
@@ -152,6 +169,8 @@ static int write_cut(struct gw_store *s, int64_t H)
 		struct part *p =
 			gw_store_part_find(s, tx.v[k].tier, tx.v[k].day);
 
+		sqlite3_finalize(tx.v[k].series);
+		sqlite3_finalize(tx.v[k].chunk);
 		if (!p || !p->w)
 			continue;
 		if (err)
@@ -205,6 +224,13 @@ static void close_day(struct gw_store *s, int64_t day)
 		if (gw_store_open_db(p->path, false, false, &db) == 0) {
 			if (p->tier != GW_TIER_1H)
 				(void)gw_store_compact_db(db, p->tier);
+			if (gw_store_exec(db, "BEGIN") == 0) {
+				if (gw_store_pack_series(db) == 0 &&
+				    gw_store_pack_chunks(db) == 0)
+					(void)gw_store_exec(db, "COMMIT");
+				else
+					(void)gw_store_exec(db, "ROLLBACK");
+			}
 			(void)gw_store_exec(
 				db, "INSERT OR REPLACE INTO meta(k, v) "
 				    "VALUES ('closed', 1);"
@@ -223,11 +249,12 @@ static void close_day(struct gw_store *s, int64_t day)
 
 static int cut(struct gw_store *s, int64_t H)
 {
-	size_t n = gw_series_index_count(s->idx);
+	size_t n = s->active.n;
 	int err = gw_store_flush(s);
 
+	/* Only the active series have anything in the head. */
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = s->active.v[i];
 
 		err = gw_store_head_close_before(s, ser, ser->head, H);
 	}
@@ -241,13 +268,13 @@ static int cut(struct gw_store *s, int64_t H)
 	}
 	drop_sealed_before(s, H);
 	for (size_t i = 0; i < n; i++)
-		((struct head *)gw_series_index_at(s->idx, i)->head)->h1_dirty =
-			false;
+		((struct head *)s->active.v[i]->head)->h1_dirty = false;
 	err = set_watermark(s, H);
 	if (err)
 		return err;
 	s->watermark = H;
 	atomic_fetch_add(&s->st_cuts, 1);
+	gw_store_head_sweep(s, gw_store_now(s));
 	for (size_t i = 0; i < s->nparts; i++)
 		if (!s->parts[i].closed && s->parts[i].day + MS_DAY <= H)
 			close_day(s, s->parts[i].day);
@@ -385,6 +412,8 @@ int gw_store_maintain(struct gw_store *s)
 	if (now - s->last_maint >= 60000) {
 		s->last_maint = now;
 		enforce_limits(s, now);
+		/* series without samples for retire_ms leave the caps */
+		gw_store_head_sweep(s, now);
 	}
 	return err;
 }

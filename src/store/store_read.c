@@ -331,54 +331,93 @@ static void note_corrupt_file(struct gw_store *s, const char *path)
 	pthread_mutex_unlock(&s->suspect_lock);
 }
 
+/* The selection whose id is id (sels ascending by id), from *at on. */
+static struct sel *sel_seek(struct sel *sels, size_t n, size_t *at, uint32_t id)
+{
+	while (*at < n && sels[*at].id < id)
+		(*at)++;
+	return *at < n && sels[*at].id == id ? &sels[*at] : NULL;
+}
+
+/*
+ * Reads the chunks in [mint, maxt] of every selected series from one
+ * partition with one statement: the ids go in as a JSON array, SQLite
+ * looks each up in the (series, t_min) key and returns the rows in that
+ * order, which is the order of sels.
+ */
 static int read_partition(struct gw_store *s, const char *path,
 			  struct sel *sels, size_t n, enum gw_tier tier,
 			  int64_t mint, int64_t maxt,
 			  struct gw_query_limits *lim)
 {
 	sqlite3_stmt *st = NULL;
+	struct gw_buf ids;
+	size_t at = 0;
 	sqlite3 *db;
 	int err = 0, rc;
 
 	if (gw_store_open_db(path, false, true, &db) != 0)
 		return 0; /* dropped meanwhile, or unreadable: skip */
-	rc = sqlite3_prepare_v2(db,
-				"SELECT t_min, data FROM chunks WHERE "
-				"series = ? AND t_max >= ? AND t_min <= ? "
-				"ORDER BY t_min",
-				-1, &st, NULL);
+	gw_buf_init(&ids, (size_t)1 << 31);
+	gw_buf_put(&ids, "[", 1);
+	for (size_t i = 0; i < n; i++) {
+		char num[16];
+		int len = snprintf(num, sizeof(num), "%s%u", i ? "," : "",
+				   sels[i].id);
+
+		gw_buf_put(&ids, num, (size_t)len);
+	}
+	gw_buf_put(&ids, "]", 2); /* with its NUL */
+	err = gw_buf_error(&ids);
+	if (err)
+		goto out;
+	/* A closed day's chunks are keyed series << 20 | k (compact.c):
+	 * one rowid range per series. */
+	rc = sqlite3_prepare_v2(
+		db,
+		gw_store_is_packed(db)
+			? "SELECT p.id >> 20, p.t_min, p.data FROM "
+			  "json_each(?1) AS j JOIN packed AS p ON p.id >= "
+			  "(j.value << 20) AND p.id < ((j.value + 1) << 20) "
+			  "WHERE p.t_max >= ?2 AND p.t_min <= ?3 ORDER BY p.id"
+			: "SELECT series, t_min, data FROM chunks "
+			  "WHERE series IN (SELECT value FROM "
+			  "json_each(?1)) AND t_max >= ?2 AND "
+			  "t_min <= ?3 ORDER BY series, t_min",
+		-1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		note_corrupt_file(s, path);
 		goto out;
 	}
-	for (size_t i = 0; i < n && !err; i++) {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, sels[i].id);
-		sqlite3_bind_int64(st, 2, mint);
-		sqlite3_bind_int64(st, 3, maxt);
-		while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			int64_t t_min = sqlite3_column_int64(st, 0);
-			const uint8_t *p = sqlite3_column_blob(st, 1);
-			size_t len = (size_t)sqlite3_column_bytes(st, 1);
+	sqlite3_bind_text(st, 1, ids.p, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, mint);
+	sqlite3_bind_int64(st, 3, maxt);
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		int64_t t_min = sqlite3_column_int64(st, 1);
+		const uint8_t *p = sqlite3_column_blob(st, 2);
+		size_t len = (size_t)sqlite3_column_bytes(st, 2);
+		struct sel *x = id > 0 && id < UINT32_MAX
+					? sel_seek(sels, n, &at, (uint32_t)id)
+					: NULL;
 
-			if (in_memory(&sels[i], t_min))
-				continue;
-			if (tier == GW_TIER_RAW)
-				err = take_raw(s, &sels[i], p, len, mint, maxt,
-					       lim);
-			else
-				err = take_rollups(s, &sels[i], tier, p, len,
-						   false, mint, maxt, lim);
-		}
-		if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-			if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-				note_corrupt_file(s, path);
-			else
-				gw_warn("store: reading %s: %s", path,
-					sqlite3_errmsg(db));
-		}
+		if (!x || in_memory(x, t_min))
+			continue;
+		if (tier == GW_TIER_RAW)
+			err = take_raw(s, x, p, len, mint, maxt, lim);
+		else
+			err = take_rollups(s, x, tier, p, len, false, mint,
+					   maxt, lim);
+	}
+	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+			note_corrupt_file(s, path);
+		else
+			gw_warn("store: reading %s: %s", path,
+				sqlite3_errmsg(db));
 	}
 out:
+	gw_buf_release(&ids);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return err;
@@ -400,44 +439,31 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 	struct gw_store *s = ctx;
 	struct sel *sels = NULL;
 	struct part_ref *parts = NULL;
-	size_t n = 0, cap = 0, np = 0;
+	uint32_t *ids = NULL;
+	size_t n = 0, nids = 0, np = 0;
 	int err = 0;
 
 	out->s = NULL;
 	out->n = 0;
 	/* Write lock: finalising an open chunk's header writes to it. */
 	pthread_rwlock_wrlock(&s->lock);
-	for (size_t i = 0; i < gw_series_index_count(s->idx) && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+	err = gw_series_index_select(s->idx, m, nm, &ids, &nids);
+	if (!err && nids) {
+		sels = calloc(nids, sizeof(*sels));
+		if (!sels)
+			err = -ENOMEM;
+	}
+	/* sels stays in ascending id order, as the index returns them. */
+	for (size_t i = 0; i < nids && !err; i++) {
+		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
 		struct head *h = ser->head;
 		struct sel *x;
 
-		if (!gw_matchers_match(m, nm, &ser->labels))
-			continue;
 		if (h->first_t != INT64_MIN && h->first_t - MS_HOUR > maxt)
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct sel *nv = realloc(sels, ncap * sizeof(*nv));
-
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			sels = nv;
-			cap = ncap;
-		}
 		x = &sels[n++];
-		memset(x, 0, sizeof(*x));
 		x->id = ser->id;
 		err = gw_labels_dup(&x->labels, &ser->labels);
-		for (size_t k = 0; k < s->nsealed && !err; k++) {
-			const struct sealed *z = &s->sealed[k];
-
-			if (z->id == ser->id && z->tier == tier)
-				err = mem_add(x, tier, false, z->t_min, z->data,
-					      z->len);
-		}
 		if (err)
 			break;
 		if (tier == GW_TIER_RAW && gw_chunk_count(&h->raw)) {
@@ -455,6 +481,25 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 		}
 		if (!err && tier != GW_TIER_RAW)
 			err = mem_add_open(x, tier, h);
+	}
+	/* Sealed chunks waiting for the cut: one pass over them. */
+	for (size_t k = 0; k < s->nsealed && !err && n; k++) {
+		const struct sealed *z = &s->sealed[k];
+		size_t lo = 0, hi = n;
+
+		if (z->tier != tier)
+			continue;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (sels[mid].id < z->id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && sels[lo].id == z->id)
+			err = mem_add(&sels[lo], tier, false, z->t_min, z->data,
+				      z->len);
 	}
 	if (!err && n) {
 		parts = calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
@@ -518,6 +563,7 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 	for (size_t i = 0; i < n; i++)
 		sel_release(&sels[i]);
 	free(sels);
+	free(ids);
 	free(parts);
 	if (err)
 		gw_series_set_release(out);
@@ -564,10 +610,8 @@ void gw_string_list_release(struct gw_string_list *l)
 	l->n = 0;
 }
 
-/* Series chosen by series() and label_values(): any matcher list. */
-static bool chosen(const struct gw_series *ser,
-		   const struct gw_matcher *const *sets, const size_t *nm,
-		   size_t nsets, int64_t mint, int64_t maxt)
+/* Series seen in [mint, maxt] (as far as the head knows). */
+static bool in_time(const struct gw_series *ser, int64_t mint, int64_t maxt)
 {
 	const struct head *h = ser->head;
 
@@ -575,12 +619,66 @@ static bool chosen(const struct gw_series *ser,
 		return false;
 	if (h->last_t != INT64_MIN && h->last_t < mint)
 		return false;
-	if (!nsets)
-		return true;
-	for (size_t i = 0; i < nsets; i++)
-		if (gw_matchers_match(sets[i], nm[i], &ser->labels))
-			return true;
-	return false;
+	return true;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The ids of the series chosen by series() and label_values(): those any
+ * matcher list selects (every series when nsets is 0), ascending, each
+ * once.  Under the lock.
+ */
+static int chosen_ids(struct gw_store *s, const struct gw_matcher *const *sets,
+		      const size_t *nm, size_t nsets, uint32_t **out,
+		      size_t *nout)
+{
+	uint32_t *all = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	if (nsets <= 1)
+		return gw_series_index_select(s->idx, nsets ? sets[0] : NULL,
+					      nsets ? nm[0] : 0, out, nout);
+	for (size_t i = 0; i < nsets && !err; i++) {
+		uint32_t *one, *nv;
+		size_t k;
+
+		err = gw_series_index_select(s->idx, sets[i], nm[i], &one, &k);
+		if (err || !k)
+			continue;
+		nv = realloc(all, (n + k) * sizeof(*nv));
+		if (!nv) {
+			free(one);
+			err = -ENOMEM;
+			break;
+		}
+		all = nv;
+		memcpy(all + n, one, k * sizeof(*one));
+		n += k;
+		free(one);
+	}
+	if (err) {
+		free(all);
+		return err;
+	}
+	if (n > 1) {
+		size_t u = 1;
+
+		qsort(all, n, sizeof(*all), cmp_id);
+		for (size_t i = 1; i < n; i++)
+			if (all[i] != all[u - 1])
+				all[u++] = all[i];
+		n = u;
+	}
+	*out = all;
+	*nout = n;
+	return 0;
 }
 
 static int cmp_labels_p(const void *a, const void *b)
@@ -593,23 +691,27 @@ static int store_series(void *ctx, const struct gw_matcher *const *sets,
 			int64_t maxt, struct gw_label_set_list *out)
 {
 	struct gw_store *s = ctx;
-	size_t n, k = 0;
+	uint32_t *ids = NULL;
+	size_t n = 0, k = 0;
 	int err = 0;
 
 	out->v = NULL;
 	out->n = 0;
 	pthread_rwlock_rdlock(&s->lock);
-	n = gw_series_index_count(s->idx);
-	out->v = calloc(n ? n : 1, sizeof(*out->v));
-	if (!out->v)
-		err = -ENOMEM;
+	err = chosen_ids(s, sets, nm, nsets, &ids, &n);
+	if (!err) {
+		out->v = calloc(n ? n : 1, sizeof(*out->v));
+		if (!out->v)
+			err = -ENOMEM;
+	}
 	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
 
-		if (chosen(ser, sets, nm, nsets, mint, maxt))
+		if (in_time(ser, mint, maxt))
 			err = gw_labels_dup(&out->v[k++], &ser->labels);
 	}
 	pthread_rwlock_unlock(&s->lock);
+	free(ids);
 	out->n = k;
 	if (err) {
 		gw_label_set_list_release(out);
@@ -630,17 +732,19 @@ static int store_label_values(void *ctx, const char *name,
 			      int64_t maxt, struct gw_string_list *out)
 {
 	struct gw_store *s = ctx;
-	size_t cap = 0, k = 0;
+	uint32_t *ids = NULL;
+	size_t cap = 0, k = 0, nids = 0;
 	char **v = NULL;
 	int err = 0;
 
 	out->v = NULL;
 	out->n = 0;
 	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < gw_series_index_count(s->idx) && !err; i++) {
-		struct gw_series *ser = gw_series_index_at(s->idx, i);
+	err = chosen_ids(s, sets, nm, nsets, &ids, &nids);
+	for (size_t i = 0; i < nids && !err; i++) {
+		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
 
-		if (!chosen(ser, sets, nm, nsets, mint, maxt))
+		if (!in_time(ser, mint, maxt))
 			continue;
 		for (size_t j = 0; j < ser->labels.n && !err; j++) {
 			const char *x = name ? ser->labels.v[j].value
@@ -667,6 +771,7 @@ static int store_label_values(void *ctx, const char *name,
 		}
 	}
 	pthread_rwlock_unlock(&s->lock);
+	free(ids);
 	if (!err && k > 1) {
 		size_t u = 1;
 
