@@ -12,10 +12,12 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
-test_pkgs=(libcmocka-dev prometheus prometheus-alertmanager python3-statsd curl
+test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 sqlite3
 	procps clang-format)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
+# prometheus (promtool and the server) and victoria-metrics: the PromQL
+# comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours.)
 

@@ -27,7 +27,7 @@ static const struct command commands[] = {
 	{ "query", gw_cmd_query,
 	  "evaluate PromQL on a running agent and print the result" },
 	{ "store", gw_cmd_store,
-	  "list, check or export the local store's day partitions" },
+	  "list, check, export or import the local store's data" },
 	{ "rules", gw_cmd_rules,
 	  "check alert rule files, list the rules the agent would run" },
 	{ "version", gw_cmd_version, "print the version" },

@@ -3,6 +3,7 @@
  * store.c - `gpuwatch store`: look at the local store on disk without the
  * agent: list the day partitions, check every file, export one partition.
  * Safe while the agent runs (read-only; exports are consistent snapshots).
+ * `store import` (store_import.c) writes, and refuses to run under an agent.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +23,8 @@ static void usage(FILE *out)
 		"Usage: gpuwatch store ls     [--data-dir DIR]\n"
 		"       gpuwatch store check  [--data-dir DIR]\n"
 		"       gpuwatch store export PARTITION FILE [--data-dir DIR]\n"
+		"       gpuwatch store import [--data-dir DIR] [OPTIONS] "
+		"FILE...\n"
 		"\n"
 		"The agent keeps its history in DIR/store: one SQLite file per "
 		"UTC "
@@ -46,6 +49,10 @@ static void usage(FILE *out)
 		"          (e.g. raw/2026-12-01), to FILE, even while the "
 		"agent "
 		"writes it\n"
+		"  import  backfill the store from OpenMetrics text files "
+		"with timestamps\n"
+		"          (not while an agent runs; `gpuwatch store import "
+		"--help`)\n"
 		"\n"
 		"Options:\n"
 		"  --data-dir DIR   the agent's --data-dir (default "
@@ -158,6 +165,22 @@ int gw_cmd_store(int argc, char **argv)
 	if (argc < 1) {
 		usage(stderr);
 		return 2;
+	}
+	if (strcmp(argv[0], "import") == 0) {
+		/* Its own options; a --data-dir given before it comes first
+		 * (a later one wins). */
+		char **args = calloc((size_t)argc + 3, sizeof(*args));
+		int r;
+
+		if (!args)
+			return 1;
+		args[0] = argv[0];
+		args[1] = (char *)"--data-dir";
+		args[2] = (char *)data_dir;
+		memcpy(&args[3], &argv[1], (size_t)(argc - 1) * sizeof(*args));
+		r = gw_cmd_store_import(argc + 2, args);
+		free(args);
+		return r;
 	}
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--data-dir") == 0 && i + 1 < argc) {

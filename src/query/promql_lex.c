@@ -532,7 +532,10 @@ static void skip_space(struct gw_pql_lexer *lx, bool comments)
 		if (is_space((unsigned char)c)) {
 			lx->pos++;
 		} else if (c == '#' && comments) {
-			while (lx->pos < lx->len && lx->q[lx->pos] != '\n')
+			/* A NUL ends the comment too: it is then an error,
+			 * wherever it is in the query. */
+			while (lx->pos < lx->len && lx->q[lx->pos] != '\n' &&
+			       lx->q[lx->pos] != '\0')
 				lx->pos++;
 		} else {
 			break;

@@ -8,8 +8,8 @@
  * formats identically, with the same static type (unless the added
  * parentheses take it past the nesting limit).  The selector parser
  * and the duration parser see the same text.  The whole input, NUL bytes
- * included, goes to gw_promql_parse_len: a NUL is an error, and every
- * error message is valid UTF-8 whatever the input.
+ * included, goes to gw_promql_parse_len: a NUL is an error (in a comment
+ * too), and every error message is valid UTF-8 whatever the input.
  */
 #include <errno.h>
 #include <stdio.h>

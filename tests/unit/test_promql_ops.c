@@ -674,6 +674,13 @@ static void nul_and_utf8(void **state)
 	assert_int_equal(gw_promql_parse_len("foo\0", 4, &n, &e), -EINVAL);
 	assert_int_equal(gw_promql_parse_len("foo{a=\"x\0\"}", 11, &n, &e),
 			 -EINVAL);
+	/* Also inside a comment, where Prometheus' lexer would skip it:
+	 * a NUL anywhere is an error. (Ours.) */
+	assert_int_equal(gw_promql_parse_len("foo # a\0b\n", 10, &n, &e),
+			 -EINVAL);
+	assert_null(n);
+	assert_string_equal(e.msg,
+			    "1:8: parse error: unexpected character: '\\x00'");
 	assert_int_equal(gw_promql_parse_len("foo", 3, &n, &e), 0);
 	gw_promql_free(n);
 	n = NULL;
