@@ -275,6 +275,7 @@ static int open_store(struct gw_agent *a, char *err, size_t errlen)
 	o.disk_budget = a->cfg.disk_budget;
 	o.flush_ms = (int64_t)(a->cfg.flush_interval * 1000);
 	o.max_series = a->cfg.store_max_series;
+	o.retire_ms = (int64_t)(a->cfg.store_retire_after * 1000);
 	o.max_values = a->cfg.store_max_label_values;
 	r = gw_store_open(&a->store, &o, err, errlen);
 	if (r)

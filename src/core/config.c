@@ -158,9 +158,15 @@ static const struct opt opts[] = {
 	  "loses at most this much." },
 	{ "store-max-series", T_UINT, F(store_max_series), 1, 10000000, "N",
 	  "100000", RESTART, "live series; beyond are refused and counted",
-	  "Most live series (samples in the last 5 minutes) the store keeps;\n"
-	  "new ones beyond are refused and counted.  Series that stop are\n"
-	  "retired after 5 minutes and stay queryable." },
+	  "Most live series (a sample within --store-retire-after) the store\n"
+	  "keeps; new ones beyond are refused and counted." },
+	{ "store-retire-after", T_DURATION, F(store_retire_after), 60,
+	  7 * 86400, "DURATION", "5m", RESTART,
+	  "series without samples this long leave the caps",
+	  "A series without samples this long is retired: it no longer counts\n"
+	  "against --store-max-series and --store-max-label-values, its "
+	  "history\n"
+	  "stays queryable, and a sample brings it back as the same series." },
 	{ "store-max-label-values", T_UINT, F(store_max_label_values), 1,
 	  10000000, "N", "10000", RESTART, "live values of one label name",
 	  "Most distinct values of one label name (pid, kernel, ...) among\n"

@@ -58,6 +58,7 @@ struct gw_config {
 	unsigned long long disk_budget; /* bytes; 0 = unlimited */
 	double flush_interval;
 	unsigned int store_max_series;
+	double store_retire_after; /* seconds */
 	unsigned int store_max_label_values;
 	unsigned long long query_max_samples;
 	double query_timeout;

@@ -67,7 +67,7 @@ struct gw_store_opts {
 	uint32_t max_series;		/* live series; default 100000 */
 	uint32_t max_values;		/* live values per label name
 					   (not __name__); default 10000 */
-	int64_t retire_ms;		/* no samples this long: retired; 1 h */
+	int64_t retire_ms; /* no samples this long: retired; 5 min */
 	/* The clock (ms since the epoch) for retention, cuts and defaults;
 	 * NULL = CLOCK_REALTIME.  Tests pass a fake. */
 	int64_t (*now)(void *ctx);

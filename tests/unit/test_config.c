@@ -103,6 +103,7 @@ static void check_defaults(const struct gw_config *c)
 	assert_true(c->cpu_budget == 0.005);
 	assert_true(c->sim_day == 86400);
 	assert_true(c->sim_seed == 1);
+	assert_true(c->store_retire_after == 300);
 	assert_int_equal(c->log_level, GW_LOG_INFO);
 	assert_int_equal(c->nfaults, 0);
 }
@@ -127,16 +128,17 @@ static void every_flag(void **state)
 	char err[GW_CONFIG_ERR_MAX];
 
 	(void)state;
-	assert_int_equal(
-		run_args(&c, err, sizeof(err), "--listen", "[::1]:9500",
-			 "--data-dir", "/srv/gw", "--nvml-lib",
-			 "/opt/libnvml.so", "--simulate", "4", "--fault",
-			 "ecc-storm:1:60:30", "--fault", "xid79:3", "--sim-day",
-			 "10m", "--sim-seed", "18446744073709551615",
-			 "--interval=500ms", "--detail-interval", "1m",
-			 "--collector-timeout", "2s", "--cpu-budget", "0.02",
-			 "--compat", "dcgm", "--log-level", "debug", NULL),
-		0);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--listen",
+				  "[::1]:9500", "--data-dir", "/srv/gw",
+				  "--nvml-lib", "/opt/libnvml.so", "--simulate",
+				  "4", "--fault", "ecc-storm:1:60:30",
+				  "--fault", "xid79:3", "--sim-day", "10m",
+				  "--sim-seed", "18446744073709551615",
+				  "--interval=500ms", "--detail-interval", "1m",
+				  "--collector-timeout", "2s", "--cpu-budget",
+				  "0.02", "--compat", "dcgm", "--log-level",
+				  "debug", "--store-retire-after", "2h", NULL),
+			 0);
 	assert_string_equal(c.listen, "[::1]:9500");
 	assert_string_equal(c.data_dir, "/srv/gw");
 	assert_string_equal(c.nvml_lib, "/opt/libnvml.so");
@@ -154,6 +156,7 @@ static void every_flag(void **state)
 	assert_true(c.collector_timeout == 2);
 	assert_true(c.cpu_budget == 0.02);
 	assert_string_equal(c.compat, "dcgm");
+	assert_true(c.store_retire_after == 7200);
 	assert_int_equal(c.log_level, GW_LOG_DEBUG);
 }
 
