@@ -57,38 +57,50 @@ static struct head *head_new(void)
 	return h;
 }
 
-static int seal_push(struct gw_store *s, uint32_t id, enum gw_tier tier,
-		     int64_t t_min, int64_t t_max, uint32_t n, const void *data,
-		     size_t len)
+/* Appends a copy of `data` to sealed[]; the caller holds the write lock. */
+static int seal_push_locked(struct gw_store *s, uint32_t id, enum gw_tier tier,
+			    int64_t t_min, int64_t t_max, uint32_t n,
+			    const void *data, size_t len)
 {
-	struct sealed *x;
 	uint8_t *copy;
 
 	if (!len)
 		return 0;
-	copy = malloc(len);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, data, len);
-	pthread_rwlock_wrlock(&s->lock);
 	if (s->nsealed == s->capsealed) {
 		size_t ncap = s->capsealed ? s->capsealed * 2 : 256;
 		struct sealed *nv = realloc(s->sealed, ncap * sizeof(*nv));
 
-		if (!nv) {
-			pthread_rwlock_unlock(&s->lock);
-			free(copy);
+		if (!nv)
 			return -ENOMEM;
-		}
 		s->sealed = nv;
 		s->capsealed = ncap;
 	}
-	x = &s->sealed[s->nsealed++];
-	*x = (struct sealed){ id, tier, t_min, t_max, n, copy, len };
-	pthread_rwlock_unlock(&s->lock);
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, data, len);
+	s->sealed[s->nsealed++] =
+		(struct sealed){ id, tier, t_min, t_max, n, copy, len };
 	return 0;
 }
 
+static int seal_push(struct gw_store *s, uint32_t id, enum gw_tier tier,
+		     int64_t t_min, int64_t t_max, uint32_t n, const void *data,
+		     size_t len)
+{
+	int err;
+
+	pthread_rwlock_wrlock(&s->lock);
+	err = seal_push_locked(s, id, tier, t_min, t_max, n, data, len);
+	pthread_rwlock_unlock(&s->lock);
+	return err;
+}
+
+/*
+ * gw_chunk_bytes() finishes an open run in the encoder's buffer, which is
+ * a write readers also make (under the lock), so the writer takes the
+ * lock for it too.
+ */
 static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
 {
 	const uint8_t *p;
@@ -97,16 +109,15 @@ static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
 
 	if (!gw_chunk_count(&h->raw))
 		return 0;
-	p = gw_chunk_bytes(&h->raw, &len);
-	err = seal_push(s, ser->id, GW_TIER_RAW, gw_chunk_first(&h->raw),
-			gw_chunk_last(&h->raw), gw_chunk_count(&h->raw), p,
-			len);
-	if (err)
-		return err;
 	pthread_rwlock_wrlock(&s->lock);
-	gw_chunk_enc_reset(&h->raw);
+	p = gw_chunk_bytes(&h->raw, &len);
+	err = seal_push_locked(s, ser->id, GW_TIER_RAW, gw_chunk_first(&h->raw),
+			       gw_chunk_last(&h->raw), gw_chunk_count(&h->raw),
+			       p, len);
+	if (!err)
+		gw_chunk_enc_reset(&h->raw);
 	pthread_rwlock_unlock(&s->lock);
-	return 0;
+	return err;
 }
 
 /* Encodes framed rollups as one rollup chunk and seals it. */
