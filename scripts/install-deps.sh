@@ -7,7 +7,7 @@ set -euo pipefail
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
-	libzstd-dev
+	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
 	libiberty-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
