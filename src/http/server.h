@@ -17,9 +17,9 @@
  * Threads: one libmicrohttpd thread does all the socket work and answers
  * /metrics, /healthz and / itself.  An API request is parked (its
  * connection suspended) and handed to a pool of query workers
- * (gw_api_opts.max_concurrency, default 4); at most 32 more wait in a queue
- * and further ones get 503 at once, so a slow query never holds up a
- * scrape.  All threads are created by gw_http_start and inherit the
+ * (gw_api_opts.max_concurrency, default 4; nice 10, so that they yield
+ * the CPU to collection); at most 32 more wait in a queue and further ones
+ * get 503 at once, so a slow query never holds up a scrape.  All threads are created by gw_http_start and inherit the
  * capabilities of the thread that calls it (none, in the agent).
  * gw_http_close first cancels the queries being evaluated (they stop
  * within a step or a store read and answer 503 "unavailable", "query
