@@ -42,8 +42,8 @@ struct gw_linger *gw_linger_new(double grace_s, unsigned int max_procs,
 		return NULL;
 	l->grace = grace_s;
 	l->max_procs = max_procs ? max_procs : GW_LINGER_DEFAULT_MAX_PROCS;
-	l->max_samples = max_samples ? max_samples
-				     : GW_LINGER_DEFAULT_MAX_SAMPLES;
+	l->max_samples =
+		max_samples ? max_samples : GW_LINGER_DEFAULT_MAX_SAMPLES;
 	l->v = calloc(l->max_procs, sizeof(*l->v));
 	if (!l->v) {
 		free(l);
@@ -82,6 +82,7 @@ static int find(const struct gw_linger *l, uint64_t key)
 int gw_linger_take(struct gw_linger *l, uint64_t key, const struct gw_snap *src,
 		   const char *labels, double exited_unix, double now)
 {
+	struct gw_snap copy;
 	struct entry *e;
 	size_t len;
 	int i;
@@ -96,43 +97,32 @@ int gw_linger_take(struct gw_linger *l, uint64_t key, const struct gw_snap *src,
 		drop(l, (unsigned int)i);
 	if (l->grace <= 0)
 		return 0;
-	if (l->n == l->max_procs) {
+	gw_snap_init(&copy);
+	if (gw_snap_copy(&copy, src, labels) == 0 && !copy.dropped) {
+		gw_snap_release(&copy);
+		return 0;
+	}
+	if (copy.dropped || copy.n > l->max_samples) {
+		gw_snap_release(&copy);
+		l->refused++;
+		return -ENOSPC;
+	}
+	/* Room: the oldest exits leave first. */
+	while (l->n > 0 &&
+	       (l->n == l->max_procs || l->samples + copy.n > l->max_samples)) {
 		drop(l, 0);
 		l->evicted++;
 	}
-	e = &l->v[l->n];
+	e = &l->v[l->n++];
 	memset(e, 0, sizeof(*e));
-	gw_snap_init(&e->snap);
-	if (gw_snap_copy(&e->snap, src, labels) == 0 || e->snap.dropped) {
-		bool full = e->snap.dropped != 0;
-
-		gw_snap_release(&e->snap);
-		if (!full)
-			return 0;
-		l->refused++;
-		return -ENOSPC;
-	}
-	if (e->snap.n > l->max_samples) {
-		gw_snap_release(&e->snap);
-		l->refused++;
-		return -ENOSPC;
-	}
-	while (l->samples + e->snap.n > l->max_samples && l->n > 0) {
-		struct gw_snap keep = e->snap;
-
-		drop(l, 0);
-		l->evicted++;
-		e = &l->v[l->n];
-		e->snap = keep;
-	}
+	e->snap = copy;
 	e->key = key;
 	e->until = now + l->grace;
 	e->exited_unix = exited_unix;
 	e->fresh = true;
 	memcpy(e->labels, labels, len + 1);
-	l->samples += e->snap.n;
-	l->n++;
-	return (int)e->snap.n;
+	l->samples += copy.n;
+	return (int)copy.n;
 }
 
 void gw_linger_forget(struct gw_linger *l, uint64_t key)

@@ -52,8 +52,7 @@ static const char *const cache_names[] = { "libcudart.so", "libcuda.so" };
 #define CACHE_FILTER "libcuda*.so*"
 
 #define WATCH_MASK                                                             \
-	(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR |               \
-	 IN_DONT_FOLLOW)
+	(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW)
 
 /* A folder watched for names matching filter. */
 struct watch {
@@ -302,7 +301,8 @@ static int cache_entry(void *ctx, const char *name, const char *path)
 			continue;
 		found(d, path);
 		slash = strrchr(path, '/');
-		if (slash && slash > path && (size_t)(slash - path) < PATH_MAX) {
+		if (slash && slash > path &&
+		    (size_t)(slash - path) < PATH_MAX) {
 			char dir[PATH_MAX];
 
 			memcpy(dir, path, (size_t)(slash - path));
@@ -440,8 +440,8 @@ int gw_discover_changed(struct gw_discover *d)
 				continue;
 			for (unsigned int i = 0; i < d->nwatches; i++)
 				if (d->watches[i].wd == e->wd &&
-				    fnmatch(d->watches[i].filter, e->name,
-					    0) == 0)
+				    fnmatch(d->watches[i].filter, e->name, 0) ==
+					    0)
 					changed = 1;
 		}
 	}

@@ -70,8 +70,8 @@ void gw_discover_free(struct gw_discover *d);
  * cb's negative value, which stops the pass.
  */
 __attribute__((warn_unused_result)) int
-gw_discover_run(struct gw_discover *d,
-		int (*cb)(void *ctx, const char *path), void *ctx);
+gw_discover_run(struct gw_discover *d, int (*cb)(void *ctx, const char *path),
+		void *ctx);
 
 /* A descriptor readable when watched folders changed; -1 without one. */
 int gw_discover_fd(const struct gw_discover *d);
