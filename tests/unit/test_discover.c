@@ -101,9 +101,8 @@ static void cache_formats(void **state)
 	for (unsigned int nold = 0; nold <= 3; nold += 3) {
 		build(&c, nold, kv, 3);
 		memset(&s, 0, sizeof(s));
-		assert_int_equal(gw_ldcache_parse(c.b, c.len, collect, &s,
-						  &bad),
-				 3);
+		assert_int_equal(
+			gw_ldcache_parse(c.b, c.len, collect, &s, &bad), 3);
 		assert_int_equal(bad, 0);
 		assert_string_equal(s.names[0], "libcudart.so.13");
 		assert_string_equal(s.paths[0],
@@ -149,8 +148,7 @@ static void cache_malformed(void **state)
 			 -ENOEXEC);
 	assert_int_equal(gw_ldcache_parse(c.b, 10, collect, &s, NULL),
 			 -ENOEXEC);
-	assert_int_equal(gw_ldcache_parse(NULL, 0, collect, &s, NULL),
-			 -EINVAL);
+	assert_int_equal(gw_ldcache_parse(NULL, 0, collect, &s, NULL), -EINVAL);
 }
 
 /* The machine's own cache names libc, wherever it is. */
@@ -284,8 +282,7 @@ static int changed_within(struct gw_discover *d)
 
 static void patterns_and_watches(void **state)
 {
-	char pattern[PATH_MAX], cache[PATH_MAX], from[PATH_MAX],
-		to[PATH_MAX];
+	char pattern[PATH_MAX], cache[PATH_MAX], from[PATH_MAX], to[PATH_MAX];
 	const char *globs[1] = { pattern };
 	struct gw_discover_opts o = { .sz = sizeof(o),
 				      .globs = globs,
@@ -372,7 +369,8 @@ static void patterns_and_watches(void **state)
 static void bad_options(void **state)
 {
 	const char *rel[1] = { "cuda/*/libcudart.so*" };
-	struct gw_discover_opts o = { .sz = sizeof(o), .globs = rel,
+	struct gw_discover_opts o = { .sz = sizeof(o),
+				      .globs = rel,
 				      .nglobs = 1 };
 	struct gw_discover *d = (void *)1;
 

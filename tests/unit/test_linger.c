@@ -22,12 +22,12 @@
 #include "pipeline/metrics.h"
 
 static const struct gw_family calls = { "gpuwatch_cuda_api_calls_total",
-					 "CUDA API calls.", GW_COUNTER };
+					"CUDA API calls.", GW_COUNTER };
 static const struct gw_family dur = { "gpuwatch_cuda_api_duration_seconds",
 				      "Latency.", GW_HISTOGRAM };
 static const struct gw_family up = { "gpuwatch_ebpf_up", "Up.", GW_GAUGE };
 
-#define P42 "pid=\"42\",comm=\"train\""
+#define P42  "pid=\"42\",comm=\"train\""
 #define P421 "pid=\"421\",comm=\"train\""
 #define MARK "gpuwatch_process_exited_timestamp_seconds"
 
@@ -90,8 +90,7 @@ static void copy_selects_whole_labels(void **state)
 	assert_int_equal(n, 6);
 	assert_int_equal(dst.n, 6);
 	/* The histogram's label text is stored once, not per sample. */
-	assert_true(dst.labels.len <
-		    2 * sizeof(P42 ",api=\"cudaMalloc\"") + 8);
+	assert_true(dst.labels.len < 2 * sizeof(P42 ",api=\"cudaMalloc\"") + 8);
 	assert_int_equal(gw_snap_copy(&dst, &src, "pid=\"4\""), 0);
 	gw_snap_reset(&dst);
 	assert_int_equal(gw_snap_copy(&dst, &src, NULL), src.n);
@@ -115,8 +114,7 @@ static void kept_for_the_grace(void **state)
 	gw_linger_emit(l, &s, 100);
 	text = render(&s);
 	assert_non_null(strstr(text, MARK "{" P42 "} 1700000000\n"));
-	assert_int_equal(count(text, "gpuwatch_cuda_api_calls_total{" P42),
-			 1);
+	assert_int_equal(count(text, "gpuwatch_cuda_api_calls_total{" P42), 1);
 	free(text);
 
 	/* Later passes: 42 is no longer read, its last values come back. */
@@ -124,12 +122,11 @@ static void kept_for_the_grace(void **state)
 	gw_snap_add(&s, &up, 1, NULL, NULL);
 	gw_linger_emit(l, &s, 104.9);
 	text = render(&s);
-	assert_non_null(strstr(
-		text, "gpuwatch_cuda_api_calls_total{" P42
-		      ",api=\"cudaMalloc\"} 17\n"));
-	assert_non_null(strstr(
-		text, "gpuwatch_cuda_api_duration_seconds_bucket{" P42
-		      ",api=\"cudaMalloc\",le=\"+Inf\"} 3\n"));
+	assert_non_null(strstr(text, "gpuwatch_cuda_api_calls_total{" P42
+				     ",api=\"cudaMalloc\"} 17\n"));
+	assert_non_null(strstr(text,
+			       "gpuwatch_cuda_api_duration_seconds_bucket{" P42
+			       ",api=\"cudaMalloc\",le=\"+Inf\"} 3\n"));
 	assert_non_null(strstr(text, MARK "{" P42 "} 1700000000\n"));
 	assert_null(strstr(text, P421));
 	free(text);
