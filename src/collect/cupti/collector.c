@@ -20,6 +20,13 @@
  * are remembered in a bounded table so that they are logged and counted
  * once, not once per pass.
  *
+ * Discovery is bounded per pass and fair per owner (scan_dir()): attached
+ * rings are checked by name first; the listing goes on where the last
+ * pass stopped (MAX_READ entries, MAX_CAND new files); new files are
+ * opened MAX_OPEN a pass, one of each owner in turn; one owner holds at
+ * most UID_RINGS rings.  One ring per host pid is published
+ * (publish_rings()).
+ *
  * The writer is untrusted: the file must be a regular file owned by the
  * owner of the process it names (or root), within size bounds, opened
  * without following links; the header is re-checked every pass and the
@@ -840,6 +847,11 @@ static unsigned int list_new(struct ring_col *c, int dfd)
 		}
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
+		/* Where d_ino is not st_ino (overlayfs), by st_ino again. */
+		if ((uint64_t)st.st_ino != (uint64_t)e->d_ino &&
+		    (attached_ino(c, (uint64_t)st.st_ino) ||
+		     skipped(c, (uint64_t)st.st_ino, e->d_name)))
+			continue;
 		if (!S_ISREG(st.st_mode)) {
 			refuse(c, e->d_name, st.st_dev, st.st_ino,
 			       R_NOT_REGULAR, NULL);
