@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,6 +214,38 @@ static void unlimited_thread_loses_nothing(void **state)
 	free(t);
 }
 
+static void *flood_thread(void *arg)
+{
+	for (int i = 0; i < 25000; i++)
+		gw_warn("thread %d line %d", *(int *)arg, i);
+	return NULL;
+}
+
+/* Four threads flooding one class: still five lines and one summary. */
+static void threads_share_the_limit(void **state)
+{
+	pthread_t t[4];
+	int id[4];
+	char *text;
+
+	(void)state;
+	assert_int_equal(gw_log_set_limit(3600, 5), 0);
+	capture();
+	for (int i = 0; i < 4; i++) {
+		id[i] = i;
+		assert_int_equal(
+			pthread_create(&t[i], NULL, flood_thread, &id[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(gw_log_flush(1), 99995);
+	text = uncapture();
+	assert_int_equal(count_lines(text, " line "), 5);
+	assert_int_equal(count_lines(text, "suppressed 99995 similar"), 1);
+	assert_int_equal(count_lines(text, NULL), 6);
+	free(text);
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 #pragma GCC diagnostic ignored "-Wformat-security"
@@ -249,6 +282,7 @@ int main(void)
 		cmocka_unit_test_setup(window_end_reports_and_reopens, setup),
 		cmocka_unit_test_setup(summary_before_the_next_line, setup),
 		cmocka_unit_test_setup(unlimited_thread_loses_nothing, setup),
+		cmocka_unit_test_setup(threads_share_the_limit, setup),
 		cmocka_unit_test_setup(classes_beyond_the_table_share_a_limit,
 				       setup),
 	};
