@@ -144,8 +144,8 @@ const char *gw_rw_fail_name(enum gw_rw_fail f)
 
 /* ---- counters ---- */
 
-void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep,
-			    enum gw_rw_drop_reason r, uint64_t n)
+void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep, enum gw_rw_drop_reason r,
+			    uint64_t n)
 {
 	if ((unsigned int)r < GW_RW_DROP_COUNT)
 		atomic_fetch_add(&ep->samples_dropped[r], n);
@@ -323,8 +323,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 		time_t t = curl_getdate(val, NULL);
 
 		if (t != (time_t)-1)
-			c->retry_after =
-				(double)t - (double)real_ms() / 1000.0;
+			c->retry_after = (double)t - (double)real_ms() / 1000.0;
 	}
 	if (c->retry_after > RETRY_AFTER_MAX_S)
 		c->retry_after = RETRY_AFTER_MAX_S;
@@ -371,8 +370,8 @@ static int route_server_name(struct gw_rw_client *c)
 		err = -EINVAL;
 		goto out;
 	}
-	snprintf(line, sizeof(line), "%s:%s:%s:%s", ep->server_name, port,
-		 host, port);
+	snprintf(line, sizeof(line), "%s:%s:%s:%s", ep->server_name, port, host,
+		 port);
 	c->connect_to = curl_slist_append(NULL, line);
 	c->url = strdup(url);
 	if (!c->connect_to || !c->url)
@@ -677,8 +676,7 @@ static void log_refusal(struct gw_rw_client *c, long code)
 
 enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 				     size_t len, size_t raw_len,
-				     uint64_t samples,
-				     const _Atomic bool *stop)
+				     uint64_t samples, const _Atomic bool *stop)
 {
 	struct gw_rw_endpoint *ep = c->ep;
 	const struct gw_rw_queue_config *q = &ep->q;
@@ -686,8 +684,7 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 
 	c->stop = stop;
 	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)len);
+	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	for (unsigned int attempt = 0;; attempt++) {
 		struct curl_slist *extra = NULL;
 		char why[CURL_ERROR_SIZE + 256];
@@ -743,7 +740,7 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 		atomic_fetch_add(&ep->samples_failed, samples);
 		log_refusal(c, code);
 		return GW_RW_REFUSED;
-retry:
+	retry:
 		atomic_fetch_add(&ep->samples_retried, samples);
 		delay = q->min_backoff + rand01(c) * (backoff - q->min_backoff);
 		if (c->retry_after > 0)

@@ -121,9 +121,10 @@ gw_rw_endpoint_queue(const struct gw_rw_endpoint *ep)
 
 /* ---- errors ---- */
 
-__attribute__((format(printf, 4, 5))) static int
-fail(struct ctx *x, const yaml_node_t *n, const char *path, const char *fmt,
-     ...)
+__attribute__((format(printf, 4, 5))) static int fail(struct ctx *x,
+						      const yaml_node_t *n,
+						      const char *path,
+						      const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -211,8 +212,7 @@ static int scalar(struct ctx *x, const yaml_node_t *n, const char *path,
 {
 	if (!n || n->type != YAML_SCALAR_NODE)
 		return fail(x, n, path, "expected a single value");
-	if (strlen((const char *)n->data.scalar.value) !=
-	    n->data.scalar.length)
+	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
 		return fail(x, n, path, "must not contain a NUL byte");
 	*out = (const char *)n->data.scalar.value;
 	return 0;
@@ -343,7 +343,8 @@ static int mapping(struct ctx *x, const yaml_node_t *n, const char *path,
 				return fail(x, k, path,
 					    "key '%s' is given twice (first "
 					    "on line %zu)",
-					    key, x->line0 + qk->start_mark.line);
+					    key,
+					    x->line0 + qk->start_mark.line);
 		}
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
 		err = fn(x, key, k, v, sub, arg);
@@ -357,14 +358,29 @@ static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
 		   const char *key, const char *in)
 {
 	static const char *const prom_only[] = {
-		"oauth2",	  "sigv4",	     "azuread",
-		"proxy_url",	  "no_proxy",	     "proxy_from_environment",
-		"proxy_connect_header", "metadata_config", "send_exemplars",
-		"send_native_histograms", "follow_redirects", "enable_http2",
-		"round_robin_dns", "bearer_token",   "bearer_token_file",
-		"protobuf_message", "min_version",   "max_version",
-		"ca",		  "cert",	     "key",
-		"max_retries",	  "sample_age_limit",
+		"oauth2",
+		"sigv4",
+		"azuread",
+		"proxy_url",
+		"no_proxy",
+		"proxy_from_environment",
+		"proxy_connect_header",
+		"metadata_config",
+		"send_exemplars",
+		"send_native_histograms",
+		"follow_redirects",
+		"enable_http2",
+		"round_robin_dns",
+		"bearer_token",
+		"bearer_token_file",
+		"protobuf_message",
+		"min_version",
+		"max_version",
+		"ca",
+		"cert",
+		"key",
+		"max_retries",
+		"sample_age_limit",
 	};
 	char *dot = strrchr(path, '.');
 	char parent[PATH_TEXT + 64];
@@ -660,8 +676,7 @@ static int rule_parse(struct ctx *x, const yaml_node_t *n, const char *path,
 			if (r->nsource >= MAX_SOURCES)
 				return fail(x, e, sub, "at most %d labels",
 					    MAX_SOURCES);
-			nv = realloc(r->source,
-				     (r->nsource + 1) * sizeof(*nv));
+			nv = realloc(r->source, (r->nsource + 1) * sizeof(*nv));
 			if (!nv)
 				return -ENOMEM;
 			r->source = nv;
@@ -869,8 +884,7 @@ static int set_default_name(struct gw_rw_endpoint *ep)
 
 	if (ep->name && *ep->name)
 		return 0;
-	snprintf(buf, sizeof(buf), "%06" PRIx64,
-		 fnv1a(ep->url) & 0xffffffu);
+	snprintf(buf, sizeof(buf), "%06" PRIx64, fnv1a(ep->url) & 0xffffffu);
 	free(ep->name);
 	ep->name = strdup(buf);
 	return ep->name ? 0 : -ENOMEM;
@@ -910,8 +924,8 @@ static int entries(struct ctx *x, struct gw_rw_config *c)
 		if (err)
 			return err;
 		if (c->n >= MAX_ENDPOINTS)
-			return fail(x, e, "remote_write", "at most %d endpoints",
-				    MAX_ENDPOINTS);
+			return fail(x, e, "remote_write",
+				    "at most %d endpoints", MAX_ENDPOINTS);
 		a.ep = endpoint_new();
 		if (!a.ep)
 			return -ENOMEM;
@@ -938,7 +952,8 @@ static int parse_yaml(struct gw_rw_config *c, const char *yaml, size_t len,
 		      const char *file, unsigned int line, char *err,
 		      size_t errlen)
 {
-	struct ctx x = { .file = file ? file : "config", .err = err,
+	struct ctx x = { .file = file ? file : "config",
+			 .err = err,
 			 .errlen = errlen };
 	yaml_document_t doc;
 	yaml_parser_t p;

@@ -29,10 +29,10 @@ struct gw_rw_rule {
 	enum gw_rw_action action;
 	char **source; /* source_labels */
 	size_t nsource;
-	char *separator;   /* ";" */
+	char *separator;     /* ";" */
 	struct gw_regex *re; /* regex, anchored; "(.*)" */
-	char *target;	   /* target_label (may hold $1, ${name}) */
-	char *replacement; /* "$1" */
+	char *target;	     /* target_label (may hold $1, ${name}) */
+	char *replacement;   /* "$1" */
 };
 
 struct gw_rw_header {
