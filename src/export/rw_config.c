@@ -909,6 +909,26 @@ static int entries(struct ctx *x, struct gw_rw_config *c)
 
 	if (!root || is_null(root))
 		return 0;
+	if (root->type == YAML_SCALAR_NODE) {
+		/* "remote_write: URL", as the flag takes it. */
+		struct gw_rw_endpoint *ep = endpoint_new();
+
+		if (!ep)
+			return -ENOMEM;
+		err = str_dup(x, root, "remote_write", &ep->url);
+		if (!err && !url_ok(ep->url))
+			err = fail(x, root, "remote_write",
+				   "'%s' is not an http:// or https:// URL "
+				   "(or a list of endpoints: - url: ...)",
+				   ep->url);
+		if (!err)
+			err = set_default_name(ep);
+		if (!err)
+			err = add(c, ep);
+		if (err)
+			endpoint_free(ep);
+		return err;
+	}
 	if (root->type != YAML_SEQUENCE_NODE)
 		return fail(x, root, "remote_write",
 			    "expected a list of endpoints (- url: ...)");

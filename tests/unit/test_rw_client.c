@@ -162,9 +162,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	if (st.hang)
 		return MHD_NO; /* the client gave up long ago */
 
-	r = MHD_create_response_from_buffer(
-		st.body ? strlen(st.body) : 0, (void *)(st.body ? st.body : ""),
-		MHD_RESPMEM_MUST_COPY);
+	r = MHD_create_response_from_buffer(st.body ? strlen(st.body) : 0,
+					    (void *)(st.body ? st.body : ""),
+					    MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
 	if (st.retry_after)
@@ -265,8 +265,7 @@ static void srv_wait(struct srv *s, unsigned int n)
 
 	pthread_mutex_lock(&s->mu);
 	while (s->nrec < n)
-		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) ==
-		    ETIMEDOUT)
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT)
 			break;
 	n = s->nrec >= n;
 	pthread_mutex_unlock(&s->mu);
@@ -308,8 +307,8 @@ static void *junk_main(void *arg)
 			continue;
 		atomic_fetch_add(&j->conns, 1);
 		p = (struct pollfd){ .fd = c, .events = POLLIN };
-		if (poll(&p, 1, 2000) > 0 &&
-		    recv(c, buf, sizeof(buf), 0) > 0 && answers[j->mode][0])
+		if (poll(&p, 1, 2000) > 0 && recv(c, buf, sizeof(buf), 0) > 0 &&
+		    answers[j->mode][0])
 			(void)!send(c, answers[j->mode],
 				    strlen(answers[j->mode]), MSG_NOSIGNAL);
 		close(c);
@@ -355,16 +354,16 @@ static void batch_init(struct batch *b)
 
 		snprintf(lab, sizeof(lab), "gpu=\"%d\"", i);
 		assert_int_equal(gw_labels_parse(&b->l[i],
-						 "gpuwatch_gpu_power_watts", lab),
+						 "gpuwatch_gpu_power_watts",
+						 lab),
 				 0);
 		for (int k = 0; k < 4; k++) {
 			b->t[k] = 1700000000000 + k * 1000;
 			b->v[i][k] = 100 + i + k * 0.5;
 		}
-		b->s[i] = (struct gw_rw_series){ .labels = &b->l[i],
-						 .t = b->t,
-						 .v = b->v[i],
-						 .n = 4 };
+		b->s[i] = (struct gw_rw_series){
+			.labels = &b->l[i], .t = b->t, .v = b->v[i], .n = 4
+		};
 	}
 	gw_buf_init(&b->body, 1 << 20);
 	assert_int_equal(gw_rw_encode(b->s, 3, &b->body, &b->raw_len), 0);
@@ -378,14 +377,12 @@ static void batch_release(struct batch *b)
 	gw_buf_release(&b->body);
 }
 
-static enum gw_rw_outcome send_once(struct gw_rw_config *c,
-				    struct batch *b)
+static enum gw_rw_outcome send_once(struct gw_rw_config *c, struct batch *b)
 {
 	struct gw_rw_client *cl;
 	enum gw_rw_outcome o;
 
-	assert_int_equal(gw_rw_client_new(gw_rw_config_endpoint(c, 0), &cl),
-			 0);
+	assert_int_equal(gw_rw_client_new(gw_rw_config_endpoint(c, 0), &cl), 0);
 	o = gw_rw_client_send(cl, b->body.p, b->body.len, b->raw_len,
 			      b->samples, NULL);
 	gw_rw_client_free(cl);
@@ -517,8 +514,8 @@ static void protocol_headers_and_body(void **state)
 		gw_rw_endpoint_publish(gw_rw_config_endpoint(c, 0), &snap);
 		gw_registry_publish(reg, slot, &snap);
 		gw_buf_init(&out, 1 << 20);
-		assert_int_equal(gw_registry_render(reg, GW_EXPO_TEXT_004, &out),
-				 0);
+		assert_int_equal(
+			gw_registry_render(reg, GW_EXPO_TEXT_004, &out), 0);
 		snprintf(want, sizeof(want),
 			 "gpuwatch_remote_storage_samples_total{remote_name="
 			 "\"test\",url=\"http://127.0.0.1:%u/api/v1/write\"} "
@@ -544,8 +541,7 @@ static void protocol_headers_and_body(void **state)
 static void refused_4xx_not_retried(void **state)
 {
 	static const struct step script[] = {
-		{ .status = 400,
-		  .body = "out of order sample\nsecond line" },
+		{ .status = 400, .body = "out of order sample\nsecond line" },
 	};
 	struct srv *s = srv_start(script, 1);
 	struct gw_rw_config *c =
@@ -802,8 +798,7 @@ static void garbage_answers(void **state)
 		j.fd = listen_any(&j.port);
 		j.mode = mode;
 		atomic_init(&j.stop, false);
-		assert_int_equal(pthread_create(&j.th, NULL, junk_main, &j),
-				 0);
+		assert_int_equal(pthread_create(&j.th, NULL, junk_main, &j), 0);
 		c = endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			     "  remote_timeout: 1s\n"
 			     "  queue_config: {min_backoff: 1ms, max_backoff: "

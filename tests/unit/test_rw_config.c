@@ -56,37 +56,36 @@ static const char *parse_err(const char *yaml, unsigned int line)
 /* A block pasted from a Prometheus configuration is taken whole. */
 static void full_block(void **state)
 {
-	const char *y =
-		"- url: https://vm.example:8428/api/v1/write\n"
-		"  name: central\n"
-		"  remote_timeout: 10s\n"
-		"  headers:\n"
-		"    X-Scope-OrgID: team-a\n"
-		"  authorization:\n"
-		"    credentials_file: /etc/gpuwatch/token\n"
-		"  tls_config:\n"
-		"    ca_file: /etc/ca.pem\n"
-		"    cert_file: /etc/c.pem\n"
-		"    key_file: /etc/k.pem\n"
-		"    server_name: vm.internal\n"
-		"    insecure_skip_verify: false\n"
-		"  write_relabel_configs:\n"
-		"    - source_labels: [__name__]\n"
-		"      regex: 'gpuwatch_gpu_.*'\n"
-		"      action: keep\n"
-		"  queue_config:\n"
-		"    capacity: 5000\n"
-		"    max_shards: 4\n"
-		"    min_shards: 2\n"
-		"    max_samples_per_send: 500\n"
-		"    batch_send_deadline: 2s\n"
-		"    min_backoff: 100ms\n"
-		"    max_backoff: 1m\n"
-		"    retry_on_http_429: false\n"
-		"- url: http://127.0.0.1:9090/api/v1/write\n"
-		"  basic_auth:\n"
-		"    username: agent\n"
-		"    password: secret\n";
+	const char *y = "- url: https://vm.example:8428/api/v1/write\n"
+			"  name: central\n"
+			"  remote_timeout: 10s\n"
+			"  headers:\n"
+			"    X-Scope-OrgID: team-a\n"
+			"  authorization:\n"
+			"    credentials_file: /etc/gpuwatch/token\n"
+			"  tls_config:\n"
+			"    ca_file: /etc/ca.pem\n"
+			"    cert_file: /etc/c.pem\n"
+			"    key_file: /etc/k.pem\n"
+			"    server_name: vm.internal\n"
+			"    insecure_skip_verify: false\n"
+			"  write_relabel_configs:\n"
+			"    - source_labels: [__name__]\n"
+			"      regex: 'gpuwatch_gpu_.*'\n"
+			"      action: keep\n"
+			"  queue_config:\n"
+			"    capacity: 5000\n"
+			"    max_shards: 4\n"
+			"    min_shards: 2\n"
+			"    max_samples_per_send: 500\n"
+			"    batch_send_deadline: 2s\n"
+			"    min_backoff: 100ms\n"
+			"    max_backoff: 1m\n"
+			"    retry_on_http_429: false\n"
+			"- url: http://127.0.0.1:9090/api/v1/write\n"
+			"  basic_auth:\n"
+			"    username: agent\n"
+			"    password: secret\n";
 	struct gw_rw_config *c;
 	struct gw_rw_endpoint *ep;
 	const struct gw_rw_queue_config *q;
@@ -144,8 +143,9 @@ static void defaults_and_flags(void **state)
 			    urls[0]);
 	assert_string_equal(gw_rw_endpoint_url(gw_rw_config_endpoint(c, 2)),
 			    "http://c/api/v1/write");
-	assert_string_not_equal(gw_rw_endpoint_name(gw_rw_config_endpoint(c, 0)),
-				gw_rw_endpoint_name(gw_rw_config_endpoint(c, 1)));
+	assert_string_not_equal(
+		gw_rw_endpoint_name(gw_rw_config_endpoint(c, 0)),
+		gw_rw_endpoint_name(gw_rw_config_endpoint(c, 1)));
 	ep = gw_rw_config_endpoint(c, 0);
 	q = gw_rw_endpoint_queue(ep);
 	assert_true(ep->remote_timeout == 30);
@@ -240,6 +240,8 @@ static void errors_name_line_and_key(void **state)
 			"key 'url' is given twice (first on line 1)");
 	assert_contains(parse_err("url: http://a/\n", 1),
 			"expected a list of endpoints");
+	assert_contains(parse_err("vm:8428\n", 1),
+			"'vm:8428' is not an http:// or https:// URL");
 	assert_contains(parse_err("- url: [http://a/\n", 3), "agent.yaml:");
 }
 
@@ -373,16 +375,17 @@ static void relabel_replace(void **state)
 				    "m", "a=\"foo\",b=\"x\""),
 			    "m{a=\"foo\",c=\"fbar $1 $ x\"}");
 	/* The target itself expanded; named groups. */
-	assert_string_equal(relabel("    - source_labels: [a]\n"
-				    "      regex: 'some-([^-]+)-(.*)'\n"
-				    "      target_label: '${1}'\n"
-				    "      replacement: '${2}'\n"
-				    "    - source_labels: [a]\n"
-				    "      regex: '(?P<first>s)(?P<rest>ome).*'\n"
-				    "      target_label: b\n"
-				    "      replacement: '${rest}-$first'\n",
-				    "m", "a=\"some-name-value\""),
-			    "m{a=\"some-name-value\",b=\"ome-s\",name=\"value\"}");
+	assert_string_equal(
+		relabel("    - source_labels: [a]\n"
+			"      regex: 'some-([^-]+)-(.*)'\n"
+			"      target_label: '${1}'\n"
+			"      replacement: '${2}'\n"
+			"    - source_labels: [a]\n"
+			"      regex: '(?P<first>s)(?P<rest>ome).*'\n"
+			"      target_label: b\n"
+			"      replacement: '${rest}-$first'\n",
+			"m", "a=\"some-name-value\""),
+		"m{a=\"some-name-value\",b=\"ome-s\",name=\"value\"}");
 	/* Renaming the metric through __name__. */
 	assert_string_equal(relabel("    - source_labels: [__name__]\n"
 				    "      regex: 'gpuwatch_(.*)'\n"
