@@ -688,6 +688,7 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 	for (unsigned int attempt = 0;; attempt++) {
 		struct curl_slist *extra = NULL;
 		char why[CURL_ERROR_SIZE + 256];
+		curl_off_t up = 0;
 		long code = 0;
 		double delay;
 		CURLcode rc;
@@ -707,11 +708,16 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 		}
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER,
 				 extra ? extra : c->hdrs);
-		atomic_fetch_add(&ep->bytes_sent, len);
-		atomic_fetch_add(&ep->bytes_raw_sent, raw_len);
 		rc = curl_easy_perform(c->easy);
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->hdrs);
 		curl_slist_free_all(extra);
+		/* Bytes on the wire: a body that went out whole. */
+		if (curl_easy_getinfo(c->easy, CURLINFO_SIZE_UPLOAD_T, &up) ==
+			    CURLE_OK &&
+		    (size_t)up == len) {
+			atomic_fetch_add(&ep->bytes_sent, len);
+			atomic_fetch_add(&ep->bytes_raw_sent, raw_len);
+		}
 		if (rc == CURLE_ABORTED_BY_CALLBACK)
 			return GW_RW_STOPPED;
 		if (rc != CURLE_OK) {

@@ -694,7 +694,6 @@ static void hanging_receiver_times_out(void **state)
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
 	assert_int_equal(srv_count(s), 2);
-	assert_true(s->rec[1].t - s->rec[0].t >= 0.3);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(st.failures[GW_RW_FAIL_TIMEOUT], 1);
 	assert_int_equal(st.samples_retried, 12);
