@@ -48,8 +48,8 @@ static void *stopper(void *arg)
 	return NULL;
 }
 
-static int push(struct gw_rw_endpoint *ep, size_t ns, size_t np,
-		int64_t start, int64_t step, FILE *expect)
+static int push(struct gw_rw_endpoint *ep, size_t ns, size_t np, int64_t start,
+		int64_t step, FILE *expect)
 {
 	static struct gw_labels in[MAX_SERIES], out[MAX_SERIES];
 	static bool kept[MAX_SERIES];
@@ -188,8 +188,9 @@ int main(int argc, char **argv)
 	if (stop_after > 0 && pthread_create(&th, NULL, stopper, &stop_after))
 		return 2;
 	if (ns < 1 || ns > MAX_SERIES || np < 1 || step < 1) {
-		fprintf(stderr, "rw_send: SERIES 1..%d, SAMPLES and STEP_MS "
-				">= 1\n",
+		fprintf(stderr,
+			"rw_send: SERIES 1..%d, SAMPLES and STEP_MS "
+			">= 1\n",
 			MAX_SERIES);
 		return 2;
 	}
@@ -213,8 +214,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (size_t i = 0; i < gw_rw_config_count(rw); i++)
-		rc |= push(gw_rw_config_endpoint(rw, i), (size_t)ns,
-			   (size_t)np, start, step, expect);
+		rc |= push(gw_rw_config_endpoint(rw, i), (size_t)ns, (size_t)np,
+			   start, step, expect);
 	fclose(expect);
 	gw_rw_config_free(rw);
 	return rc;
