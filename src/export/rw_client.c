@@ -153,7 +153,7 @@ void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep, enum gw_rw_drop_reason r,
 
 static void count_code(struct gw_rw_endpoint *ep, int code)
 {
-	for (size_t i = 0; i < GW_RW_CODES_MAX; i++) {
+	for (size_t i = 0; i < GW_RW_CODES_MAX - 1; i++) {
 		int cur = atomic_load(&ep->codes[i]);
 
 		if (cur == 0) {
@@ -192,7 +192,7 @@ void gw_rw_endpoint_stats(const struct gw_rw_endpoint *ep_c,
 	for (size_t i = 0; i < GW_RW_FAIL_COUNT; i++)
 		st->failures[i] = atomic_load(&ep->failures[i]);
 	st->last_send_s = (double)atomic_load(&ep->last_send_ms) / 1000.0;
-	for (size_t i = 0; i < GW_RW_CODES_MAX; i++) {
+	for (size_t i = 0; i < GW_RW_CODES_MAX - 1; i++) {
 		int code = atomic_load(&ep->codes[i]);
 
 		if (!code)
@@ -202,9 +202,10 @@ void gw_rw_endpoint_stats(const struct gw_rw_endpoint *ep_c,
 		st->ncodes++;
 	}
 	other = atomic_load(&ep->code_other);
-	if (other && st->ncodes == GW_RW_CODES_MAX) {
-		st->codes[GW_RW_CODES_MAX - 1].code = 0;
-		st->codes[GW_RW_CODES_MAX - 1].n += other;
+	if (other) {
+		st->codes[st->ncodes].code = 0;
+		st->codes[st->ncodes].n = other;
+		st->ncodes++;
 	}
 }
 
@@ -494,6 +495,17 @@ int gw_rw_client_new(struct gw_rw_endpoint *ep, struct gw_rw_client **out)
 		curl_easy_setopt(e, CURLOPT_SSLCERT, ep->cert_file);
 	if (ep->key_file)
 		curl_easy_setopt(e, CURLOPT_SSLKEY, ep->key_file);
+	if (ep->follow_redirects) {
+		/* As Go's client: a redirected POST stays a POST with its body. */
+		curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+		curl_easy_setopt(e, CURLOPT_POSTREDIR,
+				 (long)CURL_REDIR_POST_ALL);
+		curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	}
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+			 ep->enable_http2 ? (long)CURL_HTTP_VERSION_2TLS
+					  : (long)CURL_HTTP_VERSION_1_1);
 	if (ep->insecure_skip_verify) {
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);

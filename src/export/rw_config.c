@@ -178,6 +178,8 @@ static struct gw_rw_endpoint *endpoint_new(void)
 		.max_backoff = 5,
 		.retry_on_http_429 = true,
 	};
+	ep->follow_redirects = true;
+	ep->enable_http2 = true;
 	return ep;
 }
 
@@ -366,10 +368,6 @@ static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
 		"proxy_from_environment",
 		"proxy_connect_header",
 		"metadata_config",
-		"send_exemplars",
-		"send_native_histograms",
-		"follow_redirects",
-		"enable_http2",
 		"round_robin_dns",
 		"bearer_token",
 		"bearer_token_file",
@@ -803,6 +801,25 @@ static int entry_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	}
 	if (!strcmp(key, "tls_config"))
 		return mapping(x, v, path, tls_pair, ep);
+	if (!strcmp(key, "follow_redirects"))
+		return bool_val(x, v, path, &ep->follow_redirects);
+	if (!strcmp(key, "enable_http2"))
+		return bool_val(x, v, path, &ep->enable_http2);
+	if (!strcmp(key, "send_exemplars") ||
+	    !strcmp(key, "send_native_histograms")) {
+		/* gpuwatch has neither to send: false is what happens. */
+		bool on = false;
+		int err = bool_val(x, v, path, &on);
+
+		if (!err && on)
+			err = fail(x, v, path,
+				   "gpuwatch has no %s to send; remove it or "
+				   "set false",
+				   strcmp(key, "send_exemplars")
+					   ? "native histograms"
+					   : "exemplars");
+		return err;
+	}
 	if (!strcmp(key, "queue_config"))
 		return is_null(v) ? 0 : mapping(x, v, path, queue_pair, &ep->q);
 	if (!strcmp(key, "write_relabel_configs"))

@@ -49,7 +49,8 @@ struct step {
 	int status;
 	const char *retry_after; /* NULL: no header */
 	const char *body;
-	int hang; /* hold the request until released */
+	int hang;	      /* hold the request until released */
+	const char *location; /* a Location: header (redirects) */
 };
 
 struct rec {
@@ -167,6 +168,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 					    MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
+	if (st.location)
+		MHD_add_response_header(r, "Location", st.location);
 	if (st.retry_after)
 		MHD_add_response_header(r, "Retry-After",
 					strcmp(st.retry_after, "DATE")
@@ -532,6 +535,41 @@ static void protocol_headers_and_body(void **state)
 		gw_snap_release(&snap);
 		gw_registry_free(reg);
 	}
+	batch_release(&b);
+	gw_rw_config_free(c);
+	srv_stop(s);
+}
+
+/* Redirects are followed with the body (follow_redirects, default true),
+ * or are a refusal when turned off. */
+static void redirects(void **state)
+{
+	static const struct step script[] = {
+		{ .status = 308, .location = "/moved/write" },
+		{ .status = 200 },
+		{ .status = 307, .location = "/moved/write" },
+	};
+	struct srv *s = srv_start(script, 3);
+	struct gw_rw_config *c =
+		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n", s->port);
+	struct gw_rw_stats st;
+	struct batch b;
+
+	(void)state;
+	batch_init(&b);
+	assert_int_equal(send_once(c, &b), GW_RW_SENT);
+	assert_int_equal(srv_count(s), 2);
+	assert_string_equal(s->rec[1].path, "/moved/write");
+	assert_int_equal(s->rec[1].len, b.body.len);
+	assert_memory_equal(s->rec[1].body, b.body.p, b.body.len);
+	gw_rw_config_free(c);
+	c = endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
+		     "  follow_redirects: false\n",
+		     s->port);
+	assert_int_equal(send_once(c, &b), GW_RW_REFUSED);
+	assert_int_equal(srv_count(s), 3);
+	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
+	assert_int_equal(st.samples_failed, 12);
 	batch_release(&b);
 	gw_rw_config_free(c);
 	srv_stop(s);
@@ -942,6 +980,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(protocol_headers_and_body),
 		cmocka_unit_test(refused_4xx_not_retried),
+		cmocka_unit_test(redirects),
 		cmocka_unit_test(retry_5xx_then_success),
 		cmocka_unit_test(retry_after_429),
 		cmocka_unit_test(no_retry_on_429),

@@ -83,6 +83,9 @@ static void full_block(void **state)
 			"    max_backoff: 1m\n"
 			"    retry_on_http_429: false\n"
 			"- url: http://127.0.0.1:9090/api/v1/write\n"
+			"  follow_redirects: false\n"
+			"  enable_http2: false\n"
+			"  send_exemplars: false\n"
 			"  basic_auth:\n"
 			"    username: agent\n"
 			"    password: secret\n";
@@ -117,6 +120,9 @@ static void full_block(void **state)
 
 	ep = gw_rw_config_endpoint(c, 1);
 	assert_string_equal(ep->username, "agent");
+	assert_false(ep->follow_redirects);
+	assert_false(ep->enable_http2);
+	assert_true(gw_rw_config_endpoint(c, 0)->follow_redirects);
 	assert_string_equal(ep->password, "secret");
 	/* No name: six hex digits from the URL, stable. */
 	assert_int_equal(strlen(gw_rw_endpoint_name(ep)), 6);
@@ -182,6 +188,9 @@ static void errors_name_line_and_key(void **state)
 			"agent.yaml:2: remote_write[0]: unknown key 'urll'");
 	assert_contains(parse_err("- url: http://a/\n  oauth2: {}\n", 1),
 			"'oauth2' (a Prometheus setting) is not supported");
+	assert_contains(
+		parse_err("- url: http://a/\n  send_exemplars: true\n", 1),
+		"gpuwatch has no exemplars to send");
 	assert_contains(parse_err("- name: x\n", 1),
 			"url for remote_write is empty");
 	assert_contains(parse_err("- url: file:///etc/passwd\n", 1),
