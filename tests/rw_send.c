@@ -167,7 +167,6 @@ static long long arg(int argc, char **argv, int i, long long def)
 int main(int argc, char **argv)
 {
 	static struct gw_config c;
-	const char *urls[GW_CONFIG_LIST_MAX];
 	char err[GW_CONFIG_ERR_MAX];
 	struct gw_rw_config *rw;
 	long long ns, np, start, step, stop_after;
@@ -200,11 +199,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rw_send: %s\n", err);
 		return 2;
 	}
-	for (unsigned int i = 0; i < c.remote_write.urls.n; i++)
-		urls[i] = c.remote_write.urls.v[i];
-	if (gw_rw_config_new(urls, c.remote_write.urls.n, c.remote_write.yaml,
-			     strlen(c.remote_write.yaml), c.remote_write.file,
-			     c.remote_write.line, &rw, err, sizeof(err))) {
+	if (gw_config_remote_write(&c, &rw, err, sizeof(err))) {
 		fprintf(stderr, "rw_send: %s\n", err);
 		return 2;
 	}

@@ -919,19 +919,25 @@ out:
 	return r;
 }
 
+int gw_config_remote_write(const struct gw_config *c, struct gw_rw_config **out,
+			   char *err, size_t errlen)
+{
+	const struct gw_config_rw *rw = &c->remote_write;
+	const char *urls[GW_CONFIG_LIST_MAX];
+
+	for (unsigned int i = 0; i < rw->urls.n; i++)
+		urls[i] = rw->urls.v[i];
+	return gw_rw_config_new(urls, rw->urls.n, rw->yaml, strlen(rw->yaml),
+				rw->file, rw->line, out, err, errlen);
+}
+
 /* The remote_write endpoints, parsed in full (and dropped): every error
  * in a remote_write: block is a config error at start and on SIGHUP. */
 static int validate_rw(const struct gw_config *c, char *err, size_t errlen)
 {
-	const struct gw_config_rw *rw = &c->remote_write;
-	const char *urls[GW_CONFIG_LIST_MAX];
 	struct gw_rw_config *x = NULL;
-	int r;
+	int r = gw_config_remote_write(c, &x, err, errlen);
 
-	for (unsigned int i = 0; i < rw->urls.n; i++)
-		urls[i] = rw->urls.v[i];
-	r = gw_rw_config_new(urls, rw->urls.n, rw->yaml, strlen(rw->yaml),
-			     rw->file, rw->line, &x, err, errlen);
 	gw_rw_config_free(x);
 	return r ? -EINVAL : 0;
 }

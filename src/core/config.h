@@ -145,6 +145,17 @@ gw_config_load_buffer(struct gw_config *c, const char *name,
 __attribute__((warn_unused_result)) int
 gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
 
+struct gw_rw_config;
+/*
+ * The remote_write endpoints c configures (--remote-write URLs, or the
+ * file's remote_write: list), built by export/rw.h's gw_rw_config_new():
+ * the caller frees *out with gw_rw_config_free().  0, -EINVAL (err set),
+ * -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_config_remote_write(const struct gw_config *c, struct gw_rw_config **out,
+		       char *err, size_t errlen);
+
 /*
  * SIGHUP: run is the config in use, next the one just read (defaults, the
  * file, the same flags).  Each setting that differs and is GW_CONFIG_LIVE
