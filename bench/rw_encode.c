@@ -54,8 +54,10 @@ static void run(const char *shape, struct gw_labels *l, size_t ns,
 		double x = 100.0 + (double)(i % 97);
 
 		for (size_t k = 0; k < per_series; k++) {
-			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-			t[i * per_series + k] = 1700000000000 + (int64_t)k * step +
+			rng = rng * 6364136223846793005ULL +
+			      1442695040888963407ULL;
+			t[i * per_series + k] = 1700000000000 +
+						(int64_t)k * step +
 						(int64_t)(rng >> 61);
 			x += ((double)(rng >> 40 & 0xff) - 127.5) / 1000.0;
 			v[i * per_series + k] = round(x * 1000) / 1000;
@@ -112,8 +114,10 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "gpuwatch_gpu_metric_%02zu:1m_avg",
 			 i % FAMILIES);
 		snprintf(text, sizeof(text),
-			 "cluster=\"train-a\",gpu=\"%zu\",instance=\"node-0042:9400\","
-			 "node=\"node-0042\",uuid=\"GPU-%08zx-1c2d-3e4f-5a6b-7c8d9e0f1a2b\"",
+			 "cluster=\"train-a\",gpu=\"%zu\",instance=\"node-0042:"
+			 "9400\","
+			 "node=\"node-0042\",uuid=\"GPU-%08zx-1c2d-3e4f-5a6b-"
+			 "7c8d9e0f1a2b\"",
 			 i / FAMILIES, i / FAMILIES * 2654435761u);
 		if (gw_labels_parse(&l[i], name, text))
 			return 1;
