@@ -356,9 +356,93 @@ static int mapping(struct ctx *x, const yaml_node_t *n, const char *path,
 	return 0;
 }
 
-static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
-		   const char *key, const char *in)
+/* Every key of each mapping, for "did you mean". */
+static const char *const keys_remote_write[] = { "url",
+						 "name",
+						 "remote_timeout",
+						 "headers",
+						 "basic_auth",
+						 "authorization",
+						 "tls_config",
+						 "queue_config",
+						 "write_relabel_configs",
+						 "follow_redirects",
+						 "enable_http2",
+						 "send_exemplars",
+						 "send_native_histograms",
+						 NULL };
+static const char *const keys_queue_config[] = { "capacity",
+						 "max_shards",
+						 "min_shards",
+						 "max_samples_per_send",
+						 "batch_send_deadline",
+						 "min_backoff",
+						 "max_backoff",
+						 "retry_on_http_429",
+						 NULL };
+static const char *const keys_basic_auth[] = { "username", "password",
+					       "password_file", NULL };
+static const char *const keys_authorization[] = { "type", "credentials",
+						  "credentials_file", NULL };
+static const char *const keys_tls_config[] = { "ca_file",
+					       "cert_file",
+					       "key_file",
+					       "server_name",
+					       "insecure_skip_verify",
+					       NULL };
+static const char *const keys_relabel[] = {
+	"source_labels", "separator", "regex", "target_label",
+	"replacement",	 "action",    NULL
+};
+
+/* Edit distance of two short keys (longer ones: "far"). */
+static size_t distance(const char *a, const char *b)
 {
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t prev = row[0], tmp;
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = prev + (a[i - 1] != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+static const char *suggest(const char *key, const char *const *known)
+{
+	const char *best = NULL;
+	size_t bd = 3;
+
+	for (; known && *known; known++) {
+		size_t d = distance(key, *known);
+
+		if (d < bd) {
+			bd = d;
+			best = *known;
+		}
+	}
+	return best;
+}
+
+static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
+		   const char *key, const char *in, const char *const *known)
+{
+	const char *s = suggest(key, known);
 	static const char *const prom_only[] = {
 		"oauth2",
 		"sigv4",
@@ -391,7 +475,8 @@ static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
 				    "'%s' (a Prometheus setting) is not "
 				    "supported by gpuwatch",
 				    key);
-	return fail(x, k, parent, "unknown key '%s' in %s", key, in);
+	return fail(x, k, parent, "unknown key '%s' in %s%s%s%s", key, in,
+		    s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
 }
 
 /* ---- headers, auth, TLS ---- */
@@ -480,7 +565,7 @@ static int basic_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return str_dup(x, v, path, &ep->password_file);
 	if (!strcmp(key, "username_file"))
 		return fail(x, k, path, "is not supported by gpuwatch");
-	return unknown(x, k, path, key, "basic_auth");
+	return unknown(x, k, path, key, "basic_auth", keys_basic_auth);
 }
 
 static int auth_pair(struct ctx *x, const char *key, const yaml_node_t *k,
@@ -494,7 +579,7 @@ static int auth_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return str_dup(x, v, path, &ep->credentials);
 	if (!strcmp(key, "credentials_file"))
 		return str_dup(x, v, path, &ep->credentials_file);
-	return unknown(x, k, path, key, "authorization");
+	return unknown(x, k, path, key, "authorization", keys_authorization);
 }
 
 static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
@@ -512,7 +597,7 @@ static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return str_dup(x, v, path, &ep->server_name);
 	if (!strcmp(key, "insecure_skip_verify"))
 		return bool_val(x, v, path, &ep->insecure_skip_verify);
-	return unknown(x, k, path, key, "tls_config");
+	return unknown(x, k, path, key, "tls_config", keys_tls_config);
 }
 
 static int queue_pair(struct ctx *x, const char *key, const yaml_node_t *k,
@@ -537,7 +622,7 @@ static int queue_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return duration(x, v, path, &q->max_backoff);
 	if (!strcmp(key, "retry_on_http_429"))
 		return bool_val(x, v, path, &q->retry_on_http_429);
-	return unknown(x, k, path, key, "queue_config");
+	return unknown(x, k, path, key, "queue_config", keys_queue_config);
 }
 
 /* ---- write_relabel_configs ---- */
@@ -571,7 +656,8 @@ static int rule_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 			    "hashmod is not supported by gpuwatch (actions: "
 			    "replace, keep, drop, labeldrop, labelkeep)");
 	else
-		return unknown(x, k, path, key, "write_relabel_configs");
+		return unknown(x, k, path, key, "write_relabel_configs",
+			       keys_relabel);
 	return 0;
 }
 
@@ -824,7 +910,7 @@ static int entry_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return is_null(v) ? 0 : mapping(x, v, path, queue_pair, &ep->q);
 	if (!strcmp(key, "write_relabel_configs"))
 		return rules_parse(x, v, path, ep);
-	return unknown(x, k, path, key, "remote_write");
+	return unknown(x, k, path, key, "remote_write", keys_remote_write);
 }
 
 /* Cross-field checks, Prometheus' wording where it has one. */

@@ -185,7 +185,8 @@ static void errors_name_line_and_key(void **state)
 			"agent.yaml:14: remote_write[0].queue_config: unknown "
 			"key 'max_sample_per_send'");
 	assert_contains(parse_err("- url: http://a/\n  urll: x\n", 1),
-			"agent.yaml:2: remote_write[0]: unknown key 'urll'");
+			"agent.yaml:2: remote_write[0]: unknown key 'urll' in "
+			"remote_write (did you mean 'url'?)");
 	assert_contains(parse_err("- url: http://a/\n  oauth2: {}\n", 1),
 			"'oauth2' (a Prometheus setting) is not supported");
 	assert_contains(
