@@ -405,6 +405,7 @@ static int add_header(struct curl_slist **l, const char *name,
 int gw_rw_client_new(struct gw_rw_endpoint *ep, struct gw_rw_client **out)
 {
 	struct gw_rw_client *c;
+	long timeout_ms;
 	CURL *e;
 	int err = -ENOMEM;
 
@@ -473,10 +474,12 @@ int gw_rw_client_new(struct gw_rw_endpoint *ep, struct gw_rw_client **out)
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
-			 (long)(ep->remote_timeout * 1000.0));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)(ep->remote_timeout * 1000.0));
+	/* At least 1 ms: 0 would mean no timeout at all to curl. */
+	timeout_ms = ep->remote_timeout * 1000.0 < 1
+			     ? 1L
+			     : (long)(ep->remote_timeout * 1000.0);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -726,7 +729,7 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 		/* Bytes on the wire: a body that went out whole. */
 		if (curl_easy_getinfo(c->easy, CURLINFO_SIZE_UPLOAD_T, &up) ==
 			    CURLE_OK &&
-		    (size_t)up == len) {
+		    (size_t)up >= len) {
 			atomic_fetch_add(&ep->bytes_sent, len);
 			atomic_fetch_add(&ep->bytes_raw_sent, raw_len);
 		}
