@@ -92,6 +92,8 @@ struct gw_config {
 	struct gw_config_rw remote_write;
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
+	double exited_grace; /* an exited process's series stay this long */
+	struct gw_config_list cuda_lib_globs; /* extra CUDA library patterns */
 };
 
 /* What SIGHUP does with a setting whose value changed. */
