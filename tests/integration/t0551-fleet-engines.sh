@@ -39,7 +39,7 @@ agent_config() {
 import sys, yaml, copy
 src, dst, node, vm, prom, pwfile = sys.argv[1:]
 c = yaml.safe_load(open(src))
-c["external_label"] = ["cluster=fleet-test", "node=" + node]
+c["external_label"] = ["cluster=fleet-test", "instance=" + node]
 ex = c["remote_write"][0]
 ex.pop("tls_config", None)
 a = copy.deepcopy(ex)
@@ -61,7 +61,7 @@ agent_start() {
 	agent_config "$node"
 	"$GPUWATCH" agent --listen 127.0.0.1:0 --data-dir "$T_DIR/data-$node" \
 		--config "$T_DIR/agent-$node.yaml" --simulate 2 --cpu-budget 1 \
-		--statsd-listen 127.0.0.1:0 "$@" 2>"$T_DIR/agent-$node.log" &
+		--statsd-listen 127.0.0.1:0 --sim-seed "$SEED" "$@" 2>"$T_DIR/agent-$node.log" &
 	pid=$!
 	FLEET_PIDS+=("$pid")
 	local deadline=$(($(now_ms) + 15000))
@@ -76,8 +76,10 @@ agent_start() {
 	printf -v "AGENT_URL_$node" '%s' "$url"
 }
 
-agent_start a
-agent_start b --fault xid79:1:10
+# Both agents run on this host: each gets its own instance (the default is
+# the host name) and its own simulated GPUs (seed: UUIDs and load).
+SEED=1 agent_start a
+SEED=2 agent_start b --fault xid79:1:10
 T0=$(now_ms)
 
 # count_in URL EXPR [CURL-ARGS]: the single value of a scalar-like query.
@@ -100,14 +102,14 @@ wait_until '[ "$(count_in "$VM" "$up" -u "$VM_CURL_AUTH")" = 4 ]' 60 \
 ok "both engines hold the 1-minute rollups of both nodes after $((($(now_ms) - T0) / 1000)) s"
 
 # firing URL: the firing alerts of Prometheus or vmalert, one
-# "alertname node gpu xid" per line.
+# "alertname instance gpu xid" per line.
 firing() {
 	curl -fsS "$1/api/v1/alerts" | python3 -c '
 import json, sys
 for a in json.load(sys.stdin)["data"]["alerts"] or []:
     if a.get("state") == "firing":
         l = a["labels"]
-        print(l["alertname"], l.get("node", "-"), l.get("gpu", "-"), l.get("xid", "-"))' | sort
+        print(l["alertname"], l.get("instance", "-"), l.get("gpu", "-"), l.get("xid", "-"))' | sort
 }
 
 xid='FleetGpuCriticalXid b 1 79'
@@ -117,13 +119,13 @@ ok "Prometheus fires FleetGpuCriticalXid for node b GPU 1 after $((($(now_ms) - 
 
 # The same fleet query in both engines: the XID errors of the last 15
 # minutes per GPU and code (the recording rule's expression).
-q='sum by (node, gpu, xid) ((gpuwatch_gpu_xid_errors_total unless gpuwatch_gpu_xid_errors_total offset 15m) or increase(gpuwatch_gpu_xid_errors_total[15m]))'
+q='sum by (instance, gpu, xid) ((gpuwatch_gpu_xid_errors_total unless gpuwatch_gpu_xid_errors_total offset 15m) or increase(gpuwatch_gpu_xid_errors_total[15m]))'
 answer() {
 	prom_query "$@" 2>/dev/null | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["data"]["result"]:
     m = s["metric"]
-    print(m.get("node"), m.get("gpu"), m.get("xid"), float(s["value"][1]))' | sort
+    print(m.get("instance"), m.get("gpu"), m.get("xid"), float(s["value"][1]))' | sort
 }
 want_answer='b 1 79 1.0'
 [ "$(answer "$PROM" "$q")" = "$want_answer" ] ||
