@@ -24,7 +24,10 @@ FLEET_PIDS=()
 fleet_cleanup() {
 	local rc=$?
 	for p in "${FLEET_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
+		{
+			kill -KILL "$p"
+			wait "$p"
+		} 2>/dev/null || true
 	done
 	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
 		for f in "$T_DIR"/*.log; do
