@@ -98,3 +98,28 @@ assert "--web.listen-address=:9090" in open(os.path.join(d, "prometheus.default"
 assert "-httpListenAddr=:8481" in open(os.path.join(d, "vmcluster", "vmselect.default")).read()
 PY
 ok "the Grafana datasources match the engines' ports"
+
+# ---- the agent's side: the example remote_write configuration loads ----
+if "$GPUWATCH" agent --help 2>&1 | grep -q -- '--check-config'; then
+	# Its files made to exist here (the example names /etc/gpuwatch/...).
+	echo secret >"$T_DIR/pw"
+	: >"$T_DIR/ca.pem"
+	sed -e "s#/etc/gpuwatch/remote-write.password#$T_DIR/pw#" \
+		-e "s#/etc/gpuwatch/central-ca.pem#$T_DIR/ca.pem#" \
+		"$FLEET_DIR/agent-fleet.yaml" >"$T_DIR/agent-fleet.yaml"
+	rc=0
+	out="$("$GPUWATCH" agent --check-config --config "$T_DIR/agent-fleet.yaml" \
+		--data-dir "$T_DIR/agent-data" 2>&1)" || rc=$?
+	[ $rc -eq 0 ] || fail "the agent refuses deploy/fleet/agent-fleet.yaml (exit $rc): $out"
+	# ...and the check is a real one: a misspelt queue_config key is refused
+	# by name.
+	sed -i 's/max_samples_per_send:/max_sample_per_send:/' "$T_DIR/agent-fleet.yaml"
+	rc=0
+	out="$("$GPUWATCH" agent --check-config --config "$T_DIR/agent-fleet.yaml" \
+		--data-dir "$T_DIR/agent-data" 2>&1)" || rc=$?
+	[ $rc -eq 2 ] && grep -q "max_sample_per_send" <<<"$out" ||
+		fail "a misspelt key in the example: exit $rc, $out"
+	ok "the agent accepts deploy/fleet/agent-fleet.yaml (--check-config) and names a misspelt key"
+else
+	echo "ok [t0550]: (the agent has no --check-config yet: deploy/fleet/agent-fleet.yaml not checked here; t0551 loads it)"
+fi
