@@ -121,5 +121,5 @@ if "$GPUWATCH" agent --help 2>&1 | grep -q -- '--check-config'; then
 		fail "a misspelt key in the example: exit $rc, $out"
 	ok "the agent accepts deploy/fleet/agent-fleet.yaml (--check-config) and names a misspelt key"
 else
-	echo "ok [t0550]: (the agent has no --check-config yet: deploy/fleet/agent-fleet.yaml not checked here; t0551 loads it)"
+	echo "note [$T_NAME]: the agent has no --check-config: deploy/fleet/agent-fleet.yaml is not checked here (t0551 loads it)"
 fi
