@@ -8,7 +8,8 @@
 # simulator's xid79 fault): FleetGpuCriticalXid and then FleetGpuLost must
 # fire for that GPU alone in Prometheus' own /api/v1/alerts and in
 # vmalert's, node a must raise nothing, both engines must answer the fleet
-# XID query alike, and no sample may be refused or out of order.
+# XID query alike, node b's own alert and the raw samples of its lost GPU
+# must arrive in both, and no sample may be refused or out of order.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fleet-lib.sh"
 need python3
@@ -142,6 +143,28 @@ lost='FleetGpuLost b 1 -'
 wait_until 'firing "$PROM" | grep -qx "$lost"' 150 \
 	"Prometheus did not fire '$lost'; firing: $(firing "$PROM" | tr '\n' ';')"
 ok "Prometheus fires FleetGpuLost for node b GPU 1 after $((($(now_ms) - T0) / 1000)) s"
+
+# Node b's own alert arrived with the rest, as its ALERTS series, and the
+# fleet record counts it...
+na='cluster_alertname:gpuwatch_node_alerts_firing:count{cluster="fleet-test",alertname="GpuLost"}'
+wait_until '[ "$(count_in "$PROM" "$na")" = 1 ]' 120 \
+	"Prometheus does not count node b's own GpuLost alert: $(count_in "$PROM" "$na")"
+# ...and with it the raw 1 s samples of that GPU from before it was lost,
+# in both engines (VictoriaMetrics' 1ms dedup keeps them all), and of no
+# other GPU.
+rawq='count_over_time(gpuwatch_gpu_temperature_celsius{cluster="fleet-test"}[10m])'
+raw() {
+	prom_query "$@" 2>/dev/null | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["data"]["result"]:
+    m = s["metric"]
+    print(m.get("instance"), m.get("gpu"), "many" if float(s["value"][1]) >= 5 else "few")' | sort
+}
+wait_until '[ "$(raw "$PROM" "$rawq")" = "b 1 many" ]' 120 \
+	"Prometheus' raw samples: $(raw "$PROM" "$rawq" | tr '\n' ';'), want: b 1 many"
+wait_until '[ "$(raw "$VM" "$rawq" -u "$VM_CURL_AUTH")" = "b 1 many" ]' 60 \
+	"VictoriaMetrics' raw samples: $(raw "$VM" "$rawq" -u "$VM_CURL_AUTH" | tr '\n' ';'), want: b 1 many"
+ok "node b's own alert and the raw samples of its lost GPU reached both engines"
 
 # Nothing for the healthy node, nothing for node b's healthy GPU.
 for e in "$PROM" "$VMALERT"; do
