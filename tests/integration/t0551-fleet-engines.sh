@@ -61,7 +61,7 @@ agent_start() {
 	shift
 	agent_config "$node"
 	"$GPUWATCH" agent --listen 127.0.0.1:0 --data-dir "$T_DIR/data-$node" \
-		--config "$T_DIR/agent-$node.yaml" --simulate 2 --cpu-budget 1 \
+		--config "$T_DIR/agent-$node.yaml" --simulate 2 --cpu-budget 1 --no-ebpf \
 		--statsd-listen 127.0.0.1:0 --sim-seed "$SEED" "$@" 2>"$T_DIR/agent-$node.log" &
 	pid=$!
 	FLEET_PIDS+=("$pid")
@@ -150,8 +150,9 @@ na='cluster_alertname:gpuwatch_node_alerts_firing:count{cluster="fleet-test",ale
 wait_until '[ "$(count_in "$PROM" "$na")" = 1 ]' 120 \
 	"Prometheus does not count node b's own GpuLost alert: $(count_in "$PROM" "$na")"
 # ...and with it the raw 1 s samples of that GPU from before it was lost,
-# in both engines (VictoriaMetrics' 1ms dedup keeps them all), and of no
-# other GPU.
+# in both engines (VictoriaMetrics' 1ms dedup keeps them all).  Other GPUs
+# may have raw windows too: an anomaly score over its threshold (a job
+# starting on a simulated GPU) pushes one as well.
 rawq='count_over_time(gpuwatch_gpu_temperature_celsius{cluster="fleet-test"}[10m])'
 raw() {
 	prom_query "$@" 2>/dev/null | python3 -c '
@@ -160,9 +161,9 @@ for s in json.load(sys.stdin)["data"]["result"]:
     m = s["metric"]
     print(m.get("instance"), m.get("gpu"), "many" if float(s["value"][1]) >= 5 else "few")' | sort
 }
-wait_until '[ "$(raw "$PROM" "$rawq")" = "b 1 many" ]' 120 \
+wait_until 'raw "$PROM" "$rawq" | grep -qx "b 1 many"' 120 \
 	"Prometheus' raw samples: $(raw "$PROM" "$rawq" | tr '\n' ';'), want: b 1 many"
-wait_until '[ "$(raw "$VM" "$rawq" -u "$VM_CURL_AUTH")" = "b 1 many" ]' 60 \
+wait_until 'raw "$VM" "$rawq" -u "$VM_CURL_AUTH" | grep -qx "b 1 many"' 60 \
 	"VictoriaMetrics' raw samples: $(raw "$VM" "$rawq" -u "$VM_CURL_AUTH" | tr '\n' ';'), want: b 1 many"
 ok "node b's own alert and the raw samples of its lost GPU reached both engines"
 
