@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,12 +38,12 @@
 #include "query/promql.h"
 
 #define MINUTE		60000
-#define ROLLUP_SLICE	10		 /* windows per 1m slice */
-#define RAW_SPAN_MIN	1000		 /* ms of data per raw slice */
-#define RAW_SPAN_MAX	(10 * MINUTE)	 /* ... */
-#define RAW_SPAN_START	MINUTE		 /* before a rate is known */
-#define EVENT_EVERY	5000		 /* ms of data between event scans */
-#define READ_MAX	50000000	 /* samples one select may load */
+#define ROLLUP_SLICE	10	      /* windows per 1m slice */
+#define RAW_SPAN_MIN	1000	      /* ms of data per raw slice */
+#define RAW_SPAN_MAX	(10 * MINUTE) /* ... */
+#define RAW_SPAN_START	MINUTE	      /* before a rate is known */
+#define EVENT_EVERY	5000	      /* ms of data between event scans */
+#define READ_MAX	50000000      /* samples one select may load */
 #define READ_TIMEOUT_NS (30ull * 1000000000ull)
 #define GUARD_MAX	(1u << 21) /* output series remembered */
 #define STATE_MAGIC	"gpuwatch-remote-write-state 1"
@@ -65,7 +66,7 @@ struct msets {
 
 struct push {
 	struct msets sel;
-	char *key; /* the selectors' text, to merge pushes */
+	char *key;	    /* the selectors' text, to merge pushes */
 	int64_t start, end; /* end under q->mu */
 	int64_t cursor;
 	int64_t span; /* ms per slice */
@@ -94,8 +95,8 @@ struct gw_rw_queue {
 	struct gw_label *ext; /* external labels, names sorted */
 	size_t next;
 	char *ext_block;
-	struct msets raw;  /* raw selectors (policy raw: everything) */
-	struct msets all;  /* {__name__=~".+"} */
+	struct msets raw; /* raw selectors (policy raw: everything) */
+	struct msets all; /* {__name__=~".+"} */
 	struct msets alerts, scores;
 	int64_t cur[ST_N];
 	int64_t raw_span;
@@ -129,7 +130,8 @@ static int64_t now_ms(const struct gw_rw_queue *q)
 
 static int64_t floor_minute(int64_t t)
 {
-	return t >= 0 ? t / MINUTE * MINUTE : -((-t + MINUTE - 1) / MINUTE) * MINUTE;
+	return t >= 0 ? t / MINUTE * MINUTE
+		      : -((-t + MINUTE - 1) / MINUTE) * MINUTE;
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)
@@ -150,13 +152,6 @@ static bool has_suffix(const char *s, const char *suf)
 	size_t n = strlen(s), m = strlen(suf);
 
 	return n > m && strcmp(s + n - m, suf) == 0;
-}
-
-const char *gw_rw_drop_reason_name(enum gw_rw_drop_reason r)
-{
-	static const char *const names[] = { "retention", "refused", "read" };
-
-	return r < GW_RW_DROP_REASONS ? names[r] : "?";
 }
 
 const char *gw_rw_push_reason_name(enum gw_rw_push_reason r)
@@ -234,8 +229,8 @@ static int msets_add_copy(struct msets *s, const struct gw_matcher *src,
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		r = gw_matcher_init(&v[i], src[i].op, src[i].name,
-				    src[i].value, NULL, 0);
+		r = gw_matcher_init(&v[i], src[i].op, src[i].name, src[i].value,
+				    NULL, 0);
 		if (r) {
 			gw_matchers_free(v, i);
 			return r;
@@ -323,8 +318,7 @@ static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
 	if (t <= g->t)
 		return false;
 	if (suppress && q->o.heartbeat_ms >= 0 &&
-	    memcmp(&g->v, &v, sizeof(v)) == 0 &&
-	    t - g->t < q->o.heartbeat_ms) {
+	    memcmp(&g->v, &v, sizeof(v)) == 0 && t - g->t < q->o.heartbeat_ms) {
 		pthread_mutex_lock(&q->mu);
 		q->st.samples_suppressed++;
 		pthread_mutex_unlock(&q->mu);
@@ -399,7 +393,7 @@ static int batch_send(struct gw_rw_queue *q)
 		if (b->tmax > q->st.highest_acked_ms)
 			q->st.highest_acked_ms = b->tmax;
 	} else {
-		q->st.samples_dropped[GW_RW_DROP_REFUSED] += b->samples;
+		q->st.samples_refused += b->samples;
 	}
 	pthread_mutex_unlock(&q->mu);
 	batch_clear(b);
@@ -502,8 +496,8 @@ static int out_labels(struct gw_rw_queue *q, const struct gw_labels *in,
 
 /* ---- reading the store ---- */
 
-static int select_set(struct gw_rw_queue *q, const struct msets *sel,
-		      size_t i, int64_t mint, int64_t maxt, enum gw_tier tier,
+static int select_set(struct gw_rw_queue *q, const struct msets *sel, size_t i,
+		      int64_t mint, int64_t maxt, enum gw_tier tier,
 		      struct gw_series_set *out)
 {
 	struct gw_query_limits lim = {
@@ -520,12 +514,13 @@ static int select_set(struct gw_rw_queue *q, const struct msets *sel,
 			      tier, &lim, out);
 }
 
-static void count_drop(struct gw_rw_queue *q, enum gw_rw_drop_reason why,
-		       uint64_t n)
+static void count_aged_out(struct gw_rw_queue *q, uint64_t n)
 {
 	pthread_mutex_lock(&q->mu);
-	q->st.samples_dropped[why] += n;
+	q->st.samples_aged_out += n;
 	pthread_mutex_unlock(&q->mu);
+	if (q->o.sink.aged_out && n)
+		q->o.sink.aged_out(q->o.sink.ctx, n);
 }
 
 /*
@@ -554,7 +549,7 @@ static void age_out(struct gw_rw_queue *q, const struct msets *sel,
 			n += set.s[k].n;
 		gw_series_set_release(&set);
 	}
-	count_drop(q, GW_RW_DROP_RETENTION, n);
+	count_aged_out(q, n);
 	gw_warn("remote_write %s: %" PRIu64 " samples from %" PRId64
 		" to %" PRId64 " (ms) aged out of the store's retention "
 		"before they were sent",
@@ -646,14 +641,14 @@ static int slice_1m(struct gw_rw_queue *q)
 	due = floor_minute(now - q->o.settle_ms);
 	if (due <= *c)
 		return 0;
-	end = due < *c + ROLLUP_SLICE * MINUTE ? due : *c + ROLLUP_SLICE * MINUTE;
+	end = due < *c + ROLLUP_SLICE * MINUTE ? due
+					       : *c + ROLLUP_SLICE * MINUTE;
 	r = select_set(q, &q->all, 0, *c + 1, end, GW_TIER_1M, &set);
 	if (r == -ECANCELED)
 		return -EINTR;
 	if (r) {
 		gw_warn("remote_write %s: cannot read 1m rollups: %s", q->name,
 			strerror(-r));
-		count_drop(q, GW_RW_DROP_READ, 0);
 		return r;
 	}
 	for (size_t i = 0; i < set.n && !r; i++) {
@@ -786,7 +781,7 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 	if (n) {
 		double want = (double)q->o.max_samples_per_send / *rate;
 
-		*span = want < RAW_SPAN_MIN ? RAW_SPAN_MIN
+		*span = want < RAW_SPAN_MIN   ? RAW_SPAN_MIN
 			: want > RAW_SPAN_MAX ? RAW_SPAN_MAX
 					      : (int64_t)want;
 	} else {
@@ -865,9 +860,10 @@ static int push_key(const struct gw_matcher *const *sets, const size_t *nm,
 	return gw_buf_error(out);
 }
 
-int gw_rw_queue_push(struct gw_rw_queue *q, const struct gw_matcher *const *sets,
-		     const size_t *nm, size_t nsets, int64_t start_ms,
-		     int64_t end_ms, enum gw_rw_push_reason why)
+int gw_rw_queue_push(struct gw_rw_queue *q,
+		     const struct gw_matcher *const *sets, const size_t *nm,
+		     size_t nsets, int64_t start_ms, int64_t end_ms,
+		     enum gw_rw_push_reason why)
 {
 	struct gw_buf key;
 	struct push *p = NULL;
@@ -952,8 +948,8 @@ static int event_push(struct gw_rw_queue *q, const struct gw_labels *l,
 		const char *v = gw_labels_get(l, ids[i]);
 
 		if (v) {
-			r = gw_matcher_init(&m[0], GW_MATCH_EQ, ids[i], v,
-					    NULL, 0);
+			r = gw_matcher_init(&m[0], GW_MATCH_EQ, ids[i], v, NULL,
+					    0);
 			if (r)
 				return r;
 			n = 1;
@@ -965,8 +961,8 @@ static int event_push(struct gw_rw_queue *q, const struct gw_labels *l,
 						? name
 						: l->v[i].value;
 
-			r = gw_matcher_init(&m[n], GW_MATCH_EQ, l->v[i].name,
-					    v, NULL, 0);
+			r = gw_matcher_init(&m[n], GW_MATCH_EQ, l->v[i].name, v,
+					    NULL, 0);
 			if (!r)
 				n++;
 		}
@@ -1236,9 +1232,8 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 		goto fail;
 	r = msets_add_text(&q->all, "{__name__=~\".+\"}", err, errlen);
 	if (!r)
-		r = msets_add_text(&q->alerts,
-				   "ALERTS{alertstate=\"firing\"}", err,
-				   errlen);
+		r = msets_add_text(&q->alerts, "ALERTS{alertstate=\"firing\"}",
+				   err, errlen);
 	if (!r)
 		r = msets_add_text(&q->scores,
 				   "{__name__=~\".+:anomaly_score\"}", err,
@@ -1373,12 +1368,6 @@ void gw_rw_queue_publish(struct gw_rw_queue *q, struct gw_snap *s)
 	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_SAMPLES_SUPPRESSED_TOTAL),
 		    (double)st.samples_suppressed, NULL, "remote_name", n,
 		    "url", u, NULL);
-	for (int i = 0; i < GW_RW_DROP_REASONS; i++)
-		gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_SAMPLES_DROPPED_TOTAL),
-			    (double)st.samples_dropped[i], NULL, "remote_name",
-			    n, "url", u, "reason",
-			    gw_rw_drop_reason_name((enum gw_rw_drop_reason)i),
-			    NULL);
 	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_BACKLOG_SAMPLES),
 		    (double)st.backlog_samples, NULL, "remote_name", n, "url",
 		    u, NULL);

@@ -50,10 +50,11 @@
  * off and re-sends at most one slice (normally one batch).  A new endpoint
  * (no state file) starts at the present.  Open pushes are not persisted.
  * Data a cursor has not reached when it leaves the store's retention for
- * its tier is skipped, counted (dropped, reason "retention") and logged.
+ * its tier is skipped, counted (sink.aged_out: the client's dropped counter, reason "retention") and
+ * logged.
  *
  * Outcomes (export/rw.h): SENT advances; REFUSED (4xx) advances and counts
- * the batch dropped (reason "refused"); STOPPED ends the round without
+ * the batch refused (the client counts it failed); STOPPED ends the round without
  * advancing.
  *
  * Errors: 0 or -errno.  Thread safety: gw_rw_queue_push, _stats and
@@ -81,6 +82,8 @@ struct gw_rw_queue_sink {
 	enum gw_rw_outcome (*send)(void *ctx, const struct gw_rw_series *s,
 				   size_t n, uint64_t samples,
 				   const _Atomic bool *stop);
+	/* Optional: n samples aged out of the store's retention unsent. */
+	void (*aged_out)(void *ctx, uint64_t n);
 };
 
 enum gw_rw_policy {
@@ -106,7 +109,7 @@ struct gw_rw_queue_opts {
 	/* PromQL series selectors sent raw (policy rollup).  Copied. */
 	const char *const *raw;
 	size_t nraw;
-	uint32_t max_samples_per_send; /* 2000 */
+	uint32_t max_samples_per_send;	/* 2000 */
 	int64_t batch_send_deadline_ms; /* 5 s: raw data waits this long to
 					   fill a batch */
 	int64_t settle_ms;		/* 10 s: data younger is not read */
@@ -171,22 +174,16 @@ gw_rw_queue_push(struct gw_rw_queue *q, const struct gw_matcher *const *sets,
 		 const size_t *nm, size_t nsets, int64_t start_ms,
 		 int64_t end_ms, enum gw_rw_push_reason why);
 
-enum gw_rw_drop_reason {
-	GW_RW_DROP_RETENTION, /* aged out of the store before it was sent */
-	GW_RW_DROP_REFUSED,   /* the endpoint answered 4xx */
-	GW_RW_DROP_READ,      /* the store could not be read */
-	GW_RW_DROP_REASONS
-};
-
 struct gw_rw_queue_stats {
 	uint64_t samples_sent;	     /* acknowledged */
 	uint64_t samples_suppressed; /* equal to the last sent, no heartbeat
 					due yet */
-	uint64_t samples_dropped[GW_RW_DROP_REASONS];
+	uint64_t samples_aged_out;   /* left the store's retention unsent */
+	uint64_t samples_refused;    /* in batches the endpoint refused */
 	uint64_t batches_sent;
-	uint64_t backlog_samples;   /* estimate: due, not yet sent */
-	int64_t highest_acked_ms;   /* newest sample acknowledged; 0: none */
-	double lag_seconds;	    /* now - the oldest cursor */
+	uint64_t backlog_samples; /* estimate: due, not yet sent */
+	int64_t highest_acked_ms; /* newest sample acknowledged; 0: none */
+	double lag_seconds;	  /* now - the oldest cursor */
 	uint64_t pushes[GW_RW_PUSH_REASONS]; /* started */
 	uint64_t pushes_refused;	     /* no room */
 	uint64_t pushes_open;
@@ -194,8 +191,6 @@ struct gw_rw_queue_stats {
 };
 void gw_rw_queue_stats(struct gw_rw_queue *q, struct gw_rw_queue_stats *st);
 
-/* "retention", "refused", "read". */
-const char *gw_rw_drop_reason_name(enum gw_rw_drop_reason r);
 /* "request", "alert", "anomaly". */
 const char *gw_rw_push_reason_name(enum gw_rw_push_reason r);
 

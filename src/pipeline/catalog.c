@@ -102,6 +102,11 @@ static const struct {
 		"Alert rules and Alertmanager",
 		"See `internals/alerts.md` and `internals/alertmanager.md`.",
 	},
+	[GW_CATALOG_SRC_REMOTE_WRITE] = {
+		"remote_write",
+		"One series per endpoint (`remote_name`, `url`). See "
+		"`remote-write.md` and `internals/remote-write-queue.md`.",
+	},
 };
 
 /* Text in a table cell: '|' escaped. */
