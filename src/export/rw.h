@@ -175,9 +175,10 @@ void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep, enum gw_rw_drop_reason r,
 
 /* HTTP answers counted per status code; transport failures by kind. */
 enum gw_rw_fail {
-	GW_RW_FAIL_TIMEOUT,    /* remote_timeout passed */
-	GW_RW_FAIL_CONNECTION, /* refused, reset, DNS, TLS */
-	GW_RW_FAIL_PROTOCOL,   /* an answer that is not HTTP */
+	GW_RW_FAIL_TIMEOUT,	/* remote_timeout passed */
+	GW_RW_FAIL_CONNECTION,	/* refused, reset, DNS, TLS */
+	GW_RW_FAIL_PROTOCOL,	/* an answer that is not HTTP */
+	GW_RW_FAIL_CREDENTIALS, /* password_file/credentials_file unreadable */
 	GW_RW_FAIL_COUNT
 };
 const char *gw_rw_fail_name(enum gw_rw_fail f);

@@ -1362,28 +1362,25 @@ void gw_rw_queue_publish(struct gw_rw_queue *q, struct gw_snap *s)
 	const char *n = q->name, *u = q->url;
 
 	gw_rw_queue_stats(q, &st);
-	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_SAMPLES_ACKED_TOTAL),
-		    (double)st.samples_sent, NULL, "remote_name", n, "url", u,
-		    NULL);
-	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_SAMPLES_SUPPRESSED_TOTAL),
+	gw_snap_add(s, GW_FAM(REMOTE_STORAGE_SAMPLES_SUPPRESSED_TOTAL),
 		    (double)st.samples_suppressed, NULL, "remote_name", n,
 		    "url", u, NULL);
-	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_BACKLOG_SAMPLES),
+	gw_snap_add(s, GW_FAM(REMOTE_STORAGE_SAMPLES_PENDING),
 		    (double)st.backlog_samples, NULL, "remote_name", n, "url",
 		    u, NULL);
 	gw_snap_add(s,
-		    GW_FAM(REMOTE_WRITE_QUEUE_HIGHEST_ACKED_TIMESTAMP_SECONDS),
+		    GW_FAM(REMOTE_STORAGE_QUEUE_HIGHEST_SENT_TIMESTAMP_SECONDS),
 		    (double)st.highest_acked_ms / 1000.0, NULL, "remote_name",
 		    n, "url", u, NULL);
-	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_LAG_SECONDS), st.lag_seconds,
+	gw_snap_add(s, GW_FAM(REMOTE_STORAGE_QUEUE_LAG_SECONDS), st.lag_seconds,
 		    NULL, "remote_name", n, "url", u, NULL);
 	for (int i = 0; i < GW_RW_PUSH_REASONS; i++)
-		gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_PUSHES_TOTAL),
+		gw_snap_add(s, GW_FAM(REMOTE_STORAGE_RAW_PUSHES_TOTAL),
 			    (double)st.pushes[i], NULL, "remote_name", n, "url",
 			    u, "reason",
 			    gw_rw_push_reason_name((enum gw_rw_push_reason)i),
 			    NULL);
-	gw_snap_add(s, GW_FAM(REMOTE_WRITE_QUEUE_PUSHES_OPEN),
+	gw_snap_add(s, GW_FAM(REMOTE_STORAGE_RAW_PUSHES_OPEN),
 		    (double)st.pushes_open, NULL, "remote_name", n, "url", u,
 		    NULL);
 }

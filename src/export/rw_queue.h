@@ -194,8 +194,10 @@ void gw_rw_queue_stats(struct gw_rw_queue *q, struct gw_rw_queue_stats *st);
 /* "request", "alert", "anomaly". */
 const char *gw_rw_push_reason_name(enum gw_rw_push_reason r);
 
-/* Adds the queue's self-metrics (gpuwatch_remote_write_*{remote_name,url})
- * to s. */
+/* Adds the queue's self-metrics to s (gpuwatch_remote_storage_samples_pending,
+ * ..._queue_highest_sent_timestamp_seconds, ..._queue_lag_seconds,
+ * ..._samples_suppressed_total, ..._raw_pushes_total{reason},
+ * ..._raw_pushes_open; labels remote_name, url). */
 void gw_rw_queue_publish(struct gw_rw_queue *q, struct gw_snap *s);
 
 #endif

@@ -102,10 +102,13 @@ static const struct {
 		"Alert rules and Alertmanager",
 		"See `internals/alerts.md` and `internals/alertmanager.md`.",
 	},
-	[GW_CATALOG_SRC_REMOTE_WRITE] = {
+	[GW_CATALOG_SRC_REMOTE] = {
 		"remote_write",
-		"One series per endpoint (`remote_name`, `url`). See "
-		"`remote-write.md` and `internals/remote-write-queue.md`.",
+		"Per endpoint (`remote_name`: its `name:`, or a hash of its "
+		"URL), mirroring Prometheus' `prometheus_remote_storage_*`; "
+		"what is pending, suppressed and pushed comes from the queue "
+		"that reads the local store. See `remote-write.md` and "
+		"`internals/remote-write-queue.md`.",
 	},
 };
 
