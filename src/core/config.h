@@ -75,6 +75,17 @@ struct gw_config {
 	double rule_interval; /* seconds between rule evaluations */
 	struct gw_config_list alertmanagers; /* Alertmanager base URLs */
 	double alert_resend; /* firing alerts re-sent this often */
+	/* remote_write: endpoints, and what leaves the node (core/remote.c) */
+	struct gw_config_list remote_writes;   /* --remote-write URLs */
+	char rw_policy[16];		       /* "rollup" or "raw" */
+	struct gw_config_list rw_raw;	       /* selectors sent raw */
+	struct gw_config_list external_labels; /* NAME=VALUE */
+	double rw_heartbeat;		       /* seconds; 0: never suppress */
+	double rw_max_lag;		       /* seconds */
+	int rw_events;		/* raw around alerts, anomalies */
+	double rw_event_window; /* seconds before and after */
+	double rw_anomaly_threshold;
+	char rw_admin_push[8]; /* "on": POST /api/v1/admin/push */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 };

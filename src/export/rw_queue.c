@@ -1057,6 +1057,11 @@ static void update_gauges(struct gw_rw_queue *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
+static bool stopping(const struct gw_rw_queue *q)
+{
+	return atomic_load(&q->stop) || (q->w && gw_worker_stopping(q->w));
+}
+
 /* Runs one stream's slices until it has nothing due or its share of the
  * round (max_lag / 2) is used. */
 static int serve(struct gw_rw_queue *q, int (*fn)(struct gw_rw_queue *),
@@ -1069,7 +1074,7 @@ static int serve(struct gw_rw_queue *q, int (*fn)(struct gw_rw_queue *),
 		r = fn(q);
 		if (r > 0)
 			(*sent)++;
-	} while (r > 0 && gw_now_mono() < until && !atomic_load(&q->stop));
+	} while (r > 0 && gw_now_mono() < until && !stopping(q));
 	return r < 0 ? r : 0;
 }
 
@@ -1103,8 +1108,7 @@ int gw_rw_queue_step(struct gw_rw_queue *q)
 			r = slice_push(q, i);
 			if (r > 0)
 				sent++;
-		} while (r > 0 && gw_now_mono() < until &&
-			 !atomic_load(&q->stop));
+		} while (r > 0 && gw_now_mono() < until && !stopping(q));
 		if (r == -EINTR)
 			return r;
 	}
@@ -1122,9 +1126,11 @@ static double round_fn(struct gw_worker *w, void *arg)
 	if (q->slot >= 0) {
 		gw_snap_reset(&q->snap);
 		gw_rw_queue_publish(q, &q->snap);
+		if (q->o.sink.publish)
+			q->o.sink.publish(q->o.sink.ctx, &q->snap);
 		gw_registry_publish(q->o.reg, q->slot, &q->snap);
 	}
-	if (r == -EINTR || atomic_load(&q->stop))
+	if (r == -EINTR || stopping(q))
 		return GW_WORKER_EXIT;
 	/* Something sent: go on at once; else look again in a second (a
 	 * failing read also waits a second). */
@@ -1302,21 +1308,23 @@ int gw_rw_queue_start(struct gw_rw_queue *q, unsigned int index)
 
 void gw_rw_queue_request_stop(struct gw_rw_queue *q)
 {
-	if (!q)
-		return;
-	atomic_store(&q->stop, true);
-	if (q->w)
+	if (q && q->w)
 		gw_worker_request_stop(q->w);
 }
 
 int gw_rw_queue_stop(struct gw_rw_queue *q, double deadline)
 {
+	double soft = deadline - 0.5;
 	int r;
 
 	if (!q || !q->w)
 		return 0;
 	gw_rw_queue_request_stop(q);
-	r = gw_worker_join(q->w, deadline);
+	r = gw_worker_join(q->w, soft);
+	if (r) {
+		atomic_store(&q->stop, true); /* cut the send in flight */
+		r = gw_worker_join(q->w, deadline);
+	}
 	if (r)
 		return r;
 	gw_worker_free(q->w);

@@ -84,6 +84,8 @@ struct gw_rw_queue_sink {
 				   const _Atomic bool *stop);
 	/* Optional: n samples aged out of the store's retention unsent. */
 	void (*aged_out)(void *ctx, uint64_t n);
+	/* Optional: adds the sink's own metrics to the queue's. */
+	void (*publish)(void *ctx, struct gw_snap *s);
 };
 
 enum gw_rw_policy {
@@ -143,10 +145,13 @@ void gw_rw_queue_free(struct gw_rw_queue *q);
 /* Starts the "gw-rw-N" thread (N: index, for the thread's name). */
 __attribute__((warn_unused_result)) int gw_rw_queue_start(struct gw_rw_queue *q,
 							  unsigned int index);
-/* Tells the thread to stop: a send in progress ends (STOPPED) unless
- * acknowledged first.  Does not wait. */
+/* Tells the thread to stop after the slice it is sending (so what is
+ * being sent can still be acknowledged).  Does not wait. */
 void gw_rw_queue_request_stop(struct gw_rw_queue *q);
-/* Waits until deadline (CLOCK_MONOTONIC s): 0 or -ETIMEDOUT. */
+/* Stops the thread: lets the slice in flight finish until shortly before
+ * deadline (CLOCK_MONOTONIC s), then cuts the send (STOPPED: its data is
+ * sent again after a restart) and waits until deadline: 0 or
+ * -ETIMEDOUT. */
 __attribute__((warn_unused_result)) int gw_rw_queue_stop(struct gw_rw_queue *q,
 							 double deadline);
 

@@ -168,14 +168,16 @@ static void feed(struct fx *f, int64_t t0, int64_t t1)
 			snprintf(l, sizeof(l), "gpu=\"%d\",uuid=\"GPU-%d\"", g,
 				 g);
 			assert_int_equal(
-				gw_store_append(f->s,
-						"gpuwatch_gpu_temperature_celsius",
-						l, t, 40 + g + fmod(x, 7)),
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_temperature_celsius", l,
+					t, 40 + g + fmod(x, 7)),
 				0);
 			assert_int_equal(
-				gw_store_append(f->s,
-						"gpuwatch_gpu_energy_joules_total",
-						l, t, 100 * x + g),
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_energy_joules_total", l,
+					t, 100 * x + g),
 				0);
 		}
 		f->now = t + 1;
@@ -324,8 +326,9 @@ static void test_rollup_policy(void **state)
 				 "gpuwatch_gpu_temperature_celsius:1m_stddev%s",
 				 gpu0);
 			if (strcmp(o->key, k2) == 0)
-				assert_true(fabs(o->v - sqrt(sq / c - (sum / c) *
-								    (sum / c))) <
+				assert_true(fabs(o->v -
+						 sqrt(sq / c -
+						      (sum / c) * (sum / c))) <
 					    1e-6);
 		}
 	}
@@ -402,12 +405,13 @@ static void test_pushes(void **state)
 				 "gpuwatch_gpu_temperature_celsius{gpu=\"0\"}",
 				 &m, &nm, &perr),
 			 0);
-	assert_int_equal(gw_rw_queue_push(q, (const struct gw_matcher *const *)&m,
-					  &nm, 1, T0 + MINUTE,
-					  T0 + 2 * MINUTE - 1,
-					  GW_RW_PUSH_REQUEST),
-			 0);
-	assert_int_equal(gw_rw_queue_push(q, (const struct gw_matcher *const *)&m,
+	assert_int_equal(
+		gw_rw_queue_push(q, (const struct gw_matcher *const *)&m, &nm,
+				 1, T0 + MINUTE, T0 + 2 * MINUTE - 1,
+				 GW_RW_PUSH_REQUEST),
+		0);
+	assert_int_equal(gw_rw_queue_push(q,
+					  (const struct gw_matcher *const *)&m,
 					  &nm, 1, T0 + 2 * MINUTE - 1000, T0,
 					  GW_RW_PUSH_REQUEST),
 			 -EINVAL);
@@ -439,8 +443,8 @@ static void test_pushes(void **state)
 
 		for (size_t i = 0; i < f->n; i++)
 			n += strncmp(f->r[i].key,
-				     "gpuwatch_gpu_temperature_celsius{", 33) ==
-				     0 &&
+				     "gpuwatch_gpu_temperature_celsius{",
+				     33) == 0 &&
 			     strstr(f->r[i].key, "gpu=\"1\"");
 		assert_int_equal(n, 7 * 60);
 	}
