@@ -33,8 +33,8 @@ static int build_endpoints(const struct gw_config *c, struct gw_rw_config **out,
 
 	for (unsigned int i = 0; i < c->remote_writes.n; i++)
 		urls[i] = c->remote_writes.v[i];
-	return gw_rw_config_new(urls, c->remote_writes.n, NULL, 0, NULL, 0,
-				out, err, errlen);
+	return gw_rw_config_new(urls, c->remote_writes.n, NULL, 0, NULL, 0, out,
+				err, errlen);
 }
 
 int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
@@ -93,8 +93,7 @@ int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
 }
 
 /* DIR/remote_write/NAME.state, NAME kept to [A-Za-z0-9._-]. */
-static int state_path(const char *dir, const char *name, char *out,
-		      size_t len)
+static int state_path(const char *dir, const char *name, char *out, size_t len)
 {
 	char safe[128];
 	size_t i;
@@ -110,8 +109,8 @@ static int state_path(const char *dir, const char *name, char *out,
 		return -ENAMETOOLONG;
 	if (mkdir(out, 0750) < 0 && errno != EEXIST)
 		return -errno;
-	if ((size_t)snprintf(out, len, "%s/remote_write/%s.state", dir,
-			     safe) >= len)
+	if ((size_t)snprintf(out, len, "%s/remote_write/%s.state", dir, safe) >=
+	    len)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -151,8 +150,8 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 	x->admin_push = strcmp(c->rw_admin_push, "on") == 0;
 	for (unsigned int i = 0; i < c->external_labels.n; i++) {
 		ext[next++] = c->external_labels.v[i];
-		has_instance |= strncmp(c->external_labels.v[i], "instance=",
-					9) == 0;
+		has_instance |=
+			strncmp(c->external_labels.v[i], "instance=", 9) == 0;
 	}
 	if (!has_instance) {
 		if (gethostname(host, sizeof(host)) < 0 || !host[0])
@@ -182,9 +181,10 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			.max_samples_per_send = qc->max_samples_per_send,
 			.batch_send_deadline_ms =
 				(int64_t)(qc->batch_send_deadline * 1000),
-			.heartbeat_ms = c->rw_heartbeat > 0
-						? (int64_t)(c->rw_heartbeat * 1000)
-						: -1,
+			.heartbeat_ms =
+				c->rw_heartbeat > 0
+					? (int64_t)(c->rw_heartbeat * 1000)
+					: -1,
 			.max_lag_ms = (int64_t)(c->rw_max_lag * 1000),
 			.retention_ms = { (int64_t)(c->retention_raw * 1000),
 					  (int64_t)(c->retention_1m * 1000),

@@ -32,9 +32,10 @@ gw_remote_check(const struct gw_config *c, char *err, size_t errlen);
 
 /* Starts a queue per endpoint ("gw-rw-N" threads); *out NULL when none
  * is configured or there is no store (logged).  -errno with err set. */
-__attribute__((warn_unused_result)) int
-gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
-		size_t errlen);
+__attribute__((warn_unused_result)) int gw_remote_start(struct gw_agent *a,
+							struct gw_remote **out,
+							char *err,
+							size_t errlen);
 
 /* Sets o->push when admin push is on and a queue runs. */
 void gw_remote_api(struct gw_remote *r, struct gw_api_opts *o);

@@ -985,9 +985,15 @@ static void scan_events(struct gw_rw_queue *q)
 	struct gw_series_set set;
 	char base[512];
 
+	int r;
+
 	if (!q->o.events || to - *c < EVENT_EVERY)
 		return;
-	if (!select_set(q, &q->alerts, 0, *c + 1, to, GW_TIER_RAW, &set)) {
+	r = select_set(q, &q->alerts, 0, *c + 1, to, GW_TIER_RAW, &set);
+	gw_dbg("remote_write %s: events in (%" PRId64 ", %" PRId64
+	       "]: %d, %zu firing alert series",
+	       q->name, *c, to, r, r ? 0 : set.n);
+	if (!r) {
 		for (size_t i = 0; i < set.n; i++)
 			if (set.s[i].n &&
 			    event_push(q, &set.s[i].labels, NULL, set.s[i].t[0],
@@ -996,7 +1002,10 @@ static void scan_events(struct gw_rw_queue *q)
 				break;
 		gw_series_set_release(&set);
 	}
-	if (!select_set(q, &q->scores, 0, *c + 1, to, GW_TIER_RAW, &set)) {
+	r = select_set(q, &q->scores, 0, *c + 1, to, GW_TIER_RAW, &set);
+	gw_dbg("remote_write %s: %d, %zu anomaly score series", q->name, r,
+	       r ? 0 : set.n);
+	if (!r) {
 		for (size_t i = 0; i < set.n; i++) {
 			const struct gw_series_data *d = &set.s[i];
 			const char *nm = gw_labels_get(&d->labels, "__name__");
