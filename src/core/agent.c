@@ -300,7 +300,7 @@ int gw_agent_main(int argc, char **argv)
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
 	sigset_t sigs;
-	int r, lock_fd = -1, status = 1, stuck = 0;
+	int r, lock_fd = -1, status = 1, stuck = 0, check = 0;
 
 	gw_config_defaults(&a.cfg);
 	r = gw_config_from_args(&a.cfg, argc, argv, err, sizeof(err));
@@ -311,6 +311,10 @@ int gw_agent_main(int argc, char **argv)
 	if (r == 2) {
 		gw_config_markdown(stdout);
 		return 0;
+	}
+	if (r == 3) {
+		check = 1;
+		r = 0;
 	}
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
@@ -327,6 +331,12 @@ int gw_agent_main(int argc, char **argv)
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		gw_alerting_free(alerts, gw_now_mono());
 		return 2;
+	}
+	if (check) {
+		printf("gpuwatch agent: the configuration is valid%s%s\n",
+		       a.cfg.config_path[0] ? " in " : "", a.cfg.config_path);
+		gw_alerting_free(alerts, gw_now_mono());
+		return 0;
 	}
 	a.argc = argc;
 	a.argv = argv;

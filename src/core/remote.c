@@ -29,12 +29,7 @@ struct gw_remote {
 static int build_endpoints(const struct gw_config *c, struct gw_rw_config **out,
 			   char *err, size_t errlen)
 {
-	const char *urls[GW_CONFIG_LIST_MAX];
-
-	for (unsigned int i = 0; i < c->remote_writes.n; i++)
-		urls[i] = c->remote_writes.v[i];
-	return gw_rw_config_new(urls, c->remote_writes.n, NULL, 0, NULL, 0, out,
-				err, errlen);
+	return gw_config_remote_write(c, out, err, errlen);
 }
 
 int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
@@ -127,13 +122,12 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 	int r;
 
 	*out = NULL;
-	if (!c->remote_writes.n)
+	if (!c->remote_write.urls.n && !c->remote_write.yaml[0])
 		return 0;
 	if (!a->store) {
-		gw_warn("remote_write: %u endpoints configured but nothing is "
+		gw_warn("remote_write: endpoints configured but nothing is "
 			"sent: the queue reads the local store (--no-store is "
-			"set)",
-			c->remote_writes.n);
+			"set)");
 		return 0;
 	}
 	x = calloc(1, sizeof(*x));

@@ -191,12 +191,12 @@ struct gw_rw_stats {
 	uint64_t samples_retried; /* each retry of a batch adds its samples */
 	uint64_t samples_failed;  /* refused by the receiver (4xx) */
 	uint64_t samples_dropped[GW_RW_DROP_COUNT];
-	uint64_t bytes_sent;	 /* on the wire, compressed, every attempt */
+	uint64_t bytes_sent;	 /* bodies sent whole, compressed, every try */
 	uint64_t bytes_raw_sent; /* the same before compression */
 	uint64_t failures[GW_RW_FAIL_COUNT];
 	double last_send_s; /* wall clock of the last 2xx, 0 = never */
-	/* HTTP answers by status code, the first GW_RW_CODES_MAX codes
-	 * seen; later new codes are counted under code 0. */
+	/* HTTP answers by status code: the first GW_RW_CODES_MAX - 1 codes
+	 * seen, then (code 0) every other. */
 	unsigned int ncodes;
 	struct {
 		int code;

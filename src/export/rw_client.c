@@ -144,8 +144,8 @@ const char *gw_rw_fail_name(enum gw_rw_fail f)
 
 /* ---- counters ---- */
 
-void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep,
-			    enum gw_rw_drop_reason r, uint64_t n)
+void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep, enum gw_rw_drop_reason r,
+			    uint64_t n)
 {
 	if ((unsigned int)r < GW_RW_DROP_COUNT)
 		atomic_fetch_add(&ep->samples_dropped[r], n);
@@ -153,7 +153,7 @@ void gw_rw_endpoint_dropped(struct gw_rw_endpoint *ep,
 
 static void count_code(struct gw_rw_endpoint *ep, int code)
 {
-	for (size_t i = 0; i < GW_RW_CODES_MAX; i++) {
+	for (size_t i = 0; i < GW_RW_CODES_MAX - 1; i++) {
 		int cur = atomic_load(&ep->codes[i]);
 
 		if (cur == 0) {
@@ -192,7 +192,7 @@ void gw_rw_endpoint_stats(const struct gw_rw_endpoint *ep_c,
 	for (size_t i = 0; i < GW_RW_FAIL_COUNT; i++)
 		st->failures[i] = atomic_load(&ep->failures[i]);
 	st->last_send_s = (double)atomic_load(&ep->last_send_ms) / 1000.0;
-	for (size_t i = 0; i < GW_RW_CODES_MAX; i++) {
+	for (size_t i = 0; i < GW_RW_CODES_MAX - 1; i++) {
 		int code = atomic_load(&ep->codes[i]);
 
 		if (!code)
@@ -202,9 +202,10 @@ void gw_rw_endpoint_stats(const struct gw_rw_endpoint *ep_c,
 		st->ncodes++;
 	}
 	other = atomic_load(&ep->code_other);
-	if (other && st->ncodes == GW_RW_CODES_MAX) {
-		st->codes[GW_RW_CODES_MAX - 1].code = 0;
-		st->codes[GW_RW_CODES_MAX - 1].n += other;
+	if (other) {
+		st->codes[st->ncodes].code = 0;
+		st->codes[st->ncodes].n = other;
+		st->ncodes++;
 	}
 }
 
@@ -323,8 +324,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 		time_t t = curl_getdate(val, NULL);
 
 		if (t != (time_t)-1)
-			c->retry_after =
-				(double)t - (double)real_ms() / 1000.0;
+			c->retry_after = (double)t - (double)real_ms() / 1000.0;
 	}
 	if (c->retry_after > RETRY_AFTER_MAX_S)
 		c->retry_after = RETRY_AFTER_MAX_S;
@@ -371,8 +371,8 @@ static int route_server_name(struct gw_rw_client *c)
 		err = -EINVAL;
 		goto out;
 	}
-	snprintf(line, sizeof(line), "%s:%s:%s:%s", ep->server_name, port,
-		 host, port);
+	snprintf(line, sizeof(line), "%s:%s:%s:%s", ep->server_name, port, host,
+		 port);
 	c->connect_to = curl_slist_append(NULL, line);
 	c->url = strdup(url);
 	if (!c->connect_to || !c->url)
@@ -405,6 +405,7 @@ static int add_header(struct curl_slist **l, const char *name,
 int gw_rw_client_new(struct gw_rw_endpoint *ep, struct gw_rw_client **out)
 {
 	struct gw_rw_client *c;
+	long timeout_ms;
 	CURL *e;
 	int err = -ENOMEM;
 
@@ -473,10 +474,12 @@ int gw_rw_client_new(struct gw_rw_endpoint *ep, struct gw_rw_client **out)
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
-			 (long)(ep->remote_timeout * 1000.0));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)(ep->remote_timeout * 1000.0));
+	/* At least 1 ms: 0 would mean no timeout at all to curl. */
+	timeout_ms = ep->remote_timeout * 1000.0 < 1
+			     ? 1L
+			     : (long)(ep->remote_timeout * 1000.0);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -495,6 +498,17 @@ int gw_rw_client_new(struct gw_rw_endpoint *ep, struct gw_rw_client **out)
 		curl_easy_setopt(e, CURLOPT_SSLCERT, ep->cert_file);
 	if (ep->key_file)
 		curl_easy_setopt(e, CURLOPT_SSLKEY, ep->key_file);
+	if (ep->follow_redirects) {
+		/* As Go's client: a redirected POST stays a POST with its body. */
+		curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+		curl_easy_setopt(e, CURLOPT_POSTREDIR,
+				 (long)CURL_REDIR_POST_ALL);
+		curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	}
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+			 ep->enable_http2 ? (long)CURL_HTTP_VERSION_2TLS
+					  : (long)CURL_HTTP_VERSION_1_1);
 	if (ep->insecure_skip_verify) {
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -677,8 +691,7 @@ static void log_refusal(struct gw_rw_client *c, long code)
 
 enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 				     size_t len, size_t raw_len,
-				     uint64_t samples,
-				     const _Atomic bool *stop)
+				     uint64_t samples, const _Atomic bool *stop)
 {
 	struct gw_rw_endpoint *ep = c->ep;
 	const struct gw_rw_queue_config *q = &ep->q;
@@ -686,11 +699,11 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 
 	c->stop = stop;
 	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)len);
+	curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	for (unsigned int attempt = 0;; attempt++) {
 		struct curl_slist *extra = NULL;
 		char why[CURL_ERROR_SIZE + 256];
+		curl_off_t up = 0;
 		long code = 0;
 		double delay;
 		CURLcode rc;
@@ -710,11 +723,16 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 		}
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER,
 				 extra ? extra : c->hdrs);
-		atomic_fetch_add(&ep->bytes_sent, len);
-		atomic_fetch_add(&ep->bytes_raw_sent, raw_len);
 		rc = curl_easy_perform(c->easy);
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->hdrs);
 		curl_slist_free_all(extra);
+		/* Bytes on the wire: a body that went out whole. */
+		if (curl_easy_getinfo(c->easy, CURLINFO_SIZE_UPLOAD_T, &up) ==
+			    CURLE_OK &&
+		    (size_t)up >= len) {
+			atomic_fetch_add(&ep->bytes_sent, len);
+			atomic_fetch_add(&ep->bytes_raw_sent, raw_len);
+		}
 		if (rc == CURLE_ABORTED_BY_CALLBACK)
 			return GW_RW_STOPPED;
 		if (rc != CURLE_OK) {
@@ -743,7 +761,7 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
 		atomic_fetch_add(&ep->samples_failed, samples);
 		log_refusal(c, code);
 		return GW_RW_REFUSED;
-retry:
+	retry:
 		atomic_fetch_add(&ep->samples_retried, samples);
 		delay = q->min_backoff + rand01(c) * (backoff - q->min_backoff);
 		if (c->retry_after > 0)

@@ -121,9 +121,10 @@ gw_rw_endpoint_queue(const struct gw_rw_endpoint *ep)
 
 /* ---- errors ---- */
 
-__attribute__((format(printf, 4, 5))) static int
-fail(struct ctx *x, const yaml_node_t *n, const char *path, const char *fmt,
-     ...)
+__attribute__((format(printf, 4, 5))) static int fail(struct ctx *x,
+						      const yaml_node_t *n,
+						      const char *path,
+						      const char *fmt, ...)
 {
 	char msg[384];
 	va_list ap;
@@ -177,6 +178,8 @@ static struct gw_rw_endpoint *endpoint_new(void)
 		.max_backoff = 5,
 		.retry_on_http_429 = true,
 	};
+	ep->follow_redirects = true;
+	ep->enable_http2 = true;
 	return ep;
 }
 
@@ -211,8 +214,7 @@ static int scalar(struct ctx *x, const yaml_node_t *n, const char *path,
 {
 	if (!n || n->type != YAML_SCALAR_NODE)
 		return fail(x, n, path, "expected a single value");
-	if (strlen((const char *)n->data.scalar.value) !=
-	    n->data.scalar.length)
+	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
 		return fail(x, n, path, "must not contain a NUL byte");
 	*out = (const char *)n->data.scalar.value;
 	return 0;
@@ -343,7 +345,8 @@ static int mapping(struct ctx *x, const yaml_node_t *n, const char *path,
 				return fail(x, k, path,
 					    "key '%s' is given twice (first "
 					    "on line %zu)",
-					    key, x->line0 + qk->start_mark.line);
+					    key,
+					    x->line0 + qk->start_mark.line);
 		}
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
 		err = fn(x, key, k, v, sub, arg);
@@ -353,18 +356,113 @@ static int mapping(struct ctx *x, const yaml_node_t *n, const char *path,
 	return 0;
 }
 
-static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
-		   const char *key, const char *in)
+/* Every key of each mapping, for "did you mean". */
+static const char *const keys_remote_write[] = { "url",
+						 "name",
+						 "remote_timeout",
+						 "headers",
+						 "basic_auth",
+						 "authorization",
+						 "tls_config",
+						 "queue_config",
+						 "write_relabel_configs",
+						 "follow_redirects",
+						 "enable_http2",
+						 "send_exemplars",
+						 "send_native_histograms",
+						 NULL };
+static const char *const keys_queue_config[] = { "capacity",
+						 "max_shards",
+						 "min_shards",
+						 "max_samples_per_send",
+						 "batch_send_deadline",
+						 "min_backoff",
+						 "max_backoff",
+						 "retry_on_http_429",
+						 NULL };
+static const char *const keys_basic_auth[] = { "username", "password",
+					       "password_file", NULL };
+static const char *const keys_authorization[] = { "type", "credentials",
+						  "credentials_file", NULL };
+static const char *const keys_tls_config[] = { "ca_file",
+					       "cert_file",
+					       "key_file",
+					       "server_name",
+					       "insecure_skip_verify",
+					       NULL };
+static const char *const keys_relabel[] = {
+	"source_labels", "separator", "regex", "target_label",
+	"replacement",	 "action",    NULL
+};
+
+/* Edit distance of two short keys (longer ones: "far"). */
+static size_t distance(const char *a, const char *b)
 {
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t prev = row[0], tmp;
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = prev + (a[i - 1] != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+static const char *suggest(const char *key, const char *const *known)
+{
+	const char *best = NULL;
+	size_t bd = 3;
+
+	for (; known && *known; known++) {
+		size_t d = distance(key, *known);
+
+		if (d < bd) {
+			bd = d;
+			best = *known;
+		}
+	}
+	return best;
+}
+
+static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
+		   const char *key, const char *in, const char *const *known)
+{
+	const char *s = suggest(key, known);
 	static const char *const prom_only[] = {
-		"oauth2",	  "sigv4",	     "azuread",
-		"proxy_url",	  "no_proxy",	     "proxy_from_environment",
-		"proxy_connect_header", "metadata_config", "send_exemplars",
-		"send_native_histograms", "follow_redirects", "enable_http2",
-		"round_robin_dns", "bearer_token",   "bearer_token_file",
-		"protobuf_message", "min_version",   "max_version",
-		"ca",		  "cert",	     "key",
-		"max_retries",	  "sample_age_limit",
+		"oauth2",
+		"sigv4",
+		"azuread",
+		"proxy_url",
+		"no_proxy",
+		"proxy_from_environment",
+		"proxy_connect_header",
+		"metadata_config",
+		"round_robin_dns",
+		"bearer_token",
+		"bearer_token_file",
+		"protobuf_message",
+		"min_version",
+		"max_version",
+		"ca",
+		"cert",
+		"key",
+		"max_retries",
+		"sample_age_limit",
 	};
 	char *dot = strrchr(path, '.');
 	char parent[PATH_TEXT + 64];
@@ -377,7 +475,8 @@ static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
 				    "'%s' (a Prometheus setting) is not "
 				    "supported by gpuwatch",
 				    key);
-	return fail(x, k, parent, "unknown key '%s' in %s", key, in);
+	return fail(x, k, parent, "unknown key '%s' in %s%s%s%s", key, in,
+		    s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
 }
 
 /* ---- headers, auth, TLS ---- */
@@ -466,7 +565,7 @@ static int basic_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return str_dup(x, v, path, &ep->password_file);
 	if (!strcmp(key, "username_file"))
 		return fail(x, k, path, "is not supported by gpuwatch");
-	return unknown(x, k, path, key, "basic_auth");
+	return unknown(x, k, path, key, "basic_auth", keys_basic_auth);
 }
 
 static int auth_pair(struct ctx *x, const char *key, const yaml_node_t *k,
@@ -480,7 +579,7 @@ static int auth_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return str_dup(x, v, path, &ep->credentials);
 	if (!strcmp(key, "credentials_file"))
 		return str_dup(x, v, path, &ep->credentials_file);
-	return unknown(x, k, path, key, "authorization");
+	return unknown(x, k, path, key, "authorization", keys_authorization);
 }
 
 static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
@@ -498,7 +597,7 @@ static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return str_dup(x, v, path, &ep->server_name);
 	if (!strcmp(key, "insecure_skip_verify"))
 		return bool_val(x, v, path, &ep->insecure_skip_verify);
-	return unknown(x, k, path, key, "tls_config");
+	return unknown(x, k, path, key, "tls_config", keys_tls_config);
 }
 
 static int queue_pair(struct ctx *x, const char *key, const yaml_node_t *k,
@@ -523,7 +622,7 @@ static int queue_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return duration(x, v, path, &q->max_backoff);
 	if (!strcmp(key, "retry_on_http_429"))
 		return bool_val(x, v, path, &q->retry_on_http_429);
-	return unknown(x, k, path, key, "queue_config");
+	return unknown(x, k, path, key, "queue_config", keys_queue_config);
 }
 
 /* ---- write_relabel_configs ---- */
@@ -557,7 +656,8 @@ static int rule_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 			    "hashmod is not supported by gpuwatch (actions: "
 			    "replace, keep, drop, labeldrop, labelkeep)");
 	else
-		return unknown(x, k, path, key, "write_relabel_configs");
+		return unknown(x, k, path, key, "write_relabel_configs",
+			       keys_relabel);
 	return 0;
 }
 
@@ -660,8 +760,7 @@ static int rule_parse(struct ctx *x, const yaml_node_t *n, const char *path,
 			if (r->nsource >= MAX_SOURCES)
 				return fail(x, e, sub, "at most %d labels",
 					    MAX_SOURCES);
-			nv = realloc(r->source,
-				     (r->nsource + 1) * sizeof(*nv));
+			nv = realloc(r->source, (r->nsource + 1) * sizeof(*nv));
 			if (!nv)
 				return -ENOMEM;
 			r->source = nv;
@@ -788,11 +887,30 @@ static int entry_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	}
 	if (!strcmp(key, "tls_config"))
 		return mapping(x, v, path, tls_pair, ep);
+	if (!strcmp(key, "follow_redirects"))
+		return bool_val(x, v, path, &ep->follow_redirects);
+	if (!strcmp(key, "enable_http2"))
+		return bool_val(x, v, path, &ep->enable_http2);
+	if (!strcmp(key, "send_exemplars") ||
+	    !strcmp(key, "send_native_histograms")) {
+		/* gpuwatch has neither to send: false is what happens. */
+		bool on = false;
+		int err = bool_val(x, v, path, &on);
+
+		if (!err && on)
+			err = fail(x, v, path,
+				   "gpuwatch has no %s to send; remove it or "
+				   "set false",
+				   strcmp(key, "send_exemplars")
+					   ? "native histograms"
+					   : "exemplars");
+		return err;
+	}
 	if (!strcmp(key, "queue_config"))
 		return is_null(v) ? 0 : mapping(x, v, path, queue_pair, &ep->q);
 	if (!strcmp(key, "write_relabel_configs"))
 		return rules_parse(x, v, path, ep);
-	return unknown(x, k, path, key, "remote_write");
+	return unknown(x, k, path, key, "remote_write", keys_remote_write);
 }
 
 /* Cross-field checks, Prometheus' wording where it has one. */
@@ -869,8 +987,7 @@ static int set_default_name(struct gw_rw_endpoint *ep)
 
 	if (ep->name && *ep->name)
 		return 0;
-	snprintf(buf, sizeof(buf), "%06" PRIx64,
-		 fnv1a(ep->url) & 0xffffffu);
+	snprintf(buf, sizeof(buf), "%06" PRIx64, fnv1a(ep->url) & 0xffffffu);
 	free(ep->name);
 	ep->name = strdup(buf);
 	return ep->name ? 0 : -ENOMEM;
@@ -895,6 +1012,26 @@ static int entries(struct ctx *x, struct gw_rw_config *c)
 
 	if (!root || is_null(root))
 		return 0;
+	if (root->type == YAML_SCALAR_NODE) {
+		/* "remote_write: URL", as the flag takes it. */
+		struct gw_rw_endpoint *ep = endpoint_new();
+
+		if (!ep)
+			return -ENOMEM;
+		err = str_dup(x, root, "remote_write", &ep->url);
+		if (!err && !url_ok(ep->url))
+			err = fail(x, root, "remote_write",
+				   "'%s' is not an http:// or https:// URL "
+				   "(or a list of endpoints: - url: ...)",
+				   ep->url);
+		if (!err)
+			err = set_default_name(ep);
+		if (!err)
+			err = add(c, ep);
+		if (err)
+			endpoint_free(ep);
+		return err;
+	}
 	if (root->type != YAML_SEQUENCE_NODE)
 		return fail(x, root, "remote_write",
 			    "expected a list of endpoints (- url: ...)");
@@ -910,8 +1047,8 @@ static int entries(struct ctx *x, struct gw_rw_config *c)
 		if (err)
 			return err;
 		if (c->n >= MAX_ENDPOINTS)
-			return fail(x, e, "remote_write", "at most %d endpoints",
-				    MAX_ENDPOINTS);
+			return fail(x, e, "remote_write",
+				    "at most %d endpoints", MAX_ENDPOINTS);
 		a.ep = endpoint_new();
 		if (!a.ep)
 			return -ENOMEM;
@@ -938,7 +1075,8 @@ static int parse_yaml(struct gw_rw_config *c, const char *yaml, size_t len,
 		      const char *file, unsigned int line, char *err,
 		      size_t errlen)
 {
-	struct ctx x = { .file = file ? file : "config", .err = err,
+	struct ctx x = { .file = file ? file : "config",
+			 .err = err,
 			 .errlen = errlen };
 	yaml_document_t doc;
 	yaml_parser_t p;

@@ -29,10 +29,10 @@ struct gw_rw_rule {
 	enum gw_rw_action action;
 	char **source; /* source_labels */
 	size_t nsource;
-	char *separator;   /* ";" */
+	char *separator;     /* ";" */
 	struct gw_regex *re; /* regex, anchored; "(.*)" */
-	char *target;	   /* target_label (may hold $1, ${name}) */
-	char *replacement; /* "$1" */
+	char *target;	     /* target_label (may hold $1, ${name}) */
+	char *replacement;   /* "$1" */
 };
 
 struct gw_rw_header {
@@ -53,6 +53,8 @@ struct gw_rw_endpoint {
 	/* tls_config */
 	char *ca_file, *cert_file, *key_file, *server_name;
 	bool insecure_skip_verify;
+	bool follow_redirects; /* true */
+	bool enable_http2;     /* true: HTTP/2 over TLS when offered */
 
 	struct gw_rw_rule *rules;
 	size_t nrules;
@@ -65,8 +67,8 @@ struct gw_rw_endpoint {
 	_Atomic uint64_t failures[GW_RW_FAIL_COUNT];
 	_Atomic int64_t last_send_ms;
 	/* Status codes: a slot is claimed once (0 -> code) and never freed. */
-	_Atomic int codes[GW_RW_CODES_MAX];
-	_Atomic uint64_t code_n[GW_RW_CODES_MAX];
+	_Atomic int codes[GW_RW_CODES_MAX - 1]; /* the last: code_other */
+	_Atomic uint64_t code_n[GW_RW_CODES_MAX - 1];
 	_Atomic uint64_t code_other; /* codes seen after every slot was taken */
 	/* The next time a refusal may be logged (rate limit), real ms. */
 	_Atomic int64_t next_refusal_log_ms;

@@ -102,9 +102,8 @@ static bool word_char(char c)
  * Go's regexp.Expand of tmpl with the captures g (ng of them, g[0] the
  * whole match) of src, appended to out.
  */
-static void expand(const struct gw_regex *re, const char *tmpl,
-		   const char *src, const struct gw_regex_span *g, size_t ng,
-		   struct gw_buf *out)
+static void expand(const struct gw_regex *re, const char *tmpl, const char *src,
+		   const struct gw_regex_span *g, size_t ng, struct gw_buf *out)
 {
 	while (*tmpl) {
 		const char *d = strchr(tmpl, '$'), *p, *name;
@@ -135,7 +134,8 @@ static void expand(const struct gw_regex *re, const char *tmpl,
 		}
 		tmpl = p + (brace ? 1 : 0);
 		for (size_t i = 0; i < nlen; i++) {
-			if (name[i] < '0' || name[i] > '9' || num >= 100000000) {
+			if (name[i] < '0' || name[i] > '9' ||
+			    num >= 100000000) {
 				num = -1;
 				break;
 			}
@@ -172,8 +172,8 @@ static void join(const struct gw_rw_rule *r, const struct work *w,
 	}
 }
 
-static int replace(const struct gw_rw_rule *r, struct work *w,
-		   const char *val, size_t len, struct gw_buf *tmp)
+static int replace(const struct gw_rw_rule *r, struct work *w, const char *val,
+		   size_t len, struct gw_buf *tmp)
 {
 	struct gw_regex_span g[MAX_GROUPS];
 	size_t ng = (size_t)gw_regex_groups(r->re) + 1;

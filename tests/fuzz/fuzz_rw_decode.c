@@ -47,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *z = malloc(zlen);
 
 	check(data, size);
-	if (z && snappy_compress((const char *)data, size, z, &zlen) ==
-			 SNAPPY_OK)
+	if (z &&
+	    snappy_compress((const char *)data, size, z, &zlen) == SNAPPY_OK)
 		check(z, zlen);
 	free(z);
 	return 0;

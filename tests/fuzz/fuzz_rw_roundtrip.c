@@ -42,7 +42,7 @@ static unsigned int take(struct reader *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = { "__name__", "gpu", "uuid",
-					     "job", "le", "zone" };
+					     "job",	 "le",	"zone" };
 	static int64_t t[MAX_SERIES][MAX_SAMPLES];
 	static double v[MAX_SERIES][MAX_SAMPLES];
 	struct reader r = { data, size };
@@ -81,14 +81,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (step == 0 || step == 0xff)
 				disorder |= k > 0;
-			ts += step == 0xff ? -1 : step == 0 ? 0 : (int64_t)step * 997;
+			ts += step == 0xff ? -1
+			      : step == 0  ? 0
+					   : (int64_t)step * 997;
 			t[i][k] = ts;
 			for (unsigned int j = 0; j < 8; j++)
 				bits = bits << 8 | take(&r);
 			memcpy(&v[i][k], &bits, sizeof(bits));
 		}
-		s[i] = (struct gw_rw_series){ .labels = &l[i], .t = t[i],
-					      .v = v[i], .n = n };
+		s[i] = (struct gw_rw_series){
+			.labels = &l[i], .t = t[i], .v = v[i], .n = n
+		};
 	}
 	gw_buf_init(&b, 64u << 20);
 	err = gw_rw_encode(s, ns, &b, &raw_len);

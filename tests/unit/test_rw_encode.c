@@ -23,14 +23,13 @@
 static void wire_bytes_are_prompb(void **state)
 {
 	static const unsigned char want[] = {
-		0x0a, 0x1d,			    /* timeseries, 29 bytes */
-		0x0a, 0x0d,			    /* labels, 13 bytes */
-		0x0a, 0x08, '_',  '_',	'n',  'a',  'm',  'e',
-		'_',  '_',  0x12, 0x01, 'a',	    /* value "a" */
-		0x12, 0x0c,			    /* samples, 12 bytes */
-		0x09, 0,    0,	  0,	0,    0,    0,	  0xf0,
-		0x3f,				    /* value 1.0 */
-		0x10, 0xe8, 0x07,		    /* timestamp 1000 */
+		0x0a, 0x1d, /* timeseries, 29 bytes */
+		0x0a, 0x0d, /* labels, 13 bytes */
+		0x0a, 0x08, '_',  '_', 'n', 'a', 'm', 'e',  '_',  '_',
+		0x12, 0x01, 'a', /* value "a" */
+		0x12, 0x0c,	 /* samples, 12 bytes */
+		0x09, 0,    0,	  0,   0,   0,	 0,   0xf0, 0x3f, /* value 1.0 */
+		0x10, 0xe8, 0x07, /* timestamp 1000 */
 	};
 	struct gw_labels l;
 	int64_t t = 1000;
@@ -75,7 +74,8 @@ static void round_trip(void **state)
 		snprintf(text, sizeof(text),
 			 "gpu=\"%d\",uuid=\"GPU-%04d\",zone=\"é\\\"\\n\"", i,
 			 i * 7);
-		assert_int_equal(gw_labels_parse(&l[i], "gpuwatch_gpu_power_watts",
+		assert_int_equal(gw_labels_parse(&l[i],
+						 "gpuwatch_gpu_power_watts",
 						 text),
 				 0);
 		for (int k = 0; k < NP; k++) {
@@ -134,7 +134,9 @@ static void refuses_disorder(void **state)
 	assert_int_equal(gw_labels_parse(&good, "m", "a=\"1\""), 0);
 	gw_buf_init(&b, 1 << 20);
 	assert_int_equal(gw_buf_adds(&b, "keep"), 0);
-	s = (struct gw_rw_series){ .labels = &good, .t = t_back, .v = v, .n = 2 };
+	s = (struct gw_rw_series){
+		.labels = &good, .t = t_back, .v = v, .n = 2
+	};
 	assert_int_equal(gw_rw_encode(&s, 1, &b, &raw_len), -EINVAL);
 	s.t = t_same;
 	assert_int_equal(gw_rw_encode(&s, 1, &b, &raw_len), -EINVAL);
@@ -155,8 +157,9 @@ static void refuses_disorder(void **state)
 /* Bytes that are not a snappy WriteRequest are an error, never a crash. */
 static void decode_refuses_garbage(void **state)
 {
-	static const unsigned char junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f,
-					      0x00 };
+	static const unsigned char junk[] = {
+		0xff, 0xff, 0xff, 0xff, 0x0f, 0x00
+	};
 	char z[64], bad_pb[] = { 0x0a, 0x7f, 0x01 };
 	size_t zlen = sizeof(z);
 	struct gw_rw_decoded *d = (void *)1;
