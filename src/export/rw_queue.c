@@ -106,7 +106,8 @@ struct gw_rw_queue {
 	struct batch b;
 	struct gw_buf key;
 	_Atomic bool stop;
-	struct gw_worker *w;
+	struct gw_worker *w;	 /* main thread's handle */
+	struct gw_worker *self; /* the same, as the thread knows it */
 	int slot; /* registry slot, -1: none */
 	struct gw_snap snap;
 
@@ -1068,7 +1069,8 @@ static void update_gauges(struct gw_rw_queue *q)
 
 static bool stopping(const struct gw_rw_queue *q)
 {
-	return atomic_load(&q->stop) || (q->w && gw_worker_stopping(q->w));
+	return atomic_load(&q->stop) ||
+	       (q->self && gw_worker_stopping(q->self));
 }
 
 /* Runs one stream's slices until it has nothing due or its share of the
@@ -1130,7 +1132,7 @@ static double round_fn(struct gw_worker *w, void *arg)
 	struct gw_rw_queue *q = arg;
 	int r;
 
-	(void)w;
+	q->self = w;
 	r = gw_rw_queue_step(q);
 	if (q->slot >= 0) {
 		gw_snap_reset(&q->snap);
