@@ -22,6 +22,9 @@
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N
+ *   gw-rw-N         export/rw_queue,       at once while data is due, else
+ *                   remote_write N         each second; sends block in the
+ *                                          client (retries, backoff)
  */
 #include "agent.h"
 
@@ -47,6 +50,7 @@
 #include "common/worker.h"
 #include "core/alerting.h"
 #include "core/caps.h"
+#include "core/remote.h"
 #include "core/self.h"
 #include "http/api.h"
 #include "http/server.h"
@@ -292,10 +296,11 @@ int gw_agent_main(int argc, char **argv)
 	struct gw_http *http = NULL;
 	struct gw_self *self = NULL;
 	struct gw_alerting *alerts = NULL;
+	struct gw_remote *remote = NULL;
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
 	sigset_t sigs;
-	int r, lock_fd = -1, status = 1, stuck = 0;
+	int r, lock_fd = -1, status = 1, stuck = 0, check = 0;
 
 	gw_config_defaults(&a.cfg);
 	r = gw_config_from_args(&a.cfg, argc, argv, err, sizeof(err));
@@ -307,6 +312,10 @@ int gw_agent_main(int argc, char **argv)
 		gw_config_markdown(stdout);
 		return 0;
 	}
+	if (r == 3) {
+		check = 1;
+		r = 0;
+	}
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
@@ -316,6 +325,18 @@ int gw_agent_main(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
+	}
+	r = gw_remote_check(&a.cfg, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "gpuwatch agent: %s\n", err);
+		gw_alerting_free(alerts, gw_now_mono());
+		return 2;
+	}
+	if (check) {
+		printf("gpuwatch agent: the configuration is valid%s%s\n",
+		       a.cfg.config_path[0] ? " in " : "", a.cfg.config_path);
+		gw_alerting_free(alerts, gw_now_mono());
+		return 0;
 	}
 	a.argc = argc;
 	a.argv = argv;
@@ -354,6 +375,11 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("%s", err);
 		goto out;
 	}
+	/* The remote_write queues read the store from their watermarks. */
+	if (gw_remote_start(&a, &remote, err, sizeof(err))) {
+		gw_err("%s", err);
+		goto out;
+	}
 	/* Bind first: a port below 1024 needs a capability. */
 	http = gw_http_bind(a.cfg.listen, a.reg, err, sizeof(err));
 	if (!http) {
@@ -366,6 +392,8 @@ int gw_agent_main(int argc, char **argv)
 			.timeout = a.cfg.query_timeout,
 			.alerts = gw_alerting_alerts(alerts),
 		};
+
+		gw_remote_api(remote, &ao);
 
 		gw_http_set_queryable(
 			http, a.store ? gw_store_queryable(a.store) : NULL,
@@ -438,6 +466,8 @@ out : {
 	double deadline = gw_now_mono() + STOP_GRACE;
 
 	gw_http_close(http);
+	/* No new slices: what is being sent may still be acknowledged. */
+	gw_remote_request_stop(remote);
 	/* Before the store closes: the evaluator reads it.  Queued
 		 * alerts get at most a second, the collectors the rest. */
 	gw_alerting_free(alerts, gw_now_mono() + 1.0);
@@ -461,6 +491,9 @@ out : {
 	for (size_t i = 0; i < NCOLLECTORS && !stuck; i++)
 		if (priv[i])
 			collectors[i]->free(priv[i]);
+	/* Before the store closes: the queues read it. */
+	gw_remote_free(remote, deadline);
+	remote = NULL;
 }
 	if (stuck) {
 		/* A thread may still touch the registry: do not free it. */
