@@ -100,7 +100,8 @@ PY
 ok "the Grafana datasources match the engines' ports"
 
 # ---- the agent's side: the example remote_write configuration loads ----
-if "$GPUWATCH" agent --help 2>&1 | grep -q -- '--check-config'; then
+help="$("$GPUWATCH" agent --help 2>&1)"
+if grep -q -- '--check-config' <<<"$help"; then
 	# Its files made to exist here (the example names /etc/gpuwatch/...).
 	echo secret >"$T_DIR/pw"
 	: >"$T_DIR/ca.pem"

@@ -18,7 +18,10 @@ need curl
 need prometheus
 need victoria-metrics
 need vmalert
-"$GPUWATCH" agent --help 2>&1 | grep -q -- '--remote-write' ||
+# (The help read whole first: grep -q would close the pipe early, and
+# pipefail make a SIGPIPE'd writer a missing flag.)
+help="$("$GPUWATCH" agent --help 2>&1)"
+grep -q -- '--remote-write' <<<"$help" ||
 	skip "the remote_write sender is not in this build (no --remote-write in 'gpuwatch agent --help')"
 
 pw="fleet-$RANDOM$RANDOM"
