@@ -12,7 +12,7 @@
 # with no sample refused by Prometheus.
 #
 # Usage: bench/rw_outage.sh [BUILD_DIR]
-#   OUTAGE=600 GPUS=8 LIVE_LAG=30
+#   OUTAGE=600 GPUS=8 LIVE_LAG=10
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -20,7 +20,7 @@ build=${1:-$root/build}
 GPUWATCH=$build/gpuwatch
 OUTAGE=${OUTAGE:-600}
 GPUS=${GPUS:-8}
-LIVE_LAG=${LIVE_LAG:-30}
+LIVE_LAG=${LIVE_LAG:-10}
 [ -x "$GPUWATCH" ] || { echo "no $GPUWATCH: run make first" >&2; exit 1; }
 export GPUWATCH TEST_SRC=$root/tests
 # The tests' helpers: receivers on free ports, polling with deadlines.

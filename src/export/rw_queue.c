@@ -1068,19 +1068,18 @@ static void scan_events(struct gw_rw_queue *q)
  * (q->mu held). */
 static void fill_gauges(struct gw_rw_queue *q, struct gw_rw_queue_stats *st)
 {
-	int64_t now = now_ms(q), h = now - q->o.settle_ms, oldest = INT64_MAX;
+	int64_t now = now_ms(q), h = now - q->o.settle_ms, behind = 0;
 	double backlog = 0;
 
-	if (q->o.policy == GW_RW_POLICY_ROLLUP) {
-		oldest = q->cur[ST_1M];
-		if (h > q->cur[ST_1M])
-			backlog += q->rate_1m * (double)(h - q->cur[ST_1M]);
+	if (q->o.policy == GW_RW_POLICY_ROLLUP &&
+	    floor_minute(h) > q->cur[ST_1M]) {
+		behind = floor_minute(h) - q->cur[ST_1M];
+		backlog += q->rate_1m * (double)(h - q->cur[ST_1M]);
 	}
-	if (q->raw.n) {
-		if (q->cur[ST_RAW] < oldest)
-			oldest = q->cur[ST_RAW];
-		if (h > q->cur[ST_RAW])
-			backlog += q->raw_rate * (double)(h - q->cur[ST_RAW]);
+	if (q->raw.n && h > q->cur[ST_RAW]) {
+		if (h - q->cur[ST_RAW] > behind)
+			behind = h - q->cur[ST_RAW];
+		backlog += q->raw_rate * (double)(h - q->cur[ST_RAW]);
 	}
 	for (size_t i = 0; i < q->npush; i++) {
 		const struct push *p = q->push[i];
@@ -1090,9 +1089,7 @@ static void fill_gauges(struct gw_rw_queue *q, struct gw_rw_queue_stats *st)
 			backlog += p->rate * (double)(lim - p->cursor);
 	}
 	st->backlog_samples = (uint64_t)backlog;
-	st->lag_seconds = oldest == INT64_MAX || oldest > now
-				  ? 0
-				  : (double)(now - oldest) / 1000.0;
+	st->lag_seconds = (double)behind / 1000.0;
 }
 
 static bool stopping(const struct gw_rw_queue *q)

@@ -187,8 +187,10 @@ struct gw_rw_queue_stats {
 	uint64_t samples_refused;    /* in batches the endpoint refused */
 	uint64_t batches_sent;
 	/* At the call: an estimate of what is due and not yet sent (each
-	 * stream's last rate, kept in the state file, x how far behind) and
-	 * now - the oldest cursor. */
+	 * stream's last rate, kept in the state file, x how far behind), and
+	 * how far the cursor furthest behind is from what is due for it
+	 * (now - settle; for the 1m stream the last complete window's end):
+	 * 0 when caught up. */
 	uint64_t backlog_samples;
 	double lag_seconds;
 	int64_t highest_acked_ms; /* newest sample acknowledged; 0: none */
