@@ -38,7 +38,8 @@
 #include "query/promql.h"
 
 #define MINUTE		60000
-#define ROLLUP_SLICE	10	      /* windows per 1m slice */
+#define ROLLUP_SLICE	10	      /* windows per 1m slice, at most */
+#define ROLLUP_READ	20000	      /* rollups one 1m slice reads, about */
 #define RAW_SPAN_MIN	1000	      /* ms of data per raw slice */
 #define RAW_SPAN_MAX	(10 * MINUTE) /* ... */
 #define RAW_SPAN_START	MINUTE	      /* before a rate is known */
@@ -100,6 +101,7 @@ struct gw_rw_queue {
 	struct msets alerts, scores;
 	int64_t cur[ST_N];
 	int64_t raw_span;
+	int64_t win; /* windows per 1m slice: fewer with many series */
 	double raw_rate, rate_1m; /* output samples per ms of data */
 	struct guard *guard;
 	size_t nguard;
@@ -662,15 +664,14 @@ static int slice_1m(struct gw_rw_queue *q)
 	int64_t now = now_ms(q), due, end, *c = &q->cur[ST_1M];
 	struct gw_series_set set;
 	char name[512];
-	uint64_t before = q->st.samples_sent;
+	uint64_t before = q->st.samples_sent, nread = 0, per;
 	int r;
 
 	age_out(q, &q->all, GW_TIER_1M, c, now);
 	due = floor_minute(now - q->o.settle_ms);
 	if (due <= *c)
 		return 0;
-	end = due < *c + ROLLUP_SLICE * MINUTE ? due
-					       : *c + ROLLUP_SLICE * MINUTE;
+	end = due < *c + q->win * MINUTE ? due : *c + q->win * MINUTE;
 	r = select_set(q, &q->all, 0, *c + 1, end, GW_TIER_1M, &set);
 	if (r == -ECANCELED)
 		return -EINTR;
@@ -709,7 +710,9 @@ static int slice_1m(struct gw_rw_queue *q)
 					continue;
 				if (sh == SH_LAST) {
 					v = w->last;
-					t = w->t_last;
+					/* (an old chunk may not know it) */
+					t = w->t_last != INT64_MIN ? w->t_last
+								   : w->t - 1;
 				} else if (o == 0) {
 					v = gw_rollup_mean(w);
 				} else if (o == 1) {
@@ -734,11 +737,18 @@ static int slice_1m(struct gw_rw_queue *q)
 			gw_labels_release(&ol);
 		}
 	}
+	for (size_t i = 0; i < set.n; i++)
+		nread += set.s[i].n;
 	gw_series_set_release(&set);
 	if (!r)
 		r = batch_send(q);
 	if (r)
 		return r == -EINTR ? r : (batch_clear(&q->b), r);
+	/* Memory: a slice's rollups are all read at once (each with its
+	 * sketch); with many series, fewer windows a slice. */
+	per = nread / (uint64_t)((end - *c) / MINUTE);
+	q->win = per ? (int64_t)(ROLLUP_READ / per) : ROLLUP_SLICE;
+	q->win = q->win < 1 ? 1 : q->win > ROLLUP_SLICE ? ROLLUP_SLICE : q->win;
 	set_rate(q, &q->rate_1m,
 		 (double)(q->st.samples_sent - before) / (double)(end - *c));
 	set_cursor(q, c, end);
@@ -1279,6 +1289,7 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	if (r)
 		goto fail;
 	q->raw_span = RAW_SPAN_START;
+	q->win = ROLLUP_SLICE;
 	now = now_ms(q);
 	r = q->state_path ? state_load(q) : -ENOENT;
 	if (r) {
