@@ -54,13 +54,15 @@ PY
 ok "every pushed series carries instance and cluster; counters keep their name"
 
 [ "$(prom_refusals)" = 0 ] || fail "Prometheus refused samples: $(curl -fsS "$PROM/metrics" | grep -E 'out_of_order|api/v1/write')"
-scrape | grep -q 'gpuwatch_remote_storage_requests_total{.*code="204"}' ||
-	fail "no 204 answers counted: $(scrape | grep remote_storage_requests)"
-if scrape | grep -E 'gpuwatch_remote_storage_requests_total\{.*code="4' ; then
+# (grep -q on a pipe would end curl early: pipefail.  Keep the scrape.)
+m="$(scrape)"
+grep -q 'gpuwatch_remote_storage_requests_total{.*code="204"}' <<<"$m" ||
+	fail "no 204 answers counted: $(grep remote_storage_requests <<<"$m")"
+if grep -E 'gpuwatch_remote_storage_requests_total\{.*code="4' <<<"$m"; then
 	fail "4xx answers counted"
 fi
 ok "Prometheus refused no sample; the agent counted no 4xx"
 
-scrape | grep -q 'gpuwatch_remote_storage_request_failures_total{.*url="http://127.0.0.1:1/api/v1/write",reason="connection"} [1-9]' ||
-	fail "the dead endpoint was not tried: $(scrape | grep 'request_failures_total')"
+grep -q 'gpuwatch_remote_storage_request_failures_total{.*url="http://127.0.0.1:1/api/v1/write",reason="connection"} [1-9]' <<<"$m" ||
+	fail "the dead endpoint was not tried: $(grep 'request_failures_total' <<<"$m")"
 ok "the endpoint that is down held back neither of the others"

@@ -223,7 +223,8 @@ static struct srv *srv_start(const struct step *script, unsigned int n)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	memcpy(s->script, script, n * sizeof(*script));
+	if (n)
+		memcpy(s->script, script, n * sizeof(*script));
 	s->nscript = n;
 	fd = listen_any(&s->port);
 	s->d = MHD_start_daemon(
