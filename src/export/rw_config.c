@@ -18,8 +18,9 @@
  * batch_send_deadline 5s, min_backoff 30ms, max_backoff 5s; reserved
  * headers refused; at most one of basic_auth and authorization, of
  * password and password_file, of credentials and credentials_file.
+ * follow_redirects true, enable_http2 false, as Prometheus' remote_write.
  * retry_on_http_429 defaults to true here (a refused batch would be data
- * lost), where Prometheus 2.x defaults to false.
+ * lost), where Prometheus defaults to false.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -179,7 +180,7 @@ static struct gw_rw_endpoint *endpoint_new(void)
 		.retry_on_http_429 = true,
 	};
 	ep->follow_redirects = true;
-	ep->enable_http2 = true;
+	ep->enable_http2 = false; /* Prometheus' remote_write default */
 	return ep;
 }
 

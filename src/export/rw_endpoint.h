@@ -54,7 +54,8 @@ struct gw_rw_endpoint {
 	char *ca_file, *cert_file, *key_file, *server_name;
 	bool insecure_skip_verify;
 	bool follow_redirects; /* true */
-	bool enable_http2;     /* true: HTTP/2 over TLS when offered */
+	bool enable_http2;     /* false: HTTP/1.1 (true: HTTP/2 over TLS when
+				* offered) */
 
 	struct gw_rw_rule *rules;
 	size_t nrules;

@@ -84,7 +84,7 @@ static void full_block(void **state)
 			"    retry_on_http_429: false\n"
 			"- url: http://127.0.0.1:9090/api/v1/write\n"
 			"  follow_redirects: false\n"
-			"  enable_http2: false\n"
+			"  enable_http2: true\n"
 			"  send_exemplars: false\n"
 			"  basic_auth:\n"
 			"    username: agent\n"
@@ -121,8 +121,9 @@ static void full_block(void **state)
 	ep = gw_rw_config_endpoint(c, 1);
 	assert_string_equal(ep->username, "agent");
 	assert_false(ep->follow_redirects);
-	assert_false(ep->enable_http2);
+	assert_true(ep->enable_http2);
 	assert_true(gw_rw_config_endpoint(c, 0)->follow_redirects);
+	assert_false(gw_rw_config_endpoint(c, 0)->enable_http2);
 	assert_string_equal(ep->password, "secret");
 	/* No name: six hex digits from the URL, stable. */
 	assert_int_equal(strlen(gw_rw_endpoint_name(ep)), 6);
