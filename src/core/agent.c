@@ -25,6 +25,8 @@
  *   gw-rw-N         export/rw_queue,       at once while data is due, else
  *                   remote_write N         each second; sends block in the
  *                                          client (retries, backoff)
+ *   gw-rw-metrics   core/remote            each second: the queues' and
+ *                                          endpoints' metrics
  */
 #include "agent.h"
 

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/worker.h"
 #include "core/agent.h"
 #include "export/rw.h"
 #include "export/rw_queue.h"
@@ -24,7 +25,26 @@ struct gw_remote {
 	struct gw_rw_sink **sink;
 	struct gw_rw_queue **q;
 	bool admin_push;
+	/* "gw-rw-metrics": every queue's and endpoint's metrics each
+	 * second, also while a queue's thread waits in a send. */
+	struct gw_registry *reg;
+	int slot;
+	struct gw_snap snap;
+	struct gw_worker *w;
 };
+
+static double publish_round(struct gw_worker *w, void *arg)
+{
+	struct gw_remote *x = arg;
+
+	(void)w;
+	gw_snap_reset(&x->snap);
+	for (size_t i = 0; i < x->n; i++)
+		if (x->q[i])
+			gw_rw_queue_publish(x->q[i], &x->snap);
+	gw_registry_publish(x->reg, x->slot, &x->snap);
+	return GW_WORKER_PERIOD;
+}
 
 static int build_endpoints(const struct gw_config *c, struct gw_rw_config **out,
 			   char *err, size_t errlen)
@@ -133,6 +153,14 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		goto nomem;
+	gw_snap_init(&x->snap);
+	x->reg = a->reg;
+	x->slot = gw_registry_slot(a->reg, "remote_write");
+	if (x->slot < 0) {
+		r = x->slot;
+		snprintf(err, errlen, "remote_write: no registry slot left");
+		goto fail;
+	}
 	r = build_endpoints(c, &x->cfg, err, errlen);
 	if (r)
 		goto fail;
@@ -187,7 +215,6 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			.event_before_ms = (int64_t)(c->rw_event_window * 1000),
 			.event_after_ms = (int64_t)(c->rw_event_window * 1000),
 			.anomaly_threshold = c->rw_anomaly_threshold,
-			.reg = a->reg,
 			.workers = a->workers,
 		};
 
@@ -218,6 +245,21 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 		gw_info("remote_write %s: pushing to %s (policy %s%s)", o.name,
 			o.url, c->rw_policy,
 			c->rw_raw.n ? ", raw selectors" : "");
+	}
+	{
+		struct gw_worker_opts wo = {
+			.name = "gw-rw-metrics",
+			.round = publish_round,
+			.arg = x,
+			.period = 1.0,
+			.table = a->workers,
+		};
+
+		r = gw_worker_start(&wo, &x->w);
+		if (r) {
+			snprintf(err, errlen, "remote_write: %s", strerror(-r));
+			goto fail;
+		}
 	}
 	*out = x;
 	return 0;
@@ -272,6 +314,12 @@ void gw_remote_free(struct gw_remote *x, double deadline)
 	if (!x)
 		return;
 	gw_remote_request_stop(x);
+	if (x->w && gw_worker_stop(x->w, deadline)) {
+		gw_warn("remote_write: the metrics thread did not stop");
+		return;
+	}
+	gw_worker_free(x->w);
+	x->w = NULL;
 	for (size_t i = 0; x->q && i < x->n; i++) {
 		if (x->q[i] && gw_rw_queue_stop(x->q[i], deadline)) {
 			gw_warn("remote_write: a queue did not stop in time; "
@@ -286,6 +334,7 @@ void gw_remote_free(struct gw_remote *x, double deadline)
 		gw_rw_sink_free(x->sink[i]);
 	}
 	gw_rw_config_free(x->cfg);
+	gw_snap_release(&x->snap);
 	free(x->q);
 	free(x->sink);
 	free(x);

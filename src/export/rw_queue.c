@@ -38,7 +38,8 @@
 #include "query/promql.h"
 
 #define MINUTE		60000
-#define ROLLUP_SLICE	10	      /* windows per 1m slice */
+#define ROLLUP_SLICE	10	      /* windows per 1m slice, at most */
+#define ROLLUP_READ	20000	      /* rollups one 1m slice reads, about */
 #define RAW_SPAN_MIN	1000	      /* ms of data per raw slice */
 #define RAW_SPAN_MAX	(10 * MINUTE) /* ... */
 #define RAW_SPAN_START	MINUTE	      /* before a rate is known */
@@ -100,16 +101,15 @@ struct gw_rw_queue {
 	struct msets alerts, scores;
 	int64_t cur[ST_N];
 	int64_t raw_span;
+	int64_t win; /* windows per 1m slice: fewer with many series */
 	double raw_rate, rate_1m; /* output samples per ms of data */
 	struct guard *guard;
 	size_t nguard;
 	struct batch b;
 	struct gw_buf key;
 	_Atomic bool stop;
-	struct gw_worker *w;	 /* main thread's handle */
+	struct gw_worker *w;	/* main thread's handle */
 	struct gw_worker *self; /* the same, as the thread knows it */
-	int slot; /* registry slot, -1: none */
-	struct gw_snap snap;
 
 	pthread_mutex_t mu; /* pushes, stats */
 	struct push *push[GW_RW_QUEUE_MAX_PUSHES];
@@ -524,6 +524,22 @@ static void count_aged_out(struct gw_rw_queue *q, uint64_t n)
 		q->o.sink.aged_out(q->o.sink.ctx, n);
 }
 
+/* Cursors and rates are written by the queue's thread under the lock:
+ * the metrics are read from any thread. */
+static void set_cursor(struct gw_rw_queue *q, int64_t *c, int64_t v)
+{
+	pthread_mutex_lock(&q->mu);
+	*c = v;
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void set_rate(struct gw_rw_queue *q, double *r, double v)
+{
+	pthread_mutex_lock(&q->mu);
+	*r = v;
+	pthread_mutex_unlock(&q->mu);
+}
+
 /*
  * Data of a stream between its cursor and the tier's retention horizon is
  * counted dropped and skipped: the store may drop it at any moment.
@@ -555,7 +571,7 @@ static void age_out(struct gw_rw_queue *q, const struct msets *sel,
 		" to %" PRId64 " (ms) aged out of the store's retention "
 		"before they were sent",
 		q->name, n, *cursor, horizon);
-	*cursor = horizon;
+	set_cursor(q, cursor, horizon);
 }
 
 /* ---- the state file ---- */
@@ -570,8 +586,10 @@ static void state_save(struct gw_rw_queue *q)
 		return;
 	n = snprintf(text, sizeof(text),
 		     STATE_MAGIC "\n1m %" PRId64 "\nraw %" PRId64
-				 "\nevents %" PRId64 "\n",
-		     q->cur[ST_1M], q->cur[ST_RAW], q->cur[ST_EVENTS]);
+				 "\nevents %" PRId64
+				 "\nrate1m %.9g\nrateraw %.9g\n",
+		     q->cur[ST_1M], q->cur[ST_RAW], q->cur[ST_EVENTS],
+		     q->rate_1m, q->raw_rate);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", q->state_path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	ok = fd >= 0 && write(fd, text, (size_t)n) == n;
@@ -621,6 +639,17 @@ static int state_load(struct gw_rw_queue *q)
 		v[i] = x;
 	}
 	memcpy(q->cur, v, sizeof(v));
+	/* Optional: the rates seen, for the backlog estimate. */
+	p = strstr(text, "\nrate1m ");
+	if (p)
+		q->rate_1m = strtod(p + 8, NULL);
+	p = strstr(text, "\nrateraw ");
+	if (p)
+		q->raw_rate = strtod(p + 9, NULL);
+	if (!(q->rate_1m >= 0 && q->rate_1m < 1e9))
+		q->rate_1m = 0;
+	if (!(q->raw_rate >= 0 && q->raw_rate < 1e9))
+		q->raw_rate = 0;
 	return 0;
 }
 
@@ -635,15 +664,14 @@ static int slice_1m(struct gw_rw_queue *q)
 	int64_t now = now_ms(q), due, end, *c = &q->cur[ST_1M];
 	struct gw_series_set set;
 	char name[512];
-	uint64_t before = q->st.samples_sent;
+	uint64_t before = q->st.samples_sent, nread = 0, per;
 	int r;
 
 	age_out(q, &q->all, GW_TIER_1M, c, now);
 	due = floor_minute(now - q->o.settle_ms);
 	if (due <= *c)
 		return 0;
-	end = due < *c + ROLLUP_SLICE * MINUTE ? due
-					       : *c + ROLLUP_SLICE * MINUTE;
+	end = due < *c + q->win * MINUTE ? due : *c + q->win * MINUTE;
 	r = select_set(q, &q->all, 0, *c + 1, end, GW_TIER_1M, &set);
 	if (r == -ECANCELED)
 		return -EINTR;
@@ -682,7 +710,9 @@ static int slice_1m(struct gw_rw_queue *q)
 					continue;
 				if (sh == SH_LAST) {
 					v = w->last;
-					t = w->t_last;
+					/* (an old chunk may not know it) */
+					t = w->t_last != INT64_MIN ? w->t_last
+								   : w->t - 1;
 				} else if (o == 0) {
 					v = gw_rollup_mean(w);
 				} else if (o == 1) {
@@ -707,13 +737,21 @@ static int slice_1m(struct gw_rw_queue *q)
 			gw_labels_release(&ol);
 		}
 	}
+	for (size_t i = 0; i < set.n; i++)
+		nread += set.s[i].n;
 	gw_series_set_release(&set);
 	if (!r)
 		r = batch_send(q);
 	if (r)
 		return r == -EINTR ? r : (batch_clear(&q->b), r);
-	q->rate_1m = (double)(q->st.samples_sent - before) / (double)(end - *c);
-	*c = end;
+	/* Memory: a slice's rollups are all read at once (each with its
+	 * sketch); with many series, fewer windows a slice. */
+	per = nread / (uint64_t)((end - *c) / MINUTE);
+	q->win = per ? (int64_t)(ROLLUP_READ / per) : ROLLUP_SLICE;
+	q->win = q->win < 1 ? 1 : q->win > ROLLUP_SLICE ? ROLLUP_SLICE : q->win;
+	set_rate(q, &q->rate_1m,
+		 (double)(q->st.samples_sent - before) / (double)(end - *c));
+	set_cursor(q, c, end);
 	state_save(q);
 	return 1;
 }
@@ -778,8 +816,8 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 			batch_clear(&q->b);
 		return r;
 	}
-	*rate = (double)n / (double)(end - from);
 	if (n) {
+		set_rate(q, rate, (double)n / (double)(end - from));
 		double want = (double)q->o.max_samples_per_send / *rate;
 
 		*span = want < RAW_SPAN_MIN   ? RAW_SPAN_MIN
@@ -788,7 +826,7 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 	} else {
 		*span = RAW_SPAN_MAX;
 	}
-	*cursor = end;
+	set_cursor(q, cursor, end);
 	return 1;
 }
 
@@ -1030,29 +1068,29 @@ static void scan_events(struct gw_rw_queue *q)
 		}
 		gw_series_set_release(&set);
 	}
-	*c = to;
+	set_cursor(q, c, to);
 	state_save(q);
 }
 
 /* ---- a round ---- */
 
-static void update_gauges(struct gw_rw_queue *q)
+/* The backlog estimate and the lag, from the cursors and the rates seen
+ * (q->mu held). */
+static void fill_gauges(struct gw_rw_queue *q, struct gw_rw_queue_stats *st)
 {
-	int64_t now = now_ms(q), h = now - q->o.settle_ms, oldest = INT64_MAX;
+	int64_t now = now_ms(q), h = now - q->o.settle_ms, behind = 0;
 	double backlog = 0;
 
-	if (q->o.policy == GW_RW_POLICY_ROLLUP) {
-		oldest = q->cur[ST_1M];
-		if (h > q->cur[ST_1M])
-			backlog += q->rate_1m * (double)(h - q->cur[ST_1M]);
+	if (q->o.policy == GW_RW_POLICY_ROLLUP &&
+	    floor_minute(h) > q->cur[ST_1M]) {
+		behind = floor_minute(h) - q->cur[ST_1M];
+		backlog += q->rate_1m * (double)(h - q->cur[ST_1M]);
 	}
-	if (q->raw.n) {
-		if (q->cur[ST_RAW] < oldest)
-			oldest = q->cur[ST_RAW];
-		if (h > q->cur[ST_RAW])
-			backlog += q->raw_rate * (double)(h - q->cur[ST_RAW]);
+	if (q->raw.n && h > q->cur[ST_RAW]) {
+		if (h - q->cur[ST_RAW] > behind)
+			behind = h - q->cur[ST_RAW];
+		backlog += q->raw_rate * (double)(h - q->cur[ST_RAW]);
 	}
-	pthread_mutex_lock(&q->mu);
 	for (size_t i = 0; i < q->npush; i++) {
 		const struct push *p = q->push[i];
 		int64_t lim = h < p->end ? h : p->end;
@@ -1060,11 +1098,8 @@ static void update_gauges(struct gw_rw_queue *q)
 		if (lim > p->cursor)
 			backlog += p->rate * (double)(lim - p->cursor);
 	}
-	q->st.backlog_samples = (uint64_t)backlog;
-	q->st.lag_seconds = oldest == INT64_MAX || oldest > now
-				    ? 0
-				    : (double)(now - oldest) / 1000.0;
-	pthread_mutex_unlock(&q->mu);
+	st->backlog_samples = (uint64_t)backlog;
+	st->lag_seconds = (double)behind / 1000.0;
 }
 
 static bool stopping(const struct gw_rw_queue *q)
@@ -1123,7 +1158,6 @@ int gw_rw_queue_step(struct gw_rw_queue *q)
 		if (r == -EINTR)
 			return r;
 	}
-	update_gauges(q);
 	return sent;
 }
 
@@ -1134,13 +1168,6 @@ static double round_fn(struct gw_worker *w, void *arg)
 
 	q->self = w;
 	r = gw_rw_queue_step(q);
-	if (q->slot >= 0) {
-		gw_snap_reset(&q->snap);
-		gw_rw_queue_publish(q, &q->snap);
-		if (q->o.sink.publish)
-			q->o.sink.publish(q->o.sink.ctx, &q->snap);
-		gw_registry_publish(q->o.reg, q->slot, &q->snap);
-	}
 	if (r == -EINTR || stopping(q))
 		return GW_WORKER_EXIT;
 	/* Something sent: go on at once; else look again in a second (a
@@ -1213,10 +1240,8 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	if (!q)
 		goto nomem;
 	q->o = *o;
-	q->slot = -1;
 	pthread_mutex_init(&q->mu, NULL);
 	gw_buf_init(&q->key, 1 << 20);
-	gw_snap_init(&q->snap);
 	if (!q->o.max_samples_per_send)
 		q->o.max_samples_per_send = 2000;
 	if (!q->o.batch_send_deadline_ms)
@@ -1264,6 +1289,7 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	if (r)
 		goto fail;
 	q->raw_span = RAW_SPAN_START;
+	q->win = ROLLUP_SLICE;
 	now = now_ms(q);
 	r = q->state_path ? state_load(q) : -ENOENT;
 	if (r) {
@@ -1282,16 +1308,6 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	}
 	/* The rollup cursor is a window end. */
 	q->cur[ST_1M] = floor_minute(q->cur[ST_1M]);
-	if (q->o.reg) {
-		r = gw_registry_slot(q->o.reg, "remote_write");
-		if (r < 0) {
-			snprintf(err, errlen,
-				 "remote_write %s: no registry slot left",
-				 q->name);
-			goto fail;
-		}
-		q->slot = r;
-	}
 	*out = q;
 	return 0;
 nomem:
@@ -1357,7 +1373,6 @@ void gw_rw_queue_free(struct gw_rw_queue *q)
 	msets_release(&q->raw);
 	batch_release(&q->b);
 	gw_buf_release(&q->key);
-	gw_snap_release(&q->snap);
 	free(q->guard);
 	free(q->ext);
 	free(q->ext_block);
@@ -1372,6 +1387,7 @@ void gw_rw_queue_stats(struct gw_rw_queue *q, struct gw_rw_queue_stats *st)
 {
 	pthread_mutex_lock(&q->mu);
 	*st = q->st;
+	fill_gauges(q, st);
 	pthread_mutex_unlock(&q->mu);
 }
 
@@ -1402,4 +1418,6 @@ void gw_rw_queue_publish(struct gw_rw_queue *q, struct gw_snap *s)
 	gw_snap_add(s, GW_FAM(REMOTE_STORAGE_RAW_PUSHES_OPEN),
 		    (double)st.pushes_open, NULL, "remote_name", n, "url", u,
 		    NULL);
+	if (q->o.sink.publish)
+		q->o.sink.publish(q->o.sink.ctx, s);
 }

@@ -58,7 +58,8 @@
  * advancing.
  *
  * Errors: 0 or -errno.  Thread safety: gw_rw_queue_push, _stats and
- * _publish from any thread; _step only while the thread is not running
+ * _publish from any thread (the agent publishes every queue's metrics
+ * each second from its own thread, so they move while a send blocks); _step only while the thread is not running
  * (tests); the rest from one thread.
  */
 #ifndef GW_RW_QUEUE_H
@@ -111,19 +112,18 @@ struct gw_rw_queue_opts {
 	/* PromQL series selectors sent raw (policy rollup).  Copied. */
 	const char *const *raw;
 	size_t nraw;
-	uint32_t max_samples_per_send;	/* 2000 */
-	int64_t batch_send_deadline_ms; /* 5 s: raw data waits this long to
+	uint32_t max_samples_per_send;	 /* 2000 */
+	int64_t batch_send_deadline_ms;	 /* 5 s: raw data waits this long to
 					   fill a batch */
-	int64_t settle_ms;		/* 10 s: data younger is not read */
-	int64_t heartbeat_ms;		/* 4 min; < 0: never suppress */
-	int64_t max_lag_ms;		/* 30 s */
-	int64_t retention_ms[GW_TIERS]; /* the store's; 0: unknown (never
+	int64_t settle_ms;		 /* 10 s: data younger is not read */
+	int64_t heartbeat_ms;		 /* 4 min; < 0: never suppress */
+	int64_t max_lag_ms;		 /* 30 s */
+	int64_t retention_ms[GW_TIERS];	 /* the store's; 0: unknown (never
 					   counted as aged out) */
-	bool events;			/* raw around alerts and anomalies */
-	int64_t event_before_ms;	/* 10 min */
-	int64_t event_after_ms;		/* 10 min */
-	double anomaly_threshold;	/* 0.95 */
-	struct gw_registry *reg;	/* self-metrics published; NULL: none */
+	bool events;			 /* raw around alerts and anomalies */
+	int64_t event_before_ms;	 /* 10 min */
+	int64_t event_after_ms;		 /* 10 min */
+	double anomaly_threshold;	 /* 0.95 */
 	struct gw_worker_table *workers; /* lists the thread; NULL: none */
 	/* The clock (ms since the epoch); NULL: CLOCK_REALTIME.  Tests. */
 	int64_t (*now)(void *ctx);
@@ -186,9 +186,14 @@ struct gw_rw_queue_stats {
 	uint64_t samples_aged_out;   /* left the store's retention unsent */
 	uint64_t samples_refused;    /* in batches the endpoint refused */
 	uint64_t batches_sent;
-	uint64_t backlog_samples; /* estimate: due, not yet sent */
+	/* At the call: an estimate of what is due and not yet sent (each
+	 * stream's last rate, kept in the state file, x how far behind), and
+	 * how far the cursor furthest behind is from what is due for it
+	 * (now - settle; for the 1m stream the last complete window's end):
+	 * 0 when caught up. */
+	uint64_t backlog_samples;
+	double lag_seconds;
 	int64_t highest_acked_ms; /* newest sample acknowledged; 0: none */
-	double lag_seconds;	  /* now - the oldest cursor */
 	uint64_t pushes[GW_RW_PUSH_REASONS]; /* started */
 	uint64_t pushes_refused;	     /* no room */
 	uint64_t pushes_open;
@@ -199,7 +204,7 @@ void gw_rw_queue_stats(struct gw_rw_queue *q, struct gw_rw_queue_stats *st);
 /* "request", "alert", "anomaly". */
 const char *gw_rw_push_reason_name(enum gw_rw_push_reason r);
 
-/* Adds the queue's self-metrics to s (gpuwatch_remote_storage_samples_pending,
+/* Adds the queue's self-metrics, then the sink's (sink.publish), to s (gpuwatch_remote_storage_samples_pending,
  * ..._queue_highest_sent_timestamp_seconds, ..._queue_lag_seconds,
  * ..._samples_suppressed_total, ..._raw_pushes_total{reason},
  * ..._raw_pushes_open; labels remote_name, url). */

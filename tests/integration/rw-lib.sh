@@ -8,7 +8,7 @@ rw_require() {
 	need python3
 	command -v victoria-metrics >/dev/null || skip "victoria-metrics is not installed"
 	command -v prometheus >/dev/null || skip "prometheus is not installed"
-	RW_COMPARE="$(dirname "$0")/rw-compare.py"
+	RW_COMPARE="$(dirname "${BASH_SOURCE[0]}")/rw-compare.py"
 }
 
 rw_port() {

@@ -5,7 +5,9 @@
 # --remote-write-raw present, with equal timestamps and values; every
 # NAME:1m_<output> rollup point equal to what the agent's samples in that
 # minute give, all five outputs of every gauge in the first window; every
-# series carries the external labels; Prometheus refused nothing.
+# series carries the external labels; Prometheus refused nothing.  A third
+# endpoint nobody listens on is configured too: one endpoint down never
+# holds back the others.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rw-lib.sh"
 rw_require
@@ -17,6 +19,7 @@ GAUGES='{__name__=~"gpuwatch_gpu_(temperature_celsius|power_watts|utilization_ra
 T_START=$(now_ms)
 start_agent --simulate 2 --no-ebpf \
 	--remote-write "$VM/api/v1/write" --remote-write "$PROM/api/v1/write" \
+	--remote-write http://127.0.0.1:1/api/v1/write \
 	--remote-write-raw '{__name__=~"gpuwatch_gpu_.+"}' \
 	--external-label cluster=test --external-label instance=node-a
 grep -q 'remote_write .*: pushing to http://127.0.0.1' "$T_DIR/agent.log" ||
@@ -51,9 +54,15 @@ PY
 ok "every pushed series carries instance and cluster; counters keep their name"
 
 [ "$(prom_refusals)" = 0 ] || fail "Prometheus refused samples: $(curl -fsS "$PROM/metrics" | grep -E 'out_of_order|api/v1/write')"
-scrape | grep -q 'gpuwatch_remote_storage_requests_total{.*code="204"}' ||
-	fail "no 204 answers counted: $(scrape | grep remote_storage_requests)"
-if scrape | grep -E 'gpuwatch_remote_storage_requests_total\{.*code="4' ; then
+# (grep -q on a pipe would end curl early: pipefail.  Keep the scrape.)
+m="$(scrape)"
+grep -q 'gpuwatch_remote_storage_requests_total{.*code="204"}' <<<"$m" ||
+	fail "no 204 answers counted: $(grep remote_storage_requests <<<"$m")"
+if grep -E 'gpuwatch_remote_storage_requests_total\{.*code="4' <<<"$m"; then
 	fail "4xx answers counted"
 fi
 ok "Prometheus refused no sample; the agent counted no 4xx"
+
+grep -q 'gpuwatch_remote_storage_request_failures_total{.*url="http://127.0.0.1:1/api/v1/write",reason="connection"} [1-9]' <<<"$m" ||
+	fail "the dead endpoint was not tried: $(grep 'request_failures_total' <<<"$m")"
+ok "the endpoint that is down held back neither of the others"

@@ -70,10 +70,13 @@ rw_wait_compare 120 "after recovery the receivers differ from the agent's histor
 	--start "$T_START" --end "$END" --drop instance --min-samples 3000
 ok "every sample from before, during and after the outage is in both receivers"
 
-rw_wait_compare 30 "rollups differ from the agent's minutes" \
+# The first complete minute after the start (sent 10 s after its end).
+T1=$(((T_START / 60000 + 1) * 60000))
+R_END=$((T1 > END ? T1 : END))
+rw_wait_compare 120 "rollups differ from the agent's minutes" \
 	--vm "$VM" --prom "$PROM" \
 	--match '{__name__=~"gpuwatch_gpu_(temperature_celsius|power_watts|utilization_ratio)"}' \
-	--rollup --start "$T_START" --end "$END" --drop instance --min-samples 4
+	--rollup --start "$T_START" --end "$R_END" --drop instance --min-samples 4
 ok "the rollups sent after the outage equal the agent's minutes"
 
 [ "$(prom_refusals)" = 0 ] ||
