@@ -23,7 +23,7 @@ GPUS=${GPUS:-8}
 LIVE_LAG=${LIVE_LAG:-10}
 [ -x "$GPUWATCH" ] || { echo "no $GPUWATCH: run make first" >&2; exit 1; }
 export GPUWATCH TEST_SRC=$root/tests
-# The tests' helpers: receivers on free ports, polling with deadlines.
+# The tests' shared functions: receivers on free ports, polls with deadlines.
 . "$root/tests/integration/lib.sh"
 . "$root/tests/integration/rw-lib.sh"
 rw_require

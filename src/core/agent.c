@@ -349,6 +349,9 @@ int gw_agent_main(int argc, char **argv)
 	a.argc = argc;
 	a.argv = argv;
 	gw_log_set_level(a.cfg.log_level);
+	/* Start-up is bounded by the configuration: none of its lines is
+	 * rate-limited (one per GPU, per collector...). */
+	gw_log_unlimited(1);
 	a.start_time = gw_now_real();
 
 	/* Signals are taken synchronously by this thread; all threads inherit the mask. */
@@ -447,6 +450,7 @@ int gw_agent_main(int argc, char **argv)
 	}
 	gw_info("gpuwatch %s listening on %s (metrics at %s/metrics)",
 		GW_VERSION, gw_http_url(http), gw_http_url(http));
+	gw_log_unlimited(0);
 	gw_self_tick(self, http);
 
 	for (;;) {
@@ -464,10 +468,14 @@ int gw_agent_main(int argc, char **argv)
 			break;
 		}
 		if (sig == SIGHUP) {
+			/* One line per changed setting: an operator's act. */
+			gw_log_unlimited(1);
 			reload(&a, self, priv, alerts);
+			gw_log_unlimited(0);
 			continue;
 		}
 		gw_self_tick(self, http);
+		gw_log_flush(0);
 	}
 	status = 0;
 out : {
@@ -503,6 +511,7 @@ out : {
 	gw_remote_free(remote, deadline);
 	remote = NULL;
 }
+	gw_log_flush(1);
 	if (stuck) {
 		/* A thread may still touch the registry: do not free it. */
 		gw_info("stopped");

@@ -117,7 +117,7 @@ struct gw_rw_queue {
 	struct gw_rw_queue_stats st;
 };
 
-/* ---- small helpers ---- */
+/* ---- small pieces ---- */
 
 static int64_t now_ms(const struct gw_rw_queue *q)
 {
