@@ -1,4 +1,4 @@
-# Helpers for the fleet tests (sourced after lib.sh, not run): the central
+# Shared functions of the fleet tests (sourced after lib.sh, not run): the central
 # engines started from the example files of deploy/fleet/, so that the
 # tests exercise what users install, on free local ports and in $T_DIR.
 #
