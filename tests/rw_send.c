@@ -184,8 +184,12 @@ int main(int argc, char **argv)
 	start = arg(argc, argv, 5, (long long)time(NULL) * 1000 - 3600000);
 	step = arg(argc, argv, 6, 15000);
 	stop_after = arg(argc, argv, 7, 0);
-	if (stop_after > 0 && pthread_create(&th, NULL, stopper, &stop_after))
-		return 2;
+	if (stop_after > 0) {
+		/* Detached: it only sets the flag, and may outlive the sends. */
+		if (pthread_create(&th, NULL, stopper, &stop_after))
+			return 2;
+		pthread_detach(th);
+	}
 	if (ns < 1 || ns > MAX_SERIES || np < 1 || step < 1) {
 		fprintf(stderr,
 			"rw_send: SERIES 1..%d, SAMPLES and STEP_MS "

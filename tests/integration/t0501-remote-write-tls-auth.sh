@@ -110,7 +110,7 @@ if send unverified "    tls_config:
 	fail "a certificate for another name was accepted: $(cat "$T_DIR/unverified.out")"
 fi
 grep -q '^unverified sent=0 failed=0 .* connection=[1-9][0-9]* .*FAILED$' "$T_DIR/unverified.out" ||
-	fail "unverified: $(cat "$T_DIR/unverified.out")"
+	fail "unverified: $(cat "$T_DIR/unverified.out" "$T_DIR/unverified.err")"
 [ "$(requests)" = "$n" ] || fail "a request got through an unverified connection"
 ok "a certificate that does not name the host is refused: $(cat "$T_DIR/unverified.out")"
 
