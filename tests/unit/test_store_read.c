@@ -15,10 +15,12 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,8 +86,8 @@ static struct gw_series_index *fill_index(void)
 		struct gw_labels l;
 		struct gw_series *s;
 
-		snprintf(inst, sizeof(inst), "job=\"j%d\",inst=\"i%d\"",
-			 i % 10, i);
+		snprintf(inst, sizeof(inst), "job=\"j%d\",inst=\"i%d\"", i % 10,
+			 i);
 		assert_int_equal(
 			gw_labels_parse(&l, i % 2 ? "up" : "temp", inst), 0);
 		assert_int_equal(gw_series_index_add(x, &l, 0, false, &s), 0);
@@ -135,9 +137,9 @@ static void unlocked_select_matches_without_the_lock(void **state)
 	(void)state;
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct lock_probe p = { .held = 0 };
-		const struct gw_series_select_ops ops = {
-			probe_lock, probe_unlock, probe_check, &p
-		};
+		const struct gw_series_select_ops ops = { probe_lock,
+							  probe_unlock,
+							  probe_check, &p };
 		struct gw_matcher m[3];
 		uint32_t *a = NULL, *b = NULL;
 		size_t na = 0, nb = 0;
@@ -179,9 +181,9 @@ static void unlocked_select_stops_when_told(void **state)
 	(void)state;
 	pthread_rwlock_init(&p.lock, NULL);
 	init_matchers(m, spec, 1);
-	assert_int_equal(gw_series_index_select_unlocked(x, m, 1, &ops, &ids,
-							 &n),
-			 -ETIMEDOUT);
+	assert_int_equal(
+		gw_series_index_select_unlocked(x, m, 1, &ops, &ids, &n),
+		-ETIMEDOUT);
 	assert_null(ids);
 	assert_int_equal(n, 0);
 	assert_int_equal(p.held, 0);
@@ -324,6 +326,84 @@ static void select_stops_at_deadline_and_cancel(void **state)
 	assert_int_equal(set.n, 0);
 }
 
+/* The journal mode of a database file, as a new connection finds it. */
+static void journal_mode(const char *path, char *out, size_t len)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+
+	out[0] = '\0';
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static int64_t count_chunks(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t n;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM chunks",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/*
+ * A day closes while a query reads its partition (a read transaction
+ * open on it): the writer does not wait for the reader (it vacuums a
+ * copy and renames it into place), the file ends closed in
+ * rollback-journal mode without a -wal, and the reader goes on reading
+ * what it had.
+ */
+static void day_closes_under_a_reader(void **state)
+{
+	struct fixture *f = *state;
+	const int64_t day = T0 + 24 * HOUR;
+	char path[128], side[140], mode[32];
+	sqlite3 *rd = NULL;
+	struct stat st;
+	int64_t before;
+
+	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
+	for (int64_t t = day - 2 * HOUR; t < day - HOUR + 60000; t += 10000) {
+		append(f, 1, t);
+		atomic_store(&f->now, t + 1);
+		assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+	/* The query: a read transaction on the day's raw partition. */
+	assert_int_equal(sqlite3_open_v2(path, &rd, SQLITE_OPEN_READONLY, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(rd, "BEGIN", NULL, NULL, NULL),
+			 SQLITE_OK);
+	before = count_chunks(rd);
+	assert_true(before > 0);
+	for (int64_t t = day - HOUR + 60000; t < day + 120000; t += 10000) {
+		append(f, 1, t);
+		atomic_store(&f->now, t + 1);
+		assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+	journal_mode(path, mode, sizeof(mode));
+	assert_string_equal(mode, "delete");
+	snprintf(side, sizeof(side), "%s-wal", path);
+	assert_int_equal(access(side, F_OK), -1);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0222, 0); /* write-protected: closed */
+	assert_int_equal(count_chunks(rd), before);
+	assert_int_equal(sqlite3_exec(rd, "COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(rd);
+}
+
 /* ---- the writer beside readers ---- */
 
 struct reader {
@@ -366,8 +446,8 @@ static void writer_appends_while_readers_select(void **state)
 	size_t n = 0;
 
 	for (int k = 0; k < 2; k++)
-		assert_int_equal(pthread_create(&th[k], NULL, read_loop, &rd[k]),
-				 0);
+		assert_int_equal(
+			pthread_create(&th[k], NULL, read_loop, &rd[k]), 0);
 	for (int64_t t = from; t < end; t += 1000) {
 		for (int i = 0; i < 300; i++)
 			append(f, i, t);
@@ -400,6 +480,8 @@ int main(void)
 			select_stops_at_deadline_and_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			writer_appends_while_readers_select, setup, teardown),
+		cmocka_unit_test_setup_teardown(day_closes_under_a_reader,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
