@@ -2,7 +2,8 @@
 /*
  * agent.c - start, run and stop the daemon.
  *
- * What runs: the main thread (signals, self metrics, the CPU governor),
+ * What runs: the main thread (signals, self metrics, the CPU governor; on
+ * stop, "gw-stop-watch" bounds the stop at STOP_LIMIT),
  * libmicrohttpd's "MHD-single" and the "gw-query" workers of the HTTP side,
  * and these worker threads (common/worker.h), each listed in a.workers with
  * its CPU time in gpuwatch_agent_worker_cpu_seconds_total{worker}:
@@ -17,8 +18,9 @@
  *   gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
- *   gw-store        pipeline/ingest        the fast interval, after a pass;
- *                                          a last pass and flush on stop
+ *   gw-store        pipeline/ingest        each publish (woken), else the
+ *                                          fast interval; a last pass and
+ *                                          flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N

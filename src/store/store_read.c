@@ -3,12 +3,16 @@
  * store_read.c - the store's read side: the struct gw_queryable the PromQL
  * engine and the HTTP API use, partition listing and export.
  *
- * A select copies what the head holds for the matching series (open and
- * sealed chunks, closed rollups) under the lock, then reads the partitions
- * through its own read-only SQLite connections without any lock.  A chunk
- * that moved from the head to disk in between is seen twice; the copy on
- * disk is skipped when the head had a chunk with the same first timestamp
- * (chunks are keyed by (series, t_min), so that identifies it).
+ * A select matches the series with the lock dropped (the index takes the
+ * read lock only to read; regular expressions run without it), copies
+ * what the head holds for them (open and sealed chunks, closed rollups)
+ * under the read lock, COPY_BATCH series per hold, then decodes and reads
+ * the partitions through its own read-only SQLite connections without any
+ * lock.  The query's deadline and cancel flag are checked in each of
+ * these loops.  A chunk that moved from the head to disk in between is
+ * seen twice; the copy on disk is skipped when the head had a chunk with
+ * the same first timestamp (chunks are keyed by (series, t_min), so that
+ * identifies it).
  */
 #include "store/store_int.h"
 
