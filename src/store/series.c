@@ -710,8 +710,11 @@ static int matcher_set(const struct gw_series_index *x,
 			       hit[i]->n * sizeof(*out->ids));
 			out->n += hit[i]->n;
 		}
-		/* A series has one value per name: no duplicates. */
+		/* A series has one value per name: no duplicates.  The ids
+		 * are a copy: sorted without the lock. */
+		op_unlock(ops);
 		qsort(out->ids, out->n, sizeof(*out->ids), cmp_u32);
+		op_lock(ops);
 	}
 	free(hit);
 	return err;
@@ -823,7 +826,9 @@ static int select_ops(const struct gw_series_index *x,
 		for (size_t i = 0; i < x->n; i++)
 			cand.ids[i] = x->all[i]->id;
 		cand.n = x->n;
+		op_unlock(ops);
 		qsort(cand.ids, cand.n, sizeof(*cand.ids), cmp_u32);
+		op_lock(ops);
 	}
 	for (size_t i = 0; i < nm && !err; i++)
 		if (gw_matcher_matches_empty(&m[i]))
