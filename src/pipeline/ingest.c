@@ -14,6 +14,10 @@
 #include "pipeline/catalog.h"
 #include "store/store.h"
 
+/* How long a pass waits after the wake that starts it, for the rest of a
+ * burst of publishes (far below any interval, 0.1 s at least). */
+#define COALESCE_S 0.02
+
 /* A sample copied out of the registry: name and labels in the arena. */
 struct copied {
 	size_t name, labels; /* offsets into the arena */
@@ -31,7 +35,9 @@ struct gw_ingest {
 	int slot;
 	struct gw_snap snap;
 	struct gw_registry_cursor cur;
-	double next_stats; /* CLOCK_MONOTONIC s: the store's metrics due */
+	double next_stats;  /* CLOCK_MONOTONIC s: the store's metrics due */
+	double due;	    /* the pass after a wake; 0: none pending */
+	_Atomic bool woken; /* a publish woke the worker since the last pass */
 	/* One pass's samples, copied under the registry lock and appended
 	 * after it is released, so that scrapes never wait on the store. */
 	struct copied *batch;
@@ -196,15 +202,28 @@ static void publish_stats(struct gw_ingest *in)
  * A publish wakes the worker (wake_on_publish), so each pass takes what
  * was published since the last one before the next publish replaces it;
  * without publishes, it runs a fast interval after the last one ended.
+ * Either way the pass comes COALESCE_S after the round that starts it.
  */
 static double ingest_round(struct gw_worker *w, void *arg)
 {
 	struct gw_ingest *in = arg;
 	double period = (double)atomic_load(in->fast_ms) / 1000.0;
-	double now;
+	double now = gw_now_mono();
 	int err;
 
 	(void)w;
+	/* The collectors publish in bursts (one slot per GPU, all at the
+	 * tick): the first wake starts a short wait, the wakes during it
+	 * only end its rest early, and one pass takes the whole burst. */
+	if (in->due == 0) {
+		in->due = now + COALESCE_S;
+		return COALESCE_S;
+	}
+	if (now < in->due)
+		return in->due - now;
+	in->due = 0;
+	/* Publishes from here on wake the next round. */
+	atomic_store(&in->woken, false);
 	pass(in);
 	err = gw_store_maintain(in->store);
 	if (err)
@@ -217,10 +236,14 @@ static double ingest_round(struct gw_worker *w, void *arg)
 	return period;
 }
 
-/* Registry hook: a producer published (not the store's own slot). */
+/* Registry hook: a producer published (not the store's own slot); one
+ * wake per pass is enough. */
 static void wake_on_publish(void *ctx)
 {
-	gw_worker_wake(ctx);
+	struct gw_ingest *in = ctx;
+
+	if (!atomic_exchange(&in->woken, true))
+		gw_worker_wake(in->w);
 }
 
 /* The last pass: what was published up to now, then a flush. */
@@ -287,7 +310,7 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 		free(in);
 		return err;
 	}
-	gw_registry_on_publish(in->reg, wake_on_publish, in->w, in->slot);
+	gw_registry_on_publish(in->reg, wake_on_publish, in, in->slot);
 	*out = in;
 	return 0;
 }
