@@ -320,6 +320,7 @@ static void select_stops_at_deadline_and_cancel(void **state)
 	assert_int_equal(set.n, 0);
 	lim = (struct gw_query_limits){ .cancel = &cancel };
 	assert_int_equal(select_all(f, "x.*", T0, T0 + HOUR, &lim, &set), 0);
+	gw_series_set_release(&set);
 	atomic_store(&cancel, true);
 	assert_int_equal(select_all(f, "i.*", T0, T0 + HOUR, &lim, &set),
 			 -ECANCELED);
