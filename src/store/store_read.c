@@ -754,15 +754,16 @@ static int cmp_id(const void *a, const void *b)
  * The ids of the series chosen by series() and label_values(): those any
  * matcher list selects (every series when nsets is 0), ascending, each
  * once.  Called without the lock: the index takes it to read, not to
- * match (series.h).
+ * match (series.h), checking lim's deadline and cancel flag (lim may be
+ * NULL).
  */
 static int chosen_ids(struct gw_store *s, const struct gw_matcher *const *sets,
-		      const size_t *nm, size_t nsets, uint32_t **out,
-		      size_t *nout)
+		      const size_t *nm, size_t nsets,
+		      struct gw_query_limits *lim, uint32_t **out, size_t *nout)
 {
-	struct sel_ctx sc = { s, NULL };
-	const struct gw_series_select_ops ops = { sel_lock, sel_unlock, NULL,
-						  &sc };
+	struct sel_ctx sc = { s, lim };
+	const struct gw_series_select_ops ops = { sel_lock, sel_unlock,
+						  sel_check, &sc };
 	uint32_t *all = NULL;
 	size_t n = 0;
 	int err = 0;
@@ -813,32 +814,81 @@ static int cmp_labels_p(const void *a, const void *b)
 	return gw_labels_cmp(a, b);
 }
 
+/* Series per read hold when series() and label_values() check the head
+ * for the time range. */
+#define TIME_BATCH 4096
+
+/*
+ * The series chosen by series() and label_values() that were seen in
+ * [mint, maxt] (*out malloc'd, ascending ids): matched without the lock,
+ * then checked against the head a batch per read hold.  A series and its
+ * labels never change once added, so the caller reads them without the
+ * lock.
+ */
+static int chosen_series(struct gw_store *s,
+			 const struct gw_matcher *const *sets, const size_t *nm,
+			 size_t nsets, int64_t mint, int64_t maxt,
+			 struct gw_query_limits *lim, struct gw_series ***out,
+			 size_t *nout)
+{
+	struct gw_series **v = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0, k = 0, i = 0;
+	int err;
+
+	*out = NULL;
+	*nout = 0;
+	err = chosen_ids(s, sets, nm, nsets, lim, &ids, &n);
+	if (!err && n) {
+		v = malloc(n * sizeof(*v));
+		if (!v)
+			err = -ENOMEM;
+	}
+	while (!err && i < n) {
+		size_t end = n - i < TIME_BATCH ? n : i + TIME_BATCH;
+
+		pthread_rwlock_rdlock(&s->lock);
+		for (; i < end; i++) {
+			struct gw_series *ser =
+				gw_series_index_get(s->idx, ids[i]);
+
+			if (in_time(ser, mint, maxt))
+				v[k++] = ser;
+		}
+		pthread_rwlock_unlock(&s->lock);
+		err = check_limits(lim, 0);
+	}
+	free(ids);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
 static int store_series(void *ctx, const struct gw_matcher *const *sets,
 			const size_t *nm, size_t nsets, int64_t mint,
-			int64_t maxt, struct gw_label_set_list *out)
+			int64_t maxt, struct gw_query_limits *lim,
+			struct gw_label_set_list *out)
 {
 	struct gw_store *s = ctx;
-	uint32_t *ids = NULL;
+	struct gw_series **ser = NULL;
 	size_t n = 0, k = 0;
-	int err = 0;
+	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	err = chosen_ids(s, sets, nm, nsets, &ids, &n);
-	pthread_rwlock_rdlock(&s->lock);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &ser, &n);
 	if (!err) {
 		out->v = calloc(n ? n : 1, sizeof(*out->v));
 		if (!out->v)
 			err = -ENOMEM;
 	}
-	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
-
-		if (in_time(ser, mint, maxt))
-			err = gw_labels_dup(&out->v[k++], &ser->labels);
-	}
-	pthread_rwlock_unlock(&s->lock);
-	free(ids);
+	for (size_t i = 0; i < n && !err; i++)
+		err = gw_labels_dup(&out->v[k++], &ser[i]->labels);
+	free(ser);
 	out->n = k;
 	if (err) {
 		gw_label_set_list_release(out);
@@ -856,23 +906,21 @@ static int cmp_str(const void *a, const void *b)
 static int store_label_values(void *ctx, const char *name,
 			      const struct gw_matcher *const *sets,
 			      const size_t *nm, size_t nsets, int64_t mint,
-			      int64_t maxt, struct gw_string_list *out)
+			      int64_t maxt, struct gw_query_limits *lim,
+			      struct gw_string_list *out)
 {
 	struct gw_store *s = ctx;
-	uint32_t *ids = NULL;
-	size_t cap = 0, k = 0, nids = 0;
+	struct gw_series **sel = NULL;
+	size_t cap = 0, k = 0, nsel = 0;
 	char **v = NULL;
-	int err = 0;
+	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	err = chosen_ids(s, sets, nm, nsets, &ids, &nids);
-	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < nids && !err; i++) {
-		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &sel, &nsel);
+	for (size_t i = 0; i < nsel && !err; i++) {
+		const struct gw_series *ser = sel[i];
 
-		if (!in_time(ser, mint, maxt))
-			continue;
 		for (size_t j = 0; j < ser->labels.n && !err; j++) {
 			const char *x = name ? ser->labels.v[j].value
 					     : ser->labels.v[j].name;
@@ -897,8 +945,7 @@ static int store_label_values(void *ctx, const char *name,
 				k++;
 		}
 	}
-	pthread_rwlock_unlock(&s->lock);
-	free(ids);
+	free(sel);
 	if (!err && k > 1) {
 		size_t u = 1;
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --query-timeout holds wherever a query spends its time, here matching a
 # regular expression against 20,000 label values: instant and range
-# queries, through the API and `gpuwatch query`, end at the timeout (or at
+# queries, series and label values, through the API and `gpuwatch query`,
+# end at the timeout (or at
 # a request's shorter timeout=) with Prometheus' answer, HTTP 503 and
 # errorType "timeout", and the agent goes on answering.
 . "$(dirname "$0")/lib.sh"
@@ -40,8 +41,13 @@ ask range "$URL/api/v1/query_range" --data-urlencode "query=$Q" \
 	-d start=$((end - 600)) -d end="$end" -d step=15
 # A request's own timeout= shortens the agent's.
 ask short "$URL/api/v1/query" --data-urlencode "query=$Q" -d timeout=500ms
-ask series "$URL/api/v1/query" \
+ask matrix "$URL/api/v1/query" \
 	--data-urlencode "query=heavy{inst=~\"$(slow_regex 1000)\"}[10m]"
+# The series and label endpoints match the same way, under the same limit.
+ask series "$URL/api/v1/series" \
+	--data-urlencode "match[]=heavy{inst=~\"$(slow_regex 1000)\"}"
+ask label-values "$URL/api/v1/label/inst/values" \
+	--data-urlencode "match[]=heavy{inst=~\"$(slow_regex 1000)\"}"
 
 # The command-line client reports it as an error.
 rc=0
