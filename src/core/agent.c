@@ -3,22 +3,27 @@
  * agent.c - start, run and stop the daemon.
  *
  * What runs: the main thread (signals, self metrics, the CPU governor; on
- * stop, "gw-stop-watch" bounds the stop at STOP_LIMIT),
- * libmicrohttpd's "MHD-single" and the "gw-query" workers of the HTTP side,
- * and these worker threads (common/worker.h), each listed in a.workers with
- * its CPU time in gpuwatch_agent_worker_cpu_seconds_total{worker}:
+ * stop, "gw-stop-watch" bounds the stop at STOP_LIMIT), libmicrohttpd's
+ * "MHD-single", the "gw-query" workers and "gw-http-timer"
+ * of the HTTP side, and these worker threads (common/worker.h), each
+ * listed in a.workers with its CPU time in
+ * gpuwatch_agent_worker_cpu_seconds_total{worker}.  The CPU governor
+ * (core/self.c) charges the main thread and the workers marked * - what the
+ * collection intervals pace; HTTP and queries are bounded by connection
+ * limits, --query-max-concurrency and --query-timeout, rules by their
+ * groups' intervals:
  *
  *   name            owner                  paced by
- *   gw-nvml         collect/nvml           the fast and detail intervals;
+ * * gw-nvml         collect/nvml           the fast and detail intervals;
  *                                          hands out jobs, watches for hangs
- *   gw-nvml-N       collect/nvml, GPU N    a job from gw-nvml (woken)
- *   gw-nvml-events  collect/nvml           NVML's event wait (0.5 s)
- *   gw-ebpf         collect/bpf            ring buffer poll (<= 250 ms)
- *   gw-cupti        collect/cupti          the fast interval, after a pass
- *   gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
+ * * gw-nvml-N       collect/nvml, GPU N    a job from gw-nvml (woken)
+ * * gw-nvml-events  collect/nvml           NVML's event wait (0.5 s)
+ * * gw-ebpf         collect/bpf            ring buffer poll (<= 250 ms)
+ * * gw-cupti        collect/cupti          the fast interval, after a pass
+ * * gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
- *   gw-store        pipeline/ingest        each publish (woken), else the
+ * * gw-store        pipeline/ingest        each publish (woken), else the
  *                                          fast interval; a last pass and
  *                                          flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
@@ -464,12 +469,21 @@ int gw_agent_main(int argc, char **argv)
 		struct gw_api_opts ao = {
 			.max_samples = a.cfg.query_max_samples,
 			.timeout = a.cfg.query_timeout,
+			.max_concurrency = a.cfg.query_max_concurrency,
 			.alerts = gw_alerting_alerts(alerts),
+		};
+		struct gw_http_limits hl = {
+			.max_connections = a.cfg.http_max_connections,
+			.max_per_client = a.cfg.http_max_connections_per_client,
+			.reserved = a.cfg.http_reserved_connections,
+			.header_timeout = a.cfg.http_header_timeout,
+			.body_timeout = a.cfg.http_body_timeout,
 		};
 
 		gw_http_set_queryable(
 			http, a.store ? gw_store_queryable(a.store) : NULL,
 			&ao);
+		gw_http_set_limits(http, &hl);
 	}
 	/*
 	 * Collectors next: their threads keep this thread's capabilities

@@ -58,6 +58,35 @@ static const struct opt opts[] = {
 	  RESTART, "`/metrics`, `/healthz`, `/api/v1/*`",
 	  "Address for /metrics, /healthz and the API. Use 0.0.0.0:9400 to be\n"
 	  "scraped from other hosts, [::1]:9400 for IPv6." },
+	{ "http-max-connections", T_UINT, F(http_max_connections), 8, 4096, "N",
+	  "256", RESTART, "open HTTP connections, all clients",
+	  "Most HTTP connections open at once. A new one beyond it closes the\n"
+	  "oldest connection that is idle or still sending its headers;\n"
+	  "when every one is busy it is refused. Both are counted in\n"
+	  "gpuwatch_agent_http_connections_refused_total{reason}." },
+	{ "http-max-connections-per-client", T_UINT,
+	  F(http_max_connections_per_client), 1, 4096, "N", "64", RESTART,
+	  "open HTTP connections of one client address",
+	  "Most HTTP connections open at once from one client address; beyond\n"
+	  "it the same as --http-max-connections, among that client's own." },
+	{ "http-reserved-connections", T_UINT, F(http_reserved_connections), 1,
+	  1024, "N", "16", RESTART,
+	  "connections kept for /metrics and /healthz",
+	  "The last N of --http-max-connections answer only /metrics and\n"
+	  "/healthz: with fewer than N free, other paths get 503, so a scrape\n"
+	  "is answered while the API is flooded." },
+	{ "http-header-timeout", T_DURATION, F(http_header_timeout), 0.1, 300,
+	  "SECONDS", "5s", RESTART,
+	  "a request's headers must arrive within this",
+	  "A request's headers must all arrive within this of the connection\n"
+	  "opening (or of the previous answer on a kept-alive connection);\n"
+	  "a client sending them a byte at a time is closed." },
+	{ "http-body-timeout", T_DURATION, F(http_body_timeout), 0.1, 3600,
+	  "SECONDS", "10s", RESTART,
+	  "a request body must arrive, an answer be read, within this",
+	  "A request's body must arrive within this of its headers, and the\n"
+	  "client must read the answer within this of its being ready;\n"
+	  "slower connections are closed." },
 	{ "data-dir", T_STRING, F(data_dir), 0, 0, "DIR", "/var/lib/gpuwatch",
 	  RESTART, "agent state and history, locked per agent",
 	  "Directory for the agent's state; created if missing, locked so "
@@ -109,9 +138,13 @@ static const struct opt opts[] = {
 	  "down,\n"
 	  "and the other GPUs go on." },
 	{ "cpu-budget", T_RATIO, F(cpu_budget), 0.0001, 1, "RATIO", "0.005",
-	  LIVE, "share of one core the agent may use",
-	  "Share of one core the agent may use (0.005 = 0.5%). Above it the\n"
-	  "agent slows the detail set first, then the fast set." },
+	  LIVE, "share of one core collection may use",
+	  "Share of one core the collection may use (0.005 = 0.5%): the\n"
+	  "collectors, the store's ingest and the main loop. Above it the\n"
+	  "agent slows the detail set first, then the fast set. Scrapes,\n"
+	  "queries and rules are not counted; they have their own bounds\n"
+	  "(--http-max-connections, --query-max-concurrency, "
+	  "--query-timeout)." },
 	{ "compat", T_COMPAT, F(compat), 0, 0, "dcgm", "none", RESTART,
 	  "also expose dcgm-exporter's names",
 	  "Also expose dcgm-exporter's metric names (DCGM_FI_DEV_GPU_TEMP, "
@@ -195,6 +228,11 @@ static const struct opt opts[] = {
 	  "30s", RESTART, "longest a query may run",
 	  "Longest a query may run before it fails with a \"timeout\" error\n"
 	  "(an API request's own timeout= may only shorten it)." },
+	{ "query-max-concurrency", T_UINT, F(query_max_concurrency), 1, 64, "N",
+	  "4", RESTART, "queries evaluated at once",
+	  "API queries evaluated at once, each on its own thread; up to 32\n"
+	  "more wait and further ones get 503. With --query-timeout it bounds\n"
+	  "the CPU queries take, which --cpu-budget does not count." },
 	{ "cupti", T_NOFLAG, F(cupti), 0, 0, "", "on", RESTART,
 	  "stop reading the CUPTI injection rings",
 	  "--no-cupti stops reading the rings that libgpuwatch_cupti.so (the\n"

@@ -49,6 +49,11 @@ struct gw_config_rw {
 
 struct gw_config {
 	char listen[256];
+	unsigned int http_max_connections;	      /* all clients */
+	unsigned int http_max_connections_per_client; /* one address */
+	unsigned int http_reserved_connections; /* for /metrics, /healthz */
+	double http_header_timeout;		/* seconds */
+	double http_body_timeout;		/* seconds */
 	char data_dir[PATH_MAX];
 	char config_path[PATH_MAX];
 	char nvml_lib[PATH_MAX];
@@ -76,6 +81,7 @@ struct gw_config {
 	unsigned int store_max_label_values;
 	unsigned long long query_max_samples;
 	double query_timeout;
+	unsigned int query_max_concurrency; /* queries evaluated at once */
 	int cupti;		  /* read the CUPTI injection rings (default) */
 	char cupti_dir[PATH_MAX]; /* where injected processes put their rings */
 	unsigned int cupti_max_kernels; /* kernel names kept per process */

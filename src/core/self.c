@@ -5,6 +5,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,75 @@ struct gw_self {
 	struct gw_pace pace;
 	int slot;
 	struct gw_snap snap;
-	double win_start_mono, win_start_cpu, last_ratio;
+	/* The governor's window: process CPU (exported) and collection CPU
+	 * (what the budget is compared with). */
+	double win_start_mono, win_start_cpu, win_start_coll;
+	double last_ratio, last_coll_ratio;
 	double last_trim;
+	double trim_cpu; /* this thread's CPU in malloc_trim(), not charged */
 	long page_size;
 };
+
+/*
+ * The threads whose work the collection intervals pace, by name prefix
+ * (agent.c's table): stretching the intervals lowers their cost, so the
+ * governor charges them and only them.  The HTTP server, the query
+ * workers, the rule evaluator and the senders have their own bounds.
+ */
+static const char *const collection_threads[] = {
+	"gw-nvml", "gw-ebpf", "gw-cupti", "gw-statsd", "gw-store",
+};
+
+static double clock_seconds(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_seconds(void)
+{
+	return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static bool is_collection(const char *name)
+{
+	for (size_t i = 0;
+	     i < sizeof(collection_threads) / sizeof(collection_threads[0]);
+	     i++) {
+		size_t n = strlen(collection_threads[i]);
+
+		if (strncmp(name, collection_threads[i], n) == 0 &&
+		    (name[n] == '\0' || name[n] == '-'))
+			return true;
+	}
+	return false;
+}
+
+static void sum_collection(void *ctx, const char *name, double cpu_s,
+			   enum gw_worker_state st)
+{
+	(void)st;
+	if (is_collection(name))
+		*(double *)ctx += cpu_s;
+}
+
+/*
+ * CPU time charged to the collection budget: the collection workers' own
+ * thread clocks, and the main thread's (this one: the self collector and
+ * the governor).  A worker that ended keeps its last reading; one freed
+ * (a collector stopped) leaves the sum, which the window clamps at 0.
+ */
+static double collection_cpu_seconds(struct gw_self *s)
+{
+	double sum = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - s->trim_cpu;
+
+	if (s->a->workers)
+		gw_worker_table_visit(s->a->workers, sum_collection, &sum);
+	return sum;
+}
 
 /*
  * Freed memory goes back to the system.  A range query's samples are
@@ -43,6 +109,7 @@ struct gw_self {
  * freed (a fixed threshold: glibc's default one rises after the first
  * large free, and then query arrays came from the arenas again), and the
  * arenas are trimmed once a minute (milliseconds of work).
+ * That work is the queries', so it is not charged to collection.
  */
 static void keep_heap_small(void)
 {
@@ -54,22 +121,18 @@ static void keep_heap_small(void)
 static void give_back(struct gw_self *s, double now)
 {
 #ifdef __GLIBC__
+	double t0;
+
 	if (now - s->last_trim < 60)
 		return;
 	s->last_trim = now;
+	t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 	malloc_trim(0);
+	s->trim_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
 #else
 	(void)s;
 	(void)now;
 #endif
-}
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Resident memory and threads from /proc/self/stat, peak from getrusage(). */
@@ -112,7 +175,8 @@ struct gw_self *gw_self_new(struct gw_agent *a)
 	store_intervals(s);
 	s->win_start_mono = gw_now_mono();
 	s->win_start_cpu = cpu_seconds();
-	s->last_ratio = NAN;
+	s->win_start_coll = collection_cpu_seconds(s);
+	s->last_ratio = s->last_coll_ratio = NAN;
 	s->page_size = sysconf(_SC_PAGESIZE);
 	return s;
 }
@@ -131,23 +195,34 @@ void gw_self_reconfigure(struct gw_self *s)
 	store_intervals(s);
 	s->win_start_mono = gw_now_mono();
 	s->win_start_cpu = cpu_seconds();
+	s->win_start_coll = collection_cpu_seconds(s);
 }
 
+/*
+ * Once per window: the collection threads' share of one core against
+ * --cpu-budget.  The process's share is measured over the same window and
+ * exported beside it (gpuwatch_agent_cpu_ratio), but scrapes, queries and
+ * rules never stretch the intervals.
+ */
 static void govern(struct gw_self *s, double now, double cpu)
 {
-	double elapsed = now - s->win_start_mono, share;
+	double elapsed = now - s->win_start_mono, share, coll;
 
 	if (elapsed < gw_pace_window(&s->pace))
 		return;
-	share = (cpu - s->win_start_cpu) / elapsed;
-	s->last_ratio = share;
+	coll = collection_cpu_seconds(s);
+	s->last_ratio = (cpu - s->win_start_cpu) / elapsed;
+	share = fmax(0, coll - s->win_start_coll) / elapsed;
+	s->last_coll_ratio = share;
 	s->win_start_mono = now;
 	s->win_start_cpu = cpu;
+	s->win_start_coll = coll;
 	if (gw_pace_update(&s->pace, share, s->a->cfg.cpu_budget)) {
-		gw_info("cpu governor: agent used %.3f%% of a core (budget "
-			"%.3f%%); intervals now fast %gs, detail %gs",
-			share * 100, s->a->cfg.cpu_budget * 100, s->pace.fast,
-			s->pace.detail);
+		gw_info("cpu governor: collection used %.3f%% of a core "
+			"(budget %.3f%%, the whole agent %.3f%%); intervals "
+			"now fast %gs, detail %gs",
+			share * 100, s->a->cfg.cpu_budget * 100,
+			s->last_ratio * 100, s->pace.fast, s->pace.detail);
 		store_intervals(s);
 	}
 }
@@ -173,6 +248,18 @@ static void add_api(struct gw_snap *n, const struct gw_http_stats *hs)
 		    (double)hs->api_in_flight, NULL, NULL);
 }
 
+/* Connections open and refused, one series per reason. */
+static void add_connections(struct gw_snap *n, const struct gw_http_stats *hs)
+{
+	gw_snap_add(n, GW_FAM(AGENT_HTTP_CONNECTIONS), (double)hs->connections,
+		    NULL, NULL);
+	for (size_t i = 0; i < GW_HTTP_REFUSALS; i++)
+		gw_snap_add(n, GW_FAM(AGENT_HTTP_CONNECTIONS_REFUSED_TOTAL),
+			    (double)hs->refused[i], NULL, "reason",
+			    gw_http_refusal_name((enum gw_http_refusal)i),
+			    NULL);
+}
+
 static void add_worker(void *ctx, const char *name, double cpu_s,
 		       enum gw_worker_state st)
 {
@@ -195,6 +282,8 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 
 	gw_snap_add(n, GW_FAM(AGENT_CPU_SECONDS_TOTAL), cpu, NULL, NULL);
 	gw_snap_add(n, GW_FAM(AGENT_CPU_RATIO), s->last_ratio, NULL, NULL);
+	gw_snap_add(n, GW_FAM(AGENT_COLLECTION_CPU_RATIO), s->last_coll_ratio,
+		    NULL, NULL);
 	gw_snap_add(n, GW_FAM(AGENT_CPU_BUDGET_RATIO), s->a->cfg.cpu_budget,
 		    NULL, NULL);
 	gw_snap_add(n, GW_FAM(AGENT_RESIDENT_MEMORY_BYTES), rss, NULL, NULL);
@@ -235,6 +324,7 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 		gw_snap_add(n, GW_FAM(AGENT_LAST_SCRAPE_BYTES),
 			    (double)hs.last_scrape_bytes, NULL, NULL);
 		add_api(n, &hs);
+		add_connections(n, &hs);
 	}
 	gw_snap_add(n, GW_FAM(AGENT_BUILD_INFO), 1, NULL, "version", GW_VERSION,
 		    NULL);

@@ -17,9 +17,9 @@
  * Threads: one libmicrohttpd thread does all the socket work and answers
  * /metrics, /healthz and / itself.  An API request is parked (its
  * connection suspended) and handed to a pool of query workers
- * (gw_api_opts.max_concurrency, default 4); at most 32 more wait in a queue
- * and further ones get 503 at once, so a slow query never holds up a
- * scrape.  All threads are created by gw_http_start and inherit the
+ * (gw_api_opts.max_concurrency, default 4; nice 10, so that they yield
+ * the CPU to collection); at most 32 more wait in a queue and further ones
+ * get 503 at once, so a slow query never holds up a scrape.  All threads are created by gw_http_start and inherit the
  * capabilities of the thread that calls it (none, in the agent).
  * gw_http_close first cancels the queries being evaluated (they stop
  * within a step or a store read and answer 503 "unavailable", "query
@@ -27,9 +27,27 @@
  * agent is stopping", lets the server thread send those replies (at most
  * 1 s), then stops.
  *
+ * Connections (gw_http_limits, set before start).  At most
+ * max_connections are open, at most max_per_client from one client
+ * address.  A new connection beyond either limit closes the oldest
+ * connection (of that client, for the second) that is idle between
+ * requests or still sending its headers - so a flood of idle or slow
+ * connections can never keep a scraper out - and is refused only when
+ * every one is busy (a request being read after its headers, answered, or
+ * sent).  A request's headers must be complete within header_timeout of
+ * the connection opening or of the previous answer; its body within
+ * body_timeout of the headers; its answer read within body_timeout of
+ * being ready; a connection idle longer than header_timeout is closed.
+ * With fewer than `reserved` connections free, every path but /metrics and
+ * /healthz is answered 503 at once, so that those two stay answered while
+ * the API is flooded.  Each refusal or early close is counted by reason
+ * (gw_http_refusal_name), the connections open are a gauge.  A timer
+ * thread ("gw-http-timer") enforces the deadlines; libmicrohttpd closes
+ * what it shuts down.
+ *
  * Counters (requests, bad requests, scrape time, API calls by endpoint,
- * API requests in flight) are atomics read by the self collector through
- * gw_http_stats().
+ * API requests in flight, connections) are atomics read by the self
+ * collector through gw_http_stats().
  */
 #ifndef GW_HTTP_SERVER_H
 #define GW_HTTP_SERVER_H
@@ -42,6 +60,30 @@
 #include "store/query.h"
 
 struct gw_http;
+
+/* Why a connection was refused or closed before its client was done. */
+enum gw_http_refusal {
+	GW_HTTP_REFUSED_MAX_CONNECTIONS, /* every connection busy */
+	GW_HTTP_REFUSED_MAX_PER_CLIENT,	 /* every one of that client's busy */
+	GW_HTTP_REFUSED_EVICTED, /* idle or slow: closed to admit a new one */
+	GW_HTTP_REFUSED_HEADER_TIMEOUT,
+	GW_HTTP_REFUSED_BODY_TIMEOUT,
+	GW_HTTP_REFUSED_SEND_TIMEOUT, /* the answer was not read in time */
+	GW_HTTP_REFUSED_RESERVED,     /* 503: only /metrics, /healthz now */
+	GW_HTTP_REFUSALS
+};
+
+/* "max_connections", "max_per_client", "evicted", "header_timeout",
+ * "body_timeout", "send_timeout", "reserved". */
+const char *gw_http_refusal_name(enum gw_http_refusal r);
+
+struct gw_http_limits {
+	unsigned int max_connections; /* 0: 256 */
+	unsigned int max_per_client;  /* 0: 64 (at most max_connections) */
+	unsigned int reserved;	      /* 0: 16 (less than max_connections) */
+	double header_timeout;	      /* seconds; 0: 5 */
+	double body_timeout;	      /* seconds; 0: 10 */
+};
 
 struct gw_http_stats {
 	uint64_t requests;
@@ -57,6 +99,8 @@ struct gw_http_stats {
 	uint64_t api_rejected;			  /* queue full: 503 */
 	uint64_t api_in_flight; /* API requests a query worker is answering
 				    now (a gauge) */
+	uint64_t connections;	/* open now, not being closed (a gauge) */
+	uint64_t refused[GW_HTTP_REFUSALS];
 };
 
 /*
@@ -74,6 +118,9 @@ struct gw_http *gw_http_bind(const char *listen, struct gw_registry *reg,
  */
 void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,
 			   const struct gw_api_opts *o);
+/* Connection limits (copied; NULL = defaults).  Call before
+ * gw_http_start. */
+void gw_http_set_limits(struct gw_http *h, const struct gw_http_limits *l);
 /* Starts serving on the bound socket (the server thread and the query
  * workers are created here). */
 __attribute__((warn_unused_result)) int gw_http_start(struct gw_http *h,
