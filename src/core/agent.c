@@ -29,6 +29,11 @@
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N
+ *   gw-rw-N         export/rw_queue,       at once while data is due, else
+ *                   remote_write N         each second; sends block in the
+ *                                          client (retries, backoff)
+ *   gw-rw-metrics   core/remote            each second: the queues' and
+ *                                          endpoints' metrics
  */
 #include "agent.h"
 
@@ -56,6 +61,7 @@
 #include "common/worker.h"
 #include "core/alerting.h"
 #include "core/caps.h"
+#include "core/remote.h"
 #include "core/self.h"
 #include "http/api.h"
 #include "http/server.h"
@@ -384,6 +390,7 @@ int gw_agent_main(int argc, char **argv)
 	struct gw_self *self = NULL;
 	struct gw_alerting *alerts = NULL;
 	struct stop_watch watch = { .started = false };
+	struct gw_remote *remote = NULL;
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
 	sigset_t sigs;
@@ -411,6 +418,12 @@ int gw_agent_main(int argc, char **argv)
 	r = gw_alerting_new(&a.cfg, &alerts, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
+		return 2;
+	}
+	r = gw_remote_check(&a.cfg, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "gpuwatch agent: %s\n", err);
+		gw_alerting_free(alerts, gw_now_mono());
 		return 2;
 	}
 	if (check) {
@@ -459,6 +472,11 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("%s", err);
 		goto out;
 	}
+	/* The remote_write queues read the store from their watermarks. */
+	if (gw_remote_start(&a, &remote, err, sizeof(err))) {
+		gw_err("%s", err);
+		goto out;
+	}
 	/* Bind first: a port below 1024 needs a capability. */
 	http = gw_http_bind(a.cfg.listen, a.reg, err, sizeof(err));
 	if (!http) {
@@ -479,6 +497,8 @@ int gw_agent_main(int argc, char **argv)
 			.header_timeout = a.cfg.http_header_timeout,
 			.body_timeout = a.cfg.http_body_timeout,
 		};
+
+		gw_remote_api(remote, &ao);
 
 		gw_http_set_queryable(
 			http, a.store ? gw_store_queryable(a.store) : NULL,
@@ -560,6 +580,8 @@ out : {
 	/* Cancels the queries in flight (the store checks between batches
 	 * and inside its loops, the evaluator between steps). */
 	gw_http_close(http);
+	/* No new slices: what is being sent may still be acknowledged. */
+	gw_remote_request_stop(remote);
 	/* Before the store closes: the evaluator reads it.  Queued
 		 * alerts get at most a second, the collectors the rest. */
 	gw_alerting_free(alerts, gw_now_mono() + 1.0);
@@ -583,6 +605,9 @@ out : {
 	for (size_t i = 0; i < NCOLLECTORS && !stuck; i++)
 		if (priv[i])
 			collectors[i]->free(priv[i]);
+	/* Before the store closes: the queues read it. */
+	gw_remote_free(remote, deadline);
+	remote = NULL;
 }
 	gw_log_flush(1);
 	if (stuck) {

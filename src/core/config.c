@@ -302,6 +302,51 @@ static const struct opt opts[] = {
 	  "list of blocks (url, name, remote_timeout, headers, basic_auth,\n"
 	  "authorization, tls_config, write_relabel_configs, queue_config);\n"
 	  "flags replace the file's list. See docs/remote-write.md." },
+	{ "remote-write-policy", T_STRING, F(rw_policy), 0, 0, "POLICY",
+	  "rollup", RESTART, "what leaves the node",
+	  "rollup: 1-minute rollups of gauges (NAME:1m_avg, _min, _max,\n"
+	  "_stddev, _count_samples), counters and histogram buckets as their\n"
+	  "last value each minute, unchanged values suppressed up to the\n"
+	  "heartbeat; raw: every sample of every series." },
+	{ "remote-write-raw", T_LIST, F(rw_raw), 0, 0, "SELECTOR", "", RESTART,
+	  "series also sent raw (repeatable)",
+	  "PromQL series selector (e.g. "
+	  "'{__name__=~\"gpuwatch_gpu_power.*\"}')\n"
+	  "whose series are also sent raw, every sample, under the rollup\n"
+	  "policy. Repeatable, at most 16." },
+	{ "external-label", T_LIST, F(external_labels), 0, 0, "NAME=VALUE", "",
+	  RESTART, "label added to every pushed series (repeatable)",
+	  "Label added to every series pushed with remote_write unless it\n"
+	  "has one of that name (cluster=a, node=n1). instance defaults to\n"
+	  "the host name." },
+	{ "remote-write-heartbeat", T_DURATION, F(rw_heartbeat), 0, 86400,
+	  "DURATION", "4m", RESTART, "unchanged values are re-sent this often",
+	  "A rollup or last value equal to the one sent before is not sent\n"
+	  "again until this long has passed (0: send every one)." },
+	{ "remote-write-max-lag", T_DURATION, F(rw_max_lag), 1, 3600,
+	  "DURATION", "30s", RESTART, "longest live data waits for catch-up",
+	  "While an endpoint catches up after an outage, each stream sends\n"
+	  "for at most half this long before the others get their turn." },
+	{ "remote-write-events", T_NOFLAG, F(rw_events), 0, 0, "", "on",
+	  RESTART, "no raw pushes around alerts and anomalies",
+	  "--no-remote-write-events turns off the raw pushes around firing\n"
+	  "alerts and anomaly scores over the threshold (the GPU's or the\n"
+	  "process's series, every sample, --remote-write-event-window before\n"
+	  "and after)." },
+	{ "remote-write-event-window", T_DURATION, F(rw_event_window), 1, 86400,
+	  "DURATION", "10m", RESTART,
+	  "raw pushed this long before and after an event",
+	  "How much raw history is pushed before and after a firing alert or\n"
+	  "an anomaly." },
+	{ "remote-write-anomaly-threshold", T_RATIO, F(rw_anomaly_threshold),
+	  0.0001, 1, "SCORE", "0.95", RESTART,
+	  "anomaly score that triggers a raw push",
+	  "An anomaly score (NAME:anomaly_score) at or above this pushes the\n"
+	  "raw samples of its GPU or process." },
+	{ "remote-write-admin-push", T_STRING, F(rw_admin_push), 0, 0, "on/off",
+	  "off", RESTART, "allow POST /api/v1/admin/push",
+	  "on: POST /api/v1/admin/push with match[], start and end pushes\n"
+	  "those raw samples to every remote_write endpoint." },
 	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
 	  "SLURM_JOB_ID", RESTART,
 	  "environment variables giving the `job` label",

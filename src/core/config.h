@@ -96,6 +96,16 @@ struct gw_config {
 	struct gw_config_list alertmanagers; /* Alertmanager base URLs */
 	double alert_resend; /* firing alerts re-sent this often */
 	struct gw_config_rw remote_write;
+	/* remote_write: what leaves the node (core/remote.c) */
+	char rw_policy[16];		       /* "rollup" or "raw" */
+	struct gw_config_list rw_raw;	       /* selectors sent raw */
+	struct gw_config_list external_labels; /* NAME=VALUE */
+	double rw_heartbeat;		       /* seconds; 0: never suppress */
+	double rw_max_lag;		       /* seconds */
+	int rw_events;		/* raw around alerts, anomalies */
+	double rw_event_window; /* seconds before and after */
+	double rw_anomaly_threshold;
+	char rw_admin_push[8]; /* "on": POST /api/v1/admin/push */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 	double exited_grace; /* an exited process's series stay this long */

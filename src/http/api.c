@@ -466,6 +466,8 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 		*ep = GW_API_ALERTS;
 	else if (strcmp(rest, "rules") == 0)
 		*ep = GW_API_RULES;
+	else if (strcmp(rest, "admin/push") == 0)
+		*ep = GW_API_ADMIN_PUSH;
 	else if (strncmp(rest, "label/", 6) == 0 &&
 		 (n = strlen(rest)) > 6 + 7 &&
 		 strcmp(rest + n - 7, "/values") == 0 &&
@@ -479,8 +481,9 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep)
 {
 	static const char *const names[GW_API_ENDPOINTS] = {
-		"query",	"query_range", "series", "labels",
-		"label_values", "alerts",      "rules",	 "unknown",
+		"query",  "query_range",  "series",
+		"labels", "label_values", "alerts",
+		"rules",  "admin_push",	  "unknown",
 	};
 
 	return (unsigned int)ep < GW_API_ENDPOINTS ? names[ep] : "unknown";
@@ -1037,6 +1040,55 @@ static int do_alerts(struct gw_alerts *al, const struct gw_api_request *rq,
 	return err;
 }
 
+/* ---- admin ---- */
+
+/* POST /api/v1/admin/push: match[], start, end (default now). */
+static int do_push(const struct gw_api_opts *o, const struct gw_api_request *rq,
+		   struct gw_api_reply *r)
+{
+	struct msets ms;
+	int64_t start, end;
+	int err, n;
+
+	if (!o || !o->push)
+		return fail(r, "unavailable", "admin APIs disabled");
+	if (!rq->post)
+		return gw_api_reply_error(r, 405, "bad_data",
+					  "method not allowed: use POST");
+	if (!gw_api_params_get(rq->params, "match[]"))
+		return fail(r, "bad_data", "no match[] parameter provided");
+	if (!gw_api_params_get(rq->params, "start"))
+		return fail(r, "bad_data", "no start parameter provided");
+	err = time_param(rq, r, "start", 0, &start);
+	if (!err)
+		err = time_param(rq, r, "end", rq->now_ms, &end);
+	if (err)
+		return err < 0 ? err : 0;
+	if (end < start)
+		return invalid_param(r, "end",
+				     "end timestamp must not be before start "
+				     "time");
+	err = parse_match(rq, r, &ms);
+	if (err)
+		return err < 0 ? err : 0;
+	n = o->push(o->push_ctx, (const struct gw_matcher *const *)ms.m, ms.nm,
+		    ms.n, start, end);
+	msets_release(&ms);
+	if (n == -ENODEV)
+		return fail(r, "unavailable", "no remote_write endpoint");
+	if (n == -ENOSPC)
+		return fail(r, "unavailable",
+			    "too many pushes open; try again later");
+	if (n < 0)
+		return fail(r, "internal", "push failed: %s", strerror(-n));
+	begin_ok(r);
+	gw_buf_putf(&r->body, "{\"endpoints\":%d}", n);
+	err = end_ok(r, NULL);
+	if (err)
+		err = build_failed(r, err);
+	return err;
+}
+
 /* ---- entry ---- */
 
 int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
@@ -1055,6 +1107,11 @@ int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 	}
 	if (ep == GW_API_ALERTS || ep == GW_API_RULES)
 		return do_alerts(o ? o->alerts : NULL, rq, out, ep);
+	if (ep == GW_API_ADMIN_PUSH) {
+		err = do_push(o, rq, out);
+		return err == -ENOMEM ? fail(out, "internal", "out of memory")
+				      : err;
+	}
 	if (!q)
 		return fail(out, "unavailable", "no local store (--data-dir)");
 	switch (ep) {

@@ -16,6 +16,11 @@
  *                                include_resolved=1 also those resolved
  *                                in the last 15 min, state "resolved")
  *   /api/v1/rules                (alerting rule groups and their alerts)
+ *   /api/v1/admin/push           POST only: match[] (one or more), start,
+ *                                end (default: now): pushes those raw
+ *                                samples to every remote_write endpoint
+ *                                through gw_api_opts.push; without it 503
+ *                                "admin APIs disabled"
  *
  * Parameters follow Prometheus: a time is RFC 3339 (2015-07-01T20:10:51.781Z,
  * or with an offset such as +02:00) or Unix seconds as a float; a duration
@@ -76,6 +81,18 @@ struct gw_api_opts {
 	/* The alert evaluator behind /api/v1/alerts and /api/v1/rules
 	 * (pipeline/alerts.h); NULL: both answer empty lists.  Borrowed. */
 	struct gw_alerts *alerts;
+	/*
+	 * POST /api/v1/admin/push, wired by the agent (this layer cannot see
+	 * export/): pushes the raw samples of the series matching any of the
+	 * nsets matcher lists over [start_ms, end_ms].  Returns the
+	 * endpoints that took it (> 0), -ENODEV (none configured), -ENOSPC
+	 * (too many pushes open) or another -errno.  NULL: disabled.
+	 * Called from query worker threads.
+	 */
+	int (*push)(void *ctx, const struct gw_matcher *const *sets,
+		    const size_t *nm, size_t nsets, int64_t start_ms,
+		    int64_t end_ms);
+	void *push_ctx;
 };
 
 /* ---- parameters ---- */
@@ -146,15 +163,16 @@ enum gw_api_endpoint {
 	GW_API_LABEL_VALUES,
 	GW_API_ALERTS,
 	GW_API_RULES,
+	GW_API_ADMIN_PUSH,
 	GW_API_UNKNOWN, /* under /api/v1/ but not served: 404 not_found */
 };
-#define GW_API_ENDPOINTS 8
+#define GW_API_ENDPOINTS 9
 
 /* 0 and *ep when path is under /api/v1/, -ENOENT otherwise. */
 __attribute__((warn_unused_result)) int gw_api_route(const char *path,
 						     enum gw_api_endpoint *ep);
 /* "query", "query_range", "series", "labels", "label_values", "alerts",
- * "rules", "unknown". */
+ * "rules", "admin_push", "unknown". */
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep);
 
 struct gw_api_reply {
@@ -177,6 +195,7 @@ struct gw_api_request {
 	uint64_t arrival_ns; /* CLOCK_MONOTONIC at arrival,
 					       0 = now; the timeout counts
 					       from here */
+	bool post;	     /* the method was POST (admin endpoints want it) */
 };
 
 /*

@@ -753,6 +753,7 @@ static enum MHD_Result api_run(struct gw_http *h, struct MHD_Connection *conn,
 			.params = &rq->params,
 			.now_ms = rq->now_ms,
 			.arrival_ns = rq->arrival_ns,
+			.post = rq->post,
 		};
 
 		if (gw_api_handle(NULL, &h->opts, &arq, &rq->reply))
@@ -935,6 +936,7 @@ static void *worker(void *arg)
 			.params = &rq->params,
 			.now_ms = rq->now_ms,
 			.arrival_ns = rq->arrival_ns,
+			.post = rq->post,
 		};
 		atomic_fetch_add(&h->api_in_flight, 1);
 		cpu0 = thread_cpu();

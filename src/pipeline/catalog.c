@@ -105,8 +105,10 @@ static const struct {
 	[GW_CATALOG_SRC_REMOTE] = {
 		"remote_write",
 		"Per endpoint (`remote_name`: its `name:`, or a hash of its "
-		"URL), mirroring Prometheus' `prometheus_remote_storage_*`. "
-		"See `remote-write.md`.",
+		"URL), mirroring Prometheus' `prometheus_remote_storage_*`; "
+		"what is pending, suppressed and pushed comes from the queue "
+		"that reads the local store. See `remote-write.md` and "
+		"`internals/remote-write-queue.md`.",
 	},
 };
 

@@ -1259,6 +1259,114 @@ static void close_during_query(void **state)
 	pthread_mutex_destroy(&g.lock);
 }
 
+/* ---- POST /api/v1/admin/push: the hook the agent wires ---- */
+
+struct push_seen {
+	size_t nsets, nm0;
+	int64_t start, end;
+	char name0[64];
+	int ret;
+};
+
+static int push_hook(void *ctx, const struct gw_matcher *const *sets,
+		     const size_t *nm, size_t nsets, int64_t start_ms,
+		     int64_t end_ms)
+{
+	struct push_seen *p = ctx;
+
+	p->nsets = nsets;
+	p->nm0 = nm[0];
+	p->start = start_ms;
+	p->end = end_ms;
+	snprintf(p->name0, sizeof(p->name0), "%s=%s", sets[0][0].name,
+		 sets[0][0].value);
+	return p->ret;
+}
+
+static unsigned int push_call(const struct gw_api_opts *o, bool post,
+			      const char **body, ...)
+{
+	static char *last;
+	struct gw_api_params p = { 0 };
+	struct gw_api_reply r;
+	struct gw_api_request rq = {
+		.path = "/api/v1/admin/push",
+		.params = &p,
+		.now_ms = T0 + 95000,
+		.post = post,
+	};
+	const char *kv;
+	va_list ap;
+
+	va_start(ap, body);
+	while ((kv = va_arg(ap, const char *)) != NULL) {
+		const char *eq = strchr(kv, '=');
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		assert_int_equal(gw_api_params_add(&p, name, eq + 1), 0);
+	}
+	va_end(ap);
+	gw_api_reply_init(&r);
+	assert_int_equal(gw_api_handle(NULL, o, &rq, &r), 0);
+	free(last);
+	last = gw_buf_detach(&r.body, NULL);
+	gw_api_reply_release(&r);
+	gw_api_params_release(&p);
+	*body = last;
+	return r.status;
+}
+
+static void admin_push(void **state)
+{
+	struct push_seen seen = { .ret = 2 };
+	struct gw_api_opts off = { 0 };
+	struct gw_api_opts on = { .push = push_hook, .push_ctx = &seen };
+	enum gw_api_endpoint ep;
+	const char *b;
+
+	(void)state;
+	assert_int_equal(gw_api_route("/api/v1/admin/push", &ep), 0);
+	assert_int_equal(ep, GW_API_ADMIN_PUSH);
+	assert_string_equal(gw_api_endpoint_name(ep), "admin_push");
+	assert_int_equal(
+		push_call(&off, true, &b, "match[]=up", "start=1", NULL), 503);
+	assert_non_null(strstr(b, "admin APIs disabled"));
+	assert_int_equal(
+		push_call(&on, false, &b, "match[]=up", "start=1", NULL), 405);
+	assert_int_equal(push_call(&on, true, &b, "start=1", NULL), 400);
+	assert_non_null(strstr(b, "no match[] parameter provided"));
+	assert_int_equal(push_call(&on, true, &b, "match[]=up", NULL), 400);
+	assert_int_equal(push_call(&on, true, &b, "match[]=up", "start=100",
+				   "end=50", NULL),
+			 400);
+	assert_int_equal(push_call(&on, true, &b, "match[]={a=~\".*\"}",
+				   "start=1", NULL),
+			 400);
+	assert_int_equal(seen.nsets, 0);
+	assert_int_equal(push_call(&on, true, &b, "match[]=up{job=\"x\"}",
+				   "match[]=down", "start=100", "end=200.5",
+				   NULL),
+			 200);
+	assert_non_null(strstr(b, "\"endpoints\":2"));
+	assert_int_equal(seen.nsets, 2);
+	assert_int_equal(seen.nm0, 2);
+	assert_string_equal(seen.name0, "__name__=up");
+	assert_int_equal(seen.start, 100000);
+	assert_int_equal(seen.end, 200500);
+	/* end defaults to the request's time */
+	assert_int_equal(
+		push_call(&on, true, &b, "match[]=up", "start=100", NULL), 200);
+	assert_int_equal(seen.end, T0 + 95000);
+	seen.ret = -ENODEV;
+	assert_int_equal(
+		push_call(&on, true, &b, "match[]=up", "start=1", NULL), 503);
+	assert_non_null(strstr(b, "no remote_write endpoint"));
+	seen.ret = -ENOSPC;
+	assert_int_equal(
+		push_call(&on, true, &b, "match[]=up", "start=1", NULL), 503);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1287,6 +1395,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(invalid_utf8_never_in_json,
 						setup, teardown),
 		cmocka_unit_test(server_without_store),
+		cmocka_unit_test(admin_push),
 		cmocka_unit_test_setup_teardown(scrape_during_query, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(close_during_query, setup,

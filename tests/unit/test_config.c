@@ -821,6 +821,8 @@ static const char *sample_value(const char *name)
 		{ "statsd-socket", "/run/gpuwatch/statsd.sock" },
 		{ "cuda-lib-glob", "/opt/venv/lib/python3*/site-packages/"
 				   "nvidia/*/lib/libcudart.so*" },
+		{ "remote-write-raw", "gpuwatch_gpu_power_watts" },
+		{ "external-label", "cluster=a" },
 	};
 
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)

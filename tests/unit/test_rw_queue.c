@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The remote_write queue over a real store (SQLite, in a temporary
+ * directory) with a fake clock, and a recording sink standing in for the
+ * encoder and client: what leaves, in which order, under which names,
+ * across an outage and a restart, and what is counted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export/rw_queue.h"
+#include "query/promql.h"
+#include "store/store.h"
+
+#define T0     1764547200000LL /* 2025-12-01 00:00:00 UTC */
+#define MINUTE 60000
+#define MAXREC 200000
+
+struct rec {
+	char key[256];
+	int64_t t;
+	double v;
+};
+
+struct fx {
+	char dir[64];
+	char state[96];
+	struct gw_store *s;
+	struct gw_store_opts so;
+	int64_t now;
+	bool down; /* the sink answers STOPPED, as a client does at shutdown
+		      while its endpoint is unreachable */
+	bool refuse;
+	struct rec *r;
+	size_t n;
+	size_t batches;
+	uint64_t aged;
+};
+
+static int64_t fake_now(void *ctx)
+{
+	return ((struct fx *)ctx)->now;
+}
+
+static enum gw_rw_outcome sink_send(void *ctx, const struct gw_rw_series *s,
+				    size_t n, uint64_t samples,
+				    const _Atomic bool *stop)
+{
+	struct fx *f = ctx;
+	uint64_t count = 0;
+
+	(void)stop;
+	if (f->down)
+		return GW_RW_STOPPED;
+	if (f->refuse)
+		return GW_RW_REFUSED;
+	for (size_t i = 0; i < n; i++) {
+		struct gw_buf key;
+
+		gw_buf_init(&key, 4096);
+		assert_int_equal(gw_labels_key(s[i].labels, &key), 0);
+		for (size_t k = 0; k < s[i].n; k++) {
+			struct rec *r = &f->r[f->n++];
+
+			assert_true(f->n < MAXREC);
+			if (k)
+				assert_true(s[i].t[k] > s[i].t[k - 1]);
+			snprintf(r->key, sizeof(r->key), "%s", key.p);
+			r->t = s[i].t[k];
+			r->v = s[i].v[k];
+			count++;
+		}
+		gw_buf_release(&key);
+	}
+	assert_int_equal(count, samples);
+	assert_true(samples <= 50);
+	f->batches++;
+	return GW_RW_SENT;
+}
+
+static void sink_aged(void *ctx, uint64_t n)
+{
+	((struct fx *)ctx)->aged += n;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	assert_non_null(f);
+	f->r = calloc(MAXREC, sizeof(*f->r));
+	assert_non_null(f->r);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/gw-rwq-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->state, sizeof(f->state), "%s/rw.state", f->dir);
+	gw_store_opts_defaults(&f->so);
+	f->so.dir = f->dir;
+	f->so.now = fake_now;
+	f->so.now_ctx = f;
+	f->now = T0;
+	assert_int_equal(gw_store_open(&f->s, &f->so, err, sizeof(err)), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	gw_store_close(f->s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f->r);
+	free(f);
+	return 0;
+}
+
+static struct gw_rw_queue *new_queue(struct fx *f, enum gw_rw_policy policy,
+				     const char *const *raw, size_t nraw)
+{
+	static const char *const ext[] = { "instance=node-1", "cluster=c1" };
+	struct gw_rw_queue_opts o = {
+		.sz = sizeof(o),
+		.name = "central",
+		.url = "http://127.0.0.1:1/api/v1/write",
+		.state_path = f->state,
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send, .aged_out = sink_aged },
+		.policy = policy,
+		.external = ext,
+		.nexternal = 2,
+		.raw = raw,
+		.nraw = nraw,
+		.max_samples_per_send = 50,
+		.events = true,
+		.now = fake_now,
+		.now_ctx = f,
+	};
+	struct gw_rw_queue *q;
+	char err[256];
+
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	return q;
+}
+
+/* Appends one sample per second from t0 to t1 (exclusive) of a gauge
+ * and a counter on two GPUs. */
+static void feed(struct fx *f, int64_t t0, int64_t t1)
+{
+	for (int64_t t = t0; t < t1; t += 1000) {
+		for (int g = 0; g < 2; g++) {
+			char l[64];
+			double x = (double)(t - T0) / 1000.0;
+
+			snprintf(l, sizeof(l), "gpu=\"%d\",uuid=\"GPU-%d\"", g,
+				 g);
+			assert_int_equal(
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_temperature_celsius", l,
+					t, 40 + g + fmod(x, 7)),
+				0);
+			assert_int_equal(
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_energy_joules_total", l,
+					t, 100 * x + g),
+				0);
+		}
+		f->now = t + 1;
+	}
+}
+
+/* Steps until nothing is due. */
+static void drain(struct gw_rw_queue *q)
+{
+	for (int i = 0; i < 10000; i++)
+		if (gw_rw_queue_step(q) <= 0)
+			return;
+	fail_msg("the queue never ran dry");
+}
+
+static size_t count_key(const struct fx *f, const char *prefix)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		n += strncmp(f->r[i].key, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* Every (key, t) once; per key in time order across batches. */
+static void check_order(const struct fx *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		for (size_t j = i + 1; j < f->n; j++)
+			if (strcmp(f->r[i].key, f->r[j].key) == 0)
+				assert_true(f->r[j].t > f->r[i].t);
+}
+
+/* Raw policy: every stored sample leaves once, with the external labels,
+ * each series in time order. */
+static void test_raw_everything(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue *q = new_queue(f, GW_RW_POLICY_RAW, NULL, 0);
+	struct gw_rw_queue_stats st;
+
+	feed(f, T0, T0 + 3 * MINUTE);
+	f->now = T0 + 3 * MINUTE + 20000;
+	drain(q);
+	check_order(f);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_temperature_celsius{"),
+			 2 * 180);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_energy_joules_total{"),
+			 2 * 180);
+	assert_non_null(strstr(f->r[0].key, "instance=\"node-1\""));
+	assert_non_null(strstr(f->r[0].key, "cluster=\"c1\""));
+	gw_rw_queue_stats(q, &st);
+	assert_int_equal(st.samples_sent, f->n);
+	assert_int_equal(st.highest_acked_ms, T0 + 3 * MINUTE - 1000);
+	gw_rw_queue_free(q);
+}
+
+/* An outage, then a restart during it: nothing lost, nothing twice,
+ * every series in time order. */
+static void test_outage_restart(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue *q = new_queue(f, GW_RW_POLICY_RAW, NULL, 0);
+
+	/* The clock stays with the data: what is stored after a time has
+	 * passed the settle delay would be late. */
+	feed(f, T0, T0 + 2 * MINUTE);
+	drain(q);
+	assert_true(f->n >= 4 * 100 && f->n < 4 * 120);
+	f->down = true;
+	feed(f, T0 + 2 * MINUTE, T0 + 5 * MINUTE);
+	f->now = T0 + 5 * MINUTE + 15000;
+	assert_int_equal(gw_rw_queue_step(q), -EINTR);
+	gw_rw_queue_free(q); /* the agent stops during the outage */
+	feed(f, T0 + 5 * MINUTE, T0 + 7 * MINUTE);
+	q = new_queue(f, GW_RW_POLICY_RAW, NULL, 0);
+	f->down = false;
+	/* Raw data waits up to the batch deadline (5 s) to fill a batch:
+	 * look 10 s past it. */
+	f->now = T0 + 7 * MINUTE + 20000;
+	drain(q);
+	check_order(f);
+	assert_int_equal(f->n, 4 * 7 * 60);
+	for (size_t i = 0; i < f->n; i++)
+		assert_true(f->r[i].t >= T0 && f->r[i].t < T0 + 7 * MINUTE);
+	gw_rw_queue_free(q);
+}
+
+/* Rollups: a gauge as NAME:1m_avg/min/max/stddev/count_samples at the
+ * window's end, equal to the window's samples; a counter as its last
+ * sample each minute under its own name; unchanged values suppressed
+ * until the heartbeat. */
+static void test_rollup_policy(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue *q = new_queue(f, GW_RW_POLICY_ROLLUP, NULL, 0);
+	struct gw_rw_queue_stats st;
+	const char *gpu0 = "{cluster=\"c1\",gpu=\"0\",instance=\"node-1\","
+			   "uuid=\"GPU-0\"}";
+	char key[256];
+	size_t nwin = 0, ncount = 0;
+
+	feed(f, T0, T0 + 10 * MINUTE);
+	f->now = T0 + 10 * MINUTE + 11000;
+	drain(q);
+	check_order(f);
+	/* Windows ending at T0+1m .. T0+10m; the first holds the samples
+	 * from the queue's start on only where the store had them: all. */
+	for (size_t i = 0; i < f->n; i++) {
+		const struct rec *r = &f->r[i];
+		int64_t start = r->t - MINUTE;
+		double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY, c = 0;
+
+		snprintf(key, sizeof(key),
+			 "gpuwatch_gpu_temperature_celsius:1m_avg%s", gpu0);
+		if (strcmp(r->key, key) != 0)
+			continue;
+		nwin++;
+		for (int64_t t = start; t < r->t; t += 1000) {
+			double x = 40 + fmod((double)(t - T0) / 1000.0, 7);
+
+			sum += x;
+			sq += x * x;
+			mn = fmin(mn, x);
+			mx = fmax(mx, x);
+			c++;
+		}
+		assert_true(fabs(r->v - sum / c) < 1e-9);
+		for (size_t j = 0; j < f->n; j++) {
+			const struct rec *o = &f->r[j];
+			char k2[256];
+
+			if (o->t != r->t)
+				continue;
+			snprintf(k2, sizeof(k2),
+				 "gpuwatch_gpu_temperature_celsius:1m_min%s",
+				 gpu0);
+			if (strcmp(o->key, k2) == 0)
+				assert_true(o->v == mn);
+			snprintf(k2, sizeof(k2),
+				 "gpuwatch_gpu_temperature_celsius:1m_max%s",
+				 gpu0);
+			if (strcmp(o->key, k2) == 0)
+				assert_true(o->v == mx);
+			snprintf(k2, sizeof(k2),
+				 "gpuwatch_gpu_temperature_celsius:1m_stddev%s",
+				 gpu0);
+			if (strcmp(o->key, k2) == 0)
+				assert_true(fabs(o->v -
+						 sqrt(sq / c -
+						      (sum / c) * (sum / c))) <
+					    1e-6);
+		}
+	}
+	assert_int_equal(nwin, 10);
+	/* count_samples is 60 every minute: sent at the first window and
+	 * again once the 4-minute heartbeat is due. */
+	snprintf(key, sizeof(key),
+		 "gpuwatch_gpu_temperature_celsius:1m_count_samples%s", gpu0);
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->r[i].key, key) == 0) {
+			assert_true(f->r[i].v == 60);
+			ncount++;
+		}
+	assert_int_equal(ncount, 3); /* minutes 1, 5 and 9 */
+	gw_rw_queue_stats(q, &st);
+	assert_true(st.samples_suppressed >= 2 * 7);
+	/* The counter: its own name, the last sample of each minute. */
+	snprintf(key, sizeof(key), "gpuwatch_gpu_energy_joules_total%s", gpu0);
+	ncount = 0;
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->r[i].key, key) == 0) {
+			assert_int_equal(f->r[i].t % MINUTE, MINUTE - 1000);
+			assert_true(f->r[i].v ==
+				    100 * (double)(f->r[i].t - T0) / 1000.0);
+			ncount++;
+		}
+	assert_int_equal(ncount, 10);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_temperature_celsius{"), 0);
+	gw_rw_queue_free(q);
+}
+
+/* A raw selector: its series also leave raw, under their own name, and
+ * a counter picked raw is not sent again as a last value. */
+static void test_raw_selector(void **state)
+{
+	struct fx *f = *state;
+	static const char *const raw[] = {
+		"{__name__=~\"gpuwatch_gpu_.*\",gpu=\"1\"}"
+	};
+	struct gw_rw_queue *q = new_queue(f, GW_RW_POLICY_ROLLUP, raw, 1);
+
+	feed(f, T0, T0 + 3 * MINUTE);
+	f->now = T0 + 3 * MINUTE + 11000;
+	drain(q);
+	check_order(f);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_energy_joules_total{"),
+			 180 + 3);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_temperature_celsius{"),
+			 180);
+	assert_int_equal(
+		count_key(f, "gpuwatch_gpu_temperature_celsius:1m_avg{"), 6);
+	gw_rw_queue_free(q);
+}
+
+/* Pushes: raw samples of the selected series over the window, also
+ * from before the push was asked for; an anomaly score over the
+ * threshold pushes the GPU's series; a counter already sent as last
+ * values never goes back in time. */
+static void test_pushes(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue *q = new_queue(f, GW_RW_POLICY_ROLLUP, NULL, 0);
+	struct gw_rw_queue_stats st;
+	struct gw_matcher *m;
+	struct gw_promql_error perr;
+	size_t nm;
+
+	feed(f, T0, T0 + 5 * MINUTE);
+	f->now = T0 + 5 * MINUTE + 11000;
+	drain(q);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_temperature_celsius{"), 0);
+	memset(&perr, 0, sizeof(perr));
+	assert_int_equal(gw_promql_parse_selector(
+				 "gpuwatch_gpu_temperature_celsius{gpu=\"0\"}",
+				 &m, &nm, &perr),
+			 0);
+	assert_int_equal(
+		gw_rw_queue_push(q, (const struct gw_matcher *const *)&m, &nm,
+				 1, T0 + MINUTE, T0 + 2 * MINUTE - 1,
+				 GW_RW_PUSH_REQUEST),
+		0);
+	assert_int_equal(gw_rw_queue_push(q,
+					  (const struct gw_matcher *const *)&m,
+					  &nm, 1, T0 + 2 * MINUTE - 1000, T0,
+					  GW_RW_PUSH_REQUEST),
+			 -EINVAL);
+	gw_matchers_free(m, nm);
+	drain(q);
+	assert_int_equal(count_key(f, "gpuwatch_gpu_temperature_celsius{"), 60);
+	gw_rw_queue_stats(q, &st);
+	assert_int_equal(st.pushes[GW_RW_PUSH_REQUEST], 1);
+	assert_int_equal(st.pushes_open, 0);
+
+	/* An anomaly of GPU 1 at T0+5m30s: its series, raw, from 10 min
+	 * before (all of the history here) to 10 min after. */
+	assert_int_equal(gw_store_append(f->s,
+					 "gpuwatch_gpu_temperature_celsius:"
+					 "anomaly_score",
+					 "gpu=\"1\",uuid=\"GPU-1\"",
+					 T0 + 5 * MINUTE + 30000, 0.99),
+			 0);
+	feed(f, T0 + 5 * MINUTE, T0 + 7 * MINUTE);
+	f->now = T0 + 7 * MINUTE + 11000;
+	drain(q);
+	check_order(f);
+	gw_rw_queue_stats(q, &st);
+	assert_int_equal(st.pushes[GW_RW_PUSH_ANOMALY], 1);
+	assert_int_equal(st.pushes_open, 1); /* until T0+15m30s */
+	/* GPU 1's gauge: every raw sample from T0 to T0+7m. */
+	{
+		size_t n = 0;
+
+		for (size_t i = 0; i < f->n; i++)
+			n += strncmp(f->r[i].key,
+				     "gpuwatch_gpu_temperature_celsius{",
+				     33) == 0 &&
+			     strstr(f->r[i].key, "gpu=\"1\"");
+		assert_int_equal(n, 7 * 60);
+	}
+	feed(f, T0 + 7 * MINUTE, T0 + 16 * MINUTE);
+	f->now = T0 + 16 * MINUTE + 11000;
+	drain(q);
+	check_order(f);
+	gw_rw_queue_stats(q, &st);
+	assert_int_equal(st.pushes_open, 0);
+	gw_rw_queue_free(q);
+}
+
+/* A watermark older than the raw tier's retention: the samples in
+ * between are counted as aged out, the rest sent. */
+static void test_retention(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue_opts o;
+	struct gw_rw_queue *q;
+	struct gw_rw_queue_stats st;
+	char err[256];
+	FILE *fp;
+
+	feed(f, T0, T0 + 10 * MINUTE);
+	fp = fopen(f->state, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+		"gpuwatch-remote-write-state 1\n1m %lld\nraw %lld\nevents "
+		"%lld\n",
+		(long long)T0 - 1, (long long)T0 - 1, (long long)T0 - 1);
+	fclose(fp);
+	o = (struct gw_rw_queue_opts){
+		.sz = sizeof(o),
+		.name = "central",
+		.url = "http://x/",
+		.state_path = f->state,
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send, .aged_out = sink_aged },
+		.policy = GW_RW_POLICY_RAW,
+		.max_samples_per_send = 50,
+		.retention_ms = { 4 * MINUTE, 0, 0 },
+		.now = fake_now,
+		.now_ctx = f,
+	};
+	f->now = T0 + 10 * MINUTE + 10500;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	drain(q);
+	gw_rw_queue_stats(q, &st);
+	/* (T0 - 1, now - 4 min]: T0 .. T0 + 370 s, of 4 series; the rest
+	 * up to now - 10 s is sent. */
+	assert_int_equal(st.samples_aged_out, 4 * 371);
+	assert_int_equal(f->aged, 4 * 371);
+	assert_int_equal(f->n, 4 * 229);
+	gw_rw_queue_free(q);
+}
+
+/* A refused batch (4xx) is not retried; the watermark moves on. */
+static void test_refused(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue *q = new_queue(f, GW_RW_POLICY_RAW, NULL, 0);
+	struct gw_rw_queue_stats st;
+
+	feed(f, T0, T0 + MINUTE);
+	f->now = T0 + MINUTE + 15000;
+	f->refuse = true;
+	drain(q);
+	gw_rw_queue_stats(q, &st);
+	assert_int_equal(st.samples_refused, 4 * 60);
+	assert_int_equal(st.samples_sent, 0);
+	f->refuse = false;
+	assert_int_equal(gw_rw_queue_step(q), 0);
+	gw_rw_queue_free(q);
+}
+
+static void test_bad_options(void **state)
+{
+	struct fx *f = *state;
+	static const char *const bad_sel[] = { "{job=~\".*\"}" };
+	static const char *const bad_ext[] = { "cluster" };
+	struct gw_rw_queue_opts o = {
+		.sz = sizeof(o),
+		.name = "c",
+		.url = "u",
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send },
+		.raw = bad_sel,
+		.nraw = 1,
+	};
+	struct gw_rw_queue *q;
+	char err[256] = "";
+
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "selector"));
+	o.nraw = 0;
+	o.external = bad_ext;
+	o.nexternal = 1;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "NAME=VALUE"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_raw_everything, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_outage_restart, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_policy, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_raw_selector, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pushes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retention, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_options, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
