@@ -70,6 +70,9 @@ def dropped(text):
         if line.startswith("#"):
             continue
         name = line.split("{", 1)[0].split(" ", 1)[0]
+        # The store's refusals are also in gpuwatch_store_samples_refused_total.
+        if 'reason="store_refused"' in line:
+            continue
         if name.startswith("gpuwatch_") and ("dropped" in name or "refused" in name):
             try:
                 total += float(line.rsplit(" ", 1)[1])

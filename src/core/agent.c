@@ -2,8 +2,9 @@
 /*
  * agent.c - start, run and stop the daemon.
  *
- * What runs: the main thread (signals, self metrics, the CPU governor),
- * libmicrohttpd's "MHD-single", the "gw-query" workers and "gw-http-timer"
+ * What runs: the main thread (signals, self metrics, the CPU governor; on
+ * stop, "gw-stop-watch" bounds the stop at STOP_LIMIT), libmicrohttpd's
+ * "MHD-single", the "gw-query" workers and "gw-http-timer"
  * of the HTTP side, and these worker threads (common/worker.h), each
  * listed in a.workers with its CPU time in
  * gpuwatch_agent_worker_cpu_seconds_total{worker}.  The CPU governor
@@ -22,8 +23,9 @@
  * * gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
- * * gw-store        pipeline/ingest        the fast interval, after a pass;
- *                                          a last pass and flush on stop
+ * * gw-store        pipeline/ingest        each publish (woken), else the
+ *                                          fast interval; a last pass and
+ *                                          flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
  *                   Alertmanager N
@@ -37,6 +39,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +74,82 @@
 
 /* Seconds the agent gives its threads to finish on SIGTERM. */
 #define STOP_GRACE 3.0
+/* Seconds after which a stop that still has not finished ends the process
+ * (the contract: exit within 5 s of SIGTERM, whatever runs). */
+#define STOP_LIMIT 4.5
+
+/*
+ * The stop's watchdog: a thread that ends the process at STOP_LIMIT if
+ * the orderly stop (queries cancelled, threads joined, last flush) has not
+ * finished by then.  What was flushed is on disk (SQLite's WAL makes the
+ * cut-off as safe as kill -9); at most the last flush interval is lost,
+ * and that is logged.
+ */
+struct stop_watch {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	double until; /* CLOCK_MONOTONIC s */
+	pthread_t th;
+	bool started;
+};
+
+static void *stop_watch_run(void *arg)
+{
+	struct stop_watch *w = arg;
+	struct timespec ts = {
+		.tv_sec = (time_t)w->until,
+		.tv_nsec = (long)((w->until - (double)(time_t)w->until) * 1e9),
+	};
+	bool done;
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->done &&
+	       pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
+		;
+	done = w->done;
+	pthread_mutex_unlock(&w->mu);
+	if (!done) {
+		gw_err("stopping took more than %.1f s; exiting now (samples "
+		       "since the last flush may be lost)",
+		       STOP_LIMIT);
+		fflush(NULL);
+		_exit(0);
+	}
+	return NULL;
+}
+
+static void stop_watch_start(struct stop_watch *w)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	w->done = false;
+	w->until = gw_now_mono() + STOP_LIMIT;
+	w->started = pthread_create(&w->th, NULL, stop_watch_run, w) == 0;
+	if (w->started)
+		pthread_setname_np(w->th, "gw-stop-watch");
+	else
+		gw_warn("stop: no watchdog thread; the stop is not bounded");
+}
+
+static void stop_watch_end(struct stop_watch *w)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	w->started = false;
+}
 
 /* The store's ingest thread (pipeline/ingest.h) runs beside the
  * collectors, started and stopped with them. */
@@ -309,6 +389,7 @@ int gw_agent_main(int argc, char **argv)
 	struct gw_http *http = NULL;
 	struct gw_self *self = NULL;
 	struct gw_alerting *alerts = NULL;
+	struct stop_watch watch = { .started = false };
 	struct gw_remote *remote = NULL;
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
@@ -495,6 +576,9 @@ int gw_agent_main(int argc, char **argv)
 out : {
 	double deadline = gw_now_mono() + STOP_GRACE;
 
+	stop_watch_start(&watch);
+	/* Cancels the queries in flight (the store checks between batches
+	 * and inside its loops, the evaluator between steps). */
 	gw_http_close(http);
 	/* No new slices: what is being sent may still be acknowledged. */
 	gw_remote_request_stop(remote);
@@ -533,6 +617,7 @@ out : {
 		_exit(status);
 	}
 	gw_store_close(a.store);
+	stop_watch_end(&watch);
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);
 	gw_registry_free(a.reg);

@@ -294,7 +294,11 @@ void gw_self_tick(struct gw_self *s, struct gw_http *http)
 		gw_worker_table_visit(s->a->workers, add_worker, n);
 	gw_snap_add(n, GW_FAM(AGENT_SERIES), (double)rs.series, NULL, NULL);
 	gw_snap_add(n, GW_FAM(AGENT_DROPPED_SAMPLES_TOTAL), (double)rs.dropped,
-		    NULL, NULL);
+		    NULL, "reason", "snapshot_full", NULL);
+	gw_snap_add(n, GW_FAM(AGENT_DROPPED_SAMPLES_TOTAL),
+		    (double)rs.superseded, NULL, "reason", "superseded", NULL);
+	gw_snap_add(n, GW_FAM(AGENT_DROPPED_SAMPLES_TOTAL), (double)rs.refused,
+		    NULL, "reason", "store_refused", NULL);
 	gw_snap_add(n, GW_FAM(AGENT_DUPLICATE_SERIES), (double)rs.duplicates,
 		    NULL, NULL);
 	gw_snap_add(n, GW_FAM(AGENT_INTERVAL_SECONDS), s->pace.fast, NULL,

@@ -944,7 +944,10 @@ static int limit_param(const struct gw_api_request *rq, struct gw_api_reply *r,
 static int store_failed(struct gw_api_reply *r, int e)
 {
 	if (e == -ETIMEDOUT)
-		return fail(r, "timeout", "query timed out");
+		return fail(r, "timeout", "query timed out in query execution");
+	if (e == -ECANCELED)
+		return fail(r, "unavailable",
+			    "query cancelled: the agent is stopping");
 	if (e == -E2BIG)
 		return fail(r, "execution", "too many series");
 	return fail(r, "internal", "cannot read the store: %s", strerror(-e));
@@ -952,12 +955,21 @@ static int store_failed(struct gw_api_reply *r, int e)
 
 #define TRUNCATED "results truncated due to limit"
 
-static int do_series(const struct gw_queryable *q,
+static int do_series(const struct gw_queryable *q, const struct gw_api_opts *o,
 		     const struct gw_api_request *rq, struct gw_api_reply *r,
 		     enum gw_api_endpoint ep, const char *label)
 {
 	struct gw_label_set_list sets = { 0 };
 	struct gw_string_list names = { 0 };
+	/* The agent's query timeout and stop apply here too (matching a
+	 * regular expression against many values takes time). */
+	double cap = o && o->timeout > 0 && o->timeout <= 1e6 ? o->timeout
+							      : DEFAULT_TIMEOUT;
+	struct gw_query_limits lim = {
+		.deadline_ns = (rq->arrival_ns ? rq->arrival_ns : mono_ns()) +
+			       (uint64_t)(cap * 1e9),
+		.cancel = o ? o->cancel : NULL,
+	};
 	struct msets ms;
 	int64_t start, end;
 	size_t limit, n;
@@ -978,11 +990,11 @@ static int do_series(const struct gw_queryable *q,
 		return err < 0 ? err : 0;
 	if (ep == GW_API_SERIES)
 		e = q->series(q->ctx, (const struct gw_matcher *const *)ms.m,
-			      ms.nm, ms.n, start, end, &sets);
+			      ms.nm, ms.n, start, end, &lim, &sets);
 	else
 		e = q->label_values(q->ctx, label,
 				    (const struct gw_matcher *const *)ms.m,
-				    ms.nm, ms.n, start, end, &names);
+				    ms.nm, ms.n, start, end, &lim, &names);
 	msets_release(&ms);
 	if (e) {
 		err = e == -ENOMEM ? -ENOMEM : store_failed(r, e);
@@ -1114,7 +1126,7 @@ int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 		break;
 	case GW_API_SERIES:
 	case GW_API_LABELS:
-		err = do_series(q, rq, out, ep, NULL);
+		err = do_series(q, o, rq, out, ep, NULL);
 		break;
 	case GW_API_LABEL_VALUES: {
 		const char *s = rq->path + strlen(PREFIX "label/");
@@ -1132,7 +1144,7 @@ int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 		}
 		memcpy(name, s, n);
 		name[n] = '\0';
-		err = do_series(q, rq, out, ep, name);
+		err = do_series(q, o, rq, out, ep, name);
 		break;
 	}
 	default:

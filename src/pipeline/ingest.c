@@ -14,6 +14,10 @@
 #include "pipeline/catalog.h"
 #include "store/store.h"
 
+/* How long a pass waits after the wake that starts it, for the rest of a
+ * burst of publishes (far below any interval, 0.1 s at least). */
+#define COALESCE_S 0.02
+
 /* A sample copied out of the registry: name and labels in the arena. */
 struct copied {
 	size_t name, labels; /* offsets into the arena */
@@ -30,13 +34,16 @@ struct gw_ingest {
 	struct gw_worker *w; /* "gw-store" */
 	int slot;
 	struct gw_snap snap;
-	uint64_t gens[GW_REGISTRY_MAX_SLOTS];
+	struct gw_registry_cursor cur;
+	double next_stats;  /* CLOCK_MONOTONIC s: the store's metrics due */
+	double due;	    /* the pass after a wake; 0: none pending */
+	_Atomic bool woken; /* a publish woke the worker since the last pass */
 	/* One pass's samples, copied under the registry lock and appended
 	 * after it is released, so that scrapes never wait on the store. */
 	struct copied *batch;
 	size_t n, cap;
 	struct gw_buf arena;
-	uint64_t overflow;
+	uint64_t overflow, overflow_noted;
 	/* Dynamic baselines of the gauges (NULL with --no-baselines). */
 	struct gw_anomaly *anom;
 };
@@ -90,9 +97,11 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 /* Takes what was published since the last pass into the store. */
 static void pass(struct gw_ingest *in)
 {
+	uint64_t refused = in->overflow - in->overflow_noted;
+
 	in->n = 0;
 	gw_buf_reset(&in->arena);
-	gw_registry_visit(in->reg, in->gens, copy_one, in);
+	gw_registry_visit(in->reg, &in->cur, copy_one, in);
 	for (size_t i = 0; i < in->n; i++) {
 		const struct copied *c = &in->batch[i];
 		const char *name = in->arena.p + c->name;
@@ -101,10 +110,15 @@ static void pass(struct gw_ingest *in)
 		/* Refusals are counted (and logged once) by the store; a
 		 * refused sample is not modelled either. */
 		if (gw_store_append(in->store, name, labels, c->t_ms,
-				    c->value) == 0 &&
-		    in->anom)
+				    c->value) != 0)
+			refused++;
+		else if (in->anom)
 			judge(in, name, labels, c);
 	}
+	/* Also in gpuwatch_agent_dropped_samples_total: what was lost on
+	 * the way to the disk, whatever the reason. */
+	gw_registry_note_refused(in->reg, refused);
+	in->overflow_noted = in->overflow;
 	if (in->anom)
 		gw_anomaly_evict(in->anom, (int64_t)(gw_now_real() * 1000.0));
 }
@@ -183,20 +197,53 @@ static void publish_stats(struct gw_ingest *in)
 	gw_registry_publish(in->reg, in->slot, n);
 }
 
-/* One pass, maintenance and the store's metrics; the next pass a fast
- * interval after this one ended (the first one, after the first). */
+/*
+ * One pass and maintenance, and the store's metrics once a fast interval.
+ * A publish wakes the worker (wake_on_publish), so each pass takes what
+ * was published since the last one before the next publish replaces it;
+ * without publishes, it runs a fast interval after the last one ended.
+ * Either way the pass comes COALESCE_S after the round that starts it.
+ */
 static double ingest_round(struct gw_worker *w, void *arg)
 {
 	struct gw_ingest *in = arg;
+	double period = (double)atomic_load(in->fast_ms) / 1000.0;
+	double now = gw_now_mono();
 	int err;
 
 	(void)w;
+	/* The collectors publish in bursts (one slot per GPU, all at the
+	 * tick): the first wake starts a short wait, the wakes during it
+	 * only end its rest early, and one pass takes the whole burst. */
+	if (in->due == 0) {
+		in->due = now + COALESCE_S;
+		return COALESCE_S;
+	}
+	if (now < in->due)
+		return in->due - now;
+	in->due = 0;
+	/* Publishes from here on wake the next round. */
+	atomic_store(&in->woken, false);
 	pass(in);
 	err = gw_store_maintain(in->store);
 	if (err)
 		gw_dbg("store maintenance: %s", strerror(-err));
-	publish_stats(in);
-	return (double)atomic_load(in->fast_ms) / 1000.0;
+	now = gw_now_mono();
+	if (now >= in->next_stats) {
+		publish_stats(in);
+		in->next_stats = now + period;
+	}
+	return period;
+}
+
+/* Registry hook: a producer published (not the store's own slot); one
+ * wake per pass is enough. */
+static void wake_on_publish(void *ctx)
+{
+	struct gw_ingest *in = ctx;
+
+	if (!atomic_exchange(&in->woken, true))
+		gw_worker_wake(in->w);
 }
 
 /* The last pass: what was published up to now, then a flush. */
@@ -263,6 +310,7 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 		free(in);
 		return err;
 	}
+	gw_registry_on_publish(in->reg, wake_on_publish, in, in->slot);
 	*out = in;
 	return 0;
 }
@@ -281,6 +329,7 @@ void gw_ingest_free(struct gw_ingest *in)
 {
 	if (!in)
 		return;
+	gw_registry_on_publish(in->reg, NULL, NULL, -1);
 	gw_worker_free(in->w);
 	gw_snap_release(&in->snap);
 	gw_buf_release(&in->arena);

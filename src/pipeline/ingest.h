@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ingest.h - the thread that feeds the store: every fast interval it takes
- * what the collectors published since its last pass (gw_registry_visit, with
- * each producer's publish time as the timestamp), appends it to the store,
+ * ingest.h - the thread that feeds the store: woken by every publish into
+ * the registry (gw_registry_on_publish), and at least every fast interval,
+ * it takes what the collectors published since its last pass
+ * (gw_registry_visit, with each producer's publish time as the timestamp),
+ * so that no publish is replaced before the store took it; one that is
+ * (the store fell behind) and every sample the store refuses are counted in
+ * gpuwatch_agent_dropped_samples_total{reason}.  It appends them to the store,
  * scores every gauge against its dynamic baseline (pipeline/anomaly.h) and
  * stores the score beside it, runs the store's maintenance (flush, cuts,
  * retention) and publishes the store's own metrics (gpuwatch_store_*).  On

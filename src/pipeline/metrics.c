@@ -222,8 +222,9 @@ size_t gw_snap_copy(struct gw_snap *dst, const struct gw_snap *src,
 struct slot {
 	char owner[32];
 	struct gw_snap snap;
-	uint64_t gen; /* publishes so far */
-	int64_t t_ms; /* CLOCK_REALTIME of the last publish */
+	uint64_t gen;	    /* publishes so far */
+	uint64_t published; /* samples in them */
+	int64_t t_ms;	    /* CLOCK_REALTIME of the last publish */
 };
 
 struct entry {
@@ -239,7 +240,12 @@ struct gw_registry {
 	struct entry *entries;
 	size_t entries_cap;
 	uint64_t dropped;
+	uint64_t superseded, refused;
 	uint64_t duplicates; /* found by the last render */
+	/* gw_registry_on_publish() */
+	void (*on_publish)(void *ctx);
+	void *on_publish_ctx;
+	int on_publish_except;
 };
 
 struct gw_registry *gw_registry_new(void)
@@ -291,9 +297,12 @@ void gw_registry_publish(struct gw_registry *r, int slot, struct gw_snap *s)
 	old = r->slots[slot].snap;
 	r->slots[slot].snap = *s;
 	r->slots[slot].gen++;
+	r->slots[slot].published += r->slots[slot].snap.n;
 	r->slots[slot].t_ms =
 		(int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	r->dropped += s->dropped;
+	if (r->on_publish && slot != r->on_publish_except)
+		r->on_publish(r->on_publish_ctx);
 	pthread_mutex_unlock(&r->lock);
 	*s = old;
 	gw_snap_reset(s);
@@ -560,11 +569,32 @@ void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st)
 		series += r->slots[i].snap.n;
 	st->series = series;
 	st->dropped = r->dropped;
+	st->superseded = r->superseded;
+	st->refused = r->refused;
 	st->duplicates = r->duplicates;
 	pthread_mutex_unlock(&r->lock);
 }
 
-size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
+void gw_registry_on_publish(struct gw_registry *r, void (*fn)(void *ctx),
+			    void *ctx, int except)
+{
+	pthread_mutex_lock(&r->lock);
+	r->on_publish = fn;
+	r->on_publish_ctx = ctx;
+	r->on_publish_except = except;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void gw_registry_note_refused(struct gw_registry *r, uint64_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->refused += n;
+	pthread_mutex_unlock(&r->lock);
+}
+
+size_t gw_registry_visit(struct gw_registry *r, struct gw_registry_cursor *cur,
 			 gw_registry_visit_fn fn, void *ctx)
 {
 	char name[256], labels[4096];
@@ -575,9 +605,14 @@ size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
 		const struct slot *sl = &r->slots[i];
 		const struct gw_snap *s = &sl->snap;
 
-		if (sl->gen == gens[i])
+		if (sl->gen == cur->gen[i])
 			continue;
-		gens[i] = sl->gen;
+		/* Publishes this visitor never saw: replaced before it came
+		 * (not counted before its first visit of the slot). */
+		if (cur->gen[i] && sl->published - cur->seen[i] > s->n)
+			r->superseded += sl->published - cur->seen[i] - s->n;
+		cur->gen[i] = sl->gen;
+		cur->seen[i] = sl->published;
 		for (size_t j = 0; j < s->n; j++) {
 			const struct gw_sample *x = &s->v[j];
 			struct gw_visit v;

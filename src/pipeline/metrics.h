@@ -151,9 +151,17 @@ __attribute__((warn_unused_result)) int
 gw_registry_render(struct gw_registry *r, enum gw_expo_format fmt,
 		   struct gw_buf *out);
 
+/* What was lost between the producers and the store, since start
+ * (gpuwatch_agent_dropped_samples_total{reason}). */
 struct gw_registry_stats {
 	uint64_t series;
-	uint64_t dropped;    /* samples that did not fit, since start */
+	uint64_t dropped;    /* samples that did not fit a snap
+				(reason "snapshot_full") */
+	uint64_t superseded; /* published, then replaced by the next
+				publish before the visitor took them
+				(reason "superseded") */
+	uint64_t refused;    /* taken, then refused by the store
+				(gw_registry_note_refused; "store_refused") */
 	uint64_t duplicates; /* identical series hidden by the last render */
 };
 void gw_registry_stats(struct gw_registry *r, struct gw_registry_stats *st);
@@ -169,15 +177,34 @@ struct gw_visit {
 };
 typedef void (*gw_registry_visit_fn)(void *ctx, const struct gw_visit *v);
 
+/* A visitor's place: zeroed before its first visit. */
+struct gw_registry_cursor {
+	uint64_t gen[GW_REGISTRY_MAX_SLOTS];  /* each slot's publishes */
+	uint64_t seen[GW_REGISTRY_MAX_SLOTS]; /* and samples, last visit */
+};
+
 /*
- * Calls fn for every sample of the slots published since the last visit:
- * gens (GW_REGISTRY_MAX_SLOTS entries, zeroed before the first call)
- * remembers each slot's publish count.  fn runs under the registry's lock:
- * it must be quick and must not call the registry.  Returns the samples
- * visited.
+ * Calls fn for every sample of the slots published since the last visit
+ * (cur remembers them).  A slot published more than once in between has
+ * the samples of the publishes the visitor missed counted as superseded
+ * (from the visitor's second visit of the slot on: there is one visitor,
+ * the store's).  fn runs under the registry's lock: it must be quick and
+ * must not call the registry.  Returns the samples visited.
  */
-size_t gw_registry_visit(struct gw_registry *r, uint64_t *gens,
+size_t gw_registry_visit(struct gw_registry *r, struct gw_registry_cursor *cur,
 			 gw_registry_visit_fn fn, void *ctx);
+
+/*
+ * Calls fn(ctx) after every publish into a slot other than except, so
+ * that a visitor can take each publish before the next one replaces it;
+ * fn NULL stops it.  fn runs under the registry's lock (quick; it must not
+ * call the registry).
+ */
+void gw_registry_on_publish(struct gw_registry *r, void (*fn)(void *ctx),
+			    void *ctx, int except);
+
+/* Counts n visited samples the store refused (reason "store_refused"). */
+void gw_registry_note_refused(struct gw_registry *r, uint64_t n);
 
 /* Picks the format asked for by an HTTP Accept header (NULL = text). */
 enum gw_expo_format gw_expo_negotiate(const char *accept);

@@ -566,6 +566,25 @@ const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len)
 	return e->p;
 }
 
+int gw_chunk_copy(const struct gw_chunk_enc *e, uint8_t **out, size_t *len)
+{
+	struct gw_chunk_enc c = *e;
+
+	*out = NULL;
+	*len = 0;
+	if (e->n == 0)
+		return 0;
+	/* The whole buffer: gw_chunk_bytes() codes an open run past the
+	 * write position, in the slack reserve() keeps. */
+	c.p = malloc(e->cap);
+	if (!c.p)
+		return -ENOMEM;
+	memcpy(c.p, e->p, e->cap);
+	(void)gw_chunk_bytes(&c, len);
+	*out = c.p;
+	return 0;
+}
+
 int64_t gw_chunk_first(const struct gw_chunk_enc *e)
 {
 	return e->t0;

@@ -20,7 +20,8 @@
  *   gives either the samples or -EBADMSG, never a read out of bounds, and a
  *   flipped bit is caught by the checksum.
  *
- * Thread safety: one owner per encoder / decoder.
+ * Thread safety: one owner per encoder / decoder; gw_chunk_copy() only
+ * reads the encoder.
  */
 #ifndef GW_CHUNK_H
 #define GW_CHUNK_H
@@ -88,6 +89,15 @@ static inline uint32_t gw_chunk_count(const struct gw_chunk_enc *e)
  * for an empty chunk.
  */
 const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len);
+
+/*
+ * The chunk as gw_chunk_bytes() would give it, in a new buffer (*out,
+ * malloc'd, NULL with *len = 0 for an empty chunk), without writing to
+ * the encoder: readers that share an encoder with its writer (under a
+ * read lock) copy it this way.  0 or -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_chunk_copy(const struct gw_chunk_enc *e, uint8_t **out, size_t *len);
 
 /* First and last timestamp (undefined for an empty chunk). */
 int64_t gw_chunk_first(const struct gw_chunk_enc *e);

@@ -103,16 +103,19 @@ struct gw_queryable {
 		      struct gw_query_limits *lim, struct gw_series_set *out);
 	/* Label sets of the series matching any of the matcher lists
 	 * (nsets lists; all series when nsets is 0) seen in [mint, maxt],
-	 * sorted, without duplicates. */
+	 * sorted, without duplicates.  lim (NULL: none): its deadline and
+	 * cancel flag, as for select(); max_samples is not used. */
 	int (*series)(void *ctx, const struct gw_matcher *const *sets,
 		      const size_t *nm, size_t nsets, int64_t mint,
-		      int64_t maxt, struct gw_label_set_list *out);
+		      int64_t maxt, struct gw_query_limits *lim,
+		      struct gw_label_set_list *out);
 	/* Sorted distinct label names (name == NULL) or values of label
 	 * name, over the same selection as series(). */
 	int (*label_values)(void *ctx, const char *name,
 			    const struct gw_matcher *const *sets,
 			    const size_t *nm, size_t nsets, int64_t mint,
-			    int64_t maxt, struct gw_string_list *out);
+			    int64_t maxt, struct gw_query_limits *lim,
+			    struct gw_string_list *out);
 };
 
 #endif

@@ -611,17 +611,60 @@ static int idset_intersect(struct idset *a, const struct idset *b)
 	return 0;
 }
 
+/* The caller's lock and checks around the value tests (NULL: none). */
+static void op_lock(const struct gw_series_select_ops *o)
+{
+	if (o && o->lock)
+		o->lock(o->ctx);
+}
+
+static void op_unlock(const struct gw_series_select_ops *o)
+{
+	if (o && o->unlock)
+		o->unlock(o->ctx);
+}
+
+static int op_check(const struct gw_series_select_ops *o, size_t i)
+{
+	if (!o || !o->check || i % GW_SERIES_CHECK_EVERY)
+		return 0;
+	return o->check(o->ctx);
+}
+
+/* A borrowed set becomes a copy: the lock is about to be dropped. */
+static int idset_own(struct idset *a)
+{
+	uint32_t *copy;
+
+	if (a->owned)
+		return 0;
+	copy = malloc((a->n ? a->n : 1) * sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	if (a->n)
+		memcpy(copy, a->ids, a->n * sizeof(*copy));
+	a->ids = copy;
+	a->owned = true;
+	return 0;
+}
+
 /*
  * The series whose value of m->name satisfies m (m does not match the
  * empty string, so only series carrying the label can): the union of the
- * postings of the matching values, each value tested once.
+ * postings of the matching values, each value tested once.  With ops, the
+ * values are tested with the lock dropped (a posting's value string never
+ * changes and postings are never freed, so the pointers copied under the
+ * lock stay good), and out is owned.
  */
 static int matcher_set(const struct gw_series_index *x,
-		       const struct gw_matcher *m, struct idset *out)
+		       const struct gw_matcher *m,
+		       const struct gw_series_select_ops *ops,
+		       struct idset *out)
 {
 	struct label_name *ln = smap_get(&x->names, m->name);
 	struct posting **hit;
-	size_t nhit = 0, total = 0;
+	size_t nhit = 0, total = 0, nv;
+	int err = 0;
 
 	*out = (struct idset){ 0 };
 	if (!ln)
@@ -631,19 +674,30 @@ static int matcher_set(const struct gw_series_index *x,
 
 		if (p)
 			*out = (struct idset){ p->ids, p->n, false };
-		return 0;
+		return ops ? idset_own(out) : 0;
 	}
-	hit = malloc((ln->nvalues ? ln->nvalues : 1) * sizeof(*hit));
+	nv = ln->nvalues;
+	hit = malloc((nv ? nv : 1) * sizeof(*hit));
 	if (!hit)
 		return -ENOMEM;
-	for (size_t i = 0; i < ln->nvalues; i++) {
-		if (gw_matcher_match(m, ln->values[i]->value)) {
-			hit[nhit++] = ln->values[i];
-			total += ln->values[i]->n;
-		}
+	if (nv)
+		memcpy(hit, ln->values, nv * sizeof(*hit));
+	op_unlock(ops);
+	for (size_t i = 0; i < nv && !err; i++) {
+		err = op_check(ops, i);
+		if (!err && gw_matcher_match(m, hit[i]->value))
+			hit[nhit++] = hit[i];
 	}
+	op_lock(ops);
+	if (err) {
+		free(hit);
+		return err;
+	}
+	for (size_t i = 0; i < nhit; i++)
+		total += hit[i]->n;
 	if (nhit == 1) {
 		*out = (struct idset){ hit[0]->ids, hit[0]->n, false };
+		err = ops ? idset_own(out) : 0;
 	} else if (nhit > 1) {
 		out->ids = malloc((total + 1) * sizeof(*out->ids));
 		if (!out->ids) {
@@ -656,32 +710,61 @@ static int matcher_set(const struct gw_series_index *x,
 			       hit[i]->n * sizeof(*out->ids));
 			out->n += hit[i]->n;
 		}
-		/* A series has one value per name: no duplicates. */
+		/* A series has one value per name: no duplicates.  The ids
+		 * are a copy: sorted without the lock. */
+		op_unlock(ops);
 		qsort(out->ids, out->n, sizeof(*out->ids), cmp_u32);
+		op_lock(ops);
 	}
 	free(hit);
-	return 0;
+	return err;
 }
 
-/* Keeps the series of a that m accepts, testing each one's value. */
+/*
+ * Keeps the series of a that m accepts, testing each one's value; with
+ * ops, with the lock dropped (a series and its labels never change or
+ * move once added).
+ */
 static int idset_filter(const struct gw_series_index *x, struct idset *a,
-			const struct gw_matcher *m)
+			const struct gw_matcher *m,
+			const struct gw_series_select_ops *ops)
 {
-	uint32_t *out = a->owned ? a->ids : malloc((a->n ? a->n : 1) * 4);
+	const struct gw_series **ser = NULL;
+	uint32_t *out;
 	size_t k = 0;
+	int err = ops ? idset_own(a) : 0;
 
+	if (err)
+		return err;
+	out = a->owned ? a->ids : malloc((a->n ? a->n : 1) * 4);
 	if (!out)
 		return -ENOMEM;
-	for (size_t i = 0; i < a->n; i++) {
-		const struct gw_series *s = x->by_id[a->ids[i]];
+	if (ops) {
+		ser = malloc((a->n ? a->n : 1) * sizeof(*ser));
+		if (!ser) {
+			if (!a->owned)
+				free(out);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < a->n; i++)
+			ser[i] = x->by_id[a->ids[i]];
+		op_unlock(ops);
+	}
+	for (size_t i = 0; i < a->n && !err; i++) {
+		const struct gw_series *s = ser ? ser[i] : x->by_id[a->ids[i]];
 
-		if (gw_matcher_match(m, gw_labels_get(&s->labels, m->name)))
+		err = op_check(ops, i);
+		if (!err &&
+		    gw_matcher_match(m, gw_labels_get(&s->labels, m->name)))
 			out[k++] = a->ids[i];
 	}
+	if (ops)
+		op_lock(ops);
+	free(ser);
 	a->ids = out;
 	a->n = k;
 	a->owned = true;
-	return 0;
+	return err;
 }
 
 static size_t name_values(const struct gw_series_index *x, const char *name)
@@ -691,9 +774,10 @@ static size_t name_values(const struct gw_series_index *x, const char *name)
 	return ln ? ln->nvalues : 0;
 }
 
-int gw_series_index_select(const struct gw_series_index *x,
-			   const struct gw_matcher *m, size_t nm,
-			   uint32_t **ids, size_t *n)
+static int select_ops(const struct gw_series_index *x,
+		      const struct gw_matcher *m, size_t nm,
+		      const struct gw_series_select_ops *ops, uint32_t **ids,
+		      size_t *n)
 {
 	struct idset cand = { 0 };
 	bool all = true;
@@ -701,6 +785,7 @@ int gw_series_index_select(const struct gw_series_index *x,
 
 	*ids = NULL;
 	*n = 0;
+	op_lock(ops);
 	/* Equality first: the smallest sets, found without a scan. */
 	for (int pass = 0; pass < 2 && !err; pass++) {
 		for (size_t i = 0; i < nm && !err; i++) {
@@ -712,10 +797,13 @@ int gw_series_index_select(const struct gw_series_index *x,
 				continue;
 			if (!all && cand.n < name_values(x, mi->name)) {
 				/* Fewer candidates than values to test. */
-				err = idset_filter(x, &cand, mi);
+				err = idset_filter(x, &cand, mi, ops);
 				continue;
 			}
-			err = matcher_set(x, mi, &b);
+			if (ops && !all)
+				err = idset_own(&cand);
+			if (!err)
+				err = matcher_set(x, mi, ops, &b);
 			if (err)
 				break;
 			if (all) {
@@ -730,32 +818,46 @@ int gw_series_index_select(const struct gw_series_index *x,
 	if (!err && all) {
 		/* Only matchers that accept "": start from every series. */
 		cand.ids = malloc((x->n ? x->n : 1) * sizeof(*cand.ids));
-		if (!cand.ids)
+		if (!cand.ids) {
+			op_unlock(ops);
 			return -ENOMEM;
+		}
 		cand.owned = true;
 		for (size_t i = 0; i < x->n; i++)
 			cand.ids[i] = x->all[i]->id;
 		cand.n = x->n;
+		op_unlock(ops);
 		qsort(cand.ids, cand.n, sizeof(*cand.ids), cmp_u32);
+		op_lock(ops);
 	}
 	for (size_t i = 0; i < nm && !err; i++)
 		if (gw_matcher_matches_empty(&m[i]))
-			err = idset_filter(x, &cand, &m[i]);
-	if (!err && !cand.owned && cand.n) {
-		uint32_t *copy = malloc(cand.n * sizeof(*copy));
-
-		if (!copy)
-			err = -ENOMEM;
-		else
-			memcpy(copy, cand.ids, cand.n * sizeof(*copy));
-		cand.ids = copy;
-		cand.owned = true;
-	}
+			err = idset_filter(x, &cand, &m[i], ops);
+	if (!err)
+		err = idset_own(&cand);
+	op_unlock(ops);
 	if (err) {
 		idset_release(&cand);
 		return err;
 	}
-	*ids = cand.owned ? cand.ids : NULL;
+	if (!cand.n)
+		idset_release(&cand);
+	*ids = cand.ids;
 	*n = cand.n;
 	return 0;
+}
+
+int gw_series_index_select(const struct gw_series_index *x,
+			   const struct gw_matcher *m, size_t nm,
+			   uint32_t **ids, size_t *n)
+{
+	return select_ops(x, m, nm, NULL, ids, n);
+}
+
+int gw_series_index_select_unlocked(const struct gw_series_index *x,
+				    const struct gw_matcher *m, size_t nm,
+				    const struct gw_series_select_ops *ops,
+				    uint32_t **ids, size_t *n)
+{
+	return select_ops(x, m, nm, ops, ids, n);
 }

@@ -29,7 +29,11 @@
  * at the same address until gw_series_index_free.  series->head belongs to
  * the store (the index never touches it).
  *
- * Thread safety: none; the store serialises access with its own lock.
+ * Thread safety: none; the store serialises access with its own lock
+ * (one writer; readers may share it).  What readers may use without it:
+ * a series, its labels and key, and a posting's value string never change
+ * or move once added, and nothing is freed before gw_series_index_free
+ * (gw_series_index_select_unlocked relies on it).
  */
 #ifndef GW_SERIES_H
 #define GW_SERIES_H
@@ -92,12 +96,35 @@ gw_series_index_revive(struct gw_series_index *x, struct gw_series *s,
 /*
  * The ids (ascending, *ids malloc'd, NULL when none) of the series, live
  * or retired, whose labels satisfy all nm matchers; every series for
- * nm == 0.  -ENOMEM.
+ * nm == 0.  -ENOMEM.  The caller holds its lock throughout.
  */
 __attribute__((warn_unused_result)) int
 gw_series_index_select(const struct gw_series_index *x,
 		       const struct gw_matcher *m, size_t nm, uint32_t **ids,
 		       size_t *n);
+
+/*
+ * The same selection for a caller that must not hold its lock while
+ * regular expressions run (a query beside the writer): called without the
+ * lock, it takes it with ops->lock (a read lock is enough) only to read
+ * the index - postings, the values of a label, the labels of candidate
+ * series - and tests the values with the lock dropped, calling
+ * ops->check every GW_SERIES_CHECK_EVERY tests; a nonzero return (a
+ * deadline passed, a cancel: -ETIMEDOUT, -ECANCELED) stops the selection
+ * and is returned.  Series added meanwhile may or may not be selected; a
+ * series selected matches every matcher.  Any member of ops may be NULL.
+ */
+struct gw_series_select_ops {
+	void (*lock)(void *ctx);
+	void (*unlock)(void *ctx);
+	int (*check)(void *ctx);
+	void *ctx;
+};
+#define GW_SERIES_CHECK_EVERY 256
+
+__attribute__((warn_unused_result)) int gw_series_index_select_unlocked(
+	const struct gw_series_index *x, const struct gw_matcher *m, size_t nm,
+	const struct gw_series_select_ops *ops, uint32_t **ids, size_t *n);
 
 /*
  * Aliases: any other spelling of a series' key (labels in another order,

@@ -677,7 +677,18 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	if (s->o.retire_ms <= 0)
 		s->o.retire_ms = 5 * MS_MIN;
 	snprintf(s->dir, sizeof(s->dir), "%s", o->dir);
-	pthread_rwlock_init(&s->lock, NULL);
+	{
+		/* Writers first: a stream of queries, each holding the read
+		 * lock for one short copy at a time, never keeps the writer
+		 * out longer than one such copy. */
+		pthread_rwlockattr_t ra;
+
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(
+			&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&s->lock, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
 	pthread_mutex_init(&s->suspect_lock, NULL);
 	atomic_flag_clear(&s->warned_bad);
 	atomic_flag_clear(&s->warned_order);

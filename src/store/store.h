@@ -43,8 +43,12 @@
  * exist; everywhere otherwise), whatever the step.
  *
  * Thread safety: append/flush/maintain from one writer thread; queries
- * from any number of threads concurrently (one rwlock over the head; the
- * partitions are read through per-query SQLite connections).
+ * from any number of threads concurrently.  Queries never block the
+ * writer for longer than a short copy: one rwlock (writers first) guards
+ * the head; a query holds it for reading only while it copies head bytes,
+ * a batch of series at a time, and matches label values, decodes and
+ * reads partitions (per-query read-only SQLite connections, WAL) without
+ * it, checking its deadline and cancel flag throughout.
  * Errors: 0 or -errno; messages go to the log.
  */
 #ifndef GW_STORE_H

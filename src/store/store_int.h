@@ -99,7 +99,8 @@ struct gw_store {
 	struct gw_queryable q;
 
 	/* Head: series and sealed chunks, under lock (writer holds it for
-	 * writing while it changes them; queries read). */
+	 * writing while it changes them; queries hold it for reading only to
+	 * copy, a batch at a time: store_read.c).  Writers first. */
 	pthread_rwlock_t lock;
 	struct gw_series_index *idx;
 	struct sealed *sealed;

@@ -208,12 +208,85 @@ static int set_watermark(struct gw_store *s, int64_t H)
 	return gw_store_exec(s->index, sql);
 }
 
+/*
+ * The closed day's final file: a vacuumed copy, in rollback-journal mode
+ * (one read-only file, no -wal or -shm), put in place by a rename.  Made
+ * aside because a query may be reading the partition: switching it out of
+ * WAL or vacuuming it in place needs every reader gone, so the writer
+ * would wait on queries.  Readers that have the old file open keep
+ * reading it; new ones open the copy.
+ *
+ * vacuum_aside() writes PATH.closing from the writer's connection db (a
+ * read of it, never waiting on readers); put_in_place(), once db is
+ * closed, renames it over PATH.
+ */
+static void closing_path(const char *path, char *out, size_t len)
+{
+	snprintf(out, len, "%s.closing", path);
+}
+
+static int vacuum_aside(sqlite3 *db, const char *path)
+{
+	char tmp[PATH_MAX + 340];
+	sqlite3_stmt *st = NULL;
+	sqlite3 *out = NULL;
+	int rc;
+
+	closing_path(path, tmp, sizeof(tmp));
+	(void)unlink(tmp);
+	rc = sqlite3_prepare_v2(db, "VACUUM INTO ?1", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, tmp, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		gw_warn("store: vacuuming %s into %s: %s", path, tmp,
+			sqlite3_errmsg(db));
+		goto fail;
+	}
+	/* Nobody else has the copy open: nothing to wait for. */
+	if (sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE, NULL) !=
+		    SQLITE_OK ||
+	    gw_store_exec(out, "PRAGMA journal_mode=DELETE;") != 0)
+		goto fail;
+	sqlite3_close(out);
+	return 0;
+fail:
+	sqlite3_close(out);
+	(void)unlink(tmp);
+	return -EIO;
+}
+
+static int put_in_place(const char *path)
+{
+	char tmp[PATH_MAX + 340];
+
+	closing_path(path, tmp, sizeof(tmp));
+	if (chmod(tmp, 0444) != 0 || rename(tmp, path) != 0) {
+		gw_warn("store: putting %s in place of %s: %s", tmp, path,
+			strerror(errno));
+		(void)unlink(tmp);
+		return -errno;
+	}
+	/* The old file's WAL belongs to its readers now (they hold it
+	 * open); the new file has none. */
+	for (int i = 0; i < 2; i++) {
+		char side[PATH_MAX + 340];
+
+		snprintf(side, sizeof(side), "%s%s", path, i ? "-shm" : "-wal");
+		(void)unlink(side);
+	}
+	return 0;
+}
+
 /* Closes, compacts and write-protects a finished day's partitions. */
 static void close_day(struct gw_store *s, int64_t day)
 {
 	for (int t = 0; t < GW_TIERS; t++) {
 		struct part *p = gw_store_part_find(s, (enum gw_tier)t, day);
 		sqlite3 *db;
+		bool aside;
 
 		if (!p || p->closed)
 			continue;
@@ -231,11 +304,14 @@ static void close_day(struct gw_store *s, int64_t day)
 				else
 					(void)gw_store_exec(db, "ROLLBACK");
 			}
-			(void)gw_store_exec(
-				db, "INSERT OR REPLACE INTO meta(k, v) "
-				    "VALUES ('closed', 1);"
-				    "PRAGMA journal_mode=DELETE; VACUUM;");
+			(void)gw_store_exec(db,
+					    "INSERT OR REPLACE INTO meta(k, v) "
+					    "VALUES ('closed', 1);");
+			aside = vacuum_aside(db, p->path) == 0;
 			sqlite3_close(db);
+			if (!aside || put_in_place(p->path) != 0)
+				gw_warn("store: %s is closed but not vacuumed",
+					p->path);
 		}
 		(void)chmod(p->path, 0444);
 		pthread_rwlock_wrlock(&s->lock);

@@ -3,12 +3,16 @@
  * store_read.c - the store's read side: the struct gw_queryable the PromQL
  * engine and the HTTP API use, partition listing and export.
  *
- * A select copies what the head holds for the matching series (open and
- * sealed chunks, closed rollups) under the lock, then reads the partitions
- * through its own read-only SQLite connections without any lock.  A chunk
- * that moved from the head to disk in between is seen twice; the copy on
- * disk is skipped when the head had a chunk with the same first timestamp
- * (chunks are keyed by (series, t_min), so that identifies it).
+ * A select matches the series with the lock dropped (the index takes the
+ * read lock only to read; regular expressions run without it), copies
+ * what the head holds for them (open and sealed chunks, closed rollups)
+ * under the read lock, COPY_BATCH series per hold, then decodes and reads
+ * the partitions through its own read-only SQLite connections without any
+ * lock.  The query's deadline and cancel flag are checked in each of
+ * these loops.  A chunk that moved from the head to disk in between is
+ * seen twice; the copy on disk is skipped when the head had a chunk with
+ * the same first timestamp (chunks are keyed by (series, t_min), so that
+ * identifies it).
  */
 #include "store/store_int.h"
 
@@ -82,6 +86,26 @@ static int mem_add(struct sel *x, enum gw_tier tier, bool framed, int64_t t_min,
 		return -ENOMEM;
 	memcpy(copy, data, len);
 	x->mem[x->nmem++] = (struct memchunk){ tier, framed, t_min, copy, len };
+	return 0;
+}
+
+/* Adds a malloc'd piece (taken: freed here on failure). */
+static int mem_take(struct sel *x, enum gw_tier tier, int64_t t_min,
+		    uint8_t *data, size_t len)
+{
+	struct memchunk *nm;
+
+	if (!len) {
+		free(data);
+		return 0;
+	}
+	nm = realloc(x->mem, (x->nmem + 1) * sizeof(*nm));
+	if (!nm) {
+		free(data);
+		return -ENOMEM;
+	}
+	x->mem = nm;
+	x->mem[x->nmem++] = (struct memchunk){ tier, false, t_min, data, len };
 	return 0;
 }
 
@@ -339,6 +363,16 @@ static struct sel *sel_seek(struct sel *sels, size_t n, size_t *at, uint32_t id)
 	return *at < n && sels[*at].id == id ? &sels[*at] : NULL;
 }
 
+/* SQLite's progress callback: a long statement stops (SQLITE_INTERRUPT)
+ * once the query's deadline passed or it was cancelled. */
+static int read_progress(void *ctx)
+{
+	struct gw_query_limits *lim = ctx;
+
+	return (lim->deadline_ns && mono_ns() > lim->deadline_ns) ||
+	       (lim->cancel && atomic_load(lim->cancel));
+}
+
 /*
  * Reads the chunks in [mint, maxt] of every selected series from one
  * partition with one statement: the ids go in as a JSON array, SQLite
@@ -353,11 +387,15 @@ static int read_partition(struct gw_store *s, const char *path,
 	sqlite3_stmt *st = NULL;
 	struct gw_buf ids;
 	size_t at = 0;
+	bool packed;
 	sqlite3 *db;
 	int err = 0, rc;
 
 	if (gw_store_open_db(path, false, true, &db) != 0)
 		return 0; /* dropped meanwhile, or unreadable: skip */
+	packed = gw_store_is_packed(db);
+	if (lim && (lim->deadline_ns || lim->cancel))
+		sqlite3_progress_handler(db, 4096, read_progress, lim);
 	gw_buf_init(&ids, (size_t)1 << 31);
 	gw_buf_put(&ids, "[", 1);
 	for (size_t i = 0; i < n; i++) {
@@ -375,16 +413,19 @@ static int read_partition(struct gw_store *s, const char *path,
 	 * one rowid range per series. */
 	rc = sqlite3_prepare_v2(
 		db,
-		gw_store_is_packed(db)
-			? "SELECT p.id >> 20, p.t_min, p.data FROM "
-			  "json_each(?1) AS j JOIN packed AS p ON p.id >= "
-			  "(j.value << 20) AND p.id < ((j.value + 1) << 20) "
-			  "WHERE p.t_max >= ?2 AND p.t_min <= ?3 ORDER BY p.id"
-			: "SELECT series, t_min, data FROM chunks "
-			  "WHERE series IN (SELECT value FROM "
-			  "json_each(?1)) AND t_max >= ?2 AND "
-			  "t_min <= ?3 ORDER BY series, t_min",
+		packed ? "SELECT p.id >> 20, p.t_min, p.data FROM "
+			 "json_each(?1) AS j JOIN packed AS p ON p.id >= "
+			 "(j.value << 20) AND p.id < ((j.value + 1) << 20) "
+			 "WHERE p.t_max >= ?2 AND p.t_min <= ?3 ORDER BY p.id"
+		       : "SELECT series, t_min, data FROM chunks "
+			 "WHERE series IN (SELECT value FROM "
+			 "json_each(?1)) AND t_max >= ?2 AND "
+			 "t_min <= ?3 ORDER BY series, t_min",
 		-1, &st, NULL);
+	if (rc == SQLITE_INTERRUPT) {
+		err = check_limits(lim, 0);
+		goto out;
+	}
 	if (rc != SQLITE_OK) {
 		note_corrupt_file(s, path);
 		goto out;
@@ -409,6 +450,8 @@ static int read_partition(struct gw_store *s, const char *path,
 			err = take_rollups(s, x, tier, p, len, false, mint,
 					   maxt, lim);
 	}
+	if (!err && rc == SQLITE_INTERRUPT)
+		err = check_limits(lim, 0);
 	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
 			note_corrupt_file(s, path);
@@ -432,62 +475,70 @@ static bool part_overlaps(const struct part *p, enum gw_tier tier, int64_t mint,
 	return p->day <= maxt && p->day + MS_DAY >= mint;
 }
 
-static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
-			int64_t mint, int64_t maxt, enum gw_tier tier,
-			struct gw_query_limits *lim, struct gw_series_set *out)
+/* The select's view of the store lock and of its query's limits, for
+ * gw_series_index_select_unlocked(). */
+struct sel_ctx {
+	struct gw_store *s;
+	struct gw_query_limits *lim;
+};
+
+static void sel_lock(void *ctx)
 {
-	struct gw_store *s = ctx;
-	struct sel *sels = NULL;
-	struct part_ref *parts = NULL;
-	uint32_t *ids = NULL;
-	size_t n = 0, nids = 0, np = 0;
+	pthread_rwlock_rdlock(&((struct sel_ctx *)ctx)->s->lock);
+}
+
+static void sel_unlock(void *ctx)
+{
+	pthread_rwlock_unlock(&((struct sel_ctx *)ctx)->s->lock);
+}
+
+static int sel_check(void *ctx)
+{
+	return check_limits(((struct sel_ctx *)ctx)->lim, 0);
+}
+
+/* Copies what the head holds of one series for the tier; under the read
+ * lock. */
+static int copy_head(struct sel *x, enum gw_tier tier, const struct head *h)
+{
 	int err = 0;
 
-	out->s = NULL;
-	out->n = 0;
-	/* Write lock: finalising an open chunk's header writes to it. */
-	pthread_rwlock_wrlock(&s->lock);
-	err = gw_series_index_select(s->idx, m, nm, &ids, &nids);
-	if (!err && nids) {
-		sels = calloc(nids, sizeof(*sels));
-		if (!sels)
-			err = -ENOMEM;
-	}
-	/* sels stays in ascending id order, as the index returns them. */
-	for (size_t i = 0; i < nids && !err; i++) {
-		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
-		struct head *h = ser->head;
-		struct sel *x;
+	if (tier == GW_TIER_RAW && gw_chunk_count(&h->raw)) {
+		uint8_t *p;
+		size_t len;
 
-		if (h->first_t != INT64_MIN && h->first_t - MS_HOUR > maxt)
-			continue;
-		x = &sels[n++];
-		x->id = ser->id;
-		err = gw_labels_dup(&x->labels, &ser->labels);
-		if (err)
-			break;
-		if (tier == GW_TIER_RAW && gw_chunk_count(&h->raw)) {
-			size_t len;
-			const uint8_t *p = gw_chunk_bytes(&h->raw, &len);
-
-			err = mem_add(x, tier, false, gw_chunk_first(&h->raw),
-				      p, len);
-		} else if (tier == GW_TIER_1M) {
-			err = mem_add(x, tier, true, INT64_MIN, h->m1_closed.p,
-				      h->m1_closed.len);
-		} else if (tier == GW_TIER_1H) {
-			err = mem_add(x, tier, true, h->h1_day_t0, h->h1_day.p,
-				      h->h1_day.len);
-		}
-		if (!err && tier != GW_TIER_RAW)
-			err = mem_add_open(x, tier, h);
+		err = gw_chunk_copy(&h->raw, &p, &len);
+		if (!err)
+			err = mem_take(x, tier, gw_chunk_first(&h->raw), p,
+				       len);
+	} else if (tier == GW_TIER_1M) {
+		err = mem_add(x, tier, true, INT64_MIN, h->m1_closed.p,
+			      h->m1_closed.len);
+	} else if (tier == GW_TIER_1H) {
+		err = mem_add(x, tier, true, h->h1_day_t0, h->h1_day.p,
+			      h->h1_day.len);
 	}
-	/* Sealed chunks waiting for the cut: one pass over them. */
-	for (size_t k = 0; k < s->nsealed && !err && n; k++) {
+	if (!err && tier != GW_TIER_RAW)
+		err = mem_add_open(x, tier, h);
+	return err;
+}
+
+/* The sealed chunks of the series sels[0..n) (ascending ids); under the
+ * read lock, in the same hold as their heads were copied, so that a chunk
+ * is seen either in the head or here. */
+static int copy_sealed(const struct gw_store *s, struct sel *sels, size_t n,
+		       enum gw_tier tier)
+{
+	int err = 0;
+
+	if (!n)
+		return 0;
+	for (size_t k = 0; k < s->nsealed && !err; k++) {
 		const struct sealed *z = &s->sealed[k];
 		size_t lo = 0, hi = n;
 
-		if (z->tier != tier)
+		if (z->tier != tier || z->id < sels[0].id ||
+		    z->id > sels[n - 1].id)
 			continue;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -501,16 +552,86 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = mem_add(&sels[lo], tier, false, z->t_min, z->data,
 				      z->len);
 	}
-	if (!err && n) {
-		parts = calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
-		if (!parts)
+	return err;
+}
+
+/*
+ * Series copied per hold of the read lock: the writer waits at most one
+ * batch.  Each batch also scans the sealed chunks once, so a batch holds
+ * at least an eighth of them (they pile up only in the grace period after
+ * an hour, until the cut writes them).
+ */
+#define COPY_BATCH 512
+
+static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
+			int64_t mint, int64_t maxt, enum gw_tier tier,
+			struct gw_query_limits *lim, struct gw_series_set *out)
+{
+	struct gw_store *s = ctx;
+	struct sel_ctx sc = { s, lim };
+	const struct gw_series_select_ops ops = { sel_lock, sel_unlock,
+						  sel_check, &sc };
+	struct sel *sels = NULL;
+	struct part_ref *parts = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0, nids = 0, np = 0, i = 0;
+	int err = 0;
+
+	out->s = NULL;
+	out->n = 0;
+	/* The regular expressions run with the lock dropped (series.h). */
+	err = gw_series_index_select_unlocked(s->idx, m, nm, &ops, &ids, &nids);
+	if (!err && nids) {
+		sels = calloc(nids, sizeof(*sels));
+		if (!sels)
 			err = -ENOMEM;
-		for (size_t i = 0; !err && i < s->nparts; i++)
-			if (part_overlaps(&s->parts[i], tier, mint, maxt))
-				snprintf(parts[np++].path, sizeof(parts->path),
-					 "%s", s->parts[i].path);
 	}
-	pthread_rwlock_unlock(&s->lock);
+	/*
+	 * The head, a batch of series per read lock: readers only copy
+	 * bytes under it (decoding comes later), and sels stays in
+	 * ascending id order, as the index returns them.
+	 */
+	while (i < nids && !err) {
+		size_t first = n, end;
+
+		pthread_rwlock_rdlock(&s->lock);
+		end = s->nsealed / 8 > COPY_BATCH ? s->nsealed / 8 : COPY_BATCH;
+		end = nids - i < end ? nids : i + end;
+		for (; i < end && !err; i++) {
+			struct gw_series *ser =
+				gw_series_index_get(s->idx, ids[i]);
+			const struct head *h = ser->head;
+			struct sel *x;
+
+			if (h->first_t != INT64_MIN &&
+			    h->first_t - MS_HOUR > maxt)
+				continue;
+			x = &sels[n++];
+			x->id = ser->id;
+			err = gw_labels_dup(&x->labels, &ser->labels);
+			if (!err)
+				err = copy_head(x, tier, h);
+		}
+		if (!err)
+			err = copy_sealed(s, sels + first, n - first, tier);
+		/* The partitions as they are after the last batch: a cut
+		 * meanwhile wrote what the batches found sealed. */
+		if (!err && i == nids && n) {
+			parts = calloc(s->nparts ? s->nparts : 1,
+				       sizeof(*parts));
+			if (!parts)
+				err = -ENOMEM;
+			for (size_t k = 0; !err && k < s->nparts; k++)
+				if (part_overlaps(&s->parts[k], tier, mint,
+						  maxt))
+					snprintf(parts[np++].path,
+						 sizeof(parts->path), "%s",
+						 s->parts[k].path);
+		}
+		pthread_rwlock_unlock(&s->lock);
+		if (!err)
+			err = check_limits(lim, 0);
+	}
 
 	for (size_t i = 0; i < np && !err; i++)
 		err = read_partition(s, parts[i].path, sels, n, tier, mint,
@@ -632,24 +753,31 @@ static int cmp_id(const void *a, const void *b)
 /*
  * The ids of the series chosen by series() and label_values(): those any
  * matcher list selects (every series when nsets is 0), ascending, each
- * once.  Under the lock.
+ * once.  Called without the lock: the index takes it to read, not to
+ * match (series.h), checking lim's deadline and cancel flag (lim may be
+ * NULL).
  */
 static int chosen_ids(struct gw_store *s, const struct gw_matcher *const *sets,
-		      const size_t *nm, size_t nsets, uint32_t **out,
-		      size_t *nout)
+		      const size_t *nm, size_t nsets,
+		      struct gw_query_limits *lim, uint32_t **out, size_t *nout)
 {
+	struct sel_ctx sc = { s, lim };
+	const struct gw_series_select_ops ops = { sel_lock, sel_unlock,
+						  sel_check, &sc };
 	uint32_t *all = NULL;
 	size_t n = 0;
 	int err = 0;
 
 	if (nsets <= 1)
-		return gw_series_index_select(s->idx, nsets ? sets[0] : NULL,
-					      nsets ? nm[0] : 0, out, nout);
+		return gw_series_index_select_unlocked(
+			s->idx, nsets ? sets[0] : NULL, nsets ? nm[0] : 0, &ops,
+			out, nout);
 	for (size_t i = 0; i < nsets && !err; i++) {
 		uint32_t *one, *nv;
 		size_t k;
 
-		err = gw_series_index_select(s->idx, sets[i], nm[i], &one, &k);
+		err = gw_series_index_select_unlocked(s->idx, sets[i], nm[i],
+						      &ops, &one, &k);
 		if (err || !k)
 			continue;
 		nv = realloc(all, (n + k) * sizeof(*nv));
@@ -686,32 +814,81 @@ static int cmp_labels_p(const void *a, const void *b)
 	return gw_labels_cmp(a, b);
 }
 
+/* Series per read hold when series() and label_values() check the head
+ * for the time range. */
+#define TIME_BATCH 4096
+
+/*
+ * The series chosen by series() and label_values() that were seen in
+ * [mint, maxt] (*out malloc'd, ascending ids): matched without the lock,
+ * then checked against the head a batch per read hold.  A series and its
+ * labels never change once added, so the caller reads them without the
+ * lock.
+ */
+static int chosen_series(struct gw_store *s,
+			 const struct gw_matcher *const *sets, const size_t *nm,
+			 size_t nsets, int64_t mint, int64_t maxt,
+			 struct gw_query_limits *lim, struct gw_series ***out,
+			 size_t *nout)
+{
+	struct gw_series **v = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0, k = 0, i = 0;
+	int err;
+
+	*out = NULL;
+	*nout = 0;
+	err = chosen_ids(s, sets, nm, nsets, lim, &ids, &n);
+	if (!err && n) {
+		v = malloc(n * sizeof(*v));
+		if (!v)
+			err = -ENOMEM;
+	}
+	while (!err && i < n) {
+		size_t end = n - i < TIME_BATCH ? n : i + TIME_BATCH;
+
+		pthread_rwlock_rdlock(&s->lock);
+		for (; i < end; i++) {
+			struct gw_series *ser =
+				gw_series_index_get(s->idx, ids[i]);
+
+			if (in_time(ser, mint, maxt))
+				v[k++] = ser;
+		}
+		pthread_rwlock_unlock(&s->lock);
+		err = check_limits(lim, 0);
+	}
+	free(ids);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
 static int store_series(void *ctx, const struct gw_matcher *const *sets,
 			const size_t *nm, size_t nsets, int64_t mint,
-			int64_t maxt, struct gw_label_set_list *out)
+			int64_t maxt, struct gw_query_limits *lim,
+			struct gw_label_set_list *out)
 {
 	struct gw_store *s = ctx;
-	uint32_t *ids = NULL;
+	struct gw_series **ser = NULL;
 	size_t n = 0, k = 0;
-	int err = 0;
+	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	pthread_rwlock_rdlock(&s->lock);
-	err = chosen_ids(s, sets, nm, nsets, &ids, &n);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &ser, &n);
 	if (!err) {
 		out->v = calloc(n ? n : 1, sizeof(*out->v));
 		if (!out->v)
 			err = -ENOMEM;
 	}
-	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
-
-		if (in_time(ser, mint, maxt))
-			err = gw_labels_dup(&out->v[k++], &ser->labels);
-	}
-	pthread_rwlock_unlock(&s->lock);
-	free(ids);
+	for (size_t i = 0; i < n && !err; i++)
+		err = gw_labels_dup(&out->v[k++], &ser[i]->labels);
+	free(ser);
 	out->n = k;
 	if (err) {
 		gw_label_set_list_release(out);
@@ -729,23 +906,21 @@ static int cmp_str(const void *a, const void *b)
 static int store_label_values(void *ctx, const char *name,
 			      const struct gw_matcher *const *sets,
 			      const size_t *nm, size_t nsets, int64_t mint,
-			      int64_t maxt, struct gw_string_list *out)
+			      int64_t maxt, struct gw_query_limits *lim,
+			      struct gw_string_list *out)
 {
 	struct gw_store *s = ctx;
-	uint32_t *ids = NULL;
-	size_t cap = 0, k = 0, nids = 0;
+	struct gw_series **sel = NULL;
+	size_t cap = 0, k = 0, nsel = 0;
 	char **v = NULL;
-	int err = 0;
+	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	pthread_rwlock_rdlock(&s->lock);
-	err = chosen_ids(s, sets, nm, nsets, &ids, &nids);
-	for (size_t i = 0; i < nids && !err; i++) {
-		struct gw_series *ser = gw_series_index_get(s->idx, ids[i]);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &sel, &nsel);
+	for (size_t i = 0; i < nsel && !err; i++) {
+		const struct gw_series *ser = sel[i];
 
-		if (!in_time(ser, mint, maxt))
-			continue;
 		for (size_t j = 0; j < ser->labels.n && !err; j++) {
 			const char *x = name ? ser->labels.v[j].value
 					     : ser->labels.v[j].name;
@@ -770,8 +945,7 @@ static int store_label_values(void *ctx, const char *name,
 				k++;
 		}
 	}
-	pthread_rwlock_unlock(&s->lock);
-	free(ids);
+	free(sel);
 	if (!err && k > 1) {
 		size_t u = 1;
 

@@ -245,3 +245,32 @@ a = {x["labels"].get("alertname"): x for x in l}
 sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
 PY
 }
+
+# preload_series N [LABEL-VALUES-CAP]: imports N series (heavy{inst="iK"},
+# one sample each, ten minutes ago) into the store of $T_DIR/data before
+# the agent starts, so that queries have many label values to match.
+# start_agent must then get --store-max-label-values >= N.
+preload_series() {
+	local n="$1" t
+	t=$(($(date +%s) - 600))
+	awk -v n="$n" -v t="$t" 'BEGIN {
+		print "# TYPE heavy gauge"
+		for (i = 0; i < n; i++)
+			printf "heavy{inst=\"i%d\"} %d %d\n", i, i, t
+		print "# EOF"
+	}' >"$T_DIR/preload.om"
+	"$GPUWATCH" store import --data-dir "$T_DIR/data" -q \
+		--store-max-label-values "$n" "$T_DIR/preload.om" \
+		>"$T_DIR/import.out" 2>&1 ||
+		fail "store import failed: $(cat "$T_DIR/import.out")"
+}
+
+# slow_regex K: a regular expression of K alternatives that RE2 cannot
+# run as a DFA (it falls back to the slower engine), for a query that
+# spends its time matching label values: heavy{inst=~"$(slow_regex K)"}.
+slow_regex() {
+	awk -v k="$1" 'BEGIN {
+		for (i = 0; i < k; i++)
+			printf "%s.*%d.*%d.*%d", i ? "|" : "", i, i + 1, i + 2
+	}'
+}

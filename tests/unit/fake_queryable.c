@@ -393,12 +393,14 @@ static int labels_cmp(const void *a, const void *b)
 
 static int fake_series_fn(void *ctx, const struct gw_matcher *const *sets,
 			  const size_t *nm, size_t nsets, int64_t mint,
-			  int64_t maxt, struct gw_label_set_list *out)
+			  int64_t maxt, struct gw_query_limits *lim,
+			  struct gw_label_set_list *out)
 {
 	struct gw_fakeq *f = ctx;
 	size_t n = 0;
 	int err;
 
+	(void)lim;
 	out->v = calloc(f->n ? f->n : 1, sizeof(*out->v));
 	out->n = 0;
 	if (!out->v)
@@ -429,11 +431,13 @@ static int str_cmp(const void *a, const void *b)
 static int fake_label_values(void *ctx, const char *name,
 			     const struct gw_matcher *const *sets,
 			     const size_t *nm, size_t nsets, int64_t mint,
-			     int64_t maxt, struct gw_string_list *out)
+			     int64_t maxt, struct gw_query_limits *lim,
+			     struct gw_string_list *out)
 {
 	struct gw_fakeq *f = ctx;
 	size_t total = 0, n = 0;
 
+	(void)lim;
 	for (size_t i = 0; i < f->n; i++)
 		total += f->s[i].l.n;
 	out->v = calloc(total ? total : 1, sizeof(*out->v));

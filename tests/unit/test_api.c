@@ -731,22 +731,24 @@ static enum gw_tier gated_pick(void *ctx, int64_t mint, int64_t maxt,
 
 static int gated_series(void *ctx, const struct gw_matcher *const *sets,
 			const size_t *nm, size_t nsets, int64_t mint,
-			int64_t maxt, struct gw_label_set_list *out)
+			int64_t maxt, struct gw_query_limits *lim,
+			struct gw_label_set_list *out)
 {
 	struct gate *g = ctx;
 
-	return g->inner.series(g->inner.ctx, sets, nm, nsets, mint, maxt, out);
+	return g->inner.series(g->inner.ctx, sets, nm, nsets, mint, maxt, lim,
+			       out);
 }
 
 static int gated_values(void *ctx, const char *name,
 			const struct gw_matcher *const *sets, const size_t *nm,
 			size_t nsets, int64_t mint, int64_t maxt,
-			struct gw_string_list *out)
+			struct gw_query_limits *lim, struct gw_string_list *out)
 {
 	struct gate *g = ctx;
 
 	return g->inner.label_values(g->inner.ctx, name, sets, nm, nsets, mint,
-				     maxt, out);
+				     maxt, lim, out);
 }
 
 struct answer {

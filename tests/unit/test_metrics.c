@@ -408,7 +408,7 @@ static void summary_and_visit_labels(void **state)
 	static const double bounds[] = { 1.024e-06, 0.1 };
 	static const uint64_t counts[] = { 1, 1, 1 };
 	struct gw_registry *r = gw_registry_new();
-	uint64_t gens[GW_REGISTRY_MAX_SLOTS] = { 0 };
+	static struct gw_registry_cursor cur;
 	struct gw_buf b;
 	struct gw_snap s;
 	int slot = gw_registry_slot(r, "s");
@@ -429,7 +429,7 @@ static void summary_and_visit_labels(void **state)
 				  "lat_seconds_count{job=\"a\"} 7\n"));
 	assert_non_null(strstr(t, "k_seconds_bucket{le=\"1.024e-06\"} 1\n"));
 	free(t);
-	assert_int_equal(gw_registry_visit(r, gens, collect_visit, &b), 10);
+	assert_int_equal(gw_registry_visit(r, &cur, collect_visit, &b), 10);
 	assert_non_null(
 		strstr(b.p, "lat_seconds{job=\"a\",quantile=\"0.9\"} 2\n"));
 	assert_non_null(strstr(b.p, "lat_seconds_count{job=\"a\"} 7\n"));
@@ -437,6 +437,70 @@ static void summary_and_visit_labels(void **state)
 	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"0.1\"} 2\n"));
 	assert_non_null(strstr(b.p, "k_seconds_bucket{le=\"+Inf\"} 3\n"));
 	gw_buf_release(&b);
+	gw_snap_release(&s);
+	gw_registry_free(r);
+}
+
+static void count_call(void *ctx)
+{
+	(*(int *)ctx)++;
+}
+
+static void count_visit(void *ctx, const struct gw_visit *v)
+{
+	(void)v;
+	(*(size_t *)ctx)++;
+}
+
+/*
+ * What the store's visitor loses is counted: a publish replaced by the
+ * next one before the visit took it is "superseded", samples the store
+ * refused are noted; the publish hook runs for every slot but the one
+ * excepted, and stops when cleared.
+ */
+static void visits_count_what_they_missed(void **state)
+{
+	static const struct gw_family g = { "g", "G.", GW_GAUGE };
+	static struct gw_registry_cursor cur;
+	struct gw_registry *r = gw_registry_new();
+	struct gw_registry_stats st;
+	int a = gw_registry_slot(r, "a"), own = gw_registry_slot(r, "own");
+	int calls = 0;
+	size_t seen = 0;
+	struct gw_snap s;
+
+	(void)state;
+	gw_snap_init(&s);
+	gw_registry_on_publish(r, count_call, &calls, own);
+	for (int k = 0; k < 3; k++)
+		gw_snap_add(&s, &g, k, NULL, "k", k == 0 ? "0" : "1", NULL);
+	gw_registry_publish(r, a, &s);
+	gw_registry_publish(r, own, &s);
+	assert_int_equal(calls, 1);
+	/* The first visit takes what is there: nothing missed. */
+	assert_int_equal(gw_registry_visit(r, &cur, count_visit, &seen), 3);
+	/* Two publishes of 2 and 4 samples, one visit: 2 superseded. */
+	gw_snap_add(&s, &g, 1, NULL, NULL);
+	gw_snap_add(&s, &g, 2, NULL, "x", "y", NULL);
+	gw_registry_publish(r, a, &s);
+	for (int k = 0; k < 4; k++)
+		gw_snap_add(&s, &g, k, NULL, "n", k == 0 ? "a" : "b", NULL);
+	gw_registry_publish(r, a, &s);
+	assert_int_equal(calls, 3);
+	assert_int_equal(gw_registry_visit(r, &cur, count_visit, &seen), 4);
+	gw_registry_note_refused(r, 5);
+	gw_registry_stats(r, &st);
+	assert_int_equal(st.superseded, 2);
+	assert_int_equal(st.refused, 5);
+	assert_int_equal(st.dropped, 0);
+	/* One publish, one visit: nothing more missed. */
+	gw_registry_publish(r, a, &s);
+	assert_int_equal(gw_registry_visit(r, &cur, count_visit, &seen), 0);
+	gw_registry_on_publish(r, NULL, NULL, -1);
+	gw_registry_publish(r, a, &s);
+	assert_int_equal(calls, 4);
+	gw_registry_stats(r, &st);
+	assert_int_equal(st.superseded, 2);
 	gw_snap_release(&s);
 	gw_registry_free(r);
 }
@@ -948,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(snap_bounds_count_drops),
 		cmocka_unit_test(render_bounded_output),
 		cmocka_unit_test(negotiate),
+		cmocka_unit_test(visits_count_what_they_missed),
 		cmocka_unit_test(summary_and_visit_labels),
 		cmocka_unit_test(concurrent_publish_render),
 	};

@@ -593,13 +593,13 @@ static void empty_label_value_is_absent(void **state)
 	gw_matcher_release(&m[1]);
 	/* /api/v1/labels and label values never list it. */
 	assert_int_equal(q->label_values(q->ctx, NULL, NULL, NULL, 0, T0,
-					 T0 + 10000, &names),
+					 T0 + 10000, NULL, &names),
 			 0);
 	for (size_t i = 0; i < names.n; i++)
 		assert_string_not_equal(names.v[i], "comm");
 	gw_string_list_release(&names);
 	assert_int_equal(q->label_values(q->ctx, "comm", NULL, NULL, 0, T0,
-					 T0 + 10000, &names),
+					 T0 + 10000, NULL, &names),
 			 0);
 	assert_int_equal(names.n, 0);
 	gw_string_list_release(&names);

@@ -260,7 +260,8 @@ static void series_and_label_values_follow_the_index(void **state)
 	nm[1] = matchers_of(selectors[4], b);
 	scan(a, nm[0], wa);
 	scan(b, nm[1], wb);
-	assert_int_equal(q->series(q->ctx, sets, nm, 2, T0, f->now, &ls), 0);
+	assert_int_equal(q->series(q->ctx, sets, nm, 2, T0, f->now, NULL, &ls),
+			 0);
 	for (int i = 0; i < NSER; i++)
 		nwant += wa[i] || wb[i];
 	assert_int_equal(ls.n, nwant);
@@ -272,7 +273,7 @@ static void series_and_label_values_follow_the_index(void **state)
 	gw_label_set_list_release(&ls);
 	/* the gpu values of series without a job label */
 	assert_int_equal(q->label_values(q->ctx, "gpu", sets + 1, nm + 1, 1, T0,
-					 f->now, &sl),
+					 f->now, NULL, &sl),
 			 0);
 	for (int i = 0; i < NSER; i++)
 		if (wb[i])
@@ -285,9 +286,9 @@ static void series_and_label_values_follow_the_index(void **state)
 		assert_true(gpus[atoi(sl.v[i])]);
 	gw_string_list_release(&sl);
 	/* all label names, no matchers */
-	assert_int_equal(
-		q->label_values(q->ctx, NULL, NULL, NULL, 0, T0, f->now, &sl),
-		0);
+	assert_int_equal(q->label_values(q->ctx, NULL, NULL, NULL, 0, T0,
+					 f->now, NULL, &sl),
+			 0);
 	assert_int_equal(sl.n, 5);
 	assert_string_equal(sl.v[0], "__name__");
 	assert_string_equal(sl.v[4], "pid");
@@ -513,12 +514,12 @@ static void *read_loop(void *arg)
 		}
 		if (!r->err)
 			r->err = q->series(q->ctx, sets, nm, 1, T0,
-					   T0 + 24 * HOUR, &ls);
+					   T0 + 24 * HOUR, NULL, &ls);
 		if (!r->err)
 			gw_label_set_list_release(&ls);
 		if (!r->err)
 			r->err = q->label_values(q->ctx, "pid", NULL, NULL, 0,
-						 T0, T0 + 24 * HOUR, &sl);
+						 T0, T0 + 24 * HOUR, NULL, &sl);
 		if (!r->err)
 			gw_string_list_release(&sl);
 		r->rounds++;
