@@ -140,6 +140,7 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o)
 		.statsd_socket = c->statsd_socket,
 		.statsd_max_series = c->statsd_max_series,
 		.statsd_max_tag_values = c->statsd_max_tag_values,
+		.statsd_max_memory = c->statsd_max_memory,
 	};
 }
 
