@@ -58,7 +58,7 @@ fuzz:
 		-G Ninja -DGW_FUZZ=ON -DGW_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	$(CMAKE) --build build-fuzz
 	@set -e; for h in config parse expo cgroup chunk sketch promql \
-		cupti_decode statsd rules; do \
+		cupti_decode statsd rules salvage; do \
 		work=$$(mktemp -d); cp tests/fuzz/corpus/$$h/* $$work/; \
 		echo "fuzzing $$h for $(FUZZ_SECONDS) s"; \
 		build-fuzz/tests/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) \
