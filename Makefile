@@ -52,13 +52,16 @@ format:
 	scripts/check-format.sh --fix
 
 FUZZ_SECONDS ?= 60
+# Only the harnesses: the sanitized shared libraries do not link with
+# -fsanitize=fuzzer, and the fuzzers need nothing else.
+FUZZ_HARNESSES = config parse expo cgroup chunk sketch promql cupti_decode \
+	statsd rules salvage
 
 fuzz:
 	@test -f build-fuzz/build.ninja || CC=clang CXX=clang++ $(CMAKE) -S . -B build-fuzz \
 		-G Ninja -DGW_FUZZ=ON -DGW_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-	$(CMAKE) --build build-fuzz
-	@set -e; for h in config parse expo cgroup chunk sketch promql \
-		cupti_decode statsd rules salvage; do \
+	$(CMAKE) --build build-fuzz --target $(addprefix fuzz_,$(FUZZ_HARNESSES))
+	@set -e; for h in $(FUZZ_HARNESSES); do \
 		work=$$(mktemp -d); cp tests/fuzz/corpus/$$h/* $$work/; \
 		echo "fuzzing $$h for $(FUZZ_SECONDS) s"; \
 		build-fuzz/tests/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) \
