@@ -677,14 +677,16 @@ static void take_pending(struct gw_alerts *al)
 }
 
 /*
- * Under the lock, after group gs (scheduled at sched) finished at end:
- * the iterations it missed and the next due time.  Evaluations keep to
- * the grid sched + k * interval.  As in Prometheus' group loop, the
- * iterations missed are the whole intervals from sched to end less the one
- * that ran, (end - sched) / interval - 1, whether the group started late
- * (a group before it in the same pass was slow) or ran long itself; the
- * next evaluation is the first tick of the grid after end, so a slow group
- * skips ticks instead of running back to back.
+ * Under the lock, after group gs (due at sched) finished at end: the
+ * iterations it missed and the next due time.  Evaluations keep to the
+ * grid sched + k * interval, and a missed iteration is, as in Prometheus,
+ * a tick of the grid that got no evaluation: the ticks in (sched, end],
+ * whether the group started late (a group before it was slow) or ran long
+ * itself.  Where Prometheus would run one late catch-up evaluation at once
+ * (and not count that tick), the next evaluation here is the first tick
+ * after end: ours run at the wall clock, so a catch-up would only repeat
+ * the one just done.  So a slow group skips ticks, counted, instead of
+ * running back to back.
  */
 static void overrun(const struct gw_rule_group *gr, struct gstate *gs,
 		    int64_t sched, int64_t end, int64_t iv)
@@ -693,10 +695,10 @@ static void overrun(const struct gw_rule_group *gr, struct gstate *gs,
 	double t = mono_s();
 
 	gs->next_due = sched + (ticks + 1) * iv;
-	if (ticks < 2)
+	if (ticks < 1)
 		return;
-	gs->missed += (uint64_t)(ticks - 1);
-	gs->missed_unlogged += (uint64_t)(ticks - 1);
+	gs->missed += (uint64_t)ticks;
+	gs->missed_unlogged += (uint64_t)ticks;
 	if (gs->missed_logged_s && t - gs->missed_logged_s < MISSED_LOG_EVERY_S)
 		return;
 	gw_warn("rules: group '%s' (%s) ended %.3gs after it was due, past "
@@ -704,7 +706,7 @@ static void overrun(const struct gw_rule_group *gr, struct gstate *gs,
 		gr->name, gr->file, (double)(end - sched) / 1e3,
 		(double)iv / 1e3, gs->missed_unlogged,
 		gs->missed_unlogged == 1 ? "" : "s",
-		gs->missed_unlogged == (uint64_t)(ticks - 1)
+		gs->missed_unlogged == (uint64_t)ticks
 			? ""
 			: " since the last message");
 	gs->missed_unlogged = 0;

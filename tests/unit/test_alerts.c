@@ -492,11 +492,10 @@ static void scalar_rules_and_no_store(void **state)
 }
 
 /*
- * A group that runs past its interval misses iterations, counted as
- * Prometheus counts them (whole intervals between the scheduled start and
- * the end, less the one that ran) in
- * gpuwatch_rule_group_iterations_missed_total{rule_group="FILE;GROUP"},
- * and the next evaluation is the next tick of the grid.
+ * A group that runs past its interval misses iterations: the ticks of its
+ * grid that got no evaluation, counted in
+ * gpuwatch_rule_group_iterations_missed_total{rule_group="FILE;GROUP"};
+ * the next evaluation is the next tick of the grid.
  */
 static void overrun_counts_missed_iterations(void **state)
 {
@@ -510,8 +509,8 @@ static void overrun_counts_missed_iterations(void **state)
 	char *s;
 
 	(void)state;
-	/* late by the clock: due at T0+10s, run at T0+45s: the ticks 20s
-	 * and 30s were missed (40s is the one that ran late), 50s is next */
+	/* late by the clock: due at T0+10s, run at T0+45s: one evaluation
+	 * for the ticks 10s to 40s, three missed; 50s is next */
 	fx_open(&x, hot_rules, NULL);
 	feed(&x, x.temp0, T0, T0 + 60 * SEC, 90);
 	gw_alerts_eval(x.al, T0);
@@ -522,7 +521,7 @@ static void overrun_counts_missed_iterations(void **state)
 	gw_alerts_eval(x.al, T0 + 45 * SEC);
 	s = metrics(&x);
 	contains(s, "gpuwatch_rule_group_iterations_missed_total{rule_group="
-		    "\"t.yml;gpu\"} 2\n");
+		    "\"t.yml;gpu\"} 3\n");
 	free(s);
 	assert_int_equal(counts(&x).rules, 1);
 	{
@@ -538,14 +537,15 @@ static void overrun_counts_missed_iterations(void **state)
 	}
 	fx_close(&x);
 
-	/* slow by the store: a 1s group whose query takes 2.1s */
+	/* slow by the store: a 1s group whose query takes 2.1s: the ticks at
+	 * 1s and 2s pass during it */
 	fx_open(&x, slow_rules, NULL);
 	feed(&x, x.temp0, T0, T0 + 60 * SEC, 90);
 	gw_fakeq_delay(x.f, 2100);
 	gw_alerts_eval(x.al, T0);
 	s = metrics(&x);
 	contains(s, "gpuwatch_rule_group_iterations_missed_total{rule_group="
-		    "\"t.yml;slow\"} 1\n");
+		    "\"t.yml;slow\"} 2\n");
 	free(s);
 	fx_close(&x);
 }
