@@ -635,9 +635,16 @@ static void memory_bounded_at_the_caps(void **state)
 	/* (a series may be made and its first value refused) */
 	assert_true(st.series >= kept && st.series <= kept + 1);
 	rss1 = rss_bytes();
+#ifndef __SANITIZE_THREAD__
+	/* (ThreadSanitizer's allocator and shadow take several times what
+	 * the program allocates: there the table's own count is the bound) */
 	if (rss1 > rss0 && rss1 - rss0 > 3 * budget + (16u << 20))
 		fail_msg("RSS grew by %llu bytes for a %llu-byte budget",
 			 (unsigned long long)(rss1 - rss0), budget);
+#else
+	(void)rss0;
+	(void)rss1;
+#endif
 	/* Everything is published, then expires and is given back. */
 	publish(t, &s, 12);
 	assert_true(find(&s, "s0", "k=\"0\"") > 0);
