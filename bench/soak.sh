@@ -8,7 +8,9 @@
 # threads stayed flat.  Real time: the agent stamps samples with the
 # clock, so hours of load take hours.
 # Usage: bench/soak.sh      BUILD=dir (default build/), OUT=dir,
-#                           DURATION=s, SAMPLE=s, STATSD_RATE=datagrams/s
+#                           DURATION=s, SAMPLE=s, STATSD_RATE=datagrams/s,
+#                           CUPTI_EVERY=s (a CUDA process every s, default 20),
+#                           WRAP='valgrind --tool=massif' (runs the agent under it)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -29,7 +31,7 @@ fi
 port=$((20000 + $$ % 20000))
 sport=$((port + 1))
 mkdir -p "$out/data" "$out/rings"
-"$build/gpuwatch" agent --simulate 8 --interval 1 --no-ebpf \
+${WRAP:-} "$build/gpuwatch" agent --simulate 8 --interval 1 --no-ebpf \
 	--listen "127.0.0.1:$port" --statsd-listen "127.0.0.1:$sport" \
 	--data-dir "$out/data" --cupti-dir "$out/rings" \
 	>"$out/agent.log" 2>&1 &
@@ -38,7 +40,7 @@ trap 'kill $agent 2>/dev/null; wait $agent 2>/dev/null' EXIT INT TERM
 i=0
 until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; do
 	i=$((i + 1))
-	[ $i -lt 100 ] || { echo "soak: the agent did not start; $out/agent.log" >&2; exit 1; }
+	[ $i -lt 600 ] || { echo "soak: the agent did not start; $out/agent.log" >&2; exit 1; }
 	kill -0 $agent 2>/dev/null || { cat "$out/agent.log" >&2; exit 1; }
 	sleep 0.1
 done
@@ -47,5 +49,5 @@ CUDA_INJECTION64_PATH="$build/libgpuwatch_cupti.so" GPUWATCH_CUPTI_DIR="$out/rin
 	GPUWATCH_CUPTI_INTERVAL_MS=200 FAKE_CUPTI="$fake" \
 	python3 "$root/bench/soak.py" --pid $agent --url "http://127.0.0.1:$port" \
 	--statsd "127.0.0.1:$sport" --duration "${DURATION:-7200}" \
-	--sample-every "${SAMPLE:-60}" --statsd-rate "${STATSD_RATE:-500}" \
+	--sample-every "${SAMPLE:-60}" --statsd-rate "${STATSD_RATE:-500}" --cupti-every "${CUPTI_EVERY:-20}" \
 	--inject-host "$host" --out "$out/soak.tsv"

@@ -43,6 +43,9 @@ struct gw_collect_opts {
 	int ebpf;
 	double leak_age;
 	double ebpf_budget;
+	double exited_grace; /* seconds an exited process's series stay */
+	const char *const *cuda_lib_globs; /* extra library patterns */
+	unsigned int ncuda_lib_globs;
 	/* CUPTI rings */
 	int cupti;
 	const char *cupti_dir;

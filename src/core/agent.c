@@ -119,8 +119,11 @@ static void ingest_free(void *priv)
 }
 
 /* The collectors' view of the settings (collect/collector.h). */
-static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o)
+static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
+			 const char **globs)
 {
+	for (unsigned int i = 0; i < c->cuda_lib_globs.n; i++)
+		globs[i] = c->cuda_lib_globs.v[i];
 	*o = (struct gw_collect_opts){
 		.nvml_lib = c->nvml_lib,
 		.dcgm = strcmp(c->compat, "dcgm") == 0,
@@ -133,6 +136,9 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o)
 		.ebpf = c->ebpf,
 		.leak_age = c->leak_age,
 		.ebpf_budget = c->ebpf_budget,
+		.exited_grace = c->exited_grace,
+		.cuda_lib_globs = globs,
+		.ncuda_lib_globs = c->cuda_lib_globs.n,
 		.cupti = c->cupti,
 		.cupti_dir = c->cupti_dir,
 		.cupti_max_kernels = c->cupti_max_kernels,
@@ -377,7 +383,7 @@ int gw_agent_main(int argc, char **argv)
 	 * (eBPF needs CAP_BPF and CAP_PERFMON).  Then this thread drops all
 	 * of them, so the HTTP server's thread starts with none.
 	 */
-	collect_opts(&a.cfg, &a.copts);
+	collect_opts(&a.cfg, &a.copts, a.cuda_lib_globs);
 	a.env = (struct gw_collect_env){
 		.reg = a.reg,
 		.attrib = a.attrib,

@@ -45,6 +45,7 @@ struct gw_agent {
 	/* What the collectors are given (collect/collector.h): copts is
 	 * filled from cfg, env points at the fields above. */
 	struct gw_collect_opts copts;
+	const char *cuda_lib_globs[GW_CONFIG_LIST_MAX]; /* into cfg */
 	struct gw_collect_env env;
 	double start_time; /* CLOCK_REALTIME seconds */
 	int argc;

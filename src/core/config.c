@@ -131,6 +131,19 @@ static const struct opt opts[] = {
 	  "Share of a process's own CPU time its probes may cost (0.01 = 1%).\n"
 	  "Above it the high-rate probes (launches, copies) are duty-cycled\n"
 	  "and gpuwatch_ebpf_sampling_ratio says how much was seen." },
+	{ "exited-grace", T_DURATION, F(exited_grace), 0, 86400, "DURATION",
+	  "5m", RESTART, "an exited process's series stay this long",
+	  "An exited CUDA process's last values stay on /metrics this long,\n"
+	  "with gpuwatch_process_exited_timestamp_seconds beside them, so "
+	  "that\n"
+	  "a scrape sees a job that ran between two scrapes; 0 drops them at\n"
+	  "once." },
+	{ "cuda-lib-glob", T_LIST, F(cuda_lib_globs), 0, 0, "PATTERN", "",
+	  RESTART, "more CUDA libraries to probe from the start (repeatable)",
+	  "A glob(7) pattern of absolute paths of CUDA libraries (or programs\n"
+	  "with cudart linked in) to probe from the start, before any process\n"
+	  "maps them, besides the loader's cache and the toolkit folders;\n"
+	  "folders are watched for new files. Repeatable." },
 	{ "store", T_NOFLAG, F(store), 0, 0, "", "on", RESTART,
 	  "no local history (and no query API)",
 	  "--no-store turns off the local history in DIR (and with it the\n"
@@ -855,6 +868,14 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 			return -EINVAL;
 		}
 	}
+	for (unsigned int i = 0; i < c->cuda_lib_globs.n; i++)
+		if (c->cuda_lib_globs.v[i][0] != '/') {
+			snprintf(err, errlen,
+				 "--cuda-lib-glob %s: expected an absolute "
+				 "pattern (starting with /)",
+				 c->cuda_lib_globs.v[i]);
+			return -EINVAL;
+		}
 	return 0;
 }
 

@@ -78,6 +78,8 @@ struct gw_config {
 	double alert_resend; /* firing alerts re-sent this often */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
+	double exited_grace; /* an exited process's series stay this long */
+	struct gw_config_list cuda_lib_globs; /* extra CUDA library patterns */
 };
 
 /* What SIGHUP does with a setting whose value changed. */

@@ -71,7 +71,7 @@ enum gw_rw_outcome gw_rw_client_send(struct gw_rw_client *c, const void *body,
  * releases with gw_labels_release); returns false when the series is
  * dropped.
  */
-bool gw_rw_relabel(const struct gw_rw_endpoint *ep,
-		   const struct gw_labels *in, struct gw_labels *out);
+bool gw_rw_relabel(const struct gw_rw_endpoint *ep, const struct gw_labels *in,
+		   struct gw_labels *out);
 
 #endif

@@ -182,6 +182,43 @@ void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
 	push(s, f, off, len, count, GW_SAMPLE_COUNT, 0);
 }
 
+size_t gw_snap_copy(struct gw_snap *dst, const struct gw_snap *src,
+		    const char *prefix)
+{
+	size_t plen = prefix ? strlen(prefix) : 0, n = 0;
+	uint32_t last_src = UINT32_MAX, last_off = 0, last_len = 0;
+
+	for (size_t i = 0; i < src->n; i++) {
+		const struct gw_sample *x = &src->v[i];
+		const char *l = src->labels.p ? src->labels.p + x->labels : "";
+		size_t start;
+
+		if (plen &&
+		    (x->labels_len < plen || memcmp(l, prefix, plen) != 0 ||
+		     (x->labels_len > plen && l[plen] != ',')))
+			continue;
+		if (reserve_samples(dst, 1)) {
+			dst->dropped++;
+			continue;
+		}
+		/* A histogram's samples share one label text: copy it once. */
+		if (x->labels != last_src || x->labels_len != last_len) {
+			start = dst->labels.len;
+			if (gw_buf_add(&dst->labels, l, x->labels_len)) {
+				dst->dropped++;
+				last_src = UINT32_MAX;
+				continue;
+			}
+			last_src = x->labels;
+			last_off = (uint32_t)start;
+			last_len = x->labels_len;
+		}
+		push(dst, x->fam, last_off, last_len, x->value, x->kind, x->le);
+		n++;
+	}
+	return n;
+}
+
 struct slot {
 	char owner[32];
 	struct gw_snap snap;

@@ -7,8 +7,9 @@
  * registry.  Publishing swaps buffers under the registry's mutex, so a
  * producer never holds the lock while it talks to hardware, and a scrape
  * never waits on a collector: it renders whatever was published last.
- * Series that a producer stops publishing (a process that exited) disappear
- * with its next publish.
+ * Series that a producer stops publishing disappear with its next publish;
+ * a producer that wants an exited process's series to stay a while keeps
+ * them itself and publishes them again (pipeline/linger.h).
  *
  * Families are static descriptors (struct gw_family): the agent's own are
  * the metric catalogue's entries (pipeline/catalog.h, GW_FAM()); families
@@ -110,6 +111,16 @@ void gw_snap_add_summary(struct gw_snap *s, const struct gw_family *f,
 			 const double *q, const double *values, size_t n,
 			 double count, double sum, const char *base, ...)
 	__attribute__((sentinel));
+
+/*
+ * Appends to dst the samples of src whose label list begins with the whole
+ * label list prefix (`pid="42",comm="train"` selects `pid="42",comm=
+ * "train",api="cudaMalloc"` but not `pid="421",...`); NULL or "" selects
+ * every sample.  Returns how many were appended; what does not fit is
+ * counted in dst->dropped.
+ */
+size_t gw_snap_copy(struct gw_snap *dst, const struct gw_snap *src,
+		    const char *prefix);
 
 struct gw_registry;
 

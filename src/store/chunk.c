@@ -453,7 +453,10 @@ static int reserve(struct gw_chunk_enc *e)
 
 	if (need <= e->cap)
 		return 0;
-	cap = e->cap ? e->cap * 2 : 256;
+	/* Doubling while small, then by a quarter: an hour's chunk is the
+	 * head's largest buffer, and doubling would leave up to half of it
+	 * unused in every series. */
+	cap = !e->cap ? 256 : e->cap < 4096 ? e->cap * 2 : e->cap + e->cap / 4;
 	if (cap < need)
 		cap = need;
 	if (cap > GW_CHUNK_MAX_BYTES + SLACK)

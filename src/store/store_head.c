@@ -114,8 +114,10 @@ static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
 	err = seal_push_locked(s, ser->id, GW_TIER_RAW, gw_chunk_first(&h->raw),
 			       gw_chunk_last(&h->raw), gw_chunk_count(&h->raw),
 			       p, len);
+	/* The next hour's chunk grows from nothing: a buffer kept at this
+	 * hour's size would hold the peak of every series for ever. */
 	if (!err)
-		gw_chunk_enc_reset(&h->raw);
+		gw_chunk_enc_release(&h->raw);
 	pthread_rwlock_unlock(&s->lock);
 	return err;
 }
@@ -144,7 +146,7 @@ static int seal_rollups(struct gw_store *s, struct gw_series *ser,
 	gw_rollup_free_array(r, n);
 	if (!err) {
 		pthread_rwlock_wrlock(&s->lock);
-		gw_buf_reset(framed);
+		gw_buf_release(framed);
 		pthread_rwlock_unlock(&s->lock);
 	}
 	return err;

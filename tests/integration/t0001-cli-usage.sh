@@ -9,7 +9,7 @@ grep -Eq '^gpuwatch [0-9]+\.[0-9]+\.[0-9]+' <<<"$("$GPUWATCH" version)" || fail 
 help="$("$GPUWATCH" agent --help)"
 for flag in --listen --data-dir --config --nvml-lib --simulate --interval \
 	--detail-interval --log-level --collector-timeout --cpu-budget --compat --fault \
-	--no-ebpf --leak-age --ebpf-budget --job-env; do
+	--no-ebpf --leak-age --ebpf-budget --job-env --exited-grace --cuda-lib-glob; do
 	grep -Eq -- "^  $flag( |\$)" <<<"$help" || fail "agent --help does not document $flag"
 done
 ok "help documents every flag"

@@ -727,6 +727,47 @@ static void ebpf_settings(void **state)
 			"agent.yaml:1: ebpf: 'maybe' is not true or false");
 }
 
+/* --exited-grace and --cuda-lib-glob: defaults, flags, file keys, errors. */
+static void exited_and_library_settings(void **state)
+{
+	struct gw_config c;
+	char err[GW_CONFIG_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(run_args(&c, err, sizeof(err), NULL), 0);
+	assert_true(c.exited_grace == 300);
+	assert_int_equal(c.cuda_lib_globs.n, 0);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--exited-grace", "3s",
+				  "--cuda-lib-glob", "/opt/a/libcudart.so*",
+				  "--cuda-lib-glob", "/srv/*/lib/libcuda.so*",
+				  NULL),
+			 0);
+	assert_true(c.exited_grace == 3);
+	assert_int_equal(c.cuda_lib_globs.n, 2);
+	assert_string_equal(c.cuda_lib_globs.v[0], "/opt/a/libcudart.so*");
+	assert_string_equal(c.cuda_lib_globs.v[1], "/srv/*/lib/libcuda.so*");
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--exited-grace", "0", NULL), 0);
+	assert_true(c.exited_grace == 0);
+	assert_int_equal(
+		run_args(&c, err, sizeof(err), "--exited-grace", "-1s", NULL),
+		-EINVAL);
+	assert_contains(err, "--exited-grace");
+	assert_int_equal(run_args(&c, err, sizeof(err), "--cuda-lib-glob",
+				  "lib/libcudart.so*", NULL),
+			 -EINVAL);
+	assert_contains(err, "--cuda-lib-glob lib/libcudart.so*: expected an "
+			     "absolute pattern");
+	assert_int_equal(load_text(&c,
+				   "exited_grace: 10m\n"
+				   "cuda_lib_glob: [/opt/x/libcudart.so.12]\n",
+				   err, sizeof(err)),
+			 0);
+	assert_true(c.exited_grace == 600);
+	assert_int_equal(c.cuda_lib_globs.n, 1);
+	assert_string_equal(c.cuda_lib_globs.v[0], "/opt/x/libcudart.so.12");
+}
+
 static void missing_file(void **state)
 {
 	struct gw_config c;
@@ -777,6 +818,8 @@ static const char *sample_value(const char *name)
 		{ "rules", "/etc/gpuwatch/site.yml" },
 		{ "alertmanager", "http://127.0.0.1:9093" },
 		{ "statsd-socket", "/run/gpuwatch/statsd.sock" },
+		{ "cuda-lib-glob", "/opt/venv/lib/python3*/site-packages/"
+				   "nvidia/*/lib/libcudart.so*" },
 	};
 
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
@@ -1020,6 +1063,7 @@ int main(void)
 		cmocka_unit_test(empty_and_comment_files),
 		cmocka_unit_test(non_mapping_refused),
 		cmocka_unit_test(ebpf_settings),
+		cmocka_unit_test(exited_and_library_settings),
 		cmocka_unit_test(missing_file),
 		cmocka_unit_test(error_buffer_is_bounded),
 		cmocka_unit_test(every_setting_is_complete),

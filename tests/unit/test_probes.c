@@ -925,6 +925,8 @@ static void real_cudart_counts_exactly(void **state)
 	assert_int_equal(errors_of(p, pid, "cudaMalloc", 35, &nerr),
 			 CUDART_CALLS);
 	assert_int_equal(event_count(GW_EV_API_ERROR, pid), CUDART_CALLS);
+	/* One FIRST_CALL, at its first call, however many followed. */
+	assert_int_equal(event_count(GW_EV_FIRST_CALL, pid), 1);
 
 	/* Its EXIT came; without gw_probes_forget() a sweep finds it. */
 	assert_int_equal(gw_probes_sweep(p, &swept), 0);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "collect/attrib.h"
 #include "collect/bpf/collector.h"
+#include "collect/bpf/discover.h"
 #include "collect/bpf/probes.h"
 #include "common/caps.h"
 #include "common/clock.h"
@@ -28,6 +30,7 @@
 #include "common/procstat.h"
 #include "common/worker.h"
 #include "pipeline/catalog.h"
+#include "pipeline/linger.h"
 
 #define MAX_FILES     4096  /* distinct (dev, inode) pairs looked at */
 #define MAX_PENDING   4096  /* pids waiting for a maps scan after exec */
@@ -61,6 +64,13 @@ struct exit_key {
 	uint64_t abnormal_with_memory;
 };
 
+/* An exited pid waiting for the publish that reads its last counts. */
+struct gone {
+	uint32_t pid;
+	double exited_unix;
+	char comm[16]; /* from the exit event, if attribution has none */
+};
+
 struct pid_cost {
 	uint32_t pid;
 	uint64_t hits; /* probe hits so far (calls of every API) */
@@ -89,8 +99,12 @@ struct ebpf_col {
 	uint64_t exits_dropped;
 	uint64_t pids_dropped;
 	/* Exited pids: forgotten after the next publish reads their last counts. */
-	uint32_t gone[MAX_GONE];
+	struct gone gone[MAX_GONE];
 	unsigned int ngone;
+	/* Their last values, kept on /metrics for --exited-grace. */
+	struct gw_linger *linger;
+	/* The host's CUDA libraries, probed before any process maps them. */
+	struct gw_discover *disc;
 
 	/* Governor: this window's and the previous window's readings. */
 	struct pid_cost cur[MAX_PIDS], prev[MAX_PIDS];
@@ -167,6 +181,53 @@ static void attach(struct ebpf_col *b, uint32_t pid, const char *path,
 	}
 	if (n)
 		gw_info("ebpf: attached %u probes to %s", n, path);
+}
+
+/*
+ * A library of the host found by discovery (discover.h): attached once per
+ * (device, inode) however many paths lead to it, logged under its
+ * canonical path, the one /proc/PID/maps shows.
+ */
+static int attach_host(void *ctx, const char *path)
+{
+	struct ebpf_col *b = ctx;
+	unsigned int n = 0, libs = lib_kind(path);
+	char real[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (stopping(b))
+		return -ECANCELED;
+	if (!realpath(path, real) || stat(real, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || file_seen(b, &st))
+		return 0;
+	if (!libs) /* a pattern's own choice: a library or a program */
+		libs = lib_kind(real);
+	if (!libs)
+		libs = GW_LIB_RUNTIME | GW_LIB_DRIVER;
+	r = gw_probes_attach_file(b->p, real, libs, &n);
+	if (r == -ENOEXEC) /* another architecture, not ELF */
+		gw_dbg("ebpf: %s: not a library to probe: %s", real,
+		       gw_probes_last_error(b->p));
+	else if (r)
+		gw_warn("ebpf: cannot attach probes to %s: %s", real,
+			strerror(-r));
+	else if (n)
+		gw_info("ebpf: attached %u probes to %s", n, real);
+	return 0;
+}
+
+static void discover(struct ebpf_col *b)
+{
+	struct gw_discover_stats st;
+	int r;
+
+	if (!b->disc)
+		return;
+	r = gw_discover_run(b->disc, attach_host, b);
+	gw_discover_stats(b->disc, &st);
+	gw_dbg("ebpf: discovery found %d CUDA libraries, %llu watches", r,
+	       (unsigned long long)st.watches);
 }
 
 /* Looks at one process: its CUDA libraries and its executable.  Returns 0
@@ -327,7 +388,12 @@ static void on_exit_event(struct ebpf_col *b, const struct gw_probe_event *e)
 	else
 		gw_info("ebpf: process %u (%s) exited cleanly", e->pid, comm);
 	if (b->ngone < MAX_GONE) {
-		b->gone[b->ngone++] = e->pid;
+		struct gone *g = &b->gone[b->ngone++];
+
+		g->pid = e->pid;
+		g->exited_unix = gw_now_real();
+		snprintf(g->comm, sizeof(g->comm), "%.*s", (int)sizeof(e->comm),
+			 e->comm);
 	} else {
 		gw_probes_forget(b->p, e->pid);
 		if (b->attrib)
@@ -339,9 +405,9 @@ static void on_exit_event(struct ebpf_col *b, const struct gw_probe_event *e)
 static void forget_gone(struct ebpf_col *b)
 {
 	for (unsigned int i = 0; i < b->ngone; i++) {
-		gw_probes_forget(b->p, b->gone[i]);
+		gw_probes_forget(b->p, b->gone[i].pid);
 		if (b->attrib)
-			gw_attrib_forget(b->attrib, b->gone[i]);
+			gw_attrib_forget(b->attrib, b->gone[i].pid);
 	}
 	b->ngone = 0;
 }
@@ -353,6 +419,21 @@ static int on_event(void *ctx, const struct gw_probe_event *e)
 	switch (e->type) {
 	case GW_EV_EXEC:
 		schedule_scan(b, e->pid, gw_now_mono());
+		break;
+	case GW_EV_FIRST_CALL:
+		/*
+		 * Read the attribution while the process runs: a short one
+		 * may be gone by the next publish, its labels stay cached.
+		 */
+		if (b->attrib && e->pid != (uint32_t)getpid()) {
+			struct gw_attrib at;
+
+			if (gw_attrib_get(b->attrib, e->pid, gw_now_mono(),
+					  &at))
+				gw_dbg("ebpf: process %u gone before its "
+				       "attribution was read",
+				       e->pid);
+		}
 		break;
 	case GW_EV_EXIT:
 		on_exit_event(b, e);
@@ -408,8 +489,14 @@ static struct pass_pid *pass_pid(struct ebpf_col *b, uint32_t pid, double now)
 	pp->sync_ns = 0;
 	pp->high_rate = 0;
 	memset(&at, 0, sizeof(at));
-	if (b->attrib && gw_attrib_get(b->attrib, pid, now, &at))
+	if (b->attrib && gw_attrib_get(b->attrib, pid, now, &at)) {
 		memset(&at, 0, sizeof(at));
+		/* Gone unseen: the name its exit event gave. */
+		for (unsigned int i = 0; i < b->ngone; i++)
+			if (b->gone[i].pid == pid)
+				snprintf(at.comm, sizeof(at.comm), "%s",
+					 b->gone[i].comm);
+	}
 	gw_buf_init(&buf, sizeof(pp->labels));
 	if (gw_attrib_labels(&at, pid, &buf) || !buf.p)
 		snprintf(pp->labels, sizeof(pp->labels), "pid=\"%u\"", pid);
@@ -489,6 +576,39 @@ static int pub_mem(void *ctx, const struct gw_mem_stats *s)
 	return 0;
 }
 
+/*
+ * The series of the processes that exited since the last pass, read from
+ * the maps into this pass's snap, are kept for --exited-grace, and those
+ * kept before are added again with their exit marker (pipeline/linger.h).
+ * A pid alive again (reused) first loses what was kept of its old process.
+ */
+static void linger(struct ebpf_col *b, double now)
+{
+	for (unsigned int i = 0; i < b->npass; i++) {
+		uint32_t pid = b->pass[i].pid;
+		bool gone = false;
+
+		for (unsigned int j = 0; j < b->ngone && !gone; j++)
+			gone = b->gone[j].pid == pid;
+		if (!gone)
+			gw_linger_forget(b->linger, pid);
+	}
+	for (unsigned int i = 0; i < b->ngone; i++) {
+		const struct pass_pid *pp = pass_find(b, b->gone[i].pid);
+		int r;
+
+		if (!pp)
+			continue;
+		r = gw_linger_take(b->linger, pp->pid, &b->snap, pp->labels,
+				   b->gone[i].exited_unix, now);
+		if (r < 0)
+			gw_dbg("ebpf: the last values of process %u are not "
+			       "kept: %s",
+			       pp->pid, strerror(-r));
+	}
+	gw_linger_emit(b->linger, &b->snap, now);
+}
+
 static void publish(struct ebpf_col *b, double now)
 {
 	struct pub_ctx pc = { b, now };
@@ -515,6 +635,7 @@ static void publish(struct ebpf_col *b, double now)
 				gw_snap_add(s, GW_FAM(EBPF_SAMPLING_RATIO),
 					    b->duty, pp->labels, NULL);
 		}
+		linger(b, now);
 		gw_probes_counters(b->p, &pcs);
 		gw_snap_add(s, GW_FAM(EBPF_PROBE_HITS_TOTAL), (double)pcs.hits,
 			    NULL, NULL);
@@ -547,6 +668,14 @@ static void publish(struct ebpf_col *b, double now)
 		    "what", "files", NULL);
 	gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL), (double)b->exits_dropped,
 		    NULL, "what", "exit_labels", NULL);
+	{
+		struct gw_linger_stats ls;
+
+		gw_linger_stats(b->linger, &ls);
+		gw_snap_add(s, GW_FAM(EBPF_DROPPED_TOTAL),
+			    (double)(ls.evicted + ls.refused), NULL, "what",
+			    "exited_processes", NULL);
+	}
 	gw_snap_add(s, GW_FAM(EBPF_UP), b->up, NULL, NULL);
 	gw_registry_publish(b->env->reg, b->slot, s);
 	if (b->up)
@@ -700,6 +829,20 @@ static int probes_init(struct gw_worker *w, void *arg)
 	b->up = 1;
 	b->high_on = 1;
 	b->duty = 1;
+	{
+		struct gw_discover_opts d = {
+			.sz = sizeof(d),
+			.globs = b->env->o->cuda_lib_globs,
+			.nglobs = b->env->o->ncuda_lib_globs,
+		};
+
+		r = gw_discover_new(&d, &b->disc);
+		if (r)
+			gw_warn("ebpf: CUDA libraries are probed once a "
+				"process maps them, not from the start: %s",
+				strerror(-r));
+	}
+	discover(b);
 	scan_all(b);
 	now = gw_now_mono();
 	b->next_pub = now;
@@ -722,9 +865,12 @@ static double probes_round(struct gw_worker *w, void *arg)
 
 	(void)w;
 	run_pending(b, now);
+	if (b->disc && gw_discover_changed(b->disc))
+		discover(b);
 	if (now >= b->next_scan) {
 		unsigned int swept = 0;
 
+		discover(b);
 		scan_all(b);
 		/* Exits whose event was lost (ring buffer full). */
 		if (gw_probes_sweep(b->p, &swept) == 0 && swept)
@@ -747,7 +893,18 @@ static double probes_round(struct gw_worker *w, void *arg)
 		wake = fmin(wake, b->cycle_start + (b->high_on ? b->duty : 1) *
 							   cycle_len(b));
 	timeout = (int)fmin(250, fmax(1, (wake - gw_now_mono()) * 1000));
-	r = gw_probes_poll(b->p, timeout, on_event, b);
+	{
+		/* Events, or a watched folder of CUDA libraries changed. */
+		struct pollfd pf[2] = {
+			{ .fd = gw_probes_fd(b->p), .events = POLLIN },
+			{ .fd = gw_discover_fd(b->disc), .events = POLLIN },
+		};
+
+		if (poll(pf, pf[1].fd >= 0 ? 2 : 1, timeout) < 0 &&
+		    errno != EINTR)
+			gw_dbg("ebpf: poll: %s", strerror(errno));
+	}
+	r = gw_probes_poll(b->p, 0, on_event, b);
 	if (r < 0 && r != -EINTR)
 		gw_dbg("ebpf: ring buffer poll: %s", strerror(-r));
 	return 0;
@@ -782,6 +939,12 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		bounds[i] = ldexp(1, 10 + 2 * i) / 1e9;
 	b->env = env;
 	b->attrib = env->attrib;
+	b->linger = gw_linger_new(env->o->exited_grace, MAX_GONE, 0);
+	if (!b->linger) {
+		free(b->pass);
+		free(b);
+		return -ENOMEM;
+	}
 	b->ticks_per_s = sysconf(_SC_CLK_TCK);
 	if (b->ticks_per_s <= 0)
 		b->ticks_per_s = 100;
@@ -799,6 +962,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	return 0;
 err:
 	gw_snap_release(&b->snap);
+	gw_linger_free(b->linger);
 	free(b->pass);
 	free(b);
 	return r;
@@ -830,6 +994,8 @@ static void col_free(void *priv)
 		return;
 	gw_worker_free(b->w);
 	gw_probes_close(b->p);
+	gw_discover_free(b->disc);
+	gw_linger_free(b->linger);
 	gw_snap_release(&b->snap);
 	free(b->pass);
 	free(b);

@@ -6,12 +6,19 @@
  * process's attribution (collect/attrib.h).
  *
  * One thread:
- *   - finds CUDA libraries and statically linked executables in
- *     /proc/PID/maps at start, a moment after every exec, and in a full
- *     rescan every 2 min, and attaches the probes to each file once;
+ *   - attaches the probes, once per file, to the host's CUDA libraries at
+ *     start (the loader's cache, the toolkit folders, --cuda-lib-glob:
+ *     discover.h) and to new ones as they appear in the folders it watches,
+ *     so that even a process that runs for milliseconds is seen from its
+ *     first call; and to the libraries and statically linked executables
+ *     it finds in /proc/PID/maps at start, a moment after every exec, and
+ *     in a full rescan every 2 min;
  *   - reads the kernel's per-process aggregates every fast interval and
  *     publishes them (no per-call data ever leaves the kernel);
- *   - takes rare events (exec, exit, API errors) from the ring buffer;
+ *   - takes rare events (exec, first call, exit, API errors) from the ring
+ *     buffer; an exited process's last values stay published for
+ *     --exited-grace with gpuwatch_process_exited_timestamp_seconds
+ *     (pipeline/linger.h);
  *   - runs the overhead governor: from the measured cost of one probe hit
  *     and each process's CPU time, it duty-cycles the high-rate probes
  *     (launches, copies) to hold the estimated cost under --ebpf-budget,

@@ -18,7 +18,7 @@
  *           histogram; per (tgid, api, code) in `errors`; a successful
  *           allocation reads the pointer written through argument 1 and
  *           enters (tgid, ptr) in `allocs`; errors raise a rate-limited
- *           API_ERROR event
+ *           API_ERROR event; a process's first call raises FIRST_CALL
  *   exec    (sched_process_exec) EXEC event (tgid, comm, filename) for
  *           every exec; a process known here starts a new generation of
  *           allocations
@@ -108,7 +108,7 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* EXIT and API_ERROR events. */
+/* EXIT, API_ERROR and FIRST_CALL events. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
@@ -151,6 +151,27 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
+/*
+ * A process enters `procs`: tell userspace while the process is most likely
+ * still alive, so that its attribution (/proc/PID) can be read even when it
+ * runs for a few milliseconds.
+ */
+static __always_inline void first_call_event(__u32 tgid)
+{
+	struct gw_bpf_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(GW_BPF_CTR_DROPPED_EVENTS);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = GW_BPF_EV_FIRST_CALL;
+	e->pid = tgid;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline struct gw_bpf_proc *get_proc(__u32 tgid)
 {
 	struct gw_bpf_proc *p = bpf_map_lookup_elem(&procs, &tgid);
@@ -164,6 +185,8 @@ static __always_inline struct gw_bpf_proc *get_proc(__u32 tgid)
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p && r)
 		count(GW_BPF_CTR_DROPPED_PIDS);
+	if (p && !r)
+		first_call_event(tgid);
 	return p;
 }
 

@@ -143,6 +143,7 @@ enum gw_bpf_event_type {
 	GW_BPF_EV_EXEC = 1,
 	GW_BPF_EV_EXIT = 2,
 	GW_BPF_EV_API_ERROR = 3,
+	GW_BPF_EV_FIRST_CALL = 4, /* a process's first probed call returned */
 };
 
 enum gw_bpf_event_flags {

@@ -194,9 +194,10 @@ gw_probes_read_mem(struct gw_probes *p, uint64_t leak_age_ns,
 /* ---- events ---- */
 
 enum gw_probe_event_type {
-	GW_EV_EXEC = 1,	     /* every exec on the machine */
-	GW_EV_EXIT = 2,	     /* a process the probes had seen has exited */
-	GW_EV_API_ERROR = 3, /* rate-limited per pid; counts are in the maps */
+	GW_EV_EXEC = 1,	      /* every exec on the machine */
+	GW_EV_EXIT = 2,	      /* a process the probes had seen has exited */
+	GW_EV_API_ERROR = 3,  /* rate-limited per pid; counts are in the maps */
+	GW_EV_FIRST_CALL = 4, /* a process's first probed call returned */
 };
 
 enum gw_probe_event_flags {
