@@ -132,30 +132,33 @@ static bool page_size_ok(uint32_t ps)
  * versions of a page replace older ones). */
 static int map_pages(struct scan *sc)
 {
-	uint32_t n = (uint32_t)(sc->dblen / sc->ps);
+	uint32_t nfile = (uint32_t)(sc->dblen / sc->ps), nframes = 0, n;
 
 	if (sc->wal && sc->wallen >= 32)
-		for (size_t off = 32; off + 24 + sc->ps <= sc->wallen;
-		     off += 24 + sc->ps) {
-			uint32_t pg = be32(sc->wal + off);
+		nframes = (uint32_t)((sc->wallen - 32) / (24 + (size_t)sc->ps));
+	/* A database of N pages has each of pages 1..N in the file or in the
+	 * log, so no valid page number passes file pages + log frames: the
+	 * map is bounded by the input, whatever a garbled frame says. */
+	n = nfile;
+	for (uint32_t f = 0; f < nframes; f++) {
+		uint32_t pg = be32(sc->wal + 32 + (size_t)f * (24 + sc->ps));
 
-			if (pg > n && pg < (1u << 24))
-				n = pg;
-		}
+		if (pg > n && pg <= nfile + nframes)
+			n = pg;
+	}
 	sc->npages = n;
 	sc->page = calloc((size_t)n + 1, sizeof(*sc->page));
 	if (!sc->page)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < (uint32_t)(sc->dblen / sc->ps); i++)
+	for (uint32_t i = 0; i < nfile; i++)
 		sc->page[i + 1] = sc->db + (size_t)i * sc->ps;
-	if (sc->wal && sc->wallen >= 32)
-		for (size_t off = 32; off + 24 + sc->ps <= sc->wallen;
-		     off += 24 + sc->ps) {
-			uint32_t pg = be32(sc->wal + off);
+	for (uint32_t f = 0; f < nframes; f++) {
+		const uint8_t *fr = sc->wal + 32 + (size_t)f * (24 + sc->ps);
+		uint32_t pg = be32(fr);
 
-			if (pg >= 1 && pg <= n)
-				sc->page[pg] = sc->wal + off + 24;
-		}
+		if (pg >= 1 && pg <= n)
+			sc->page[pg] = fr + 24;
+	}
 	return 0;
 }
 
