@@ -29,7 +29,8 @@ static unsigned long long rss(void)
 			res = 0;
 		fclose(f);
 	}
-	return (unsigned long long)res * (unsigned long long)sysconf(_SC_PAGESIZE);
+	return (unsigned long long)res *
+	       (unsigned long long)sysconf(_SC_PAGESIZE);
 }
 
 int main(int argc, char **argv)
