@@ -14,12 +14,13 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 sqlite3
-	procps clang-format)
+	procps clang-format openssl)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
-# a StatsD client that is not ours.)
+# a StatsD client that is not ours; openssl: the test CA of the
+# remote_write TLS test, t0501.)
 
 what="${1:-all}"
 case "$what" in

@@ -302,7 +302,7 @@ int gw_agent_main(int argc, char **argv)
 	void *priv[NCOLLECTORS] = { 0 };
 	char err[GW_CONFIG_ERR_MAX];
 	sigset_t sigs;
-	int r, lock_fd = -1, status = 1, stuck = 0;
+	int r, lock_fd = -1, status = 1, stuck = 0, check = 0;
 
 	gw_config_defaults(&a.cfg);
 	r = gw_config_from_args(&a.cfg, argc, argv, err, sizeof(err));
@@ -314,6 +314,10 @@ int gw_agent_main(int argc, char **argv)
 		gw_config_markdown(stdout);
 		return 0;
 	}
+	if (r == 3) {
+		check = 1;
+		r = 0;
+	}
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
@@ -324,9 +328,18 @@ int gw_agent_main(int argc, char **argv)
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		return 2;
 	}
+	if (check) {
+		printf("gpuwatch agent: the configuration is valid%s%s\n",
+		       a.cfg.config_path[0] ? " in " : "", a.cfg.config_path);
+		gw_alerting_free(alerts, gw_now_mono());
+		return 0;
+	}
 	a.argc = argc;
 	a.argv = argv;
 	gw_log_set_level(a.cfg.log_level);
+	/* Start-up is bounded by the configuration: none of its lines is
+	 * rate-limited (one per GPU, per collector...). */
+	gw_log_unlimited(1);
 	a.start_time = gw_now_real();
 
 	/* Signals are taken synchronously by this thread; all threads inherit the mask. */
@@ -418,6 +431,7 @@ int gw_agent_main(int argc, char **argv)
 	}
 	gw_info("gpuwatch %s listening on %s (metrics at %s/metrics)",
 		GW_VERSION, gw_http_url(http), gw_http_url(http));
+	gw_log_unlimited(0);
 	gw_self_tick(self, http);
 
 	for (;;) {
@@ -435,10 +449,14 @@ int gw_agent_main(int argc, char **argv)
 			break;
 		}
 		if (sig == SIGHUP) {
+			/* One line per changed setting: an operator's act. */
+			gw_log_unlimited(1);
 			reload(&a, self, priv, alerts);
+			gw_log_unlimited(0);
 			continue;
 		}
 		gw_self_tick(self, http);
+		gw_log_flush(0);
 	}
 	status = 0;
 out : {
@@ -469,6 +487,7 @@ out : {
 		if (priv[i])
 			collectors[i]->free(priv[i]);
 }
+	gw_log_flush(1);
 	if (stuck) {
 		/* A thread may still touch the registry: do not free it. */
 		gw_info("stopped");

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "common/parse.h"
+#include "export/rw.h"
 
 enum opt_type {
 	T_STRING,
@@ -26,6 +27,7 @@ enum opt_type {
 	T_STRLIST, /* comma-separated on the command line; a list in the file */
 	T_BYTES, /* unsigned long long with an optional KiB/MiB/GiB/TiB unit */
 	T_LIST,	 /* repeatable string; a YAML sequence in the file */
+	T_RW, /* repeatable URL; Prometheus' remote_write: list in the file */
 };
 
 struct opt {
@@ -259,6 +261,14 @@ static const struct opt opts[] = {
 	{ "alert-resend", T_DURATION, F(alert_resend), 1, 3600, "SECONDS", "1m",
 	  LIVE, "firing alerts are re-sent this often",
 	  "Firing alerts are sent again this often." },
+	{ "remote-write", T_RW, F(remote_write), 0, 0, "URL", "", RESTART,
+	  "push samples to a remote_write receiver (repeatable)",
+	  "Push samples with Prometheus' remote_write 1.0 to this URL (e.g.\n"
+	  "http://vm:8428/api/v1/write). Repeatable: each endpoint is\n"
+	  "independent. In the config file, remote_write: takes Prometheus'\n"
+	  "list of blocks (url, name, remote_timeout, headers, basic_auth,\n"
+	  "authorization, tls_config, write_relabel_configs, queue_config);\n"
+	  "flags replace the file's list. See docs/remote-write.md." },
 	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
 	  "SLURM_JOB_ID", RESTART,
 	  "environment variables giving the `job` label",
@@ -513,6 +523,23 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 		memcpy(l->v[l->n++], val, n + 1);
 		return 0;
 	}
+	case T_RW: {
+		struct gw_config_list *l = &c->remote_write.urls;
+		size_t n = strlen(val);
+
+		if (n == 0 || n >= GW_CONFIG_LIST_LEN) {
+			snprintf(err, errlen, "%s: '%s' must be 1 to %u bytes",
+				 where, val, GW_CONFIG_LIST_LEN - 1);
+			return -EINVAL;
+		}
+		if (l->n >= GW_CONFIG_LIST_MAX) {
+			snprintf(err, errlen, "%s: at most %u", where,
+				 GW_CONFIG_LIST_MAX);
+			return -EINVAL;
+		}
+		memcpy(l->v[l->n++], val, n + 1);
+		return 0;
+	}
 	case T_FAULT: {
 		char ferr[256];
 
@@ -538,6 +565,8 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 struct file_ctx {
 	struct gw_config *c;
 	const char *name;
+	const unsigned char *data; /* the whole file, for remote_write: */
+	size_t len;
 	char *err;
 	size_t errlen;
 	unsigned int seen_line[NOPTS];
@@ -563,6 +592,67 @@ static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_ctx *y)
 	return 0;
 }
 
+/*
+ * remote_write: keeps the value's text (Prometheus' list of blocks) for
+ * export/rw_config.c, which parses and checks it: from the value's first
+ * event to its last, indented as in the file (the columns before it on its
+ * first line become spaces), with its first line number.
+ */
+static int file_rw(struct file_ctx *y, yaml_parser_t *p, size_t key_line)
+{
+	struct gw_config_rw *rw = &y->c->remote_write;
+	size_t start = 0, end = 0, col = 0, line = 0, n;
+	int depth = 0, first = 1;
+	yaml_event_t ev;
+
+	do {
+		if (next_event(p, &ev, y))
+			return -EINVAL;
+		if (first) {
+			start = ev.start_mark.index;
+			col = ev.start_mark.column;
+			line = ev.start_mark.line + 1;
+			first = 0;
+		}
+		end = ev.end_mark.index;
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			depth++;
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	} while (depth > 0);
+	if (end > y->len || start > end) {
+		snprintf(y->err, y->errlen,
+			 "%s:%zu: remote_write: cannot "
+			 "read the value",
+			 y->name, key_line);
+		return -EINVAL;
+	}
+	n = end - start;
+	if (col + n + 1 > sizeof(rw->yaml)) {
+		snprintf(y->err, y->errlen,
+			 "%s:%zu: remote_write: the list is longer than %u "
+			 "bytes",
+			 y->name, key_line, GW_CONFIG_RW_TEXT_MAX - 1);
+		return -EINVAL;
+	}
+	memset(rw->yaml, ' ', col);
+	memcpy(rw->yaml + col, y->data + start, n);
+	rw->yaml[col + n] = '\0';
+	rw->line = (unsigned int)line;
+	snprintf(rw->file, sizeof(rw->file), "%s", y->name);
+	rw->urls.n = 0;
+	return 0;
+}
+
 static int file_value(struct file_ctx *y, yaml_parser_t *p, const struct opt *o,
 		      const char *key, size_t line)
 {
@@ -571,6 +661,8 @@ static int file_value(struct file_ctx *y, yaml_parser_t *p, const struct opt *o,
 	int err;
 
 	snprintf(where, sizeof(where), "%s:%zu: %s", y->name, line, key);
+	if (o->type == T_RW)
+		return file_rw(y, p, line);
 	if (next_event(p, &ev, y))
 		return -EINVAL;
 	if (ev.type == YAML_SCALAR_EVENT) {
@@ -771,9 +863,12 @@ int gw_config_load_buffer(struct gw_config *c, const char *name,
 			  const unsigned char *data, size_t len, char *err,
 			  size_t errlen)
 {
-	struct file_ctx y = {
-		.c = c, .name = name, .err = err, .errlen = errlen
-	};
+	struct file_ctx y = { .c = c,
+			      .name = name,
+			      .data = data,
+			      .len = len,
+			      .err = err,
+			      .errlen = errlen };
 	yaml_parser_t p;
 	int r;
 
@@ -842,6 +937,29 @@ out:
 	return r;
 }
 
+int gw_config_remote_write(const struct gw_config *c, struct gw_rw_config **out,
+			   char *err, size_t errlen)
+{
+	const struct gw_config_rw *rw = &c->remote_write;
+	const char *urls[GW_CONFIG_LIST_MAX];
+
+	for (unsigned int i = 0; i < rw->urls.n; i++)
+		urls[i] = rw->urls.v[i];
+	return gw_rw_config_new(urls, rw->urls.n, rw->yaml, strlen(rw->yaml),
+				rw->file, rw->line, out, err, errlen);
+}
+
+/* The remote_write endpoints, parsed in full (and dropped): every error
+ * in a remote_write: block is a config error at start and on SIGHUP. */
+static int validate_rw(const struct gw_config *c, char *err, size_t errlen)
+{
+	struct gw_rw_config *x = NULL;
+	int r = gw_config_remote_write(c, &x, err, errlen);
+
+	gw_rw_config_free(x);
+	return r ? -EINVAL : 0;
+}
+
 int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 {
 	if (c->detail_interval < c->interval) {
@@ -876,7 +994,7 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 				 c->cuda_lib_globs.v[i]);
 			return -EINVAL;
 		}
-	return 0;
+	return validate_rw(c, err, errlen);
 }
 
 /* ---- the table as documentation, and the reload ---- */
@@ -931,6 +1049,17 @@ static bool same_value(const struct opt *o, const struct gw_config *a,
 			return false;
 		for (unsigned int i = 0; i < la->n; i++)
 			if (strcmp(la->v[i], lb->v[i]) != 0)
+				return false;
+		return true;
+	}
+	case T_RW: {
+		const struct gw_config_rw *ra = (const void *)pa;
+		const struct gw_config_rw *rb = (const void *)pb;
+
+		if (ra->urls.n != rb->urls.n || strcmp(ra->yaml, rb->yaml))
+			return false;
+		for (unsigned int i = 0; i < ra->urls.n; i++)
+			if (strcmp(ra->urls.v[i], rb->urls.v[i]) != 0)
 				return false;
 		return true;
 	}
@@ -1064,7 +1193,13 @@ void gw_config_usage(FILE *out)
 		}
 		print_default(out, &opts[i]);
 	}
-	fprintf(out, "  -h, --help\n"
+	fprintf(out, "  --check-config\n"
+		     "      Read and check the flags, the config file, its "
+		     "remote_write blocks\n"
+		     "      and the rule files; print what is wrong, or that "
+		     "all is well, and exit\n"
+		     "      (0 good, 2 bad).\n"
+		     "  -h, --help\n"
 		     "      Show this help and exit.\n"
 		     "\n");
 	n = (size_t)snprintf(
@@ -1124,13 +1259,13 @@ void gw_config_markdown(FILE *out)
 int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			size_t errlen)
 {
-	struct option lopts[NOPTS + 3];
+	struct option lopts[NOPTS + 4];
 	char noflags[NOPTS][40];
 
 	for (size_t i = 0; i < NOPTS; i++)
 		snprintf(noflags[i], sizeof(noflags[i]), "no-%s", opts[i].name);
 	const char *config_path = NULL;
-	int fault_flags = 0, r, ch, idx;
+	int fault_flags = 0, check = 0, r, ch, idx;
 	unsigned char list_seen[NOPTS] = { 0 };
 
 	for (size_t i = 0; i < NOPTS; i++) {
@@ -1144,7 +1279,9 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 	lopts[NOPTS] = (struct option){ "help", no_argument, NULL, 'h' };
 	lopts[NOPTS + 1] =
 		(struct option){ "help-markdown", no_argument, NULL, 'M' };
-	lopts[NOPTS + 2] = (struct option){ 0 };
+	lopts[NOPTS + 2] =
+		(struct option){ "check-config", no_argument, NULL, 'K' };
+	lopts[NOPTS + 3] = (struct option){ 0 };
 
 	/* Pass 1: find --config and --help, reject unknown flags. */
 	optind =
@@ -1155,6 +1292,8 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			return 1;
 		if (ch == 'M')
 			return 2;
+		if (ch == 'K')
+			check = 1;
 		if (ch == '?') {
 			const char *bad = argv[optind - 1];
 			const char *s = NULL;
@@ -1208,6 +1347,10 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 			c->nfaults = 0;
 		if (o->type == T_LIST && !list_seen[ch - 256]++)
 			((struct gw_config_list *)((char *)c + o->off))->n = 0;
+		if (o->type == T_RW && !list_seen[ch - 256]++) {
+			c->remote_write.urls.n = 0;
+			c->remote_write.yaml[0] = '\0';
+		}
 		snprintf(where, sizeof(where), "--%s%s",
 			 o->type == T_NOFLAG ? "no-" : "", o->name);
 		r = set_opt(c, o, o->type == T_NOFLAG ? "false" : optarg, where,
@@ -1215,5 +1358,6 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 		if (r)
 			return r;
 	}
-	return gw_config_validate(c, err, errlen);
+	r = gw_config_validate(c, err, errlen);
+	return r ? r : check ? 3 : 0;
 }

@@ -33,6 +33,20 @@ struct gw_config_list {
 	unsigned int n;
 };
 
+#define GW_CONFIG_RW_TEXT_MAX (64 * 1024) /* the file's remote_write: */
+
+/*
+ * remote_write endpoints: --remote-write URLs, or the config file's
+ * remote_write: list (Prometheus' blocks) kept as its YAML text, which
+ * export/rw.h's gw_rw_config_new() parses.  Flags replace the file's list.
+ */
+struct gw_config_rw {
+	struct gw_config_list urls;	  /* --remote-write, in order */
+	char yaml[GW_CONFIG_RW_TEXT_MAX]; /* "" = none */
+	unsigned int line;		  /* yaml's first line in file */
+	char file[PATH_MAX];		  /* for messages */
+};
+
 struct gw_config {
 	char listen[256];
 	char data_dir[PATH_MAX];
@@ -76,6 +90,7 @@ struct gw_config {
 	double rule_interval; /* seconds between rule evaluations */
 	struct gw_config_list alertmanagers; /* Alertmanager base URLs */
 	double alert_resend; /* firing alerts re-sent this often */
+	struct gw_config_rw remote_write;
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 	double exited_grace; /* an exited process's series stay this long */
@@ -109,7 +124,8 @@ void gw_config_defaults(struct gw_config *c);
 /*
  * Parses argv (after the subcommand) into c, loading --config first if it is
  * given.  Returns 0; 1 when --help was asked for, 2 for --help-markdown
- * (nothing parsed then); or -EINVAL with err set.
+ * (nothing parsed then); 3 when --check-config was given and everything
+ * parsed and validated; or -EINVAL with err set.
  */
 __attribute__((warn_unused_result)) int
 gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
@@ -127,9 +143,21 @@ gw_config_load_buffer(struct gw_config *c, const char *name,
 		      const unsigned char *data, size_t len, char *err,
 		      size_t errlen);
 
-/* Cross-field checks (detail interval >= interval, ...). */
+/* Cross-field checks (detail interval >= interval, ...), and the
+ * remote_write endpoints parsed in full. */
 __attribute__((warn_unused_result)) int
 gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
+
+struct gw_rw_config;
+/*
+ * The remote_write endpoints c configures (--remote-write URLs, or the
+ * file's remote_write: list), built by export/rw.h's gw_rw_config_new():
+ * the caller frees *out with gw_rw_config_free().  0, -EINVAL (err set),
+ * -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_config_remote_write(const struct gw_config *c, struct gw_rw_config **out,
+		       char *err, size_t errlen);
 
 /*
  * SIGHUP: run is the config in use, next the one just read (defaults, the

@@ -35,12 +35,22 @@ struct gw_self {
 };
 
 /*
- * Gives freed heap back to the system once a minute.  A range query's
- * samples are allocated in the arena of the HTTP thread that ran it and
- * freed when it answers; glibc keeps such memory, so a few heavy queries
- * left the agent's resident memory at 450 MiB of which 310 MiB was free
- * (bench/soak.sh).  The walk costs milliseconds, once a minute.
+ * Freed memory goes back to the system.  A range query's samples are
+ * allocated in the arena of the HTTP thread that ran it and freed when it
+ * answers; glibc kept such memory, so a few heavy queries left the agent's
+ * resident memory at 450 MiB of which 310 MiB was free (bench/soak.sh).
+ * Blocks of 256 KiB and more are mapped on their own and unmapped when
+ * freed (a fixed threshold: glibc's default one rises after the first
+ * large free, and then query arrays came from the arenas again), and the
+ * arenas are trimmed once a minute (milliseconds of work).
  */
+static void keep_heap_small(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+#endif
+}
+
 static void give_back(struct gw_self *s, double now)
 {
 #ifdef __GLIBC__
@@ -91,6 +101,7 @@ struct gw_self *gw_self_new(struct gw_agent *a)
 	if (!s)
 		return NULL;
 	s->a = a;
+	keep_heap_small();
 	s->slot = gw_registry_slot(a->reg, "self");
 	if (s->slot < 0) {
 		free(s);

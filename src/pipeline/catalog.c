@@ -102,6 +102,12 @@ static const struct {
 		"Alert rules and Alertmanager",
 		"See `internals/alerts.md` and `internals/alertmanager.md`.",
 	},
+	[GW_CATALOG_SRC_REMOTE] = {
+		"remote_write",
+		"Per endpoint (`remote_name`: its `name:`, or a hash of its "
+		"URL), mirroring Prometheus' `prometheus_remote_storage_*`. "
+		"See `remote-write.md`.",
+	},
 };
 
 /* Text in a table cell: '|' escaped. */

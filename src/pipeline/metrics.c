@@ -418,11 +418,60 @@ static const char *extra_label(enum gw_sample_kind k)
 					 : "";
 }
 
+/*
+ * One name and label set's samples in publish order (a run): a plain
+ * sample once; a histogram or summary as gw_snap_add_histogram() and
+ * gw_snap_add_summary() lay it out, buckets or quantiles by rising bound,
+ * then _sum, then _count.  A sample that does not continue that layout
+ * belongs to a second copy of the series (another ring, another snap)
+ * and is not shown, nor is anything after it in the run.
+ */
+struct run {
+	int stage; /* 0 bounds, 1 after _sum, 2 after _count, 3 done */
+	int shown;
+	double last_le;
+};
+
+static int run_accepts(struct run *st, const struct gw_sample *x)
+{
+	switch (x->kind) {
+	case GW_SAMPLE_BUCKET:
+	case GW_SAMPLE_QUANTILE:
+		if (st->stage || (st->shown && !(x->le > st->last_le)))
+			break;
+		st->last_le = x->le;
+		st->shown++;
+		return 1;
+	case GW_SAMPLE_SUM:
+		if (st->stage)
+			break;
+		st->stage = 1;
+		st->shown++;
+		return 1;
+	case GW_SAMPLE_COUNT:
+		if (st->stage > 1)
+			break;
+		st->stage = 2;
+		st->shown++;
+		return 1;
+	case GW_SAMPLE_PLAIN:
+	default:
+		if (st->shown || st->stage)
+			break;
+		st->stage = 3;
+		st->shown++;
+		return 1;
+	}
+	st->stage = 3;
+	return 0;
+}
+
 static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 			 struct gw_buf *out)
 {
 	size_t n = 0, total = 0;
 	const char *last_name = NULL;
+	struct run run = { 0 };
 
 	for (int i = 0; i < r->nslots; i++)
 		total += r->slots[i].snap.n;
@@ -452,9 +501,11 @@ static int render_locked(struct gw_registry *r, enum gw_expo_format fmt,
 		const struct entry *e = &r->entries[i];
 		const struct gw_family *f = e->s->fam;
 
-		if (i > 0 && entry_cmp(e, e - 1) == 0 &&
-		    e->s->kind == e[-1].s->kind &&
-		    (!*extra_label(e->s->kind) || e->s->le == e[-1].s->le)) {
+		/* Entries of one name and label set are a run, in publish
+		 * order: the first copy of the series is shown. */
+		if (i == 0 || entry_cmp(e, e - 1) != 0)
+			run = (struct run){ 0 };
+		if (!run_accepts(&run, e->s)) {
 			r->duplicates++;
 			continue;
 		}

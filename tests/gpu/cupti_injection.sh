@@ -62,6 +62,8 @@ for _ in $(seq 1 100); do
 done
 exec 7>&-
 wait $p || true
+awk -f "$(dirname "$0")/../integration/unique-series.awk" "$tmp/m" ||
+	{ echo "FAIL: /metrics repeats a series"; exit 1; }
 grep -E '^gpuwatch_cupti_(status|sampling_ratio)[{].*pid="'"$p"'"' "$tmp/m" || true
 if [ "${launches:-}" = 1000 ]; then
 	echo "ok: 1000 launches of vecAdd, the agent counted $launches"

@@ -17,6 +17,8 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 curl -fsS "$url/metrics" >"$tmp/metrics"
+awk -f "$(dirname "$0")/../integration/unique-series.awk" "$tmp/metrics" ||
+	{ echo "FAIL: /metrics repeats a series"; exit 1; }
 nvidia-smi --query-gpu=index,uuid,temperature.gpu,memory.total,power.limit,pcie.link.width.max,clocks.max.sm \
 	--format=csv,noheader,nounits >"$tmp/smi"
 fails=0

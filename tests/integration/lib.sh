@@ -22,11 +22,17 @@ cleanup() {
 	if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
 		kill -KILL "$AGENT_PID" 2>/dev/null || true
 	fi
+	if [ $rc -eq 0 ] && [ -s "$T_DIR/duplicate-series" ]; then
+		echo "FAIL [$T_NAME]: /metrics repeated a series:" >&2
+		sort -u "$T_DIR/duplicate-series" | head -n 20 >&2
+		rc=1
+	fi
 	if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -f "$T_DIR/agent.log" ]; then
 		echo "---- agent log (last 40 lines) ----" >&2
 		tail -n 40 "$T_DIR/agent.log" >&2
 	fi
 	rm -rf "$T_DIR"
+	exit $rc
 }
 trap cleanup EXIT
 
@@ -99,8 +105,26 @@ stop_agent() {
 	STOP_MS=$(($(now_ms) - start))
 }
 
+# check_unique_series [FILE]: the exposition (FILE or stdin) has each
+# series (name and label set) once.  A duplicate is reported and recorded
+# in $T_DIR/duplicate-series, which fails the test at exit even when the
+# check ran in a command substitution.
+check_unique_series() {
+	local out
+	if ! out="$(awk -f "$(dirname "${BASH_SOURCE[0]}")/unique-series.awk" "$@")"; then
+		printf '%s\n' "$out" >>"$T_DIR/duplicate-series"
+		echo "FAIL [$T_NAME]: /metrics repeats a series: $out" >&2
+		return 1
+	fi
+}
+
+# scrape: GET /metrics on stdout; every exposition a test reads comes
+# through here and is checked by check_unique_series.
 scrape() {
-	curl -fsS "$URL/metrics"
+	local m
+	m="$(curl -fsS "$URL/metrics")" || return 1
+	check_unique_series <<<"$m" || true
+	printf '%s\n' "$m"
 }
 
 # value NAME 'LABELS-REGEX': prints the value of the first matching series.

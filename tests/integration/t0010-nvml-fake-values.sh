@@ -79,6 +79,7 @@ ok "promtool check metrics passes"
 om="$(curl -fsS -H 'Accept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5' -D "$T_DIR/headers" "$URL/metrics")"
 grep -qi '^content-type: application/openmetrics-text; version=1.0.0' "$T_DIR/headers" || fail "OpenMetrics content type: $(cat "$T_DIR/headers")"
 [ "$(echo "$om" | tail -n1)" = "# EOF" ] || fail "OpenMetrics output does not end with # EOF"
+check_unique_series <<<"$om" || fail "OpenMetrics output repeats a series"
 grep -q '^# TYPE gpuwatch_gpu_ecc_errors counter$' <<<"$om" || fail "OpenMetrics counter family name"
 grep -q '^# TYPE gpuwatch_gpu info$' <<<"$om" || fail "OpenMetrics info family"
 curl -fsS -D "$T_DIR/h2" "$URL/metrics" >/dev/null

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "expo_check.h"
 #include "export/alertmanager.h"
 #include "export/am_sink.h"
 #include "pipeline/alerts.h"
@@ -181,10 +182,14 @@ static char *json(struct fx *x, bool rules, bool resolved)
 static char *metrics(struct fx *x)
 {
 	struct gw_buf b;
+	char *t;
 
 	gw_buf_init(&b, 1 << 20);
 	assert_int_equal(gw_registry_render(x->reg, GW_EXPO_TEXT_004, &b), 0);
-	return gw_buf_detach(&b, NULL);
+	t = gw_buf_detach(&b, NULL);
+	if (t)
+		assert_unique_series(t);
+	return t;
 }
 
 static void contains(const char *hay, const char *needle)

@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "core/config.h"
+#include "expo_check.h"
 #include "query/promql.h"
 #include "pipeline/metrics.h"
 #include "store/store.h"
@@ -165,6 +166,8 @@ static int scenario(long n, char **out)
 		/* Whatever was dropped is counted, and the rest is rendered. */
 		assert_int_equal(st.series + st.dropped, 80);
 		*out = gw_buf_detach(&b, NULL);
+		if (*out)
+			assert_unique_series(*out);
 	}
 	gw_buf_release(&b);
 	gw_snap_release(&s);

@@ -24,6 +24,7 @@
 #include <curl/curl.h>
 
 #include "common/utf8.h"
+#include "expo_check.h"
 #include "fake_queryable.c"
 #include "http/api.h"
 #include "http/server.h"
@@ -1099,6 +1100,7 @@ static void scrape_during_query(void **state)
 	snprintf(url, sizeof(url), "%s/metrics", s.url);
 	http(url, NULL, NULL, NULL, 0, &a);
 	assert_int_equal(a.status, 200);
+	assert_unique_series(a.body.p ? a.body.p : "");
 	gw_buf_release(&a.body);
 	snprintf(url, sizeof(url), "%s/healthz", s.url);
 	http(url, NULL, NULL, NULL, 0, &a);

@@ -817,6 +817,7 @@ static const char *sample_value(const char *name)
 		{ "fault", "xid79:0" },
 		{ "rules", "/etc/gpuwatch/site.yml" },
 		{ "alertmanager", "http://127.0.0.1:9093" },
+		{ "remote-write", "http://127.0.0.1:8428/api/v1/write" },
 		{ "statsd-socket", "/run/gpuwatch/statsd.sock" },
 		{ "cuda-lib-glob", "/opt/venv/lib/python3*/site-packages/"
 				   "nvidia/*/lib/libcudart.so*" },
@@ -826,6 +827,86 @@ static const char *sample_value(const char *name)
 		if (strcmp(samples[i].name, name) == 0)
 			return samples[i].value;
 	return NULL;
+}
+
+/*
+ * remote_write: Prometheus' list of blocks in the file, checked in full by
+ * gw_config_validate() with the file's line numbers; --remote-write URLs
+ * replace it; --check-config says whether all of it is good.
+ */
+static void remote_write_blocks(void **state)
+{
+	static const char yaml[] =
+		"interval: 1s\n"
+		"remote_write:\n"
+		"  - url: http://vm:8428/api/v1/write\n"
+		"    name: vm\n"
+		"    queue_config:\n"
+		"      max_samples_per_send: 500\n"
+		"  - url: http://prom:9090/api/v1/write\n"
+		"    write_relabel_configs:\n"
+		"      - {source_labels: [__name__], regex: 'gpuwatch_.*', "
+		"action: keep}\n"
+		"log_level: warn\n";
+	struct gw_config c;
+	char err[GW_CONFIG_ERR_MAX];
+	char *path = write_tmp(yaml), *bad;
+
+	(void)state;
+	assert_int_equal(load_text(&c, yaml, err, sizeof(err)), 0);
+	assert_int_equal(c.log_level, GW_LOG_WARN); /* keys after it are read */
+	assert_int_equal(c.remote_write.line, 3);
+	assert_non_null(strstr(c.remote_write.yaml, "max_samples_per_send"));
+	assert_null(strstr(c.remote_write.yaml, "log_level"));
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), 0);
+
+	/* --check-config: 3 when everything is good. */
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
+				  "--check-config", NULL),
+			 3);
+	assert_int_equal(c.remote_write.urls.n, 0);
+	/* Flags replace the file's list. */
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", path,
+				  "--remote-write", "http://a:1/w",
+				  "--remote-write", "http://b:2/w", NULL),
+			 0);
+	assert_int_equal(c.remote_write.urls.n, 2);
+	assert_string_equal(c.remote_write.urls.v[1], "http://b:2/w");
+	assert_string_equal(c.remote_write.yaml, "");
+	drop_tmp(path);
+
+	/* An error in a block names the file's line and the key. */
+	bad = write_tmp("interval: 1s\n"
+			"remote_write:\n"
+			"  - url: http://vm:8428/api/v1/write\n"
+			"    queue_config:\n"
+			"      max_sample_per_send: 500\n");
+	assert_int_equal(run_args(&c, err, sizeof(err), "--config", bad,
+				  "--check-config", NULL),
+			 -EINVAL);
+	assert_contains(err, ":5: remote_write[0].queue_config: unknown key "
+			     "'max_sample_per_send'");
+	drop_tmp(bad);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--remote-write",
+				  "vm:8428", NULL),
+			 -EINVAL);
+	assert_contains(err, "--remote-write: 'vm:8428' is not an http:// or "
+			     "https:// URL");
+	/* Flow style, and a list at the key's own indentation. */
+	assert_int_equal(load_text(&c,
+				   "remote_write: [{url: 'http://a/w'}, "
+				   "{url: 'http://b/w', name: b}]\n",
+				   err, sizeof(err)),
+			 0);
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), 0);
+	assert_int_equal(load_text(&c,
+				   "remote_write:\n- url: http://a/w\n"
+				   "- url: http://b/w\n  nme: b\n",
+				   err, sizeof(err)),
+			 0);
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), -EINVAL);
+	assert_contains(err, "agent.yaml:4: remote_write[1]: unknown key "
+			     "'nme'");
 }
 
 static void every_setting_is_complete(void **state)
@@ -1069,6 +1150,7 @@ int main(void)
 		cmocka_unit_test(every_setting_is_complete),
 		cmocka_unit_test(help_shows_default_and_reload),
 		cmocka_unit_test(markdown_has_a_row_per_setting),
+		cmocka_unit_test(remote_write_blocks),
 		cmocka_unit_test(rule_interval_durations),
 		cmocka_unit_test(reload_takes_live_settings_only),
 	};

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "expo_check.h"
 #include "pipeline/metrics.h"
 
 static const struct gw_family temp = { "gpuwatch_gpu_temperature_celsius",
@@ -41,6 +42,8 @@ static char *render(struct gw_registry *r, enum gw_expo_format fmt)
 	gw_buf_init(&out, 64u << 20);
 	assert_int_equal(gw_registry_render(r, fmt, &out), 0);
 	s = gw_buf_detach(&out, NULL);
+	if (s)
+		assert_unique_series(s);
 	return s ? s : calloc(1, 1);
 }
 
@@ -252,6 +255,84 @@ static void duplicate_series_rendered_once(void **state)
 	gw_registry_stats(r, &st);
 	assert_int_equal(st.duplicates, 2);
 	gw_registry_free(r);
+}
+
+/*
+ * The same histogram (name and labels) published twice - two CUPTI rings
+ * of one process did that - is one series on /metrics: the first copy,
+ * every bucket once; and a summary likewise.
+ */
+static void duplicate_histogram_rendered_once(void **state)
+{
+	static const struct gw_family h = {
+		"gpuwatch_cuda_kernel_duration_seconds", "Kernel durations.",
+		GW_HISTOGRAM
+	};
+	static const struct gw_family q = { "gpuwatch_statsd_timer_seconds",
+					    "A timer.", GW_SUMMARY };
+	static const double bounds[] = { 0.001, 0.01 };
+	static const uint64_t first[] = { 1, 2, 3 }, second[] = { 7, 8, 9 };
+	static const double qs[] = { 0.5, 0.99 }, qv[] = { 1, 2 };
+	struct gw_registry *r = gw_registry_new();
+	struct gw_registry_stats st;
+	struct gw_snap s;
+	int slot[2];
+	char *t;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		slot[i] = gw_registry_slot(r, "ring");
+		gw_snap_init(&s);
+		gw_snap_add_histogram(&s, &h, bounds, i ? second : first, 2,
+				      i ? 9.5 : 0.5, "pid=\"7\"", "kernel", "k",
+				      NULL);
+		gw_snap_add_summary(&s, &q, qs, qv, 2, i ? 30 : 3, 1, NULL,
+				    "name", "x", NULL);
+		/* A copy in the same snap, right after the first. */
+		if (i)
+			gw_snap_add_histogram(&s, &h, bounds, second, 2, 9.5,
+					      "pid=\"7\"", "kernel", "k", NULL);
+		gw_registry_publish(r, slot[i], &s);
+		gw_snap_release(&s);
+	}
+	t = render(r, GW_EXPO_TEXT_004);
+	assert_int_equal(
+		count(t, "_bucket{pid=\"7\",kernel=\"k\",le=\"0.001\"}"), 1);
+	assert_int_equal(count(t, "le=\"+Inf\"} "), 1);
+	assert_int_equal(count(t, "_sum{pid=\"7\",kernel=\"k\"} 0.5\n"), 1);
+	assert_int_equal(count(t, "_count{pid=\"7\",kernel=\"k\"} 6\n"), 1);
+	assert_int_equal(count(t, "_count{pid=\"7\",kernel=\"k\"}"), 1);
+	assert_int_equal(count(t, "{name=\"x\",quantile=\"0.5\"} 1\n"), 1);
+	assert_int_equal(count(t, "_count{name=\"x\"} 3\n"), 1);
+	assert_int_equal(count(t, "_count{name=\"x\"}"), 1);
+	free(t);
+	gw_registry_stats(r, &st);
+	/* Two histogram copies of 5 samples and one summary of 4. */
+	assert_int_equal(st.duplicates, 14);
+	gw_registry_free(r);
+}
+
+/* The check every exposition test makes finds a repeated series. */
+static void unique_series_check_finds_repeats(void **state)
+{
+	char first[128];
+
+	(void)state;
+	assert_int_equal(count_duplicate_series("# HELP a x\na{x=\"1\"} 1\n"
+						"a{x=\"2\"} 1\nb 1\n",
+						first, sizeof(first)),
+			 0);
+	/* Labels in another order are the same series. */
+	assert_int_equal(
+		count_duplicate_series("a{x=\"1\",y=\"a,b\\\" c\"} 1\n"
+				       "b 2\n"
+				       "a{y=\"a,b\\\" c\",x=\"1\"} 2\n",
+				       first, sizeof(first)),
+		1);
+	assert_string_equal(first, "a{x=\"1\",y=\"a,b\\\" c\"}");
+	assert_int_equal(
+		count_duplicate_series("b 1\nb 2\n", first, sizeof(first)), 1);
+	assert_string_equal(first, "b{}");
 }
 
 /* A histogram renders cumulative buckets in order, +Inf, _sum and _count. */
@@ -855,6 +936,8 @@ int main(void)
 		cmocka_unit_test(duplicate_series_rendered_once),
 		cmocka_unit_test(label_escaping),
 		cmocka_unit_test(label_values_made_utf8),
+		cmocka_unit_test(duplicate_histogram_rendered_once),
+		cmocka_unit_test(unique_series_check_finds_repeats),
 		cmocka_unit_test(histogram_rendering),
 		cmocka_unit_test(escaped_labels_in_exposition),
 		cmocka_unit_test(empty_values_are_absent),

@@ -20,6 +20,13 @@
  * are remembered in a bounded table so that they are logged and counted
  * once, not once per pass.
  *
+ * Discovery is bounded per pass and fair per owner (scan_dir()): attached
+ * rings are checked by name first; the listing goes on where the last
+ * pass stopped (MAX_READ entries, MAX_CAND new files); new files are
+ * opened MAX_OPEN a pass, one of each owner in turn; one owner holds at
+ * most UID_RINGS rings.  One ring per host pid is published
+ * (publish_rings()).
+ *
  * The writer is untrusted: the file must be a regular file owned by the
  * owner of the process it names (or root), within size bounds, opened
  * without following links; the header is re-checked every pass and the
@@ -57,9 +64,17 @@
 #include "pipeline/catalog.h"
 
 #define MAX_RINGS  1024	      /* rings attached at once */
-#define MAX_SKIP   4096	      /* files refused or ignored, remembered */
+#define UID_RINGS  256	      /* of which one owner may hold */
+#define SKIP_SETS  4096u      /* remembered refusals: sets of ... */
+#define SKIP_WAYS  8u	      /* ... this many (32768 in all) */
+#define MAX_READ   8192u      /* directory entries read per pass */
+#define MAX_CAND   4096u      /* new ring files looked at (fstatat) per pass */
+#define MAX_OPEN   256u	      /* new ring files opened per pass */
+#define CAND_NAME  48u	      /* longest ring file name + 1 */
+#define INO_INDEX  2048u      /* attached rings by inode, per pass */
 #define MAX_TRIES  5	      /* passes trying to find a ring's host pid */
 #define MAX_SCAN   65536      /* /proc entries looked at per search */
+#define MAX_SEARCH 16u	      /* such searches per pass */
 #define TAKE_CAP   (1u << 20) /* bytes copied out per take */
 #define MAX_TAKES  32	      /* takes per ring per pass */
 #define NAME_CACHE 2048	      /* kernel label cache entries (direct-mapped) */
@@ -84,13 +99,19 @@ enum refuse_reason {
 	R_LIMIT,
 	R_UNRESOLVED,
 	R_OWNER,
+	R_NAME,
 	R_COUNT
 };
 
 static const char *const refuse_names[R_COUNT] = {
-	"open",	   "not_regular", "size",	"header",
-	"version", "limit",	  "unresolved", "owner",
+	"open",	 "not_regular", "size",	 "header", "version",
+	"limit", "unresolved",	"owner", "name",
 };
+
+/* Why a ring file was passed over this pass (looked at again later). */
+enum skip_reason { S_DEFERRED, S_DUPLICATE, S_COUNT };
+
+static const char *const skip_names[S_COUNT] = { "deferred", "duplicate" };
 
 struct ring {
 	char name[NAME_MAX + 1];
@@ -103,12 +124,26 @@ struct ring {
 	uint32_t host_pid; /* 0 until resolved */
 	int tries;
 	int seen;	   /* in the directory this pass */
+	int dup_counted;   /* counted once as a duplicate */
+	int may_search;	   /* may search /proc for its pid this pass */
 	uint64_t overruns; /* takes that found head/tail lying */
 };
 
+/* A refused file: its inode and a hash of its name (an inode reused by a
+ * new file under another name is looked at again). */
 struct file_key {
-	dev_t dev;
-	ino_t ino;
+	uint64_t ino;
+	uint32_t name_hash;
+	uint32_t stamp; /* insertion order, for replacing the oldest */
+};
+
+/* A new ring file found this pass, not yet opened. */
+struct cand {
+	char name[CAND_NAME];
+	uint64_t ino;
+	uid_t uid;
+	int prio; /* 0 names a live process, 1 well formed, 2 the rest */
+	unsigned int seq;
 };
 
 struct name_entry {
@@ -130,9 +165,19 @@ struct ring_col {
 
 	struct ring *rings[MAX_RINGS];
 	unsigned int nrings;
-	struct file_key skip[MAX_SKIP];
-	unsigned int nskip, skip_next;
+	struct file_key *skip; /* SKIP_SETS * SKIP_WAYS */
+	uint32_t skip_stamp;
 	uint64_t refused[R_COUNT];
+	uint64_t skipped[S_COUNT];
+
+	/* Discovery: a listing of the directory that goes on where the last
+	 * pass stopped; a cycle is one listing from start to end. */
+	DIR *dir;
+	unsigned int cycle_passes, last_cycle_passes;
+	unsigned int rr; /* the owner served first, in turn */
+	uint64_t passes;
+	struct cand *cand; /* MAX_CAND */
+	uint64_t ino_index[INO_INDEX];
 
 	char *buf;
 	unsigned int *idx;
@@ -505,27 +550,89 @@ static uint64_t now_real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int skipped(const struct ring_col *c, dev_t dev, ino_t ino)
+static uint32_t name_hash(const char *name)
 {
-	for (unsigned int i = 0; i < c->nskip; i++)
-		if (c->skip[i].dev == dev && c->skip[i].ino == ino)
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h;
+}
+
+static struct file_key *skip_set(const struct ring_col *c, uint64_t ino,
+				 uint32_t nh)
+{
+	uint64_t h = (ino ^ ((uint64_t)nh << 32)) * 0x9e3779b97f4a7c15ull;
+
+	return &c->skip[(h >> 40) % SKIP_SETS * SKIP_WAYS];
+}
+
+/* The file was refused before: not looked at again. */
+static int skipped(const struct ring_col *c, uint64_t ino, const char *name)
+{
+	uint32_t nh = name_hash(name);
+	const struct file_key *set = skip_set(c, ino, nh);
+
+	for (unsigned int i = 0; i < SKIP_WAYS; i++)
+		if (set[i].stamp && set[i].ino == ino && set[i].name_hash == nh)
 			return 1;
 	return 0;
 }
 
-/* Counts and logs a refusal once per file, and remembers the file. */
+static void remember(struct ring_col *c, uint64_t ino, const char *name)
+{
+	uint32_t nh = name_hash(name);
+	struct file_key *set = skip_set(c, ino, nh), *old = set;
+
+	for (unsigned int i = 0; i < SKIP_WAYS; i++) {
+		if (!set[i].stamp) {
+			old = &set[i];
+			break;
+		}
+		/* Wrapping stamps: the furthest behind is the oldest. */
+		if (c->skip_stamp - set[i].stamp > c->skip_stamp - old->stamp)
+			old = &set[i];
+	}
+	if (++c->skip_stamp == 0)
+		c->skip_stamp = 1;
+	*old = (struct file_key){ ino, nh, c->skip_stamp };
+}
+
+/*
+ * Counts a refusal, logs it (each reason its own class, rate-limited) and
+ * remembers the file, so that it is refused once, not once per pass.
+ */
 static void refuse(struct ring_col *c, const char *name, dev_t dev, ino_t ino,
 		   enum refuse_reason why, const char *detail)
 {
+	const char *dir = c->env->o->cupti_dir;
+
+	(void)dev;
 	c->refused[why]++;
-	gw_info("cupti: not reading %s/%s: %s%s%s", c->env->o->cupti_dir, name,
-		refuse_names[why], detail ? ": " : "", detail ? detail : "");
-	if (!ino)
-		return;
-	c->skip[c->skip_next] = (struct file_key){ dev, ino };
-	c->skip_next = (c->skip_next + 1) % MAX_SKIP;
-	if (c->nskip < MAX_SKIP)
-		c->nskip++;
+	switch (why) {
+	case R_LIMIT:
+		gw_info("cupti: not reading %s/%s: limit: %u rings, %u of "
+			"one owner",
+			dir, name, MAX_RINGS, UID_RINGS);
+		break;
+	case R_OWNER:
+		gw_info("cupti: not reading %s/%s: owner: the file's owner "
+			"does not own the process it names",
+			dir, name);
+		break;
+	case R_NAME:
+		gw_info("cupti: not reading %s/%.64s...: name: not a ring "
+			"file's name",
+			dir, name);
+		break;
+	default:
+		gw_info("cupti: not reading %s/%s: %s%s%s", dir, name,
+			refuse_names[why], detail ? ": " : "",
+			detail ? detail : "");
+		break;
+	}
+	if (ino)
+		remember(c, (uint64_t)ino, name);
 }
 
 static void ring_free(struct ring *g)
@@ -545,6 +652,15 @@ static int magic_unset(int fd)
 
 	return pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
 	       magic == 0;
+}
+
+static unsigned int uid_rings(const struct ring_col *c, uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < c->nrings; i++)
+		n += c->rings[i]->uid == uid;
+	return n;
 }
 
 static void attach(struct ring_col *c, int dfd, const char *name)
@@ -568,7 +684,7 @@ static void attach(struct ring_col *c, int dfd, const char *name)
 		close(fd);
 		return;
 	}
-	if (skipped(c, st.st_dev, st.st_ino)) {
+	if (skipped(c, (uint64_t)st.st_ino, name)) {
 		close(fd);
 		return;
 	}
@@ -584,7 +700,7 @@ static void attach(struct ring_col *c, int dfd, const char *name)
 		refuse(c, name, st.st_dev, st.st_ino, R_SIZE, NULL);
 		goto fail;
 	}
-	if (c->nrings >= MAX_RINGS) {
+	if (c->nrings >= MAX_RINGS || uid_rings(c, st.st_uid) >= UID_RINGS) {
 		refuse(c, name, st.st_dev, st.st_ino, R_LIMIT, NULL);
 		goto fail;
 	}
@@ -619,25 +735,156 @@ fail:
 	close(fd);
 }
 
-static struct ring *find_ring(struct ring_col *c, const char *name)
+/* Attached rings by inode, rebuilt every pass (open addressing). */
+static void index_rings(struct ring_col *c)
 {
-	for (unsigned int i = 0; i < c->nrings; i++)
-		if (strcmp(c->rings[i]->name, name) == 0)
-			return c->rings[i];
-	return NULL;
+	memset(c->ino_index, 0, sizeof(c->ino_index));
+	for (unsigned int i = 0; i < c->nrings; i++) {
+		uint64_t ino = (uint64_t)c->rings[i]->ino;
+		unsigned int h =
+			(unsigned int)(ino * 0x9e3779b97f4a7c15ull >> 40) %
+			INO_INDEX;
+
+		if (!ino)
+			continue;
+		while (c->ino_index[h])
+			h = (h + 1) % INO_INDEX;
+		c->ino_index[h] = ino;
+	}
 }
 
+static int attached_ino(const struct ring_col *c, uint64_t ino)
+{
+	unsigned int h =
+		(unsigned int)(ino * 0x9e3779b97f4a7c15ull >> 40) % INO_INDEX;
+
+	while (c->ino_index[h]) {
+		if (c->ino_index[h] == ino)
+			return 1;
+		h = (h + 1) % INO_INDEX;
+	}
+	return 0;
+}
+
+/*
+ * A ring file's name, gpuwatch-cupti.PID.TICKS, says which process wrote
+ * it (a hint only): 0 when that pid is a process here, 1 for a name of
+ * that form, 2 for any other name.
+ */
+static int name_prio(const struct ring_col *c, const char *name)
+{
+	const char *p = name + sizeof(GW_CRING_PREFIX) - 1, *dot;
+	char path[64];
+	struct stat st;
+	size_t n;
+
+	dot = strchr(p, '.');
+	n = dot ? (size_t)(dot - p) : 0;
+	if (!n || n > 10 || strspn(p, "0123456789") != n || !dot[1] ||
+	    strspn(dot + 1, "0123456789") != strlen(dot + 1))
+		return 2;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%.*s", c->proc_root,
+			     (int)n, p) >= sizeof(path))
+		return 1;
+	return stat(path, &st) == 0 ? 0 : 1;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->prio != y->prio)
+		return x->prio - y->prio;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/*
+ * Reads on in the directory listing: at most MAX_READ entries and
+ * MAX_CAND new ring files (name, not attached, not refused before, a
+ * regular file by fstatat) into c->cand.  Returns their number.  At the
+ * end of the listing the cycle is complete and the next pass starts a
+ * new one.
+ */
+static unsigned int list_new(struct ring_col *c, int dfd)
+{
+	unsigned int nread = 0, n = 0;
+
+	if (!c->dir) {
+		int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		c->dir = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!c->dir) {
+			if (fd >= 0)
+				close(fd);
+			return 0;
+		}
+	}
+	c->cycle_passes++;
+	while (nread < MAX_READ && n < MAX_CAND) {
+		struct dirent *e = readdir(c->dir);
+		struct cand *k = &c->cand[n];
+		struct stat st;
+		size_t len;
+
+		if (!e) {
+			closedir(c->dir);
+			c->dir = NULL;
+			c->last_cycle_passes = c->cycle_passes;
+			c->cycle_passes = 0;
+			break;
+		}
+		nread++;
+		if (strncmp(e->d_name, GW_CRING_PREFIX,
+			    sizeof(GW_CRING_PREFIX) - 1) != 0 ||
+		    attached_ino(c, (uint64_t)e->d_ino) ||
+		    skipped(c, (uint64_t)e->d_ino, e->d_name))
+			continue;
+		len = strlen(e->d_name);
+		if (len >= CAND_NAME) {
+			refuse(c, e->d_name, 0, e->d_ino, R_NAME, NULL);
+			continue;
+		}
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue; /* gone meanwhile */
+		/* Where d_ino is not st_ino (overlayfs), by st_ino again. */
+		if ((uint64_t)st.st_ino != (uint64_t)e->d_ino &&
+		    (attached_ino(c, (uint64_t)st.st_ino) ||
+		     skipped(c, (uint64_t)st.st_ino, e->d_name)))
+			continue;
+		if (!S_ISREG(st.st_mode)) {
+			refuse(c, e->d_name, st.st_dev, st.st_ino,
+			       R_NOT_REGULAR, NULL);
+			continue;
+		}
+		memcpy(k->name, e->d_name, len + 1);
+		k->ino = (uint64_t)st.st_ino;
+		k->uid = st.st_uid;
+		k->prio = name_prio(c, k->name);
+		k->seq = n++;
+	}
+	return n;
+}
+
+/*
+ * One pass of discovery.  The rings attached already come first: each is
+ * looked up by name (seen while its name still leads to its inode),
+ * however large the directory.  Then new files from the listing are
+ * opened, at most MAX_OPEN a pass, taking one file of each owner in turn
+ * (a flood from one user does not hold back another's process), within
+ * an owner the files that name a live process first.  Files left over
+ * are counted (deferred) and found again when the listing comes round.
+ */
 static void scan_dir(struct ring_col *c)
 {
 	const char *dir = c->env->o->cupti_dir;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	struct stat dst;
-	unsigned int n = 0;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	unsigned int n, end, opened = 0, ngroups = 0, first;
+	unsigned int start[MAX_OPEN + 1];
 
-	for (unsigned int i = 0; i < c->nrings; i++)
-		c->rings[i]->seen = 0;
-	if (!d) {
+	c->passes++;
+	if (dfd < 0) {
 		if (!c->dir_warned)
 			gw_warn("cupti: cannot read %s: %s; no CUDA kernel "
 				"metrics from the injection library",
@@ -646,27 +893,55 @@ static void scan_dir(struct ring_col *c)
 		/* Keep the rings we have: the directory may come back. */
 		for (unsigned int i = 0; i < c->nrings; i++)
 			c->rings[i]->seen = 1;
+		if (c->dir) {
+			closedir(c->dir);
+			c->dir = NULL;
+		}
 		return;
 	}
 	c->dir_warned = 0;
-	if (fstat(dirfd(d), &dst))
-		dst.st_dev = 0;
-	while ((e = readdir(d)) && n++ < 4 * MAX_SKIP) {
-		struct ring *g;
+	for (unsigned int i = 0; i < c->nrings; i++) {
+		struct ring *g = c->rings[i];
+		struct stat st;
 
-		if (strncmp(e->d_name, GW_CRING_PREFIX,
-			    sizeof(GW_CRING_PREFIX) - 1) != 0)
-			continue;
-		g = find_ring(c, e->d_name);
-		if (g && g->ino == e->d_ino) {
-			g->seen = 1;
-			continue;
-		}
-		if (skipped(c, dst.st_dev, e->d_ino))
-			continue;
-		attach(c, dirfd(d), e->d_name);
+		g->seen =
+			fstatat(dfd, g->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			st.st_ino == g->ino && st.st_dev == g->dev;
 	}
-	closedir(d);
+	index_rings(c);
+	n = list_new(c, dfd);
+	if (n > 1)
+		qsort(c->cand, n, sizeof(*c->cand), cand_cmp);
+	/* Groups of one owner each: start[i] .. start[i + 1]; owners beyond
+	 * MAX_OPEN are served when the listing comes round again. */
+	for (end = 0; end < n; end++) {
+		if (end && c->cand[end].uid == c->cand[end - 1].uid)
+			continue;
+		if (ngroups == MAX_OPEN)
+			break;
+		start[ngroups++] = end;
+	}
+	start[ngroups] = end;
+	first = ngroups ? c->rr++ % ngroups : 0;
+	for (unsigned int round = 0; opened < MAX_OPEN; round++) {
+		unsigned int took = 0;
+
+		for (unsigned int j = 0; j < ngroups && opened < MAX_OPEN;
+		     j++) {
+			unsigned int gi = (first + j) % ngroups;
+			unsigned int i = start[gi] + round;
+
+			if (i >= start[gi + 1])
+				continue;
+			took++;
+			opened++;
+			attach(c, dfd, c->cand[i].name);
+		}
+		if (!took)
+			break;
+	}
+	c->skipped[S_DEFERRED] += n - opened;
+	close(dfd);
 }
 
 /* The process is gone: pid dead or reused. */
@@ -928,15 +1203,95 @@ static void forget(struct ring_col *c, unsigned int i, int remove)
 /* Where rings go after this pass's publish. */
 enum fate { KEEP, FORGET, REMOVE, IGNORE };
 
+/* A ring read this pass, in the order publishing prefers. */
+struct pub {
+	struct ring *g;
+	unsigned int i;
+	unsigned char fate;
+};
+
+static int live_status(uint32_t st)
+{
+	return st == GW_CUPTI_ST_OK || st == GW_CUPTI_ST_PARTIAL;
+}
+
+/*
+ * Rings of one host pid together; first the newer process (a pid reused),
+ * then one whose process still runs, then one whose injection works, then
+ * the one written last.
+ */
+static int pub_cmp(const void *a, const void *b)
+{
+	const struct pub *x = a, *y = b;
+	const struct gw_cupti_ring_info *p = &x->g->ri, *q = &y->g->ri;
+
+	if (x->g->host_pid != y->g->host_pid)
+		return x->g->host_pid < y->g->host_pid ? -1 : 1;
+	if (p->start_ticks != q->start_ticks)
+		return p->start_ticks > q->start_ticks ? -1 : 1;
+	if ((x->fate == KEEP) != (y->fate == KEEP))
+		return x->fate == KEEP ? -1 : 1;
+	if (live_status(p->status) != live_status(q->status))
+		return live_status(p->status) ? -1 : 1;
+	if (p->write_ns != q->write_ns)
+		return p->write_ns > q->write_ns ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * Publishes one ring per host pid: the process labels are the series'
+ * identity, so a second ring of the same pid (a process that loaded the
+ * library twice, a file copied, a pid reused while the old ring is read
+ * for the last time) would repeat every series.  The others are read but
+ * not published, counted once each as skipped (duplicate).
+ */
+static void publish_rings(struct ring_col *c, struct pub *pub, unsigned int n,
+			  double now)
+{
+	if (n > 1)
+		qsort(pub, n, sizeof(*pub), pub_cmp);
+	for (unsigned int k = 0; k < n; k++) {
+		struct ring *g = pub[k].g;
+
+		if (k && g->host_pid == pub[k - 1].g->host_pid) {
+			if (!g->dup_counted) {
+				g->dup_counted = 1;
+				c->skipped[S_DUPLICATE]++;
+				gw_info("cupti: %s/%s names process %u as "
+					"%s/%s does; only the latter is "
+					"published",
+					c->env->o->cupti_dir, g->name,
+					g->host_pid, c->env->o->cupti_dir,
+					pub[k - 1].g->name);
+			}
+			pub[k].g = pub[k - 1].g; /* the group's first */
+			continue;
+		}
+		pub_ring(c, g, now);
+	}
+}
+
 static void pass(struct ring_col *c)
 {
 	unsigned char fate[MAX_RINGS];
+	struct pub pub[MAX_RINGS];
 	double now = gw_now_mono();
 	struct gw_snap *s = &c->snap;
-	unsigned int attached = 0;
+	unsigned int attached = 0, searches = 0, n;
 
 	scan_dir(c);
-	for (unsigned int i = 0; i < c->nrings; i++) {
+	n = c->nrings;
+	/* A search of /proc for a ring of another pid namespace is costly:
+	 * MAX_SEARCH a pass, the rings taking turns. */
+	for (unsigned int k = 0; k < n; k++) {
+		struct ring *g = c->rings[(c->passes + k) % n];
+
+		g->may_search = searches < MAX_SEARCH;
+		if (!g->host_pid && g->ri.pidns_ino &&
+		    g->ri.pidns_ino != c->self_pidns && g->may_search)
+			searches++;
+	}
+	for (unsigned int i = 0; i < n; i++) {
 		struct ring *g = c->rings[i];
 		int exited;
 
@@ -951,11 +1306,15 @@ static void pass(struct ring_col *c)
 		exited = (g->ri.flags & GW_CRING_F_EXITED) != 0;
 		if (!g->host_pid) {
 			uint32_t host;
-			int r = gw_cupti_pid_resolve(
-				c->proc_root, c->self_pidns, g->ri.pid,
-				g->ri.pidns_ino, g->ri.start_ticks, MAX_SCAN,
-				&host);
+			int r;
 
+			if (g->ri.pidns_ino &&
+			    g->ri.pidns_ino != c->self_pidns && !g->may_search)
+				continue; /* its turn comes */
+			r = gw_cupti_pid_resolve(c->proc_root, c->self_pidns,
+						 g->ri.pid, g->ri.pidns_ino,
+						 g->ri.start_ticks, MAX_SCAN,
+						 &host);
 			if (r == 0) {
 				g->host_pid = host;
 			} else if (!g->ri.pidns_ino ||
@@ -988,13 +1347,22 @@ static void pass(struct ring_col *c)
 		else if (exited || process_gone(c, g))
 			fate[i] = REMOVE;
 		drain(c, g);
-		pub_ring(c, g, now);
-		attached++;
+		pub[attached++] = (struct pub){ g, i, fate[i] };
 	}
+	publish_rings(c, pub, attached, now);
 	for (unsigned int i = 0; i < R_COUNT; i++)
 		gw_snap_add(s, GW_FAM(CUPTI_RINGS_REFUSED_TOTAL),
 			    (double)c->refused[i], NULL, "reason",
 			    refuse_names[i], NULL);
+	for (unsigned int i = 0; i < S_COUNT; i++)
+		gw_snap_add(s, GW_FAM(CUPTI_RINGS_SKIPPED_TOTAL),
+			    (double)c->skipped[i], NULL, "reason",
+			    skip_names[i], NULL);
+	gw_snap_add(s, GW_FAM(CUPTI_SCANS_TOTAL), (double)c->passes, NULL,
+		    NULL);
+	if (c->last_cycle_passes)
+		gw_snap_add(s, GW_FAM(CUPTI_SCAN_CYCLE_PASSES),
+			    c->last_cycle_passes, NULL, NULL);
 	gw_snap_add(s, GW_FAM(CUPTI_RINGS), attached, NULL, NULL);
 	gw_registry_publish(c->env->reg, c->slot, s);
 
@@ -1041,7 +1409,11 @@ static void col_free(void *priv)
 	/* Rings stay: their writers unlink them once we stop reading. */
 	for (unsigned int i = 0; i < c->nrings; i++)
 		ring_free(c->rings[i]);
+	if (c->dir)
+		closedir(c->dir);
 	gw_snap_release(&c->snap);
+	free(c->skip);
+	free(c->cand);
 	free(c->buf);
 	free(c->idx);
 	free(c->names);
@@ -1074,7 +1446,9 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	c->buf = malloc(TAKE_CAP);
 	c->idx = calloc(GW_CUPTI_MAX_KERNELS, sizeof(*c->idx));
 	c->names = calloc(NAME_CACHE, sizeof(*c->names));
-	if (!c->buf || !c->idx || !c->names)
+	c->skip = calloc((size_t)SKIP_SETS * SKIP_WAYS, sizeof(*c->skip));
+	c->cand = calloc(MAX_CAND, sizeof(*c->cand));
+	if (!c->buf || !c->idx || !c->names || !c->skip || !c->cand)
 		goto err;
 	gw_cupti_hist_bounds(c->bounds);
 	c->slot = gw_registry_slot(env->reg, "cupti");
