@@ -55,6 +55,7 @@ struct gw_collect_opts {
 	const char *statsd_socket; /* "": none */
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
+	unsigned long long statsd_max_memory; /* bytes; 0 = the default */
 };
 
 struct gw_collect_env {

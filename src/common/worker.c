@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/caps.h"
 #include "common/log.h"
 
 /* Rests longer than this are waits without a timeout (and never overflow
@@ -34,6 +35,7 @@ struct gw_worker {
 	void *arg;
 	const _Atomic uint64_t *period_ms;
 	_Atomic uint64_t period_ns;
+	uint64_t caps; /* kept by the thread (caps.h) */
 	bool delay_first;
 	struct gw_worker_table *table;
 
@@ -167,8 +169,13 @@ static void *worker_main(void *arg)
 {
 	struct gw_worker *w = arg;
 	double began;
+	int r;
 
 	(void)pthread_setname_np(pthread_self(), w->name);
+	r = gw_caps_limit_thread(w->caps);
+	if (r)
+		gw_warn("%s: cannot drop the capabilities it does not need: %s",
+			w->name, strerror(-r));
 	pthread_mutex_lock(&w->mu);
 	w->have_clock =
 		pthread_getcpuclockid(pthread_self(), &w->cpu_clock) == 0;
@@ -256,6 +263,7 @@ int gw_worker_start(const struct gw_worker_opts *o, struct gw_worker **out)
 	atomic_init(&w->state, GW_WORKER_STARTING);
 	gw_worker_set_period(w, o->period);
 	w->delay_first = o->delay_first;
+	w->caps = o->caps;
 	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->stop_fd < 0) {
 		err = -errno;

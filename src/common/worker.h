@@ -91,6 +91,10 @@ struct gw_worker_opts {
 	bool delay_first;  /* rest one period before the first round */
 	size_t stack_size; /* 0: the default */
 	struct gw_worker_table *table; /* NULL: not listed */
+	/* The capabilities the thread keeps of those it starts with
+	 * (common/caps.h: GW_CAPS_*); every other one is dropped first
+	 * thing in the thread, bounding set included.  0: none. */
+	uint64_t caps;
 };
 
 /* Starts the thread.  -EINVAL (no name or round, name too long), -ENOMEM,

@@ -56,11 +56,11 @@
 #include "collect/cupti/collector.h"
 #include "collect/nvml/nvml.h"
 #include "collect/statsd/collector.h"
+#include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/worker.h"
 #include "core/alerting.h"
-#include "core/caps.h"
 #include "core/remote.h"
 #include "core/self.h"
 #include "http/api.h"
@@ -237,6 +237,7 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
 		.statsd_socket = c->statsd_socket,
 		.statsd_max_series = c->statsd_max_series,
 		.statsd_max_tag_values = c->statsd_max_tag_values,
+		.statsd_max_memory = c->statsd_max_memory,
 	};
 }
 

@@ -263,6 +263,11 @@ static const struct opt opts[] = {
 	  10000000, "N", "1000", RESTART, "distinct values of one tag",
 	  "Most distinct values of one StatsD tag; series beyond are refused\n"
 	  "and counted." },
+	{ "statsd-max-memory", T_BYTES, F(statsd_max_memory), 0, 0, "BYTES",
+	  "64MiB", RESTART, "memory of the StatsD series, sets and sketches",
+	  "Most memory the StatsD table holds (series, labels, tags, set\n"
+	  "tables, sketch bins, all counted); what would take it further is\n"
+	  "refused and counted (reason=\"memory\"). 0: 64MiB." },
 	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "", "on", RESTART,
 	  "no dynamic baselines / anomaly scores",
 	  "--no-baselines turns off the dynamic baselines: every stored gauge\n"

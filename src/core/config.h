@@ -89,6 +89,7 @@ struct gw_config {
 	char statsd_socket[PATH_MAX];	/* Unix datagram socket, "" = off */
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
+	unsigned long long statsd_max_memory; /* bytes of the StatsD table */
 	int baselines; /* anomaly scores for gauges (default on) */
 	struct gw_config_list rule_files; /* alert rule files, in order */
 	int default_rules;    /* the built-in rule set (default on) */

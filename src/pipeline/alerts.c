@@ -12,6 +12,7 @@
 #include "alerts.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,7 +58,15 @@ struct rstate {
 struct gstate {
 	int64_t last_eval, next_due;
 	double eval_s;
+	/* Iterations missed because the group (or one before it in the same
+	 * pass) ran past its interval, counted as Prometheus counts them, and
+	 * the rate limit of the message that says so. */
+	uint64_t missed, missed_unlogged;
+	double missed_logged_s;
 };
+
+/* One overrun message per group per minute; the ones between are summed. */
+#define MISSED_LOG_EVERY_S 60.0
 
 struct gw_alerts {
 	struct gw_alerts_opts o;
@@ -164,6 +173,17 @@ static int install_rules(struct gw_alerts *al, struct gw_ruleset *rs)
 			}
 		}
 	}
+	for (size_t g = 0; g < rs->ngroups; g++)
+		for (size_t j = 0; al->gst && j < al->rs.ngroups; j++)
+			if (strcmp(rs->groups[g].name, al->rs.groups[j].name) ==
+				    0 &&
+			    strcmp(rs->groups[g].file, al->rs.groups[j].file) ==
+				    0) {
+				gst[g].missed = al->gst[j].missed;
+				gst[g].missed_logged_s =
+					al->gst[j].missed_logged_s;
+				break;
+			}
 	free_states(al);
 	gw_ruleset_release(&al->rs);
 	al->rs = *rs;
@@ -605,6 +625,16 @@ static void publish(struct gw_alerts *al)
 		}
 	}
 	gw_buf_release(&b);
+	for (size_t g = 0; g < al->rs.ngroups; g++) {
+		const struct gw_rule_group *gr = &al->rs.groups[g];
+		char key[1024];
+
+		/* rule_group as Prometheus writes it: "FILE;NAME" */
+		snprintf(key, sizeof(key), "%s;%s", gr->file, gr->name);
+		gw_snap_add(s, GW_FAM(RULE_GROUP_ITERATIONS_MISSED_TOTAL),
+			    (double)al->gst[g].missed, NULL, "rule_group", key,
+			    NULL);
+	}
 	gw_snap_add(s, GW_FAM(RULES_EVALUATIONS_TOTAL), (double)al->evaluations,
 		    NULL, NULL);
 	gw_snap_add(s, GW_FAM(RULES_LAST_EVALUATION_SECONDS), al->last_pass_s,
@@ -646,6 +676,43 @@ static void take_pending(struct gw_alerts *al)
 	pthread_mutex_unlock(&al->lock);
 }
 
+/*
+ * Under the lock, after group gs (due at sched) finished at end: the
+ * iterations it missed and the next due time.  Evaluations keep to the
+ * grid sched + k * interval, and a missed iteration is, as in Prometheus,
+ * a tick of the grid that got no evaluation: the ticks in (sched, end],
+ * whether the group started late (a group before it was slow) or ran long
+ * itself.  Where Prometheus would run one late catch-up evaluation at once
+ * (and not count that tick), the next evaluation here is the first tick
+ * after end: ours run at the wall clock, so a catch-up would only repeat
+ * the one just done.  So a slow group skips ticks, counted, instead of
+ * running back to back.
+ */
+static void overrun(const struct gw_rule_group *gr, struct gstate *gs,
+		    int64_t sched, int64_t end, int64_t iv)
+{
+	int64_t ticks = end > sched ? (end - sched) / iv : 0;
+	double t = mono_s();
+
+	gs->next_due = sched + (ticks + 1) * iv;
+	if (ticks < 1)
+		return;
+	gs->missed += (uint64_t)ticks;
+	gs->missed_unlogged += (uint64_t)ticks;
+	if (gs->missed_logged_s && t - gs->missed_logged_s < MISSED_LOG_EVERY_S)
+		return;
+	gw_warn("rules: group '%s' (%s) ended %.3gs after it was due, past "
+		"its %.3gs interval: %" PRIu64 " iteration%s missed%s",
+		gr->name, gr->file, (double)(end - sched) / 1e3,
+		(double)iv / 1e3, gs->missed_unlogged,
+		gs->missed_unlogged == 1 ? "" : "s",
+		gs->missed_unlogged == (uint64_t)ticks
+			? ""
+			: " since the last message");
+	gs->missed_unlogged = 0;
+	gs->missed_logged_s = t;
+}
+
 unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now)
 {
 	unsigned int failed = 0;
@@ -661,6 +728,7 @@ unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now)
 		int64_t iv =
 			gr->interval_ms ? gr->interval_ms : al->o.interval_ms;
 		double g0 = mono_s();
+		int64_t sched = gs->next_due ? gs->next_due : now;
 
 		if (gs->next_due && now < gs->next_due)
 			continue;
@@ -709,7 +777,8 @@ unsigned int gw_alerts_eval(struct gw_alerts *al, int64_t now)
 		pthread_mutex_lock(&al->lock);
 		gs->last_eval = now;
 		gs->eval_s = mono_s() - g0;
-		gs->next_due = now + iv;
+		overrun(gr, gs, sched, now + (int64_t)((mono_s() - t0) * 1e3),
+			iv);
 		pthread_mutex_unlock(&al->lock);
 	}
 	pthread_mutex_lock(&al->lock);

@@ -254,6 +254,38 @@ int gw_sketch_add_n(struct gw_sketch *s, double v, uint64_t n)
 	return 0;
 }
 
+size_t gw_sketch_bytes(const struct gw_sketch *s)
+{
+	return ((size_t)s->cappos + s->capneg) * sizeof(struct gw_sketch_bin);
+}
+
+size_t gw_sketch_add_grows(const struct gw_sketch *s, double v)
+{
+	const struct gw_sketch_bin *b = v > 0 ? s->pos : s->neg;
+	uint32_t n = v > 0 ? s->npos : s->nneg;
+	uint32_t cap = v > 0 ? s->cappos : s->capneg, lo = 0, hi = n, grown;
+	double m = fabs(v);
+	int32_t idx;
+
+	if (isnan(v) || m < DBL_MIN || n < cap || n >= GW_SKETCH_MAX_BINS)
+		return 0;
+	idx = index_of(m);
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b[mid].index < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && b[lo].index == idx)
+		return 0;
+	grown = cap ? cap * 2 : INIT_CAP;
+	if (grown > GW_SKETCH_MAX_BINS)
+		grown = GW_SKETCH_MAX_BINS;
+	return (size_t)(grown - cap) * sizeof(struct gw_sketch_bin);
+}
+
 int gw_sketch_add(struct gw_sketch *s, double v)
 {
 	return gw_sketch_add_n(s, v, 1);

@@ -71,6 +71,15 @@ __attribute__((warn_unused_result)) int gw_sketch_add(struct gw_sketch *s,
 __attribute__((warn_unused_result)) int gw_sketch_add_n(struct gw_sketch *s,
 							double v, uint64_t n);
 
+/*
+ * Memory, for owners that keep a budget: the bytes of bin arrays s holds,
+ * and the most that adding v (any weight) would allocate (0 when v fits in
+ * the arrays s has: an existing bucket, a free slot, zero, NaN or a full
+ * side that collapses).
+ */
+size_t gw_sketch_bytes(const struct gw_sketch *s);
+size_t gw_sketch_add_grows(const struct gw_sketch *s, double v);
+
 /* dst += src. */
 __attribute__((warn_unused_result)) int
 gw_sketch_merge(struct gw_sketch *dst, const struct gw_sketch *src);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bits.h"
 #include "common/log.h"
 
 const char *const gw_store_tier_dir[GW_TIERS] = { "raw", "1m", "1h" };
@@ -486,23 +487,41 @@ static int load_index(struct gw_store *s)
 	return 0;
 }
 
-static int open_index(struct gw_store *s, bool *fresh)
+static int open_index(struct gw_store *s, bool *fresh,
+		      struct gw_store_salvage *sv, bool *salvaged)
 {
 	char path[PATH_MAX + 16];
+	uint8_t *log = NULL;
+	size_t loglen = 0;
 	int err;
 
 	snprintf(path, sizeof(path), "%s/index.db", s->dir);
 	*fresh = access(path, F_OK) != 0;
+	/* The log after a crash holds the last flushes; SQLite empties a log
+	 * it cannot use, so a copy is taken first (at most a few MiB:
+	 * journal_size_limit and the automatic checkpoints bound it). */
+	if (!*fresh && gw_store_salvage_read_log(path, &log, &loglen) != 0)
+		log = NULL;
 	err = gw_store_open_db(path, true, false, &s->index);
 	if (!err && !*fresh)
 		err = gw_store_check_db(s->index);
 	if (err == -EBADMSG) {
+		int r;
+
 		sqlite3_close(s->index);
 		s->index = NULL;
+		/* Before it goes: what the damaged file still holds. */
+		r = gw_store_salvage(path, log, loglen, sv);
+		if (r)
+			gw_err("store: cannot read the damaged %s to recover "
+			       "from it: %s",
+			       path, strerror(-r));
+		*salvaged = r == 0;
 		gw_store_quarantine(s, path, "failed its integrity check");
 		*fresh = true;
 		err = gw_store_open_db(path, true, false, &s->index);
 	}
+	free(log);
 	if (!err)
 		err = gw_store_exec(
 			s->index,
@@ -576,6 +595,184 @@ struct rebuild {
 	uint64_t n;
 };
 
+/* The hour after the newest raw sample in the partitions (a cut writes
+ * whole hours, so every sample before it is there): INT64_MIN if none. */
+static int64_t partitions_end(struct gw_store *s)
+{
+	int64_t end = INT64_MIN;
+
+	for (size_t i = 0; i < s->nparts; i++) {
+		sqlite3_stmt *st;
+		sqlite3 *db;
+
+		if (s->parts[i].tier != GW_TIER_RAW ||
+		    gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
+			continue;
+		if (sqlite3_prepare_v2(db, "SELECT max(t_max) FROM chunks", -1,
+				       &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW &&
+		    sqlite3_column_type(st, 0) == SQLITE_INTEGER) {
+			int64_t t = sqlite3_column_int64(st, 0);
+
+			if (t < INT64_MAX - MS_HOUR &&
+			    floor_to(t, MS_HOUR) + MS_HOUR > end)
+				end = floor_to(t, MS_HOUR) + MS_HOUR;
+		}
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+	return end;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct gw_store_salvage_row *x = a, *y = b;
+
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->t_min < y->t_min ? -1 : x->t_min > y->t_min;
+}
+
+/*
+ * After the index was rebuilt from the partitions: puts back what the
+ * damaged index.db still held (salvage.c).  Series rows the partitions do
+ * not know (series created since the last cut) are added; the watermark
+ * is the newest of the one found and the partitions' end; head log rows
+ * after it go into the new head log, from where gw_store_replay() reads
+ * them as after any restart.  One report says what came back and what
+ * did not: samples of series whose key was lost, damaged records.
+ */
+static void apply_salvage(struct gw_store *s, struct gw_store_salvage *sv,
+			  uint64_t from_parts)
+{
+	uint64_t nser = 0, nrows = 0, samples = 0, lost = 0, old = 0;
+	int64_t wm = partitions_end(s);
+	uint32_t *ids = NULL;
+	size_t nids = 0, capids = 0, lost_series = 0;
+	sqlite3_stmt *st = NULL;
+	char sql[160];
+
+	for (size_t i = 0; i < sv->nseries; i++) {
+		struct gw_series *ser;
+		struct gw_labels l;
+
+		if (gw_series_index_get(s->idx, (uint32_t)sv->series[i].id) ||
+		    gw_store_key_labels(sv->series[i].key, &l) != 0)
+			continue;
+		if (gw_store_attach_series(s, &l, (uint32_t)sv->series[i].id,
+					   false, &ser) == 0 &&
+		    ser->id == (uint32_t)sv->series[i].id)
+			nser++;
+		gw_labels_release(&l);
+	}
+	if (sv->have_watermark && sv->watermark > wm)
+		wm = sv->watermark;
+	s->watermark = wm;
+	if (wm != INT64_MIN) {
+		snprintf(sql, sizeof(sql),
+			 "INSERT OR REPLACE INTO meta(k, v) VALUES "
+			 "('watermark', %lld);",
+			 (long long)wm);
+		if (gw_store_exec(s->index, sql))
+			gw_warn("store: cannot write the watermark to the new "
+				"index.db");
+	}
+	if (sv->nrows > 1)
+		qsort(sv->rows, sv->nrows, sizeof(*sv->rows), cmp_row);
+	if (sqlite3_prepare_v2(s->index,
+			       "INSERT INTO head(t_min, t_max, data) "
+			       "VALUES (?, ?, ?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		st = NULL;
+	(void)gw_store_exec(s->index, "BEGIN;");
+	for (size_t i = 0; i < sv->nrows; i++) {
+		const uint8_t *p = sv->rows[i].data;
+		const uint8_t *end = p + sv->rows[i].len;
+
+		if (sv->rows[i].t_max < wm) {
+			old++; /* deleted by a cut: in the partitions */
+			continue;
+		}
+		/* What it holds, for the report. */
+		while (p < end) {
+			uint64_t id, cnt, t0, d;
+			bool known;
+
+			if (gw_varint_get(&p, end, &id) ||
+			    gw_varint_get(&p, end, &cnt) ||
+			    gw_varint_get(&p, end, &t0))
+				break;
+			known = id <= UINT32_MAX &&
+				gw_series_index_get(s->idx, (uint32_t)id);
+			if (!known && nids == capids) {
+				size_t cap = capids ? capids * 2 : 64;
+				uint32_t *v = realloc(ids, cap * sizeof(*v));
+
+				if (v) {
+					ids = v;
+					capids = cap;
+				}
+			}
+			if (!known && nids < capids)
+				ids[nids++] = (uint32_t)id;
+			for (uint64_t j = 0, t = t0; j < cnt; j++) {
+				if (gw_varint_get(&p, end, &d) || end - p < 8) {
+					sv->damaged++;
+					p = end;
+					break;
+				}
+				p += 8;
+				t += d;
+				if ((int64_t)t < wm)
+					continue;
+				if (known)
+					samples++;
+				else
+					lost++;
+			}
+		}
+		if (st) {
+			sqlite3_bind_int64(st, 1, sv->rows[i].t_min);
+			sqlite3_bind_int64(st, 2, sv->rows[i].t_max);
+			sqlite3_bind_blob(st, 3, sv->rows[i].data,
+					  (int)sv->rows[i].len, SQLITE_STATIC);
+			if (sqlite3_step(st) == SQLITE_DONE)
+				nrows++;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+		}
+	}
+	(void)gw_store_exec(s->index, "COMMIT;");
+	sqlite3_finalize(st);
+	if (nids) {
+		qsort(ids, nids, sizeof(*ids), cmp_u32);
+		for (size_t i = 0; i < nids; i++)
+			lost_series += i == 0 || ids[i] != ids[i - 1];
+	}
+	free(ids);
+	gw_warn("store: index.db rebuilt: %llu series from the partitions; "
+		"from the damaged file %llu series, %llu head log records "
+		"with %llu samples since the last cut%s; not recovered: "
+		"%llu samples of %zu series whose keys were lost, %llu "
+		"damaged records%s",
+		(unsigned long long)from_parts, (unsigned long long)nser,
+		(unsigned long long)nrows, (unsigned long long)samples,
+		sv->have_watermark ? ""
+				   : " (its watermark was lost: taken "
+				     "from the partitions)",
+		(unsigned long long)lost, lost_series,
+		(unsigned long long)sv->damaged,
+		old ? " (older records already in the partitions skipped)"
+		    : "");
+}
+
 static int rebuild_one(void *ctx, int64_t id, const char *key)
 {
 	struct rebuild *rb = ctx;
@@ -591,8 +788,9 @@ static int rebuild_one(void *ctx, int64_t id, const char *key)
 	return 0;
 }
 
-/* With a fresh index, the series come back from the partitions. */
-static void rebuild_series(struct gw_store *s)
+/* With a fresh index, the series come back from the partitions; the
+ * number that did. */
+static uint64_t rebuild_series(struct gw_store *s)
 {
 	struct rebuild rb = { s, 0 };
 
@@ -611,6 +809,7 @@ static void rebuild_series(struct gw_store *s)
 		gw_warn("store: index rebuilt from the partitions (%llu "
 			"series)",
 			(unsigned long long)rb.n);
+	return rb.n;
 }
 
 /* Restores the day's 1-hour column of every series from its partition. */
@@ -663,7 +862,9 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		  char *err, size_t errlen)
 {
 	struct gw_store *s = calloc(1, sizeof(*s));
-	bool fresh = false;
+	struct gw_store_salvage sv = { 0 };
+	bool fresh = false, salvaged = false;
+	uint64_t rebuilt = 0;
 	int rc = 0;
 
 	*out = NULL;
@@ -710,7 +911,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 			 strerror(errno));
 		goto fail;
 	}
-	rc = open_index(s, &fresh);
+	rc = open_index(s, &fresh, &sv, &salvaged);
 	if (rc) {
 		snprintf(err, errlen, "cannot open %s/index.db: %s", s->dir,
 			 strerror(-rc));
@@ -727,17 +928,20 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		qsort(s->parts, s->nparts, sizeof(*s->parts), part_cmp);
 	rc = load_index(s);
 	if (!rc && fresh)
-		rebuild_series(s);
+		rebuilt = rebuild_series(s);
 	if (rc) {
 		snprintf(err, errlen, "cannot load %s/index.db: %s", s->dir,
 			 strerror(-rc));
 		goto fail;
 	}
-	if (fresh && s->nparts) {
+	if (salvaged) {
+		apply_salvage(s, &sv, rebuilt);
+	} else if (fresh && s->nparts) {
 		/* Nothing after the newest partition's data is recoverable;
 		 * start the watermark at the current hour. */
 		s->watermark = floor_to(gw_store_now(s), MS_HOUR);
 	}
+	gw_store_salvage_release(&sv);
 	load_h1_day(s);
 	rc = gw_store_replay(s);
 	if (rc)
@@ -749,6 +953,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	*out = s;
 	return 0;
 fail:
+	gw_store_salvage_release(&sv);
 	if (!*err)
 		snprintf(err, errlen, "%s", strerror(-rc));
 	gw_store_close(s);

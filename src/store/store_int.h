@@ -233,4 +233,46 @@ int gw_store_each_series(sqlite3 *db,
 			 int (*fn)(void *ctx, int64_t id, const char *key),
 			 void *ctx);
 
+/*
+ * salvage.c: what a damaged index.db (and its log, read beforehand with
+ * gw_store_salvage_read_log) still holds, read page
+ * by page: the series rows, the head log's rows and the watermark.  Rows
+ * are kept once by content; head rows may include ones a cut deleted
+ * (older than the watermark), which the caller drops.  damaged counts
+ * cells that looked like records but whose overflow chain was broken.
+ * 0 or -errno (the file could not be read, -ENOMEM).
+ */
+struct gw_store_salvage {
+	int64_t watermark;
+	bool have_watermark;
+	struct {
+		int64_t id;
+		char *key;
+	} * series;
+	size_t nseries, capseries;
+	struct gw_store_salvage_row {
+		int64_t seq, t_min, t_max;
+		uint8_t *data;
+		size_t len;
+	} * rows;
+	size_t nrows, caprows;
+	uint64_t damaged;
+};
+
+__attribute__((warn_unused_result)) int
+gw_store_salvage(const char *path, const uint8_t *log, size_t loglen,
+		 struct gw_store_salvage *out);
+/* The same on images in memory (the fuzzer's way in). */
+__attribute__((warn_unused_result)) int
+gw_store_salvage_mem(const uint8_t *db, size_t dblen, const uint8_t *log,
+		     size_t loglen, struct gw_store_salvage *out);
+/*
+ * Reads PATH-wal (the log as it is before SQLite opens the database: a
+ * connection that finds the log unusable empties it on close).  *log is
+ * NULL when there is none; free() it.  0 or -errno.
+ */
+__attribute__((warn_unused_result)) int
+gw_store_salvage_read_log(const char *path, uint8_t **log, size_t *len);
+void gw_store_salvage_release(struct gw_store_salvage *s);
+
 #endif

@@ -28,6 +28,7 @@ struct gw_fakeq {
 	size_t n, cap;
 	int64_t oldest[GW_TIERS];
 	int fail;
+	unsigned int delay_ms;
 	struct gw_fakeq_stats st;
 	/* Queries may run on several server threads at once. */
 	pthread_mutex_t lock;
@@ -201,6 +202,13 @@ void gw_fakeq_retention(struct gw_fakeq *f, enum gw_tier tier, int64_t oldest)
 		f->oldest[tier] = oldest;
 }
 
+void gw_fakeq_delay(struct gw_fakeq *f, unsigned int ms)
+{
+	pthread_mutex_lock(&f->lock);
+	f->delay_ms = ms;
+	pthread_mutex_unlock(&f->lock);
+}
+
 void gw_fakeq_fail(struct gw_fakeq *f, int err)
 {
 	f->fail = err;
@@ -319,6 +327,7 @@ static int fake_select(void *ctx, const struct gw_matcher *m, size_t nm,
 {
 	struct gw_fakeq *f = ctx;
 	struct gw_series_data *v = NULL;
+	struct timespec delay;
 	size_t n = 0;
 	int err = 0;
 
@@ -333,7 +342,11 @@ static int fake_select(void *ctx, const struct gw_matcher *m, size_t nm,
 	f->st.sel_deadline_ns = lim->deadline_ns;
 	err = f->fail;
 	f->fail = 0;
+	delay.tv_sec = f->delay_ms / 1000;
+	delay.tv_nsec = (long)(f->delay_ms % 1000) * 1000000L;
 	pthread_mutex_unlock(&f->lock);
+	while (nanosleep(&delay, &delay) == -1 && errno == EINTR)
+		;
 	if (err)
 		return err;
 	if (lim->cancel && atomic_load(lim->cancel))

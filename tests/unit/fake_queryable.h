@@ -65,6 +65,10 @@ void gw_fakeq_retention(struct gw_fakeq *f, enum gw_tier tier, int64_t oldest);
 /* The next select() fails with err (a negative errno; 0 clears). */
 void gw_fakeq_fail(struct gw_fakeq *f, int err);
 
+/* Every select() from now on first takes ms milliseconds of wall time (a
+ * slow store, for tests of what overruns; 0 clears). */
+void gw_fakeq_delay(struct gw_fakeq *f, unsigned int ms);
+
 /* Fills q with f's callbacks (series() and label_values() included). */
 void gw_fakeq_queryable(struct gw_fakeq *f, struct gw_queryable *q);
 

@@ -496,6 +496,65 @@ static void scalar_rules_and_no_store(void **state)
 	gw_alerts_free(al);
 }
 
+/*
+ * A group that runs past its interval misses iterations: the ticks of its
+ * grid that got no evaluation, counted in
+ * gpuwatch_rule_group_iterations_missed_total{rule_group="FILE;GROUP"};
+ * the next evaluation is the next tick of the grid.
+ */
+static void overrun_counts_missed_iterations(void **state)
+{
+	static const char slow_rules[] = "groups:\n"
+					 "  - name: slow\n"
+					 "    interval: 1s\n"
+					 "    rules:\n"
+					 "      - alert: Hot\n"
+					 "        expr: temp > 80\n";
+	struct fx x;
+	char *s;
+
+	(void)state;
+	/* late by the clock: due at T0+10s, run at T0+45s: one evaluation
+	 * for the ticks 10s to 40s, three missed; 50s is next */
+	fx_open(&x, hot_rules, NULL);
+	feed(&x, x.temp0, T0, T0 + 60 * SEC, 90);
+	gw_alerts_eval(x.al, T0);
+	s = metrics(&x);
+	contains(s, "gpuwatch_rule_group_iterations_missed_total{rule_group="
+		    "\"t.yml;gpu\"} 0\n");
+	free(s);
+	gw_alerts_eval(x.al, T0 + 45 * SEC);
+	s = metrics(&x);
+	contains(s, "gpuwatch_rule_group_iterations_missed_total{rule_group="
+		    "\"t.yml;gpu\"} 3\n");
+	free(s);
+	assert_int_equal(counts(&x).rules, 1);
+	{
+		uint64_t before, after;
+
+		before = gw_fakeq_stats(x.f)->selects;
+		gw_alerts_eval(x.al, T0 + 49 * SEC);
+		after = gw_fakeq_stats(x.f)->selects;
+		assert_true(before > 0);
+		assert_int_equal(after, before);
+		gw_alerts_eval(x.al, T0 + 50 * SEC);
+		assert_true(gw_fakeq_stats(x.f)->selects > after);
+	}
+	fx_close(&x);
+
+	/* slow by the store: a 1s group whose query takes 2.1s: the ticks at
+	 * 1s and 2s pass during it */
+	fx_open(&x, slow_rules, NULL);
+	feed(&x, x.temp0, T0, T0 + 60 * SEC, 90);
+	gw_fakeq_delay(x.f, 2100);
+	gw_alerts_eval(x.al, T0);
+	s = metrics(&x);
+	contains(s, "gpuwatch_rule_group_iterations_missed_total{rule_group="
+		    "\"t.yml;slow\"} 2\n");
+	free(s);
+	fx_close(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,6 +566,7 @@ int main(void)
 		cmocka_unit_test(rules_json_shape),
 		cmocka_unit_test(reload_keeps_matching_alerts),
 		cmocka_unit_test(scalar_rules_and_no_store),
+		cmocka_unit_test(overrun_counts_missed_iterations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

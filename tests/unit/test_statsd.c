@@ -9,6 +9,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -188,6 +189,48 @@ static void parse_gauge_signs_and_tags(void **state)
 		assert_memory_equal(line.tags[i].value, want[i][1],
 				    line.tags[i].value_len);
 	}
+}
+
+/* The label name one tag key becomes. */
+static void tag_key_is(const char *key, const char *want)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "x:1|c|#%s:v", key);
+	assert_int_equal(parse(buf), GW_STATSD_OK);
+	assert_int_equal(line.ntags, 1);
+	if (line.tags[0].name_len != strlen(want) ||
+	    memcmp(line.tags[0].name, want, line.tags[0].name_len) != 0)
+		fail_msg("tag key \"%s\" became \"%.*s\", not \"%s\"", key,
+			 (int)line.tags[0].name_len, line.tags[0].name, want);
+}
+
+/* Tag keys become valid label names, never reserved ones ("__" first),
+ * however the sanitising gets there. */
+static void tag_keys_sanitised(void **state)
+{
+	(void)state;
+	tag_key_is("__x", "tag___x");
+	tag_key_is("..x", "tag___x");
+	tag_key_is("-_x", "tag___x");
+	tag_key_is("_.x", "tag___x");
+	tag_key_is("__", "tag___");
+	tag_key_is("é", "tag___"); /* two bytes of UTF-8 */
+	tag_key_is("9x", "_9x");
+	tag_key_is("9", "_9");
+	tag_key_is("1.2", "_1_2");
+	tag_key_is(".9", "_9");
+	tag_key_is("_9", "_9");
+	tag_key_is("_", "_");
+	tag_key_is("a:b", "a"); /* the value starts at the first ':' */
+	tag_key_is("l.e", "l_e");
+	tag_key_is("le", "tag_le");
+	tag_key_is("quantile", "tag_quantile");
+	tag_key_is("Env-Name", "Env_Name");
+	/* Two keys that sanitise alike: the first wins. */
+	assert_int_equal(parse("x:1|c|#..a:1,__a:2"), GW_STATSD_OK);
+	assert_int_equal(line.ntags, 1);
+	assert_int_equal(line.tags[0].value[0], '1');
 }
 
 static void sanitize_names(void **state)
@@ -509,6 +552,118 @@ static void caps_refuse_and_count(void **state)
 	gw_statsd_table_free(t);
 }
 
+static uint64_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * At the default series and tag caps, every series a set or a summary
+ * filled to its own bounds (two periods of 4096 set values; 2048 bins a
+ * side in both sketches): without the budget that is 10000 x 128 KiB.
+ * The table's own count stays within the budget, what does not fit is
+ * refused as "memory", the process does not grow past the budget (with
+ * room for the allocator and the sanitizers' own), and all of it is given
+ * back when the series expire.
+ */
+static void memory_bounded_at_the_caps(void **state)
+{
+	const unsigned long long budget = 16ull << 20;
+	struct gw_statsd_table_opts o = { .max_series = 10000,
+					  .max_tag_values = 1000,
+					  .max_bytes = budget };
+	struct gw_statsd_table *t;
+	struct gw_statsd_table_stats st;
+	struct gw_snap s;
+	uint64_t rss0, rss1, empty;
+	unsigned int kept = 0;
+	char buf[128];
+
+	(void)state;
+	gw_snap_init(&s);
+	assert_int_equal(gw_statsd_table_new(&o, &t), 0);
+	gw_statsd_table_stats(t, &st);
+	assert_int_equal(st.max_bytes, budget);
+	empty = st.bytes;
+	rss0 = rss_bytes();
+	for (unsigned int i = 0; i < o.max_series; i++) {
+		bool set = i % 2 == 0;
+		int r;
+
+		/* one value first: a series refused stays refused */
+		snprintf(buf, sizeof(buf),
+			 set ? "s%u:v|s|#k:%u" : "d%u:1|d|#k:%u", i, i % 1000);
+		r = add(t, buf, 1);
+		if (r) {
+			assert_int_equal(r, GW_STATSD_REFUSED_MEMORY);
+			continue;
+		}
+		kept++;
+		for (int period = 0; period < 2; period++) {
+			double now = 1 + 10 * period;
+
+			for (int k = 0; k < (set ? GW_STATSD_SET_MAX : 2048);
+			     k++) {
+				if (set)
+					snprintf(buf, sizeof(buf),
+						 "s%u:%d|s|#k:%u", i, k,
+						 i % 1000);
+				else
+					snprintf(buf, sizeof(buf),
+						 "d%u:%.17g:%.17g|d|#k:%u", i,
+						 exp(k * 0.03), -exp(k * 0.03),
+						 i % 1000);
+				r = add(t, buf, now);
+				assert_true(r == 0 ||
+					    r == GW_STATSD_REFUSED_MEMORY ||
+					    r == GW_STATSD_REFUSED_SET_FULL);
+			}
+		}
+	}
+	gw_statsd_table_stats(t, &st);
+	assert_true(st.bytes <= budget);
+	/* the budget is used, not left mostly empty by a coarse estimate */
+	assert_true(st.bytes > budget / 10 * 9);
+	assert_true(st.refused[GW_STATSD_REFUSED_MEMORY] > 0);
+	assert_true(kept > 10 && kept < o.max_series);
+	/* (a series may be made and its first value refused) */
+	assert_true(st.series >= kept && st.series <= kept + 1);
+	rss1 = rss_bytes();
+#ifndef __SANITIZE_THREAD__
+	/* (ThreadSanitizer's allocator and shadow take several times what
+	 * the program allocates: there the table's own count is the bound) */
+	if (rss1 > rss0 && rss1 - rss0 > 3 * budget + (16u << 20))
+		fail_msg("RSS grew by %llu bytes for a %llu-byte budget",
+			 (unsigned long long)(rss1 - rss0), budget);
+#else
+	(void)rss0;
+	(void)rss1;
+#endif
+	/* Everything is published, then expires and is given back. */
+	publish(t, &s, 12);
+	assert_true(find(&s, "s0", "k=\"0\"") > 0);
+	publish(t, &s, 1000);
+	publish(t, &s, 1001);
+	gw_statsd_table_stats(t, &st);
+	assert_int_equal(st.series, 0);
+	assert_true(st.bytes >= empty); /* no unsigned wrap: all credited */
+	assert_true(st.bytes <= empty + (256u << 10)); /* hash tables kept */
+	gw_snap_release(&s);
+	gw_statsd_table_free(t);
+	/* the default budget */
+	o.max_bytes = 0;
+	assert_int_equal(gw_statsd_table_new(&o, &t), 0);
+	gw_statsd_table_stats(t, &st);
+	assert_int_equal(st.max_bytes, GW_STATSD_MAX_BYTES_DEFAULT);
+	gw_statsd_table_free(t);
+}
+
 static void idle_series_expire(void **state)
 {
 	struct gw_statsd_table *t = new_table(2, 1);
@@ -616,6 +771,64 @@ static void receive_datagrams(void **state)
 	gw_snap_release(&s);
 }
 
+/*
+ * A flood that overruns a tiny receive buffer: the kernel drops datagrams
+ * and gpuwatch_statsd_udp_drops_total counts exactly those.
+ */
+static void udp_drops_counted(void **state)
+{
+	struct gw_statsd_rx_opts o = { .listen = "127.0.0.1:0",
+				       .max_series = 10,
+				       .max_tag_values = 10,
+				       .rcvbuf = 1 /* the kernel's least */ };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct gw_statsd_rx *rx;
+	struct gw_statsd_rx_counts c;
+	struct gw_snap s;
+	char msg[1024];
+	const int sent = 500;
+	int fd;
+
+	(void)state;
+	gw_snap_init(&s);
+	assert_int_equal(gw_statsd_rx_open(&o, &rx), 0);
+	sin.sin_port = htons((uint16_t)gw_statsd_rx_port(rx));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	memset(msg, 'x', sizeof(msg));
+	memcpy(msg, "flood:1|c|#pad:", 15);
+	for (int i = 0; i < sent; i++)
+		assert_int_equal(sendto(fd, msg, sizeof(msg), 0,
+					(struct sockaddr *)&sin, sizeof(sin)),
+				 (ssize_t)sizeof(msg));
+	/* Read what the buffer held, then one more datagram: the kernel
+	 * reports the drop count with the next one queued after the drops. */
+	while (gw_statsd_rx_poll(rx, 0, 1) > 0)
+		;
+	assert_int_equal(sendto(fd, "last:1|c", 8, 0, (struct sockaddr *)&sin,
+				sizeof(sin)),
+			 8);
+	close(fd);
+	for (int tries = 0; tries < 100; tries++) {
+		gw_statsd_rx_counts(rx, &c);
+		if (c.datagrams[0] == 0 ||
+		    c.datagrams[0] + c.udp_drops >= (uint64_t)sent + 1)
+			break;
+		(void)gw_statsd_rx_poll(rx, 100, 1);
+	}
+	gw_statsd_rx_counts(rx, &c);
+	assert_true(c.datagrams[0] < (uint64_t)sent);
+	assert_true(c.udp_drops > 0);
+	assert_int_equal(c.datagrams[0] + c.udp_drops, sent + 1);
+	gw_statsd_rx_publish(rx, &s, 2);
+	assert_true(find(&s, "gpuwatch_statsd_udp_drops_total", "") ==
+		    (double)c.udp_drops);
+	assert_true(find(&s, "last_total", "") == 1);
+	gw_statsd_rx_close(rx);
+	gw_snap_release(&s);
+}
+
 static void bind_failure_is_not_fatal(void **state)
 {
 	struct gw_statsd_rx_opts o = { .listen = "127.0.0.1:0",
@@ -655,6 +868,9 @@ int main(void)
 		cmocka_unit_test(parse_rejects_with_reason),
 		cmocka_unit_test(parse_gauge_signs_and_tags),
 		cmocka_unit_test(sanitize_names),
+		cmocka_unit_test(tag_keys_sanitised),
+		cmocka_unit_test(memory_bounded_at_the_caps),
+		cmocka_unit_test(udp_drops_counted),
 		cmocka_unit_test(counters_gauges_and_rates),
 		cmocka_unit_test(tags_become_labels),
 		cmocka_unit_test(quantiles_within_one_percent),

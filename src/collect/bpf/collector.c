@@ -24,6 +24,7 @@
 #include "collect/bpf/collector.h"
 #include "collect/bpf/discover.h"
 #include "collect/bpf/probes.h"
+#include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/procstat.h"
@@ -916,6 +917,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.init = probes_init,
 		.round = probes_round,
 		.table = env->workers,
+		.caps = gw_caps_ebpf(),
 	};
 	struct ebpf_col *b;
 	int r;

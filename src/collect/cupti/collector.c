@@ -56,9 +56,10 @@
 #include "collect/attrib.h"
 #include "collect/cupti/collector.h"
 #include "collect/cupti/export.h"
-#include "common/utf8.h"
+#include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/worker.h"
 #include "pipeline/catalog.h"
 
@@ -1426,6 +1427,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.init = rings_init,
 		.round = rings_round,
 		.table = env->workers,
+		.caps = GW_CAPS_CUPTI,
 	};
 	struct ring_col *c;
 	int r = -ENOMEM;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "collect/nvml/nvml_internal.h"
+#include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -179,6 +180,7 @@ static int start_workers(struct gw_nvml *c)
 			.name = name,
 			.round = dev_round,
 			.arg = d,
+			.caps = GW_CAPS_ATTRIB, /* the process list */
 		};
 
 		snprintf(owner, sizeof(owner), "nvml-gpu%u-fast", i);
@@ -383,6 +385,8 @@ static int col_start(const struct gw_collect_env *env, void **out)
 		.name = "gw-nvml",
 		.init = sched_init,
 		.round = sched_round,
+		/* what the per-GPU threads it starts keep */
+		.caps = GW_CAPS_ATTRIB,
 	};
 	int r;
 

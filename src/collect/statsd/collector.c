@@ -59,6 +59,13 @@ struct gw_statsd_rx {
 	struct gw_statsd_line *line;
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
+	/* SO_RXQ_OVFL's control message, one per datagram */
+	union {
+		char buf[CMSG_SPACE(sizeof(uint32_t))];
+		struct cmsghdr align;
+	} ctl[BATCH];
+	uint32_t drops_seen; /* the socket's drop count, last reported */
+	int rcvbuf;
 	char *bufs;
 	struct gw_statsd_rx_counts c;
 	uint64_t malformed[GW_STATSD_NRESULTS];
@@ -66,6 +73,9 @@ struct gw_statsd_rx {
 	/* Rate-limited malformed log. */
 	double next_log;
 	uint64_t unlogged;
+	/* Rate-limited refusal log, one per reason. */
+	double next_refusal_log[GW_STATSD_NREFUSALS];
+	uint64_t refusals_unlogged[GW_STATSD_NREFUSALS];
 };
 
 /* ---- sockets ---- */
@@ -84,9 +94,9 @@ static void format_addr(const struct sockaddr *sa, socklen_t len, char *out,
 		 host, serv);
 }
 
-static void set_rcvbuf(int fd)
+static void set_rcvbuf(const struct gw_statsd_rx *rx, int fd)
 {
-	int v = RCVBUF;
+	int v = rx->rcvbuf;
 
 	/* Capped by net.core.rmem_max; best effort. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
@@ -143,7 +153,16 @@ static int open_udp(struct gw_statsd_rx *rx, const char *listen)
 			listen, strerror(saved));
 		return 0;
 	}
-	set_rcvbuf(fd);
+	set_rcvbuf(rx, fd);
+	{
+		int on = 1;
+
+		/* The kernel's drop count comes with the datagrams. */
+		if (setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on)))
+			gw_warn("statsd: SO_RXQ_OVFL: %s; datagrams the kernel "
+				"drops are not counted",
+				strerror(errno));
+	}
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
 		format_addr((struct sockaddr *)&ss, sl, rx->addr[T_UDP],
 			    sizeof(rx->addr[T_UDP]));
@@ -195,7 +214,7 @@ static int open_unix(struct gw_statsd_rx *rx, const char *path)
 	}
 	/* Any local process may send, as with UDP on localhost. */
 	(void)chmod(path, 0666);
-	set_rcvbuf(fd);
+	set_rcvbuf(rx, fd);
 	memcpy(rx->unix_path, sun.sun_path, sizeof(rx->unix_path));
 	rx->unlink_at_close = 1;
 	rx->fd[T_UNIX] = fd;
@@ -209,6 +228,7 @@ int gw_statsd_rx_open(const struct gw_statsd_rx_opts *o,
 	struct gw_statsd_table_opts to = {
 		.max_series = o->max_series,
 		.max_tag_values = o->max_tag_values,
+		.max_bytes = o->max_bytes,
 	};
 	struct gw_statsd_rx *rx;
 	int err = -ENOMEM;
@@ -220,6 +240,7 @@ int gw_statsd_rx_open(const struct gw_statsd_rx_opts *o,
 	rx->fd[T_UDP] = rx->fd[T_UNIX] = -1;
 	rx->wake_fd = -1;
 	rx->receive_only = o->receive_only;
+	rx->rcvbuf = o->rcvbuf > 0 ? o->rcvbuf : RCVBUF;
 	rx->line = malloc(sizeof(*rx->line));
 	rx->bufs = malloc((size_t)BATCH * DGRAM_MAX);
 	if (!rx->line || !rx->bufs)
@@ -294,6 +315,35 @@ static void log_malformed(struct gw_statsd_rx *rx, const char *p, size_t n,
 	rx->next_log = now + LOG_EVERY_S;
 }
 
+/* Logs a refusal at most once per LOG_EVERY_S and reason, with how many
+ * of that reason went unlogged before it. */
+static void log_refused(struct gw_statsd_rx *rx, const struct gw_statsd_line *l,
+			int reason, double now)
+{
+	const char *why = gw_statsd_refusal_name(reason);
+	struct gw_statsd_table_stats st;
+
+	if (reason <= 0 || reason >= GW_STATSD_NREFUSALS)
+		return;
+	if (now < rx->next_refusal_log[reason]) {
+		rx->refusals_unlogged[reason]++;
+		return;
+	}
+	gw_statsd_table_stats(rx->table, &st);
+	gw_warn("statsd: refused %.*s (%s%s%s)%s%llu%s", (int)l->name_len,
+		l->name, why,
+		reason == GW_STATSD_REFUSED_MEMORY ? ": the table holds " : "",
+		reason == GW_STATSD_REFUSED_MEMORY ? "its memory budget" : "",
+		rx->refusals_unlogged[reason] ? " and " : "",
+		(unsigned long long)rx->refusals_unlogged[reason],
+		rx->refusals_unlogged[reason]
+			? " more of this reason since the last report; see "
+			  "gpuwatch_statsd_refused_total"
+			: "");
+	rx->refusals_unlogged[reason] = 0;
+	rx->next_refusal_log[reason] = now + LOG_EVERY_S;
+}
+
 static void handle(struct gw_statsd_rx *rx, const char *p, size_t len,
 		   double now)
 {
@@ -310,8 +360,11 @@ static void handle(struct gw_statsd_rx *rx, const char *p, size_t len,
 			rx->c.lines++;
 			r = gw_statsd_parse(p, n, rx->line);
 			if (r == GW_STATSD_OK) {
-				(void)gw_statsd_table_add(rx->table, rx->line,
-							  now);
+				int ref = gw_statsd_table_add(rx->table,
+							      rx->line, now);
+
+				if (ref > 0)
+					log_refused(rx, rx->line, ref, now);
 			} else if (r == GW_STATSD_UNSUPPORTED) {
 				rx->unsupported++;
 			} else {
@@ -322,6 +375,23 @@ static void handle(struct gw_statsd_rx *rx, const char *p, size_t len,
 		if (!nl)
 			break;
 		p = nl + 1;
+	}
+}
+
+/* The socket's drop count from SO_RXQ_OVFL's message, when one came: it
+ * is cumulative (32 bits, wrapping), so the counter adds the difference. */
+static void count_drops(struct gw_statsd_rx *rx, struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		uint32_t v;
+
+		if (c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SO_RXQ_OVFL ||
+		    c->cmsg_len < CMSG_LEN(sizeof(v)))
+			continue;
+		memcpy(&v, CMSG_DATA(c), sizeof(v));
+		rx->c.udp_drops += (uint32_t)(v - rx->drops_seen);
+		rx->drops_seen = v;
 	}
 }
 
@@ -340,6 +410,12 @@ static int drain(struct gw_statsd_rx *rx, int t, double now)
 			       sizeof(rx->msgs[i].msg_hdr));
 			rx->msgs[i].msg_hdr.msg_iov = &rx->iov[i];
 			rx->msgs[i].msg_hdr.msg_iovlen = 1;
+			if (t == T_UDP) {
+				rx->msgs[i].msg_hdr.msg_control =
+					rx->ctl[i].buf;
+				rx->msgs[i].msg_hdr.msg_controllen =
+					sizeof(rx->ctl[i].buf);
+			}
 		}
 		n = recvmmsg(rx->fd[t], rx->msgs, BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0) {
@@ -350,6 +426,8 @@ static int drain(struct gw_statsd_rx *rx, int t, double now)
 		}
 		for (int i = 0; i < n; i++) {
 			rx->c.datagrams[t]++;
+			if (t == T_UDP)
+				count_drops(rx, &rx->msgs[i].msg_hdr);
 			if (rx->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
 				rx->c.receive_errors++;
 				continue;
@@ -439,6 +517,13 @@ void gw_statsd_rx_publish(struct gw_statsd_rx *rx, struct gw_snap *s,
 		    NULL);
 	gw_snap_add(s, GW_FAM(STATSD_RECEIVE_ERRORS_TOTAL),
 		    (double)rx->c.receive_errors, NULL, NULL);
+	if (rx->configured[T_UDP])
+		gw_snap_add(s, GW_FAM(STATSD_UDP_DROPS_TOTAL),
+			    (double)rx->c.udp_drops, NULL, NULL);
+	gw_snap_add(s, GW_FAM(STATSD_MEMORY_BYTES), (double)st.bytes, NULL,
+		    NULL);
+	gw_snap_add(s, GW_FAM(STATSD_MEMORY_LIMIT_BYTES), (double)st.max_bytes,
+		    NULL, NULL);
 }
 
 void gw_statsd_rx_counts(const struct gw_statsd_rx *rx,
@@ -497,6 +582,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.socket = env->o->statsd_socket,
 		.max_series = env->o->statsd_max_series,
 		.max_tag_values = env->o->statsd_max_tag_values,
+		.max_bytes = env->o->statsd_max_memory,
 	};
 	struct gw_worker_opts wo = {
 		.name = "gw-statsd",

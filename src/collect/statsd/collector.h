@@ -28,6 +28,8 @@ struct gw_statsd_rx_opts {
 	const char *listen; /* UDP HOST:PORT; NULL, "" or "off" = none */
 	const char *socket; /* Unix datagram socket path; NULL or "" = none */
 	unsigned int max_series, max_tag_values;
+	unsigned long long max_bytes; /* the table's budget; 0 = default */
+	int rcvbuf;		      /* SO_RCVBUF asked for; 0 = 8 MiB */
 	bool receive_only; /* benchmark baseline: receive and count only */
 };
 
@@ -35,6 +37,10 @@ struct gw_statsd_rx_counts {
 	uint64_t datagrams[2]; /* [0] UDP, [1] Unix */
 	uint64_t lines;
 	uint64_t receive_errors;
+	/* UDP datagrams the kernel dropped because the socket's receive
+	 * buffer was full (SO_RXQ_OVFL: the socket's drop count, as the
+	 * next datagram received after drops reports it). */
+	uint64_t udp_drops;
 };
 
 struct gw_statsd_rx;

@@ -146,7 +146,7 @@ static enum gw_statsd_result parse_tag(const char *p, size_t n,
 	const char *v = colon ? colon + 1 : "true";
 	size_t vlen = colon ? n - klen - 1 : 4;
 	char *name;
-	size_t nlen, off = 0;
+	size_t nlen;
 
 	if (klen == 0)
 		return GW_STATSD_OK; /* ",," or ":v": nothing to name it by */
@@ -157,18 +157,21 @@ static enum gw_statsd_result parse_tag(const char *p, size_t n,
 		return GW_STATSD_OK; /* "#k:": an empty value is no label */
 	if (out->ntags == GW_STATSD_MAX_TAGS)
 		return GW_STATSD_BAD_TAG;
+	/* Sanitised first, then checked: "..x" or "-_x" become "__x", which
+	 * is as reserved as a "__x" sent so. */
 	name = out->tag_names[out->ntags];
-	if ((klen == 2 && memcmp(p, "le", 2) == 0) ||
-	    (klen == 8 && memcmp(p, "quantile", 8) == 0) ||
-	    (klen >= 2 && p[0] == '_' && p[1] == '_')) {
-		memcpy(name, "tag_", 4);
-		off = 4;
-	}
-	nlen = gw_statsd_sanitize(p, klen, true, name + off,
-				  sizeof(out->tag_names[0]) - off);
+	nlen = gw_statsd_sanitize(p, klen, true, name + 4,
+				  sizeof(out->tag_names[0]) - 4);
 	if (!nlen)
 		return GW_STATSD_BAD_TAG;
-	nlen += off;
+	if ((nlen == 2 && memcmp(name + 4, "le", 2) == 0) ||
+	    (nlen == 8 && memcmp(name + 4, "quantile", 8) == 0) ||
+	    (name[4] == '_' && name[5] == '_')) {
+		memcpy(name, "tag_", 4);
+		nlen += 4;
+	} else {
+		memmove(name, name + 4, nlen + 1);
+	}
 	for (size_t i = 0; i < out->ntags; i++)
 		if (out->tags[i].name_len == nlen &&
 		    memcmp(out->tags[i].name, name, nlen) == 0)

@@ -30,10 +30,13 @@
  *   [a-zA-Z0-9_:] (dots, dashes, slashes, spaces, UTF-8) become '_', and a
  *   leading digit gets a '_' in front.  At most GW_STATSD_NAME_MAX bytes.
  * - Tags: key sanitised as a name, with ':' also mapped to '_' (label
- *   names have no ':'); a tag without ':' gets the value "true"; a tag
- *   with an empty key is skipped; keys "le", "quantile" and any starting
- *   with "__" (reserved in Prometheus) become "tag_le", "tag_quantile",
- *   "tag___x"; of repeated keys the first wins.  Values are kept as sent
+ *   names have no ':'), a leading digit prefixed with '_'; a tag without
+ *   ':' gets the value "true"; a tag with an empty key is skipped.  A
+ *   sanitised key that is "le", "quantile" or starts with "__" (reserved
+ *   in Prometheus, however it came about: "__x", "..x", "-_x") gets
+ *   "tag_" in front: "tag_le", "tag_quantile", "tag___x"; so no tag key
+ *   becomes a reserved label name.  Of repeated (sanitised) keys the
+ *   first wins.  Values are kept as sent
  *   but must be UTF-8 without control bytes, at most GW_STATSD_TAG_VALUE_MAX
  *   bytes.  At most GW_STATSD_MAX_TAGS tags per line.
  * - DogStatsD events ("_e{...") and service checks ("_sc|...") are

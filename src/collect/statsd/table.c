@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,9 @@ struct hset {
 	uint32_t n, cap;
 };
 
+/* What an allocation of n bytes costs the budget. */
+#define COST(n) ((uint64_t)(n) + GW_STATSD_ALLOC_OVERHEAD)
+
 struct series {
 	struct hent e; /* key = kind, exported name, tags */
 	struct series *prev, *next;
@@ -69,6 +73,7 @@ struct series {
 	char *labels; /* exposition text, "" for none */
 	struct tagvalue **tv;
 	unsigned int ntv;
+	uint64_t cost; /* of the series itself: struct, key, labels, tv */
 	double last;   /* when a value last came */
 	int64_t epoch; /* summary and set: period of [0] */
 	union {
@@ -101,6 +106,7 @@ static const char *const refusal_names[GW_STATSD_NREFUSALS] = {
 	[GW_STATSD_REFUSED_RESERVED] = "reserved_name",
 	[GW_STATSD_REFUSED_SET_FULL] = "set_full",
 	[GW_STATSD_REFUSED_NOMEM] = "nomem",
+	[GW_STATSD_REFUSED_MEMORY] = "memory",
 };
 
 const char *gw_statsd_refusal_name(enum gw_statsd_refusal r)
@@ -163,8 +169,26 @@ static struct hent *map_find(const struct map *m, uint64_t h, const char *key,
 	return NULL;
 }
 
-/* Grows at load 1; failing to grow only makes chains longer. */
-static void map_insert(struct map *m, struct hent *e)
+/* What the next insert into m may allocate. */
+static uint64_t map_grow_cost(const struct map *m)
+{
+	if (m->n < m->nb || m->nb >= ((size_t)1 << 30))
+		return 0;
+	return (uint64_t)m->nb * sizeof(*m->b);
+}
+
+/* Whether the budget has room for more bytes. */
+static bool room(const struct gw_statsd_table *t, uint64_t more)
+{
+	return t->st.bytes + more <= t->st.max_bytes;
+}
+
+/*
+ * Grows at load 1; failing to grow only makes chains longer.  The growth
+ * is charged to t's budget but never refused: callers check
+ * map_grow_cost() first where it matters.
+ */
+static void map_insert(struct gw_statsd_table *t, struct map *m, struct hent *e)
 {
 	size_t i;
 
@@ -172,6 +196,7 @@ static void map_insert(struct map *m, struct hent *e)
 		struct hent **nb = calloc(m->nb * 2, sizeof(*nb));
 
 		if (nb) {
+			t->st.bytes += (uint64_t)m->nb * sizeof(*nb);
 			for (size_t j = 0; j < m->nb; j++) {
 				struct hent *x = m->b[j], *next;
 
@@ -208,7 +233,14 @@ static void map_remove(struct map *m, struct hent *e)
 
 /* ---- sets ---- */
 
-static int hset_add(struct hset *s, uint64_t h)
+/* The bytes a set table costs. */
+static uint64_t hset_cost(const struct hset *s)
+{
+	return s->cap ? COST((size_t)s->cap * sizeof(*s->v)) : 0;
+}
+
+/* 0, or -ENOSPC (GW_STATSD_SET_MAX), -ENOBUFS (budget), -ENOMEM. */
+static int hset_add(struct gw_statsd_table *t, struct hset *s, uint64_t h)
 {
 	uint32_t i;
 
@@ -224,10 +256,16 @@ static int hset_add(struct hset *s, uint64_t h)
 		return -ENOSPC;
 	if ((s->n + 1) * 2 > s->cap) {
 		uint32_t cap = s->cap ? s->cap * 2 : 16;
-		uint64_t *v = calloc(cap, sizeof(*v));
+		uint64_t more =
+			COST((size_t)cap * sizeof(*s->v)) - hset_cost(s);
+		uint64_t *v;
 
+		if (!room(t, more))
+			return -ENOBUFS;
+		v = calloc(cap, sizeof(*v));
 		if (!v)
 			return -ENOMEM;
+		t->st.bytes += more;
 		for (uint32_t j = 0; j < s->cap; j++) {
 			if (!s->v[j])
 				continue;
@@ -268,10 +306,11 @@ static void hset_reset(struct hset *s)
 
 /* ---- families and tags ---- */
 
-static void family_free(struct family *f)
+static void family_free(struct gw_statsd_table *t, struct family *f)
 {
 	if (!f)
 		return;
+	t->st.bytes -= COST(sizeof(*f) + strlen(f->name) + 1);
 	free(f);
 }
 
@@ -302,6 +341,7 @@ static struct family *family_get(struct gw_statsd_table *t, const char *name,
 	f = calloc(1, sizeof(*f) + n + 1);
 	if (!f)
 		goto nomem;
+	t->st.bytes += COST(sizeof(*f) + n + 1);
 	memcpy(f->name, name, n + 1);
 	f->kind = kind;
 	f->e.h = h;
@@ -312,10 +352,9 @@ static struct family *family_get(struct gw_statsd_table *t, const char *name,
 	f->fam.type = kind == K_COUNTER	  ? GW_COUNTER
 		      : kind == K_SUMMARY ? GW_SUMMARY
 					  : GW_GAUGE;
-	map_insert(&t->families, &f->e);
+	map_insert(t, &t->families, &f->e);
 	return f;
 nomem:
-	family_free(f);
 	*refusal = GW_STATSD_REFUSED_NOMEM;
 	return NULL;
 }
@@ -327,8 +366,10 @@ static void tagvalue_put(struct gw_statsd_table *t, struct tagvalue *tv)
 	map_remove(&t->tagvalues, &tv->e);
 	if (--tv->tn->nvalues == 0) {
 		map_remove(&t->tagnames, &tv->tn->e);
+		t->st.bytes -= COST(sizeof(*tv->tn) + tv->tn->e.klen);
 		free(tv->tn);
 	}
+	t->st.bytes -= COST(sizeof(*tv) + tv->e.klen);
 	free(tv);
 }
 
@@ -394,7 +435,8 @@ static struct tagvalue *tagvalue_get(struct gw_statsd_table *t,
 		memcpy(tn->e.key, g->name, g->name_len);
 		tn->e.klen = g->name_len;
 		tn->e.h = hn;
-		map_insert(&t->tagnames, &tn->e);
+		t->st.bytes += COST(sizeof(*tn) + g->name_len);
+		map_insert(t, &t->tagnames, &tn->e);
 	}
 	tn->nvalues++;
 	tv->tn = tn;
@@ -403,11 +445,20 @@ static struct tagvalue *tagvalue_get(struct gw_statsd_table *t,
 	memcpy(tv->e.key, buf, k);
 	tv->e.klen = (uint32_t)k;
 	tv->e.h = h;
-	map_insert(&t->tagvalues, &tv->e);
+	t->st.bytes += COST(sizeof(*tv) + k);
+	map_insert(t, &t->tagvalues, &tv->e);
 	return tv;
 }
 
 /* ---- series ---- */
+
+/* The bytes a sketch's bins cost. */
+static uint64_t sketch_cost(const struct gw_sketch *sk)
+{
+	return gw_sketch_bytes(sk) +
+	       (sk->cappos ? GW_STATSD_ALLOC_OVERHEAD : 0) +
+	       (sk->capneg ? GW_STATSD_ALLOC_OVERHEAD : 0);
+}
 
 static void series_free(struct gw_statsd_table *t, struct series *s)
 {
@@ -415,11 +466,16 @@ static void series_free(struct gw_statsd_table *t, struct series *s)
 		return;
 	for (unsigned int i = 0; i < s->ntv; i++)
 		tagvalue_put(t, s->tv[i]);
+	t->st.bytes -= s->cost;
 	if (s->f) {
 		if (s->f->kind == K_SUMMARY) {
+			t->st.bytes -= sketch_cost(&s->u.sum.sk[0]) +
+				       sketch_cost(&s->u.sum.sk[1]);
 			gw_sketch_release(&s->u.sum.sk[0]);
 			gw_sketch_release(&s->u.sum.sk[1]);
 		} else if (s->f->kind == K_SET) {
+			t->st.bytes -= hset_cost(&s->u.set[0]) +
+				       hset_cost(&s->u.set[1]);
 			free(s->u.set[0].v);
 			free(s->u.set[1].v);
 		}
@@ -465,18 +521,39 @@ static struct series *series_new(struct gw_statsd_table *t, struct family *f,
 				 size_t klen, int *refusal)
 {
 	struct series *s;
+	uint64_t cost, need;
+	char *labels;
 
 	*refusal = GW_STATSD_REFUSED_NOMEM;
-	s = calloc(1, sizeof(*s) + klen);
-	if (!s)
+	labels = make_labels(l, t->order);
+	if (!labels)
 		return NULL;
+	/* What the series costs, and at most what it adds around it. */
+	cost = COST(sizeof(*s) + klen) + COST(strlen(labels) + 1) +
+	       (l->ntags ? COST(l->ntags * sizeof(*s->tv)) : 0);
+	need = cost + map_grow_cost(&t->series) + map_grow_cost(&t->tagvalues) +
+	       map_grow_cost(&t->tagnames);
+	for (size_t i = 0; i < l->ntags; i++)
+		need += COST(sizeof(struct tagvalue) + l->tags[i].name_len + 1 +
+			     l->tags[i].value_len) +
+			COST(sizeof(struct tagname) + l->tags[i].name_len);
+	if (!room(t, need)) {
+		free(labels);
+		*refusal = GW_STATSD_REFUSED_MEMORY;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s) + klen);
+	if (!s) {
+		free(labels);
+		return NULL;
+	}
+	s->labels = labels;
+	s->cost = cost;
+	t->st.bytes += cost;
 	s->e.key = (char *)(s + 1);
 	memcpy(s->e.key, t->key, klen);
 	s->e.klen = (uint32_t)klen;
 	s->e.h = h;
-	s->labels = make_labels(l, t->order);
-	if (!s->labels)
-		goto err;
 	if (l->ntags) {
 		s->tv = calloc(l->ntags, sizeof(*s->tv));
 		if (!s->tv)
@@ -494,7 +571,7 @@ static struct series *series_new(struct gw_statsd_table *t, struct family *f,
 	}
 	s->f = f;
 	f->nseries++;
-	map_insert(&t->series, &s->e);
+	map_insert(t, &t->series, &s->e);
 	s->prev = t->tail;
 	if (t->tail)
 		t->tail->next = s;
@@ -579,6 +656,8 @@ int gw_statsd_table_new(const struct gw_statsd_table_opts *o,
 	if (!t)
 		return -ENOMEM;
 	t->o = *o;
+	t->st.max_bytes =
+		o->max_bytes ? o->max_bytes : GW_STATSD_MAX_BYTES_DEFAULT;
 	if (t->o.window_s == 0)
 		t->o.window_s = 10;
 	if (t->o.ttl_s == 0)
@@ -587,6 +666,7 @@ int gw_statsd_table_new(const struct gw_statsd_table_opts *o,
 	if (map_init(&t->series) || map_init(&t->families) ||
 	    map_init(&t->tagnames) || map_init(&t->tagvalues))
 		goto err;
+	t->st.bytes = 4 * COST(MAP_MIN_BUCKETS * sizeof(struct hent *));
 	*out = t;
 	return 0;
 err:
@@ -600,7 +680,7 @@ static void free_dead(struct gw_statsd_table *t)
 		struct family *f = t->dead;
 
 		t->dead = f->next_dead;
-		family_free(f);
+		family_free(t, f);
 	}
 }
 
@@ -731,7 +811,7 @@ int gw_statsd_table_add(struct gw_statsd_table *t,
 		if (!s) {
 			if (!f->nseries) {
 				map_remove(&t->families, &f->e);
-				family_free(f);
+				family_free(t, f);
 			}
 			goto refused;
 		}
@@ -759,12 +839,19 @@ int gw_statsd_table_add(struct gw_statsd_table *t,
 
 		rotate(t, s, now);
 		for (size_t i = 0; i < l->nvalues; i++) {
+			struct gw_sketch *sk = &s->u.sum.sk[0];
 			double v = l->values[i].v * scale;
+			size_t grow = gw_sketch_add_grows(sk, v);
+			uint64_t before = sketch_cost(sk);
 
-			/* Only a bucket past 2^32 - 1 values fails: then the
-			 * quantiles miss it, count and sum do not. */
-			if (gw_sketch_add_n(&s->u.sum.sk[0], v, n))
+			/* A value that needs more bins than the budget has, or
+			 * a bucket past 2^32 - 1 values: the quantiles miss
+			 * it, count and sum do not. */
+			if (grow && !room(t, grow + GW_STATSD_ALLOC_OVERHEAD))
+				refusal = GW_STATSD_REFUSED_MEMORY;
+			else if (gw_sketch_add_n(sk, v, n))
 				refusal = GW_STATSD_REFUSED_NOMEM;
+			t->st.bytes += sketch_cost(sk) - before;
 			s->u.sum.count += w;
 			s->u.sum.sum += v * w;
 		}
@@ -773,13 +860,16 @@ int gw_statsd_table_add(struct gw_statsd_table *t,
 	case K_SET:
 		rotate(t, s, now);
 		for (size_t i = 0; i < l->nvalues; i++) {
-			int r = hset_add(&s->u.set[0], hash(l->values[i].s,
-							    l->values[i].len));
+			int r = hset_add(
+				t, &s->u.set[0],
+				hash(l->values[i].s, l->values[i].len));
 
-			if (r)
-				refusal = r == -ENOSPC
-						  ? GW_STATSD_REFUSED_SET_FULL
-						  : GW_STATSD_REFUSED_NOMEM;
+			if (r == -ENOSPC)
+				refusal = GW_STATSD_REFUSED_SET_FULL;
+			else if (r == -ENOBUFS)
+				refusal = GW_STATSD_REFUSED_MEMORY;
+			else if (r)
+				refusal = GW_STATSD_REFUSED_NOMEM;
 		}
 		break;
 	}

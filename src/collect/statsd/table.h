@@ -37,7 +37,17 @@
  *
  * Memory: all state is allocated when a series or a family is created; a
  * line for an existing series allocates nothing (except a sketch or set
- * growing).  Families handed to a snap stay valid until the publish after
+ * growing).  Every allocation is accounted (its size plus
+ * GW_STATSD_ALLOC_OVERHEAD for the allocator's own): series, keys, label
+ * text, tag values and names, families, the hash tables, set tables and
+ * sketch bins.  What would take the total past max_bytes is refused
+ * (reason "memory"): a new series, a set value that needs a bigger table
+ * (the value is not counted), a summary value that needs more sketch bins
+ * (count and sum still take it, the quantiles miss it).  So the table
+ * holds at most max_bytes, whatever the other caps; without the budget a
+ * set series could take 2 x 64 KiB and a summary 2 x 32 KiB, 1.3 GB at
+ * the default 10000 series.  Freed memory is given back to the budget at
+ * once.  Families handed to a snap stay valid until the publish after
  * the one that stopped listing them, so publish the snap into the
  * registry before calling gw_statsd_table_publish again.
  *
@@ -52,12 +62,15 @@
 #include "pipeline/metrics.h"
 
 #define GW_STATSD_SET_MAX 4096 /* distinct set values per period */
+/* The memory budget when none is given: --statsd-max-memory's default. */
+#define GW_STATSD_MAX_BYTES_DEFAULT (64ull << 20)
 
 struct gw_statsd_table_opts {
-	unsigned int max_series;     /* >= 1 */
-	unsigned int max_tag_values; /* >= 1 */
-	double window_s;	     /* 0 = 10 */
-	double ttl_s;		     /* 0 = 300 */
+	unsigned int max_series;      /* >= 1 */
+	unsigned int max_tag_values;  /* >= 1 */
+	double window_s;	      /* 0 = 10 */
+	double ttl_s;		      /* 0 = 300 */
+	unsigned long long max_bytes; /* 0 = GW_STATSD_MAX_BYTES_DEFAULT */
 };
 
 enum gw_statsd_refusal {
@@ -67,6 +80,7 @@ enum gw_statsd_refusal {
 	GW_STATSD_REFUSED_RESERVED,   /* gpuwatch_* */
 	GW_STATSD_REFUSED_SET_FULL,   /* a set value beyond GW_STATSD_SET_MAX */
 	GW_STATSD_REFUSED_NOMEM,      /* out of memory creating a series */
+	GW_STATSD_REFUSED_MEMORY,     /* max_bytes reached */
 	GW_STATSD_NREFUSALS
 };
 
@@ -74,7 +88,11 @@ struct gw_statsd_table_stats {
 	uint64_t series;		       /* live */
 	uint64_t expired;		       /* since creation */
 	uint64_t refused[GW_STATSD_NREFUSALS]; /* by reason, [0] unused */
+	uint64_t bytes;			       /* accounted, <= max_bytes */
+	uint64_t max_bytes;		       /* the budget in use */
 };
+
+#define GW_STATSD_ALLOC_OVERHEAD 16
 
 struct gw_statsd_table;
 
@@ -100,7 +118,7 @@ void gw_statsd_table_stats(const struct gw_statsd_table *t,
 			   struct gw_statsd_table_stats *st);
 
 /* "series", "tag_values", "type_conflict", "reserved_name", "set_full",
- * "nomem". */
+ * "nomem", "memory". */
 const char *gw_statsd_refusal_name(enum gw_statsd_refusal r);
 
 #endif
