@@ -35,6 +35,16 @@ static inline double gw_now_mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The calling thread's CPU time in seconds (0 if the clock fails). */
+static inline double gw_thread_cpu(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* CLOCK_REALTIME in seconds: for timestamps. */
 static inline double gw_now_real(void)
 {

@@ -93,7 +93,7 @@ static void sum_collection(void *ctx, const char *name, double cpu_s,
  */
 static double collection_cpu_seconds(struct gw_self *s)
 {
-	double sum = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - s->trim_cpu;
+	double sum = gw_thread_cpu() - s->trim_cpu;
 
 	if (s->a->workers)
 		gw_worker_table_visit(s->a->workers, sum_collection, &sum);
@@ -126,9 +126,9 @@ static void give_back(struct gw_self *s, double now)
 	if (now - s->last_trim < 60)
 		return;
 	s->last_trim = now;
-	t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+	t0 = gw_thread_cpu();
 	malloc_trim(0);
-	s->trim_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+	s->trim_cpu += gw_thread_cpu() - t0;
 #else
 	(void)s;
 	(void)now;

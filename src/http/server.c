@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
 
@@ -877,15 +878,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 }
 
 /* A query worker: takes parked requests, answers them, resumes them. */
-static double thread_cpu(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * A query that worked for a while allocated its samples in this thread's
  * arena and has freed them; glibc keeps freed memory, and a heavy query
@@ -939,11 +931,11 @@ static void *worker(void *arg)
 			.post = rq->post,
 		};
 		atomic_fetch_add(&h->api_in_flight, 1);
-		cpu0 = thread_cpu();
+		cpu0 = gw_thread_cpu();
 		if (gw_api_handle(&h->q, &h->opts, &arq, &rq->reply))
 			gw_buf_reset(&rq->reply.body);
 		atomic_fetch_sub(&h->api_in_flight, 1);
-		give_back_after(thread_cpu() - cpu0);
+		give_back_after(gw_thread_cpu() - cpu0);
 		rq->state = REQ_DONE;
 		conn = rq->conn;
 		/* From here rq belongs to the server thread again. */
