@@ -2,7 +2,7 @@
 # A store that stalls loses nothing: while another process holds the write
 # lock of the store's index (as a backup tool or a slow disk would stall
 # it; the store waits up to its 5 s busy timeout, as during an hourly cut
-# on a loaded machine), the collectors keep publishing every 0.2 s.  The
+# on a loaded machine), the collectors keep publishing every second.  The
 # publishes wait in the ingest queue and reach the store once it moves
 # again: no sample is superseded (gpuwatch_agent_dropped_samples_total),
 # and a simulated GPU's raw history has no gap over the stall.
@@ -10,7 +10,7 @@
 need curl
 need python3
 
-start_agent --simulate 1 --interval 0.2
+start_agent --simulate 1 --interval 1
 M='gpuwatch_gpu_temperature_celsius{gpu="0"}'
 db="$T_DIR/data/store/index.db"
 flushes() { value gpuwatch_store_flushes_total 'result="ok"'; }
@@ -18,28 +18,31 @@ wait_until '[ -f "$db" ] && [ "$(flushes)" -ge 1 ] 2>/dev/null' 30 "the store ne
 dropped0="$(value gpuwatch_agent_dropped_samples_total 'reason="superseded"')"
 
 # The lock holder: BEGIN IMMEDIATE takes the database's write lock; it is
-# held for the fault's length, then released.  Taken just after a flush,
-# held 7 s: the next flush (5 s later) waits about 2 s for it, within the
-# store's busy timeout.
-f0="$(flushes)"
-wait_until '[ "$(flushes)" -gt "$f0" ]' 30 "no flush"
-f1="$(flushes)"
+# held for the fault's length, then released.  9 s is longer than the
+# flush period (5 s): the first flush due while it is held waits for it,
+# at least 3 s, until it is released or the store's 5 s busy timeout ends
+# the flush with an error (its data kept in memory and flushed later).
+e0="$(value gpuwatch_store_flushes_total 'result="error"')"
 t0=$(date +%s.%3N)
 python3 - "$db" <<'PY' || fail "cannot lock $db"
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
 c.execute("BEGIN IMMEDIATE")
-time.sleep(7)  # the fault's length
+time.sleep(9)  # the fault's length
 c.execute("ROLLBACK")
 PY
 t1=$(date +%s.%3N)
 
-# The stall happened: the flush due during it (one every 5 s) waited for
-# the lock, and is the first to end after it.
-wait_until '[ "$(flushes)" -gt "$f1" ]' 30 "no flush after the lock was released"
-last="$(value gpuwatch_store_last_flush_duration_seconds)"
-python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.5 else 1)' "$last" ||
-	fail "the store did not stall (its last flush took $last s): the test proves nothing"
+# The stall happened: a flush waited for the lock (2 s or more), or gave
+# up on it.
+last="" errors=""
+stalled() {
+	last="$(value gpuwatch_store_last_flush_duration_seconds)"
+	errors="$(value gpuwatch_store_flushes_total 'result="error"')"
+	python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 2 else 1)' "$last" ||
+		[ "$errors" -gt "$e0" ]
+}
+wait_until stalled 30 "the store did not stall (its last flush took $last s, no flush failed): the test proves nothing"
 
 raw() {
 	curl -fsS "$URL/api/v1/query" --data-urlencode "query=$M[60s]" \
@@ -63,7 +66,7 @@ t0, t1 = float(sys.argv[2]), float(sys.argv[3])
 ts = [float(t) for t, _ in v if t0 - 1 <= float(t) <= t1 + 1]
 gaps = [b - a for a, b in zip(ts, ts[1:])]
 print(f"{len(ts)} samples over the stall, largest gap {max(gaps):.3f} s")
-sys.exit(0 if len(ts) >= 10 and max(gaps) < 1.0 else 1)
+sys.exit(0 if len(ts) >= 8 and max(gaps) < 1.9 else 1)
 PY
-ok "a store stalled for $last s: every 0.2 s publish stored, none superseded"
+ok "a store stalled (last flush $last s, $((errors - e0)) flush(es) timed out): every publish stored, none superseded"
 stop_agent
