@@ -46,7 +46,7 @@
 #define EVENT_EVERY	5000	      /* ms of data between event scans */
 #define READ_MAX	50000000      /* samples one select may load */
 #define READ_TIMEOUT_NS (30ull * 1000000000ull)
-#define GUARD_MAX	(1u << 21) /* output series remembered */
+#define GUARD_MAX	(1u << 21) /* slots for output series remembered */
 #define STATE_MAGIC	"gpuwatch-remote-write-state 1"
 
 enum { ST_1M, ST_RAW, ST_EVENTS, ST_N };
@@ -104,7 +104,7 @@ struct gw_rw_queue {
 	int64_t win; /* windows per 1m slice: fewer with many series */
 	double raw_rate, rate_1m; /* output samples per ms of data */
 	struct guard *guard;
-	size_t nguard;
+	size_t nguard, guard_cap; /* guard_cap: a power of two */
 	struct batch b;
 	struct gw_buf key;
 	_Atomic bool stop;
@@ -281,7 +281,7 @@ static enum shape shape_of(const char *name)
 
 static struct guard *guard_find(struct gw_rw_queue *q, uint64_t h)
 {
-	size_t mask = GUARD_MAX - 1, i = h & mask;
+	size_t mask = q->guard_cap - 1, i = h & mask;
 
 	for (;;) {
 		struct guard *g = &q->guard[i];
@@ -302,13 +302,13 @@ static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
 {
 	struct guard *g;
 
-	if (q->nguard >= GUARD_MAX / 2) {
+	if (q->nguard >= q->guard_cap / 2) {
 		/* Full: forget everything (values are sent again once). */
-		memset(q->guard, 0, GUARD_MAX * sizeof(*q->guard));
+		memset(q->guard, 0, q->guard_cap * sizeof(*q->guard));
 		q->nguard = 0;
-		gw_warn("remote_write %s: more than %u output series; the "
+		gw_warn("remote_write %s: more than %zu output series; the "
 			"suppression state was reset",
-			q->name, GUARD_MAX / 2);
+			q->name, q->guard_cap / 2);
 	}
 	g = guard_find(q, h);
 	if (g->h == 0) {
@@ -1261,7 +1261,13 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	q->name = strdup(o->name);
 	q->url = strdup(o->url);
 	q->state_path = o->state_path ? strdup(o->state_path) : NULL;
-	q->guard = calloc(GUARD_MAX, sizeof(*q->guard));
+	q->guard_cap = GUARD_MAX;
+	if (o->guard_max && o->guard_max <= GUARD_MAX / 2) {
+		q->guard_cap = 64;
+		while (q->guard_cap < 2 * (size_t)o->guard_max)
+			q->guard_cap *= 2;
+	}
+	q->guard = calloc(q->guard_cap, sizeof(*q->guard));
 	if (!q->name || !q->url || (o->state_path && !q->state_path) ||
 	    !q->guard)
 		goto nomem;

@@ -125,9 +125,14 @@ struct gw_rw_queue_opts {
 	int64_t event_after_ms;		 /* 10 min */
 	double anomaly_threshold;	 /* 0.95 */
 	struct gw_worker_table *workers; /* lists the thread; NULL: none */
-	/* The clock (ms since the epoch); NULL: CLOCK_REALTIME.  Tests. */
+	/* The clock (ms since the epoch); NULL: CLOCK_REALTIME.  Tests and
+	 * the fleet simulation. */
 	int64_t (*now)(void *ctx);
 	void *now_ctx;
+	/* Output series the guard remembers (last time and value sent)
+	 * before it is reset; 0: 1 M.  Its memory is about 48 bytes each:
+	 * the fleet simulation, with thousands of queues, keeps it small. */
+	uint32_t guard_max;
 };
 
 struct gw_rw_queue;
