@@ -16,6 +16,7 @@
 #
 # Usage: bench/fleet.sh [BUILD_DIR]
 #   NODES=1250 GPUS=8 DURATION=1h SENDERS=4 SEED=1
+#   EXTRA="--precision 0 ..." (more options of gpuwatch sim fleet)
 # bench/README.md has the two runs: 1250 x 8 for 1h and 125 x 8 for 1d.
 # Build BUILD_DIR as Release (cmake -DCMAKE_BUILD_TYPE=Release): the
 # debug build's CPU figures are not the agent's.
@@ -62,7 +63,7 @@ rows0=$(vm_metric vm_rows_inserted_total)
 t0=$(now_ms)
 cmd=("$GPUWATCH" sim fleet --url "$VM/api/v1/write" --nodes "$NODES" --gpus "$GPUS"
 	--start "-$DURATION" --duration "$DURATION" --senders "$SENDERS" --seed "$SEED"
-	--external-label cluster=bench)
+	--external-label cluster=bench ${EXTRA:-})
 echo "+ ${cmd[*]}" >&2
 "${cmd[@]}" | tee "$T_DIR/report"
 t1=$(now_ms)
@@ -86,7 +87,7 @@ stored=$(du -sb "$T_DIR/vm" | awk '{ print $1 }')
 data=$(du -sb "$T_DIR/vm/data" | awk '{ print $1 }')
 
 # The series VictoriaMetrics holds for the run, and its instances.
-series=$(vm_query "count({cluster=\"bench\"})")
+series=$(curl -fsS "$VM/api/v1/series/count" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0])')
 instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))")
 infos=$(vm_query "count(last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d]))")
 gpus=$(r gpus)
@@ -94,7 +95,7 @@ gpu_days=$(python3 -c "print($gpus * $sim_s / 86400)")
 wall=$(python3 -c "print(($t1 - $t0) / 1000)")
 cat <<EOF
 ---
-run                          $NODES nodes x $GPUS GPUs, $DURATION simulated, $SENDERS senders
+run                          $NODES nodes x $GPUS GPUs, $DURATION simulated, $SENDERS senders ${EXTRA:-}
 edge_cpu_ms_per_gpu_second   $(r edge_cpu_ms_per_gpu_second)   (budget 0.1)
 wire_bytes_per_gpu_day       $(r wire_bytes_per_gpu_day)
 samples_per_gpu_minute       $(r samples_per_gpu_minute)
@@ -108,6 +109,12 @@ vm_series                    $series
 vm_instances                 $instances of $NODES
 vm_gpu_info_series           $infos of $((NODES * GPUS))
 EOF
+# What the series are: VictoriaMetrics' own top names by series count.
+curl -fsS "$VM/api/v1/status/tsdb?topN=12&date=$(date -u -d @"$start_s" +%F)" | python3 -c 'import json, sys
+d = json.load(sys.stdin)["data"]
+print("series by name (first simulated day), top 12 of", d.get("totalSeries"))
+for x in d["seriesCountByMetricName"]:
+    print("  %-58s %d" % (x["name"], x["value"]))'
 [ "$instances" = "$NODES" ] || { echo "FAIL: VictoriaMetrics holds $instances instances, expected $NODES" >&2; exit 1; }
 [ "$infos" = "$((NODES * GPUS))" ] || { echo "FAIL: VictoriaMetrics holds $infos GPUs, expected $((NODES * GPUS))" >&2; exit 1; }
 [ "$((rows1 - rows0))" = "$(r samples_sent)" ] ||

@@ -42,12 +42,16 @@
 #include "store/query.h"
 #include "store/rollup.h"
 
-#define MINUTE_MS     60000
-#define MAX_EXTERNAL  16
-#define MAX_NODES     100000
-#define MAX_SENDERS   64
-#define RETIRE_AFTER  10 /* windows without a sample: the series is gone */
-#define SLOTS_MIN     1024
+#define MINUTE_MS    60000
+#define MAX_EXTERNAL 16
+#define MAX_NODES    100000
+#define MAX_SENDERS  64
+#define RETIRE_AFTER 10 /* windows without a sample: the series is gone */
+#define SLOTS_MIN    1024
+/* The agent's defaults (--remote-write-precision,
+ * --remote-write-process-rollups). */
+#define GW_SIM_PRECISION       4
+#define GW_SIM_PROCESS_OUTPUTS ((1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX))
 
 static volatile sig_atomic_t interrupted;
 
@@ -70,10 +74,10 @@ struct node {
 	size_t nslot;
 	struct gw_queryable qy;
 	struct gw_rw_queue *q;
-	int64_t now;	 /* the queue's clock, ms */
-	int64_t t;	 /* timestamp of the samples being added */
-	int64_t win_end; /* end of the window being filled */
-	int64_t phase;	 /* ms after each second its samples are taken */
+	int64_t now;	   /* the queue's clock, ms */
+	int64_t t;	   /* timestamp of the samples being added */
+	int64_t win_end;   /* end of the window being filled */
+	int64_t phase;	   /* ms after each second its samples are taken */
 	struct sender *sd; /* the thread that drives it */
 	uint64_t created, samples;
 	double cpu_agg; /* thread CPU seconds in ingest() */
@@ -93,7 +97,8 @@ struct fleet_opts {
 	const char *external[MAX_EXTERNAL];
 	size_t nexternal;
 	int64_t heartbeat_ms;
-	const char *remote_name;
+	unsigned int precision;
+	unsigned int process_outputs;
 };
 
 struct sender {
@@ -207,8 +212,8 @@ static void ingest(void *ctx, const struct gw_snap *snap)
 
 	for (size_t i = 0; i < snap->n && !nd->err; i++) {
 		const struct gw_sample *x = &snap->v[i];
-		const char *text = snap->labels.p ? snap->labels.p + x->labels
-						  : "";
+		const char *text =
+			snap->labels.p ? snap->labels.p + x->labels : "";
 		uint64_t h = hash_sample(x->fam, text, x->labels_len);
 		long k = series_of(nd, x->fam, text, x->labels_len, h);
 
@@ -374,8 +379,8 @@ static double unit(uint64_t *x)
 static void node_faults(const struct fleet_opts *o, unsigned int index,
 			struct gw_sim_opts *so)
 {
-	double mean = o->faults_per_gpu_day * (double)o->duration_ms /
-		      86400000.0;
+	double mean =
+		o->faults_per_gpu_day * (double)o->duration_ms / 86400000.0;
 	uint64_t x = o->seed ^ (0xA24BAED4963EE407ull * (index + 1));
 
 	for (unsigned int g = 0; g < o->gpus; g++) {
@@ -447,6 +452,8 @@ static int node_init(struct fleet *f, struct node *nd, unsigned int index,
 	qo.max_samples_per_send =
 		gw_rw_endpoint_queue(f->ep)->max_samples_per_send;
 	qo.heartbeat_ms = o->heartbeat_ms;
+	qo.precision = o->precision;
+	qo.process_outputs = o->process_outputs;
 	qo.now = node_now;
 	qo.now_ctx = nd;
 	qo.guard_max = 8192 + 1024 * o->gpus;
@@ -514,8 +521,8 @@ static void *sender_main(void *arg)
 
 			nanosleep(&ts, NULL);
 		}
-		for (unsigned int i = sd->id; i < f->o.nodes && !sd->err &&
-					      !atomic_load(&f->stop);
+		for (unsigned int i = sd->id;
+		     i < f->o.nodes && !sd->err && !atomic_load(&f->stop);
 		     i += f->o.senders)
 			sd->err = node_minute(sd, &f->node[i], m);
 		if (sd->err)
@@ -531,19 +538,22 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: gpuwatch sim fleet --url URL [OPTION]...\n"
 		"\n"
-		"Simulates a fleet of nodes, each with its own simulated GPUs, and "
+		"Simulates a fleet of nodes, each with its own simulated GPUs, "
+		"and "
 		"pushes what\n"
 		"their agents would push to a Prometheus remote_write endpoint "
 		"(VictoriaMetrics,\n"
 		"Prometheus with --web.enable-remote-write-receiver, Mimir, "
 		"Thanos), through\n"
-		"the agent's own code: the NVML collector reading the simulator "
+		"the agent's own code: the NVML collector reading the "
+		"simulator "
 		"(the full metric\n"
 		"set, job and process churn, faults), the store's 1-minute "
 		"rollups, and the\n"
 		"remote_write queue with the default edge policy (rollups of "
 		"gauges as\n"
-		"NAME:1m_avg|min|max|stddev|count_samples, counters as their last "
+		"NAME:1m_avg|min|max|stddev|count_samples, counters as their "
+		"last "
 		"value each\n"
 		"minute, unchanged values suppressed with a heartbeat), its "
 		"encoder and client.\n"
@@ -552,7 +562,8 @@ static void usage(FILE *out)
 		"\n"
 		"Unlike an agent, a simulated node keeps no local store: its "
 		"durability is the\n"
-		"in-memory window being sent (a receiver that is down is retried, "
+		"in-memory window being sent (a receiver that is down is "
+		"retried, "
 		"but nothing\n"
 		"survives the end of this command), there are no raw samples "
 		"(no raw picks,\n"
@@ -560,7 +571,8 @@ static void usage(FILE *out)
 		"no alert rules),\n"
 		"and the agent's self-metrics are not sent.\n"
 		"\n"
-		"Time: from --start for --duration, minute by minute.  A start in "
+		"Time: from --start for --duration, minute by minute.  A start "
+		"in "
 		"the past runs\n"
 		"accelerated (as fast as the CPU and the receiver allow; "
 		"timestamps are those\n"
@@ -578,7 +590,8 @@ static void usage(FILE *out)
 		"-1d, -90m), Unix\n"
 		"                          seconds; rounded down to a minute "
 		"(default now)\n"
-		"  --duration DURATION     simulated time, whole minutes (default "
+		"  --duration DURATION     simulated time, whole minutes "
+		"(default "
 		"10m)\n"
 		"  --senders K             sender threads, each with its own "
 		"connection; the\n"
@@ -587,7 +600,8 @@ static void usage(FILE *out)
 		"  --interval SECONDS      fast set, as the agent's (default "
 		"1)\n"
 		"  --detail-interval SECONDS  detail set (default 30)\n"
-		"  --faults-per-gpu-day F  faults drawn per GPU per simulated day "
+		"  --faults-per-gpu-day F  faults drawn per GPU per simulated "
+		"day "
 		"(thermal\n"
 		"                          runaway, ECC storm, XID 79, PCIe "
 		"downgrade, power\n"
@@ -600,9 +614,21 @@ static void usage(FILE *out)
 		"  --external-label NAME=VALUE  added to every series "
 		"(repeatable, at most 16;\n"
 		"                          e.g. cluster=sim)\n"
-		"  --heartbeat DURATION    resend an unchanged value after this "
+		"  --heartbeat DURATION    resend an unchanged value after "
+		"this "
 		"long (default\n"
 		"                          4m; 0: never suppress)\n"
+		"  --precision DIGITS      significant digits kept of :1m_avg, "
+		"_min, _max, _stddev\n"
+		"                          (0: all; default as the agent's "
+		"--remote-write-precision)\n"
+		"  --process-rollups LIST  rollups of a process's gauges: all, "
+		"or "
+		"some of\n"
+		"                          avg,min,max,stddev,count_samples "
+		"(default as the\n"
+		"                          agent's "
+		"--remote-write-process-rollups)\n"
 		"  --log-level LEVEL       error, warn, info, debug (default "
 		"error)\n"
 		"  -h, --help              show this help\n"
@@ -617,17 +643,20 @@ static void usage(FILE *out)
 		"uncompressed_bytes,\n"
 		"wire_bytes_per_gpu_day; edge_cpu_seconds and "
 		"edge_cpu_ms_per_gpu_second: the\n"
-		"CPU of aggregation (finding each sample's series, adding it to "
+		"CPU of aggregation (finding each sample's series, adding it "
+		"to "
 		"the window)\n"
 		"plus the queue's (reading the windows, shaping, relabelling, "
 		"encoding, sending);\n"
-		"sim_cpu_seconds: the simulator and the collector, not counted; "
+		"sim_cpu_seconds: the simulator and the collector, not "
+		"counted; "
 		"errors:\n"
 		"samples_failed (refused, 4xx), samples_retried, "
 		"request_failures, and\n"
 		"series_created.\n"
 		"\n"
-		"Exit status: 0 when every sample was acknowledged, 1 when some "
+		"Exit status: 0 when every sample was acknowledged, 1 when "
+		"some "
 		"were refused or\n"
 		"the run failed, 2 for bad usage.\n"
 		"\n"
@@ -635,7 +664,8 @@ static void usage(FILE *out)
 		"  gpuwatch sim fleet --url http://127.0.0.1:8428/api/v1/write "
 		"--nodes 1250 \\\n"
 		"      --start -1h --duration 1h --senders 8\n"
-		"  gpuwatch sim fleet --url http://vm:8428/api/v1/write --nodes 2 "
+		"  gpuwatch sim fleet --url http://vm:8428/api/v1/write "
+		"--nodes 2 "
 		"--duration 30m\n");
 }
 
@@ -695,6 +725,8 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		O_PREFIX,
 		O_EXTERNAL,
 		O_HEARTBEAT,
+		O_PRECISION,
+		O_PROCESS,
 		O_LOG,
 	};
 	static const struct option opts[] = {
@@ -711,6 +743,8 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		{ "instance-prefix", required_argument, NULL, O_PREFIX },
 		{ "external-label", required_argument, NULL, O_EXTERNAL },
 		{ "heartbeat", required_argument, NULL, O_HEARTBEAT },
+		{ "precision", required_argument, NULL, O_PRECISION },
+		{ "process-rollups", required_argument, NULL, O_PROCESS },
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -730,6 +764,8 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 	o->seed = 1;
 	o->prefix = "sim-node-";
 	o->heartbeat_ms = 4 * MINUTE_MS;
+	o->precision = GW_SIM_PRECISION;
+	o->process_outputs = GW_SIM_PROCESS_OUTPUTS;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -829,8 +865,27 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 					optarg);
 				return -EINVAL;
 			}
-			o->heartbeat_ms = v > 0 ? (int64_t)llround(v * 1000)
-						: -1;
+			o->heartbeat_ms =
+				v > 0 ? (int64_t)llround(v * 1000) : -1;
+			break;
+		case O_PRECISION:
+			if (parse_uint("--precision", optarg, 0, 17,
+				       &o->precision))
+				return -EINVAL;
+			break;
+		case O_PROCESS:
+			if (strcmp(optarg, "all") == 0) {
+				o->process_outputs = 0;
+			} else if (gw_rw_outs_parse(optarg,
+						    &o->process_outputs)) {
+				fprintf(stderr,
+					"gpuwatch sim fleet: "
+					"--process-rollups: "
+					"'%s' is not all or a list of avg, "
+					"min, max, stddev, count_samples\n",
+					optarg);
+				return -EINVAL;
+			}
 			break;
 		case O_LOG:
 			if (gw_log_level_parse(optarg, &lvl)) {
@@ -998,11 +1053,10 @@ static int fleet_run(int argc, char **argv)
 		"minutes from %.0f, %s, %u senders, to %s\n",
 		f.o.nodes, f.o.gpus, (double)f.o.duration_ms / MINUTE_MS,
 		(double)f.o.start_ms / 1000,
-		f.o.start_ms + 2 * MINUTE_MS > wall_ms()	? "real time"
-		: f.o.realtime				? "accelerated to the present"
-							: "accelerated",
-		f.o.senders,
-		f.o.url);
+		f.o.start_ms + 2 * MINUTE_MS > wall_ms() ? "real time"
+		: f.o.realtime ? "accelerated to the present"
+			       : "accelerated",
+		f.o.senders, f.o.url);
 	w0 = gw_now_mono();
 	for (unsigned int i = 0; i < f.o.senders; i++)
 		if (pthread_create(&f.snd[i].th, NULL, sender_main,
@@ -1083,8 +1137,9 @@ int gw_cmd_sim(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "fleet") == 0)
 		return fleet_run(argc - 1, argv + 1);
-	fprintf(stderr, "gpuwatch sim: '%s' is not a simulation; see "
-			"'gpuwatch sim --help'\n",
+	fprintf(stderr,
+		"gpuwatch sim: '%s' is not a simulation; see "
+		"'gpuwatch sim --help'\n",
 		argv[1]);
 	return 2;
 }

@@ -277,6 +277,53 @@ static enum shape shape_of(const char *name)
 	return SH_GAUGE;
 }
 
+static const char *const out_names[GW_RW_OUTS] = { "avg", "min", "max",
+						   "stddev", "count_samples" };
+
+const char *gw_rw_out_name(enum gw_rw_out o)
+{
+	return o < GW_RW_OUTS ? out_names[o] : "?";
+}
+
+int gw_rw_outs_parse(const char *list, unsigned int *mask)
+{
+	unsigned int m = 0;
+	const char *p = list;
+
+	while (*p) {
+		size_t n = strcspn(p, ","), k;
+
+		for (k = 0; k < GW_RW_OUTS; k++)
+			if (strlen(out_names[k]) == n &&
+			    strncmp(p, out_names[k], n) == 0)
+				break;
+		if (k == GW_RW_OUTS)
+			return -EINVAL;
+		m |= 1u << k;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+/* v to digits significant decimal digits (0: as it is). */
+static double round_sig(double v, unsigned int digits)
+{
+	double e, scale;
+
+	if (!digits || v == 0 || !isfinite(v))
+		return v;
+	e = floor(log10(fabs(v)));
+	scale = pow(10, (double)digits - 1 - e);
+	if (!isfinite(scale) || scale == 0)
+		return v;
+	return round(v * scale) / scale;
+}
+
 /* ---- the guard: no output series goes back in time; suppression ---- */
 
 static struct guard *guard_find(struct gw_rw_queue *q, uint64_t h)
@@ -659,8 +706,6 @@ static int state_load(struct gw_rw_queue *q)
  * nothing due, <0: stopped or failed. */
 static int slice_1m(struct gw_rw_queue *q)
 {
-	static const char *const outs[] = { "1m_avg", "1m_min", "1m_max",
-					    "1m_stddev", "1m_count_samples" };
 	int64_t now = now_ms(q), due, end, *c = &q->cur[ST_1M];
 	struct gw_series_set set;
 	char name[512];
@@ -687,6 +732,11 @@ static int slice_1m(struct gw_rw_queue *q)
 
 		if (sh == SH_SKIP)
 			continue;
+		unsigned int outs =
+			q->o.process_outputs && gw_labels_get(&d->labels, "pid")
+				? q->o.process_outputs
+				: (1u << GW_RW_OUTS) - 1;
+
 		if (sh == SH_LAST && msets_match(&q->raw, &d->labels))
 			continue; /* sent raw under the same name */
 		for (size_t o = 0; o < (sh == SH_GAUGE ? 5u : 1u) && !r; o++) {
@@ -694,9 +744,11 @@ static int slice_1m(struct gw_rw_queue *q)
 			uint64_t h;
 			bool open = false;
 
+			if (sh == SH_GAUGE && !(outs & (1u << o)))
+				continue;
 			if (sh == SH_GAUGE)
-				snprintf(name, sizeof(name), "%s:%s", base,
-					 outs[o]);
+				snprintf(name, sizeof(name), "%s:1m_%s", base,
+					 out_names[o]);
 			r = out_labels(q, &d->labels,
 				       sh == SH_GAUGE ? name : NULL, &ol, &h);
 			if (r)
@@ -714,13 +766,15 @@ static int slice_1m(struct gw_rw_queue *q)
 					t = w->t_last != INT64_MIN ? w->t_last
 								   : w->t - 1;
 				} else if (o == 0) {
-					v = gw_rollup_mean(w);
+					v = round_sig(gw_rollup_mean(w),
+						      q->o.precision);
 				} else if (o == 1) {
-					v = w->min;
+					v = round_sig(w->min, q->o.precision);
 				} else if (o == 2) {
-					v = w->max;
+					v = round_sig(w->max, q->o.precision);
 				} else if (o == 3) {
-					v = gw_rollup_stddev(w);
+					v = round_sig(gw_rollup_stddev(w),
+						      q->o.precision);
 				} else {
 					v = w->count;
 				}

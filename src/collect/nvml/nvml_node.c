@@ -163,8 +163,8 @@ void gw_nvml_node_read(struct gw_nvml_node *n, double t_s, bool detail,
 			each(ctx, &d->snap);
 		}
 	}
-	while (c->ev_set && c->fns.event_set_wait(c->ev_set, &ev, 0) ==
-				    GW_NVML_SUCCESS)
+	while (c->ev_set &&
+	       c->fns.event_set_wait(c->ev_set, &ev, 0) == GW_NVML_SUCCESS)
 		gw_nvml_count_event(c, &ev);
 	gw_sim_instance_leave();
 	gw_snap_add(&n->out, GW_FAM(GPUS), c->ndev, NULL, NULL);
@@ -173,8 +173,8 @@ void gw_nvml_node_read(struct gw_nvml_node *n, double t_s, bool detail,
 
 		gw_snap_add(&n->out, GW_FAM(GPU_UP), d->state == DEV_UP,
 			    d->labels, NULL);
-		gw_snap_add(&n->out, GW_FAM(GPU_LOST_TOTAL),
-			    (double)n->lost[i], d->labels, NULL);
+		gw_snap_add(&n->out, GW_FAM(GPU_LOST_TOTAL), (double)n->lost[i],
+			    d->labels, NULL);
 		gw_snap_add(&n->out, GW_FAM(GPU_INFO), 1, d->labels, "name",
 			    d->name, "pci_bus_id", d->bus_id, "driver_version",
 			    c->driver_version, NULL);
