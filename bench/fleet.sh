@@ -70,26 +70,43 @@ t1=$(now_ms)
 rows1=$(vm_metric vm_rows_inserted_total)
 r() { awk -v k="$1" '$1 == k { print $2 }' "$T_DIR/report"; }
 
-# Everything on disk, merged as it will stay: flush, then merge the
-# partitions the run wrote (months of the simulated time).
-curl -fsS "$VM/internal/force_flush" >/dev/null
 sim_s=$(r simulated_seconds)
 start_s=$(( t0 / 1000 - sim_s ))
+# The series VictoriaMetrics holds for the run, and its instances.
+series=$(curl -fsS "$VM/api/v1/series/count" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0])')
+instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))")
+infos=$(vm_query "count(last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d]))")
+# What the series are: VictoriaMetrics' own top names by series count.
+curl -fsS "$VM/api/v1/status/tsdb?topN=12&date=$(date -u -d @"$start_s" +%F)" | python3 -c 'import json, sys
+d = json.load(sys.stdin)["data"]
+print("series by name (first simulated day), top 12 of", d.get("totalSeries"), file=sys.stderr)
+for x in d["seriesCountByMetricName"]:
+    print("  %-58s %d" % (x["name"], x["value"]), file=sys.stderr)'
+# Everything on disk, merged as it will stay: flush, merge the partitions
+# the run wrote (months of the simulated time), wait until the merges are
+# over and the directory no longer changes, then stop VictoriaMetrics
+# (which writes what it still holds) and measure.
+curl -fsS "$VM/internal/force_flush" >/dev/null
 for month in $(python3 -c 'import sys, time
 s, e = int(sys.argv[1]), int(sys.argv[2])
 print(" ".join(sorted({time.strftime("%Y_%m", time.gmtime(t)) for t in range(s - 120, e + 86400, 3600)})))' \
 	"$start_s" "$((t0 / 1000))"); do
 	curl -fsS "$VM/internal/force_merge?partition_prefix=$month" >/dev/null
 done
-# A forced merge runs in the background: wait until no merge is running.
-wait_until '[ "$(vm_metric vm_active_merges)" -eq 0 ]' 600 "VictoriaMetrics still merging"
+settled() {
+	local now
+	now="$(vm_metric vm_active_merges) $(du -sb "$T_DIR/vm" | awk '{ print $1 }')"
+	[ "$now" = "${last:-}" ] && [ "${now%% *}" = 0 ] && return 0
+	last=$now
+	sleep 3 # the next look at the directory
+	return 1
+}
+wait_until settled 900 "VictoriaMetrics still merging"
+rw_kill "$VM_PID"
+VM_PID=
 stored=$(du -sb "$T_DIR/vm" | awk '{ print $1 }')
 data=$(du -sb "$T_DIR/vm/data" | awk '{ print $1 }')
 
-# The series VictoriaMetrics holds for the run, and its instances.
-series=$(curl -fsS "$VM/api/v1/series/count" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0])')
-instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))")
-infos=$(vm_query "count(last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d]))")
 gpus=$(r gpus)
 gpu_days=$(python3 -c "print($gpus * $sim_s / 86400)")
 wall=$(python3 -c "print(($t1 - $t0) / 1000)")
@@ -109,12 +126,6 @@ vm_series                    $series
 vm_instances                 $instances of $NODES
 vm_gpu_info_series           $infos of $((NODES * GPUS))
 EOF
-# What the series are: VictoriaMetrics' own top names by series count.
-curl -fsS "$VM/api/v1/status/tsdb?topN=12&date=$(date -u -d @"$start_s" +%F)" | python3 -c 'import json, sys
-d = json.load(sys.stdin)["data"]
-print("series by name (first simulated day), top 12 of", d.get("totalSeries"))
-for x in d["seriesCountByMetricName"]:
-    print("  %-58s %d" % (x["name"], x["value"]))'
 [ "$instances" = "$NODES" ] || { echo "FAIL: VictoriaMetrics holds $instances instances, expected $NODES" >&2; exit 1; }
 [ "$infos" = "$((NODES * GPUS))" ] || { echo "FAIL: VictoriaMetrics holds $infos GPUs, expected $((NODES * GPUS))" >&2; exit 1; }
 [ "$((rows1 - rows0))" = "$(r samples_sent)" ] ||

@@ -51,7 +51,7 @@
 /* The agent's defaults (--remote-write-precision,
  * --remote-write-process-rollups). */
 #define GW_SIM_PRECISION       4
-#define GW_SIM_PROCESS_OUTPUTS ((1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX))
+#define GW_SIM_PROCESS_OUTPUTS (1u << GW_RW_OUT_MAX)
 
 static volatile sig_atomic_t interrupted;
 
@@ -99,6 +99,7 @@ struct fleet_opts {
 	int64_t heartbeat_ms;
 	unsigned int precision;
 	unsigned int process_outputs;
+	const char *drop; /* names dropped by a write_relabel_configs rule */
 };
 
 struct sender {
@@ -456,7 +457,7 @@ static int node_init(struct fleet *f, struct node *nd, unsigned int index,
 	qo.process_outputs = o->process_outputs;
 	qo.now = node_now;
 	qo.now_ctx = nd;
-	qo.guard_max = 8192 + 1024 * o->gpus;
+	qo.guard_max = 1024 + 640 * o->gpus; /* ~450 output series a GPU */
 	/* the queue starts at its present: the fleet's start */
 	nd->now = o->start_ms + 10000;
 	return gw_rw_queue_new(&qo, &nd->q, err, errlen);
@@ -629,6 +630,13 @@ static void usage(FILE *out)
 		"(default as the\n"
 		"                          agent's "
 		"--remote-write-process-rollups)\n"
+		"  --drop REGEX            output series whose name matches "
+		"are "
+		"dropped, as a\n"
+		"                          write_relabel_configs drop rule on "
+		"__name__ would\n"
+		"                          (counted, reason relabel): to size "
+		"a policy\n"
 		"  --log-level LEVEL       error, warn, info, debug (default "
 		"error)\n"
 		"  -h, --help              show this help\n"
@@ -727,6 +735,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		O_HEARTBEAT,
 		O_PRECISION,
 		O_PROCESS,
+		O_DROP,
 		O_LOG,
 	};
 	static const struct option opts[] = {
@@ -745,6 +754,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		{ "heartbeat", required_argument, NULL, O_HEARTBEAT },
 		{ "precision", required_argument, NULL, O_PRECISION },
 		{ "process-rollups", required_argument, NULL, O_PROCESS },
+		{ "drop", required_argument, NULL, O_DROP },
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -887,6 +897,15 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 				return -EINVAL;
 			}
 			break;
+		case O_DROP:
+			if (strpbrk(optarg, "'\n")) {
+				fprintf(stderr, "gpuwatch sim fleet: --drop: "
+						"no quote or "
+						"newline in the regex\n");
+				return -EINVAL;
+			}
+			o->drop = optarg;
+			break;
 		case O_LOG:
 			if (gw_log_level_parse(optarg, &lvl)) {
 				fprintf(stderr,
@@ -989,6 +1008,8 @@ static void report(const struct fleet *f, double wall_s)
 	       (agg + send) * 1000 / gpu_s);
 	printf("sim_cpu_seconds %.3f\n", sim);
 	printf("samples_failed %" PRIu64 "\n", st.samples_failed + refused);
+	printf("samples_dropped_relabel %" PRIu64 "\n",
+	       st.samples_dropped[GW_RW_DROP_RELABEL]);
 	printf("samples_retried %" PRIu64 "\n", st.samples_retried);
 	printf("request_failures %" PRIu64 "\n", fails);
 	for (unsigned int i = 0; i < st.ncodes; i++)
@@ -1011,8 +1032,27 @@ static int fleet_run(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	url = f.o.url;
-	r = gw_rw_config_new(&url, 1, NULL, 0, NULL, 0, &f.cfg, err,
-			     sizeof(err));
+	if (f.o.drop) {
+		char yaml[4096];
+		int n = snprintf(yaml, sizeof(yaml),
+				 "- url: '%s'\n"
+				 "  write_relabel_configs:\n"
+				 "  - source_labels: [__name__]\n"
+				 "    regex: '%s'\n"
+				 "    action: drop\n",
+				 f.o.url, f.o.drop);
+
+		r = n > 0 && (size_t)n < sizeof(yaml)
+			    ? gw_rw_config_new(NULL, 0, yaml, (size_t)n,
+					       "--drop", 1, &f.cfg, err,
+					       sizeof(err))
+			    : -E2BIG;
+		if (r == -E2BIG)
+			snprintf(err, sizeof(err), "--url or --drop too long");
+	} else {
+		r = gw_rw_config_new(&url, 1, NULL, 0, NULL, 0, &f.cfg, err,
+				     sizeof(err));
+	}
 	if (r) {
 		fprintf(stderr, "gpuwatch sim fleet: --url: %s\n", err);
 		return 2;

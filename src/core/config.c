@@ -336,11 +336,12 @@ static const struct opt opts[] = {
 	  "bytes; 4 keeps 0.01 of a 45.28 C average. The node's own history\n"
 	  "keeps every digit. 0: every digit of a double." },
 	{ "remote-write-process-rollups", T_STRING, F(rw_process_rollups), 0, 0,
-	  "LIST", "avg,max", RESTART, "rollups sent of a process's gauges",
+	  "LIST", "max", RESTART, "rollups sent of a process's gauges",
 	  "The rollups sent of a gauge with a pid label (process memory and\n"
 	  "utilisation): all, or a comma-separated list of avg, min, max,\n"
 	  "stddev, count_samples. Processes come and go with jobs, so each\n"
-	  "output is a new series centrally for every process." },
+	  "output is a new series centrally for every process; the fleet\n"
+	  "rules use the memory's max." },
 	{ "remote-write-max-lag", T_DURATION, F(rw_max_lag), 1, 3600,
 	  "DURATION", "30s", RESTART, "longest live data waits for catch-up",
 	  "While an endpoint catches up after an outage, each stream sends\n"
