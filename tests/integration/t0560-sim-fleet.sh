@@ -75,10 +75,13 @@ names=" $(sed -n 3p "$T_DIR/export") "
 for n in gpuwatch_gpu_temperature_celsius:1m_avg gpuwatch_gpu_temperature_celsius:1m_min \
 	gpuwatch_gpu_temperature_celsius:1m_max gpuwatch_gpu_temperature_celsius:1m_stddev \
 	gpuwatch_gpu_temperature_celsius:1m_count_samples gpuwatch_gpu_up:1m_max \
-	gpuwatch_gpu_energy_joules_total gpuwatch_gpu_info; do
+	gpuwatch_gpu_energy_joules_total gpuwatch_gpu_info \
+	gpuwatch_gpu_process_memory_used_bytes:1m_max; do
 	grep -q " $n " <<<"$names" || fail "$n did not arrive"
 done
-for n in gpuwatch_gpu_temperature_celsius gpuwatch_gpu_energy_joules_total:1m_avg; do
+# (a process's gauges leave as :1m_max only: --remote-write-process-rollups)
+for n in gpuwatch_gpu_temperature_celsius gpuwatch_gpu_energy_joules_total:1m_avg \
+	gpuwatch_gpu_process_memory_used_bytes:1m_min gpuwatch_gpu_process_memory_used_bytes:1m_avg; do
 	grep -q " $n " <<<"$names" && fail "$n arrived: the default policy does not send it"
 done
 ok "every instance, the rollups and the counters arrived; $sent samples in both counts"
@@ -97,3 +100,26 @@ v = [x[1] for x in r[0]["values"]]
 assert len(v) == 20 and set(v) == {"6"}, v' "$q" ||
 	fail "GPUs seen each minute: $q"
 ok "the 6 GPUs seen at each of the 20 minutes"
+
+# Rollups of gauges leave with 4 significant digits (the default
+# --remote-write-precision); counters keep every digit.
+curl -fsS "$VM/api/v1/export" -d 'match[]={cluster="t0560",__name__=~"gpuwatch_gpu_power_watts:1m_(avg|stddev)|gpuwatch_gpu_energy_joules_total"}' |
+	python3 -c 'import json, math, sys
+def digits(v):
+    for d in range(1, 18):
+        if v == 0 or float("%.*g" % (d, v)) == v:
+            return d
+    return 17
+seen = {"avg": 0, "energy": 0}
+for line in sys.stdin:
+    s = json.loads(line)
+    n = s["metric"]["__name__"]
+    d = max(digits(v) for v in s["values"])
+    if n.endswith("_total"):
+        seen["energy"] = max(seen["energy"], d)
+    else:
+        assert d <= 4, (n, s["values"][:5])
+        seen["avg"] += 1
+assert seen["avg"] >= 6 and seen["energy"] > 4, seen' ||
+	fail "rollups are not at 4 significant digits, or counters lost digits"
+ok "gauge rollups at 4 significant digits, counters exact"
