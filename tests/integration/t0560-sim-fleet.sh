@@ -25,6 +25,12 @@ for flag in --url --nodes --gpus --start --duration --senders --interval --detai
 	grep -Eq -- "^  $flag( |\$)" <<<"$help" || fail "sim fleet --help does not document $flag"
 done
 grep -q "in-memory" <<<"$help" || fail "--help does not say a simulated node's durability is in memory"
+# The agent's side of the same policy: a bad list is refused at start.
+rc=0; err="$("$GPUWATCH" agent --remote-write-process-rollups max,median --check-config 2>&1)" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--remote-write-process-rollups: 'max,median' is not all or a list" <<<"$err" ||
+	fail "bad --remote-write-process-rollups: rc $rc: $err"
+rc=0; err="$("$GPUWATCH" sim fleet --url http://127.0.0.1:1/api/v1/write --process-rollups median 2>&1)" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--process-rollups: 'median'" <<<"$err" || fail "bad --process-rollups: rc $rc: $err"
 ok "usage"
 
 vm_start
