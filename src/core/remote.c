@@ -202,7 +202,10 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			.url = gw_rw_endpoint_url(ep),
 			.state_path = path,
 			.q = gw_store_queryable(a->store),
-			.policy = strcmp(c->rw_policy, "raw") == 0
+			.policy = strcmp(gw_rw_endpoint_policy(ep)
+						 ? gw_rw_endpoint_policy(ep)
+						 : c->rw_policy,
+					 "raw") == 0
 					  ? GW_RW_POLICY_RAW
 					  : GW_RW_POLICY_ROLLUP,
 			.external = ext,
@@ -257,7 +260,7 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			goto fail;
 		}
 		gw_info("remote_write %s: pushing to %s (policy %s%s)", o.name,
-			o.url, c->rw_policy,
+			o.url, o.policy == GW_RW_POLICY_RAW ? "raw" : "rollup",
 			c->rw_raw.n ? ", raw selectors" : "");
 	}
 	{
