@@ -551,13 +551,13 @@ static void usage(FILE *out)
 		"(the full metric\n"
 		"set, job and process churn, faults), the store's 1-minute "
 		"rollups, and the\n"
-		"remote_write queue with the default edge policy (rollups of "
-		"gauges as\n"
-		"NAME:1m_avg|min|max|stddev|count_samples, counters as their "
-		"last "
-		"value each\n"
-		"minute, unchanged values suppressed with a heartbeat), its "
-		"encoder and client.\n"
+		"remote_write queue with the agent's default edge policy "
+		"(rollups of gauges as\n"
+		"NAME:1m_avg|min|max|stddev|count_samples at 4 significant "
+		"digits, a process's\n"
+		"gauges as :1m_max only, counters as their last value each "
+		"minute, unchanged\n"
+		"values suppressed with a heartbeat), its encoder and client.\n"
 		"Each node is its own `instance`.  Then it reports what that "
 		"costs.\n"
 		"\n"
@@ -662,6 +662,10 @@ static void usage(FILE *out)
 		"samples_failed (refused, 4xx), samples_retried, "
 		"request_failures, and\n"
 		"series_created.\n"
+		"\n"
+		"Figures per GPU are over the node-minutes simulated: SIGINT "
+		"stops a run after\n"
+		"the minute each sender is on and reports what it did.\n"
 		"\n"
 		"Exit status: 0 when every sample was acknowledged, 1 when "
 		"some "
@@ -960,10 +964,12 @@ static void report(const struct fleet *f, double wall_s)
 	uint64_t in = 0, created = 0, suppressed = 0, refused = 0, fails = 0;
 	double sim = 0, send = 0, agg = 0, gpus = (double)o->nodes * o->gpus;
 	double sim_s = (double)o->duration_ms / 1000, gpu_s, gpu_days;
+	uint64_t node_minutes = 0;
 
 	for (unsigned int i = 0; i < o->senders; i++) {
 		sim += f->snd[i].cpu_read;
 		send += f->snd[i].cpu_send;
+		node_minutes += f->snd[i].minutes;
 	}
 	for (unsigned int i = 0; i < o->nodes; i++) {
 		struct gw_rw_queue_stats qs;
@@ -981,12 +987,17 @@ static void report(const struct fleet *f, double wall_s)
 	for (int i = 0; i < GW_RW_FAIL_COUNT; i++)
 		fails += st.failures[i];
 	sim -= agg;
-	gpu_s = gpus * sim_s;
+	/* what was simulated: all of it unless interrupted */
+	gpu_s = (double)node_minutes * o->gpus * 60;
+	if (gpu_s <= 0)
+		gpu_s = 1;
 	gpu_days = gpu_s / 86400;
 	printf("nodes %u\ngpus %.0f\nsimulated_seconds %.0f\n", o->nodes, gpus,
 	       sim_s);
 	printf("start_seconds %" PRId64 "\n", o->start_ms / 1000);
 	printf("wall_seconds %.1f\nsenders %u\n", wall_s, o->senders);
+	printf("node_minutes %" PRIu64 " of %.0f\n", node_minutes,
+	       (double)o->nodes * (sim_s / 60));
 	printf("samples_generated %" PRIu64 "\n", in);
 	printf("series_created %" PRIu64 "\n", created);
 	printf("samples_sent %" PRIu64 "\n", st.samples_sent);
