@@ -35,7 +35,7 @@ ok "usage"
 
 vm_start
 vm_rows() {
-	curl -fsS "$VM/metrics" | awk '$1 == "vm_rows_inserted_total{type=\"promremotewrite\"}" { print $2 }'
+	curl -fsS "$VM/metrics" | awk '$1 == "vm_rows_inserted_total{type=\"promremotewrite\"}" { n = $2 } END { print n + 0 }'
 }
 rows0=$(vm_rows)
 "$GPUWATCH" sim fleet --url "$VM/api/v1/write" --nodes 3 --gpus 2 --start -40m \
@@ -56,8 +56,10 @@ for k in wire_bytes_per_gpu_day edge_cpu_ms_per_gpu_second samples_per_second_se
 done
 ok "report: $sent samples sent"
 
-# VictoriaMetrics counted every acknowledged sample as a row.
-[ "$(( $(vm_rows) - rows0 ))" = "$sent" ] || fail "VictoriaMetrics inserted $(( $(vm_rows) - rows0 )) rows, the command sent $sent"
+# VictoriaMetrics counted every acknowledged sample as a row (its
+# counters are read from /metrics: poll).
+wait_until '[ "$(( $(vm_rows) - rows0 ))" = "$sent" ]' 30 \
+	"VictoriaMetrics inserted $(( $(vm_rows) - rows0 )) rows, the command sent $sent"
 
 # What it exports, once searchable (poll): per instance and name.
 export_counts() {
