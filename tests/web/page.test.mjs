@@ -2,16 +2,22 @@
 // driven by playwright-core), against a running agent.
 //
 //   node page.test.mjs URL SHOTS_DIR [PROFILE_URL]
+//   node page.test.mjs --no-gpu URL SHOTS_DIR
 //
 // URL: the agent (simulated GPUs, an ECC storm on GPU 0, its alert
 // firing).  SHOTS_DIR: screenshots of each view are written there.
 // PROFILE_URL: the same agent behind a proxy that also answers
 // /api/v1/profile with a folded fixture, for the flame graph.
+// --no-gpu: an agent without any GPU; the page must say so.
 // Prints "ok: ..." per check; the first failure exits 1 with its reason.
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 
-const [url, shots, profUrl] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const noGpu = args[0] === '--no-gpu';
+if (noGpu)
+	args.shift();
+const [url, shots, profUrl] = args;
 if (!url || !shots) {
 	console.error('usage: node page.test.mjs URL SHOTS_DIR [PROFILE_URL]');
 	process.exit(2);
@@ -51,9 +57,34 @@ try {
 	page.on('console', consoleError);
 	page.on('pageerror', (e) => errors.push(String(e)));
 	page.on('requestfailed', (r) => errors.push('request failed: ' + r.url()));
+
+	if (noGpu) {
+		await page.goto(url + '/');
+		await page.waitForSelector('#no-gpu', { timeout: T }).catch(() => fail('no "no GPU" note'));
+		const note = await page.$eval('#no-gpu', (n) => n.textContent);
+		if (await page.$('.tile'))
+			fail('a GPU tile without a GPU');
+		ok('the overview says: ' + note);
+		await page.goto(url + '/#view=timeline&last=900');
+		await page.waitForSelector('body[data-rendered=timeline]', { timeout: T });
+		const hw = await page.$eval('[data-lane=hardware]', (l) => l.textContent);
+		if (!/No GPU hardware data/.test(hw))
+			fail('the hardware lane does not say it is empty: ' + hw);
+		ok('the timeline says: ' + hw.replace(/^Hardware[^:]*: [^A-Z]*/, ''));
+		await page.screenshot({ path: shots + '/no-gpu.png', fullPage: true });
+		if (errors.length)
+			fail('console errors: ' + errors.join(' | '));
+		ok('no console errors');
+	} else {
+		await fullChecks(page);
+	}
+} finally {
+	await browser.close();
+}
+
+async function fullChecks(page) {
 	const external = [];
 	page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('data:')) external.push(r.url()); });
-
 	// Node overview: one tile per GPU; each value equals /api/v1/query's
 	// at the time the page asked.
 	await page.goto(url + '/');
@@ -107,7 +138,9 @@ try {
 		fail('the runtime lane does not say it is empty: ' + runtimeNote);
 	if (!await page.$('[data-lane=baseline] canvas'))
 		fail('no baseline chart');
-	ok('four lanes; the absent runtime layer says so; the baseline band is drawn');
+	if (!await page.$('[data-lane=application] canvas'))
+		fail('no application chart though a training job sends metrics');
+	ok('four lanes; the absent runtime layer says so; the application metrics and the baseline band are drawn');
 	await page.screenshot({ path: shots + '/timeline.png', fullPage: true });
 
 	const before = await page.evaluate(() => ({ hash: location.hash, pts: document.querySelector('[data-lane=hardware]').dataset.points,
@@ -182,6 +215,4 @@ try {
 	if (errors.length)
 		fail('console errors: ' + errors.join(' | '));
 	ok('no console errors, no request outside the agent');
-} finally {
-	await browser.close();
 }

@@ -155,6 +155,12 @@
 		b.textContent = msg || '';
 	}
 
+	/* Marks when the first chart is on the page (bench/web.sh reads it). */
+	function firstChart() {
+		if (window.performance && !performance.getEntriesByName('gw-first-chart').length)
+			performance.mark('gw-first-chart');
+	}
+
 	/* ---- sparklines (own canvas code: 60 of them must cost nothing) ---- */
 
 	function sparkline(values, color, lo, hi) {
@@ -249,6 +255,8 @@
 		const order = [...gpus.keys()].sort((a, b) => a - b);
 		for (const g of order)
 			tiles.append(tile(gpus.get(g), spark, t));
+		if (order.length)
+			firstChart();
 		await processes(t);
 	}
 
@@ -410,6 +418,7 @@
 			hooks: { setSelect: [opts.onSelect || zoomTo] },
 		}, [xs].concat(series.map((s) => s.data)), div);
 		charts.push(u);
+		firstChart();
 		div.dataset.points = String(xs.length);
 		return u;
 	}
@@ -477,7 +486,6 @@
 		const box = $('#lanes');
 		box.replaceChildren();
 		banner(failed ? 'History unavailable: ' + failed.message : '');
-		drawStrip(tr);
 		const [xs] = align([], tr);
 		const lineOpts = (label, i, scale) => ({ label, stroke: COLORS[i % COLORS.length], width: 1.5, scale: scale || 'y', spanGaps: false });
 		const pointOpts = (label, color) => ({ label, stroke: color, fill: color, width: 0, scale: 'ev',
@@ -551,6 +559,7 @@
 			id: 'baseline', empty: 'No samples of ' + sel + ' in this range (store off, or no such GPU).',
 			bands: [{ series: [1, 2], fill: 'rgba(47,95,208,0.12)' }],
 		});
+		drawStrip(tr);
 	}
 
 	function baseSelect(cur) {
@@ -576,7 +585,14 @@
 				rows.set(key, rows.size);
 		}
 		strip.style.height = (rows.size * 18 + (rows.size ? 4 : 0)) + 'px';
-		const left = 60, width = Math.max(400, $('main').clientWidth - 40) - left - 10;
+		/* over the plot area of the first chart (all lanes share the axis) */
+		let left = 60, width = Math.max(400, $('main').clientWidth - 40) - left - 10;
+		if (charts.length) {
+			/* the plot box is in canvas pixels; the layout may not be done */
+			const u = charts[0], px = uPlot.pxRatio || devicePixelRatio;
+			left = u.root.getBoundingClientRect().left - strip.getBoundingClientRect().left + u.bbox.left / px;
+			width = u.bbox.width / px;
+		}
 		for (const s of spans) {
 			const x0 = Math.max(0, (s.from - tr.start) / (tr.end - tr.start));
 			const x1 = Math.min(1, (s.to - tr.start) / (tr.end - tr.start));
