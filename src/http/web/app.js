@@ -371,7 +371,7 @@
 					g.save();
 					for (const s of spans) {
 						const x0 = u.valToPos(s.from, 'x', true), x1 = u.valToPos(s.to, 'x', true);
-						g.fillStyle = s.state === 'firing' ? 'rgba(198,40,40,0.12)' : 'rgba(178,107,0,0.10)';
+						g.fillStyle = s.state === 'firing' ? 'rgba(198,40,40,0.07)' : 'rgba(178,107,0,0.06)';
 						g.fillRect(x0, u.bbox.top, Math.max(2, x1 - x0), u.bbox.height);
 					}
 					g.restore();
@@ -400,11 +400,19 @@
 		const width = Math.max(400, $('main').clientWidth - 40);
 		/* an axis only for a scale that a series uses */
 		const used = new Set(series.map((s) => s.opts.scale || 'y'));
-		const axes = (opts.axes || [{}, { size: 60 }]).map((a, i) => {
+		const axes = (opts.axes || [{}, {}]).map((a, i) => {
 			if (i === 1 && !used.has(a.scale || 'y'))
 				return Object.assign({}, a, { scale: series[0].opts.scale || 'y' });
 			return a;
 		}).filter((a, i) => i < 2 || used.has(a.scale));
+		/* the same plot box in every lane: fixed axis widths, and a blank
+		 * right axis where the lane has no second scale */
+		axes[1] = Object.assign({ size: 70 }, axes[1]);
+		if (axes.length < 3)
+			axes.push({ scale: axes[1].scale || 'y', side: 1, size: 70, grid: { show: false },
+				ticks: { show: false }, values: (u, v) => v.map(() => '') });
+		else
+			axes[2] = Object.assign({ size: 70 }, axes[2]);
 		const u = new uPlot({
 			width, height: opts.height || 160,
 			cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: 'gw' } },
@@ -428,7 +436,7 @@
 	async function appNames() {
 		const names = await get('label/__name__/values').catch(() => []);
 		return names.filter((n) => !/^(gpuwatch_|DCGM_|ALERTS|process_cpu)/.test(n) && !n.includes(':') &&
-			!/_(bucket|sum|count|created)$/.test(n) && !n.startsWith('go_') && !n.startsWith('up'));
+			!/_(bucket|sum|count|created|timestamp_seconds)$/.test(n) && !n.startsWith('go_') && !n.startsWith('up'));
 	}
 
 	async function alertSpans(tr) {
@@ -504,7 +512,7 @@
 		lane(box, 'Hardware: temperature, XID, ECC and throttling events', xs, hw, {
 			id: 'hardware', empty: 'No GPU hardware data (no NVML driver, no --simulate, or nothing stored in this range).',
 			scales: { ev: { range: (u, a, b) => [0, Math.max(1, b) * 1.2] } },
-			axes: [{}, { size: 60, label: '°C' }, { scale: 'ev', side: 1, grid: { show: false }, label: 'events' }],
+			axes: [{}, { values: (u, v) => v.map((x) => x + ' °C') }, { scale: 'ev', side: 1, grid: { show: false } }],
 		});
 
 		/* runtime */
@@ -517,7 +525,7 @@
 		}
 		lane(box, 'CUDA runtime: kernel time, API errors, allocations', xs, rt, {
 			id: 'runtime', empty: 'No CUDA runtime data: no process was traced in this range (CUPTI injection or eBPF off, or no GPU process).',
-			axes: [{}, { size: 60 }, { scale: 'b', side: 1, grid: { show: false }, values: (u, v) => v.map((x) => bytes(x)) }],
+			axes: [{}, {}, { scale: 'b', side: 1, grid: { show: false }, values: (u, v) => v.map((x) => bytes(x)) }],
 		});
 
 		/* application */
@@ -529,7 +537,7 @@
 		}));
 		lane(box, 'Application: training and inference metrics (StatsD)', xs, ap, {
 			id: 'application', empty: 'No application metrics: nothing was sent to the StatsD listener in this range.',
-			axes: [{}, { size: 60, scale: 's0' }],
+			axes: [{}, { scale: 's0' }],
 		});
 
 		/* baseline band and anomalies */
