@@ -31,44 +31,47 @@ now=$(date +%s)
 start=$((now - hours * 3600))
 echo "history: 8 GPUs x ${hours} h at 1 s, $(date -u -d @$start +%FT%TZ) to now" >&2
 t0=$(date +%s.%N)
-python3 - "$start" "$now" >"$dir/history.om" <<'PY'
-import math, random, sys
-start, end = int(sys.argv[1]), int(sys.argv[2])
-random.seed(1)
-gauges = [
-    ("gpuwatch_gpu_utilization_ratio", lambda g, t, d: round(min(1, max(0, 0.55 + 0.4 * d + random.gauss(0, 0.03))), 3)),
-    ("gpuwatch_gpu_memory_used_bytes", lambda g, t, d: int((60 + 60 * d) * 2**30) // 2**20 * 2**20),
-    ("gpuwatch_gpu_memory_total_bytes", lambda g, t, d: 151397597184),
-    ("gpuwatch_gpu_temperature_celsius", lambda g, t, d: round(45 + 25 * d + random.gauss(0, 0.5))),
-    ("gpuwatch_gpu_memory_temperature_celsius", lambda g, t, d: round(50 + 28 * d + random.gauss(0, 0.5))),
-    ("gpuwatch_gpu_power_watts", lambda g, t, d: round(150 + 500 * d + random.gauss(0, 8), 1)),
-    ("gpuwatch_gpu_power_limit_watts", lambda g, t, d: 700),
-    ("gpuwatch_gpu_up", lambda g, t, d: 1),
-]
-out = sys.stdout
-for name, _ in gauges:
-    out.write("# TYPE %s gauge\n" % name)
-out.write("# TYPE gpuwatch_gpu_clock_hertz gauge\n# TYPE gpuwatch_gpu_ecc_errors counter\n"
-          "# TYPE gpuwatch_gpu_xid_errors counter\n")
-for g in range(8):
-    lab = 'gpu="%d",uuid="GPU-sim-%08d"' % (g, g)
-    rows = []
-    for name, f in gauges:
-        w = out.write
-        for t in range(start, end):
-            d = 0.5 + 0.5 * math.sin(2 * math.pi * (t % 86400) / 86400 + g)
-            w("%s{%s} %s %d\n" % (name, lab, f(g, t, d), t))
-    for clock, base in (("sm", 1980e6), ("memory", 2619e6)):
-        w = out.write
-        for t in range(start, end):
-            w('gpuwatch_gpu_clock_hertz{%s,clock="%s"} %d %d\n' % (lab, clock, base - (15e6 if t % 7 == 0 else 0), t))
-    for typ in ("corrected", "uncorrected"):
-        for t in range(start, end):
-            out.write('gpuwatch_gpu_ecc_errors_total{%s,type="%s"} %d %d\n' % (lab, typ, 0, t))
-    for t in range(start, end):
-        out.write('gpuwatch_gpu_xid_errors_total{%s,xid="79"} 0 %d\n' % (lab, t))
-out.write("# EOF\n")
-PY
+# OpenMetrics text, one series at a time (the import wants each series in
+# time order): a day-night load cycle per GPU and a little noise.
+awk -v start="$start" -v end="$now" 'BEGIN {
+	srand(1)
+	n = split("utilization_ratio memory_used_bytes memory_total_bytes " \
+		"temperature_celsius memory_temperature_celsius power_watts " \
+		"power_limit_watts up", names, " ")
+	for (i = 1; i <= n; i++)
+		printf "# TYPE gpuwatch_gpu_%s gauge\n", names[i]
+	print "# TYPE gpuwatch_gpu_clock_hertz gauge"
+	print "# TYPE gpuwatch_gpu_ecc_errors counter"
+	print "# TYPE gpuwatch_gpu_xid_errors counter"
+	for (g = 0; g < 8; g++) {
+		lab = sprintf("gpu=\"%d\",uuid=\"GPU-sim-%08d\"", g, g)
+		for (i = 1; i <= n; i++) {
+			m = names[i]
+			for (t = start; t < end; t++) {
+				d = 0.5 + 0.5 * sin(6.283185 * (t % 86400) / 86400 + g)
+				r = rand() - 0.5
+				if (m == "utilization_ratio") v = sprintf("%.3f", 0.55 + 0.4 * d + 0.05 * r)
+				else if (m == "memory_used_bytes") v = sprintf("%.0f", int((60 + 60 * d) * 1024) * 1048576)
+				else if (m == "memory_total_bytes") v = "151397597184"
+				else if (m == "temperature_celsius") v = sprintf("%d", 45 + 25 * d + r)
+				else if (m == "memory_temperature_celsius") v = sprintf("%d", 50 + 28 * d + r)
+				else if (m == "power_watts") v = sprintf("%.1f", 150 + 500 * d + 10 * r)
+				else if (m == "power_limit_watts") v = "700"
+				else v = "1"
+				printf "gpuwatch_gpu_%s{%s} %s %d\n", m, lab, v, t
+			}
+		}
+		for (t = start; t < end; t++)
+			printf "gpuwatch_gpu_clock_hertz{%s,clock=\"sm\"} %.0f %d\n", lab, (t % 7 ? 1980 : 1965) * 1000000, t
+		for (t = start; t < end; t++)
+			printf "gpuwatch_gpu_clock_hertz{%s,clock=\"memory\"} 2619000000 %d\n", lab, t
+		for (t = start; t < end; t++)
+			printf "gpuwatch_gpu_ecc_errors_total{%s,type=\"uncorrected\"} 0 %d\n", lab, t
+		for (t = start; t < end; t++)
+			printf "gpuwatch_gpu_xid_errors_total{%s,xid=\"79\"} 0 %d\n", lab, t
+	}
+	print "# EOF"
+}' >"$dir/history.om"
 t1=$(date +%s.%N)
 samples=$(grep -vc '^#' "$dir/history.om")
 "$build/gpuwatch" store import --data-dir "$dir/data" -q "$dir/history.om" >&2

@@ -198,53 +198,65 @@
 		['plimit', 'gpuwatch_gpu_power_limit_watts', 'W', null],
 		['smclk', 'gpuwatch_gpu_clock_hertz{clock="sm"}', 'Hz', 'SM clock'],
 		['memclk', 'gpuwatch_gpu_clock_hertz{clock="memory"}', 'Hz', 'mem clock'],
-		['up', 'gpuwatch_gpu_up', '', null],
-		['ecc', 'sum by (gpu, type) (gpuwatch_gpu_ecc_errors_total)', '', null],
-		['xid', 'sum by (gpu) (gpuwatch_gpu_xid_errors_total)', '', null],
-		['throttle', 'gpuwatch_gpu_clock_event_active{reason!="gpu_idle"} == 1', '', null],
-		['pciew', 'gpuwatch_gpu_pcie_link_width', '', null],
-		['pciewmax', 'gpuwatch_gpu_pcie_link_width_max', '', null],
-		['pcieg', 'gpuwatch_gpu_pcie_link_generation', '', null],
-		['pciegmax', 'gpuwatch_gpu_pcie_link_generation_max', '', null],
-		['info', 'gpuwatch_gpu_info', '', null],
 	];
 	const SPARK = { util: [0, 1], temp: [], power: [], mem: [] };
 
+	/* Every tile value in one instant query and every sparkline in one
+	 * range query (the page's first chart waits for them): the samples
+	 * are sorted into the TILE keys here.  Each value shown keeps its own
+	 * TILE query in data-q, which gives the same number at the same time. */
+	const NAMES = {
+		gpuwatch_gpu_info: 'info', gpuwatch_gpu_up: 'up',
+		gpuwatch_gpu_utilization_ratio: 'util', gpuwatch_gpu_memory_used_bytes: 'mem',
+		gpuwatch_gpu_memory_total_bytes: 'memtot', gpuwatch_gpu_temperature_celsius: 'temp',
+		gpuwatch_gpu_memory_temperature_celsius: 'hbm', gpuwatch_gpu_power_watts: 'power',
+		gpuwatch_gpu_power_limit_watts: 'plimit', gpuwatch_gpu_clock_hertz: 'clk',
+		gpuwatch_gpu_clock_event_active: 'throttle', gpuwatch_gpu_ecc_errors_total: 'ecc',
+		gpuwatch_gpu_xid_errors_total: 'xid', gpuwatch_gpu_pcie_link_width: 'pciew',
+		gpuwatch_gpu_pcie_link_width_max: 'pciewmax', gpuwatch_gpu_pcie_link_generation: 'pcieg',
+		gpuwatch_gpu_pcie_link_generation_max: 'pciegmax',
+	};
+	const nameRe = (names) => '{__name__=~"' + names.join('|') + '"}';
+
 	async function overview() {
 		const t = Math.floor(Date.now() / 1000);
-		const res = await Promise.all(TILE.map(([, q]) => instant(q, t).catch((e) => e)));
-		const by = {};
-		TILE.forEach(([k], i) => { by[k] = res[i]; });
+		const sparkNames = Object.keys(NAMES).filter((n) => SPARK[NAMES[n]]);
+		const [now, sp] = await Promise.all([
+			instant(nameRe(Object.keys(NAMES)), t).catch((e) => e),
+			range(nameRe(sparkNames), t - 600, t, 5).catch(() => []),
+		]);
 		const spark = {};
-		await Promise.all(Object.keys(SPARK).map((k) => {
-			const q = TILE.find((x) => x[0] === k)[1];
-			return range(q, t - 600, t, 5).then((r) => { spark[k] = r; }, () => { spark[k] = []; });
-		}));
+		for (const k in SPARK)
+			spark[k] = sp.filter((x) => NAMES[x.metric.__name__] === k);
 		const tiles = $('#tiles');
 		tiles.replaceChildren();
-		if (by.info instanceof Error) {
-			tiles.append(el('p', { class: 'note err', text: 'The agent did not answer: ' + by.info.message }));
+		if (now instanceof Error) {
+			tiles.append(el('p', { class: 'note err', text: 'The agent did not answer: ' + now.message }));
 			return;
 		}
 		const gpus = new Map();
-		for (const k in by) {
-			if (by[k] instanceof Error)
+		for (const s of now) {
+			const g = s.metric.gpu, v = +s.value[1];
+			let k = NAMES[s.metric.__name__];
+			if (g === undefined || !k)
 				continue;
-			for (const s of by[k]) {
-				const g = s.metric.gpu;
-				if (g === undefined)
-					continue;
-				if (!gpus.has(g))
-					gpus.set(g, { gpu: g, throttle: [], ecc: {} });
-				const o = gpus.get(g);
-				if (k === 'throttle')
+			if (!gpus.has(g))
+				gpus.set(g, { gpu: g, throttle: [], ecc: {}, xid: 0 });
+			const o = gpus.get(g);
+			if (k === 'throttle') {
+				if (v === 1 && s.metric.reason !== 'gpu_idle')
 					o.throttle.push(s.metric.reason);
-				else if (k === 'ecc')
-					o.ecc[s.metric.type] = +s.value[1];
-				else if (k === 'info')
-					o.info = s.metric;
-				else
-					o[k] = +s.value[1];
+			} else if (k === 'ecc') {
+				o.ecc[s.metric.type] = (o.ecc[s.metric.type] || 0) + v;
+			} else if (k === 'xid') {
+				o.xid += v;
+			} else if (k === 'info') {
+				o.info = s.metric;
+			} else {
+				if (k === 'clk')
+					k = s.metric.clock === 'sm' ? 'smclk' : s.metric.clock === 'memory' ? 'memclk' : null;
+				if (k)
+					o[k] = v;
 			}
 		}
 		if (!gpus.size) {
