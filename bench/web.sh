@@ -27,14 +27,51 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/gw-web-bench.XXXXXX")
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 
+# start_agent ARGS...: the agent on a free port in the background; sets
+# pid and url.
+start_agent() {
+	"$build/gpuwatch" agent --listen 127.0.0.1:0 --statsd-listen 127.0.0.1:0 \
+		--simulate 8 "$@" 2>"$dir/agent.log" &
+	pid=$!
+	url=""
+	i=0
+	while [ -z "$url" ] && [ $i -lt 150 ]; do
+		url=$(sed -n 's/.* listening on \(http:[^ ]*\) .*/\1/p' "$dir/agent.log" | head -n1)
+		[ -n "$url" ] || sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$url" ] || { cat "$dir/agent.log" >&2; exit 1; }
+	until curl -fsS "$url/healthz" >/dev/null 2>&1; do sleep 0.1; done
+}
+
+# The simulated GPUs' uuids (the same seed gives the same GPUs), so that
+# the history and the live agent's samples are the same series.
+start_agent --data-dir "$dir/probe"
+uuids=""
+i=0
+while [ "$(echo "$uuids" | wc -w)" -lt 8 ] && [ $i -lt 100 ]; do
+	[ $i -eq 0 ] || sleep 0.1
+	uuids=$(curl -fsS "$url/metrics" | sed -n 's/^gpuwatch_gpu_up{gpu="\([0-9]*\)",uuid="\([^"]*\)".*/\1=\2/p' | sort -n | tr '\n' ' ')
+	i=$((i + 1))
+done
+kill "$pid"
+wait "$pid" || true
+pid=""
+rm -rf "$dir/probe"
+
 now=$(date +%s)
 start=$((now - hours * 3600))
 echo "history: 8 GPUs x ${hours} h at 1 s, $(date -u -d @$start +%FT%TZ) to now" >&2
 t0=$(date +%s.%N)
 # OpenMetrics text, one series at a time (the import wants each series in
 # time order): a day-night load cycle per GPU and a little noise.
-awk -v start="$start" -v end="$now" 'BEGIN {
+awk -v start="$start" -v end="$now" -v uuids="$uuids" 'BEGIN {
 	srand(1)
+	split(uuids, kv, " ")
+	for (k in kv) {
+		split(kv[k], p, "=")
+		uuid[p[1]] = p[2]
+	}
 	n = split("utilization_ratio memory_used_bytes memory_total_bytes " \
 		"temperature_celsius memory_temperature_celsius power_watts " \
 		"power_limit_watts up", names, " ")
@@ -44,7 +81,7 @@ awk -v start="$start" -v end="$now" 'BEGIN {
 	print "# TYPE gpuwatch_gpu_ecc_errors counter"
 	print "# TYPE gpuwatch_gpu_xid_errors counter"
 	for (g = 0; g < 8; g++) {
-		lab = sprintf("gpu=\"%d\",uuid=\"GPU-sim-%08d\"", g, g)
+		lab = sprintf("gpu=\"%d\",uuid=\"%s\"", g, uuid[g])
 		for (i = 1; i <= n; i++) {
 			m = names[i]
 			for (t = start; t < end; t++) {
@@ -79,18 +116,6 @@ t2=$(date +%s.%N)
 rm -f "$dir/history.om"
 echo "$samples samples: generated in $(echo "$t1 - $t0" | bc) s, imported in $(echo "$t2 - $t1" | bc) s" >&2
 
-"$build/gpuwatch" agent --listen 127.0.0.1:0 --data-dir "$dir/data" \
-	--simulate 8 --retention-raw 2d --statsd-listen 127.0.0.1:0 \
-	2>"$dir/agent.log" &
-pid=$!
-url=""
-i=0
-while [ -z "$url" ] && [ $i -lt 150 ]; do
-	url=$(sed -n 's/.* listening on \(http:[^ ]*\) .*/\1/p' "$dir/agent.log" | head -n1)
-	[ -n "$url" ] || sleep 0.1
-	i=$((i + 1))
-done
-[ -n "$url" ] || { cat "$dir/agent.log" >&2; exit 1; }
-until curl -fsS "$url/healthz" >/dev/null 2>&1; do sleep 0.1; done
+start_agent --data-dir "$dir/data" --retention-raw 2d
 cd "$root/tests/web"
 node bench.mjs "$url" "$runs"

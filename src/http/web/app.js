@@ -223,7 +223,7 @@
 		const sparkNames = Object.keys(NAMES).filter((n) => SPARK[NAMES[n]]);
 		const [now, sp] = await Promise.all([
 			instant(nameRe(Object.keys(NAMES)), t).catch((e) => e),
-			range(nameRe(sparkNames), t - 600, t, 5).catch(() => []),
+			range(nameRe(sparkNames), t - 600, t, 10).catch(() => []),
 		]);
 		const spark = {};
 		for (const k in SPARK)
