@@ -171,6 +171,15 @@ async function fullChecks(page) {
 		fail('the link does not show the same range');
 	await p2.close();
 	ok('the link shows the same range in a new page');
+	// Time travel: the same length of range, ending at a chosen time.
+	const target = after.end - 30;
+	await page.evaluate((t) => {
+		const i = document.querySelector('#range-end');
+		i.value = new Date((t - new Date().getTimezoneOffset() * 60) * 1000).toISOString().slice(0, 19);
+		i.dispatchEvent(new Event('change'));
+	}, target);
+	await page.waitForFunction((t) => location.hash.includes('end=' + t), target, { timeout: T });
+	ok('time travel: the range now ends at ' + new Date(target * 1000).toISOString());
 
 	// Compare: two windows overlaid, differences summarised.
 	await page.goto(url + '/#view=compare&last=60&shift=20&ga=0&gb=1');

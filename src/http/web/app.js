@@ -897,6 +897,9 @@
 		rangeBar.hidden = !RANGED.includes(view);
 		const tr = timeRange();
 		$('#range-text').textContent = when(tr.start) + ' – ' + when(tr.end) + ' · step ' + tr.step + ' s' + (tr.live ? ' · live' : '');
+		const local = new Date((tr.end - new Date().getTimezoneOffset() * 60) * 1000);
+		if (document.activeElement !== $('#range-end'))
+			$('#range-end').value = local.toISOString().slice(0, 19);
 		for (const b of rangeBar.querySelectorAll('[data-range]'))
 			b.classList.toggle('on', tr.live && +b.dataset.range === tr.end - tr.start);
 		if (view !== 'timeline')
@@ -939,6 +942,13 @@
 				writeHash({ start: Math.round(mid - dur), end: Math.round(mid + dur), last: null });
 			} else if (b.dataset.live !== undefined)
 				writeHash({ last: dur, start: null, end: null });
+		});
+		/* time travel: the same length of range, ending at a chosen time */
+		$('#range-end').addEventListener('change', (e) => {
+			const end = Math.floor(new Date(e.target.value).getTime() / 1000);
+			const tr = timeRange();
+			if (end > 0)
+				writeHash({ start: end - (tr.end - tr.start), end, last: null });
 		});
 		const c = $('#flame');
 		c.addEventListener('mousemove', (ev) => {
