@@ -231,7 +231,9 @@
 		const tiles = $('#tiles');
 		tiles.replaceChildren();
 		if (now instanceof Error) {
-			tiles.append(el('p', { class: 'note err', text: 'The agent did not answer: ' + now.message }));
+			tiles.append(el('p', { class: 'note err', id: 'no-api' }, 'The query API did not answer: ' + now.message +
+				(now.status === 503 ? '. The current readings are still on ' : ''),
+				now.status === 503 ? el('a', { href: 'metrics', text: '/metrics' }) : null));
 			return;
 		}
 		const gpus = new Map();
