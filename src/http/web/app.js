@@ -881,9 +881,15 @@
 
 	const VIEWS = { overview, timeline, compare, profile, alerts };
 	const RANGED = ['timeline', 'compare', 'profile'];
-	let timer = null, busy = false, again = false;
+	let timer = null, busy = false, again = false, dragging = false;
 
 	async function render() {
+		/* a refresh would rebuild the chart under a drag: wait for it */
+		if (dragging) {
+			clearTimeout(timer);
+			timer = setTimeout(render, 300);
+			return;
+		}
 		if (busy) {
 			again = true;
 			return;
@@ -966,6 +972,13 @@
 				drawFlame(flame.root, b.n === flame.boxes[0].n ? flame.root : b.n, flame.diff);
 		});
 		window.addEventListener('hashchange', render);
+		/* capture: before uPlot's own handlers, so the selection's render
+		 * (setSelect on mouseup) is not held back */
+		document.addEventListener('mousedown', (e) => {
+			if (e.target.closest && e.target.closest('.u-over'))
+				dragging = true;
+		}, true);
+		window.addEventListener('mouseup', () => { dragging = false; }, true);
 		let resized = null;
 		window.addEventListener('resize', () => {
 			clearTimeout(resized);
