@@ -189,10 +189,21 @@ async function fullChecks(page) {
 	if (legend.filter((l) => /^[AB] /.test(l)).length !== 2)
 		fail('compare does not overlay two windows: ' + JSON.stringify(legend));
 	const rows = await page.$$eval('#cmp-summary tr[data-metric]', (r) => r.map((x) => [...x.children].map((c) => c.textContent)));
-	if (rows.length !== 5 || !rows.some((r) => /%$/.test(r[3])))
+	if (rows.length < 5 || !rows.some((r) => /%$/.test(r[3])))
 		fail('no summary of the differences: ' + JSON.stringify(rows));
 	ok('compare overlays ' + legend.join(' and ') + '; ' + rows.length + ' metrics summarised');
 	await page.screenshot({ path: shots + '/compare.png', fullPage: true });
+	// Two processes: the memory of one against another's.
+	const procs = (await api('query?query=gpuwatch_gpu_process_memory_used_bytes')).result.map((r) => r.metric.pid);
+	if (procs.length >= 2) {
+		await page.goto(url + `/#view=compare&last=60&shift=20&pa=${procs[0]}&pb=${procs[1]}&metric=gpuwatch_gpu_process_memory_used_bytes`);
+		await page.waitForFunction((p) => [...document.querySelectorAll('[data-lane=compare] .u-legend .u-label')]
+			.filter((l) => l.textContent.endsWith('pid ' + p[0]) || l.textContent.endsWith('pid ' + p[1])).length === 2, procs, { timeout: T });
+		const prow = await page.$eval('#cmp-summary tr[data-metric=gpuwatch_gpu_process_memory_used_bytes]', (r) => r.children[3].textContent);
+		if (!/%$/.test(prow))
+			fail('no difference between the two processes: ' + prow);
+		ok(`compare overlays process ${procs[0]} and ${procs[1]}: memory ${prow}`);
+	}
 
 	// Profile: hidden while the agent has no profile endpoint (or it is
 	// off); behind the fixture proxy, the flame graph.

@@ -637,6 +637,8 @@
 		['gpuwatch_gpu_power_watts', 'W', 'power'],
 		['gpuwatch_gpu_memory_used_bytes', 'B', 'memory used'],
 		['gpuwatch_gpu_clock_hertz{clock="sm"}', 'Hz', 'SM clock'],
+		['gpuwatch_gpu_process_memory_used_bytes', 'B', 'process GPU memory'],
+		['gpuwatch_gpu_process_sm_utilization_ratio', '%', 'process SM use'],
 	];
 	function stats(a) {
 		const v = a.filter((x) => x !== null).sort((x, y) => x - y);
@@ -644,8 +646,17 @@
 			return null;
 		return { mean: v.reduce((s, x) => s + x, 0) / v.length, p95: v[Math.min(v.length - 1, Math.floor(v.length * 0.95))], max: v[v.length - 1] };
 	}
-	const sel = (q, gpu) => gpu === '' || gpu === undefined ? 'avg(' + q + ')' :
-		'avg(' + (q.includes('{') ? q.replace('{', '{gpu="' + gpu + '",') : q + '{gpu="' + gpu + '"}') + ')';
+	/* avg(q) over the series of one GPU and/or one process (pid) */
+	function sel(q, gpu, pid) {
+		const m = [];
+		if (gpu !== '' && gpu !== undefined)
+			m.push('gpu="' + gpu + '"');
+		if (pid !== '' && pid !== undefined)
+			m.push('pid="' + pid + '"');
+		if (!m.length)
+			return 'avg(' + q + ')';
+		return 'avg(' + (q.includes('{') ? q.replace('{', '{' + m.join(',') + ',') : q + '{' + m.join(',') + '}') + ')';
+	}
 
 	async function compare() {
 		const tr = timeRange();
@@ -653,6 +664,7 @@
 		const shift = parseFloat(state.shift) || dur;
 		const trB = { start: tr.start - shift, end: tr.end - shift, step: tr.step };
 		const ga = state.ga || '', gb = state.gb !== undefined ? state.gb : ga;
+		const pa = state.pa || '', pb = state.pb !== undefined ? state.pb : pa;
 		const metric = state.metric || CMP[0][0];
 		const form = $('#cmp-form');
 		const ms = el('select', { name: 'metric', onchange: (e) => writeHash({ metric: e.target.value }) });
@@ -662,13 +674,13 @@
 		for (const [v, label] of [[dur, 'the window before'], [3600, '1 h earlier'], [86400, '1 day earlier'], [604800, '1 week earlier']])
 			ss.append(el('option', { value: v, selected: v === shift ? '' : null, text: label }));
 		form.replaceChildren(el('label', {}, 'metric ', ms),
-			el('label', {}, 'A: this window, GPU ', gpuInput(ga, 'ga')),
-			el('label', {}, ' B: ', ss, ', GPU ', gpuInput(gb, 'gb')),
-			el('span', { class: 'note', text: 'empty GPU = mean of all GPUs' }));
+			el('label', {}, 'A: this window, GPU ', gpuInput(ga, 'ga'), ' pid ', gpuInput(pa, 'pa')),
+			el('label', {}, ' B: ', ss, ', GPU ', gpuInput(gb, 'gb'), ' pid ', gpuInput(pb, 'pb')),
+			el('span', { class: 'note', text: 'empty = mean of all GPUs (processes)' }));
 
 		const all = await Promise.all(CMP.flatMap(([q]) => [
-			range(sel(q, ga), tr.start, tr.end, tr.step).catch(() => []),
-			range(sel(q, gb), trB.start, trB.end, trB.step).catch(() => []),
+			range(sel(q, ga, pa), tr.start, tr.end, tr.step).catch(() => []),
+			range(sel(q, gb, pb), trB.start, trB.end, trB.step).catch(() => []),
 		]));
 		dropCharts();
 		const [xs] = align([], tr);
@@ -690,8 +702,8 @@
 		});
 		const box = $('#cmp-chart');
 		box.replaceChildren();
-		const la = 'A ' + when(tr.start) + (ga ? ' GPU ' + ga : '');
-		const lb = 'B ' + when(trB.start) + (gb ? ' GPU ' + gb : '');
+		const la = 'A ' + when(tr.start) + (ga ? ' GPU ' + ga : '') + (pa ? ' pid ' + pa : '');
+		const lb = 'B ' + when(trB.start) + (gb ? ' GPU ' + gb : '') + (pb ? ' pid ' + pb : '');
 		const series = shown && (shown.a.some((v) => v !== null) || shown.b.some((v) => v !== null)) ? [
 			{ opts: { label: la, stroke: COLORS[0], width: 1.5 }, data: shown.a },
 			{ opts: { label: lb, stroke: COLORS[1], width: 1.5, dash: [6, 3] }, data: shown.b },
