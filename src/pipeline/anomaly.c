@@ -19,12 +19,12 @@
 struct entry {
 	uint64_t key;	 /* 0: empty */
 	int64_t seen_ms; /* timestamp of the last sample */
-	struct gw_baseline b;
+	struct gw_detect d;
 };
 
 struct gw_anomaly {
 	struct gw_anomaly_opts o;
-	struct gw_baseline_config cfg;
+	struct gw_detect_config cfg;
 	struct entry *t;
 	size_t slots, max_slots, n;
 	int64_t next_sweep_ms;
@@ -35,8 +35,8 @@ void gw_anomaly_opts_default(struct gw_anomaly_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->max_series = 100000;
-	o->evict_s = 3600;
-	gw_baseline_opts_default(&o->baseline);
+	o->evict_s = 7 * 86400;
+	gw_detect_opts_default(&o->detect);
 }
 
 int gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o)
@@ -46,13 +46,13 @@ int gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o)
 
 	*out = NULL;
 	if (o->max_series < 1 || o->max_series > 10000000 || o->evict_s < 1 ||
-	    o->evict_s > EVICT_MAX_S || o->baseline.seasonal)
+	    o->evict_s > EVICT_MAX_S)
 		return -EINVAL;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	a->o = *o;
-	err = gw_baseline_config_init(&a->cfg, &o->baseline);
+	err = gw_detect_config_init(&a->cfg, &o->detect);
 	if (err)
 		goto err_free;
 	a->max_slots = MIN_SLOTS;
@@ -185,10 +185,21 @@ double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
 		       const char *labels, enum gw_metric_type type,
 		       enum gw_sample_kind kind, int64_t t_ms, double v)
 {
+	return gw_anomaly_judge(a, name, labels, type, kind, t_ms, v, NULL);
+}
+
+double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
+			const char *labels, enum gw_metric_type type,
+			enum gw_sample_kind kind, int64_t t_ms, double v,
+			struct gw_anomaly_verdict *out)
+{
+	enum gw_detect_event ev;
 	uint64_t key;
 	struct entry *e;
 	double score;
 
+	if (out)
+		memset(out, 0, sizeof(*out));
 	if (!gw_anomaly_eligible(name, type, kind))
 		return NAN;
 	key = key_of(name, labels);
@@ -206,13 +217,21 @@ double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
 			e = probe(a->t, a->slots, key);
 		}
 		e->key = key;
-		gw_baseline_init(&e->b);
+		gw_detect_init(&e->d);
 		a->n++;
 	}
 	e->seen_ms = t_ms;
-	score = gw_baseline_update(&e->b, &a->cfg, NULL, t_ms, v);
+	score = gw_detect_update(&e->d, &a->cfg, t_ms, v, &ev);
 	if (!isnan(score))
 		a->st.scores++;
+	if (ev == GW_DETECT_ONSET)
+		a->st.episodes++;
+	if (out) {
+		out->event = ev;
+		out->in_episode = e->d.active || ev == GW_DETECT_END;
+		out->peak = e->d.peak;
+		out->onset_ms = e->d.onset_ms;
+	}
 	return score;
 }
 
@@ -271,4 +290,11 @@ void gw_anomaly_stats(const struct gw_anomaly *a, struct gw_anomaly_stats *st)
 {
 	*st = a->st;
 	st->series = a->n;
+}
+
+int gw_anomaly_episode_name(const char *name, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s" GW_ANOMALY_EPISODE_SUFFIX, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

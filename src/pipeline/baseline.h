@@ -82,6 +82,8 @@ struct gw_baseline_opts {
 	uint32_t season_bins;	  /* 48; 2 .. GW_BASELINE_MAX_BINS */
 	uint32_t
 		season_periods; /* 2; learning time of the profile; 1 .. 1000 */
+	bool season_auto; /* seasonal: judge from the start, use the profile
+			   * only once it explains the series (see above) */
 };
 
 /* Validated options and constants derived from them.  Read-only once made. */
@@ -96,6 +98,7 @@ struct gw_baseline {
 	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
 	double level, fast, dev, jitter, prev, quantum;
 	double dt;	  /* EWMA of the sample interval, ms */
+	double dev0;	  /* dev of the value from the level alone */
 	double sum;	  /* sum of the surprising samples ... */
 	uint32_t nsum;	  /* ... and their count, this streak */
 	uint32_t n;	  /* samples learned since the (re)start */

@@ -13,9 +13,12 @@ void gw_detect_opts_default(struct gw_detect_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	gw_baseline_opts_default(&o->baseline);
+	/* A daily profile, used by the series it explains. */
+	o->baseline.seasonal = true;
+	o->baseline.season_auto = true;
 	o->threshold = 0.9;
 	o->quiet_samples = 8;
-	o->lockout_samples = 16;
+	o->lockout_samples = 128;
 }
 
 int gw_detect_config_init(struct gw_detect_config *c,

@@ -86,7 +86,6 @@ double gw_detect_update(struct gw_detect *d, const struct gw_detect_config *c,
 			int64_t t_ms, double v, enum gw_detect_event *ev);
 
 /* The current episode, or the last one (active false); false if none. */
-bool gw_detect_episode(const struct gw_detect *d,
-		       struct gw_detect_episode *ep);
+bool gw_detect_episode(const struct gw_detect *d, struct gw_detect_episode *ep);
 
 #endif

@@ -86,12 +86,21 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 		  const struct copied *c)
 {
 	char sname[320];
-	double score = gw_anomaly_feed(in->anom, name, labels, c->type, c->kind,
-				       c->t_ms, c->value);
+	struct gw_anomaly_verdict vd;
+	double score = gw_anomaly_judge(in->anom, name, labels, c->type,
+					c->kind, c->t_ms, c->value, &vd);
 
 	if (isnan(score) || gw_anomaly_score_name(name, sname, sizeof(sname)))
 		return;
 	(void)!gw_store_append(in->store, sname, labels, c->t_ms, score);
+	/* NAME:anomaly_episode: the open episode's peak score at every
+	 * sample from its onset, 0 at the sample that ends it (one alert
+	 * per episode for a rule on it). */
+	if (!vd.in_episode ||
+	    gw_anomaly_episode_name(name, sname, sizeof(sname)))
+		return;
+	(void)!gw_store_append(in->store, sname, labels, c->t_ms,
+			       vd.event == GW_DETECT_END ? 0 : vd.peak);
 }
 
 /* Takes what was published since the last pass into the store. */

@@ -26,8 +26,8 @@ static int fail(struct gw_tscsv *r, const char *fmt, ...)
 static int fail(struct gw_tscsv *r, const char *fmt, ...)
 {
 	va_list ap;
-	int n = snprintf(r->err, sizeof(r->err), "line %llu: ",
-			 (unsigned long long)r->line);
+	int n = snprintf(r->err, sizeof(r->err),
+			 "line %llu: ", (unsigned long long)r->line);
 
 	if (n < 0 || (size_t)n >= sizeof(r->err))
 		return -EINVAL;

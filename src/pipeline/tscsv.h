@@ -43,13 +43,14 @@ struct gw_tscsv {
 
 void gw_tscsv_init(struct gw_tscsv *r);
 
-__attribute__((warn_unused_result)) int
-gw_tscsv_line(struct gw_tscsv *r, const char *line, size_t len,
-	      int64_t *t_ms, double *v);
+__attribute__((warn_unused_result)) int gw_tscsv_line(struct gw_tscsv *r,
+						      const char *line,
+						      size_t len, int64_t *t_ms,
+						      double *v);
 
 /* Parses a timestamp as above (s[0..n)) into Unix milliseconds; -EINVAL. */
-__attribute__((warn_unused_result)) int
-gw_tscsv_time(const char *s, size_t n, int64_t *t_ms);
+__attribute__((warn_unused_result)) int gw_tscsv_time(const char *s, size_t n,
+						      int64_t *t_ms);
 
 /* Writes t_ms as "YYYY-MM-DD HH:MM:SS" (UTC), with ".mmm" when the
  * milliseconds are not zero: text gw_tscsv_time reads back exactly. */
