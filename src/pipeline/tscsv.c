@@ -111,7 +111,7 @@ int gw_tscsv_time(const char *s, size_t n, int64_t *t_ms)
 	    !digits(s, n, 17, 2, &sec))
 		return -EINVAL;
 	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
-	    (mo == 2 && d == 29 && !leap(y)) || h > 23 || mi > 59 || sec > 60)
+	    (mo == 2 && d == 29 && !leap(y)) || h > 23 || mi > 59 || sec > 59)
 		return -EINVAL;
 	i = 19;
 	if (i < n && s[i] == '.') {
@@ -142,7 +142,12 @@ int gw_tscsv_time(const char *s, size_t n, int64_t *t_ms)
 		return -EINVAL;
 	t = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 	    (int64_t)h * 3600 + mi * 60 + sec;
-	*t_ms = t * 1000 + ms - off;
+	t = t * 1000 + ms - off;
+	/* An offset may not carry the time out of years 0000-9999. */
+	if (t < days_from_civil(0, 1, 1) * 86400000 ||
+	    t >= days_from_civil(10000, 1, 1) * 86400000)
+		return -EINVAL;
+	*t_ms = t;
 	return 0;
 }
 
