@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (k < 0) {
 			CHECK(k == -EINVAL);
-			snprintf(pre, sizeof(pre), "line %llu: ",
-				 (unsigned long long)r.line);
+			snprintf(pre, sizeof(pre),
+				 "line %llu: ", (unsigned long long)r.line);
 			CHECK(strncmp(r.err, pre, strlen(pre)) == 0);
 		} else if (k == 1) {
 			gw_tscsv_fmt_time(t, txt, sizeof(txt));

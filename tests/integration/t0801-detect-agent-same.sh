@@ -33,6 +33,9 @@ at=$(($(date +%s) + 1))
 raw "$M" "$at" >"$T_DIR/samples.csv"
 raw "$S" "$at" >"$T_DIR/agent-scores.csv"
 raw "$E" "$at" >"$T_DIR/agent-episode.csv"
+# The same samples read by detect itself from the agent's history.
+"$GPUWATCH" detect -q --query "$M" --start $((at - 3600)) --end "$at" \
+	--url "$URL" >"$T_DIR/query.csv" || fail "detect --query failed"
 stop_agent
 [ "$(wc -l <"$T_DIR/agent-scores.csv")" -gt 50 ] ||
 	fail "too few agent scores: $(wc -l <"$T_DIR/agent-scores.csv")"
@@ -74,6 +77,19 @@ for t, v in csv.reader(open(d + "/agent-episode.csv")):
 alerts = [t for t, r in mine.items() if r["alert"] == "1" and t <= last]
 if not alerts or alerts != onsets[:len(alerts)] or len(onsets) != len(alerts):
     sys.exit("alerts %s, agent episode onsets %s" % (alerts, onsets))
+# --query: a "# NAME{LABELS}" line, then the same rows (times in UTC).
+q = open(d + "/query.csv").read().splitlines()
+if q[0] != '# gpuwatch_gpu_temperature_celsius{gpu="0",uuid="%s"}' % (
+        q[0].split('uuid="')[1].split('"')[0] if 'uuid="' in q[0] else ""):
+    sys.exit("--query banner: %r" % q[0])
+qrows = list(csv.DictReader(q[1:]))
+# (It read a moment later: samples that came since may follow.)
+a = [(r["value"], r["anomaly_score"], r["alert"]) for r in qrows]
+b = [(r["value"], r["anomaly_score"], r["alert"]) for r in rows]
+if len(a) < len(b) or a[:len(b)] != b:
+    sys.exit("--query gave other rows than the CSV of the same samples:"
+             " %d vs %d rows, first difference %s" % (len(a), len(b),
+             next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)))
 print("%d samples scored alike, %d alert(s) at the agent's onsets" % (both, len(alerts)))
 PY
 ok "the agent and gpuwatch detect agree on every score and alert"
