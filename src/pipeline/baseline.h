@@ -28,6 +28,10 @@
  * - Learning: the first sample and every sample until warmup_samples have
  *   been learned and warmup_s seconds (and one season period when seasonal)
  *   have passed since the (re)start return GW_BASELINE_LEARNING (NaN).
+ *   With season_auto the period is not waited for: the profile is used
+ *   once a whole period has been learned and the residual scale with it
+ *   is below 0.8 of the scale without it (dev0); until then, and for a
+ *   series it does not explain, the expected value is the level alone.
  *   Test it with isnan() or gw_baseline_learning().
  * - NaN and +-Inf are ignored (not learned from, counted in ignored) and
  *   return NaN; so does a sample older than the last one learned.
@@ -93,7 +97,7 @@ struct gw_baseline_config {
 	double a_fast, a_level, a_scale, sd_fast, z_half4, gap_ms;
 };
 
-/* Per-series state, 112 bytes. */
+/* Per-series state, 120 bytes. */
 struct gw_baseline {
 	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
 	double level, fast, dev, jitter, prev, quantum;
