@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
 
 #define MIN_SLOTS   1024u
 #define EVICT_MAX_S (30u * 86400u)
@@ -297,4 +300,119 @@ int gw_anomaly_episode_name(const char *name, char *out, size_t len)
 	int n = snprintf(out, len, "%s" GW_ANOMALY_EPISODE_SUFFIX, name);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * The models file: a header (magic, format version, the size of one
+ * record, the record count), the records (key, last-seen time, the
+ * detector's state as plain data), and the CRC-32C of all that.  A file
+ * of another version or record size (another build's layout), a short
+ * file or a bad CRC is refused as a whole: the models learn again.
+ */
+#define MODELS_MAGIC   0x54444d47u /* "GMDT" */
+#define MODELS_VERSION 1u
+
+struct models_head {
+	uint32_t magic, version, record, pad;
+	uint64_t count;
+};
+
+int gw_anomaly_save(const struct gw_anomaly *a, const char *path)
+{
+	struct models_head h = { MODELS_MAGIC, MODELS_VERSION,
+				 (uint32_t)sizeof(struct entry), 0, a->n };
+	char tmp[4096];
+	uint32_t crc;
+	FILE *f;
+	int err = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "wb");
+	if (!f)
+		return -errno;
+	crc = gw_crc32c(0, &h, sizeof(h));
+	if (fwrite(&h, sizeof(h), 1, f) != 1)
+		err = -EIO;
+	for (size_t i = 0; !err && i < a->slots; i++) {
+		if (!a->t[i].key)
+			continue;
+		crc = gw_crc32c(crc, &a->t[i], sizeof(a->t[i]));
+		if (fwrite(&a->t[i], sizeof(a->t[i]), 1, f) != 1)
+			err = -EIO;
+	}
+	if (!err && fwrite(&crc, sizeof(crc), 1, f) != 1)
+		err = -EIO;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		err = err ? err : -errno;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int gw_anomaly_load(struct gw_anomaly *a, const char *path, size_t *loaded)
+{
+	struct models_head h;
+	struct entry e;
+	uint32_t crc, want;
+	size_t kept = 0;
+	FILE *f = fopen(path, "rb");
+	int err = 0;
+
+	*loaded = 0;
+	if (!f)
+		return -errno;
+	if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != MODELS_MAGIC ||
+	    h.version != MODELS_VERSION || h.record != sizeof(struct entry) ||
+	    h.count > 2 * (uint64_t)a->o.max_series) {
+		err = -EINVAL;
+		goto out;
+	}
+	/* Check the whole file before taking anything from it. */
+	crc = gw_crc32c(0, &h, sizeof(h));
+	for (uint64_t i = 0; i < h.count; i++) {
+		if (fread(&e, sizeof(e), 1, f) != 1) {
+			err = -EINVAL;
+			goto out;
+		}
+		crc = gw_crc32c(crc, &e, sizeof(e));
+	}
+	if (fread(&want, sizeof(want), 1, f) != 1 || want != crc ||
+	    fgetc(f) != EOF) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (fseek(f, (long)sizeof(h), SEEK_SET) != 0) {
+		err = -errno;
+		goto out;
+	}
+	for (uint64_t i = 0; i < h.count && a->n < a->o.max_series; i++) {
+		struct entry *slot;
+
+		if (fread(&e, sizeof(e), 1, f) != 1 || !e.key) {
+			err = -EINVAL;
+			goto out;
+		}
+		slot = probe(a->t, a->slots, e.key);
+		if (!slot->key) {
+			if (a->n + 1 > a->slots / 2) {
+				if (a->slots >= a->max_slots || grow(a))
+					break;
+				slot = probe(a->t, a->slots, e.key);
+			}
+			a->n++;
+		}
+		*slot = e;
+		/* The restart's silence is not a gap in the series. */
+		gw_baseline_resume(&slot->d.b);
+		kept++;
+	}
+	*loaded = kept;
+out:
+	fclose(f);
+	return err;
 }

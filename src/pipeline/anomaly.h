@@ -130,4 +130,18 @@ gw_anomaly_score_name(const char *name, char *out, size_t len);
 
 void gw_anomaly_stats(const struct gw_anomaly *a, struct gw_anomaly_stats *st);
 
+/*
+ * Model persistence across restarts.  gw_anomaly_save writes every model
+ * to path (through path.tmp, fsync and rename: a crash leaves the old file
+ * or the new one).  gw_anomaly_load adds the models of such a file to a
+ * (up to max_series) and sets *loaded; each resumes where it stopped (the
+ * restart's silence re-warms nothing; the seven-day eviction still
+ * applies).  -ENOENT: no file; -EINVAL: a file of another build's layout,
+ * truncated or corrupt (nothing is taken from it); -errno.
+ */
+__attribute__((warn_unused_result)) int
+gw_anomaly_save(const struct gw_anomaly *a, const char *path);
+__attribute__((warn_unused_result)) int
+gw_anomaly_load(struct gw_anomaly *a, const char *path, size_t *loaded);
+
 #endif

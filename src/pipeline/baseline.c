@@ -105,6 +105,12 @@ void gw_baseline_init(struct gw_baseline *b)
 	memset(b, 0, sizeof(*b));
 }
 
+void gw_baseline_resume(struct gw_baseline *b)
+{
+	if (b->n)
+		b->resume = 1;
+}
+
 void gw_baseline_season_init(struct gw_baseline_season *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -259,7 +265,11 @@ double gw_baseline_update(struct gw_baseline *b,
 			if (gap < GAP_MIN_MS)
 				gap = GAP_MIN_MS;
 		}
-		if (b->n > 1 && d > gap) {
+		if (b->resume) {
+			/* Across a restart: neither a gap nor an interval. */
+			b->resume = 0;
+			d = b->dt;
+		} else if (b->n > 1 && d > gap) {
 			b->rewarms++;
 			start(b, cfg, season, t_ms, v);
 			return GW_BASELINE_LEARNING;

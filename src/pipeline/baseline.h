@@ -97,7 +97,7 @@ struct gw_baseline_config {
 	double a_fast, a_level, a_scale, sd_fast, z_half4, gap_ms;
 };
 
-/* Per-series state, 120 bytes. */
+/* Per-series state, 128 bytes. */
 struct gw_baseline {
 	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
 	double level, fast, dev, jitter, prev, quantum;
@@ -111,6 +111,7 @@ struct gw_baseline {
 	uint32_t ignored; /* NaN, Inf and out-of-order samples */
 	uint32_t resets;  /* sustained-surprise resets */
 	uint32_t rewarms; /* gaps that re-warmed the model */
+	uint32_t resume;  /* the next interval is not a gap (a restart) */
 };
 
 /* The seasonal profile of one series (with opts.seasonal), 208 bytes. */
@@ -145,6 +146,10 @@ double gw_baseline_update(struct gw_baseline *b,
 			  const struct gw_baseline_config *cfg,
 			  struct gw_baseline_season *season, int64_t t_ms,
 			  double v);
+
+/* The next sample continues the series whatever time has passed (the
+ * model was saved and loaded across a restart): no gap, no re-warm. */
+void gw_baseline_resume(struct gw_baseline *b);
 
 /* True while the model would answer GW_BASELINE_LEARNING at t_ms. */
 bool gw_baseline_learning(const struct gw_baseline *b,

@@ -46,7 +46,23 @@ struct gw_ingest {
 	uint64_t overflow, overflow_noted;
 	/* Dynamic baselines of the gauges (NULL with --no-baselines). */
 	struct gw_anomaly *anom;
+	char *models_path; /* NULL: not kept across restarts */
+	double next_save;  /* gw_now_real() of the next save */
 };
+
+#define MODELS_SAVE_S 600.0
+
+static void save_models(struct gw_ingest *in)
+{
+	int err;
+
+	if (!in->anom || !in->models_path)
+		return;
+	err = gw_anomaly_save(in->anom, in->models_path);
+	if (err)
+		gw_warn("baselines: cannot save the models to %s: %s",
+			in->models_path, strerror(-err));
+}
 
 static void copy_one(void *ctx, const struct gw_visit *v)
 {
@@ -128,8 +144,16 @@ static void pass(struct gw_ingest *in)
 	 * the way to the disk, whatever the reason. */
 	gw_registry_note_refused(in->reg, refused);
 	in->overflow_noted = in->overflow;
-	if (in->anom)
-		gw_anomaly_evict(in->anom, (int64_t)(gw_now_real() * 1000.0));
+	if (in->anom) {
+		double now = gw_now_real();
+
+		gw_anomaly_evict(in->anom, (int64_t)(now * 1000.0));
+		if (now >= in->next_save) {
+			if (in->next_save > 0)
+				save_models(in);
+			in->next_save = now + MODELS_SAVE_S;
+		}
+	}
 }
 
 static void publish_stats(struct gw_ingest *in)
@@ -264,6 +288,7 @@ static void ingest_fini(struct gw_worker *w, void *arg)
 	pass(in);
 	if (gw_store_flush(in->store))
 		gw_err("store: the final flush failed");
+	save_models(in);
 }
 
 int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
@@ -298,6 +323,26 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 			free(in);
 			return err;
 		}
+		if (o->models_path) {
+			size_t n = 0;
+
+			in->models_path = strdup(o->models_path);
+			err = in->models_path
+				      ? gw_anomaly_load(in->anom,
+							in->models_path, &n)
+				      : -ENOMEM;
+			if (!err)
+				gw_info("baselines: %zu models restored from "
+					"%s",
+					n, o->models_path);
+			else if (err != -ENOENT)
+				gw_warn("baselines: %s not restored (%s); the "
+					"models learn again",
+					o->models_path,
+					err == -EINVAL ? "another build's "
+							 "layout, or damaged"
+						       : strerror(-err));
+		}
 	}
 	gw_snap_init(&in->snap);
 	gw_buf_init(&in->arena, 64u << 20);
@@ -305,6 +350,7 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 	if (in->slot < 0) {
 		err = in->slot;
 		gw_anomaly_free(in->anom);
+		free(in->models_path);
 		gw_snap_release(&in->snap);
 		gw_buf_release(&in->arena);
 		free(in);
@@ -314,6 +360,7 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 	err = gw_worker_start(&wo, &in->w);
 	if (err) {
 		gw_anomaly_free(in->anom);
+		free(in->models_path);
 		gw_snap_release(&in->snap);
 		gw_buf_release(&in->arena);
 		free(in);
@@ -343,6 +390,7 @@ void gw_ingest_free(struct gw_ingest *in)
 	gw_snap_release(&in->snap);
 	gw_buf_release(&in->arena);
 	gw_anomaly_free(in->anom);
+	free(in->models_path);
 	free(in->batch);
 	free(in);
 }

@@ -219,8 +219,7 @@ static void csv_lines(void **state)
 	assert_int_equal(line(&r, "2014-04-01 00:00:00", &t, &v), -EINVAL);
 	assert_string_equal(r.err, "line 10: expected TIMESTAMP,VALUE (no "
 				   "comma)");
-	assert_int_equal(line(&r, "2014-04-01 00:00:00,1,2", &t, &v),
-			 -EINVAL);
+	assert_int_equal(line(&r, "2014-04-01 00:00:00,1,2", &t, &v), -EINVAL);
 	assert_int_equal(line(&r, "2014-04-01 00:00:00,0x1p3", &t, &v),
 			 -EINVAL);
 	assert_int_equal(line(&r, "2014-04-01 00:00:00,", &t, &v), -EINVAL);
