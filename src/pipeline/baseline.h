@@ -97,7 +97,7 @@ struct gw_baseline_config {
 	double a_fast, a_level, a_scale, sd_fast, z_half4, gap_ms;
 };
 
-/* Per-series state, 128 bytes. */
+/* Per-series state, 120 bytes. */
 struct gw_baseline {
 	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
 	double level, fast, dev, jitter, prev, quantum;
