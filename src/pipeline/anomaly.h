@@ -70,6 +70,14 @@ struct gw_anomaly_verdict {
 	bool in_episode;	    /* an episode is open (or ends here) */
 	double peak;		    /* the episode's peak score so far */
 	int64_t onset_ms;	    /* and its onset */
+	/* While in an episode: the other episodes of the same GPU (gpu
+	 * label) or process (pid label) open at its onset or ended in the
+	 * 10 minutes before, the most recent first and the earliest last
+	 * with its onset time, "b -30% <- a -40% since 2026-12-03 12:03:10"
+	 * (each one's change from its expected value at its onset; the 4
+	 * highest peaks); "" when none.  Fixed for the episode; valid until
+	 * the next call. */
+	const char *explanation;
 };
 
 struct gw_anomaly_stats {

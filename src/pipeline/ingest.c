@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -115,6 +116,29 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 	if (!vd.in_episode ||
 	    gw_anomaly_episode_name(name, sname, sizeof(sname)))
 		return;
+	/* With the co-occurring anomalies of the same GPU or process as
+	 * the label explanation (alerts on it carry it). */
+	if (vd.explanation && vd.explanation[0]) {
+		char lb[2048];
+		int k = snprintf(lb, sizeof(lb), "%s%sexplanation=\"", labels,
+				 labels[0] ? "," : "");
+		size_t n = k > 0 ? (size_t)k : sizeof(lb);
+
+		for (const char *p = vd.explanation; *p && n + 3 < sizeof(lb);
+		     p++) {
+			if (*p == '"' || *p == '\\')
+				lb[n++] = '\\';
+			lb[n++] = *p;
+		}
+		if (n + 2 <= sizeof(lb)) {
+			lb[n++] = '"';
+			lb[n] = '\0';
+			labels = lb;
+		}
+		(void)!gw_store_append(in->store, sname, labels, c->t_ms,
+				       vd.event == GW_DETECT_END ? 0 : vd.peak);
+		return;
+	}
 	(void)!gw_store_append(in->store, sname, labels, c->t_ms,
 			       vd.event == GW_DETECT_END ? 0 : vd.peak);
 }
