@@ -19,9 +19,9 @@ raw() {
 import json, sys
 d = json.load(sys.stdin)
 assert d["status"] == "success", d
-for r in d["data"]["result"]:
-    for t, v in r["values"]:
-        print("%r,%s" % (t, v))'
+# Several series when episodes carry different explanation labels: merge.
+for t, v in sorted((t, v) for r in d["data"]["result"] for t, v in r["values"]):
+    print("%r,%s" % (t, v))'
 }
 
 start_agent --simulate 1 --interval 0.1 --fault thermal-runaway:0:10
