@@ -250,6 +250,8 @@ static void publish_stats(struct gw_ingest *in)
 			    NULL);
 		gw_snap_add(n, GW_FAM(ANOMALY_EVICTED_TOTAL),
 			    (double)as.evicted, NULL, NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_EPISODES_TOTAL),
+			    (double)as.episodes, NULL, NULL);
 	}
 	gw_registry_publish(in->reg, in->slot, n);
 }
