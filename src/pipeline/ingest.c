@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,7 +68,23 @@ struct gw_ingest {
 	uint64_t overflow_noted;
 	/* Dynamic baselines of the gauges (NULL with --no-baselines). */
 	struct gw_anomaly *anom;
+	char *models_path; /* NULL: not kept across restarts */
+	double next_save;  /* gw_now_real() of the next save */
 };
+
+#define MODELS_SAVE_S 600.0
+
+static void save_models(struct gw_ingest *in)
+{
+	int err;
+
+	if (!in->anom || !in->models_path)
+		return;
+	err = gw_anomaly_save(in->anom, in->models_path);
+	if (err)
+		gw_warn("baselines: cannot save the models to %s: %s",
+			in->models_path, strerror(-err));
+}
 
 /* Under qlock: one sample into q. */
 static void copy_one(void *ctx, const struct gw_visit *v)
@@ -121,12 +138,44 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 		  const struct copied *c)
 {
 	char sname[320];
-	double score = gw_anomaly_feed(in->anom, name, labels, c->type, c->kind,
-				       c->t_ms, c->value);
+	struct gw_anomaly_verdict vd;
+	double score = gw_anomaly_judge(in->anom, name, labels, c->type,
+					c->kind, c->t_ms, c->value, &vd);
 
 	if (isnan(score) || gw_anomaly_score_name(name, sname, sizeof(sname)))
 		return;
 	(void)!gw_store_append(in->store, sname, labels, c->t_ms, score);
+	/* NAME:anomaly_episode: the open episode's peak score at every
+	 * sample from its onset, 0 at the sample that ends it (one alert
+	 * per episode for a rule on it). */
+	if (!vd.in_episode ||
+	    gw_anomaly_episode_name(name, sname, sizeof(sname)))
+		return;
+	/* With the co-occurring anomalies of the same GPU or process as
+	 * the label explanation (alerts on it carry it). */
+	if (vd.explanation && vd.explanation[0]) {
+		char lb[2048];
+		int k = snprintf(lb, sizeof(lb), "%s%sexplanation=\"", labels,
+				 labels[0] ? "," : "");
+		size_t n = k > 0 ? (size_t)k : sizeof(lb);
+
+		for (const char *p = vd.explanation; *p && n + 3 < sizeof(lb);
+		     p++) {
+			if (*p == '"' || *p == '\\')
+				lb[n++] = '\\';
+			lb[n++] = *p;
+		}
+		if (n + 2 <= sizeof(lb)) {
+			lb[n++] = '"';
+			lb[n] = '\0';
+			labels = lb;
+		}
+		(void)!gw_store_append(in->store, sname, labels, c->t_ms,
+				       vd.event == GW_DETECT_END ? 0 : vd.peak);
+		return;
+	}
+	(void)!gw_store_append(in->store, sname, labels, c->t_ms,
+			       vd.event == GW_DETECT_END ? 0 : vd.peak);
 }
 
 /* Appends what gw-store-in queued since the last pass to the store. */
@@ -161,8 +210,16 @@ static void pass(struct gw_ingest *in)
 	 * the way to the disk, whatever the reason. */
 	gw_registry_note_refused(in->reg, refused);
 	in->overflow_noted = overflow;
-	if (in->anom)
-		gw_anomaly_evict(in->anom, (int64_t)(gw_now_real() * 1000.0));
+	if (in->anom) {
+		double now = gw_now_real();
+
+		gw_anomaly_evict(in->anom, (int64_t)(now * 1000.0));
+		if (now >= in->next_save) {
+			if (in->next_save > 0)
+				save_models(in);
+			in->next_save = now + MODELS_SAVE_S;
+		}
+	}
 }
 
 static void publish_stats(struct gw_ingest *in)
@@ -236,6 +293,8 @@ static void publish_stats(struct gw_ingest *in)
 			    NULL);
 		gw_snap_add(n, GW_FAM(ANOMALY_EVICTED_TOTAL),
 			    (double)as.evicted, NULL, NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_EPISODES_TOTAL),
+			    (double)as.episodes, NULL, NULL);
 	}
 	gw_registry_publish(in->reg, in->slot, n);
 }
@@ -313,6 +372,7 @@ static void ingest_fini(struct gw_worker *w, void *arg)
 	pass(in);
 	if (gw_store_flush(in->store))
 		gw_err("store: the final flush failed");
+	save_models(in);
 }
 
 static void ingest_release(struct gw_ingest *in)
@@ -326,6 +386,7 @@ static void ingest_release(struct gw_ingest *in)
 	free(in->q.v);
 	free(in->work.v);
 	pthread_mutex_destroy(&in->qlock);
+	free(in->models_path);
 	free(in);
 }
 
@@ -370,6 +431,26 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out)
 		err = gw_anomaly_new(&in->anom, &ao);
 		if (err)
 			goto fail;
+		if (o->models_path) {
+			size_t n = 0;
+
+			in->models_path = strdup(o->models_path);
+			err = in->models_path
+				      ? gw_anomaly_load(in->anom,
+							in->models_path, &n)
+				      : -ENOMEM;
+			if (!err)
+				gw_info("baselines: %zu models restored from "
+					"%s",
+					n, o->models_path);
+			else if (err != -ENOENT)
+				gw_warn("baselines: %s not restored (%s); the "
+					"models learn again",
+					o->models_path,
+					err == -EINVAL ? "another build's "
+							 "layout, or damaged"
+						       : strerror(-err));
+		}
 	}
 	in->slot = gw_registry_slot(in->reg, "store");
 	if (in->slot < 0) {

@@ -35,6 +35,9 @@ struct gw_ingest_opts {
 	_Atomic uint64_t *fast_ms; /* the pass period in use, milliseconds */
 	bool baselines;		   /* anomaly scores for gauges */
 	unsigned int max_series;   /* baselines kept */
+	/* Where the models are kept across restarts (loaded at start, saved
+	 * every 10 minutes and at stop); NULL: not kept. */
+	const char *models_path;
 	struct gw_worker_table *workers; /* lists both threads; NULL: none */
 };
 
