@@ -14,14 +14,15 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl)
+	procps clang-format openssl python3-grpcio python3-grpc-tools)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501.)
+# openssl: the test CA of the remote_write TLS test, t0501;
+# python3-grpcio and python3-grpc-tools: the stand-in kubelet of t0601.)
 
 what="${1:-all}"
 case "$what" in
@@ -33,6 +34,16 @@ all) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
 	;;
 esac
 
+# npm projects of the tests (each its own package-lock.json), for "all".
+npm_ci() {
+	[ "$what" = all ] || return 0
+	command -v npm >/dev/null 2>&1 || {
+		echo "install-deps: npm not found (Node.js 20): the npm projects are not installed"
+		return 0
+	}
+	(cd "$(dirname "$0")/../deploy/kubernetes/validate" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -40,6 +51,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#pkgs[@]} packages are installed"
+	npm_ci
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,3 +63,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"
+npm_ci

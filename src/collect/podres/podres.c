@@ -336,7 +336,8 @@ static int names(const char *device, const char *uuid)
 	size_t l = strlen(uuid);
 
 	return strncmp(device, uuid, l) == 0 &&
-	       (device[l] == '\0' || (device[l] == ':' && device[l + 1] == ':'));
+	       (device[l] == '\0' ||
+		(device[l] == ':' && device[l + 1] == ':'));
 }
 
 int gw_podres_lookup(struct gw_podres *p, const char *uuid,
@@ -408,8 +409,8 @@ static double col_round(struct gw_worker *w, void *arg)
 	gw_podres_take(c->env->podres, &s);
 
 	gw_snap_reset(&c->snap);
-	gw_snap_add(&c->snap, GW_FAM(AGENT_POD_RESOURCES_UP),
-		    c->state == S_UP, NULL, NULL);
+	gw_snap_add(&c->snap, GW_FAM(AGENT_POD_RESOURCES_UP), c->state == S_UP,
+		    NULL, NULL);
 	gw_snap_add(&c->snap, GW_FAM(AGENT_POD_RESOURCES_ERRORS_TOTAL),
 		    (double)c->errors, NULL, NULL);
 	gw_snap_add(&c->snap, GW_FAM(AGENT_POD_RESOURCES_DEVICES),

@@ -60,7 +60,8 @@ struct gw_podres_dev {
 };
 
 struct gw_podres_set {
-	struct gw_podres_dev *dev; /* sorted by device, then ns, pod, container */
+	struct gw_podres_dev
+		*dev; /* sorted by device, then ns, pod, container */
 	unsigned int n;
 	unsigned int dropped; /* past GW_PODRES_MAX_DEVICES, or too long */
 };
