@@ -27,13 +27,15 @@ mapfile -t nonfree < <(sed -n '/CUPTI" = 1 ]; then \\$/,/fi/p' "$cf" |
 	sed -n 's/.*--no-install-recommends[[:space:]]*\\$//; s/^[[:space:]]*\(lib[a-z0-9.+-]*\( [a-z0-9.+-]*\)*\);.*/\1/p' | tr ' ' '\n')
 [ ${#nonfree[@]} -eq 2 ] || fail "expected the two CUPTI header packages, found: ${nonfree[*]}"
 
-exists() { # a real package with a version, not a name others mention
-	local v
-	v=$(apt-cache show --no-all-versions "$1" 2>/dev/null || true)
-	grep -q '^Version: ' <<<"$v"
+# One apt-cache call: the packages the index has a version of.
+apt-cache policy "${runtime[@]}" "${build[@]}" "${nonfree[@]}" 2>/dev/null |
+	awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) }
+	     /^  Candidate: / && $2 != "(none)" { print p }' >"$T_DIR/known"
+exists() {
+	grep -qx "$1" "$T_DIR/known"
 }
 for p in "${runtime[@]}" "${build[@]}"; do
-	exists "$p" || fail "package $p does not exist in the index (apt-cache show $p)"
+	exists "$p" || fail "package $p does not exist in the index (apt-cache policy $p)"
 done
 ok "${#runtime[@]} runtime and ${#build[@]} build packages exist"
 unknown=()
@@ -56,21 +58,24 @@ apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
 # The libraries: those of the agent (and the injection library when built),
 # but the sanitizers' runtimes of a test build.
 check_libs() {
-	local bin="$1" lib real pkg n=0
+	local bin="$1" lib pkg n=0
+	ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
+		grep -Ev '/lib(a|ub|t|l)san\.so' >"$T_DIR/libs" || true
+	n=$(wc -l <"$T_DIR/libs")
+	[ "$n" -gt 5 ] || [ "$(basename "$bin")" != gpuwatch ] || fail "ldd found only $n libraries"
+	# One dpkg-query for all: each library by its path and its target.
 	while read -r lib; do
-		case "$(basename "$lib")" in
-		libasan.so* | libubsan.so* | libtsan.so* | liblsan.so*) continue ;;
-		esac
-		real=$(readlink -f "$lib")
-		pkg=$(dpkg-query -S "$lib" 2>/dev/null | head -n1 | cut -d: -f1) ||
-			true
-		[ -n "$pkg" ] || pkg=$(dpkg-query -S "$real" 2>/dev/null | head -n1 | cut -d: -f1) || true
+		printf '%s\n%s\n' "$lib" "$(readlink -f "$lib")"
+	done <"$T_DIR/libs" >"$T_DIR/paths"
+	mapfile -t paths <"$T_DIR/paths"
+	dpkg-query -S "${paths[@]}" 2>/dev/null >"$T_DIR/owners" || true
+	while read -r lib; do
+		pkg=$(awk -v a="$lib" -v b="$(readlink -f "$lib")" -F': ' \
+			'$2 == a || $2 == b { sub(/:.*/, "", $1); print $1; exit }' "$T_DIR/owners")
 		[ -n "$pkg" ] || fail "$(basename "$bin") loads $lib, which no package owns"
 		grep -qx "$pkg" "$T_DIR/closure" ||
 			fail "$(basename "$bin") loads $lib from $pkg, which the runtime stage does not install"
-		n=$((n + 1))
-	done < <(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
-	[ $n -gt 5 ] || [ "$(basename "$bin")" != gpuwatch ] || fail "ldd found only $n libraries"
+	done <"$T_DIR/libs"
 	ok "$(basename "$bin"): its $n libraries come with the runtime packages"
 }
 check_libs "$GPUWATCH"

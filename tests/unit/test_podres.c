@@ -111,8 +111,8 @@ static void pod(struct bytes *resp, const char *name, const char *ns,
 
 static void decode_filters_and_sorts(void **state)
 {
-	const char *gpu_b[] = { "GPU-bbbb" }, *gpu_a[] = { "GPU-aaaa::1",
-							   "GPU-aaaa::0" };
+	const char *gpu_b[] = { "GPU-bbbb" },
+		   *gpu_a[] = { "GPU-aaaa::1", "GPU-aaaa::0" };
 	const char *nic[] = { "GPU-cccc" }, *mig[] = { "MIG-1234" };
 	struct bytes m = { 0 }, f;
 	struct gw_podres_set s;
@@ -163,8 +163,7 @@ static void decode_refuses_malformed(void **state)
 	f.p[1] = 0x7f;
 	assert_int_equal(gw_podres_decode(f.p, f.n, &s), -EMSGSIZE);
 	/* an empty answer is no error: no pod holds a GPU */
-	assert_int_equal(gw_podres_decode((const uint8_t *)"\0\0\0\0\0", 5,
-					  &s),
+	assert_int_equal(gw_podres_decode((const uint8_t *)"\0\0\0\0\0", 5, &s),
 			 0);
 	assert_int_equal(s.n, 0);
 	free(f.p);
@@ -254,9 +253,9 @@ static void fetch_absent_socket(void **state)
 					 err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "No such file"));
-	assert_int_equal(gw_podres_fetch("/dev/null", 100, &s, err,
-					 sizeof(err)),
-			 -ENOTSOCK);
+	assert_int_equal(
+		gw_podres_fetch("/dev/null", 100, &s, err, sizeof(err)),
+		-ENOTSOCK);
 	assert_int_equal(s.n, 0);
 }
 
