@@ -9,8 +9,8 @@ Each List answers what ASSIGNMENT.json says at that moment:
     {"pods": [{"name": "p", "namespace": "ns", "containers": [
         {"name": "c", "devices": [{"resource_name": "nvidia.com/gpu",
                                    "device_ids": ["GPU-..."]}]}]}]}
-and the calls are counted in SOCKET.calls (one line each).  Also serves
-cpu_ids-like unknown fields?  No: the answer is exactly the .proto's.
+and the calls are counted in SOCKET.calls (one line each).  {"fail": "why"}
+answers gRPC status UNAVAILABLE with that message instead.
 """
 import json
 import os
