@@ -14,7 +14,7 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl chromium)
+	procps clang-format openssl chromium python3-grpcio python3-grpc-tools)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
@@ -22,11 +22,13 @@ test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager pyt
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
 # openssl: the test CA of the remote_write TLS test, t0501; chromium: the
-# web page's browser test, t0700, and bench/web.sh.)
+# web page's browser test, t0700, and bench/web.sh; python3-grpcio and
+# python3-grpc-tools: the stand-in kubelet of t0601.)
 
 # npm projects of the tests (each its own package.json and lockfile),
-# installed with `npm ci` by `all`: tests/web (playwright-core, t0700).
-npm_dirs=(tests/web)
+# installed with `npm ci` by `all`: tests/web (playwright-core, t0700),
+# deploy/kubernetes/validate (kubernetes-models, t0600).
+npm_dirs=(tests/web deploy/kubernetes/validate)
 npm_ci() {
 	local d root
 	root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -35,8 +37,10 @@ npm_ci() {
 		return 0
 	}
 	for d in "${npm_dirs[@]}"; do
-		(cd "$root/$d" && npm ci --no-audit --no-fund --loglevel=error) ||
+		(cd "$root/$d" && npm ci --no-audit --no-fund --loglevel=error) || {
 			echo "install-deps: npm ci failed in $d" >&2
+			exit 1
+		}
 	done
 }
 

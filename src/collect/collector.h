@@ -26,6 +26,7 @@
 #include "pipeline/metrics.h"
 
 struct gw_attrib_cache;
+struct gw_podres;
 struct gw_worker_table;
 
 /* The settings collectors read; strings are borrowed from the agent. */
@@ -56,6 +57,10 @@ struct gw_collect_opts {
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
 	unsigned long long statsd_max_memory; /* bytes; 0 = the default */
+	/* Kubernetes: the kubelet's pod-resources socket ("" or "off": not
+	 * asked) and how often it is asked, seconds */
+	const char *pod_resources_socket;
+	double pod_resources_interval;
 };
 
 struct gw_collect_env {
@@ -64,6 +69,9 @@ struct gw_collect_env {
 	_Atomic uint64_t *fast_ms;	/* intervals in use, milliseconds */
 	_Atomic uint64_t *detail_ms;
 	const struct gw_collect_opts *o;
+	/* GPU -> pod, filled by the pod-resources collector, read by NVML's
+	 * workers (collect/podres/podres.h); NULL: none. */
+	struct gw_podres *podres;
 	/* Lists the collectors' threads (common/worker.h); NULL: none. */
 	struct gw_worker_table *workers;
 };

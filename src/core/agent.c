@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "collect/attrib.h"
+#include "collect/podres/podres.h"
 #include "collect/bpf/collector.h"
 #include "collect/cupti/collector.h"
 #include "collect/nvml/nvml.h"
@@ -171,8 +172,8 @@ static const struct gw_collector_ops ingest_ops = {
 };
 
 static const struct gw_collector_ops *const collectors[] = {
-	&gw_nvml_collector,   &gw_bpf_collector, &gw_cupti_collector,
-	&gw_statsd_collector, &ingest_ops,
+	&gw_podres_collector, &gw_nvml_collector,   &gw_bpf_collector,
+	&gw_cupti_collector,  &gw_statsd_collector, &ingest_ops,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
@@ -248,6 +249,8 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
 		.statsd_max_series = c->statsd_max_series,
 		.statsd_max_tag_values = c->statsd_max_tag_values,
 		.statsd_max_memory = c->statsd_max_memory,
+		.pod_resources_socket = c->pod_resources_socket,
+		.pod_resources_interval = c->pod_resources_interval,
 	};
 }
 
@@ -466,7 +469,8 @@ int gw_agent_main(int argc, char **argv)
 	}
 	a.reg = gw_registry_new();
 	a.workers = gw_worker_table_new();
-	if (!a.reg || !a.workers) {
+	a.podres = gw_podres_new();
+	if (!a.reg || !a.workers || !a.podres) {
 		gw_err("out of memory");
 		goto out;
 	}
@@ -529,6 +533,7 @@ int gw_agent_main(int argc, char **argv)
 		.detail_ms = &a.detail_ms,
 		.o = &a.copts,
 		.workers = a.workers,
+		.podres = a.podres,
 	};
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
 		r = collectors[i]->start(&a.env, &priv[i]);
@@ -631,6 +636,7 @@ out : {
 	stop_watch_end(&watch);
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);
+	gw_podres_free(a.podres);
 	gw_registry_free(a.reg);
 	gw_worker_table_free(a.workers);
 	if (lock_fd >= 0)

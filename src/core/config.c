@@ -268,6 +268,19 @@ static const struct opt opts[] = {
 	  "Most memory the StatsD table holds (series, labels, tags, set\n"
 	  "tables, sketch bins, all counted); what would take it further is\n"
 	  "refused and counted (reason=\"memory\"). 0: 64MiB." },
+	{ "pod-resources-socket", T_STRING, F(pod_resources_socket), 0, 0,
+	  "PATH", "", RESTART, "kubelet's pod-resources socket: GPUs to pods",
+	  "The kubelet's pod-resources socket (on Kubernetes nodes\n"
+	  "/var/lib/kubelet/pod-resources/kubelet.sock): the agent asks it\n"
+	  "which pod and container holds each GPU and labels the GPU's series\n"
+	  "with pod, namespace and container.  When it does not answer, one\n"
+	  "line is logged, gpuwatch_agent_pod_resources_up is 0 and the "
+	  "labels\n"
+	  "go.  Empty (the default) or off: not asked." },
+	{ "pod-resources-interval", T_DURATION, F(pod_resources_interval), 1,
+	  3600, "SECONDS", "10s", RESTART, "how often pods' GPUs are asked",
+	  "How often the pod-resources socket is asked which pod holds each\n"
+	  "GPU (a GPU's labels change at most this long after its pod)." },
 	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "", "on", RESTART,
 	  "no dynamic baselines / anomaly scores",
 	  "--no-baselines turns off the dynamic baselines: every stored gauge\n"

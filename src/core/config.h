@@ -90,6 +90,8 @@ struct gw_config {
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
 	unsigned long long statsd_max_memory; /* bytes of the StatsD table */
+	char pod_resources_socket[PATH_MAX];  /* kubelet's, "" = off */
+	double pod_resources_interval;	      /* seconds between List calls */
 	int baselines; /* anomaly scores for gauges (default on) */
 	struct gw_config_list rule_files; /* alert rule files, in order */
 	int default_rules;    /* the built-in rule set (default on) */
