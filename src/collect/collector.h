@@ -27,6 +27,9 @@
 
 struct gw_attrib_cache;
 struct gw_worker_table;
+struct gw_profstore;
+
+enum { GW_PROFILE_OFF, GW_PROFILE_GPU, GW_PROFILE_ALL };
 
 /* The settings collectors read; strings are borrowed from the agent. */
 struct gw_collect_opts {
@@ -46,6 +49,11 @@ struct gw_collect_opts {
 	double exited_grace; /* seconds an exited process's series stay */
 	const char *const *cuda_lib_globs; /* extra library patterns */
 	unsigned int ncuda_lib_globs;
+	/* CPU profiling (collect/bpf/prof_collector.c) */
+	int profile;			 /* GW_PROFILE_OFF, _GPU, _ALL */
+	unsigned int profile_freq;	 /* Hz per CPU */
+	double profile_flush;		 /* seconds between drains */
+	const char *profile_version_env; /* "": the executable's build id */
 	/* CUPTI rings */
 	int cupti;
 	const char *cupti_dir;
@@ -66,6 +74,8 @@ struct gw_collect_env {
 	const struct gw_collect_opts *o;
 	/* Lists the collectors' threads (common/worker.h); NULL: none. */
 	struct gw_worker_table *workers;
+	/* Where CPU profiles go (store/profstore.h); NULL: not kept. */
+	struct gw_profstore *profiles;
 };
 
 /*
