@@ -30,6 +30,8 @@ static const struct command commands[] = {
 	  "list, check, export or import the local store's data" },
 	{ "rules", gw_cmd_rules,
 	  "check alert rule files, list the rules the agent would run" },
+	{ "profile", gw_cmd_profile,
+	  "print a running agent's CPU profiles; find regressions" },
 	{ "version", gw_cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands, or 'help COMMAND' for one" },
 };

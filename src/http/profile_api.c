@@ -188,9 +188,9 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 	if (!o || !o->profiles) {
 		err = gw_api_reply_error(
 			out, 503, "unavailable",
-			o && o->profile_off
-				? "profiling is off (--profile off)"
-				: "no profile store (--no-store or --data-dir)");
+			o && o->profile_off ? "profiling is off (--profile off)"
+					    : "no profile store (--no-store or "
+					      "--data-dir)");
 		return err;
 	}
 	if (!fmt || !*fmt)
@@ -218,6 +218,8 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 		err = -ENOMEM;
 		goto out;
 	}
+	if (diff)
+		gw_prof_set_diff(p);
 	err = load(o, out, &target, start, end, p, 0);
 	if (!err && diff)
 		err = load(o, out, base.n ? &base : &target, bstart, bend, p,

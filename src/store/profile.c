@@ -110,8 +110,7 @@ static int name_rehash(struct gw_prof *p)
 }
 
 /* The id of name (cut to GW_PROF_NAME_MAX - 1 bytes), added if new. */
-static int intern(struct gw_prof *p, const char *name, size_t len,
-		  uint32_t *id)
+static int intern(struct gw_prof *p, const char *name, size_t len, uint32_t *id)
 {
 	uint64_t k;
 	uint32_t j;
@@ -251,6 +250,11 @@ int gw_prof_add(struct gw_prof *p, const char *const *frames, size_t n,
 	if (col == 1)
 		p->diff = true;
 	return add_ids(p, ids, n - skip, value, col);
+}
+
+void gw_prof_set_diff(struct gw_prof *p)
+{
+	p->diff = true;
 }
 
 void gw_prof_set_time(struct gw_prof *p, int64_t time_ns, int64_t duration_ns,
@@ -417,8 +421,8 @@ int gw_prof_add_pprof(struct gw_prof *p, const void *data, size_t len, int col)
 			p->duration_ns = end - p->time_ns;
 	}
 	if (pr->time_nanos + pr->duration_nanos > p->time_ns + p->duration_ns)
-		p->duration_ns = pr->time_nanos + pr->duration_nanos -
-				 p->time_ns;
+		p->duration_ns =
+			pr->time_nanos + pr->duration_nanos - p->time_ns;
 	if (pr->period > 0 && p->period_ns == 0)
 		p->period_ns = pr->period;
 	for (size_t i = 0; i < pr->n_sample; i++) {
@@ -497,8 +501,7 @@ int gw_prof_add_folded(struct gw_prof *p, const char *text, size_t len, int col)
 		}
 		for (sp = le; sp > line && sp[-1] != ' '; sp--)
 			;
-		if (sp == line || (size_t)(le - sp) >= sizeof(num) ||
-		    le == sp)
+		if (sp == line || (size_t)(le - sp) >= sizeof(num) || le == sp)
 			return -EINVAL;
 		memcpy(num, sp, (size_t)(le - sp));
 		num[le - sp] = '\0';

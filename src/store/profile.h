@@ -62,6 +62,10 @@ gw_prof_add_pprof(struct gw_prof *p, const void *data, size_t len, int col);
 __attribute__((warn_unused_result)) int
 gw_prof_add_folded(struct gw_prof *p, const char *text, size_t len, int col);
 
+/* Makes the profile differential even before a base value is added (a
+ * diff against an empty base). */
+void gw_prof_set_diff(struct gw_prof *p);
+
 /* Sampling period (ns per sample) and the time covered, for pprof. */
 void gw_prof_set_time(struct gw_prof *p, int64_t time_ns, int64_t duration_ns,
 		      int64_t period_ns);
@@ -97,7 +101,7 @@ gw_prof_functions(const struct gw_prof *p, int col, struct gw_prof_fn **out,
 		  size_t *n);
 
 /* gzip of len bytes appended to out (level 6). */
-__attribute__((warn_unused_result)) int gw_prof_gzip(const void *data, size_t len,
-						     struct gw_buf *out);
+__attribute__((warn_unused_result)) int
+gw_prof_gzip(const void *data, size_t len, struct gw_buf *out);
 
 #endif

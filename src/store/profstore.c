@@ -73,8 +73,8 @@ int gw_profstore_open(const struct gw_profstore_opts *o,
 	*out = NULL;
 	if (!s)
 		return -ENOMEM;
-	s->retention_ms = o->retention_ms > 0 ? o->retention_ms
-					      : DEFAULT_RETENTION_MS;
+	s->retention_ms =
+		o->retention_ms > 0 ? o->retention_ms : DEFAULT_RETENTION_MS;
 	s->max_bytes = o->max_bytes ? o->max_bytes : DEFAULT_MAX_BYTES;
 	s->max_rows = o->max_rows_query ? o->max_rows_query : DEFAULT_MAX_ROWS;
 	pthread_mutex_init(&s->wlock, NULL);
@@ -123,10 +123,11 @@ int gw_profstore_put(struct gw_profstore *s, int64_t minute_ms, uint32_t pid,
 	int r = -EIO;
 
 	pthread_mutex_lock(&s->wlock);
-	if (sqlite3_prepare_v2(s->w,
-			       "INSERT OR REPLACE INTO profiles(minute, pid, labels, "
-			       "samples, bytes, blob) VALUES(?,?,?,?,?,?)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    s->w,
+		    "INSERT OR REPLACE INTO profiles(minute, pid, labels, "
+		    "samples, bytes, blob) VALUES(?,?,?,?,?,?)",
+		    -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_int64(st, 1, minute_ms);
 	sqlite3_bind_int64(st, 2, pid);
@@ -275,9 +276,9 @@ void gw_profstore_stats(struct gw_profstore *s, struct gw_profstore_stats *st)
 	pthread_mutex_lock(&s->wlock);
 	*st = s->st;
 	st->rows = (uint64_t)one_int(s->w, "SELECT count(*) FROM profiles");
-	st->bytes = (uint64_t)one_int(s->w,
-				      "SELECT coalesce(sum(bytes),0) FROM "
-				      "profiles");
+	st->bytes =
+		(uint64_t)one_int(s->w, "SELECT coalesce(sum(bytes),0) FROM "
+					"profiles");
 	pthread_mutex_unlock(&s->wlock);
 	pthread_mutex_lock(&s->rlock);
 	st->bad_rows = s->bad_rows;

@@ -35,10 +35,10 @@ struct gw_profstore;
 
 struct gw_profstore_opts {
 	size_t sz;
-	const char *path;	  /* the SQLite file */
-	int64_t retention_ms;	  /* 0: 30 days */
-	uint64_t max_bytes;	  /* 0: 1 GiB */
-	uint64_t max_rows_query;  /* 0: 100,000 */
+	const char *path;	 /* the SQLite file */
+	int64_t retention_ms;	 /* 0: 30 days */
+	uint64_t max_bytes;	 /* 0: 1 GiB */
+	uint64_t max_rows_query; /* 0: 100,000 */
 };
 
 __attribute__((warn_unused_result)) int
@@ -66,9 +66,9 @@ gw_profstore_query(struct gw_profstore *s, const struct gw_matcher *const *sets,
 
 struct gw_profstore_stats {
 	uint64_t rows;
-	uint64_t bytes;	      /* blob bytes */
-	uint64_t deleted;     /* rows dropped for age or size */
-	uint64_t bad_rows;    /* blobs that did not decode (skipped) */
+	uint64_t bytes;	   /* blob bytes */
+	uint64_t deleted;  /* rows dropped for age or size */
+	uint64_t bad_rows; /* blobs that did not decode (skipped) */
 	uint64_t put_errors;
 };
 void gw_profstore_stats(struct gw_profstore *s, struct gw_profstore_stats *st);

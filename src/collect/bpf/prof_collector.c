@@ -164,7 +164,8 @@ static void scan_targets(struct prof_col *c, double now)
 		unsigned long long st;
 		struct seen *s;
 
-		if (*end || v == 0 || v > UINT32_MAX || pid == (uint32_t)getpid())
+		if (*end || v == 0 || v > UINT32_MAX ||
+		    pid == (uint32_t)getpid())
 			continue;
 		st = proc_start(pid);
 		s = find_seen(c, pid);
@@ -219,8 +220,8 @@ static void scan_targets(struct prof_col *c, double now)
 /* ---- gathering ---- */
 
 /* The value of NAME in /proc/PID/environ, "" when absent. */
-static void env_value(char *buf, size_t bufsz, uint32_t pid,
-		      const char *name, char *out, size_t len)
+static void env_value(char *buf, size_t bufsz, uint32_t pid, const char *name,
+		      char *out, size_t len)
 {
 	char path[64];
 	size_t nl = strlen(name);
@@ -302,13 +303,11 @@ static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
 	if (gw_attrib_labels(&at, pid, &b) || gw_buf_error(&b))
 		snprintf(a->labels, sizeof(a->labels), "pid=\"%u\"", pid);
 	else
-		snprintf(a->labels, sizeof(a->labels), "%.*s", (int)b.len,
-			 b.p);
+		snprintf(a->labels, sizeof(a->labels), "%.*s", (int)b.len, b.p);
 	gw_buf_release(&b);
 	if (c->env->o->profile_version_env && c->env->o->profile_version_env[0])
 		env_value(c->environ, sizeof(c->environ), pid,
-			  c->env->o->profile_version_env, ver,
-			  sizeof(ver));
+			  c->env->o->profile_version_env, ver, sizeof(ver));
 	else if (gw_symbols_build_id(c->sym, pid, ver, sizeof(ver)))
 		ver[0] = '\0';
 	add_version(a->labels, sizeof(a->labels), ver);
@@ -599,7 +598,10 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.round = prof_round,
 		.fini = prof_fini,
 		.table = env->workers,
-		.caps = gw_caps_ebpf() | GW_CAP(GW_CAP_SYS_ADMIN),
+		/* map_files needs CAP_SYS_ADMIN; kernel addresses in
+		 * /proc/kallsyms CAP_SYSLOG. */
+		.caps = gw_caps_ebpf() | GW_CAP(GW_CAP_SYS_ADMIN) |
+			GW_CAP(GW_CAP_SYSLOG),
 	};
 	struct prof_col *c;
 	int r;

@@ -21,10 +21,10 @@ struct gw_prof_key {
 };
 
 enum gw_prof_counter {
-	GW_PROF_SAMPLES,       /* perf samples seen (every process) */
-	GW_PROF_SELECTED,      /* of them, in a selected process */
+	GW_PROF_SAMPLES,	/* perf samples seen (every process) */
+	GW_PROF_SELECTED,	/* of them, in a selected process */
 	GW_PROF_DROPPED_COUNTS, /* counts map full */
-	GW_PROF_STACK_ERRORS,  /* a stack id could not be had */
+	GW_PROF_STACK_ERRORS,	/* a stack id could not be had */
 	GW_PROF_NCOUNTERS = 8,
 };
 

@@ -76,9 +76,8 @@ static int open_events(struct gw_profiler *p, unsigned int hz)
 				r = -errno;
 			continue;
 		}
-		p->links[i] =
-			bpf_program__attach_perf_event(p->skel->progs.gw_sample,
-						       fd);
+		p->links[i] = bpf_program__attach_perf_event(
+			p->skel->progs.gw_sample, fd);
 		if (!p->links[i]) {
 			r = -errno;
 			close(fd);
@@ -208,9 +207,8 @@ int gw_profiler_target(struct gw_profiler *p, uint32_t pid, int on)
 	uint8_t one = 1;
 
 	if (!on)
-		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT
-			       ? -errno
-			       : 0;
+		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT ? -errno
+									: 0;
 	if (bpf_map_update_elem(fd, &pid, &one, BPF_ANY))
 		return errno == E2BIG ? -ENOSPC : -errno;
 	return 0;

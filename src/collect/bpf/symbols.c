@@ -52,8 +52,8 @@ struct file {
 
 struct map {
 	uint64_t start, end, off;
-	int file;	   /* index into files, -1 none (anonymous or gone) */
-	char base[64];	   /* file name, "" for anonymous */
+	int file;      /* index into files, -1 none (anonymous or gone) */
+	char base[64]; /* file name, "" for anonymous */
 	dev_t dev;
 	ino_t ino;
 };
@@ -226,8 +226,8 @@ static void elf_build_id(Elf *e, char *out, size_t outlen)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
 		d = elf_getdata(scn, NULL);
-		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) >
-				    0) {
+		while (d &&
+		       (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 			    doff + nh.n_descsz <= d->d_size &&
 			    memcmp((char *)d->d_buf + noff, "GNU", 4) == 0) {
@@ -241,8 +241,8 @@ static void elf_build_id(Elf *e, char *out, size_t outlen)
 
 /* Reads the function symbols of one table kind (SHT_SYMTAB or
  * SHT_DYNSYM) into f; the count read. */
-static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type,
-			  size_t *cap, size_t *strcap)
+static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type, size_t *cap,
+			  size_t *strcap)
 {
 	Elf_Scn *scn = NULL;
 	uint32_t n0 = f->nsyms;
@@ -277,8 +277,8 @@ static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type,
 				continue;
 			if (f->nsyms == *cap) {
 				size_t c = *cap ? *cap * 2 : 1024;
-				struct sym *v = realloc(f->syms,
-							c * sizeof(*v));
+				struct sym *v =
+					realloc(f->syms, c * sizeof(*v));
 
 				if (!v)
 					return f->nsyms - n0;
@@ -287,7 +287,8 @@ static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type,
 			}
 #ifdef GW_HAVE_DEMANGLE
 			if (nm[0] == '_' && nm[1] == 'Z')
-				dm = cplus_demangle(nm, DMGL_PARAMS | DMGL_ANSI);
+				dm = cplus_demangle(nm,
+						    DMGL_PARAMS | DMGL_ANSI);
 #endif
 			r = add_str(&f->strs, &f->nstrs, strcap, dm ? dm : nm,
 				    &f->syms[f->nsyms].name);
@@ -302,9 +303,11 @@ static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type,
 	return f->nsyms - n0;
 }
 
-/* Loads segments, build id and symbols of the ELF file open at fd. */
+/* Loads segments, build id and symbols of the ELF file open at fd;
+ * 1 when they came from a full .symtab, 0 from .dynsym or none, -EINVAL. */
 static int load_elf(int fd, struct file *f, bool syms_only)
 {
+	int full = 0;
 	size_t cap = 0, strcap = 0, nph;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 
@@ -328,14 +331,17 @@ static int load_elf(int fd, struct file *f, bool syms_only)
 				};
 			}
 	}
-	if (!read_syms(e, f, SHT_SYMTAB, &cap, &strcap))
+	if (read_syms(e, f, SHT_SYMTAB, &cap, &strcap))
+		full = 1;
+	else
 		read_syms(e, f, SHT_DYNSYM, &cap, &strcap);
 	elf_end(e);
 	qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
-	return 0;
+	return full;
 }
 
-/* Symbols from the separate debug file named by the build id. */
+/* Symbols from the separate debug file named by the build id, which
+ * replace those of .dynsym when it has a .symtab. */
 static void load_debug(struct file *f, uint32_t pid)
 {
 	char path[PATH_MAX];
@@ -343,8 +349,9 @@ static void load_debug(struct file *f, uint32_t pid)
 
 	if (n < 3)
 		return;
-	for (int root = 0; root < 2 && f->nsyms == 0; root++) {
-		int fd;
+	for (int root = 0; root < 2; root++) {
+		struct file d;
+		int fd, full;
 
 		if (root == 0)
 			snprintf(path, sizeof(path),
@@ -358,8 +365,20 @@ static void load_debug(struct file *f, uint32_t pid)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		load_elf(fd, f, true);
+		memset(&d, 0, sizeof(d));
+		full = load_elf(fd, &d, true);
 		close(fd);
+		if (full == 1 && d.nsyms) {
+			free(f->syms);
+			free(f->strs);
+			f->syms = d.syms;
+			f->nsyms = d.nsyms;
+			f->strs = d.strs;
+			f->nstrs = d.nstrs;
+			return;
+		}
+		free(d.syms);
+		free(d.strs);
 	}
 }
 
@@ -412,10 +431,9 @@ static int get_file(struct gw_symbols *s, uint32_t pid, const struct map *m,
 	s->files[slot].dev = m->dev;
 	s->files[slot].ino = m->ino;
 	s->files[slot].used = s->round;
-	load_elf(fd, &s->files[slot], false);
-	close(fd);
-	if (s->files[slot].nsyms == 0)
+	if (load_elf(fd, &s->files[slot], false) != 1)
 		load_debug(&s->files[slot], pid);
+	close(fd);
 	s->st.files_loaded++;
 	return (int)slot;
 }
@@ -603,8 +621,8 @@ static const struct map *find_map(const struct proc *p, uint64_t ip)
 	return NULL;
 }
 
-void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip,
-		     char *out, size_t outlen)
+void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip, char *out,
+		     size_t outlen)
 {
 	struct proc *p = get_proc(s, pid);
 	const struct map *m;
@@ -704,8 +722,8 @@ static void load_kallsyms(struct gw_symbols *s)
 		char type, name[256];
 
 		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 ||
-		    a == 0 || (type != 't' && type != 'T' && type != 'W' &&
-			       type != 'w'))
+		    a == 0 ||
+		    (type != 't' && type != 'T' && type != 'W' && type != 'w'))
 			continue;
 		if (s->nksyms == cap) {
 			size_t c = cap ? cap * 2 : 65536;

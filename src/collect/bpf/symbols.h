@@ -38,8 +38,8 @@ void gw_symbols_free(struct gw_symbols *s);
 void gw_symbols_round(struct gw_symbols *s);
 
 /* The name of a user address of pid, written to out (always terminated). */
-void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip,
-		     char *out, size_t outlen);
+void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip, char *out,
+		     size_t outlen);
 /* The name of a kernel address. */
 void gw_symbols_kernel(struct gw_symbols *s, uint64_t ip, char *out,
 		       size_t outlen);
