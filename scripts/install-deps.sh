@@ -14,14 +14,16 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl)
+	procps clang-format openssl golang-go linux-perf)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501.)
+# openssl: the test CA of the remote_write TLS test, t0501; golang-go:
+# `go tool pprof` reads the agent's CPU profiles, t2103; linux-perf:
+# bench/profile.sh compares the profiler with `perf record`.)
 
 what="${1:-all}"
 case "$what" in

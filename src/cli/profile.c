@@ -110,13 +110,46 @@ static void braced(const char *sel, char *out, size_t n)
 		snprintf(out, n, "{%s}", sel);
 }
 
+/* Prints a JSON string's content (s after its opening quote), unescaped;
+ * \uXXXX beyond ASCII as '?'. */
+static void put_json_str(FILE *f, const char *s)
+{
+	for (; *s && *s != '"'; s++) {
+		if (*s != '\\') {
+			fputc(*s, f);
+			continue;
+		}
+		s++;
+		switch (*s) {
+		case 'n':
+			fputc('\n', f);
+			break;
+		case 't':
+			fputc('\t', f);
+			break;
+		case 'u': {
+			unsigned int v = 0;
+
+			if (sscanf(s + 1, "%4x", &v) == 1 && strlen(s) >= 5)
+				s += 4;
+			fputc(v && v < 128 ? (int)v : '?', f);
+			break;
+		}
+		case '\0':
+			return;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
 /*
  * POSTs to /api/v1/profile and adds the folded answer to column col of p.
  * 0, or 2 after saying why (the agent's own error message included).
  */
 static int fetch(const struct popts *o, const char *match, int64_t start_ms,
-		 int64_t end_ms, const char *format, struct gw_prof *p,
-		 int col, struct gw_buf *raw)
+		 int64_t end_ms, const char *format, struct gw_prof *p, int col,
+		 struct gw_buf *raw)
 {
 	char url[2048], cerr[CURL_ERROR_SIZE] = "", t[2][32], sel[1024];
 	struct gw_buf form, body;
@@ -166,9 +199,9 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 		const char *m = body.p ? strstr(body.p, "\"error\":\"") : NULL;
 
 		if (m) {
-			m += 9;
-			fprintf(stderr, "gpuwatch profile: %.*s\n",
-				(int)strcspn(m, "\""), m);
+			fputs("gpuwatch profile: ", stderr);
+			put_json_str(stderr, m + 9);
+			fputc('\n', stderr);
 		} else {
 			fprintf(stderr,
 				"gpuwatch profile: the agent answered HTTP "
@@ -182,8 +215,7 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 			fprintf(stderr, "gpuwatch profile: out of memory\n");
 			goto out;
 		}
-	} else if (gw_prof_add_folded(p, body.p ? body.p : "", body.len,
-				      col)) {
+	} else if (gw_prof_add_folded(p, body.p ? body.p : "", body.len, col)) {
 		fprintf(stderr,
 			"gpuwatch profile: the agent's answer is not folded "
 			"stacks\n");
@@ -253,15 +285,15 @@ static void print_top(const struct gw_prof *p, size_t top, bool diff)
 			       f[i].name);
 	} else {
 		printf("%lld samples, base %lld\n%8s %8s %8s  %s\n",
-		       (long long)tot[0], (long long)tot[1], "flat%",
-		       "base%", "delta", "function");
+		       (long long)tot[0], (long long)tot[1], "flat%", "base%",
+		       "delta", "function");
 		for (size_t i = 0; i < n && i < top; i++) {
-			double a = tot[0] ? 100.0 * (double)f[i].flat[0] /
-						    tot[0]
-					  : 0;
-			double b = tot[1] ? 100.0 * (double)f[i].flat[1] /
-						    tot[1]
-					  : 0;
+			double a =
+				tot[0] ? 100.0 * (double)f[i].flat[0] / tot[0]
+				       : 0;
+			double b =
+				tot[1] ? 100.0 * (double)f[i].flat[1] / tot[1]
+				       : 0;
 
 			printf("%7.2f%% %7.2f%% %+7.2f  %s\n", a, b, a - b,
 			       f[i].name);
@@ -299,8 +331,7 @@ out:
 	return r;
 }
 
-static int regress(const struct popts *o, const char *base,
-		   const char *target)
+static int regress(const struct popts *o, const char *base, const char *target)
 {
 	struct gw_prof *p = gw_prof_new(0);
 	struct gw_prof_fn *f = NULL;
