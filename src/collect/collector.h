@@ -30,6 +30,7 @@ struct gw_worker_table;
 struct gw_profstore;
 
 enum { GW_PROFILE_OFF, GW_PROFILE_GPU, GW_PROFILE_ALL };
+enum { GW_PROFILE_UNWIND_AUTO, GW_PROFILE_UNWIND_FP, GW_PROFILE_UNWIND_DWARF };
 
 /* The settings collectors read; strings are borrowed from the agent. */
 struct gw_collect_opts {
@@ -54,6 +55,7 @@ struct gw_collect_opts {
 	unsigned int profile_freq;	 /* Hz per CPU */
 	double profile_flush;		 /* seconds between drains */
 	const char *profile_version_env; /* "": the executable's build id */
+	int profile_unwind;		 /* GW_PROFILE_UNWIND_* */
 	/* CUPTI rings */
 	int cupti;
 	const char *cupti_dir;

@@ -246,6 +246,11 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
 		.profile_freq = c->profile_frequency,
 		.profile_flush = c->profile_flush,
 		.profile_version_env = c->profile_version_env,
+		.profile_unwind = strcmp(c->profile_unwind, "fp") == 0
+					  ? GW_PROFILE_UNWIND_FP
+				  : strcmp(c->profile_unwind, "dwarf") == 0
+					  ? GW_PROFILE_UNWIND_DWARF
+					  : GW_PROFILE_UNWIND_AUTO,
 	};
 }
 

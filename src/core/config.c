@@ -193,6 +193,12 @@ static const struct opt opts[] = {
 	  "5s", RESTART, "how often samples reach the profile store",
 	  "How often the kernel's counts are drained, named and written to\n"
 	  "the profile store (queries see the current minute this late)." },
+	{ "profile-unwind", T_STRING, F(profile_unwind), 0, 0, "auto|fp|dwarf",
+	  "auto", RESTART, "how user stacks are walked",
+	  "How user stacks are walked: fp through frame pointers (in the\n"
+	  "kernel), dwarf from a copy of the top of the stack and the call\n"
+	  "frame information (.eh_frame) in the agent, auto dwarf for\n"
+	  "processes whose executable has no frame pointers." },
 	{ "profile-version-env", T_STRING, F(profile_version_env), 0, 0, "NAME",
 	  "", RESTART, "environment variable giving `version`",
 	  "The environment variable whose value is a profiled process's\n"
@@ -1095,6 +1101,14 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 	    strcmp(c->profile, "off") != 0) {
 		snprintf(err, errlen, "--profile %s: expected gpu, all or off",
 			 c->profile);
+		return -EINVAL;
+	}
+	if (strcmp(c->profile_unwind, "auto") != 0 &&
+	    strcmp(c->profile_unwind, "fp") != 0 &&
+	    strcmp(c->profile_unwind, "dwarf") != 0) {
+		snprintf(err, errlen,
+			 "--profile-unwind %s: expected auto, fp or dwarf",
+			 c->profile_unwind);
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < c->cuda_lib_globs.n; i++)

@@ -115,6 +115,7 @@ struct gw_config {
 	unsigned int profile_frequency;	      /* Hz per CPU */
 	double profile_flush;		      /* seconds between drains */
 	char profile_version_env[128];	      /* "" = build id */
+	char profile_unwind[16];	      /* "auto", "fp" or "dwarf" */
 	unsigned long long profile_max_bytes; /* 0 = the default */
 };
 

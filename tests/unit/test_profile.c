@@ -133,7 +133,8 @@ static void diff_columns(void **state)
 	assert_int_equal(gw_prof_add(p, s1, 3, 30, 1), 0);
 	assert_int_equal(gw_prof_add(p, s2, 3, 10, 1), 0);
 	f = folded(p);
-	assert_string_equal(f, "prog;main;hot_a 30 30\nprog;main;hot_b 10 20\n");
+	assert_string_equal(f,
+			    "prog;main;hot_a 30 30\nprog;main;hot_b 10 20\n");
 	free(f);
 	assert_int_equal(gw_prof_functions(p, 0, &fn, &n), 0);
 	assert_int_equal(n, 4);
@@ -182,8 +183,7 @@ static void bad_pprof(void **state)
 	struct gw_prof *p = gw_prof_new(0);
 
 	(void)state;
-	assert_int_equal(gw_prof_add_pprof(p, junk, sizeof(junk), 0),
-			 -EINVAL);
+	assert_int_equal(gw_prof_add_pprof(p, junk, sizeof(junk), 0), -EINVAL);
 	assert_int_equal(gw_prof_add_pprof(p, notproto, sizeof(notproto), 0),
 			 -EINVAL);
 	assert_int_equal(gw_prof_total(p, 0), 0);
@@ -269,9 +269,8 @@ static void put_one(struct gw_profstore *s, int64_t minute, uint32_t pid,
 	assert_int_equal(gw_prof_add(p, s1, 3, count, 0), 0);
 	gw_buf_init(&b, 1 << 20);
 	assert_int_equal(gw_prof_pprof(p, &b), 0);
-	assert_int_equal(gw_profstore_put(s, minute, pid, labels, b.p, b.len,
-					  count),
-			 0);
+	assert_int_equal(
+		gw_profstore_put(s, minute, pid, labels, b.p, b.len, count), 0);
 	gw_buf_release(&b);
 	gw_prof_free(p);
 }
@@ -287,11 +286,10 @@ static int64_t query(struct gw_profstore *s, const char *sel, int64_t start,
 
 	if (sel)
 		assert_int_equal(gw_promql_parse_selector(sel, &m, &nm, &e), 0);
-	assert_int_equal(gw_profstore_query(s,
-					    (const struct gw_matcher *const *)&m,
-					    &nm, sel ? 1 : 0, start, end, p, 0,
-					    &rows),
-			 0);
+	assert_int_equal(
+		gw_profstore_query(s, (const struct gw_matcher *const *)&m, &nm,
+				   sel ? 1 : 0, start, end, p, 0, &rows),
+		0);
 	t = gw_prof_total(p, 0);
 	gw_matchers_free(m, nm);
 	gw_prof_free(p);

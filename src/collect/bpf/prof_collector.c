@@ -20,6 +20,7 @@
 #include "collect/bpf/prof_collector.h"
 #include "collect/bpf/profiler.h"
 #include "collect/bpf/symbols.h"
+#include "collect/bpf/unwind.h"
 #include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -35,6 +36,8 @@
 #define GOVERN_S     10.0
 #define SAMPLE_NS    2000.0 /* a sample's cost when bpf_stats is off */
 #define FRAME_MAX    256
+#define MAX_DWARF    4096 /* processes unwound from .eh_frame */
+#define RAW_POLL_S   0.2  /* raw samples are taken this often */
 
 struct acc {
 	uint32_t pid;
@@ -57,6 +60,11 @@ struct prof_col {
 	struct gw_worker *w;
 	struct gw_profiler *pr;
 	struct gw_symbols *sym;
+	struct gw_unwind *uw;
+	uint32_t dwarf[MAX_DWARF]; /* processes marked for DWARF unwinding */
+	unsigned int ndwarf;
+	uint64_t uips[GW_PROF_MAX_DEPTH];
+	uint64_t raw_samples, unwind_dropped;
 	int slot;
 	int up;
 	struct gw_snap snap;
@@ -83,6 +91,8 @@ static int64_t now_ms(void)
 {
 	return (int64_t)(gw_now_real() * 1000);
 }
+
+static void choose_unwind(struct prof_col *c, uint32_t pid);
 
 /* ---- process selection (gpu mode) ---- */
 
@@ -198,6 +208,7 @@ static void scan_targets(struct prof_col *c, double now)
 			s->gpu = 1;
 			c->ntargets++;
 			n++;
+			choose_unwind(c, pid);
 		}
 	}
 	closedir(d);
@@ -312,6 +323,7 @@ static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
 		ver[0] = '\0';
 	add_version(a->labels, sizeof(a->labels), ver);
 	c->nacc++;
+	choose_unwind(c, pid);
 found:
 	/* the comm label's value, for the root frame */
 	{
@@ -328,9 +340,9 @@ found:
 	return a;
 }
 
-static int on_sample(void *ctx, const struct gw_profiler_sample *s)
+/* Adds count samples of one stack (user and kernel frames leaf first). */
+static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s)
 {
-	struct prof_col *c = ctx;
 	char(*names)[GW_PROF_NAME_MAX] = c->names;
 	const char *frames[FRAME_MAX];
 	char comm[64];
@@ -365,6 +377,69 @@ static int on_sample(void *ctx, const struct gw_profiler_sample *s)
 	a->samples += (int64_t)s->count;
 	a->dirty = 1;
 	return 0;
+}
+
+static int on_sample(void *ctx, const struct gw_profiler_sample *s)
+{
+	return add_stack(ctx, s);
+}
+
+/* A raw sample of a process without frame pointers: unwound here. */
+static void on_raw(void *ctx, const struct gw_profiler_raw *r)
+{
+	struct prof_col *c = ctx;
+	struct gw_profiler_sample s = {
+		.pid = r->pid,
+		.count = 1,
+		.kips = r->kips,
+		.nk = r->nk,
+		.uips = c->uips,
+	};
+
+	c->raw_samples++;
+	s.nu = gw_unwind_stack(c->uw, r->pid, r->regs, r->stack, r->len,
+			       c->uips, GW_PROF_MAX_DEPTH);
+	if (add_stack(c, &s))
+		c->unwind_dropped++;
+}
+
+/* --profile-unwind: marks pid for DWARF unwinding when its executable
+ * has no frame pointers (auto) or always (dwarf). */
+static void choose_unwind(struct prof_col *c, uint32_t pid)
+{
+	int mode = c->env->o->profile_unwind;
+
+	if (mode == GW_PROFILE_UNWIND_FP || c->ndwarf == MAX_DWARF)
+		return;
+	for (unsigned int i = 0; i < c->ndwarf; i++)
+		if (c->dwarf[i] == pid)
+			return;
+	if (mode == GW_PROFILE_UNWIND_AUTO && gw_unwind_has_fp(pid) != 0)
+		return;
+	if (gw_profiler_dwarf(c->pr, pid, 1) == 0) {
+		c->dwarf[c->ndwarf++] = pid;
+		gw_dbg("profile: pid %u is unwound from its call frame "
+		       "information",
+		       pid);
+	}
+}
+
+/* Processes gone leave the DWARF table (and the unwinder's cache). */
+static void sweep_dwarf(struct prof_col *c)
+{
+	for (unsigned int i = 0; i < c->ndwarf;) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%u", c->dwarf[i]);
+		if (access(path, F_OK) == 0) {
+			i++;
+			continue;
+		}
+		if (gw_profiler_dwarf(c->pr, c->dwarf[i], 0))
+			gw_dbg("profile: cannot unmark pid %u", c->dwarf[i]);
+		gw_unwind_forget(c->uw, c->dwarf[i]);
+		c->dwarf[i] = c->dwarf[--c->ndwarf];
+	}
 }
 
 /* Writes every process's profile of the minute (replacing what an
@@ -406,12 +481,15 @@ static void drain(struct prof_col *c)
 	int r;
 
 	gw_symbols_round(c->sym);
+	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
+		gw_dbg("profile: raw samples: ring buffer error");
 	if (minute != c->minute_ms && c->nacc) {
 		/* What is in the kernel belongs to the minute that ends. */
 		r = gw_profiler_drain(c->pr, on_sample, c);
 		if (r)
 			gw_dbg("profile: drain: %s", strerror(-r));
 		write_minute(c, 1);
+		sweep_dwarf(c);
 	}
 	c->minute_ms = minute;
 	r = gw_profiler_drain(c->pr, on_sample, c);
@@ -487,11 +565,17 @@ static void publish(struct prof_col *c)
 				    : (double)c->ntargets,
 			    NULL, NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
-			    (double)(c->dropped_samples + pc.dropped_counts),
+			    (double)(c->dropped_samples + pc.dropped_counts +
+				     c->unwind_dropped),
 			    NULL, "what", "samples", NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)c->dropped_stacks, NULL, "what", "stacks",
 			    NULL);
+		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
+			    (double)pc.raw_dropped, NULL, "what",
+			    "stack_copies", NULL);
+		gw_snap_add(s, GW_FAM(PROFILE_UNWOUND_SAMPLES_TOTAL),
+			    (double)c->raw_samples, NULL, NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)(c->dropped_procs + c->target_dropped),
 			    NULL, "what", "processes", NULL);
@@ -558,6 +642,8 @@ static double prof_round(struct gw_worker *w, void *arg)
 	double now = gw_now_mono();
 
 	(void)w;
+	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
+		gw_dbg("profile: raw samples: ring buffer error");
 	if (now >= c->next_drain) {
 		if (c->env->o->profile == GW_PROFILE_GPU)
 			scan_targets(c, now);
@@ -574,7 +660,8 @@ static double prof_round(struct gw_worker *w, void *arg)
 			c->store_errors++;
 		c->next_maint = now + 60;
 	}
-	return fmax(0.01, fmin(c->next_drain, c->next_govern) - gw_now_mono());
+	return fmax(0.01, fmin(RAW_POLL_S, fmin(c->next_drain, c->next_govern) -
+						   gw_now_mono()));
 }
 
 /* The last drain: what was sampled until the stop is kept. */
@@ -586,6 +673,8 @@ static void prof_fini(struct gw_worker *w, void *arg)
 	if (!c->pr)
 		return;
 	gw_symbols_round(c->sym);
+	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
+		gw_dbg("profile: raw samples: ring buffer error");
 	if (gw_profiler_drain(c->pr, on_sample, c) == 0)
 		write_minute(c, 1);
 }
@@ -622,7 +711,8 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	c->acc = calloc(MAX_PROCS, sizeof(*c->acc));
 	c->seen = calloc(MAX_TARGETS * 4, sizeof(*c->seen));
 	c->sym = gw_symbols_new(256, 1024);
-	if (!c->acc || !c->seen || !c->sym) {
+	c->uw = gw_unwind_new(64);
+	if (!c->acc || !c->seen || !c->sym || !c->uw) {
 		r = -ENOMEM;
 		goto err;
 	}
@@ -644,6 +734,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 err_snap:
 	gw_snap_release(&c->snap);
 err:
+	gw_unwind_free(c->uw);
 	gw_symbols_free(c->sym);
 	free(c->seen);
 	free(c->acc);
@@ -676,6 +767,7 @@ static void col_free(void *priv)
 		gw_prof_free(c->acc[i].prof);
 	gw_profiler_close(c->pr);
 	gw_symbols_free(c->sym);
+	gw_unwind_free(c->uw);
 	gw_snap_release(&c->snap);
 	free(c->seen);
 	free(c->acc);

@@ -9,7 +9,11 @@
  * identical stacks share one id) and counts (pid, kernel stack id, user
  * stack id) in `counts`.  The collector drains `counts` every few seconds
  * (lookup-and-delete per key) and then frees the stack ids it read.
- * User stacks are walked by the kernel through frame pointers.
+ * User stacks are walked by the kernel through frame pointers.  For a
+ * process in `dwarf` (its code has no frame pointers), the program instead
+ * copies the user registers and the top GW_PROF_STACK_COPY bytes of the
+ * user stack to the ring buffer `raw`, for the collector to unwind from
+ * .eh_frame; when the ring is full the sample is counted as above.
  */
 #include "vmlinux.h"
 
@@ -48,6 +52,18 @@ struct {
 } counts SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} dwarf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} raw SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, GW_PROF_NCOUNTERS);
 	__type(key, __u32);
@@ -60,6 +76,78 @@ static __always_inline void count(__u32 slot)
 
 	if (v)
 		*v += 1;
+}
+
+/* The user registers of the interrupted task, and the stack above rsp. */
+static __always_inline int copy_raw(struct bpf_perf_event_data *ctx, __u32 tgid,
+				    __s32 kstack)
+{
+	struct gw_prof_raw *e;
+	struct pt_regs u;
+
+	if ((ctx->regs.cs & 3) == 3) {
+		/* Interrupted in user mode: the context's registers (read
+		 * field by field: the verifier rewrites context loads). */
+		u.ax = ctx->regs.ax;
+		u.dx = ctx->regs.dx;
+		u.cx = ctx->regs.cx;
+		u.bx = ctx->regs.bx;
+		u.si = ctx->regs.si;
+		u.di = ctx->regs.di;
+		u.bp = ctx->regs.bp;
+		u.sp = ctx->regs.sp;
+		u.r8 = ctx->regs.r8;
+		u.r9 = ctx->regs.r9;
+		u.r10 = ctx->regs.r10;
+		u.r11 = ctx->regs.r11;
+		u.r12 = ctx->regs.r12;
+		u.r13 = ctx->regs.r13;
+		u.r14 = ctx->regs.r14;
+		u.r15 = ctx->regs.r15;
+		u.ip = ctx->regs.ip;
+	} else {
+		/* In the kernel: the user registers saved at entry. */
+		struct task_struct *t = bpf_get_current_task_btf();
+		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+
+		if (!r || bpf_probe_read_kernel(&u, sizeof(u), r))
+			return -1;
+	}
+	e = bpf_ringbuf_reserve(&raw, sizeof(*e), 0);
+	if (!e)
+		return -1;
+	e->pid = tgid;
+	e->kstack = kstack;
+	e->pad = 0;
+	e->regs[0] = u.ax;
+	e->regs[1] = u.dx;
+	e->regs[2] = u.cx;
+	e->regs[3] = u.bx;
+	e->regs[4] = u.si;
+	e->regs[5] = u.di;
+	e->regs[6] = u.bp;
+	e->regs[7] = u.sp;
+	e->regs[8] = u.r8;
+	e->regs[9] = u.r9;
+	e->regs[10] = u.r10;
+	e->regs[11] = u.r11;
+	e->regs[12] = u.r12;
+	e->regs[13] = u.r13;
+	e->regs[14] = u.r14;
+	e->regs[15] = u.r15;
+	e->regs[16] = u.ip;
+	e->len = 0;
+	/* Chunk by chunk: the last one may cross the stack's top. */
+	for (int i = 0; i < GW_PROF_STACK_COPY / GW_PROF_COPY_CHUNK; i++) {
+		if (bpf_probe_read_user(
+			    e->stack + i * GW_PROF_COPY_CHUNK,
+			    GW_PROF_COPY_CHUNK,
+			    (void *)(u.sp + i * GW_PROF_COPY_CHUNK)))
+			break;
+		e->len += GW_PROF_COPY_CHUNK;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
 }
 
 SEC("perf_event")
@@ -77,6 +165,11 @@ int gw_sample(struct bpf_perf_event_data *ctx)
 	count(GW_PROF_SELECTED);
 	key.pid = tgid;
 	key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+	if (bpf_map_lookup_elem(&dwarf, &tgid)) {
+		if (copy_raw(ctx, tgid, key.kstack) == 0)
+			return 0;
+		count(GW_PROF_RAW_DROPPED);
+	}
 	key.ustack = bpf_get_stackid(ctx, &stacks, F_USER_STACK);
 	if (key.kstack < 0 && key.ustack < 0)
 		count(GW_PROF_STACK_ERRORS);

@@ -20,11 +20,31 @@ struct gw_prof_key {
 	__u32 pad;
 };
 
+/* Bytes of user stack copied for unwinding in user space (DWARF). */
+#define GW_PROF_STACK_COPY 8192
+#define GW_PROF_COPY_CHUNK 1024
+
+/*
+ * A sample of a process without frame pointers (in `dwarf`), on the ring
+ * buffer `raw`: the user registers in DWARF's x86-64 order (rax rdx rcx
+ * rbx rsi rdi rbp rsp r8..r15 rip) and the top of the user stack from rsp
+ * up; the kernel stack as an id in `stacks`.
+ */
+struct gw_prof_raw {
+	__u32 pid;
+	__s32 kstack;
+	__u32 len; /* bytes of stack copied */
+	__u32 pad;
+	__u64 regs[17];
+	__u8 stack[GW_PROF_STACK_COPY];
+};
+
 enum gw_prof_counter {
 	GW_PROF_SAMPLES,	/* perf samples seen (every process) */
 	GW_PROF_SELECTED,	/* of them, in a selected process */
 	GW_PROF_DROPPED_COUNTS, /* counts map full */
 	GW_PROF_STACK_ERRORS,	/* a stack id could not be had */
+	GW_PROF_RAW_DROPPED, /* ring buffer full: counted by frame pointers */
 	GW_PROF_NCOUNTERS = 8,
 };
 

@@ -28,6 +28,11 @@ struct gw_profiler {
 	unsigned int max_counts, max_stacks;
 	struct gw_prof_key *keys;
 	int32_t *ids; /* stack ids read this drain */
+	unsigned int nraw_ids;
+	int32_t raw_ids[4096]; /* kernel stack ids of raw samples */
+	struct ring_buffer *rb;
+	void (*raw_cb)(void *ctx, const struct gw_profiler_raw *r);
+	void *raw_ctx;
 	uint64_t kips[GW_PROF_STACK_DEPTH], uips[GW_PROF_STACK_DEPTH];
 };
 
@@ -91,6 +96,34 @@ static int open_events(struct gw_profiler *p, unsigned int hz)
 		return r;
 	}
 	p->freq = hz;
+	return 0;
+}
+
+static unsigned int read_stack(int fd, int32_t id, uint64_t *ips);
+
+static int on_raw(void *ctx, void *data, size_t size)
+{
+	struct gw_profiler *p = ctx;
+	const struct gw_prof_raw *e = data;
+	struct gw_profiler_raw r;
+
+	if (size < sizeof(*e) || !p->raw_cb)
+		return 0;
+	r.pid = e->pid;
+	r.nk = read_stack(bpf_map__fd(p->skel->maps.stacks), e->kstack,
+			  p->kips);
+	r.kips = p->kips;
+	r.regs = (const uint64_t *)e->regs;
+	r.stack = e->stack;
+	r.len = e->len < sizeof(e->stack) ? e->len : sizeof(e->stack);
+	if (e->kstack >= 0) {
+		if (p->nraw_ids == sizeof(p->raw_ids) / sizeof(p->raw_ids[0]))
+			bpf_map_delete_elem(bpf_map__fd(p->skel->maps.stacks),
+					    &e->kstack);
+		else
+			p->raw_ids[p->nraw_ids++] = e->kstack;
+	}
+	p->raw_cb(p->raw_ctx, &r);
 	return 0;
 }
 
@@ -174,6 +207,13 @@ int gw_profiler_open(const struct gw_profiler_opts *o, struct gw_profiler **out,
 			strerror(-r));
 		goto err;
 	}
+	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.raw), on_raw, p,
+				 NULL);
+	if (!p->rb) {
+		r = -errno;
+		put_err(err, errlen, "ring buffer: %s", strerror(-r));
+		goto err;
+	}
 	r = open_events(p, freq);
 	if (r) {
 		put_err(err, errlen, "perf events (cpu-clock at %u Hz): %s",
@@ -193,6 +233,7 @@ void gw_profiler_close(struct gw_profiler *p)
 		return;
 	if (p->links && p->pfd)
 		close_events(p);
+	ring_buffer__free(p->rb);
 	profile_bpf__destroy(p->skel);
 	free(p->pfd);
 	free(p->links);
@@ -212,6 +253,32 @@ int gw_profiler_target(struct gw_profiler *p, uint32_t pid, int on)
 	if (bpf_map_update_elem(fd, &pid, &one, BPF_ANY))
 		return errno == E2BIG ? -ENOSPC : -errno;
 	return 0;
+}
+
+int gw_profiler_dwarf(struct gw_profiler *p, uint32_t pid, int on)
+{
+	int fd = bpf_map__fd(p->skel->maps.dwarf);
+	uint8_t one = 1;
+
+	if (!on)
+		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT ? -errno
+									: 0;
+	if (bpf_map_update_elem(fd, &pid, &one, BPF_ANY))
+		return errno == E2BIG ? -ENOSPC : -errno;
+	return 0;
+}
+
+int gw_profiler_poll_raw(struct gw_profiler *p,
+			 void (*cb)(void *ctx, const struct gw_profiler_raw *r),
+			 void *ctx)
+{
+	int n;
+
+	p->raw_cb = cb;
+	p->raw_ctx = ctx;
+	n = ring_buffer__consume(p->rb);
+	p->raw_cb = NULL;
+	return n;
 }
 
 int gw_profiler_set_freq(struct gw_profiler *p, unsigned int hz)
@@ -280,9 +347,13 @@ int gw_profiler_drain(struct gw_profiler *p,
 		s.uips = p->uips;
 		r = cb(ctx, &s);
 	}
-	/* Free the stack ids (a stack id may appear several times). */
+	/* Free the stack ids (a stack id may appear several times), those
+	 * of the raw samples read since the last drain too. */
 	for (unsigned int i = 0; i < nids; i++)
 		bpf_map_delete_elem(sfd, &p->ids[i]);
+	for (unsigned int i = 0; i < p->nraw_ids; i++)
+		bpf_map_delete_elem(sfd, &p->raw_ids[i]);
+	p->nraw_ids = 0;
 	return r > 0 ? 0 : r;
 }
 
@@ -296,9 +367,10 @@ void gw_profiler_counters(struct gw_profiler *p, struct gw_profiler_counters *c)
 	memset(c, 0, sizeof(*c));
 	if (v) {
 		uint64_t *dst[] = { &c->samples, &c->selected,
-				    &c->dropped_counts, &c->stack_errors };
+				    &c->dropped_counts, &c->stack_errors,
+				    &c->raw_dropped };
 
-		for (uint32_t slot = 0; slot < 4; slot++) {
+		for (uint32_t slot = 0; slot < 5; slot++) {
 			if (bpf_map_lookup_elem(fd, &slot, v))
 				continue;
 			for (int i = 0; i < p->ncpus; i++)

@@ -42,6 +42,27 @@ void gw_profiler_close(struct gw_profiler *p);
 __attribute__((warn_unused_result)) int
 gw_profiler_target(struct gw_profiler *p, uint32_t pid, int on);
 
+/* Marks a process as one without frame pointers (on = 1): its samples
+ * come as raw samples (gw_profiler_poll_raw) for unwinding in user space. */
+__attribute__((warn_unused_result)) int gw_profiler_dwarf(struct gw_profiler *p,
+							  uint32_t pid, int on);
+
+struct gw_profiler_raw {
+	uint32_t pid;
+	const uint64_t *kips; /* kernel frames, leaf first */
+	unsigned int nk;
+	const uint64_t *regs; /* 17, DWARF x86-64 order */
+	const void *stack;    /* copied from regs[7] (rsp) up */
+	size_t len;
+};
+
+/* Calls cb for every raw sample waiting (the data is valid during the
+ * call only); the number consumed or -errno. */
+__attribute__((warn_unused_result)) int
+gw_profiler_poll_raw(struct gw_profiler *p,
+		     void (*cb)(void *ctx, const struct gw_profiler_raw *r),
+		     void *ctx);
+
 /* Changes the frequency (reopens the perf events). */
 __attribute__((warn_unused_result)) int
 gw_profiler_set_freq(struct gw_profiler *p, unsigned int hz);
@@ -71,6 +92,7 @@ struct gw_profiler_counters {
 	uint64_t selected;	 /* in a selected process */
 	uint64_t dropped_counts; /* counts map full */
 	uint64_t stack_errors;	 /* no stack could be had */
+	uint64_t raw_dropped;	 /* raw samples lost to a full ring */
 	uint64_t run_ns;	 /* the program's run time (bpf_stats) */
 	uint64_t run_cnt;
 };

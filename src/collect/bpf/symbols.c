@@ -273,7 +273,7 @@ static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type, size_t *cap,
 			    sm.st_shndx == SHN_UNDEF || sm.st_value == 0)
 				continue;
 			nm = elf_strptr(e, sh.sh_link, sm.st_name);
-			if (!nm || !*nm)
+			if (!nm || !*nm || *nm == '@')
 				continue;
 			if (f->nsyms == *cap) {
 				size_t c = *cap ? *cap * 2 : 1024;
@@ -290,6 +290,11 @@ static uint32_t read_syms(Elf *e, struct file *f, Elf64_Word type, size_t *cap,
 				dm = cplus_demangle(nm,
 						    DMGL_PARAMS | DMGL_ANSI);
 #endif
+			if (!dm && strchr(nm, '@')) {
+				/* name@VERSION, name@@VERSION: the name */
+				dm = strndup(nm,
+					     (size_t)(strchr(nm, '@') - nm));
+			}
 			r = add_str(&f->strs, &f->nstrs, strcap, dm ? dm : nm,
 				    &f->syms[f->nsyms].name);
 			free(dm);
