@@ -8,7 +8,7 @@ set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
 	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
-	libiberty-dev
+	libiberty-dev libdw-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
