@@ -443,6 +443,24 @@ static int get_file(struct gw_symbols *s, uint32_t pid, const struct map *m,
 	return (int)slot;
 }
 
+/* Writes a symbol's name, demangled (only names that are looked up are:
+ * demangling a whole table costs more than reading it). */
+static void put_name(const char *nm, char *out, size_t outlen)
+{
+#ifdef GW_HAVE_DEMANGLE
+	if (nm[0] == '_' && nm[1] == 'Z') {
+		char *dm = cplus_demangle(nm, DMGL_PARAMS | DMGL_ANSI);
+
+		if (dm) {
+			snprintf(out, outlen, "%s", dm);
+			free(dm);
+			return;
+		}
+	}
+#endif
+	snprintf(out, outlen, "%s", nm);
+}
+
 /* ---- processes ---- */
 
 static struct proc *get_proc(struct gw_symbols *s, uint32_t pid)
@@ -671,7 +689,7 @@ void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip, char *out,
 			break;
 		}
 	if (sm) {
-		snprintf(out, outlen, "%s", f->strs + sm->name);
+		put_name(f->strs + sm->name, out, outlen);
 		return;
 	}
 	s->st.unknown++;

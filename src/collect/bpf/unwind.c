@@ -275,7 +275,8 @@ int gw_unwind_has_fp(uint32_t pid)
 			    sm.st_value < ts.sh_addr ||
 			    sm.st_value + 8 > ts.sh_addr + ts.sh_size)
 				continue;
-			off = (off_t)(ts.sh_offset + (sm.st_value - ts.sh_addr));
+			off = (off_t)(ts.sh_offset +
+				      (sm.st_value - ts.sh_addr));
 			if (pread(fd, b, sizeof(b), off) != (ssize_t)sizeof(b))
 				continue;
 			checked++;
