@@ -37,6 +37,7 @@ struct popts {
 	bool diff;
 	const char *pprof_file;
 	bool folded;
+	bool launches; /* type=launches: CUDA launch call paths */
 	size_t top;
 	double threshold; /* regress: percentage points */
 };
@@ -47,6 +48,7 @@ static void usage(FILE *f)
 	      "                        [--since DURATION | --start T --end T]\n"
 	      "                        [--diff-base SEL|DURATION]\n"
 	      "                        [--folded | --top N | --pprof FILE]\n"
+	      "                        [--launches]\n"
 	      "       gpuwatch profile regress --base SEL --target SEL\n"
 	      "                        [--since DURATION | --start T --end T]\n"
 	      "                        [--threshold PERCENT] [--url URL]\n"
@@ -66,6 +68,9 @@ static void usage(FILE *f)
 	      "--diff-base SEL compares with another selection over the same\n"
 	      "window; --diff-base DURATION with the same selection that much "
 	      "earlier.\n"
+	      "--launches: the call paths of CUDA kernel launches (one launch "
+	      "in 16\n"
+	      "is recorded, counted as 16) instead of CPU samples.\n"
 	      "\n"
 	      "regress lists the functions whose share of the samples grew by "
 	      "more\n"
@@ -174,6 +179,8 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 	add_form(c, &form, "start", t[0]);
 	add_form(c, &form, "end", t[1]);
 	add_form(c, &form, "format", format);
+	if (o->launches)
+		add_form(c, &form, "type", "launches");
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p ? form.p : "");
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
@@ -405,6 +412,7 @@ int gw_cmd_profile(int argc, char **argv)
 		{ "base", required_argument, NULL, 'b' },
 		{ "target", required_argument, NULL, 'T' },
 		{ "threshold", required_argument, NULL, 'x' },
+		{ "launches", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -496,6 +504,9 @@ int gw_cmd_profile(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'L':
+			o.launches = true;
 			break;
 		case 'h':
 			usage(stdout);

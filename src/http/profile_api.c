@@ -11,6 +11,8 @@
  *   base_start, base_end, base_match[]   /diff only: the base window
  *                (required) and its selectors (default: match[])
  *   format       json (default), folded, pprof
+ *   type         cpu (default): CPU samples; launches: sampled CUDA
+ *                kernel launches by call path
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -152,11 +154,11 @@ static int window(const struct gw_api_opts *o, const struct gw_api_request *rq,
 
 /* Reads one window into column col; 1 = error reply made. */
 static int load(const struct gw_api_opts *o, struct gw_api_reply *r,
-		const struct sel *s, int64_t start, int64_t end,
-		struct gw_prof *p, int col)
+		enum gw_profile_type type, const struct sel *s, int64_t start,
+		int64_t end, struct gw_prof *p, int col)
 {
 	size_t rows = 0;
-	int err = gw_profstore_query(o->profiles,
+	int err = gw_profstore_query(o->profiles, type,
 				     (const struct gw_matcher *const *)s->m,
 				     s->nm, s->n, start, end, p, col, &rows);
 
@@ -180,6 +182,8 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 		   struct gw_api_reply *out, bool diff)
 {
 	const char *fmt = gw_api_params_get(rq->params, "format");
+	const char *ty = gw_api_params_get(rq->params, "type");
+	enum gw_profile_type type = GW_PROFILE_CPU;
 	struct sel target = { 0 }, base = { 0 };
 	int64_t start, end, bstart = 0, bend = 0;
 	struct gw_prof *p = NULL;
@@ -203,6 +207,16 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 			  fmt);
 		return err > 0 ? 0 : err;
 	}
+	if (ty && *ty && strcmp(ty, "cpu") != 0) {
+		if (strcmp(ty, "launches") != 0) {
+			err = bad(out,
+				  "invalid parameter \"type\": \"%.64s\" is "
+				  "not cpu or launches",
+				  ty);
+			return err > 0 ? 0 : err;
+		}
+		type = GW_PROFILE_LAUNCHES;
+	}
 	err = window(o, rq, out, "start", "end", false, &start, &end);
 	if (!err && diff)
 		err = window(o, rq, out, "base_start", "base_end", true,
@@ -220,10 +234,10 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 	}
 	if (diff)
 		gw_prof_set_diff(p);
-	err = load(o, out, &target, start, end, p, 0);
+	err = load(o, out, type, &target, start, end, p, 0);
 	if (!err && diff)
-		err = load(o, out, base.n ? &base : &target, bstart, bend, p,
-			   1);
+		err = load(o, out, type, base.n ? &base : &target, bstart, bend,
+			   p, 1);
 	if (err)
 		goto out;
 	gw_buf_reset(&out->body);

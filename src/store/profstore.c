@@ -4,9 +4,10 @@
  * profstore.h.
  *
  * Schema (one table):
- *   profiles(minute INTEGER, pid INTEGER, labels TEXT, samples INTEGER,
- *            bytes INTEGER, blob BLOB)   unique index on (minute, pid):
- * a put for a (minute, process) already stored replaces it (the collector
+ *   profiles(minute INTEGER, pid INTEGER, type INTEGER, labels TEXT,
+ *            samples INTEGER, bytes INTEGER, blob BLOB)
+ *   unique index on (minute, pid, type):
+ * a put for a (minute, process, type) already stored replaces it (the collector
  * rewrites the current minute at every drain, so that queries see it).
  * Two connections, each behind its own mutex: the writer's and the
  * readers', so that a long query never holds up the collector (WAL).
@@ -87,10 +88,11 @@ int gw_profstore_open(const struct gw_profstore_opts *o,
 		 "PRAGMA synchronous=NORMAL;"
 		 "CREATE TABLE IF NOT EXISTS profiles("
 		 " minute INTEGER NOT NULL, pid INTEGER NOT NULL,"
+		 " type INTEGER NOT NULL,"
 		 " labels TEXT NOT NULL, samples INTEGER NOT NULL,"
 		 " bytes INTEGER NOT NULL, blob BLOB NOT NULL);"
 		 "CREATE UNIQUE INDEX IF NOT EXISTS profiles_minute"
-		 " ON profiles(minute, pid);",
+		 " ON profiles(minute, pid, type);",
 		 err, errlen);
 	if (r)
 		goto err;
@@ -116,8 +118,8 @@ void gw_profstore_close(struct gw_profstore *s)
 }
 
 int gw_profstore_put(struct gw_profstore *s, int64_t minute_ms, uint32_t pid,
-		     const char *labels, const void *blob, size_t len,
-		     int64_t samples)
+		     enum gw_profile_type type, const char *labels,
+		     const void *blob, size_t len, int64_t samples)
 {
 	sqlite3_stmt *st = NULL;
 	int r = -EIO;
@@ -126,7 +128,7 @@ int gw_profstore_put(struct gw_profstore *s, int64_t minute_ms, uint32_t pid,
 	if (sqlite3_prepare_v2(
 		    s->w,
 		    "INSERT OR REPLACE INTO profiles(minute, pid, labels, "
-		    "samples, bytes, blob) VALUES(?,?,?,?,?,?)",
+		    "samples, bytes, blob, type) VALUES(?,?,?,?,?,?,?)",
 		    -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_int64(st, 1, minute_ms);
@@ -135,6 +137,7 @@ int gw_profstore_put(struct gw_profstore *s, int64_t minute_ms, uint32_t pid,
 	sqlite3_bind_int64(st, 4, samples);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)len);
 	sqlite3_bind_blob(st, 6, blob, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int(st, 7, (int)type);
 	if (sqlite3_step(st) == SQLITE_DONE)
 		r = 0;
 out:
@@ -219,7 +222,7 @@ static bool row_matches(const char *text, const struct gw_matcher *const *sets,
 	return ok;
 }
 
-int gw_profstore_query(struct gw_profstore *s,
+int gw_profstore_query(struct gw_profstore *s, enum gw_profile_type type,
 		       const struct gw_matcher *const *sets, const size_t *nm,
 		       size_t nsets, int64_t start_ms, int64_t end_ms,
 		       struct gw_prof *p, int col, size_t *rows)
@@ -232,7 +235,8 @@ int gw_profstore_query(struct gw_profstore *s,
 	pthread_mutex_lock(&s->rlock);
 	if (sqlite3_prepare_v2(s->r,
 			       "SELECT labels, blob FROM profiles WHERE "
-			       "minute > ? AND minute <= ? ORDER BY minute",
+			       "minute > ? AND minute <= ? AND type = ? "
+			       "ORDER BY minute",
 			       -1, &st, NULL) != SQLITE_OK) {
 		r = -EIO;
 		goto out;
@@ -240,6 +244,7 @@ int gw_profstore_query(struct gw_profstore *s,
 	/* A minute [m, m + 60 s) overlaps [start, end]. */
 	sqlite3_bind_int64(st, 1, start_ms - 60000);
 	sqlite3_bind_int64(st, 2, end_ms);
+	sqlite3_bind_int(st, 3, (int)type);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *labels = (const char *)sqlite3_column_text(st, 0);
 		const void *blob = sqlite3_column_blob(st, 1);

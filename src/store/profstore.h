@@ -31,6 +31,12 @@
 
 #define GW_PROFSTORE_NAME "process_cpu"
 
+/* What a profile counts. */
+enum gw_profile_type {
+	GW_PROFILE_CPU = 0,	 /* CPU samples */
+	GW_PROFILE_LAUNCHES = 1, /* CUDA kernel launches, by call path */
+};
+
 struct gw_profstore;
 
 struct gw_profstore_opts {
@@ -50,8 +56,8 @@ void gw_profstore_close(struct gw_profstore *s);
  * (`pid="1",comm="x"`); blob is gzip'd pprof; samples its total. */
 __attribute__((warn_unused_result)) int
 gw_profstore_put(struct gw_profstore *s, int64_t minute_ms, uint32_t pid,
-		 const char *labels, const void *blob, size_t len,
-		 int64_t samples);
+		 enum gw_profile_type type, const char *labels,
+		 const void *blob, size_t len, int64_t samples);
 
 /* Retention and the size bound, now_ms the wall clock. */
 __attribute__((warn_unused_result)) int
@@ -60,9 +66,10 @@ gw_profstore_maint(struct gw_profstore *s, int64_t now_ms);
 /* Adds the matching rows to column col of p; *rows the number read.
  * sets NULL or nsets 0: every row. */
 __attribute__((warn_unused_result)) int
-gw_profstore_query(struct gw_profstore *s, const struct gw_matcher *const *sets,
-		   const size_t *nm, size_t nsets, int64_t start_ms,
-		   int64_t end_ms, struct gw_prof *p, int col, size_t *rows);
+gw_profstore_query(struct gw_profstore *s, enum gw_profile_type type,
+		   const struct gw_matcher *const *sets, const size_t *nm,
+		   size_t nsets, int64_t start_ms, int64_t end_ms,
+		   struct gw_prof *p, int col, size_t *rows);
 
 struct gw_profstore_stats {
 	uint64_t rows;

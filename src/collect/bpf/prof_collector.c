@@ -9,10 +9,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,10 +44,14 @@
 struct acc {
 	uint32_t pid;
 	char labels[768];
-	struct gw_prof *prof;
-	int64_t samples;
-	int dirty; /* samples since the last write */
+	/* [0] CPU samples, [1] sampled launches (store/profstore.h types) */
+	struct gw_prof *prof[2];
+	int64_t samples[2];
+	int dirty[2]; /* samples since the last write */
 };
+
+#define LAUNCH_EVERY	 16 /* profile.bpf.c's launch_every */
+#define MAX_LAUNCH_FILES 64
 
 /* A process looked at in gpu mode. */
 struct seen {
@@ -64,7 +70,12 @@ struct prof_col {
 	uint32_t dwarf[MAX_DWARF]; /* processes marked for DWARF unwinding */
 	unsigned int ndwarf;
 	uint64_t uips[GW_PROF_MAX_DEPTH];
-	uint64_t raw_samples, unwind_dropped;
+	uint64_t raw_samples, unwind_dropped, launch_samples;
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} lfiles[MAX_LAUNCH_FILES]; /* files with launch probes */
+	unsigned int nlfiles;
 	int slot;
 	int up;
 	struct gw_snap snap;
@@ -123,9 +134,32 @@ static unsigned long long proc_start(uint32_t pid)
 	return v;
 }
 
-/* 1 when the process maps a CUDA library (libcudart, libcuda, or an
- * executable with cudart in it is not told apart here). */
-static int maps_cuda(uint32_t pid)
+/* The launch probes on a CUDA library pid maps, once per file. */
+static void attach_launch(struct prof_col *c, uint32_t pid, const char *path)
+{
+	char full[PATH_MAX + 32];
+	struct stat st;
+	unsigned int n = 0;
+
+	snprintf(full, sizeof(full), "/proc/%u/root%s", pid, path);
+	if (stat(full, &st) || c->nlfiles == MAX_LAUNCH_FILES)
+		return;
+	for (unsigned int i = 0; i < c->nlfiles; i++)
+		if (c->lfiles[i].dev == st.st_dev &&
+		    c->lfiles[i].ino == st.st_ino)
+			return;
+	c->lfiles[c->nlfiles].dev = st.st_dev;
+	c->lfiles[c->nlfiles].ino = st.st_ino;
+	c->nlfiles++;
+	if (gw_profiler_attach_launch(c->pr, full, &n))
+		gw_dbg("profile: no more launch probes (%s)", path);
+	else if (n)
+		gw_info("profile: launch call paths from %s", path);
+}
+
+/* 1 when the process maps a CUDA library (libcudart, libcuda); their
+ * launch functions get the launch probe. */
+static int maps_cuda(struct prof_col *c, uint32_t pid)
 {
 	char path[64], line[4096];
 	FILE *fp;
@@ -135,12 +169,16 @@ static int maps_cuda(uint32_t pid)
 	fp = fopen(path, "re");
 	if (!fp)
 		return 0;
-	while (!found && fgets(line, sizeof(line), fp)) {
-		const char *b = strrchr(line, '/');
+	while (fgets(line, sizeof(line), fp)) {
+		const char *b = strrchr(line, '/'), *p = strchr(line, '/');
 
 		if (b && (strncmp(b + 1, "libcudart.so", 12) == 0 ||
-			  strncmp(b + 1, "libcuda.so", 10) == 0))
+			  strncmp(b + 1, "libcuda.so", 10) == 0)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (strstr(p, " (deleted)") == NULL)
+				attach_launch(c, pid, p);
 			found = 1;
+		}
 	}
 	fclose(fp);
 	return found;
@@ -197,8 +235,13 @@ static void scan_targets(struct prof_col *c, double now)
 		s->start = st;
 		if (s->gpu || now - s->checked < SCAN_OTHER_S)
 			continue;
+		if (c->env->o->profile == GW_PROFILE_ALL &&
+		    s->checked > -INFINITY) {
+			/* all: only the launch probes are looked for, once */
+			continue;
+		}
 		s->checked = now;
-		if (maps_cuda(pid)) {
+		if (maps_cuda(c, pid) && c->env->o->profile == GW_PROFILE_GPU) {
 			int r = gw_profiler_target(c->pr, pid, 1);
 
 			if (r) {
@@ -303,9 +346,13 @@ static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
 	a = &c->acc[c->nacc];
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
-	a->prof = gw_prof_new(MAX_STACKS);
-	if (!a->prof)
+	a->prof[0] = gw_prof_new(MAX_STACKS);
+	a->prof[1] = gw_prof_new(MAX_STACKS);
+	if (!a->prof[0] || !a->prof[1]) {
+		gw_prof_free(a->prof[0]);
+		gw_prof_free(a->prof[1]);
 		return NULL;
+	}
 	memset(&at, 0, sizeof(at));
 	if (!c->env->attrib ||
 	    gw_attrib_get(c->env->attrib, pid, gw_now_mono(), &at))
@@ -340,8 +387,10 @@ found:
 	return a;
 }
 
-/* Adds count samples of one stack (user and kernel frames leaf first). */
-static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s)
+/* Adds count samples of one stack (user and kernel frames leaf first) to
+ * the CPU profile (ty 0) or the launch profile (ty 1). */
+static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
+		     int ty)
 {
 	char(*names)[GW_PROF_NAME_MAX] = c->names;
 	const char *frames[FRAME_MAX];
@@ -371,17 +420,17 @@ static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s)
 		frames[n] = names[n];
 		n++;
 	}
-	r = gw_prof_add(a->prof, frames, n, (int64_t)s->count, 0);
+	r = gw_prof_add(a->prof[ty], frames, n, (int64_t)s->count, 0);
 	if (r == -ENOMEM)
 		return r;
-	a->samples += (int64_t)s->count;
-	a->dirty = 1;
+	a->samples[ty] += (int64_t)s->count;
+	a->dirty[ty] = 1;
 	return 0;
 }
 
 static int on_sample(void *ctx, const struct gw_profiler_sample *s)
 {
-	return add_stack(ctx, s);
+	return add_stack(ctx, s, 0);
 }
 
 /* A raw sample of a process without frame pointers: unwound here. */
@@ -396,10 +445,15 @@ static void on_raw(void *ctx, const struct gw_profiler_raw *r)
 		.uips = c->uips,
 	};
 
-	c->raw_samples++;
+	if (r->launch) {
+		c->launch_samples++;
+		s.count = LAUNCH_EVERY; /* one launch in 16 is recorded */
+	} else {
+		c->raw_samples++;
+	}
 	s.nu = gw_unwind_stack(c->uw, r->pid, r->regs, r->stack, r->len,
 			       c->uips, GW_PROF_MAX_DEPTH);
-	if (add_stack(c, &s))
+	if (add_stack(c, &s, r->launch ? 1 : 0))
 		c->unwind_dropped++;
 }
 
@@ -453,21 +507,28 @@ static void write_minute(struct prof_col *c, int closing)
 	for (unsigned int i = 0; i < c->nacc; i++) {
 		struct acc *a = &c->acc[i];
 
-		if (a->dirty && c->env->profiles) {
+		for (int ty = 0; ty < 2; ty++) {
+			if (!a->dirty[ty] || !c->env->profiles)
+				continue;
 			gw_buf_reset(&b);
-			gw_prof_set_time(a->prof, c->minute_ms * 1000000,
-					 60000000000LL, period);
-			if (gw_prof_pprof(a->prof, &b) || gw_buf_error(&b) ||
-			    gw_profstore_put(c->env->profiles, c->minute_ms,
-					     a->pid, a->labels, b.p, b.len,
-					     a->samples))
+			gw_prof_set_time(a->prof[ty], c->minute_ms * 1000000,
+					 60000000000LL, ty ? 1 : period);
+			if (gw_prof_pprof(a->prof[ty], &b) ||
+			    gw_buf_error(&b) ||
+			    gw_profstore_put(
+				    c->env->profiles, c->minute_ms, a->pid,
+				    ty ? GW_PROFILE_LAUNCHES : GW_PROFILE_CPU,
+				    a->labels, b.p, b.len, a->samples[ty]))
 				c->store_errors++;
-			a->dirty = 0;
+			a->dirty[ty] = 0;
 		}
 		if (closing) {
-			c->dropped_stacks += gw_prof_dropped(a->prof);
-			gw_prof_free(a->prof);
-			a->prof = NULL;
+			for (int ty = 0; ty < 2; ty++) {
+				c->dropped_stacks +=
+					gw_prof_dropped(a->prof[ty]);
+				gw_prof_free(a->prof[ty]);
+				a->prof[ty] = NULL;
+			}
 		}
 	}
 	if (closing)
@@ -576,6 +637,10 @@ static void publish(struct prof_col *c)
 			    "stack_copies", NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_UNWOUND_SAMPLES_TOTAL),
 			    (double)c->raw_samples, NULL, NULL);
+		gw_snap_add(s, GW_FAM(PROFILE_LAUNCHES_TOTAL),
+			    (double)pc.launches, NULL, NULL);
+		gw_snap_add(s, GW_FAM(PROFILE_LAUNCH_SAMPLES_TOTAL),
+			    (double)c->launch_samples, NULL, NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)(c->dropped_procs + c->target_dropped),
 			    NULL, "what", "processes", NULL);
@@ -645,8 +710,7 @@ static double prof_round(struct gw_worker *w, void *arg)
 	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
 		gw_dbg("profile: raw samples: ring buffer error");
 	if (now >= c->next_drain) {
-		if (c->env->o->profile == GW_PROFILE_GPU)
-			scan_targets(c, now);
+		scan_targets(c, now);
 		drain(c);
 		publish(c);
 		c->next_drain = now + c->env->o->profile_flush;
@@ -763,8 +827,10 @@ static void col_free(void *priv)
 	if (!c)
 		return;
 	gw_worker_free(c->w);
-	for (unsigned int i = 0; i < c->nacc; i++)
-		gw_prof_free(c->acc[i].prof);
+	for (unsigned int i = 0; i < c->nacc; i++) {
+		gw_prof_free(c->acc[i].prof[0]);
+		gw_prof_free(c->acc[i].prof[1]);
+	}
 	gw_profiler_close(c->pr);
 	gw_symbols_free(c->sym);
 	gw_unwind_free(c->uw);

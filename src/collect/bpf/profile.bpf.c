@@ -78,11 +78,63 @@ static __always_inline void count(__u32 slot)
 		*v += 1;
 }
 
+/* One launch in launch_every has its stack recorded. */
+const volatile __u32 launch_every = 16;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} launch_tick SEC(".maps");
+
+/* Reserves a raw record and fills in the registers and the stack. */
+static __always_inline int submit_raw(const struct pt_regs *u, __u32 tgid,
+				      __s32 kstack, __u32 kind)
+{
+	struct gw_prof_raw *e;
+
+	e = bpf_ringbuf_reserve(&raw, sizeof(*e), 0);
+	if (!e)
+		return -1;
+	e->pid = tgid;
+	e->kstack = kstack;
+	e->kind = kind;
+	e->regs[0] = u->ax;
+	e->regs[1] = u->dx;
+	e->regs[2] = u->cx;
+	e->regs[3] = u->bx;
+	e->regs[4] = u->si;
+	e->regs[5] = u->di;
+	e->regs[6] = u->bp;
+	e->regs[7] = u->sp;
+	e->regs[8] = u->r8;
+	e->regs[9] = u->r9;
+	e->regs[10] = u->r10;
+	e->regs[11] = u->r11;
+	e->regs[12] = u->r12;
+	e->regs[13] = u->r13;
+	e->regs[14] = u->r14;
+	e->regs[15] = u->r15;
+	e->regs[16] = u->ip;
+	e->len = 0;
+	/* Chunk by chunk: the last one may cross the stack's top. */
+	for (int i = 0; i < GW_PROF_STACK_COPY / GW_PROF_COPY_CHUNK; i++) {
+		if (bpf_probe_read_user(
+			    e->stack + i * GW_PROF_COPY_CHUNK,
+			    GW_PROF_COPY_CHUNK,
+			    (void *)(u->sp + i * GW_PROF_COPY_CHUNK)))
+			break;
+		e->len += GW_PROF_COPY_CHUNK;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
 /* The user registers of the interrupted task, and the stack above rsp. */
 static __always_inline int copy_raw(struct bpf_perf_event_data *ctx, __u32 tgid,
 				    __s32 kstack)
 {
-	struct gw_prof_raw *e;
 	struct pt_regs u;
 
 	if ((ctx->regs.cs & 3) == 3) {
@@ -113,40 +165,37 @@ static __always_inline int copy_raw(struct bpf_perf_event_data *ctx, __u32 tgid,
 		if (!r || bpf_probe_read_kernel(&u, sizeof(u), r))
 			return -1;
 	}
-	e = bpf_ringbuf_reserve(&raw, sizeof(*e), 0);
-	if (!e)
-		return -1;
-	e->pid = tgid;
-	e->kstack = kstack;
-	e->pad = 0;
-	e->regs[0] = u.ax;
-	e->regs[1] = u.dx;
-	e->regs[2] = u.cx;
-	e->regs[3] = u.bx;
-	e->regs[4] = u.si;
-	e->regs[5] = u.di;
-	e->regs[6] = u.bp;
-	e->regs[7] = u.sp;
-	e->regs[8] = u.r8;
-	e->regs[9] = u.r9;
-	e->regs[10] = u.r10;
-	e->regs[11] = u.r11;
-	e->regs[12] = u.r12;
-	e->regs[13] = u.r13;
-	e->regs[14] = u.r14;
-	e->regs[15] = u.r15;
-	e->regs[16] = u.ip;
-	e->len = 0;
-	/* Chunk by chunk: the last one may cross the stack's top. */
-	for (int i = 0; i < GW_PROF_STACK_COPY / GW_PROF_COPY_CHUNK; i++) {
-		if (bpf_probe_read_user(
-			    e->stack + i * GW_PROF_COPY_CHUNK,
-			    GW_PROF_COPY_CHUNK,
-			    (void *)(u.sp + i * GW_PROF_COPY_CHUNK)))
-			break;
-		e->len += GW_PROF_COPY_CHUNK;
-	}
-	bpf_ringbuf_submit(e, 0);
+	return submit_raw(&u, tgid, kstack, GW_PROF_KIND_CPU);
+}
+
+/*
+ * At the entry of cudaLaunchKernel / cuLaunchKernel (uprobes the collector
+ * attaches to the CUDA libraries of profiled processes): one launch in
+ * launch_every per CPU has its user stack copied, kind LAUNCH, to be
+ * unwound like a sample without frame pointers (at a function's entry the
+ * frame-pointer walk would skip its caller).
+ */
+SEC("uprobe")
+int gw_launch(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	struct pt_regs u;
+	__u32 *tick;
+
+	if (tgid == self_pid)
+		return 0;
+	if (!profile_all && !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	count(GW_PROF_LAUNCHES);
+	tick = bpf_map_lookup_elem(&launch_tick, &zero);
+	if (!tick)
+		return 0;
+	if ((*tick)++ % launch_every)
+		return 0;
+	if (bpf_probe_read_kernel(&u, sizeof(u), ctx))
+		return 0;
+	if (submit_raw(&u, tgid, -1, GW_PROF_KIND_LAUNCH))
+		count(GW_PROF_RAW_DROPPED);
 	return 0;
 }
 

@@ -20,6 +20,11 @@ struct gw_prof_key {
 	__u32 pad;
 };
 
+/* What a raw sample is: a CPU sample, or a sampled CUDA kernel launch
+ * (the stack at the entry of cudaLaunchKernel or cuLaunchKernel). */
+#define GW_PROF_KIND_CPU    0
+#define GW_PROF_KIND_LAUNCH 1
+
 /* Bytes of user stack copied for unwinding in user space (DWARF). */
 #define GW_PROF_STACK_COPY 8192
 #define GW_PROF_COPY_CHUNK 1024
@@ -33,8 +38,8 @@ struct gw_prof_key {
 struct gw_prof_raw {
 	__u32 pid;
 	__s32 kstack;
-	__u32 len; /* bytes of stack copied */
-	__u32 pad;
+	__u32 len;  /* bytes of stack copied */
+	__u32 kind; /* GW_PROF_KIND_* */
 	__u64 regs[17];
 	__u8 stack[GW_PROF_STACK_COPY];
 };
@@ -44,6 +49,7 @@ enum gw_prof_counter {
 	GW_PROF_SELECTED,	/* of them, in a selected process */
 	GW_PROF_DROPPED_COUNTS, /* counts map full */
 	GW_PROF_STACK_ERRORS,	/* a stack id could not be had */
+	GW_PROF_LAUNCHES,	/* launches seen by the launch probes */
 	GW_PROF_RAW_DROPPED, /* ring buffer full: counted by frame pointers */
 	GW_PROF_NCOUNTERS = 8,
 };

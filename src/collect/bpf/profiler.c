@@ -31,6 +31,8 @@ struct gw_profiler {
 	unsigned int nraw_ids;
 	int32_t raw_ids[4096]; /* kernel stack ids of raw samples */
 	struct ring_buffer *rb;
+	struct bpf_link *launch_links[128];
+	unsigned int nlaunch_links;
 	void (*raw_cb)(void *ctx, const struct gw_profiler_raw *r);
 	void *raw_ctx;
 	uint64_t kips[GW_PROF_STACK_DEPTH], uips[GW_PROF_STACK_DEPTH];
@@ -110,6 +112,7 @@ static int on_raw(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e) || !p->raw_cb)
 		return 0;
 	r.pid = e->pid;
+	r.launch = e->kind == GW_PROF_KIND_LAUNCH;
 	r.nk = read_stack(bpf_map__fd(p->skel->maps.stacks), e->kstack,
 			  p->kips);
 	r.kips = p->kips;
@@ -234,6 +237,8 @@ void gw_profiler_close(struct gw_profiler *p)
 	if (p->links && p->pfd)
 		close_events(p);
 	ring_buffer__free(p->rb);
+	for (unsigned int i = 0; i < p->nlaunch_links; i++)
+		bpf_link__destroy(p->launch_links[i]);
 	profile_bpf__destroy(p->skel);
 	free(p->pfd);
 	free(p->links);
@@ -279,6 +284,30 @@ int gw_profiler_poll_raw(struct gw_profiler *p,
 	n = ring_buffer__consume(p->rb);
 	p->raw_cb = NULL;
 	return n;
+}
+
+int gw_profiler_attach_launch(struct gw_profiler *p, const char *path,
+			      unsigned int *n)
+{
+	static const char *const fns[] = { "cudaLaunchKernel",
+					   "cuLaunchKernel" };
+
+	*n = 0;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = fns[i]);
+		struct bpf_link *l;
+
+		if (p->nlaunch_links ==
+		    sizeof(p->launch_links) / sizeof(p->launch_links[0]))
+			return -ENOSPC;
+		l = bpf_program__attach_uprobe_opts(p->skel->progs.gw_launch,
+						    -1, path, 0, &o);
+		if (!l)
+			continue; /* not defined in this file */
+		p->launch_links[p->nlaunch_links++] = l;
+		(*n)++;
+	}
+	return 0;
 }
 
 int gw_profiler_set_freq(struct gw_profiler *p, unsigned int hz)
@@ -366,11 +395,11 @@ void gw_profiler_counters(struct gw_profiler *p, struct gw_profiler_counters *c)
 
 	memset(c, 0, sizeof(*c));
 	if (v) {
-		uint64_t *dst[] = { &c->samples, &c->selected,
+		uint64_t *dst[] = { &c->samples,	&c->selected,
 				    &c->dropped_counts, &c->stack_errors,
-				    &c->raw_dropped };
+				    &c->launches,	&c->raw_dropped };
 
-		for (uint32_t slot = 0; slot < 5; slot++) {
+		for (uint32_t slot = 0; slot < 6; slot++) {
 			if (bpf_map_lookup_elem(fd, &slot, v))
 				continue;
 			for (int i = 0; i < p->ncpus; i++)

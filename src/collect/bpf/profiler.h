@@ -49,6 +49,7 @@ __attribute__((warn_unused_result)) int gw_profiler_dwarf(struct gw_profiler *p,
 
 struct gw_profiler_raw {
 	uint32_t pid;
+	unsigned int launch;  /* a sampled kernel launch, not a CPU sample */
 	const uint64_t *kips; /* kernel frames, leaf first */
 	unsigned int nk;
 	const uint64_t *regs; /* 17, DWARF x86-64 order */
@@ -62,6 +63,16 @@ __attribute__((warn_unused_result)) int
 gw_profiler_poll_raw(struct gw_profiler *p,
 		     void (*cb)(void *ctx, const struct gw_profiler_raw *r),
 		     void *ctx);
+
+/*
+ * Attaches the launch probe to cudaLaunchKernel and cuLaunchKernel in the
+ * file at path (those it defines; *n says how many): one launch in 16 of
+ * a profiled process then comes as a raw sample with launch set.
+ * -ENOSPC past 64 files.
+ */
+__attribute__((warn_unused_result)) int
+gw_profiler_attach_launch(struct gw_profiler *p, const char *path,
+			  unsigned int *n);
 
 /* Changes the frequency (reopens the perf events). */
 __attribute__((warn_unused_result)) int
@@ -93,6 +104,7 @@ struct gw_profiler_counters {
 	uint64_t dropped_counts; /* counts map full */
 	uint64_t stack_errors;	 /* no stack could be had */
 	uint64_t raw_dropped;	 /* raw samples lost to a full ring */
+	uint64_t launches;	 /* launches the launch probes saw */
 	uint64_t run_ns;	 /* the program's run time (bpf_stats) */
 	uint64_t run_cnt;
 };
