@@ -50,9 +50,13 @@ struct file {
 	unsigned int nseg;
 };
 
+#define FILE_LAZY (-3) /* a file not looked at yet */
+
 struct map {
 	uint64_t start, end, off;
-	int file;      /* index into files, -1 none (anonymous or gone) */
+	int file;      /* index into files, -1 none (anonymous or gone),
+			  FILE_LAZY: loaded at the first lookup in it */
+	char *path;    /* the file's path in the process's namespace */
 	char base[64]; /* file name, "" for anonymous */
 	dev_t dev;
 	ino_t ino;
@@ -112,9 +116,16 @@ static void file_release(struct file *f)
 	memset(f, 0, sizeof(*f));
 }
 
+static void maps_free(struct map *v, unsigned int n)
+{
+	for (unsigned int i = 0; v && i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
 static void proc_release(struct proc *p)
 {
-	free(p->maps);
+	maps_free(p->maps, p->nmaps);
 	free(p->perf);
 	free(p->perf_strs);
 	memset(p, 0, sizeof(*p));
@@ -431,7 +442,7 @@ static int get_file(struct gw_symbols *s, uint32_t pid, const struct map *m,
 		for (unsigned int i = 0; i < s->nprocs; i++)
 			for (unsigned int k = 0; k < s->procs[i].nmaps; k++)
 				if (s->procs[i].maps[k].file == (int)slot)
-					s->procs[i].maps[k].file = -2;
+					s->procs[i].maps[k].file = FILE_LAZY;
 	}
 	s->files[slot].dev = m->dev;
 	s->files[slot].ino = m->ino;
@@ -538,16 +549,15 @@ static int read_maps(struct gw_symbols *s, struct proc *p)
 			del = strstr(v[n].base, " (deleted)");
 			if (del)
 				*del = '\0';
-			v[n].file = get_file(s, p->pid, &v[n], name);
-			if (v[n].file < 0)
-				v[n].file = -1;
+			v[n].path = strdup(name);
+			v[n].file = v[n].path ? FILE_LAZY : -1;
 		} else if (name[0] == '[') {
 			snprintf(v[n].base, sizeof(v[n].base), "%s", name);
 		}
 		n++;
 	}
 	fclose(fp);
-	free(p->maps);
+	maps_free(p->maps, p->nmaps);
 	p->maps = v;
 	p->nmaps = n;
 	p->read_round = s->round;
@@ -636,11 +646,20 @@ static void read_perf_map(struct proc *p, uint64_t round)
 	qsort(p->perf, p->nperf, sizeof(*p->perf), cmp_sym);
 }
 
-static const struct map *find_map(const struct proc *p, uint64_t ip)
+static struct map *find_map(struct gw_symbols *s, struct proc *p, uint64_t ip)
 {
-	for (unsigned int i = 0; i < p->nmaps; i++)
-		if (ip >= p->maps[i].start && ip < p->maps[i].end)
-			return &p->maps[i];
+	for (unsigned int i = 0; i < p->nmaps; i++) {
+		struct map *m = &p->maps[i];
+
+		if (ip < m->start || ip >= m->end)
+			continue;
+		if (m->file == FILE_LAZY) {
+			m->file = get_file(s, p->pid, m, m->path);
+			if (m->file < 0)
+				m->file = -1;
+		}
+		return m;
+	}
 	return NULL;
 }
 
@@ -648,16 +667,16 @@ void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip, char *out,
 		     size_t outlen)
 {
 	struct proc *p = get_proc(s, pid);
-	const struct map *m;
+	struct map *m;
 	const struct file *f;
 	const struct sym *sm;
 	uint64_t foff;
 
 	s->st.lookups++;
-	m = find_map(p, ip);
-	if ((!m || m->file == -2) && p->read_round != s->round) {
+	m = find_map(s, p, ip);
+	if (!m && p->read_round != s->round) {
 		if (read_maps(s, p) == 0)
-			m = find_map(p, ip);
+			m = find_map(s, p, ip);
 	}
 	if (!m || m->file < 0) {
 		if (!m || m->base[0] == '\0' || m->base[0] == '[') {
@@ -717,13 +736,18 @@ int gw_symbols_build_id(struct gw_symbols *s, uint32_t pid, char *out,
 
 		if (stat(path, &st))
 			return -ESRCH;
-		for (unsigned int i = 0; i < p->nmaps; i++)
-			if (p->maps[i].file >= 0 &&
-			    p->maps[i].ino == st.st_ino) {
+		for (unsigned int i = 0; i < p->nmaps; i++) {
+			struct map *m = &p->maps[i];
+
+			if (m->ino != st.st_ino || m->dev != st.st_dev)
+				continue;
+			m = find_map(s, p, m->start);
+			if (m && m->file >= 0) {
 				snprintf(out, outlen, "%s",
-					 s->files[p->maps[i].file].build_id);
+					 s->files[m->file].build_id);
 				return 0;
 			}
+		}
 	}
 	return 0;
 }
