@@ -718,37 +718,23 @@ void gw_symbols_user(struct gw_symbols *s, uint32_t pid, uint64_t ip, char *out,
 int gw_symbols_build_id(struct gw_symbols *s, uint32_t pid, char *out,
 			size_t outlen)
 {
-	char path[64], exe[PATH_MAX];
-	struct proc *p = get_proc(s, pid);
-	ssize_t n;
+	char path[64];
+	Elf *e;
+	int fd;
 
+	(void)s;
 	out[0] = '\0';
-	if (p->read_round != s->round && read_maps(s, p))
-		return -ESRCH;
+	/* The note only: the symbols are read when a sample needs them. */
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n <= 0)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -ESRCH;
-	exe[n] = '\0';
-	/* The executable is the mapping whose file the exe link names. */
-	{
-		struct stat st;
-
-		if (stat(path, &st))
-			return -ESRCH;
-		for (unsigned int i = 0; i < p->nmaps; i++) {
-			struct map *m = &p->maps[i];
-
-			if (m->ino != st.st_ino || m->dev != st.st_dev)
-				continue;
-			m = find_map(s, p, m->start);
-			if (m && m->file >= 0) {
-				snprintf(out, outlen, "%s",
-					 s->files[m->file].build_id);
-				return 0;
-			}
-		}
-	}
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e && elf_kind(e) == ELF_K_ELF)
+		elf_build_id(e, out, outlen);
+	if (e)
+		elf_end(e);
+	close(fd);
 	return 0;
 }
 
