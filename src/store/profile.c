@@ -669,16 +669,15 @@ out:
 
 /* ---- text out ---- */
 
-static const struct gw_prof *sort_p;
-
-static int cmp_frames(const void *a, const void *b)
+static int cmp_frames(const void *a, const void *b, void *ctx)
 {
-	const struct stack *x = &sort_p->st[*(const uint32_t *)a];
-	const struct stack *y = &sort_p->st[*(const uint32_t *)b];
+	const struct gw_prof *sp = ctx;
+	const struct stack *x = &sp->st[*(const uint32_t *)a];
+	const struct stack *y = &sp->st[*(const uint32_t *)b];
 
 	for (uint32_t i = 0; i < x->n && i < y->n; i++) {
-		int c = strcmp(sort_p->names[sort_p->frames[x->off + i]],
-			       sort_p->names[sort_p->frames[y->off + i]]);
+		int c = strcmp(sp->names[sp->frames[x->off + i]],
+			       sp->names[sp->frames[y->off + i]]);
 
 		if (c)
 			return c;
@@ -686,8 +685,8 @@ static int cmp_frames(const void *a, const void *b)
 	return x->n < y->n ? -1 : x->n > y->n;
 }
 
-/* Stack indexes sorted by their frames (NULL on -ENOMEM).  Not
- * reentrant: qsort has no context argument in C17. */
+/* Stack indexes sorted by their frames (NULL on -ENOMEM); glibc's
+ * qsort_r, so that query threads can sort at once. */
 static uint32_t *sorted(const struct gw_prof *p)
 {
 	uint32_t *o = malloc((p->nst ? p->nst : 1) * sizeof(*o));
@@ -696,9 +695,7 @@ static uint32_t *sorted(const struct gw_prof *p)
 		return NULL;
 	for (size_t i = 0; i < p->nst; i++)
 		o[i] = (uint32_t)i;
-	sort_p = p;
-	qsort(o, p->nst, sizeof(*o), cmp_frames);
-	sort_p = NULL;
+	qsort_r(o, p->nst, sizeof(*o), cmp_frames, (void *)p);
 	return o;
 }
 
@@ -775,11 +772,10 @@ void gw_prof_json(const struct gw_prof *p, struct gw_buf *out)
 
 /* ---- functions ---- */
 
-static int sort_col;
-
-static int cmp_fn(const void *a, const void *b)
+static int cmp_fn(const void *a, const void *b, void *ctx)
 {
 	const struct gw_prof_fn *x = a, *y = b;
+	int sort_col = *(const int *)ctx;
 
 	if (x->flat[sort_col] != y->flat[sort_col])
 		return x->flat[sort_col] > y->flat[sort_col] ? -1 : 1;
@@ -824,8 +820,8 @@ int gw_prof_functions(const struct gw_prof *p, int col, struct gw_prof_fn **out,
 	for (uint32_t i = 0; i < p->nnames; i++)
 		if (f[i].cum[0] || f[i].cum[1])
 			f[k++] = f[i];
-	sort_col = col & 1;
-	qsort(f, k, sizeof(*f), cmp_fn);
+	col &= 1;
+	qsort_r(f, k, sizeof(*f), cmp_fn, &col);
 	*out = f;
 	*n = k;
 	return 0;
