@@ -15,12 +15,16 @@
 # 3:1, frame pointers) and one built without frame pointers (unwound from
 # .eh_frame by the agent).  Both profilers sample every CPU.
 #
-# usage: bench/profile.sh [BUILD_DIR]   (SECONDS=60 WORKERS=2 MODE=all)
+# With MODE=gpu the workload needs a CUDA library mapped to be selected:
+# PRELOAD names one (e.g. BUILD_DIR/tests/bpf/stub/libcudart.so.13).
+#
+# usage: bench/profile.sh [BUILD_DIR]   (SECS=60 WORKERS=2 MODE=all PRELOAD=)
 set -euo pipefail
 
 build="${1:-build}"
 bin="$build/gpuwatch"
-secs="${SECONDS_RUN:-${SECS:-60}}"
+secs="${SECS:-60}"
+preload="${PRELOAD:-}"
 workers="${WORKERS:-2}"
 mode="${MODE:-all}"
 src="$(cd "$(dirname "$0")/.." && pwd)"
@@ -69,10 +73,10 @@ done
 
 start=$(date +%s)
 for i in $(seq "$workers"); do
-	"$tmp/bench_hot" "$secs" 3 1 >/dev/null &
+	LD_PRELOAD="$preload" "$tmp/bench_hot" "$secs" 3 1 >/dev/null &
 	pids+=($!)
 done
-"$tmp/bench_nofp" "$secs" 3 1 >/dev/null &
+LD_PRELOAD="$preload" "$tmp/bench_nofp" "$secs" 3 1 >/dev/null &
 pids+=($!)
 
 # perf record's own CPU time: task-clock of the process (all its threads)
