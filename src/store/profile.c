@@ -116,6 +116,8 @@ static int intern(struct gw_prof *p, const char *name, size_t len, uint32_t *id)
 	uint32_t j;
 	char *s;
 
+	/* A name ends at a NUL byte (folded text may hold one). */
+	len = strnlen(name, len);
 	if (len >= GW_PROF_NAME_MAX)
 		len = GW_PROF_NAME_MAX - 1;
 	k = fnv(name, len, FNV0);
