@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/api.h"
 #include "query/promql.h"
 #include "store/profile.h"
 #include "store/profstore.h"
@@ -343,6 +344,111 @@ static void store_select_replace_retain(void **state)
 	gw_profstore_close(s);
 }
 
+/* ---- the API (http/profile_api.c) ---- */
+
+/* GET path?a=b&c=d... (pairs as "name=value" strings, NULL-terminated). */
+static unsigned int api(const struct gw_api_opts *o, const char *path,
+			int64_t now, struct gw_api_reply *r, ...)
+{
+	struct gw_api_params p = { 0 };
+	struct gw_api_request rq = { .path = path,
+				     .params = &p,
+				     .now_ms = now };
+	const char *kv;
+	va_list ap;
+
+	va_start(ap, r);
+	while ((kv = va_arg(ap, const char *))) {
+		char name[64];
+		const char *eq = strchr(kv, '=');
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		assert_int_equal(gw_api_params_add(&p, name, eq + 1), 0);
+	}
+	va_end(ap);
+	gw_api_reply_init(r);
+	assert_int_equal(gw_api_handle(NULL, o, &rq, r), 0);
+	gw_buf_put(&r->body, "", 1);
+	gw_api_params_release(&p);
+	return r->status;
+}
+
+static void api_answers(void **state)
+{
+	int64_t now = 1700000040000LL / 60000 * 60000;
+	struct gw_profstore *s = open_store(0);
+	struct gw_api_opts o = { .profiles = s };
+	struct gw_api_opts off = { .profile_off = true };
+	struct gw_api_reply r;
+
+	(void)state;
+	put_one(s, now - 60000, 1, "pid=\"1\",comm=\"a\"", 4);
+	put_one(s, now - 60000, 2, "pid=\"2\",comm=\"b\"", 6);
+
+	assert_int_equal(api(&o, "/api/v1/profile", now, &r,
+			     "match[]={comm=\"a\"}", "format=folded", NULL),
+			 200);
+	assert_string_equal(r.content_type, "text/plain; charset=utf-8");
+	assert_string_equal(r.body.p, "prog;main;hot_a 4\n");
+	gw_api_reply_release(&r);
+
+	assert_int_equal(api(&o, "/api/v1/profile", now, &r, NULL), 200);
+	assert_null(r.content_type);
+	assert_string_equal(r.body.p,
+			    "{\"status\":\"success\",\"data\":{\"samples\":10,"
+			    "\"stacks\":[{\"frames\":[\"prog\",\"main\","
+			    "\"hot_a\"],\"value\":10}]}}");
+	gw_api_reply_release(&r);
+
+	assert_int_equal(
+		api(&o, "/api/v1/profile/diff", now, &r, "match[]={comm=\"b\"}",
+		    "base_match[]={comm=\"a\"}", "base_start=1699999000",
+		    "base_end=1700000040", "format=folded", NULL),
+		200);
+	assert_string_equal(r.body.p, "prog;main;hot_a 4 6\n");
+	gw_api_reply_release(&r);
+
+	assert_int_equal(
+		api(&o, "/api/v1/profile", now, &r, "format=pprof", NULL), 200);
+	assert_string_equal(r.content_type, "application/octet-stream");
+	assert_int_equal((unsigned char)r.body.p[0], 0x1f);
+	gw_api_reply_release(&r);
+
+	/* Bad input: 400 bad_data with the reason. */
+	assert_int_equal(
+		api(&o, "/api/v1/profile", now, &r, "match[]={a=", NULL), 400);
+	assert_non_null(strstr(r.body.p, "invalid parameter \\\"match[]\\\""));
+	gw_api_reply_release(&r);
+	assert_int_equal(api(&o, "/api/v1/profile", now, &r, "start=2000",
+			     "end=1000", NULL),
+			 400);
+	assert_non_null(strstr(r.body.p, "end timestamp must not be before"));
+	gw_api_reply_release(&r);
+	assert_int_equal(
+		api(&o, "/api/v1/profile", now, &r, "start=0", "end=1e9", NULL),
+		400);
+	assert_non_null(strstr(r.body.p, "at most 31 days"));
+	gw_api_reply_release(&r);
+	assert_int_equal(
+		api(&o, "/api/v1/profile", now, &r, "format=svg", NULL), 400);
+	gw_api_reply_release(&r);
+	assert_int_equal(api(&o, "/api/v1/profile", now, &r, "type=heap", NULL),
+			 400);
+	gw_api_reply_release(&r);
+	assert_int_equal(api(&o, "/api/v1/profile/diff", now, &r, NULL), 400);
+	assert_non_null(
+		strstr(r.body.p, "base_start and base_end are required"));
+	gw_api_reply_release(&r);
+
+	/* --profile off */
+	assert_int_equal(api(&off, "/api/v1/profile", now, &r, NULL), 503);
+	assert_string_equal(
+		r.body.p, "{\"status\":\"error\",\"errorType\":\"unavailable\","
+			  "\"error\":\"profiling is off (--profile off)\"}");
+	gw_api_reply_release(&r);
+	gw_profstore_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +461,8 @@ int main(void)
 		cmocka_unit_test(bounds),
 		cmocka_unit_test_setup_teardown(store_select_replace_retain,
 						st_setup, st_teardown),
+		cmocka_unit_test_setup_teardown(api_answers, st_setup,
+						st_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -399,10 +399,11 @@ static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
 	struct acc *a;
 	int r;
 
-	c->samples += s->count;
+	if (ty == 0)
+		c->samples += s->count;
 	a = get_acc(c, s->pid, comm, sizeof(comm));
 	if (!a) {
-		c->dropped_samples += s->count;
+		c->dropped_samples += ty == 0 ? s->count : 0;
 		return 0;
 	}
 	snprintf(names[n], sizeof(names[n]), "%s", comm);
@@ -710,8 +711,10 @@ static double prof_round(struct gw_worker *w, void *arg)
 	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
 		gw_dbg("profile: raw samples: ring buffer error");
 	if (now >= c->next_drain) {
-		scan_targets(c, now);
+		/* Drain first: the samples of a process that just exited are
+		 * named from its cached maps, which the scan forgets. */
 		drain(c);
+		scan_targets(c, now);
 		publish(c);
 		c->next_drain = now + c->env->o->profile_flush;
 	}
