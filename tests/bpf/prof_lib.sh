@@ -1,7 +1,8 @@
 # Helpers for the CPU profiling tests t21NN (sourced, not run), on top of
 # lib.sh.  The fixture prog_hot (prog_hot.c) burns CPU in hot_a() and
 # hot_b() in a ratio given on its command line; prog_hot_nofp is the same
-# built without frame pointers, prog_hot_stripped the same stripped.
+# built without frame pointers, prog_hot_stripped the same stripped;
+# prog_jit runs code from anonymous memory named in /tmp/perf-PID.map.
 #
 # The profiler samples at 499 Hz in these tests (--profile-frequency), so
 # that a few seconds of a process's CPU give hundreds of samples even on a
