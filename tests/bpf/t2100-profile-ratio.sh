@@ -24,6 +24,14 @@ grep -q '"frames":\["t2100-gpu",' "$T_DIR/json" || fail "json: $(head -c 300 "$T
 grep -q '"samples":[1-9]' "$T_DIR/json" || fail "json without samples"
 ok "json by comm and pid"
 
+if command -v readelf >/dev/null 2>&1; then
+	bid=$(readelf -n "$BPF_FIXTURES/prog_hot" | sed -n 's/.*Build ID: *//p')
+	[ -n "$bid" ] || fail "prog_hot has no build id"
+	prof_get "{pid=\"$gpu\",version=\"$bid\"}" folded >"$T_DIR/byversion"
+	[ "$(prof_total "$T_DIR/byversion")" -gt 0 ] || fail "no profile with version=$bid (the build id)"
+	ok "version is the executable's build id"
+fi
+
 prof_get "{pid=\"$cpu\"}" folded >"$T_DIR/other"
 [ "$(prof_total "$T_DIR/other")" -eq 0 ] || fail "a process without CUDA was profiled in gpu mode"
 expect gpuwatch_profile_processes ">=" 1

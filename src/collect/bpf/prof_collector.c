@@ -50,7 +50,17 @@ struct acc {
 	int dirty[2]; /* samples since the last write */
 };
 
-#define LAUNCH_EVERY	 16 /* profile.bpf.c's launch_every */
+#define LAUNCH_EVERY 16	 /* profile.bpf.c's launch_every */
+#define MAX_EXES     256 /* executables whose facts are kept */
+
+/* What is read once per executable, not per process and minute. */
+struct exe {
+	dev_t dev;
+	ino_t ino;
+	uint64_t used;
+	int has_fp; /* gw_unwind_has_fp() */
+	char build_id[72];
+};
 #define MAX_LAUNCH_FILES 64
 
 /* A process looked at in gpu mode. */
@@ -75,6 +85,9 @@ struct prof_col {
 		dev_t dev;
 		ino_t ino;
 	} lfiles[MAX_LAUNCH_FILES]; /* files with launch probes */
+	struct exe exes[MAX_EXES];
+	unsigned int nexes;
+	uint64_t exe_clock;
 	unsigned int nlfiles;
 	int slot;
 	int up;
@@ -104,6 +117,43 @@ static int64_t now_ms(void)
 }
 
 static void choose_unwind(struct prof_col *c, uint32_t pid);
+
+/* The facts of pid's executable, from the cache or read now; NULL when
+ * the process is gone. */
+static const struct exe *get_exe(struct prof_col *c, uint32_t pid)
+{
+	char path[64];
+	struct stat st;
+	struct exe *e;
+	unsigned int slot;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if (stat(path, &st))
+		return NULL;
+	c->exe_clock++;
+	for (unsigned int i = 0; i < c->nexes; i++)
+		if (c->exes[i].dev == st.st_dev &&
+		    c->exes[i].ino == st.st_ino) {
+			c->exes[i].used = c->exe_clock;
+			return &c->exes[i];
+		}
+	if (c->nexes < MAX_EXES) {
+		slot = c->nexes++;
+	} else {
+		slot = 0;
+		for (unsigned int i = 1; i < c->nexes; i++)
+			if (c->exes[i].used < c->exes[slot].used)
+				slot = i;
+	}
+	e = &c->exes[slot];
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->used = c->exe_clock;
+	e->has_fp = gw_unwind_has_fp(pid);
+	if (gw_symbols_build_id(c->sym, pid, e->build_id, sizeof(e->build_id)))
+		e->build_id[0] = '\0';
+	return e;
+}
 
 /* ---- process selection (gpu mode) ---- */
 
@@ -366,8 +416,11 @@ static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
 	if (c->env->o->profile_version_env && c->env->o->profile_version_env[0])
 		env_value(c->environ, sizeof(c->environ), pid,
 			  c->env->o->profile_version_env, ver, sizeof(ver));
-	else if (gw_symbols_build_id(c->sym, pid, ver, sizeof(ver)))
-		ver[0] = '\0';
+	else {
+		const struct exe *e = get_exe(c, pid);
+
+		snprintf(ver, sizeof(ver), "%s", e ? e->build_id : "");
+	}
 	add_version(a->labels, sizeof(a->labels), ver);
 	c->nacc++;
 	choose_unwind(c, pid);
@@ -469,8 +522,12 @@ static void choose_unwind(struct prof_col *c, uint32_t pid)
 	for (unsigned int i = 0; i < c->ndwarf; i++)
 		if (c->dwarf[i] == pid)
 			return;
-	if (mode == GW_PROFILE_UNWIND_AUTO && gw_unwind_has_fp(pid) != 0)
-		return;
+	if (mode == GW_PROFILE_UNWIND_AUTO) {
+		const struct exe *e = get_exe(c, pid);
+
+		if (!e || e->has_fp != 0)
+			return;
+	}
 	if (gw_profiler_dwarf(c->pr, pid, 1) == 0) {
 		c->dwarf[c->ndwarf++] = pid;
 		gw_dbg("profile: pid %u is unwound from its call frame "
