@@ -10,7 +10,21 @@ prof_start_agent --profile all
 hot_prog t2103-hot "$BPF_FIXTURES/prog_hot" -- 120 3 1
 pid=${P_PID[t2103-hot]}
 prof_wait_samples "{pid=\"$pid\"}" 300 90
-end=$(date +%s)
+# A stored minute grows until the program stops: stop it and wait for the
+# last drain, so that every reader below sees the same samples.
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+unset "P_PID[t2103-hot]"
+stable() {
+	prof_get "{pid=\"$pid\"}" folded >"$T_DIR/a" &&
+		[ -s "$T_DIR/prev" ] && cmp -s "$T_DIR/a" "$T_DIR/prev" && return 0
+	cp "$T_DIR/a" "$T_DIR/prev"
+	sleep 1
+	return 1
+}
+: >"$T_DIR/prev"
+wait_until stable 30 "the profile of the stopped program still changes"
+end=$(($(date +%s) + 60))
 start=$((end - 600))
 
 "$GPUWATCH" profile --url "$URL" --pid "$pid" --start "$start" --end "$end" --top 5 >"$T_DIR/top" ||
