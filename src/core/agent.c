@@ -23,8 +23,12 @@
  * * gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
- * * gw-store        pipeline/ingest        each publish (woken), else the
- *                                          fast interval; a last pass and
+ * * gw-store-in     pipeline/ingest        each publish (woken), else the
+ *                                          fast interval: copies publishes
+ *                                          into the ingest queue
+ * * gw-store        pipeline/ingest        woken by gw-store-in, else the
+ *                                          fast interval: appends, store
+ *                                          maintenance; a last pass and
  *                                          flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
