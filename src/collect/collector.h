@@ -28,6 +28,10 @@
 struct gw_attrib_cache;
 struct gw_podres;
 struct gw_worker_table;
+struct gw_profstore;
+
+enum { GW_PROFILE_OFF, GW_PROFILE_GPU, GW_PROFILE_ALL };
+enum { GW_PROFILE_UNWIND_AUTO, GW_PROFILE_UNWIND_FP, GW_PROFILE_UNWIND_DWARF };
 
 /* The settings collectors read; strings are borrowed from the agent. */
 struct gw_collect_opts {
@@ -47,6 +51,12 @@ struct gw_collect_opts {
 	double exited_grace; /* seconds an exited process's series stay */
 	const char *const *cuda_lib_globs; /* extra library patterns */
 	unsigned int ncuda_lib_globs;
+	/* CPU profiling (collect/bpf/prof_collector.c) */
+	int profile;			 /* GW_PROFILE_OFF, _GPU, _ALL */
+	unsigned int profile_freq;	 /* Hz per CPU */
+	double profile_flush;		 /* seconds between drains */
+	const char *profile_version_env; /* "": the executable's build id */
+	int profile_unwind;		 /* GW_PROFILE_UNWIND_* */
 	/* CUPTI rings */
 	int cupti;
 	const char *cupti_dir;
@@ -74,6 +84,8 @@ struct gw_collect_env {
 	struct gw_podres *podres;
 	/* Lists the collectors' threads (common/worker.h); NULL: none. */
 	struct gw_worker_table *workers;
+	/* Where CPU profiles go (store/profstore.h); NULL: not kept. */
+	struct gw_profstore *profiles;
 };
 
 /*

@@ -40,6 +40,8 @@ struct gw_agent {
 	/* The local history (NULL with --no-store); the store collector
 	 * feeds it, the HTTP API reads it. */
 	struct gw_store *store;
+	/* CPU profiles (NULL with --no-store or --profile off). */
+	struct gw_profstore *profiles;
 	/* Every worker thread, for gpuwatch_agent_worker_cpu_seconds_total. */
 	struct gw_worker_table *workers;
 	/* Intervals in use, milliseconds; the governor may stretch them. */

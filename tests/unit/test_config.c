@@ -825,6 +825,7 @@ static const char *sample_value(const char *name)
 				   "nvidia/*/lib/libcudart.so*" },
 		{ "remote-write-raw", "gpuwatch_gpu_power_watts" },
 		{ "external-label", "cluster=a" },
+		{ "profile-version-env", "APP_VERSION" },
 	};
 
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
