@@ -50,6 +50,16 @@ uint64_t gw_caps_ebpf(void)
 	return c;
 }
 
+uint64_t gw_caps_prof(void)
+{
+	uint64_t c = gw_caps_ebpf() | GW_CAPS_PROF;
+
+	if (last_cap() < GW_CAP_CHECKPOINT_RESTORE)
+		c = (c & ~GW_CAP(GW_CAP_CHECKPOINT_RESTORE)) |
+		    GW_CAP(GW_CAP_SYS_ADMIN);
+	return c;
+}
+
 uint64_t gw_caps_effective(void)
 {
 	struct __user_cap_data_struct d[2];

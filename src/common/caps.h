@@ -33,14 +33,15 @@
 #define GW_CAP(c) (1ull << (c))
 
 /* Numbers from linux/capability.h, for kernels' headers that lack some. */
-#define GW_CAP_DAC_OVERRIDE    1
-#define GW_CAP_DAC_READ_SEARCH 2
-#define GW_CAP_SYS_PTRACE      19
-#define GW_CAP_SYS_ADMIN       21
-#define GW_CAP_SYS_RESOURCE    24
-#define GW_CAP_SYSLOG	       34
-#define GW_CAP_PERFMON	       38
-#define GW_CAP_BPF	       39
+#define GW_CAP_DAC_OVERRIDE	  1
+#define GW_CAP_DAC_READ_SEARCH	  2
+#define GW_CAP_SYS_PTRACE	  19
+#define GW_CAP_SYS_ADMIN	  21
+#define GW_CAP_SYS_RESOURCE	  24
+#define GW_CAP_SYSLOG		  34
+#define GW_CAP_PERFMON		  38
+#define GW_CAP_BPF		  39
+#define GW_CAP_CHECKPOINT_RESTORE 40
 
 /* Reading other users' /proc/PID/{environ,cgroup,maps,root}. */
 #define GW_CAPS_ATTRIB                                                         \
@@ -54,11 +55,24 @@
 	(GW_CAP(GW_CAP_BPF) | GW_CAP(GW_CAP_PERFMON) |                         \
 	 GW_CAP(GW_CAP_SYS_RESOURCE) | GW_CAPS_ATTRIB)
 
+/* The CPU profiler: the probes', kernel addresses in /proc/kallsyms, and
+ * /proc/PID/map_files (see gw_caps_prof()). */
+#define GW_CAPS_PROF                                                           \
+	(GW_CAPS_EBPF | GW_CAP(GW_CAP_SYSLOG) |                                \
+	 GW_CAP(GW_CAP_CHECKPOINT_RESTORE))
+
 /* What a worker keeps by default in gw_worker_opts: nothing. */
 #define GW_CAPS_NONE 0ull
 
 /* GW_CAPS_EBPF, with CAP_SYS_ADMIN where the kernel has no CAP_BPF. */
 uint64_t gw_caps_ebpf(void);
+/*
+ * The CPU profiler's: the probes' (gw_caps_ebpf), CAP_SYSLOG for kernel
+ * addresses in /proc/kallsyms, and CAP_CHECKPOINT_RESTORE for
+ * /proc/PID/map_files (a mapped file that was deleted; CAP_SYS_ADMIN on
+ * kernels before 5.9, which lack it).
+ */
+uint64_t gw_caps_prof(void);
 
 /*
  * Keeps only keep (intersected with what the thread has) in this thread's

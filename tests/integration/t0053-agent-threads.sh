@@ -42,11 +42,11 @@ fi
 m="$(scrape)"
 grep -q '^# TYPE gpuwatch_agent_worker_cpu_seconds_total counter$' <<<"$m" ||
 	fail "gpuwatch_agent_worker_cpu_seconds_total is not a counter"
-for name in $want gw-ebpf; do
+for name in $want gw-ebpf gw-prof; do
 	wait_until '[ -n "$(listed "$name")" ]' 10 "no CPU series for $name"
 done
 n="$(scrape | grep -c '^gpuwatch_agent_worker_cpu_seconds_total{' || true)"
-expected=$(($(wc -w <<<"$want") + 1)) # and gw-ebpf
+expected=$(($(wc -w <<<"$want") + 2)) # and gw-ebpf, gw-prof
 [ "$n" -eq "$expected" ] || fail "$n worker CPU series, expected $expected: $(scrape | grep '^gpuwatch_agent_worker_cpu_seconds_total{')"
 c0="$(listed gw-nvml-0 | cut -d' ' -f2)"
 wait_until 'awk -v a="$(listed gw-nvml-0 | cut -d" " -f2)" -v b="$c0" "BEGIN { exit !(a > b) }"' 20 \

@@ -104,7 +104,7 @@ def expand(name):
     for sub in re.findall(r"\b(GW_CAPS_\w+)\b", body):
         caps |= expand(sub)
     return caps
-need = expand("GW_CAPS_EBPF") | expand("GW_CAPS_CUPTI") | expand("GW_CAPS_ATTRIB")
+need = expand("GW_CAPS_EBPF") | expand("GW_CAPS_PROF") | expand("GW_CAPS_CUPTI") | expand("GW_CAPS_ATTRIB")
 have = set(sc["capabilities"]["add"])
 errs = []
 if have != need:

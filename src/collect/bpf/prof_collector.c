@@ -811,10 +811,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.round = prof_round,
 		.fini = prof_fini,
 		.table = env->workers,
-		/* map_files needs CAP_SYS_ADMIN; kernel addresses in
-		 * /proc/kallsyms CAP_SYSLOG. */
-		.caps = gw_caps_ebpf() | GW_CAP(GW_CAP_SYS_ADMIN) |
-			GW_CAP(GW_CAP_SYSLOG),
+		.caps = gw_caps_prof(),
 	};
 	struct prof_col *c;
 	int r;
