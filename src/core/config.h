@@ -111,6 +111,13 @@ struct gw_config {
 	unsigned int nfaults;
 	double exited_grace; /* an exited process's series stay this long */
 	struct gw_config_list cuda_lib_globs; /* extra CUDA library patterns */
+	/* the cold tier (core/cold.c, export/archive.h) */
+	char archive_url[1024];	     /* s3://BUCKET/PREFIX; "" = off */
+	char archive_endpoint[512];  /* "" = AWS */
+	char archive_region[64];     /* "" = from the environment */
+	char archive_addressing[16]; /* path, virtual, auto */
+	double archive_keep_local;   /* seconds */
+	unsigned long long archive_cache_size; /* bytes */
 };
 
 /* What SIGHUP does with a setting whose value changed. */
