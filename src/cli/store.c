@@ -25,6 +25,8 @@ static void usage(FILE *out)
 		"       gpuwatch store export PARTITION FILE [--data-dir DIR]\n"
 		"       gpuwatch store import [--data-dir DIR] [OPTIONS] "
 		"FILE...\n"
+		"       gpuwatch store archive|restore|ls --remote "
+		"[ARCHIVE-OPTIONS]\n"
 		"\n"
 		"The agent keeps its history in DIR/store: one SQLite file per "
 		"UTC "
@@ -53,6 +55,10 @@ static void usage(FILE *out)
 		"with timestamps\n"
 		"          (not while an agent runs; `gpuwatch store import "
 		"--help`)\n"
+		"  archive, restore, ls --remote\n"
+		"          the cold tier: closed days in an S3-compatible "
+		"bucket\n"
+		"          (`gpuwatch store archive --help`)\n"
 		"\n"
 		"Options:\n"
 		"  --data-dir DIR   the agent's --data-dir (default "
@@ -190,6 +196,16 @@ int gw_cmd_store(int argc, char **argv)
 			argc -= 2;
 			i--;
 		}
+	}
+	{
+		bool remote = false;
+
+		for (int i = 1; i < argc; i++)
+			remote |= strcmp(argv[i], "--remote") == 0;
+		if (strcmp(argv[0], "archive") == 0 ||
+		    strcmp(argv[0], "restore") == 0 ||
+		    (strcmp(argv[0], "ls") == 0 && remote))
+			return gw_cmd_store_archive(argc, argv, data_dir);
 	}
 	snprintf(dir, sizeof(dir), "%s/store", data_dir);
 	if (stat(dir, &st) != 0) {

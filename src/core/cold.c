@@ -71,8 +71,8 @@ int gw_cold_new(struct gw_agent *a, struct gw_store_opts *o,
 	if (!cfg->archive_url[0])
 		return 0;
 	r = gw_s3_config_init(&s3, cfg->archive_url, cfg->archive_endpoint,
-			      cfg->archive_region, cfg->archive_addressing,
-			      msg, sizeof(msg));
+			      cfg->archive_region, cfg->archive_addressing, msg,
+			      sizeof(msg));
 	if (r) {
 		snprintf(err, errlen, "--archive-url: %s", msg);
 		return r;

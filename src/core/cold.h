@@ -21,13 +21,14 @@ struct gw_cold;
 
 /* Checks the --archive-* settings (and that credentials are there): 0 or
  * -EINVAL with a message. */
-__attribute__((warn_unused_result)) int
-gw_cold_check(const struct gw_config *c, char *err, size_t errlen);
+__attribute__((warn_unused_result)) int gw_cold_check(const struct gw_config *c,
+						      char *err, size_t errlen);
 
 /* *out NULL when --archive-url is not set. */
-__attribute__((warn_unused_result)) int
-gw_cold_new(struct gw_agent *a, struct gw_store_opts *o, struct gw_cold **out,
-	    char *err, size_t errlen);
+__attribute__((warn_unused_result)) int gw_cold_new(struct gw_agent *a,
+						    struct gw_store_opts *o,
+						    struct gw_cold **out,
+						    char *err, size_t errlen);
 __attribute__((warn_unused_result)) int
 gw_cold_start(struct gw_cold *c, struct gw_store *s, char *err, size_t errlen);
 void gw_cold_free(struct gw_cold *c, double deadline);

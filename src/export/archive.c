@@ -184,7 +184,7 @@ int gw_archive_manifest_parse(const char *text, size_t len,
 			      struct gw_archive_manifest *m)
 {
 	static const char *const keys[] = { "gpuwatch-archive", "partition",
-					     "bytes", "sha256", "md5" };
+					    "bytes", "sha256", "md5" };
 	const char *p = text, *end = text + len;
 	size_t k = 0;
 
@@ -410,8 +410,7 @@ static int upload_one(struct gw_archive *a, struct gw_s3 *s3, const char *name,
 	snprintf(path, sizeof(path), "%s/%s.db", gw_store_dir(a->store), name);
 	r = file_sums(path, m.sha256, m.md5, &m.bytes);
 	if (r) {
-		snprintf(err, errlen, "cannot read %s: %s", path,
-			 strerror(-r));
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-r));
 		return r;
 	}
 	snprintf(m.partition, sizeof(m.partition), "%s", name);
@@ -422,8 +421,7 @@ static int upload_one(struct gw_archive *a, struct gw_s3 *s3, const char *name,
 		gw_s3_key(s3, file, key, sizeof(key));
 	}
 	snprintf(mkey, sizeof(mkey), "%s.manifest", key);
-	r = gw_s3_put_file(s3, key, path, m.bytes, m.sha256, etag, err,
-			   errlen);
+	r = gw_s3_put_file(s3, key, path, m.bytes, m.sha256, etag, err, errlen);
 	if (r)
 		return r;
 	r = gw_s3_head(s3, key, &size, etag2, err, errlen);
@@ -492,8 +490,7 @@ int gw_archive_pass(struct gw_archive *a, unsigned int *done,
 				 : v[k].tier == GW_TIER_1M ? "1m"
 							   : "1h",
 				 v[k].day);
-			if (strcmp(name, a->reported[i]) == 0 &&
-			    !v[k].archived)
+			if (strcmp(name, a->reported[i]) == 0 && !v[k].archived)
 				still = true;
 		}
 		if (still)
@@ -530,9 +527,9 @@ int gw_archive_pass(struct gw_archive *a, unsigned int *done,
 		}
 		(*failed)++;
 		last = r;
-		atomic_fetch_add(&a->upload_fail[r == -EILSEQ ? R_VERIFY
-							      : reason_of(r)],
-				 1);
+		atomic_fetch_add(
+			&a->upload_fail[r == -EILSEQ ? R_VERIFY : reason_of(r)],
+			1);
 		if (err && errlen && !err[0])
 			snprintf(err, errlen, "%s", msg);
 	}
@@ -655,8 +652,8 @@ static void cache_path(const struct gw_archive *a, const char *name, char *out,
 	/* raw/2026-12-01 -> DIR/raw-2026-12-01.db */
 	const char *slash = strchr(name, '/');
 
-	snprintf(out, len, "%s/%.*s-%s.db", a->cache_dir,
-		 (int)(slash - name), name, slash + 1);
+	snprintf(out, len, "%s/%.*s-%s.db", a->cache_dir, (int)(slash - name),
+		 name, slash + 1);
 }
 
 /* Under cache_lock: drops the least recently used files (not keep) until
@@ -749,9 +746,8 @@ int gw_archive_fetch(void *ctx, const char *name, char *path, size_t len,
 			snprintf(msg, sizeof(msg), "%s: a damaged manifest",
 				 mkey);
 		else if (strcmp(m.partition, name) != 0) {
-			snprintf(msg, sizeof(msg),
-				 "%s: the manifest names %s", mkey,
-				 m.partition);
+			snprintf(msg, sizeof(msg), "%s: the manifest names %s",
+				 mkey, m.partition);
 			r = -EBADMSG;
 		}
 		if (r)
@@ -763,8 +759,7 @@ int gw_archive_fetch(void *ctx, const char *name, char *path, size_t len,
 	f.max = m.bytes;
 	f.md = EVP_MD_CTX_new();
 	f.f = fopen(tmp, "wbx");
-	if (!f.md || EVP_DigestInit_ex(f.md, EVP_sha256(), NULL) != 1 ||
-	    !f.f) {
+	if (!f.md || EVP_DigestInit_ex(f.md, EVP_sha256(), NULL) != 1 || !f.f) {
 		r = f.f ? -ENOMEM : -errno;
 		snprintf(msg, sizeof(msg), "cannot write %s: %s", tmp,
 			 strerror(-r));
@@ -837,8 +832,8 @@ out:
 	return r ? fetch_fail(a, name, r, msg) : 0;
 }
 
-int gw_archive_restore(struct gw_archive *a, const char *name,
-		       const char *path, char *err, size_t errlen)
+int gw_archive_restore(struct gw_archive *a, const char *name, const char *path,
+		       char *err, size_t errlen)
 {
 	struct gw_query_limits none = { 0 };
 	char cached[4300];
@@ -850,8 +845,8 @@ int gw_archive_restore(struct gw_archive *a, const char *name,
 	}
 	r = gw_archive_fetch(a, name, cached, sizeof(cached), &none);
 	if (r) {
-		snprintf(err, errlen,
-			 "%s: %s (the log line above says more)", name,
+		snprintf(err, errlen, "%s: %s (the log line above says more)",
+			 name,
 			 r == -EILSEQ ? "the object does not match its "
 					"manifest; refused"
 				      : strerror(-r));

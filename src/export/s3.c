@@ -16,9 +16,9 @@
 
 #include "common/buf.h"
 
-#define EMPTY_SHA256 \
+#define EMPTY_SHA256                                                           \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define ERR_BODY_MAX (64 * 1024) /* an error answer's XML kept */
+#define ERR_BODY_MAX  (64 * 1024) /* an error answer's XML kept */
 #define LIST_BODY_MAX (16 << 20)
 
 struct gw_s3 {
@@ -96,12 +96,12 @@ int gw_s3_parse_credentials(const char *text, size_t len, const char *profile,
 			continue;
 		if (strcmp(buf, "aws_access_key_id") == 0) {
 			ak = snprintf(c->access_key, sizeof(c->access_key),
-				      "%s", eq + 1) <
-			     (int)sizeof(c->access_key);
+				      "%s",
+				      eq + 1) < (int)sizeof(c->access_key);
 		} else if (strcmp(buf, "aws_secret_access_key") == 0) {
 			sk = snprintf(c->secret_key, sizeof(c->secret_key),
-				      "%s", eq + 1) <
-			     (int)sizeof(c->secret_key);
+				      "%s",
+				      eq + 1) < (int)sizeof(c->secret_key);
 		} else if (strcmp(buf, "aws_session_token") == 0) {
 			snprintf(c->session_token, sizeof(c->session_token),
 				 "%s", eq + 1);
@@ -275,8 +275,8 @@ int gw_s3_config_init(struct gw_s3_config *c, const char *url,
 	}
 	for (const char *q = c->region; *q; q++)
 		if (!isalnum((unsigned char)*q) && *q != '-') {
-			snprintf(err, errlen, "region '%s' is not a region name",
-				 c->region);
+			snprintf(err, errlen,
+				 "region '%s' is not a region name", c->region);
 			return -EINVAL;
 		}
 	if (!style || !*style || strcmp(style, "auto") == 0) {
@@ -356,25 +356,25 @@ static void uri_encode(struct gw_buf *b, const char *s, bool slash)
 }
 
 /* The URL of key (NULL: the bucket) with an encoded query ("" or NULL). */
-static int make_url(const struct gw_s3 *s3, const char *key,
-		    const char *query, struct gw_buf *b)
+static int make_url(const struct gw_s3 *s3, const char *key, const char *query,
+		    struct gw_buf *b)
 {
 	const struct gw_s3_config *c = &s3->c;
 
 	if (!c->endpoint[0]) {
 		if (c->path_style)
 			gw_buf_putf(b, "https://s3.%s.amazonaws.com/%s/",
-				      c->region, c->bucket);
+				    c->region, c->bucket);
 		else
 			gw_buf_putf(b, "https://%s.s3.%s.amazonaws.com/",
-				      c->bucket, c->region);
+				    c->bucket, c->region);
 	} else if (c->path_style) {
 		gw_buf_putf(b, "%s/%s/", c->endpoint, c->bucket);
 	} else {
 		const char *host = strstr(c->endpoint, "://") + 3;
 
 		gw_buf_putf(b, "%.*s%s.%s/", (int)(host - c->endpoint),
-			      c->endpoint, c->bucket, host);
+			    c->endpoint, c->bucket, host);
 	}
 	if (key)
 		uri_encode(b, key, true);
@@ -506,8 +506,8 @@ static int http_error(struct xfer *x, const char *what, const char *key,
 		r = -EACCES;
 	else
 		r = -EIO;
-	snprintf(err, errlen, "%s %s: HTTP %ld%s%s%s%s%s", what, key,
-		 x->status, code[0] ? " " : "", code, msg[0] ? " (" : "", msg,
+	snprintf(err, errlen, "%s %s: HTTP %ld%s%s%s%s%s", what, key, x->status,
+		 code[0] ? " " : "", code, msg[0] ? " (" : "", msg,
 		 msg[0] ? ")" : "");
 	if (r == -EACCES && !code[0])
 		snprintf(err + strlen(err), errlen - strlen(err),
@@ -550,7 +550,8 @@ static int request(struct gw_s3 *s3, const char *method, const char *key,
 		h = curl_slist_append(h, hdr);
 	}
 	if (x->in || x->up)
-		h = curl_slist_append(h, "Content-Type: application/octet-stream");
+		h = curl_slist_append(h,
+				      "Content-Type: application/octet-stream");
 	h = curl_slist_append(h, "Expect:");
 	curl_easy_setopt(e, CURLOPT_URL, url.p);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -593,7 +594,8 @@ static int request(struct gw_s3 *s3, const char *method, const char *key,
 	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
 		r = -ETIMEDOUT;
 		snprintf(err, errlen, "%s %s: timed out (%s)", method,
-			 key ? key : "/", cerr[0] ? cerr : curl_easy_strerror(rc));
+			 key ? key : "/",
+			 cerr[0] ? cerr : curl_easy_strerror(rc));
 	} else if (rc != CURLE_OK) {
 		r = -ECONNREFUSED;
 		snprintf(err, errlen, "%s %s: %s", method, key ? key : "/",
@@ -650,8 +652,8 @@ int gw_s3_put_mem(struct gw_s3 *s3, const char *key, const void *data,
 	return r;
 }
 
-int gw_s3_head(struct gw_s3 *s3, const char *key, uint64_t *size,
-	       char etag[80], char *err, size_t errlen)
+int gw_s3_head(struct gw_s3 *s3, const char *key, uint64_t *size, char etag[80],
+	       char *err, size_t errlen)
 {
 	struct xfer x = { 0 };
 	int r;
@@ -805,8 +807,7 @@ static bool xml_text(const char *xml, size_t len, const char *tag, char *out,
 	size_t n;
 
 	out[0] = '\0';
-	return xml_find(xml, len, tag, &t, &n) &&
-	       xml_decode(t, n, out, outlen);
+	return xml_find(xml, len, tag, &t, &n) && xml_decode(t, n, out, outlen);
 }
 
 int gw_s3_parse_list(const char *xml, size_t len,
@@ -837,8 +838,7 @@ int gw_s3_parse_list(const char *xml, size_t len,
 		if (!xml_text(c, (size_t)(ce - c), "Key", o.key,
 			      sizeof(o.key)) ||
 		    !o.key[0] ||
-		    !xml_text(c, (size_t)(ce - c), "Size", size,
-			      sizeof(size)))
+		    !xml_text(c, (size_t)(ce - c), "Size", size, sizeof(size)))
 			return -EBADMSG;
 		errno = 0;
 		o.size = strtoull(size, &e, 10);
@@ -867,8 +867,8 @@ int gw_s3_parse_list(const char *xml, size_t len,
 		size_t qn = len;
 		const char *lastc = NULL, *t;
 
-		for (t = xml; (t = memmem(t, (size_t)(end - t), "</Contents>",
-					   11));
+		for (t = xml;
+		     (t = memmem(t, (size_t)(end - t), "</Contents>", 11));
 		     t += 11)
 			lastc = t + 11;
 		if (xml_text(q, qn, "IsTruncated", flag, sizeof(flag)))
@@ -876,9 +876,9 @@ int gw_s3_parse_list(const char *xml, size_t len,
 		if (*truncated &&
 		    !xml_text(q, qn, "NextContinuationToken", token,
 			      tokenlen) &&
-		    !(lastc && xml_text(lastc, (size_t)(end - lastc),
-					"NextContinuationToken", token,
-					tokenlen)))
+		    !(lastc &&
+		      xml_text(lastc, (size_t)(end - lastc),
+			       "NextContinuationToken", token, tokenlen)))
 			return -EBADMSG;
 	}
 	return 0;

@@ -55,9 +55,9 @@ struct gw_s3_config {
  * above.  0 or -EINVAL with a message.
  */
 __attribute__((warn_unused_result)) int
-gw_s3_config_init(struct gw_s3_config *c, const char *url,
-		  const char *endpoint, const char *region, const char *style,
-		  char *err, size_t errlen);
+gw_s3_config_init(struct gw_s3_config *c, const char *url, const char *endpoint,
+		  const char *region, const char *style, char *err,
+		  size_t errlen);
 
 /*
  * Reads [profile] of an AWS shared credentials file's text: 0 when both
@@ -78,8 +78,7 @@ void gw_s3_free(struct gw_s3 *s3);
 void gw_s3_set_cancel(struct gw_s3 *s3, int (*cancel)(void *ctx), void *ctx);
 
 /* The full key of name under the prefix ("PREFIX/name"). */
-void gw_s3_key(const struct gw_s3 *s3, const char *name, char *out,
-	       size_t len);
+void gw_s3_key(const struct gw_s3 *s3, const char *name, char *out, size_t len);
 
 /*
  * PUTs the file at path (len bytes) as key, with its SHA-256 (hex) as
@@ -109,8 +108,8 @@ gw_s3_get_mem(struct gw_s3 *s3, const char *key, size_t max, char **out,
 	      size_t *len, char *err, size_t errlen);
 __attribute__((warn_unused_result)) int
 gw_s3_get(struct gw_s3 *s3, const char *key,
-	  int (*sink)(void *ctx, const void *p, size_t n), void *ctx,
-	  char *err, size_t errlen);
+	  int (*sink)(void *ctx, const void *p, size_t n), void *ctx, char *err,
+	  size_t errlen);
 
 __attribute__((warn_unused_result)) int
 gw_s3_delete(struct gw_s3 *s3, const char *key, char *err, size_t errlen);
