@@ -28,7 +28,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: gpuwatch store archive [--data-dir DIR] ARCHIVE-OPTIONS\n"
+		"Usage: gpuwatch store archive [--data-dir DIR] "
+		"ARCHIVE-OPTIONS\n"
 		"       gpuwatch store restore PARTITION FILE ARCHIVE-OPTIONS\n"
 		"       gpuwatch store ls --remote [--data-dir DIR] "
 		"ARCHIVE-OPTIONS\n"
@@ -86,10 +87,12 @@ static void usage(FILE *out)
 		"\n"
 		"Examples:\n"
 		"  gpuwatch store archive --config /etc/gpuwatch/gpuwatch.yml\n"
-		"  gpuwatch store ls --remote --archive-url s3://metrics/node17 "
+		"  gpuwatch store ls --remote --archive-url "
+		"s3://metrics/node17 "
 		"\\\n"
 		"      --archive-endpoint http://minio:9000\n"
-		"  gpuwatch store restore raw/2026-11-02 /tmp/raw-2026-11-02.db "
+		"  gpuwatch store restore raw/2026-11-02 "
+		"/tmp/raw-2026-11-02.db "
 		"\\\n"
 		"      --archive-url s3://metrics/node17\n");
 }
@@ -240,8 +243,9 @@ static int do_restore(const struct gw_config *c, const char *name,
 		return 2;
 	}
 	if (temp_cache(cache, sizeof(cache))) {
-		fprintf(stderr, "gpuwatch store restore: cannot create %s: %s\n",
-			cache, strerror(errno));
+		fprintf(stderr,
+			"gpuwatch store restore: cannot create %s: %s\n", cache,
+			strerror(errno));
 		return 1;
 	}
 	r = open_archive(c, cache, &a);
