@@ -7,21 +7,22 @@ set -euo pipefail
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
-	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
+	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libssl-dev
 	libiberty-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl)
+	procps clang-format openssl nodejs)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501.)
+# openssl: the test CA of the remote_write TLS test, t0501; nodejs (with
+# npm): the npm projects at the end, s3rver for the cold-tier tests.)
 
 what="${1:-all}"
 case "$what" in
@@ -40,14 +41,18 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#pkgs[@]} packages are installed"
-	exit 0
-fi
-if [ "$(id -u)" -ne 0 ]; then
+elif [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing packages; run as root:"
 	echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
 	exit 1
+else
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	echo "install-deps: installed ${missing[*]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: installed ${missing[*]}"
+[ "$what" = all ] || exit 0
+
+# The tests' npm projects, each in its own directory with its
+# package-lock.json: one line each.
+(cd "$(dirname "$0")/../tests/s3" && npm ci --no-audit --no-fund) # s3rver: the cold tier (t064x)
