@@ -69,7 +69,8 @@ struct gw_archive {
 	struct gw_store *store;
 	struct gw_worker_table *workers;
 	struct gw_worker *w;
-	struct gw_s3 *up; /* the uploader's connection */
+	struct gw_worker *self; /* w, as the upload thread knows it */
+	struct gw_s3 *up;	/* the uploader's connection */
 
 	double backoff, next_try; /* monotonic seconds */
 	unsigned int streak;
@@ -348,7 +349,8 @@ static int stopping(void *ctx)
 {
 	struct gw_archive *a = ctx;
 
-	return a->w && gw_worker_stopping(a->w);
+	/* Read on the upload thread only (set by its rounds). */
+	return a->self && gw_worker_stopping(a->self);
 }
 
 struct readback {
@@ -547,7 +549,7 @@ static double upload_round(struct gw_worker *w, void *arg)
 	char err[1024];
 	int r;
 
-	(void)w;
+	a->self = w;
 	r = gw_archive_pass(a, &done, &failed, err, sizeof(err));
 	if (r == -ECANCELED)
 		return IDLE_PERIOD;
@@ -823,6 +825,8 @@ int gw_archive_fetch(void *ctx, const char *name, char *path, size_t len,
 	gw_info("archive: fetched %s for a query (%llu bytes in %.2f s)", name,
 		(unsigned long long)f.n, gw_now_mono() - t0);
 out:
+	if (r == -ECANCELED && f.timed_out)
+		r = -ETIMEDOUT;
 	if (f.f)
 		fclose(f.f);
 	if (r)

@@ -453,7 +453,6 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 		    p->day + MS_DAY <= now - s->o.retention_ms[p->tier]) {
 			if (p->archived) {
 				evict_part(s, i, "past its retention");
-				atomic_fetch_add(&s->st_drop_ret, 1);
 			} else if (!held_for_archive(s, p)) {
 				drop_part(s, i, "past its retention");
 				atomic_fetch_add(&s->st_drop_ret, 1);
