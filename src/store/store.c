@@ -1103,7 +1103,8 @@ void gw_store_stats(struct gw_store *s, struct gw_store_stats *st)
 		st->series = xs.series;
 		st->series_live = xs.live;
 	}
-	st->partitions = s->nparts;
+	for (size_t i = 0; i < s->nparts; i++)
+		st->partitions += !s->parts[i].remote; /* on this disk */
 	pthread_rwlock_unlock(&s->lock);
 	st->samples_appended = atomic_load(&s->st_appended);
 	st->samples_refused_order = atomic_load(&s->st_order);

@@ -477,11 +477,12 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 				    "left to drop but today's data");
 			break;
 		}
-		if (s->parts[i].archived)
+		if (s->parts[i].archived) {
 			evict_part(s, i, "over the disk budget");
-		else
+		} else {
 			drop_part(s, i, "over the disk budget");
-		atomic_fetch_add(&s->st_drop_budget, 1);
+			atomic_fetch_add(&s->st_drop_budget, 1);
+		}
 		gw_store_refresh_sizes(s);
 	}
 }
