@@ -94,14 +94,19 @@ int gw_s3_parse_credentials(const char *text, size_t len, const char *profile,
 		trim(eq + 1);
 		if (!in)
 			continue;
+		/* An empty value is no key (a later line may give it). */
 		if (strcmp(buf, "aws_access_key_id") == 0) {
-			ak = snprintf(c->access_key, sizeof(c->access_key),
-				      "%s",
-				      eq + 1) < (int)sizeof(c->access_key);
+			size_t k = strlen(eq + 1);
+
+			ak = k && k < sizeof(c->access_key);
+			if (ak)
+				memcpy(c->access_key, eq + 1, k + 1);
 		} else if (strcmp(buf, "aws_secret_access_key") == 0) {
-			sk = snprintf(c->secret_key, sizeof(c->secret_key),
-				      "%s",
-				      eq + 1) < (int)sizeof(c->secret_key);
+			size_t k = strlen(eq + 1);
+
+			sk = k && k < sizeof(c->secret_key);
+			if (sk)
+				memcpy(c->secret_key, eq + 1, k + 1);
 		} else if (strcmp(buf, "aws_session_token") == 0) {
 			snprintf(c->session_token, sizeof(c->session_token),
 				 "%s", eq + 1);
@@ -770,8 +775,8 @@ static bool xml_decode(const char *p, size_t n, char *out, size_t outlen)
 		} else {
 			i++;
 		}
-		if (o + 1 >= outlen)
-			return false;
+		if (o + 1 >= outlen || ch == '\0')
+			return false; /* too long, or a NUL in a text */
 		out[o++] = ch;
 	}
 	out[o] = '\0';
@@ -807,7 +812,10 @@ static bool xml_text(const char *xml, size_t len, const char *tag, char *out,
 	size_t n;
 
 	out[0] = '\0';
-	return xml_find(xml, len, tag, &t, &n) && xml_decode(t, n, out, outlen);
+	if (xml_find(xml, len, tag, &t, &n) && xml_decode(t, n, out, outlen))
+		return true;
+	out[0] = '\0'; /* nothing half decoded */
+	return false;
 }
 
 int gw_s3_parse_list(const char *xml, size_t len,
@@ -880,6 +888,8 @@ int gw_s3_parse_list(const char *xml, size_t len,
 		      xml_text(lastc, (size_t)(end - lastc),
 			       "NextContinuationToken", token, tokenlen)))
 			return -EBADMSG;
+		if (*truncated && !token[0])
+			return -EBADMSG; /* more, and no way to ask for it */
 	}
 	return 0;
 }

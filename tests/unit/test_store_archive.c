@@ -257,8 +257,8 @@ static void unarchived_days_outlive_their_retention(void **state)
 	assert_int_equal(select_raw(f, T0, T0 + 4 * DAY, NULL), 4 * 48);
 }
 
-static void a_failing_hook_skips_the_day_a_deadline_stops_the_query(
-	void **state)
+static void
+a_failing_hook_skips_the_day_a_deadline_stops_the_query(void **state)
 {
 	struct fixture *f = *state;
 	struct gw_query_limits lim = { 0 };
@@ -289,8 +289,7 @@ static void reports_are_checked(void **state)
 
 	assert_int_equal(gw_store_archived(f->s, "raw/2026-2-1", 1), -EINVAL);
 	assert_int_equal(gw_store_archived(f->s, "2m/2026-11-30", 1), -EINVAL);
-	assert_int_equal(gw_store_archived(f->s, "raw/2026-02-31", 1),
-			 -EINVAL);
+	assert_int_equal(gw_store_archived(f->s, "raw/2026-02-31", 1), -EINVAL);
 	assert_int_equal(gw_store_archived(f->s, "raw", 1), -EINVAL);
 	assert_int_equal(gw_store_parse_partition("1h/2026-11-30", &t, &day),
 			 0);
