@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,11 +303,26 @@ int gw_s3_config_init(struct gw_s3_config *c, const char *url,
 
 /* ---- requests ---- */
 
+/* libcurl before 7.84 does not make curl_global_init() thread-safe: once
+ * per process, from the first gw_s3_new() (the archive's, on the agent's
+ * main thread before any query or upload thread exists). */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_FAILED_INIT;
+
+static void curl_init_once(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int gw_s3_new(const struct gw_s3_config *c, struct gw_s3 **out)
 {
-	struct gw_s3 *s3 = calloc(1, sizeof(*s3));
+	struct gw_s3 *s3;
 
 	*out = NULL;
+	pthread_once(&curl_once, curl_init_once);
+	if (curl_init_rc != CURLE_OK)
+		return -ENOMEM;
+	s3 = calloc(1, sizeof(*s3));
 	if (!s3)
 		return -ENOMEM;
 	s3->c = *c;
