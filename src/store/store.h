@@ -182,6 +182,14 @@ gw_store_partitions(struct gw_store *s, struct gw_store_partition **out,
 __attribute__((warn_unused_result)) int
 gw_store_archived(struct gw_store *s, const char *name, uint64_t bytes);
 
+/*
+ * The partitions DIR's index.db records as archived, read without opening
+ * the store (also while the agent runs): sorted names ("raw/2026-12-01")
+ * in *out (malloc'd; none for a store that never archived).  0 or -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_store_archived_names(const char *dir, char (**out)[32], size_t *n);
+
 /* The store's directory (DIR/store), for the partitions' paths. */
 const char *gw_store_dir(const struct gw_store *s);
 

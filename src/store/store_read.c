@@ -1162,3 +1162,48 @@ int gw_store_check_file(const char *path)
 	sqlite3_close(db);
 	return err == -EIO ? -EBADMSG : err;
 }
+
+int gw_store_archived_names(const char *dir, char (**out)[32], size_t *n)
+{
+	char path[PATH_MAX + 16];
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "file:%s/index.db?mode=ro", dir);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+			    NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT name FROM archived ORDER BY name",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		if (!name || strlen(name) >= 32)
+			continue;
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			char(*v)[32] = realloc(*out, nc * sizeof(**out));
+
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			*out = v;
+			cap = nc;
+		}
+		memcpy((*out)[(*n)++], name, strlen(name) + 1);
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
+}

@@ -75,6 +75,9 @@ for tier in raw 1m 1h; do
 		fail "ls --remote does not list $tier $DAY1: $(cat "$T_DIR/ls.out")"
 done
 grep -q "^6 partitions in s3://$S3_BUCKET/node1" "$T_DIR/ls.out" || fail "ls --remote summary: $(tail -1 "$T_DIR/ls.out")"
+"$GPUWATCH" store ls --data-dir "$D" >"$T_DIR/ls-local.out"
+grep -Eq "^raw +$DAY2 .* remote" "$T_DIR/ls-local.out" || fail "store ls does not show the remote day: $(cat "$T_DIR/ls-local.out")"
+grep -q "6 more in the archive only" "$T_DIR/ls-local.out" || fail "store ls summary: $(tail -1 "$T_DIR/ls-local.out")"
 "$GPUWATCH" store restore "raw/$DAY2" "$T_DIR/restored.db" "${ARCHIVE[@]}" >/dev/null ||
 	fail "store restore failed"
 cmp -s "$T_DIR/restored.db" "$(s3_object "raw/$DAY2.db")" || fail "the restored file differs from the object"
