@@ -573,7 +573,6 @@ static int request(struct gw_s3 *s3, const char *method, const char *key,
 	if (x->in || x->up)
 		h = curl_slist_append(h,
 				      "Content-Type: application/octet-stream");
-	h = curl_slist_append(h, "Expect:");
 	curl_easy_setopt(e, CURLOPT_URL, url.p);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4);
