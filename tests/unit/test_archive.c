@@ -36,8 +36,8 @@ static void urls_endpoints_regions(void **state)
 
 	(void)state;
 	with_keys();
-	assert_int_equal(gw_s3_config_init(&c, "s3://gpu-metrics/node17/",
-					   NULL, NULL, NULL, err, sizeof(err)),
+	assert_int_equal(gw_s3_config_init(&c, "s3://gpu-metrics/node17/", NULL,
+					   NULL, NULL, err, sizeof(err)),
 			 0);
 	assert_string_equal(c.bucket, "gpu-metrics");
 	assert_string_equal(c.prefix, "node17");
@@ -109,13 +109,13 @@ static void credentials_file_and_profiles(void **state)
 	assert_string_equal(c.secret_key, "archsecret");
 	assert_string_equal(c.session_token, "tok");
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(gw_s3_parse_credentials(text, strlen(text), "nope",
-						 &c, err, sizeof(err)),
+	assert_int_equal(gw_s3_parse_credentials(text, strlen(text), "nope", &c,
+						 err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "profile [nope]"));
-	assert_int_equal(gw_s3_parse_credentials("[x\n", 3, "x", &c, err,
-						 sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		gw_s3_parse_credentials("[x\n", 3, "x", &c, err, sizeof(err)),
+		-EINVAL);
 	assert_non_null(strstr(err, "line 1"));
 
 	/* Through the environment's file and profile. */
@@ -166,12 +166,12 @@ static void manifest_round_trip_and_refusals(void **state)
 	memset(m.md5, '0', 32);
 	n = gw_archive_manifest_format(&m, text, sizeof(text));
 	assert_true(n > 0);
-	assert_string_equal(text,
-			    "gpuwatch-archive 1\npartition raw/2026-11-02\n"
-			    "bytes 1830912\nsha256 "
-			    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-			    "aaaaaaaaaaa\nmd5 "
-			    "00000000000000000000000000000000\n");
+	assert_string_equal(
+		text, "gpuwatch-archive 1\npartition raw/2026-11-02\n"
+		      "bytes 1830912\nsha256 "
+		      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		      "aaaaaaaaaaa\nmd5 "
+		      "00000000000000000000000000000000\n");
 	assert_int_equal(gw_archive_manifest_parse(text, (size_t)n, &back), 0);
 	assert_memory_equal(&m, &back, sizeof(m));
 	/* A newer writer's extra keys are fine; a newer version is not. */
@@ -179,13 +179,13 @@ static void manifest_round_trip_and_refusals(void **state)
 		char more[600];
 
 		snprintf(more, sizeof(more), "%snode n17\n", text);
-		assert_int_equal(gw_archive_manifest_parse(more, strlen(more),
-							   &back),
-				 0);
+		assert_int_equal(
+			gw_archive_manifest_parse(more, strlen(more), &back),
+			0);
 		more[17] = '2';
-		assert_int_equal(gw_archive_manifest_parse(more, strlen(more),
-							   &back),
-				 -EPROTONOSUPPORT);
+		assert_int_equal(
+			gw_archive_manifest_parse(more, strlen(more), &back),
+			-EPROTONOSUPPORT);
 	}
 	/* Cut short, a bad hash, a bad partition. */
 	assert_int_equal(gw_archive_manifest_parse(text, (size_t)n - 1, &back),
@@ -193,10 +193,10 @@ static void manifest_round_trip_and_refusals(void **state)
 	text[60] = 'G';
 	assert_int_equal(gw_archive_manifest_parse(text, (size_t)n, &back),
 			 -EBADMSG);
-	assert_int_equal(gw_archive_manifest_parse(
-				 "gpuwatch-archive 1\npartition raw/x\n", 36,
-				 &back),
-			 -EBADMSG);
+	assert_int_equal(
+		gw_archive_manifest_parse(
+			"gpuwatch-archive 1\npartition raw/x\n", 36, &back),
+		-EBADMSG);
 }
 
 struct seen {
@@ -252,8 +252,8 @@ static void bucket_listings(void **state)
 	assert_true(more);
 	assert_string_equal(token, "1x&y=");
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(gw_s3_parse_list(s3rver, strlen(s3rver), on_object,
-					  &s, &more, token, sizeof(token)),
+	assert_int_equal(gw_s3_parse_list(s3rver, strlen(s3rver), on_object, &s,
+					  &more, token, sizeof(token)),
 			 0);
 	assert_int_equal(s.n, 1);
 	assert_false(more);
