@@ -823,6 +823,9 @@ static const char *sample_value(const char *name)
 				   "nvidia/*/lib/libcudart.so*" },
 		{ "remote-write-raw", "gpuwatch_gpu_power_watts" },
 		{ "external-label", "cluster=a" },
+		{ "archive-url", "s3://gpu-metrics/node17" },
+		{ "archive-endpoint", "http://minio:9000" },
+		{ "archive-region", "eu-west-3" },
 	};
 
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
