@@ -203,8 +203,10 @@ static const struct opt opts[] = {
 	{ "archive-url", T_STRING, F(archive_url), 0, 0, "s3://BUCKET/PREFIX",
 	  "", RESTART, "copy closed days to an S3-compatible bucket",
 	  "Copy every closed day partition to this S3-compatible bucket and\n"
-	  "prefix (one prefix per node), verified by checksum, and read them\n"
-	  "back for queries that reach them. Credentials: AWS_ACCESS_KEY_ID,\n"
+	  "prefix (one prefix per node: ${NODE_NAME} or any ${VARIABLE} of\n"
+	  "the environment is replaced, ${HOSTNAME} defaults to the host's\n"
+	  "name), verified by checksum, and read them back for queries that\n"
+	  "reach them. Credentials: AWS_ACCESS_KEY_ID,\n"
 	  "AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN) or the shared "
 	  "credentials\n"
 	  "file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). See\n"

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 
@@ -206,14 +207,75 @@ static int load_credentials(struct gw_s3_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-int gw_s3_config_init(struct gw_s3_config *c, const char *url,
+/*
+ * ${NAME} in the archive URL becomes the environment's NAME, so that one
+ * configuration serves every node (s3://bucket/${NODE_NAME}, the node's
+ * name from the Kubernetes downward API); ${HOSTNAME} falls back to the
+ * host's name.  -EINVAL for an unset variable or an unclosed ${.
+ */
+static int expand_env(const char *in, char *out, size_t outlen, char *err,
+		      size_t errlen)
+{
+	size_t o = 0;
+
+	while (*in) {
+		const char *val = NULL, *end;
+		char name[128], host[256];
+		size_t n;
+
+		if (in[0] != '$' || in[1] != '{') {
+			if (o + 1 >= outlen)
+				goto long_;
+			out[o++] = *in++;
+			continue;
+		}
+		end = strchr(in + 2, '}');
+		n = end ? (size_t)(end - in - 2) : 0;
+		if (!end || !n || n >= sizeof(name)) {
+			snprintf(err, errlen, "'%s': ${ without a name and }",
+				 in);
+			return -EINVAL;
+		}
+		memcpy(name, in + 2, n);
+		name[n] = '\0';
+		val = getenv(name);
+		if ((!val || !*val) && strcmp(name, "HOSTNAME") == 0 &&
+		    gethostname(host, sizeof(host)) == 0) {
+			host[sizeof(host) - 1] = '\0';
+			val = host;
+		}
+		if (!val || !*val) {
+			snprintf(err, errlen,
+				 "${%s} in the archive URL: %s is not set in "
+				 "the environment",
+				 name, name);
+			return -EINVAL;
+		}
+		n = strlen(val);
+		if (o + n >= outlen)
+			goto long_;
+		memcpy(out + o, val, n);
+		o += n;
+		in = end + 1;
+	}
+	out[o] = '\0';
+	return 0;
+long_:
+	snprintf(err, errlen, "the archive URL is too long");
+	return -EINVAL;
+}
+
+int gw_s3_config_init(struct gw_s3_config *c, const char *url_in,
 		      const char *endpoint, const char *region,
 		      const char *style, char *err, size_t errlen)
 {
 	const char *p, *slash;
+	char url[1200];
 	size_t n;
 
 	memset(c, 0, sizeof(*c));
+	if (expand_env(url_in, url, sizeof(url), err, errlen))
+		return -EINVAL;
 	if (strncmp(url, "s3://", 5) != 0) {
 		snprintf(err, errlen, "'%s' is not s3://BUCKET[/PREFIX]", url);
 		return -EINVAL;

@@ -49,7 +49,9 @@ struct gw_s3_config {
 };
 
 /*
- * Fills c from the archive URL (s3://BUCKET[/PREFIX]), the endpoint (""
+ * Fills c from the archive URL (s3://BUCKET[/PREFIX], where ${NAME} is the
+ * environment variable NAME, ${HOSTNAME} the host's name if unset), the
+ * endpoint (""
  * or NULL: AWS), the region ("" or NULL: from the environment) and the
  * addressing style ("path", "virtual" or "auto"), then the credentials as
  * above.  0 or -EINVAL with a message.

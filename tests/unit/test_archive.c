@@ -81,6 +81,32 @@ static void urls_endpoints_regions(void **state)
 			 -EINVAL);
 	assert_non_null(strstr(err, "not path, virtual or auto"));
 	unsetenv("AWS_REGION");
+
+	/* One configuration for every node: ${VARIABLE}s of the
+	 * environment. */
+	setenv("NODE_NAME", "gpu-node-17", 1);
+	assert_int_equal(gw_s3_config_init(&c, "s3://bkt/${NODE_NAME}/a", NULL,
+					   NULL, NULL, err, sizeof(err)),
+			 0);
+	assert_string_equal(c.prefix, "gpu-node-17/a");
+	unsetenv("NODE_NAME");
+	assert_int_equal(gw_s3_config_init(&c, "s3://bkt/${NODE_NAME}", NULL,
+					   NULL, NULL, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "NODE_NAME is not set"));
+	assert_int_equal(gw_s3_config_init(&c, "s3://bkt/${NODE", NULL, NULL,
+					   NULL, err, sizeof(err)),
+			 -EINVAL);
+	unsetenv("HOSTNAME");
+	assert_int_equal(gw_s3_config_init(&c, "s3://bkt/${HOSTNAME}", NULL,
+					   NULL, NULL, err, sizeof(err)),
+			 0);
+	{
+		char host[256];
+
+		assert_int_equal(gethostname(host, sizeof(host)), 0);
+		assert_string_equal(c.prefix, host);
+	}
 }
 
 static void credentials_file_and_profiles(void **state)
