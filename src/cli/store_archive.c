@@ -30,7 +30,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: gpuwatch store archive [--data-dir DIR] "
 		"ARCHIVE-OPTIONS\n"
-		"       gpuwatch store restore PARTITION FILE ARCHIVE-OPTIONS\n"
+		"       gpuwatch store restore PARTITION [FILE] "
+		"ARCHIVE-OPTIONS\n"
 		"       gpuwatch store ls --remote [--data-dir DIR] "
 		"ARCHIVE-OPTIONS\n"
 		"\n"
@@ -52,7 +53,11 @@ static void usage(FILE *out)
 		"raw/2026-11-02)\n"
 		"           to FILE, verified against its manifest: a copy "
 		"that does not\n"
-		"           match is refused. Safe while the agent runs.\n"
+		"           match is refused. Safe while the agent runs. "
+		"Without FILE,\n"
+		"           put it back into DIR, where it then stays "
+		"whatever the local\n"
+		"           retention (not while an agent runs on DIR).\n"
 		"  ls --remote\n"
 		"           list the partitions in the bucket: size, complete "
 		"(data and\n"
@@ -271,6 +276,117 @@ static int do_restore(const struct gw_config *c, const char *name,
 	return r == -EINVAL ? 2 : r ? 1 : 0;
 }
 
+/* restore without FILE: back into DIR, kept there (the agent is not
+ * running: the directory is locked). */
+static int do_restore_into(const struct gw_config *c, const char *name)
+{
+	struct gw_store_partition *v = NULL;
+	struct gw_store_opts o;
+	struct gw_store *s = NULL;
+	struct gw_archive *a = NULL;
+	char dir[PATH_MAX + 16], cache[PATH_MAX], err[2048];
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 96];
+	bool remote = false, known = false;
+	size_t n = 0;
+	int fd, r;
+
+	snprintf(dir, sizeof(dir), "%s/store", c->data_dir);
+	if (access(dir, F_OK) != 0) {
+		fprintf(stderr, "gpuwatch store restore: no store in %s\n",
+			c->data_dir);
+		return 1;
+	}
+	fd = lock_dir(c->data_dir);
+	if (fd < 0)
+		return 1;
+	if (temp_cache(cache, sizeof(cache))) {
+		fprintf(stderr,
+			"gpuwatch store restore: cannot create %s: %s\n", cache,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	r = open_archive(c, cache, &a);
+	if (r)
+		goto out;
+	gw_store_opts_defaults(&o);
+	o.dir = dir;
+	for (int t = 0; t < GW_TIERS; t++)
+		o.retention_ms[t] = INT64_MAX / 4;
+	o.archive = true;
+	o.archive_keep_ms = INT64_MAX / 4;
+	r = gw_store_open(&s, &o, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "gpuwatch store restore: %s\n", err);
+		goto out;
+	}
+	r = gw_store_partitions(s, &v, &n);
+	for (size_t i = 0; !r && i < n; i++) {
+		char pn[32];
+
+		snprintf(pn, sizeof(pn), "%s/%s",
+			 v[i].tier == GW_TIER_RAW  ? "raw"
+			 : v[i].tier == GW_TIER_1M ? "1m"
+						   : "1h",
+			 v[i].day);
+		if (strcmp(pn, name) == 0 && v[i].archived) {
+			known = true;
+			remote = !v[i].local;
+		}
+	}
+	free(v);
+	if (!r && !known) {
+		fprintf(stderr,
+			"gpuwatch store restore: %s is not an archived "
+			"partition of %s (give a FILE to download any object "
+			"of the bucket)\n",
+			name, c->data_dir);
+		r = -ENOENT;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s.db", dir, name);
+	if (!r && remote) {
+		snprintf(tmp, sizeof(tmp), "%s.restoring", path);
+		(void)unlink(tmp);
+		r = gw_archive_restore(a, name, tmp, err, sizeof(err));
+		if (r)
+			fprintf(stderr, "gpuwatch store restore: %s\n", err);
+		if (!r && (chmod(tmp, 0444) != 0 || rename(tmp, path) != 0)) {
+			r = -errno;
+			fprintf(stderr,
+				"gpuwatch store restore: cannot put %s in "
+				"place: %s\n",
+				path, strerror(errno));
+		}
+		if (r)
+			(void)unlink(tmp);
+	}
+	if (!r) {
+		r = gw_store_restored(s, name);
+		if (r)
+			fprintf(stderr, "gpuwatch store restore: %s: %s\n",
+				name, strerror(-r));
+		else
+			printf("restored %s into %s (verified against its "
+			       "manifest); it stays on the local disk\n",
+			       name, path);
+	}
+out:
+	gw_store_close(s);
+	gw_archive_free(a, 0);
+	{
+		char p[PATH_MAX + 64];
+		const char *slash = strchr(name, '/');
+
+		snprintf(p, sizeof(p), "%s/%.*s-%s.db", cache,
+			 (int)(slash - name), name, slash + 1);
+		(void)unlink(p);
+		(void)rmdir(cache);
+	}
+	close(fd);
+	return r == -EINVAL ? 2 : r ? 1 : 0;
+}
+
 static int do_ls_remote(const struct gw_config *c)
 {
 	struct gw_archive *a = NULL;
@@ -345,12 +461,11 @@ int gw_cmd_store_archive(int argc, char **argv, const char *data_dir)
 	args[na++] = (char *)"store";
 	args[na++] = (char *)"--data-dir";
 	args[na++] = (char *)data_dir;
+	/* PARTITION [FILE] come first, the options after them. */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--remote") == 0)
 			remote = true;
-		else if (argv[i][0] != '-' && npos < 2 &&
-			 (i == 1 || argv[i - 1][0] != '-' ||
-			  strchr(argv[i - 1], '=') || npos))
+		else if (argv[i][0] != '-' && npos < 2 && na == 3)
 			pos[npos++] = argv[i];
 		else
 			args[na++] = argv[i];
@@ -367,6 +482,8 @@ int gw_cmd_store_archive(int argc, char **argv, const char *data_dir)
 		r = do_archive(c);
 	else if (strcmp(cmd, "restore") == 0 && npos == 2)
 		r = do_restore(c, pos[0], pos[1]);
+	else if (strcmp(cmd, "restore") == 0 && npos == 1)
+		r = do_restore_into(c, pos[0]);
 	else if (strcmp(cmd, "ls") == 0 && remote && npos == 0)
 		r = do_ls_remote(c);
 	else {

@@ -569,11 +569,14 @@ static int open_index(struct gw_store *s, bool *fresh,
 			"PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER "
 			"NOT NULL, data BLOB NOT NULL);");
 	/* The partitions the archive holds (the cold tier): name
-	 * ("raw/2026-12-01") and size. */
+	 * ("raw/2026-12-01"), size, and pinned: restored to this disk by an
+	 * operator, kept here whatever the local retention. */
 	if (!err)
 		err = gw_store_exec(
-			s->index, "CREATE TABLE IF NOT EXISTS archived(name "
-				  "TEXT PRIMARY KEY, bytes INTEGER NOT NULL);");
+			s->index,
+			"CREATE TABLE IF NOT EXISTS archived(name TEXT "
+			"PRIMARY KEY, bytes INTEGER NOT NULL, pinned INTEGER "
+			"NOT NULL DEFAULT 0);");
 	return err;
 }
 
@@ -661,8 +664,9 @@ static int load_archived(struct gw_store *s)
 	sqlite3_stmt *st;
 	int rc, err = 0;
 
-	rc = sqlite3_prepare_v2(s->index, "SELECT name, bytes FROM archived",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(s->index,
+				"SELECT name, bytes, pinned FROM archived", -1,
+				&st, NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(s->index, rc, "reading archived");
 	while (!err && sqlite3_step(st) == SQLITE_ROW) {
@@ -674,6 +678,7 @@ static int load_archived(struct gw_store *s)
 		have = gw_store_part_find(s, p.tier, p.day);
 		if (have) {
 			have->archived = have->closed;
+			have->pinned = sqlite3_column_int(st, 2) != 0;
 			continue;
 		}
 		p.closed = p.archived = p.remote = true;

@@ -190,6 +190,17 @@ gw_store_archived(struct gw_store *s, const char *name, uint64_t bytes);
 __attribute__((warn_unused_result)) int
 gw_store_archived_names(const char *dir, char (**out)[32], size_t *n);
 
+/*
+ * The archived partition name is back on the local disk, at its own path
+ * (DIR/store/raw/2026-12-01.db, verified by the caller): it is read from
+ * there and kept whatever the local retention (pinned in index.db).  The
+ * writer's call (`gpuwatch store restore` holds the directory).  0;
+ * -ENOENT (not an archived partition), -EINVAL, or -errno when the file
+ * cannot be read.
+ */
+__attribute__((warn_unused_result)) int gw_store_restored(struct gw_store *s,
+							  const char *name);
+
 /* The store's directory (DIR/store), for the partitions' paths. */
 const char *gw_store_dir(const struct gw_store *s);
 

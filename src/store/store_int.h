@@ -92,6 +92,7 @@ struct part {
 	bool archived; /* the archive holds a verified copy */
 	bool remote;   /* archived and no longer on the local disk: path
 			  is where it was, the reader fetches it */
+	bool pinned;   /* restored by an operator: stays on the disk */
 	uint64_t bytes;
 	uint64_t samples; /* sum of n over chunks */
 };

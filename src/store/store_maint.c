@@ -449,7 +449,7 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 	for (size_t i = 0; i < s->nparts;) {
 		struct part *p = &s->parts[i];
 
-		if (!p->remote &&
+		if (!p->remote && !p->pinned &&
 		    p->day + MS_DAY <= now - s->o.retention_ms[p->tier]) {
 			if (p->archived) {
 				evict_part(s, i, "past its retention");
@@ -550,7 +550,7 @@ void gw_store_archive_maint(struct gw_store *s, int64_t now)
 
 		if (s->o.retention_ms[p->tier] < keep)
 			keep = s->o.retention_ms[p->tier];
-		if (p->archived && !p->remote &&
+		if (p->archived && !p->remote && !p->pinned &&
 		    p->day + MS_DAY <= now - keep) {
 			evict_part(s, i, "archived, past the local retention");
 			n++;
@@ -613,4 +613,41 @@ int gw_store_maintain(struct gw_store *s)
 		gw_store_head_sweep(s, now);
 	}
 	return err;
+}
+
+int gw_store_restored(struct gw_store *s, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	enum gw_tier tier;
+	struct part *p;
+	int64_t day;
+	int rc;
+
+	if (gw_store_parse_partition(name, &tier, &day))
+		return -EINVAL;
+	p = gw_store_part_find(s, tier, day);
+	if (!p || !p->archived)
+		return -ENOENT;
+	if (access(p->path, R_OK) != 0)
+		return -errno;
+	rc = sqlite3_prepare_v2(s->index,
+				"UPDATE archived SET pinned = 1 WHERE name = ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return gw_store_sql_err(s->index, rc, "pinning a partition");
+	pthread_rwlock_wrlock(&s->lock);
+	p->remote = false;
+	p->pinned = true;
+	p->bytes = gw_store_file_bytes(p->path);
+	pthread_rwlock_unlock(&s->lock);
+	gw_store_refresh_sizes(s);
+	gw_info("store: %s restored from the archive; it stays on the local "
+		"disk",
+		p->path);
+	return 0;
 }

@@ -83,3 +83,21 @@ grep -q "6 more in the archive only" "$T_DIR/ls-local.out" || fail "store ls sum
 cmp -s "$T_DIR/restored.db" "$(s3_object "raw/$DAY2.db")" || fail "the restored file differs from the object"
 [ "$(sqlite3 "$T_DIR/restored.db" 'select count(*) from chunks')" -ge 1 ] || fail "the restored file has no chunks"
 ok "store ls --remote lists the bucket; store restore downloads a verified copy"
+
+# Back into the data directory, where it then stays: read locally, kept
+# past --archive-keep-local.
+"$GPUWATCH" store restore "raw/$DAY1" --data-dir "$D" "${ARCHIVE[@]}" >"$T_DIR/into.out" 2>&1 ||
+	fail "store restore into the data directory failed: $(cat "$T_DIR/into.out")"
+[ -f "$D/store/raw/$DAY1.db" ] || fail "the restored day is not in the data directory"
+"$GPUWATCH" store ls --data-dir "$D" >"$T_DIR/ls-after.out"
+grep -Eq "^raw +$DAY1 .* closed +archived" "$T_DIR/ls-after.out" || fail "store ls after the restore: $(cat "$T_DIR/ls-after.out")"
+start_agent --data-dir "$D" --simulate 1 --no-ebpf --retention-raw 30d \
+	"${ARCHIVE[@]}" --archive-keep-local 1d
+range_json >"$T_DIR/restored.json"
+cmp -s "$T_DIR/before.json" "$T_DIR/restored.json" || fail "the query after the restore differs"
+wait_for gpuwatch_archive_partitions 'state="remote"' 5
+# Only the other raw day came from the bucket.
+wait_for gpuwatch_archive_cache_misses_total '' 1
+[ -f "$D/store/raw/$DAY1.db" ] || fail "the restored day left the disk again"
+stop_agent
+ok "store restore without FILE puts the day back into the data directory, where it stays"
