@@ -7,7 +7,7 @@ set -euo pipefail
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
-	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
+	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libssl-dev
 	libiberty-dev libdw-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
@@ -29,8 +29,9 @@ test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager pyt
 
 # npm projects of the tests (each its own package.json and lockfile),
 # installed with `npm ci` by `all`: tests/web (playwright-core, t0700),
-# deploy/kubernetes/validate (kubernetes-models, t0600).
-npm_dirs=(tests/web deploy/kubernetes/validate)
+# deploy/kubernetes/validate (kubernetes-models, t0600), tests/s3 (s3rver,
+# the cold tier's t064x).
+npm_dirs=(tests/web deploy/kubernetes/validate tests/s3)
 npm_ci() {
 	local d root
 	root="$(cd "$(dirname "$0")/.." && pwd)"

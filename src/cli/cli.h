@@ -10,6 +10,8 @@ int gw_cmd_agent(int argc, char **argv);
 int gw_cmd_version(int argc, char **argv);
 int gw_cmd_store(int argc, char **argv);
 int gw_cmd_store_import(int argc, char **argv);
+/* `store archive|restore|ls --remote`: argv[0] is the subcommand. */
+int gw_cmd_store_archive(int argc, char **argv, const char *data_dir);
 int gw_cmd_rules(int argc, char **argv);
 int gw_cmd_sim(int argc, char **argv);
 int gw_cmd_detect(int argc, char **argv);

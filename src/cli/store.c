@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "store/store.h"
@@ -25,6 +26,8 @@ static void usage(FILE *out)
 		"       gpuwatch store export PARTITION FILE [--data-dir DIR]\n"
 		"       gpuwatch store import [--data-dir DIR] [OPTIONS] "
 		"FILE...\n"
+		"       gpuwatch store archive|restore|ls --remote "
+		"[ARCHIVE-OPTIONS]\n"
 		"\n"
 		"The agent keeps its history in DIR/store: one SQLite file per "
 		"UTC "
@@ -38,7 +41,9 @@ static void usage(FILE *out)
 		"colder storage is a file copy.\n"
 		"\n"
 		"  ls      list the partitions: tier, day, size, open or "
-		"closed\n"
+		"closed,\n"
+		"          archived (the bucket has a copy) or remote (only "
+		"the bucket has it)\n"
 		"  check   verify every file (SQLite integrity and schema); "
 		"exit 1 "
 		"if one\n"
@@ -53,6 +58,10 @@ static void usage(FILE *out)
 		"with timestamps\n"
 		"          (not while an agent runs; `gpuwatch store import "
 		"--help`)\n"
+		"  archive, restore, ls --remote\n"
+		"          the cold tier: closed days in an S3-compatible "
+		"bucket\n"
+		"          (`gpuwatch store archive --help`)\n"
 		"\n"
 		"Options:\n"
 		"  --data-dir DIR   the agent's --data-dir (default "
@@ -70,10 +79,23 @@ static void usage(FILE *out)
 
 static const char *const tiers[] = { "raw", "1m", "1h" };
 
+static bool listed(char (*v)[32], size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], name) == 0)
+			return true;
+	return false;
+}
+
 static int walk(const char *dir, bool check)
 {
 	unsigned long long total = 0;
 	int bad = 0, files = 0;
+	char(*arch)[32] = NULL;
+	size_t narch = 0, nremote = 0;
+
+	if (gw_store_archived_names(dir, &arch, &narch) != 0)
+		narch = 0; /* listed without the archive's marks */
 
 	for (size_t t = 0; t < sizeof(tiers) / sizeof(tiers[0]); t++) {
 		char path[PATH_MAX];
@@ -101,11 +123,19 @@ static int walk(const char *dir, bool check)
 
 				files++;
 				total += (unsigned long long)st.st_size;
-				printf("%-4s %.*s  %12llu bytes  %-6s%s\n",
+				char name[64];
+
+				snprintf(name, sizeof(name), "%s/%.*s",
+					 tiers[t],
+					 (int)(dot - names[i]->d_name),
+					 names[i]->d_name);
+				printf("%-4s %.*s  %12llu bytes  %-6s%s%s\n",
 				       tiers[t], (int)(dot - names[i]->d_name),
 				       names[i]->d_name,
 				       (unsigned long long)st.st_size,
 				       st.st_mode & 0200 ? "open" : "closed",
+				       listed(arch, narch, name) ? "  archived"
+								 : "",
 				       !check ? ""
 				       : err  ? "  DAMAGED"
 					      : "  ok");
@@ -124,9 +154,26 @@ static int walk(const char *dir, bool check)
 			bad++;
 		}
 	}
-	printf("%d partition%s, %llu bytes%s\n", files, files == 1 ? "" : "s",
+	/* Archived days no longer on this disk (the cold tier). */
+	for (size_t i = 0; i < narch; i++) {
+		char file[PATH_MAX + 64];
+		const char *slash = strchr(arch[i], '/');
+
+		snprintf(file, sizeof(file), "%s/%s.db", dir, arch[i]);
+		if (!slash || access(file, F_OK) == 0)
+			continue;
+		printf("%-4.*s %s  %12s        remote (in the archive: `store "
+		       "ls --remote`)\n",
+		       (int)(slash - arch[i]), arch[i], slash + 1, "-");
+		nremote++;
+	}
+	free(arch);
+	printf("%d partition%s, %llu bytes%s", files, files == 1 ? "" : "s",
 	       total,
 	       check ? (bad ? ", DAMAGED files found" : ", all ok") : "");
+	if (nremote)
+		printf("; %zu more in the archive only", nremote);
+	printf("\n");
 	return bad ? 1 : 0;
 }
 
@@ -190,6 +237,16 @@ int gw_cmd_store(int argc, char **argv)
 			argc -= 2;
 			i--;
 		}
+	}
+	{
+		bool remote = false;
+
+		for (int i = 1; i < argc; i++)
+			remote |= strcmp(argv[i], "--remote") == 0;
+		if (strcmp(argv[0], "archive") == 0 ||
+		    strcmp(argv[0], "restore") == 0 ||
+		    (strcmp(argv[0], "ls") == 0 && remote))
+			return gw_cmd_store_archive(argc, argv, data_dir);
 	}
 	snprintf(dir, sizeof(dir), "%s/store", data_dir);
 	if (stat(dir, &st) != 0) {

@@ -67,6 +67,7 @@
 #include "common/log.h"
 #include "common/worker.h"
 #include "core/alerting.h"
+#include "core/cold.h"
 #include "core/remote.h"
 #include "core/self.h"
 #include "http/api.h"
@@ -415,9 +416,20 @@ static int open_store(struct gw_agent *a, char *err, size_t errlen)
 	o.max_series = a->cfg.store_max_series;
 	o.retire_ms = (int64_t)(a->cfg.store_retire_after * 1000);
 	o.max_values = a->cfg.store_max_label_values;
+	r = gw_cold_new(a, &o, &a->cold, err, errlen);
+	if (r)
+		return r;
 	r = gw_store_open(&a->store, &o, err, errlen);
 	if (r)
 		return r;
+	r = gw_cold_start(a->cold, a->store, err, errlen);
+	if (r)
+		return r;
+	if (a->cold)
+		gw_info("archive: closed days go to %s (kept locally %gd, "
+			"cache %llu MiB)",
+			a->cfg.archive_url, a->cfg.archive_keep_local / 86400,
+			a->cfg.archive_cache_size >> 20);
 	gw_info("store: history in %s (raw %gh, 1m %gd, 1h %gd)", dir,
 		a->cfg.retention_raw / 3600, a->cfg.retention_1m / 86400,
 		a->cfg.retention_1h / 86400);
@@ -462,6 +474,8 @@ int gw_agent_main(int argc, char **argv)
 		return 2;
 	}
 	r = gw_remote_check(&a.cfg, err, sizeof(err));
+	if (!r)
+		r = gw_cold_check(&a.cfg, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		gw_alerting_free(alerts, gw_now_mono());
@@ -667,6 +681,9 @@ out : {
 		fflush(NULL);
 		_exit(status);
 	}
+	/* Before the store closes: the uploader reads it. */
+	gw_cold_free(a.cold, gw_now_mono() + 2.0);
+	a.cold = NULL;
 	gw_store_close(a.store);
 	gw_profstore_close(a.profiles);
 	stop_watch_end(&watch);

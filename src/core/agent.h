@@ -40,6 +40,9 @@ struct gw_agent {
 	/* The local history (NULL with --no-store); the store collector
 	 * feeds it, the HTTP API reads it. */
 	struct gw_store *store;
+	/* The cold tier (NULL without --archive-url): uploads the store's
+	 * closed days, fetches them back for queries. */
+	struct gw_cold *cold;
 	/* CPU profiles (NULL with --no-store or --profile off). */
 	struct gw_profstore *profiles;
 	/* Every worker thread, for gpuwatch_agent_worker_cpu_seconds_total. */

@@ -228,6 +228,40 @@ static const struct opt opts[] = {
 	  "Most disk the store may use (e.g. 10GiB; 0 = no limit). Over it "
 	  "the\n"
 	  "oldest day partitions are dropped first; today's never." },
+	{ "archive-url", T_STRING, F(archive_url), 0, 0, "s3://BUCKET/PREFIX",
+	  "", RESTART, "copy closed days to an S3-compatible bucket",
+	  "Copy every closed day partition to this S3-compatible bucket and\n"
+	  "prefix (one prefix per node: ${NODE_NAME} or any ${VARIABLE} of\n"
+	  "the environment is replaced, ${HOSTNAME} defaults to the host's\n"
+	  "name), verified by checksum, and read them back for queries that\n"
+	  "reach them. Credentials: AWS_ACCESS_KEY_ID,\n"
+	  "AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN) or the shared "
+	  "credentials\n"
+	  "file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). See\n"
+	  "docs/cold-tier.md." },
+	{ "archive-endpoint", T_STRING, F(archive_endpoint), 0, 0, "URL", "",
+	  RESTART, "the S3 server when it is not AWS",
+	  "Base URL of an S3-compatible server that is not AWS (MinIO, Ceph\n"
+	  "RGW: http://minio:9000); path-style addressing unless\n"
+	  "--archive-addressing virtual." },
+	{ "archive-region", T_STRING, F(archive_region), 0, 0, "REGION", "",
+	  RESTART, "the bucket's region",
+	  "The bucket's region, part of every signature; default AWS_REGION,\n"
+	  "AWS_DEFAULT_REGION, else us-east-1." },
+	{ "archive-addressing", T_STRING, F(archive_addressing), 0, 0, "STYLE",
+	  "auto", RESTART, "path, virtual or auto",
+	  "path: ENDPOINT/BUCKET/KEY; virtual: BUCKET.HOST/KEY; auto: path\n"
+	  "with --archive-endpoint, virtual for AWS." },
+	{ "archive-keep-local", T_DURATION, F(archive_keep_local), 0,
+	  100 * 365 * 86400.0, "DURATION", "7d", RESTART,
+	  "archived days stay on the local disk this long",
+	  "A day partition the bucket holds a verified copy of leaves the\n"
+	  "local disk once the day is older than this (or than its tier's\n"
+	  "retention); one not yet archived stays until it is." },
+	{ "archive-cache-size", T_BYTES, F(archive_cache_size), 0, 0, "BYTES",
+	  "1GiB", RESTART, "local cache of partitions fetched for queries",
+	  "Most disk the partitions fetched back from the bucket for queries\n"
+	  "may use (DIR/archive-cache), least recently used out first." },
 	{ "flush-interval", T_DURATION, F(flush_interval), 0.1, 60, "SECONDS",
 	  "5s", RESTART, "most a crash (even `kill -9`) can lose",
 	  "How often new samples are made durable; a crash (even kill -9)\n"

@@ -121,6 +121,13 @@ struct gw_config {
 	char profile_version_env[128];	      /* "" = build id */
 	char profile_unwind[16];	      /* "auto", "fp" or "dwarf" */
 	unsigned long long profile_max_bytes; /* 0 = the default */
+	/* the cold tier (core/cold.c, export/archive.h) */
+	char archive_url[1024];	     /* s3://BUCKET/PREFIX; "" = off */
+	char archive_endpoint[512];  /* "" = AWS */
+	char archive_region[64];     /* "" = from the environment */
+	char archive_addressing[16]; /* path, virtual, auto */
+	double archive_keep_local;   /* seconds */
+	unsigned long long archive_cache_size; /* bytes */
 };
 
 /* What SIGHUP does with a setting whose value changed. */

@@ -57,6 +57,46 @@ void gw_store_opts_defaults(struct gw_store_opts *o)
 	o->retire_ms = 5 * MS_MIN;
 }
 
+void gw_store_part_name(const struct part *p, char *out, size_t len)
+{
+	char day[11];
+
+	gw_store_day_name(p->day, day);
+	snprintf(out, len, "%s/%s", gw_store_tier_dir[p->tier], day);
+}
+
+const char *gw_store_dir(const struct gw_store *s)
+{
+	return s->dir;
+}
+
+int gw_store_parse_partition(const char *name, enum gw_tier *tier, int64_t *day)
+{
+	const char *slash = strchr(name, '/'), *end;
+	struct tm tm = { 0 };
+	char back[11];
+	int t;
+
+	if (!slash)
+		return -EINVAL;
+	for (t = 0; t < GW_TIERS; t++)
+		if (strlen(gw_store_tier_dir[t]) == (size_t)(slash - name) &&
+		    strncmp(name, gw_store_tier_dir[t],
+			    (size_t)(slash - name)) == 0)
+			break;
+	if (t == GW_TIERS || strlen(slash + 1) != 10)
+		return -EINVAL;
+	end = strptime(slash + 1, "%Y-%m-%d", &tm);
+	if (!end || *end)
+		return -EINVAL;
+	*tier = (enum gw_tier)t;
+	*day = (int64_t)timegm(&tm) * 1000;
+	/* strptime accepts 2026-2-1 and 2026-02-31: only the canonical
+	 * spelling names a partition. */
+	gw_store_day_name(*day, back);
+	return strcmp(back, slash + 1) == 0 ? 0 : -EINVAL;
+}
+
 void gw_store_day_name(int64_t day_ms, char out[11])
 {
 	time_t t = (time_t)(floor_to(day_ms, MS_DAY) / 1000);
@@ -528,6 +568,15 @@ static int open_index(struct gw_store *s, bool *fresh,
 			"CREATE TABLE IF NOT EXISTS head(seq INTEGER "
 			"PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER "
 			"NOT NULL, data BLOB NOT NULL);");
+	/* The partitions the archive holds (the cold tier): name
+	 * ("raw/2026-12-01"), size, and pinned: restored to this disk by an
+	 * operator, kept here whatever the local retention. */
+	if (!err)
+		err = gw_store_exec(
+			s->index,
+			"CREATE TABLE IF NOT EXISTS archived(name TEXT "
+			"PRIMARY KEY, bytes INTEGER NOT NULL, pinned INTEGER "
+			"NOT NULL DEFAULT 0);");
 	return err;
 }
 
@@ -590,6 +639,57 @@ static int scan_tier(struct gw_store *s, enum gw_tier tier)
 	return 0;
 }
 
+static int add_part(struct gw_store *s, const struct part *p)
+{
+	if (s->nparts == s->capparts) {
+		size_t ncap = s->capparts ? s->capparts * 2 : 32;
+		struct part *np = realloc(s->parts, ncap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		s->parts = np;
+		s->capparts = ncap;
+	}
+	s->parts[s->nparts++] = *p;
+	return 0;
+}
+
+/*
+ * The partitions the archive holds (index.db's archived table): a local
+ * one is marked archived, one no longer on the disk is listed as remote,
+ * read through the fetch hook.
+ */
+static int load_archived(struct gw_store *s)
+{
+	sqlite3_stmt *st;
+	int rc, err = 0;
+
+	rc = sqlite3_prepare_v2(s->index,
+				"SELECT name, bytes, pinned FROM archived", -1,
+				&st, NULL);
+	if (rc != SQLITE_OK)
+		return gw_store_sql_err(s->index, rc, "reading archived");
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		struct part p = { 0 }, *have;
+
+		if (!name || gw_store_parse_partition(name, &p.tier, &p.day))
+			continue;
+		have = gw_store_part_find(s, p.tier, p.day);
+		if (have) {
+			have->archived = have->closed;
+			have->pinned = sqlite3_column_int(st, 2) != 0;
+			continue;
+		}
+		p.closed = p.archived = p.remote = true;
+		p.bytes = (uint64_t)sqlite3_column_int64(st, 1);
+		snprintf(p.path, sizeof(p.path), "%s/%s.db", s->dir, name);
+		err = add_part(s, &p);
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
 struct rebuild {
 	struct gw_store *s;
 	uint64_t n;
@@ -605,7 +705,7 @@ static int64_t partitions_end(struct gw_store *s)
 		sqlite3_stmt *st;
 		sqlite3 *db;
 
-		if (s->parts[i].tier != GW_TIER_RAW ||
+		if (s->parts[i].tier != GW_TIER_RAW || s->parts[i].remote ||
 		    gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
 			continue;
 		if (sqlite3_prepare_v2(db, "SELECT max(t_max) FROM chunks", -1,
@@ -797,7 +897,8 @@ static uint64_t rebuild_series(struct gw_store *s)
 	for (size_t i = 0; i < s->nparts; i++) {
 		sqlite3 *db;
 
-		if (gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
+		if (s->parts[i].remote ||
+		    gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
 			continue;
 		if (gw_store_each_series(db, rebuild_one, &rb) != 0)
 			gw_warn("store: the series list of %s is damaged; "
@@ -821,7 +922,7 @@ static void load_h1_day(struct gw_store *s)
 	sqlite3 *db;
 
 	if (s->watermark == day ||
-	    !(p = gw_store_part_find(s, GW_TIER_1H, day)))
+	    !(p = gw_store_part_find(s, GW_TIER_1H, day)) || p->remote)
 		return;
 	if (gw_store_open_db(p->path, false, true, &db) != 0)
 		return;
@@ -891,6 +992,8 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		pthread_rwlockattr_destroy(&ra);
 	}
 	pthread_mutex_init(&s->suspect_lock, NULL);
+	pthread_mutex_init(&s->arch_lock, NULL);
+	atomic_flag_clear(&s->warned_fetch);
 	atomic_flag_clear(&s->warned_bad);
 	atomic_flag_clear(&s->warned_order);
 	atomic_flag_clear(&s->warned_corrupt);
@@ -922,6 +1025,14 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	if (rc) {
 		snprintf(err, errlen, "cannot read %s: %s", s->dir,
 			 strerror(-rc));
+		goto fail;
+	}
+	rc = load_archived(s);
+	if (rc) {
+		snprintf(err, errlen,
+			 "cannot read the archived partitions "
+			 "from %s/index.db: %s",
+			 s->dir, strerror(-rc));
 		goto fail;
 	}
 	if (s->nparts > 1)
@@ -982,6 +1093,7 @@ void gw_store_close(struct gw_store *s)
 	gw_series_index_free(s->idx, gw_store_head_free);
 	pthread_rwlock_destroy(&s->lock);
 	pthread_mutex_destroy(&s->suspect_lock);
+	pthread_mutex_destroy(&s->arch_lock);
 	free(s);
 }
 
@@ -996,7 +1108,8 @@ void gw_store_stats(struct gw_store *s, struct gw_store_stats *st)
 		st->series = xs.series;
 		st->series_live = xs.live;
 	}
-	st->partitions = s->nparts;
+	for (size_t i = 0; i < s->nparts; i++)
+		st->partitions += !s->parts[i].remote; /* on this disk */
 	pthread_rwlock_unlock(&s->lock);
 	st->samples_appended = atomic_load(&s->st_appended);
 	st->samples_refused_order = atomic_load(&s->st_order);

@@ -76,6 +76,26 @@ struct gw_store_opts {
 	 * NULL = CLOCK_REALTIME.  Tests pass a fake. */
 	int64_t (*now)(void *ctx);
 	void *now_ctx;
+	/*
+	 * The cold tier (export/archive.h).  archive: closed partitions are
+	 * copied to a bucket by someone else, who reports each verified copy
+	 * with gw_store_archived(); from then on the local file leaves the
+	 * disk once its day is older than archive_keep_ms (or than its
+	 * tier's retention, or when the disk budget needs the room), and the
+	 * partition stays listed as remote.  A closed partition that is not
+	 * archived yet is kept past its retention (the disk budget still
+	 * drops it).  fetch: gives a local file holding the archived
+	 * partition name ("raw/2026-12-01") for a query, into path; it may
+	 * take long and must stop at the query's deadline or cancel flag
+	 * (lim, never NULL); 0 or -errno (-ETIMEDOUT, -ECANCELED stop the
+	 * query; any other error skips the partition).  NULL: archived
+	 * partitions are not read.
+	 */
+	bool archive;
+	int64_t archive_keep_ms;
+	int (*fetch)(void *ctx, const char *name, char *path, size_t len,
+		     struct gw_query_limits *lim);
+	void *fetch_ctx;
 };
 
 void gw_store_opts_defaults(struct gw_store_opts *o);
@@ -135,18 +155,58 @@ struct gw_store_stats {
 };
 void gw_store_stats(struct gw_store *s, struct gw_store_stats *st);
 
-/* One partition: tier, day (UTC, "YYYY-MM-DD"), size, closed or not. */
+/* One partition: tier, day (UTC, "YYYY-MM-DD"), size, closed or not,
+ * copied to the archive, still on the local disk. */
 struct gw_store_partition {
 	enum gw_tier tier;
 	char day[11];
 	uint64_t bytes;
 	bool closed;
+	bool archived;
+	bool local;
 };
 
 /* Lists the partitions, oldest first; *out is malloc'd. */
 __attribute__((warn_unused_result)) int
 gw_store_partitions(struct gw_store *s, struct gw_store_partition **out,
 		    size_t *n);
+
+/*
+ * The archive holds a verified copy of the closed partition name
+ * ("raw/2026-12-01", bytes long).  Any thread: the store's writer records
+ * it in index.db at its next maintenance and deletes the local file when
+ * its day is past the local retention.  0; -ENOENT (no such closed local
+ * partition), -EAGAIN (too many reports pending: try again later),
+ * -EINVAL (a malformed name).
+ */
+__attribute__((warn_unused_result)) int
+gw_store_archived(struct gw_store *s, const char *name, uint64_t bytes);
+
+/*
+ * The partitions DIR's index.db records as archived, read without opening
+ * the store (also while the agent runs): sorted names ("raw/2026-12-01")
+ * in *out (malloc'd; none for a store that never archived).  0 or -ENOMEM.
+ */
+__attribute__((warn_unused_result)) int
+gw_store_archived_names(const char *dir, char (**out)[32], size_t *n);
+
+/*
+ * The archived partition name is back on the local disk, at its own path
+ * (DIR/store/raw/2026-12-01.db, verified by the caller): it is read from
+ * there and kept whatever the local retention (pinned in index.db).  The
+ * writer's call (`gpuwatch store restore` holds the directory).  0;
+ * -ENOENT (not an archived partition), -EINVAL, or -errno when the file
+ * cannot be read.
+ */
+__attribute__((warn_unused_result)) int gw_store_restored(struct gw_store *s,
+							  const char *name);
+
+/* The store's directory (DIR/store), for the partitions' paths. */
+const char *gw_store_dir(const struct gw_store *s);
+
+/* "raw/2026-12-01" -> tier and day (ms at 00:00 UTC): 0 or -EINVAL. */
+__attribute__((warn_unused_result)) int
+gw_store_parse_partition(const char *name, enum gw_tier *tier, int64_t *day);
 
 /*
  * Writes a consistent copy of one partition ("raw/2026-12-01") to path

@@ -87,8 +87,12 @@ struct part {
 	enum gw_tier tier;
 	int64_t day; /* ms at 00:00 UTC */
 	char path[PATH_MAX + 320];
-	sqlite3 *w;  /* write connection while open for writing */
-	bool closed; /* read-only, complete */
+	sqlite3 *w;    /* write connection while open for writing */
+	bool closed;   /* read-only, complete */
+	bool archived; /* the archive holds a verified copy */
+	bool remote;   /* archived and no longer on the local disk: path
+			  is where it was, the reader fetches it */
+	bool pinned;   /* restored by an operator: stays on the disk */
 	uint64_t bytes;
 	uint64_t samples; /* sum of n over chunks */
 };
@@ -133,6 +137,17 @@ struct gw_store {
 	pthread_mutex_t suspect_lock;
 	char suspect[PATH_MAX + 320];
 
+	/* Partitions the archive reported (gw_store_archived), for the
+	 * writer to record at its next maintenance. */
+	pthread_mutex_t arch_lock;
+	struct arch_report {
+		enum gw_tier tier;
+		int64_t day;
+		uint64_t bytes;
+	} arch_q[64];
+	size_t narch;
+	atomic_flag warned_fetch;
+
 	/* Statistics (atomics: read by any thread). */
 	_Atomic uint64_t st_appended, st_order, st_cap, st_bad, st_flushes,
 		st_flush_errors, st_cuts, st_drop_ret, st_drop_budget,
@@ -147,6 +162,12 @@ int64_t gw_store_now(const struct gw_store *s);
 
 /* "2026-12-02" for the day starting at day_ms. */
 void gw_store_day_name(int64_t day_ms, char out[11]);
+
+/* "raw/2026-12-01" for a partition (store.c). */
+void gw_store_part_name(const struct part *p, char *out, size_t len);
+/* Records the archive's reports and moves archived partitions past the
+ * local retention off the disk (store_maint.c). */
+void gw_store_archive_maint(struct gw_store *s, int64_t now);
 
 /* Opens a partition database (creating it when create), applying the
  * pragmas and the schema.  Sets SQLite's busy timeout. */

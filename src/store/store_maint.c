@@ -395,6 +395,8 @@ void gw_store_refresh_sizes(struct gw_store *s)
 	for (size_t i = 0; i < s->nparts; i++) {
 		struct part *p = &s->parts[i];
 
+		if (p->remote)
+			continue; /* in the archive, not on this disk */
 		if (!p->closed)
 			p->bytes = gw_store_file_bytes(p->path);
 		tier_bytes[p->tier] += p->bytes;
@@ -409,6 +411,37 @@ void gw_store_refresh_sizes(struct gw_store *s)
 	atomic_store(&s->st_disk, total);
 }
 
+/*
+ * An archived partition leaves the disk: the file goes, the partition stays
+ * listed as remote (read through the fetch hook).
+ */
+static void evict_part(struct gw_store *s, size_t i, const char *why)
+{
+	char path[PATH_MAX + 340];
+	struct part *p = &s->parts[i];
+
+	pthread_rwlock_wrlock(&s->lock);
+	p->remote = true;
+	pthread_rwlock_unlock(&s->lock);
+	if (p->w) {
+		sqlite3_close(p->w);
+		p->w = NULL;
+	}
+	snprintf(path, sizeof(path), "%s", p->path);
+	if (unlink(path) != 0 && errno != ENOENT)
+		gw_warn("store: cannot delete the archived %s: %s", path,
+			strerror(errno));
+	gw_info("store: %s left the local disk (%s); the archive holds it",
+		path, why);
+}
+
+/* Archiving on, a closed partition the archive does not hold yet stays
+ * past its retention (the disk budget still drops it). */
+static bool held_for_archive(const struct gw_store *s, const struct part *p)
+{
+	return s->o.archive && p->closed && !p->archived;
+}
+
 static void enforce_limits(struct gw_store *s, int64_t now)
 {
 	int64_t today = floor_to(now, MS_DAY);
@@ -416,18 +449,27 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 	for (size_t i = 0; i < s->nparts;) {
 		struct part *p = &s->parts[i];
 
-		if (p->day + MS_DAY <= now - s->o.retention_ms[p->tier]) {
-			drop_part(s, i, "past its retention");
-			atomic_fetch_add(&s->st_drop_ret, 1);
-			continue;
+		if (!p->remote && !p->pinned &&
+		    p->day + MS_DAY <= now - s->o.retention_ms[p->tier]) {
+			if (p->archived) {
+				evict_part(s, i, "past its retention");
+			} else if (!held_for_archive(s, p)) {
+				drop_part(s, i, "past its retention");
+				atomic_fetch_add(&s->st_drop_ret, 1);
+				continue;
+			}
 		}
 		i++;
 	}
 	gw_store_refresh_sizes(s);
 	while (s->o.disk_budget &&
 	       atomic_load(&s->st_disk) > s->o.disk_budget) {
+		size_t i = 0;
+
 		/* Oldest first; parts are sorted by day.  Never today's. */
-		if (!s->nparts || s->parts[0].day >= today) {
+		while (i < s->nparts && s->parts[i].remote)
+			i++;
+		if (i == s->nparts || s->parts[i].day >= today) {
 			static atomic_flag warned = ATOMIC_FLAG_INIT;
 
 			gw_log_once(&warned, GW_LOG_WARN,
@@ -435,10 +477,87 @@ static void enforce_limits(struct gw_store *s, int64_t now)
 				    "left to drop but today's data");
 			break;
 		}
-		drop_part(s, 0, "over the disk budget");
-		atomic_fetch_add(&s->st_drop_budget, 1);
+		if (s->parts[i].archived) {
+			evict_part(s, i, "over the disk budget");
+		} else {
+			drop_part(s, i, "over the disk budget");
+			atomic_fetch_add(&s->st_drop_budget, 1);
+		}
 		gw_store_refresh_sizes(s);
 	}
+}
+
+int gw_store_archived(struct gw_store *s, const char *name, uint64_t bytes)
+{
+	enum gw_tier tier;
+	int64_t day;
+	int err = 0;
+
+	if (gw_store_parse_partition(name, &tier, &day))
+		return -EINVAL;
+	pthread_mutex_lock(&s->arch_lock);
+	if (s->narch == sizeof(s->arch_q) / sizeof(s->arch_q[0]))
+		err = -EAGAIN;
+	else
+		s->arch_q[s->narch++] =
+			(struct arch_report){ tier, day, bytes };
+	pthread_mutex_unlock(&s->arch_lock);
+	return err;
+}
+
+void gw_store_archive_maint(struct gw_store *s, int64_t now)
+{
+	struct arch_report q[sizeof(s->arch_q) / sizeof(s->arch_q[0])];
+	sqlite3_stmt *st = NULL;
+	size_t n;
+
+	pthread_mutex_lock(&s->arch_lock);
+	n = s->narch;
+	memcpy(q, s->arch_q, n * sizeof(q[0]));
+	s->narch = 0;
+	pthread_mutex_unlock(&s->arch_lock);
+	if (n && sqlite3_prepare_v2(s->index,
+				    "INSERT OR REPLACE INTO archived(name, "
+				    "bytes) VALUES (?, ?)",
+				    -1, &st, NULL) != SQLITE_OK) {
+		gw_warn("store: cannot record archived partitions: %s",
+			sqlite3_errmsg(s->index));
+		return; /* reported again by the archive's next pass */
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct part *p = gw_store_part_find(s, q[k].tier, q[k].day);
+		char name[32];
+
+		if (!p || !p->closed || p->remote)
+			continue;
+		gw_store_part_name(p, name, sizeof(name));
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)q[k].bytes);
+		if (sqlite3_step(st) == SQLITE_DONE) {
+			pthread_rwlock_wrlock(&s->lock);
+			p->archived = true;
+			pthread_rwlock_unlock(&s->lock);
+		} else {
+			gw_warn("store: cannot record %s as archived: %s", name,
+				sqlite3_errmsg(s->index));
+		}
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < s->nparts; i++) {
+		struct part *p = &s->parts[i];
+		int64_t keep = s->o.archive_keep_ms;
+
+		if (s->o.retention_ms[p->tier] < keep)
+			keep = s->o.retention_ms[p->tier];
+		if (p->archived && !p->remote && !p->pinned &&
+		    p->day + MS_DAY <= now - keep) {
+			evict_part(s, i, "archived, past the local retention");
+			n++;
+		}
+	}
+	if (n)
+		gw_store_refresh_sizes(s);
 }
 
 /* Quarantines a partition a query found damaged, once checked. */
@@ -485,6 +604,8 @@ int gw_store_maintain(struct gw_store *s)
 		err = gw_store_flush(s);
 	if (!err && H > s->watermark)
 		err = cut(s, H);
+	if (s->o.archive)
+		gw_store_archive_maint(s, now);
 	if (now - s->last_maint >= 60000) {
 		s->last_maint = now;
 		enforce_limits(s, now);
@@ -492,4 +613,41 @@ int gw_store_maintain(struct gw_store *s)
 		gw_store_head_sweep(s, now);
 	}
 	return err;
+}
+
+int gw_store_restored(struct gw_store *s, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	enum gw_tier tier;
+	struct part *p;
+	int64_t day;
+	int rc;
+
+	if (gw_store_parse_partition(name, &tier, &day))
+		return -EINVAL;
+	p = gw_store_part_find(s, tier, day);
+	if (!p || !p->archived)
+		return -ENOENT;
+	if (access(p->path, R_OK) != 0)
+		return -errno;
+	rc = sqlite3_prepare_v2(s->index,
+				"UPDATE archived SET pinned = 1 WHERE name = ?",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return gw_store_sql_err(s->index, rc, "pinning a partition");
+	pthread_rwlock_wrlock(&s->lock);
+	p->remote = false;
+	p->pinned = true;
+	p->bytes = gw_store_file_bytes(p->path);
+	pthread_rwlock_unlock(&s->lock);
+	gw_store_refresh_sizes(s);
+	gw_info("store: %s restored from the archive; it stays on the local "
+		"disk",
+		p->path);
+	return 0;
 }

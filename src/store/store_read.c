@@ -339,6 +339,8 @@ static int sort_points(struct sel *x, enum gw_tier tier)
 
 struct part_ref {
 	char path[PATH_MAX + 320];
+	char name[32]; /* "raw/2026-12-01" */
+	bool remote;   /* in the archive only: fetched first */
 };
 
 static void note_corrupt_file(struct gw_store *s, const char *path)
@@ -464,6 +466,33 @@ out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return err;
+}
+
+/*
+ * An archived partition: the fetch hook puts it into a local file (the
+ * archive's cache) and r->path becomes that file.  -ENOENT when it cannot
+ * be read (no hook, not in the bucket, damaged, unreachable: logged by
+ * the hook, and here once), the query's own errors when it stopped it.
+ */
+static int fetch_part(struct gw_store *s, struct part_ref *r,
+		      struct gw_query_limits *lim)
+{
+	struct gw_query_limits none = { 0 };
+	int err;
+
+	if (!s->o.fetch) {
+		gw_log_once(&s->warned_fetch, GW_LOG_WARN,
+			    "store: %s is in the archive, and no archive is "
+			    "configured to read it from (--archive-url); "
+			    "queries skip it",
+			    r->name);
+		return -ENOENT;
+	}
+	err = s->o.fetch(s->o.fetch_ctx, r->name, r->path, sizeof(r->path),
+			 lim ? lim : &none);
+	if (err == -ETIMEDOUT || err == -ECANCELED || err == -ENOMEM)
+		return err;
+	return err ? -ENOENT : 0;
 }
 
 static bool part_overlaps(const struct part *p, enum gw_tier tier, int64_t mint,
@@ -623,19 +652,34 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 				err = -ENOMEM;
 			for (size_t k = 0; !err && k < s->nparts; k++)
 				if (part_overlaps(&s->parts[k], tier, mint,
-						  maxt))
-					snprintf(parts[np++].path,
-						 sizeof(parts->path), "%s",
+						  maxt)) {
+					struct part_ref *r = &parts[np++];
+
+					snprintf(r->path, sizeof(r->path), "%s",
 						 s->parts[k].path);
+					gw_store_part_name(&s->parts[k],
+							   r->name,
+							   sizeof(r->name));
+					r->remote = s->parts[k].remote;
+				}
 		}
 		pthread_rwlock_unlock(&s->lock);
 		if (!err)
 			err = check_limits(lim, 0);
 	}
 
-	for (size_t i = 0; i < np && !err; i++)
-		err = read_partition(s, parts[i].path, sels, n, tier, mint,
-				     maxt, lim);
+	for (size_t i = 0; i < np && !err; i++) {
+		if (parts[i].remote) {
+			err = fetch_part(s, &parts[i], lim);
+			if (err == -ENOENT) {
+				err = 0;
+				continue;
+			}
+		}
+		if (!err)
+			err = read_partition(s, parts[i].path, sels, n, tier,
+					     mint, maxt, lim);
+	}
 	for (size_t i = 0; i < n && !err; i++) {
 		struct sel *x = &sels[i];
 
@@ -1043,6 +1087,8 @@ int gw_store_partitions(struct gw_store *s, struct gw_store_partition **out,
 		gw_store_day_name(s->parts[i].day, v[i].day);
 		v[i].bytes = s->parts[i].bytes;
 		v[i].closed = s->parts[i].closed;
+		v[i].archived = s->parts[i].archived;
+		v[i].local = !s->parts[i].remote;
 	}
 	*n = s->nparts;
 	pthread_rwlock_unlock(&s->lock);
@@ -1115,4 +1161,49 @@ int gw_store_check_file(const char *path)
 		err = gw_store_check_db(db);
 	sqlite3_close(db);
 	return err == -EIO ? -EBADMSG : err;
+}
+
+int gw_store_archived_names(const char *dir, char (**out)[32], size_t *n)
+{
+	char path[PATH_MAX + 16];
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "file:%s/index.db?mode=ro", dir);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+			    NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT name FROM archived ORDER BY name",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		if (!name || strlen(name) >= 32)
+			continue;
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			char(*v)[32] = realloc(*out, nc * sizeof(**out));
+
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			*out = v;
+			cap = nc;
+		}
+		memcpy((*out)[(*n)++], name, strlen(name) + 1);
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
 }

@@ -826,6 +826,9 @@ static const char *sample_value(const char *name)
 		{ "remote-write-raw", "gpuwatch_gpu_power_watts" },
 		{ "external-label", "cluster=a" },
 		{ "profile-version-env", "APP_VERSION" },
+		{ "archive-url", "s3://gpu-metrics/node17" },
+		{ "archive-endpoint", "http://minio:9000" },
+		{ "archive-region", "eu-west-3" },
 	};
 
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
