@@ -8,20 +8,21 @@ set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
 	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
-	libiberty-dev
+	libiberty-dev libncurses-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl)
+	procps clang-format openssl tmux)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501.)
+# openssl: the test CA of the remote_write TLS test, t0501; tmux: drives
+# the full-screen `gpuwatch top` in t0720.)
 
 what="${1:-all}"
 case "$what" in

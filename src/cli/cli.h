@@ -11,5 +11,6 @@ int gw_cmd_version(int argc, char **argv);
 int gw_cmd_store(int argc, char **argv);
 int gw_cmd_store_import(int argc, char **argv);
 int gw_cmd_rules(int argc, char **argv);
+int gw_cmd_top(int argc, char **argv);
 
 #endif
