@@ -26,9 +26,9 @@ enum gw_jv_type {
 
 struct gw_jv {
 	enum gw_jv_type t;
-	char *s;	   /* STR: decoded; NUM, BOOL: the text */
+	char *s;	 /* STR: decoded; NUM, BOOL: the text */
 	struct gw_jv *v; /* ARR, OBJ: n values */
-	char **k;	   /* OBJ: n keys */
+	char **k;	 /* OBJ: n keys */
 	size_t n;
 };
 

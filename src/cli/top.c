@@ -51,7 +51,7 @@
 #define MAX_PROCS    4096
 #define MAX_ROWS     10 /* kernels, API errors, alerts: the top 10 */
 #define FILTER_MAX   64
-#define INTERVAL_MIN 100    /* ms */
+#define INTERVAL_MIN 100     /* ms */
 #define INTERVAL_MAX 3600000 /* ms */
 
 static const char Q_GPU[] =
@@ -76,17 +76,16 @@ static const char Q_KERNEL_CALLS[] =
 static const char Q_ERRORS[] =
 	"topk(10, sum by (pid, comm, api, code) "
 	"(rate(gpuwatch_cuda_api_errors_total[1m])) > 0)";
-static const char Q_ALERTS[] =
-	"ALERTS_FOR_STATE and ignoring(alertstate) "
-	"ALERTS{alertstate=\"firing\"}";
+static const char Q_ALERTS[] = "ALERTS_FOR_STATE and ignoring(alertstate) "
+			       "ALERTS{alertstate=\"firing\"}";
 
 /* ---- the snapshot ---- */
 
 struct gpu {
-	char id[16];  /* the gpu label */
+	char id[16]; /* the gpu label */
 	char name[64];
-	double up, util, mem_util, mem_used, mem_total, temp, hbm, power,
-		limit, sm_clock, sm_max, mem_clock;
+	double up, util, mem_util, mem_used, mem_total, temp, hbm, power, limit,
+		sm_clock, sm_max, mem_clock;
 	char throttle[160]; /* active reasons, comma separated */
 };
 
@@ -118,8 +117,8 @@ struct snapshot {
 
 enum sort_key { S_MEM, S_SM, S_MEMUTIL, S_PID, S_GPU, S_COMM, S_N };
 
-static const char *const sort_names[S_N] = { "mem",	"util", "memutil",
-					     "pid",	"gpu",	"comm" };
+static const char *const sort_names[S_N] = { "mem", "util", "memutil",
+					     "pid", "gpu",  "comm" };
 
 struct top {
 	char base[1024];
@@ -139,7 +138,7 @@ struct top {
 	enum sort_key sort;
 	bool reverse;
 	char filter[FILTER_MAX + 1];
-	bool editing;	/* typing a filter after '/' */
+	bool editing; /* typing a filter after '/' */
 	char edit[FILTER_MAX + 1];
 };
 
@@ -178,7 +177,8 @@ static void usage(FILE *out)
 		"--interval; a remote\n"
 		"agent is watched the same way as the local one.\n"
 		"\n"
-		"On a terminal the view is full screen (80x24 is enough).  With "
+		"On a terminal the view is full screen (80x24 is enough).  "
+		"With "
 		"TERM=dumb,\n"
 		"when standard output is not a terminal, or with --plain, a "
 		"plain text table\n"
@@ -187,8 +187,8 @@ static void usage(FILE *out)
 		"\n"
 		"Options:\n"
 		"  --url URL\n"
-		"      The agent to watch (default: $GPUWATCH_URL, else "
-		DEFAULT_URL ").\n"
+		"      The agent to watch (default: $GPUWATCH_URL, "
+		"else " DEFAULT_URL ").\n"
 		"  --interval D\n"
 		"      Refresh every D (default 1s; 0.1s to 1h).  D is seconds "
 		"(2, 0.5) or a\n"
@@ -203,7 +203,8 @@ static void usage(FILE *out)
 		"  --time T\n"
 		"      Show the node as it was at T instead of now: RFC 3339 "
 		"(2026-01-02T15:04:05Z),\n"
-		"      Unix seconds, or now-DURATION (now-10m).  Rates are over "
+		"      Unix seconds, or now-DURATION (now-10m).  Rates are "
+		"over "
 		"the minute before T.\n"
 		"  --sort KEY\n"
 		"      Order processes by mem (GPU memory, the default), util "
@@ -214,7 +215,8 @@ static void usage(FILE *out)
 		"and pids smallest\n"
 		"      first, unless reversed).\n"
 		"  --filter TEXT\n"
-		"      Show only processes whose pid, GPU, command, job, pod or "
+		"      Show only processes whose pid, GPU, command, job, pod "
+		"or "
 		"container\n"
 		"      contains TEXT (case does not matter).\n"
 		"  --utc\n"
@@ -411,8 +413,8 @@ static void add_reason(struct gpu *g, const char *reason)
 
 	if (!reason)
 		return;
-	snprintf(g->throttle + n, sizeof(g->throttle) - n, "%s%s",
-		 n ? "," : "", reason);
+	snprintf(g->throttle + n, sizeof(g->throttle) - n, "%s%s", n ? "," : "",
+		 reason);
 }
 
 /* GPUs in order of their index (numerically when they are numbers). */
@@ -441,7 +443,8 @@ static void take_gpus(struct snapshot *s, const struct gw_jv *r)
 		double v = sample_value(x, &s->at);
 		struct gpu *g;
 
-		if (name && strcmp(name, "gpuwatch_agent_interval_seconds") == 0)
+		if (name &&
+		    strcmp(name, "gpuwatch_agent_interval_seconds") == 0)
 			s->fast_interval = v;
 		if (!name || !id || !(g = gpu_slot(s, id)))
 			continue;
@@ -626,8 +629,8 @@ static void take_alerts(struct section *sec, const struct gw_jv *r)
 
 /* A query of a section; its refusal is kept in the section. */
 static int section_query(struct top *t, const char *q, const char *at,
-			 struct gw_jv *root, struct section *sec,
-			 char *why, size_t whyn)
+			 struct gw_jv *root, struct section *sec, char *why,
+			 size_t whyn)
 {
 	int err = fetch(t, q, at, root, why, whyn);
 
@@ -832,7 +835,8 @@ static void fmt_clock(const struct top *t, double secs, bool date, char *out,
 		return;
 	}
 	strftime(out, n,
-		 date ? (t->utc ? "%Y-%m-%d %H:%M:%S UTC" : "%Y-%m-%d %H:%M:%S %Z")
+		 date ? (t->utc ? "%Y-%m-%d %H:%M:%S UTC"
+				: "%Y-%m-%d %H:%M:%S %Z")
 		      : "%H:%M:%S",
 		 &tm);
 }
@@ -1004,9 +1008,8 @@ static void print_plain(struct top *t)
 enum { C_OK = 1, C_WARN, C_BAD, C_HEAD, C_DOWN, C_DIM };
 
 /* printf at (y, x), clipped to the screen's width. */
-__attribute__((format(printf, 4, 5))) static void put(int y, int x,
-						       attr_t attr,
-						       const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void put(int y, int x, attr_t attr,
+						      const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -1061,20 +1064,22 @@ static int draw_gpus(struct top *t, int y, int rows)
 	int x;
 
 	put(y++, 0, A_BOLD,
-	    "GPU %-*s %-*s TEMP/HBM POWER/LIMIT  SM MHz THROTTLE", barw,
-	    "UTIL", barw, "MEM");
+	    "GPU %-*s %-*s TEMP/HBM POWER/LIMIT  SM MHz THROTTLE", barw, "UTIL",
+	    barw, "MEM");
 	for (size_t i = 0; i < s->ngpus && (int)i < rows; i++, y++) {
 		const struct gpu *g = &s->gpus[i];
 
 		put(y, 0, A_BOLD, "%3s", g->id);
 		x = 4;
 		if (g->up == 0) {
-			put(y, x, has_colors() ? COLOR_PAIR(C_BAD) | A_BOLD
-					       : A_REVERSE,
+			put(y, x,
+			    has_colors() ? COLOR_PAIR(C_BAD) | A_BOLD
+					 : A_REVERSE,
 			    "LOST: the GPU does not answer");
 			continue;
 		}
-		snprintf(txt, sizeof(txt), "%s%%", num(a, sizeof(a), g->util, 0, 100));
+		snprintf(txt, sizeof(txt), "%s%%",
+			 num(a, sizeof(a), g->util, 0, 100));
 		bar(y, x, barw, g->util, txt);
 		x += barw + 1;
 		snprintf(txt, sizeof(txt), "%s/%sG",
@@ -1083,18 +1088,19 @@ static int draw_gpus(struct top *t, int y, int rows)
 		bar(y, x, barw,
 		    g->mem_total > 0 ? g->mem_used / g->mem_total : NAN, txt);
 		x += barw + 1;
-		put(y, x, level(g->hbm >= 95 || g->temp >= 87 ? 1
-				: g->temp >= 80	    ? 0.8
-						    : 0),
+		put(y, x,
+		    level(g->hbm >= 95 || g->temp >= 87 ? 1
+			  : g->temp >= 80		? 0.8
+							: 0),
 		    "%3s/%-3sC", num(a, sizeof(a), g->temp, 0, 1),
 		    num(b, sizeof(b), g->hbm, 0, 1));
 		x += 9;
-		put(y, x,
-		    level(g->limit > 0 ? g->power / g->limit * 0.95 : 0),
+		put(y, x, level(g->limit > 0 ? g->power / g->limit * 0.95 : 0),
 		    "%4s/%-4sW", num(a, sizeof(a), g->power, 0, 1),
 		    num(b, sizeof(b), g->limit, 0, 1));
 		x += 11;
-		put(y, x, A_NORMAL, "%6s", num(a, sizeof(a), g->sm_clock, 0, 1e-6));
+		put(y, x, A_NORMAL, "%6s",
+		    num(a, sizeof(a), g->sm_clock, 0, 1e-6));
 		x += 7;
 		short_reasons(g->throttle, thr, sizeof(thr));
 		put(y, x,
@@ -1118,8 +1124,8 @@ static const char *sort_mark(const struct top *t, enum sort_key k)
 
 static int draw_procs(struct top *t, int y, int rows)
 {
-	struct proc *procs = calloc(t->snap.nprocs ? t->snap.nprocs : 1,
-				    sizeof(*procs));
+	struct proc *procs =
+		calloc(t->snap.nprocs ? t->snap.nprocs : 1, sizeof(*procs));
 	size_t np = procs ? shown_procs(t, procs) : 0;
 	char a[32], b[32], c[32];
 
@@ -1198,16 +1204,17 @@ static void draw(struct top *t)
 
 	erase();
 	fmt_clock(t, s->at, t->fixed_time != NULL, when, sizeof(when));
-	put(0, 0, A_BOLD, "gpuwatch top  %s  %s  %zu GPU%s  %zu alert%s", t->base,
-	    t->have_snap ? when : "", s->ngpus, s->ngpus == 1 ? "" : "s",
-	    s->alerts.n, s->alerts.n == 1 ? "" : "s");
+	put(0, 0, A_BOLD, "gpuwatch top  %s  %s  %zu GPU%s  %zu alert%s",
+	    t->base, t->have_snap ? when : "", s->ngpus,
+	    s->ngpus == 1 ? "" : "s", s->alerts.n, s->alerts.n == 1 ? "" : "s");
 	y = 1;
 	if (t->down_since) {
-		fmt_clock(t, (double)t->down_since, false, since, sizeof(since));
+		fmt_clock(t, (double)t->down_since, false, since,
+			  sizeof(since));
 		put(y++, 0,
 		    has_colors() ? COLOR_PAIR(C_DOWN) | A_BOLD : A_REVERSE,
-		    "agent unreachable since %s: %s; retrying every %.1fs", since,
-		    t->down_why, (double)t->interval_ms / 1000);
+		    "agent unreachable since %s, retrying every %.1fs: %s",
+		    since, (double)t->interval_ms / 1000, t->down_why);
 	}
 	if (!t->have_snap) {
 		put(y + 1, 2, A_NORMAL, "waiting for the agent at %s ...",
@@ -1235,23 +1242,26 @@ static void draw(struct top *t)
 	y = draw_procs(t, y, proc_rows);
 	y = LINES - 1 - bottom;
 	if (quiet) {
-		put(y, 0, A_DIM, "no alerts firing, no CUDA API errors, no "
-				 "kernel data (needs CUPTI)");
+		put(y, 0, A_DIM,
+		    "no alerts firing, no CUDA API errors, no "
+		    "kernel data (needs CUPTI)");
 	} else {
 		if (lines_of(&s->alerts, cap))
-			y = draw_section(t, y, cap, "ALERTS FIRING", &s->alerts);
+			y = draw_section(t, y, cap, "ALERTS FIRING",
+					 &s->alerts);
 		if (lines_of(&s->kernels, cap))
 			y = draw_section(t, y, cap,
 					 "TOP KERNELS  GPU%  CALLS   PID COMM",
 					 &s->kernels);
 		if (lines_of(&s->errors, cap))
-			draw_section(t, y, cap, "API ERRORS   PID COMM   API CODE",
+			draw_section(t, y, cap,
+				     "API ERRORS   PID COMM   API CODE",
 				     &s->errors);
 	}
 help:
 	if (t->editing)
-		put(LINES - 1, 0, A_REVERSE, "filter: %s_  (Enter keep, Esc clear)",
-		    t->edit);
+		put(LINES - 1, 0, A_REVERSE,
+		    "filter: %s_  (Enter keep, Esc clear)", t->edit);
 	else
 		put(LINES - 1, 0, A_REVERSE,
 		    "q quit  / filter%s%s%s  m u e p g c sort  < > r  "
