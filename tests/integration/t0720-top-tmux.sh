@@ -12,7 +12,7 @@ need python3
 
 CHECK="$(dirname "$0")/top-check.py"
 SOCK="$T_DIR/tmux.sock"
-trap 'rc=$?; tmux -S "$SOCK" kill-server 2>/dev/null || true; (exit $rc); cleanup' EXIT
+trap 'rc=$?; tmux -S "$SOCK" kill-server 2>/dev/null || true; set +e; (exit $rc); cleanup' EXIT
 
 # count EXPR: the value of a one-series PromQL answer (0 when empty).
 count() {

@@ -131,8 +131,9 @@ def main():
 
     state, procs = agent_state(a.url, a.time)
     lines = open(a.file, encoding="utf-8", errors="replace").read().splitlines()
-    seen_gpus, rows, more = [], [], False
+    seen_gpus, lost, rows, more = [], [], [], False
     in_procs = False
+    part = "head"
     for ln in lines:
         if a.mode == "screen":
             if re.match(r"^\s*PID", ln):
@@ -145,6 +146,7 @@ def main():
                     check_gpu_screen(m, state)
                 elif re.match(r"^\s*(\S+) LOST", ln):
                     seen_gpus.append(ln.split()[0])
+                    lost.append(ln.split()[0])
                 continue
             m = PROC_SCREEN.match(ln)
             if m:
@@ -154,27 +156,25 @@ def main():
             else:
                 in_procs = False
         else:
-            if ln.startswith("GPU ") or ln.startswith("PID "):
-                in_procs = ln.startswith("PID ")
-                continue
-            if not ln.strip() or ln.startswith("  ("):
-                in_procs = False if not ln.strip() else in_procs
-                continue
-            if in_procs:
-                m = PROC_PLAIN.match(ln)
-                if m:
-                    rows.append(m.groups())
-                continue
-            m = GPU_PLAIN.match(ln)
-            if m and re.match(r"^\d+$", m.group(1)) and seen_gpus is not None and not rows:
-                if m.group(2) == "LOST":
-                    seen_gpus.append(m.group(1))
-                    continue
+            if ln.startswith("GPU  UTIL%"):
+                part = "gpus"
+            elif ln.startswith("PROCESSES"):
+                part = "procs"
+            elif ln.startswith("TOP KERNELS"):
+                part = "rest"
+            elif part == "gpus" and re.match(r"^\S+\s+LOST", ln):
+                seen_gpus.append(ln.split()[0])
+                lost.append(ln.split()[0])
+            elif part == "gpus" and not ln.startswith("GPU ") and GPU_PLAIN.match(ln):
+                m = GPU_PLAIN.match(ln)
                 seen_gpus.append(m.group(1))
                 check_gpu_plain(m, state)
-            elif re.match(r"^\S+\s+LOST", ln):
-                seen_gpus.append(ln.split()[0])
+            elif part == "procs" and PROC_PLAIN.match(ln):
+                rows.append(PROC_PLAIN.match(ln).groups())
 
+    for gpu, st in state.items():
+        if st["up"] == 0 and gpu not in lost:
+            err("GPU %s is down (gpuwatch_gpu_up 0) but not shown LOST" % gpu)
     if sorted(seen_gpus) != sorted(state):
         err("GPUs shown %s, the agent has %s" % (sorted(seen_gpus), sorted(state)))
 
