@@ -73,9 +73,11 @@ static const char Q_KERNEL_TIME[] =
 static const char Q_KERNEL_CALLS[] =
 	"sum by (pid, comm, kernel) "
 	"(rate(gpuwatch_cuda_kernel_launches_total[1m]))";
-static const char Q_ERRORS[] =
-	"topk(10, sum by (pid, comm, api, code) "
-	"(rate(gpuwatch_cuda_api_errors_total[1m])) > 0)";
+static const char Q_ERRORS[] = "topk(10, sum by (pid, comm, api, code) "
+			       "(gpuwatch_cuda_api_errors_total))";
+static const char Q_ERRORS_RATE[] =
+	"sum by (pid, comm, api, code) "
+	"(rate(gpuwatch_cuda_api_errors_total[1m]))";
 static const char Q_ALERTS[] = "ALERTS_FOR_STATE and ignoring(alertstate) "
 			       "ALERTS{alertstate=\"firing\"}";
 
@@ -595,6 +597,41 @@ static void take_rows(struct section *sec, const struct gw_jv *r,
 	qsort(sec->rows, sec->n, sizeof(*sec->rows), row_cmp);
 }
 
+/* Puts the values of R into v2 of the rows with the same pid and WHAT. */
+static void join_second(struct section *sec, const struct gw_jv *r,
+			const char *const *what, size_t nwhat)
+{
+	struct section tmp = { 0 };
+
+	for (size_t i = 0; i < r->n; i += MAX_ROWS) {
+		struct gw_jv part = { .t = GW_JV_ARR,
+				      .v = r->v + i,
+				      .n = r->n - i < MAX_ROWS ? r->n - i
+							       : MAX_ROWS };
+
+		tmp.n = 0;
+		take_rows(&tmp, &part, what, nwhat);
+		for (size_t k = 0; k < tmp.n; k++)
+			for (size_t j = 0; j < sec->n; j++)
+				if (!strcmp(sec->rows[j].pid,
+					    tmp.rows[k].pid) &&
+				    !strcmp(sec->rows[j].what,
+					    tmp.rows[k].what))
+					sec->rows[j].v2 = tmp.rows[k].v;
+	}
+}
+
+/* API errors: the highest rate first, then the most errors. */
+static int rate_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	double rx = isnan(x->v2) ? -1 : x->v2, ry = isnan(y->v2) ? -1 : y->v2;
+
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
+	return row_cmp(a, b);
+}
+
 /* Firing alerts: name, the labels that say where, and since when. */
 static void take_alerts(struct section *sec, const struct gw_jv *r)
 {
@@ -703,17 +740,8 @@ static int update(struct top *t)
 				    why, sizeof(why));
 		if (err)
 			goto fail;
-		r = vector_of(&root);
-		for (size_t i = 0; r && i < r->n; i++) {
-			const char *pid = label(&r->v[i], "pid");
-			const char *k = label(&r->v[i], "kernel");
-
-			for (size_t j = 0; pid && k && j < s.kernels.n; j++)
-				if (!strcmp(s.kernels.rows[j].pid, pid) &&
-				    !strcmp(s.kernels.rows[j].what, k))
-					s.kernels.rows[j].v2 =
-						sample_value(&r->v[i], NULL);
-		}
+		if ((r = vector_of(&root)))
+			join_second(&s.kernels, r, kernel_what, 1);
 		gw_jv_release(&root);
 	}
 
@@ -724,6 +752,17 @@ static int update(struct top *t)
 	if ((r = vector_of(&root)))
 		take_rows(&s.errors, r, error_what, 2);
 	gw_jv_release(&root);
+	if (s.errors.n) {
+		err = section_query(t, Q_ERRORS_RATE, at, &root, &s.errors, why,
+				    sizeof(why));
+		if (err)
+			goto fail;
+		if ((r = vector_of(&root)))
+			join_second(&s.errors, r, error_what, 2);
+		gw_jv_release(&root);
+		qsort(s.errors.rows, s.errors.n, sizeof(*s.errors.rows),
+		      rate_cmp);
+	}
 
 	err = section_query(t, Q_ALERTS, at, &root, &s.alerts, why,
 			    sizeof(why));
@@ -980,13 +1019,16 @@ static void print_plain(struct top *t)
 	plain_section_note(&s->kernels,
 			   "no kernel data: needs the CUPTI injection");
 
-	printf("\nAPI ERRORS (per second over the last minute)\n"
-	       "ERR/S    PID       COMM             API CODE\n");
+	printf("\nCUDA API ERRORS (per second over the last minute, and in "
+	       "all)\n"
+	       "ERR/S    TOTAL     PID       COMM             API CODE\n");
 	for (size_t i = 0; i < s->errors.n; i++) {
 		const struct row *w = &s->errors.rows[i];
 
-		printf("%7s  %-8s  %-15s  %s\n", num(a, sizeof(a), w->v, 2, 1),
-		       w->pid, w->comm[0] ? w->comm : "-", w->what);
+		printf("%7s  %8s  %-8s  %-15s  %s\n",
+		       num(a, sizeof(a), w->v2, 2, 1),
+		       num(b, sizeof(b), w->v, 0, 1), w->pid,
+		       w->comm[0] ? w->comm : "-", w->what);
 	}
 	plain_section_note(&s->errors, "no API errors");
 
@@ -1180,8 +1222,9 @@ static int draw_section(struct top *t, int y, int rows, const char *title,
 			    num(b, sizeof(b), w->v2, 1, 1), w->pid, w->comm,
 			    w->what);
 		} else {
-			put(y++, 2, A_NORMAL, "%7s/s %8s %-12.12s %s",
-			    num(a, sizeof(a), w->v, 2, 1), w->pid, w->comm,
+			put(y++, 2, A_NORMAL, "%7s/s %7s %8s %-12.12s %s",
+			    num(a, sizeof(a), w->v2, 2, 1),
+			    num(b, sizeof(b), w->v, 0, 1), w->pid, w->comm,
 			    w->what);
 		}
 	}
@@ -1251,11 +1294,13 @@ static void draw(struct top *t)
 					 &s->alerts);
 		if (lines_of(&s->kernels, cap))
 			y = draw_section(t, y, cap,
-					 "TOP KERNELS  GPU%  CALLS   PID COMM",
+					 "TOP KERNELS   GPU%     CALLS      "
+					 "PID COMM         KERNEL",
 					 &s->kernels);
 		if (lines_of(&s->errors, cap))
 			draw_section(t, y, cap,
-				     "API ERRORS   PID COMM   API CODE",
+				     "CUDA API ERRORS    RATE   TOTAL      PID "
+				     "COMM         API CODE",
 				     &s->errors);
 	}
 help:
