@@ -236,9 +236,43 @@ static int parse_list(struct jp *p, struct gw_jv *j, int depth, bool obj)
 	}
 }
 
+/* JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool is_number(const char *s, size_t n)
+{
+	size_t i = 0, d;
+
+	if (i < n && s[i] == '-')
+		i++;
+	if (i < n && s[i] == '0') {
+		i++;
+	} else {
+		for (d = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		if (i == d)
+			return false;
+	}
+	if (i < n && s[i] == '.') {
+		for (d = ++i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		if (i == d)
+			return false;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		for (d = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		if (i == d)
+			return false;
+	}
+	return i == n;
+}
+
 static int parse_value(struct jp *p, struct gw_jv *j, int depth)
 {
 	const char *s;
+	size_t n;
 
 	if (depth > MAX_DEPTH)
 		return -EINVAL;
@@ -259,16 +293,23 @@ static int parse_value(struct jp *p, struct gw_jv *j, int depth)
 		break;
 	}
 	s = p->p;
-	while (p->p < p->end && strchr("+-.0123456789eEtruefalsn", *p->p))
+	/* (a NUL byte is not a token character: strchr() would find it) */
+	while (p->p < p->end && *p->p &&
+	       strchr("+-.0123456789eEtruefalsn", *p->p))
 		p->p++;
-	if (p->p == s)
-		return -EINVAL;
-	if (p->p - s == 4 && memcmp(s, "null", 4) == 0) {
+	n = (size_t)(p->p - s);
+	if (n == 4 && memcmp(s, "null", 4) == 0) {
 		j->t = GW_JV_NULL;
 		return 0;
 	}
-	j->t = (*s == 't' || *s == 'f') ? GW_JV_BOOL : GW_JV_NUM;
-	j->s = strndup(s, (size_t)(p->p - s));
+	if ((n == 4 && memcmp(s, "true", 4) == 0) ||
+	    (n == 5 && memcmp(s, "false", 5) == 0))
+		j->t = GW_JV_BOOL;
+	else if (is_number(s, n))
+		j->t = GW_JV_NUM;
+	else
+		return -EINVAL;
+	j->s = strndup(s, n);
 	return j->s ? 0 : -ENOMEM;
 }
 
