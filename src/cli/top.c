@@ -1170,6 +1170,7 @@ static int draw_procs(struct top *t, int y, int rows)
 		calloc(t->snap.nprocs ? t->snap.nprocs : 1, sizeof(*procs));
 	size_t np = procs ? shown_procs(t, procs) : 0;
 	char a[32], b[32], c[32];
+	int fit;
 
 	put(y, 0, A_REVERSE, "%-*s", COLS, "");
 	put(y++, 0, A_REVERSE,
@@ -1177,7 +1178,9 @@ static int draw_procs(struct top *t, int y, int rows)
 	    "OWNER",
 	    sort_mark(t, S_PID), sort_mark(t, S_GPU), sort_mark(t, S_SM),
 	    sort_mark(t, S_MEMUTIL), sort_mark(t, S_MEM), sort_mark(t, S_COMM));
-	for (size_t i = 0; i < np && (int)i < rows - 1; i++)
+	/* ROWS counts the header; the last row says how many did not fit */
+	fit = (int)np > rows - 1 ? rows - 2 : rows - 1;
+	for (size_t i = 0; i < np && (int)i < fit; i++)
 		put(y++, 0, A_NORMAL, "%8s %3s %5s %5s %7sM %-15s %s",
 		    procs[i].pid, procs[i].gpu,
 		    num(a, sizeof(a), procs[i].sm, 0, 100),
@@ -1189,9 +1192,9 @@ static int draw_procs(struct top *t, int y, int rows)
 		put(y++, 4, A_DIM, "%s",
 		    t->snap.nprocs ? "no process matches the filter"
 				   : "no GPU processes");
-	else if ((int)np > rows - 1 && rows > 0)
+	else if ((int)np > rows - 1 && fit >= 0)
 		put(y++, 4, A_DIM, "... %zu more (filter with /)",
-		    np - (size_t)(rows - 1));
+		    np - (size_t)fit);
 	free(procs);
 	return y;
 }
