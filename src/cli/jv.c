@@ -274,7 +274,7 @@ static int parse_value(struct jp *p, struct gw_jv *j, int depth)
 	const char *s;
 	size_t n;
 
-	if (depth > MAX_DEPTH)
+	if (depth >= MAX_DEPTH)
 		return -EINVAL;
 	skip_ws(p);
 	if (p->p >= p->end)
