@@ -10,6 +10,7 @@
 # - top's own CPU over the same window.
 #
 # usage: bench/top.sh [BUILD_DIR]       (a release build: make)
+#        AGENT=path/to/gpuwatch bench/top.sh BUILD_DIR   (another agent binary)
 set -euo pipefail
 
 build="${1:-build}"
@@ -21,12 +22,13 @@ pid=""
 top_pid=""
 trap '[ -z "$top_pid" ] || kill -9 $top_pid 2>/dev/null
 [ -z "$pid" ] || kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+agent="${AGENT:-$bin}"
 [ -x "$bin" ] || { echo "build $bin first (make)" >&2; exit 1; }
 
 cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'; }
 now_ms() { date +%s%3N; }
 
-"$bin" agent --listen 127.0.0.1:0 --data-dir "$tmp/data" --simulate 8 \
+"$agent" agent --listen 127.0.0.1:0 --data-dir "$tmp/data" --simulate 8 \
 	--statsd-listen 127.0.0.1:0 --no-ebpf 2>"$tmp/agent.log" &
 pid=$!
 url=""
@@ -59,8 +61,7 @@ while IFS= read -r q; do
 		--data-urlencode "query=$q" --data-urlencode "time=$t")"
 	bytes=$((bytes + n))
 done <<'Q'
-{__name__=~"gpuwatch_gpu_(info|up|utilization_ratio|memory_utilization_ratio|memory_used_bytes|memory_total_bytes|temperature_celsius|memory_temperature_celsius|power_watts|power_limit_watts|clock_hertz|clock_max_hertz|clock_event_active)"} or gpuwatch_agent_interval_seconds{set="fast"}
-{__name__=~"gpuwatch_gpu_process_(memory_used_bytes|sm_utilization_ratio|memory_utilization_ratio)"}
+{__name__=~"gpuwatch_gpu_(info|up|utilization_ratio|memory_utilization_ratio|memory_used_bytes|memory_total_bytes|temperature_celsius|memory_temperature_celsius|power_watts|power_limit_watts|process_memory_used_bytes|process_sm_utilization_ratio|process_memory_utilization_ratio)"} or gpuwatch_gpu_clock_hertz{clock=~"sm|memory"} or gpuwatch_gpu_clock_event_active > 0 or gpuwatch_agent_interval_seconds{set="fast"}
 time() - timestamp(gpuwatch_gpu_process_memory_used_bytes)
 topk(10, sum by (pid, comm, kernel) (rate(gpuwatch_cuda_kernel_duration_seconds_sum[1m])))
 topk(10, sum by (pid, comm, api, code) (gpuwatch_cuda_api_errors_total))

@@ -54,15 +54,16 @@
 #define INTERVAL_MIN 100     /* ms */
 #define INTERVAL_MAX 3600000 /* ms */
 
+/* The GPUs and their processes in one answer: only the clocks and the
+ * clock event reasons shown (the answer's size is most of its cost). */
 static const char Q_GPU[] =
 	"{__name__=~\"gpuwatch_gpu_(info|up|utilization_ratio|memory_"
 	"utilization_ratio|memory_used_bytes|memory_total_bytes|temperature_"
 	"celsius|memory_temperature_celsius|power_watts|power_limit_watts|"
-	"clock_hertz|clock_max_hertz|clock_event_active)\"} or "
+	"process_memory_used_bytes|process_sm_utilization_ratio|process_"
+	"memory_utilization_ratio)\"} or gpuwatch_gpu_clock_hertz{clock=~\"sm|"
+	"memory\"} or gpuwatch_gpu_clock_event_active > 0 or "
 	"gpuwatch_agent_interval_seconds{set=\"fast\"}";
-static const char Q_PROC[] =
-	"{__name__=~\"gpuwatch_gpu_process_(memory_used_bytes|sm_utilization_"
-	"ratio|memory_utilization_ratio)\"}";
 /* Process series live on for the lookback (5 min) after the process
  * ended: their age tells. */
 static const char Q_PROC_AGE[] =
@@ -87,7 +88,7 @@ struct gpu {
 	char id[16]; /* the gpu label */
 	char name[64];
 	double up, util, mem_util, mem_used, mem_total, temp, hbm, power, limit,
-		sm_clock, sm_max, mem_clock;
+		sm_clock, mem_clock;
 	char throttle[160]; /* active reasons, comma separated */
 };
 
@@ -405,7 +406,7 @@ static struct gpu *gpu_slot(struct snapshot *s, const char *id)
 	copy(g->id, sizeof(g->id), id);
 	g->up = g->util = g->mem_util = g->mem_used = g->mem_total = NAN;
 	g->temp = g->hbm = g->power = g->limit = NAN;
-	g->sm_clock = g->sm_max = g->mem_clock = NAN;
+	g->sm_clock = g->mem_clock = NAN;
 	return g;
 }
 
@@ -448,7 +449,9 @@ static void take_gpus(struct snapshot *s, const struct gw_jv *r)
 		if (name &&
 		    strcmp(name, "gpuwatch_agent_interval_seconds") == 0)
 			s->fast_interval = v;
-		if (!name || !id || !(g = gpu_slot(s, id)))
+		if (!name || !id || label(x, "pid") ||
+		    strncmp(name, "gpuwatch_gpu_", strlen("gpuwatch_gpu_")) ||
+		    !(g = gpu_slot(s, id)))
 			continue;
 		name += strlen("gpuwatch_gpu_");
 		if (strcmp(name, "info") == 0)
@@ -477,9 +480,6 @@ static void take_gpus(struct snapshot *s, const struct gw_jv *r)
 		else if (strcmp(name, "clock_hertz") == 0 && clock &&
 			 strcmp(clock, "memory") == 0)
 			g->mem_clock = v;
-		else if (strcmp(name, "clock_max_hertz") == 0 && clock &&
-			 strcmp(clock, "sm") == 0)
-			g->sm_max = v;
 		else if (strcmp(name, "clock_event_active") == 0 && v > 0)
 			add_reason(g, label(x, "reason"));
 	}
@@ -511,7 +511,9 @@ static void take_procs(struct snapshot *s, const struct gw_jv *r)
 		double v = sample_value(x, NULL);
 		struct proc *p = NULL;
 
-		if (!name || !pid || !gpu)
+		if (!name || !pid || !gpu ||
+		    strncmp(name, "gpuwatch_gpu_process_",
+			    strlen("gpuwatch_gpu_process_")))
 			continue;
 		for (size_t k = 0; k < s->nprocs && !p; k++)
 			if (strcmp(s->procs[k].pid, pid) == 0 &&
@@ -705,20 +707,16 @@ static int update(struct top *t)
 	err = fetch(t, Q_GPU, at, &root, why, sizeof(why));
 	if (err)
 		goto fail;
-	if ((r = vector_of(&root)))
+	if ((r = vector_of(&root))) {
 		take_gpus(&s, r);
+		take_procs(&s, r);
+	}
 	gw_jv_release(&root);
 	if (!at && isfinite(s.at)) {
 		snprintf(at_buf, sizeof(at_buf), "%.3f", s.at);
 		at = at_buf;
 	}
 
-	err = fetch(t, Q_PROC, at, &root, why, sizeof(why));
-	if (err)
-		goto fail;
-	if ((r = vector_of(&root)))
-		take_procs(&s, r);
-	gw_jv_release(&root);
 	if (s.nprocs) {
 		err = fetch(t, Q_PROC_AGE, at, &root, why, sizeof(why));
 		if (err)
