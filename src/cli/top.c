@@ -1283,9 +1283,16 @@ static void draw(struct top *t)
 		if (proc_rows >= 4 || cap == 1)
 			break;
 	}
+	if (proc_rows < 2) {
+		/* a very small terminal: the processes before the rest */
+		proc_rows = LINES - 1 - y;
+		bottom = 0;
+	}
 	y = draw_procs(t, y, proc_rows);
 	y = LINES - 1 - bottom;
-	if (quiet) {
+	if (!bottom) {
+		/* no room below the processes */
+	} else if (quiet) {
 		put(y, 0, A_DIM,
 		    "no alerts firing, no CUDA API errors, no "
 		    "kernel data (needs CUPTI)");
