@@ -150,6 +150,24 @@ def main():
         else:
             print("ok   variable %s: %s" % (v["name"], ", ".join(ans["data"][:8])))
 
+    # The shape Grafana needs: unique panel ids, every panel on the
+    # 24-column grid, every query on the dashboard's datasource variable.
+    ids = set()
+    for row, p in list(panels(dash)) + [("", r) for r in dash.get("panels", []) if r.get("type") == "row"]:
+        g = p.get("gridPos", {})
+        where = "[%s] %s" % (row, p.get("title"))
+        if p.get("id") in ids:
+            print("FAIL %s: panel id %s is used twice" % (where, p.get("id")))
+            failed += 1
+        ids.add(p.get("id"))
+        if not (g.get("w", 0) > 0 and g.get("h", 0) > 0 and g.get("x", -1) >= 0 and g["x"] + g["w"] <= 24):
+            print("FAIL %s: gridPos %s is off the 24-column grid" % (where, g))
+            failed += 1
+        for t in p.get("targets", []):
+            if t.get("datasource", p.get("datasource", {})).get("uid") != "${datasource}":
+                print("FAIL %s / %s: not on the ${datasource} variable" % (where, t.get("refId")))
+                failed += 1
+
     end = time.time()
     start = end - secs(a.range)
     n = 0

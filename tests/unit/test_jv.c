@@ -59,8 +59,8 @@ static void test_escapes(void **state)
 	struct gw_jv j;
 
 	(void)state;
-	assert_int_equal(parse("\"a\\\"b\\\\c\\/\\n\\u00e9\\ud83d\\ude00\"", &j),
-			 0);
+	assert_int_equal(
+		parse("\"a\\\"b\\\\c\\/\\n\\u00e9\\ud83d\\ude00\"", &j), 0);
 	assert_string_equal(gw_jv_str(&j),
 			    "a\"b\\c/\n\xc3\xa9\xf0\x9f\x98\x80");
 	gw_jv_release(&j);
@@ -75,10 +75,10 @@ static void test_escapes(void **state)
 static void test_refused(void **state)
 {
 	static const char *const bad[] = {
-		"",	  "tru",     "nul",	"01",	   "1.",	 "-",
-		"1e",	  "+1",	     "[1,]",	"[1 2]",   "{\"a\"}",	 "{\"a\":}",
-		"{1:2}",  "\"abc",   "\"\\x\"", "\"\\u12\"", "[1] x",	 "truefalse",
-		"\"a\tb\"",
+		"",	     "tru",	 "nul",	      "01",	  "1.",
+		"-",	     "1e",	 "+1",	      "[1,]",	  "[1 2]",
+		"{\"a\"}",   "{\"a\":}", "{1:2}",     "\"abc",	  "\"\\x\"",
+		"\"\\u12\"", "[1] x",	 "truefalse", "\"a\tb\"",
 	};
 	struct gw_jv j, zero = { 0 };
 	char deep[200];
