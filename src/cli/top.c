@@ -1220,13 +1220,13 @@ static int draw_section(struct top *t, int y, int rows, const char *title,
 		} else if (s == &t->snap.kernels) {
 			put(y++, 2, A_NORMAL, "%5s%% %8s/s %8s %-12.12s %s",
 			    num(a, sizeof(a), w->v, 1, 100),
-			    num(b, sizeof(b), w->v2, 1, 1), w->pid, w->comm,
-			    w->what);
+			    num(b, sizeof(b), w->v2, 1, 1), w->pid,
+			    w->comm[0] ? w->comm : "-", w->what);
 		} else {
 			put(y++, 2, A_NORMAL, "%7s/s %7s %8s %-12.12s %s",
 			    num(a, sizeof(a), w->v2, 2, 1),
-			    num(b, sizeof(b), w->v, 0, 1), w->pid, w->comm,
-			    w->what);
+			    num(b, sizeof(b), w->v, 0, 1), w->pid,
+			    w->comm[0] ? w->comm : "-", w->what);
 		}
 	}
 	return y;
