@@ -80,7 +80,7 @@ def main():
     w, h = cols * CW + 16, len(lines) * CH + 16
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">' % (w, h, w, h),
          '<rect width="100%%" height="100%%" fill="%s" rx="6"/>' % BG,
-         '<g font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="14" xml:space="preserve">']
+         '<g font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="14" xml:space="preserve" style="white-space: pre">']
     for y, line in enumerate(lines):
         cs = cells(line)
         ty = 8 + y * CH
@@ -100,10 +100,11 @@ def main():
             e = x
             while e < len(cs) and (cs[e][1], cs[e][3]) == (f, bold):
                 e += 1
+            # no-break spaces: renderers collapse plain ones
             text = "".join(c[0] for c in cs[x:e])
             if text.strip():
                 o.append('<text x="%.1f" y="%.1f" fill="%s"%s>%s</text>'
-                         % (8 + x * CW, ty + 13, f, ' font-weight="bold"' if bold else "", escape(text)))
+                         % (8 + x * CW, ty + 13, f, ' font-weight="bold"' if bold else "", escape(text).replace(" ", "\u00a0")))
             x = e
     o.append("</g></svg>")
     print("\n".join(o))
