@@ -1101,12 +1101,14 @@ static int draw_gpus(struct top *t, int y, int rows)
 	const struct snapshot *s = &t->snap;
 	int w = COLS < 80 ? 80 : COLS, barw = 16 + (w - 80) / 3;
 	char a[32], b[32], txt[64], thr[160];
-	int x;
+	int x, fit;
 
 	put(y++, 0, A_BOLD,
 	    "GPU %-*s %-*s TEMP/HBM POWER/LIMIT  SM MHz THROTTLE", barw, "UTIL",
 	    barw, "MEM");
-	for (size_t i = 0; i < s->ngpus && (int)i < rows; i++, y++) {
+	/* the last row says how many GPUs did not fit */
+	fit = (int)s->ngpus > rows ? rows - 1 : rows;
+	for (size_t i = 0; i < s->ngpus && (int)i < fit; i++, y++) {
 		const struct gpu *g = &s->gpus[i];
 
 		put(y, 0, A_BOLD, "%3s", g->id);
@@ -1151,6 +1153,10 @@ static int draw_gpus(struct top *t, int y, int rows)
 	}
 	if (!s->ngpus)
 		put(y++, 4, A_DIM, "no GPUs: is the agent watching any?");
+	else if ((int)s->ngpus > rows && fit >= 0)
+		put(y++, 4, A_DIM,
+		    "... %zu more GPUs (a taller terminal shows them)",
+		    s->ngpus - (size_t)fit);
 	return y;
 }
 
