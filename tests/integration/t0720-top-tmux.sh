@@ -78,7 +78,7 @@ tmux -S "$SOCK" send-keys -t top u
 check_screen --sort util --min-procs 3
 tmux -S "$SOCK" send-keys -t top r
 check_screen --sort util --reverse --min-procs 3
-grep -q "sort=util rev" "$T_DIR/screen" || fail "the help line does not say sort=util rev"
+wait_screen 'grep -q "sort=util rev" "$T_DIR/screen"' "the help line does not say sort=util rev"
 tmux -S "$SOCK" send-keys -t top r g
 check_screen --sort gpu --min-procs 3
 ok "p, u, r and g sort the process table"
@@ -90,8 +90,9 @@ print(json.load(sys.stdin)["data"]["result"][0]["metric"]["pid"])')"
 tmux -S "$SOCK" send-keys -t top m / "$pid"
 wait_screen 'grep -q "filter: ${pid}_" "$T_DIR/screen"' "the filter prompt does not show what was typed"
 tmux -S "$SOCK" send-keys -t top Enter
+# (the filter applies while it is typed: the help line tells Enter apart)
+wait_screen 'tail -n 1 "$T_DIR/screen" | grep -q "filter \[$pid\]"' "the help line does not show the filter"
 check_screen --filter "$pid"
-grep -q "filter \[$pid\]" "$T_DIR/screen" || fail "the help line does not show the filter"
 [ "$(grep -c "^ *$pid " "$T_DIR/screen")" -ge 1 ] || fail "process $pid is not shown under its own filter"
 tmux -S "$SOCK" send-keys -t top Escape
 check_screen --min-procs 3
