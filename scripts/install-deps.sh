@@ -14,15 +14,32 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl tmux)
+	procps clang-format openssl chromium tmux)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501; tmux: drives
-# the full-screen `gpuwatch top` in t0720.)
+# openssl: the test CA of the remote_write TLS test, t0501; chromium: the
+# web page's browser test, t0700, and bench/web.sh; tmux: drives the
+# full-screen `gpuwatch top` in t0720 and t0721.)
+
+# npm projects of the tests (each its own package.json and lockfile),
+# installed with `npm ci` by `all`: tests/web (playwright-core, t0700).
+npm_dirs=(tests/web)
+npm_ci() {
+	local d root
+	root="$(cd "$(dirname "$0")/.." && pwd)"
+	command -v npm >/dev/null || {
+		echo "install-deps: npm not found: the browser tests will be skipped" >&2
+		return 0
+	}
+	for d in "${npm_dirs[@]}"; do
+		(cd "$root/$d" && npm ci --no-audit --no-fund --loglevel=error) ||
+			echo "install-deps: npm ci failed in $d" >&2
+	done
+}
 
 what="${1:-all}"
 case "$what" in
@@ -41,6 +58,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#pkgs[@]} packages are installed"
+	[ "$what" != all ] || npm_ci
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -52,3 +70,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"
+[ "$what" != all ] || npm_ci

@@ -12,5 +12,7 @@ int gw_cmd_store(int argc, char **argv);
 int gw_cmd_store_import(int argc, char **argv);
 int gw_cmd_rules(int argc, char **argv);
 int gw_cmd_top(int argc, char **argv);
+int gw_cmd_sim(int argc, char **argv);
+int gw_cmd_detect(int argc, char **argv);
 
 #endif

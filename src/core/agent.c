@@ -23,8 +23,12 @@
  * * gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
- * * gw-store        pipeline/ingest        each publish (woken), else the
- *                                          fast interval; a last pass and
+ * * gw-store-in     pipeline/ingest        each publish (woken), else the
+ *                                          fast interval: copies publishes
+ *                                          into the ingest queue
+ * * gw-store        pipeline/ingest        woken by gw-store-in, else the
+ *                                          fast interval: appends, store
+ *                                          maintenance; a last pass and
  *                                          flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
@@ -182,15 +186,21 @@ static struct gw_agent *agent_of(const struct gw_collect_env *env)
 static int ingest_start(const struct gw_collect_env *env, void **priv)
 {
 	const struct gw_agent *a = agent_of(env);
+	char models[4096];
 	struct gw_ingest_opts o = {
 		.reg = a->reg,
 		.store = a->store,
 		.fast_ms = env->fast_ms,
 		.baselines = a->cfg.baselines != 0,
 		.max_series = a->cfg.store_max_series,
+		.models_path = models,
 		.workers = env->workers,
 	};
 
+	/* The anomaly models live in the data directory, beside the store. */
+	if (snprintf(models, sizeof(models), "%s/baselines.bin",
+		     a->cfg.data_dir) >= (int)sizeof(models))
+		o.models_path = NULL;
 	return gw_ingest_start(&o, (struct gw_ingest **)priv);
 }
 

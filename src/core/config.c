@@ -328,6 +328,20 @@ static const struct opt opts[] = {
 	  "DURATION", "4m", RESTART, "unchanged values are re-sent this often",
 	  "A rollup or last value equal to the one sent before is not sent\n"
 	  "again until this long has passed (0: send every one)." },
+	{ "remote-write-precision", T_UINT, F(rw_precision), 0, 17, "DIGITS",
+	  "4", RESTART, "significant digits of a gauge's rollups",
+	  "Significant decimal digits kept of a gauge's NAME:1m_avg, _min,\n"
+	  "_max and _stddev (counters and _count_samples stay exact). Their\n"
+	  "last digits are noise that costs the central store most of its\n"
+	  "bytes; 4 keeps 0.01 of a 45.28 C average. The node's own history\n"
+	  "keeps every digit. 0: every digit of a double." },
+	{ "remote-write-process-rollups", T_STRING, F(rw_process_rollups), 0, 0,
+	  "LIST", "max", RESTART, "rollups sent of a process's gauges",
+	  "The rollups sent of a gauge with a pid label (process memory and\n"
+	  "utilisation): all, or a comma-separated list of avg, min, max,\n"
+	  "stddev, count_samples. Processes come and go with jobs, so each\n"
+	  "output is a new series centrally for every process; the fleet\n"
+	  "rules use the memory's max." },
 	{ "remote-write-max-lag", T_DURATION, F(rw_max_lag), 1, 3600,
 	  "DURATION", "30s", RESTART, "longest live data waits for catch-up",
 	  "While an endpoint catches up after an outage, each stream sends\n"

@@ -102,9 +102,11 @@ struct gw_config {
 	struct gw_config_list rw_raw;	       /* selectors sent raw */
 	struct gw_config_list external_labels; /* NAME=VALUE */
 	double rw_heartbeat;		       /* seconds; 0: never suppress */
-	double rw_max_lag;		       /* seconds */
-	int rw_events;		/* raw around alerts, anomalies */
-	double rw_event_window; /* seconds before and after */
+	unsigned int rw_precision;   /* digits of :1m_avg/:1m_stddev; 0: all */
+	char rw_process_rollups[64]; /* "all" or avg,min,max,stddev,... */
+	double rw_max_lag;	     /* seconds */
+	int rw_events;		     /* raw around alerts, anomalies */
+	double rw_event_window;	     /* seconds before and after */
 	double rw_anomaly_threshold;
 	char rw_admin_push[8]; /* "on": POST /api/v1/admin/push */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];

@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "http/web.h"
 
 #define MAX_RESPONSE	(64u << 20)
 #define MAX_QUEUED	32 /* API requests waiting for a worker */
@@ -475,6 +476,58 @@ static enum MHD_Result reply_text(struct gw_http *h,
 		     strlen(msg), 0);
 }
 
+/* An embedded file of the web page (http/web.h): gzip'd when the client
+ * takes it, 304 when it has it already. */
+static enum MHD_Result serve_web(struct gw_http *h, struct MHD_Connection *conn,
+				 const struct gw_web_asset *a)
+{
+	const char *ae, *inm;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	unsigned int status = MHD_HTTP_OK;
+	char etag[40];
+	bool gz;
+
+	(void)h;
+	ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					  MHD_HTTP_HEADER_IF_NONE_MATCH);
+	gz = gw_web_accepts_gzip(ae);
+	gw_web_etag(a, gz, etag, sizeof(etag));
+	if (gw_web_etag_matches(inm, etag)) {
+		status = MHD_HTTP_NOT_MODIFIED;
+		r = MHD_create_response_from_buffer(0, (void *)"",
+						    MHD_RESPMEM_PERSISTENT);
+	} else {
+		r = MHD_create_response_from_buffer(
+			gz ? a->gz_len : a->raw_len,
+			(void *)(gz ? a->gz : a->raw), MHD_RESPMEM_PERSISTENT);
+	}
+	if (!r)
+		return MHD_NO;
+	if (status == MHD_HTTP_OK) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					a->type);
+		if (gz)
+			MHD_add_response_header(
+				r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; "
+				"style-src 'self' 'unsafe-inline'; "
+				"frame-ancestors 'none'");
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	if (ret == MHD_YES)
+		set_phase(conn, PH_SENDING);
+	return ret;
+}
+
 static enum MHD_Result reply_405(struct gw_http *h, struct MHD_Connection *conn)
 {
 	static const char msg[] = "method not allowed: use GET\n";
@@ -865,15 +918,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		return serve_metrics(h, conn);
 	if (strcmp(url, "/healthz") == 0)
 		return reply_text(h, conn, MHD_HTTP_OK, "ok\n");
-	if (strcmp(url, "/") == 0)
-		return reply_text(h, conn, MHD_HTTP_OK,
-				  "gpuwatch agent\n"
-				  "  /metrics  Prometheus and OpenMetrics "
-				  "exposition\n"
-				  "  /healthz  liveness\n"
-				  "  /api/v1/  Prometheus query API (query, "
-				  "query_range, series, labels,\n"
-				  "            label/NAME/values)\n");
+	{
+		const struct gw_web_asset *a = gw_web_find(url);
+
+		if (a)
+			return serve_web(h, conn, a);
+	}
 	return reply_text(h, conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 

@@ -6,7 +6,8 @@
  *                 header asks for application/openmetrics-text.  Rendered
  *                 from the registry: a scrape never calls into a collector.
  *   GET /healthz  200 "ok" while the agent runs.
- *   GET /         a short index of the endpoints.
+ *   GET /         the web page and its files (http/web.h), embedded at
+ *                 build time, gzip'd for clients that take it.
  *   /api/v1/...   Prometheus' query API (http/api.h), GET or POST with an
  *                 application/x-www-form-urlencoded body of at most 64 KiB;
  *                 other methods are 405 with "Allow: GET, POST".  Without a

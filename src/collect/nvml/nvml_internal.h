@@ -173,5 +173,11 @@ int gw_nvml_events_init(struct gw_worker *w, void *arg);
 double gw_nvml_events_round(struct gw_worker *w, void *arg);
 void gw_nvml_events_fini(struct gw_worker *w, void *arg);
 void gw_nvml_publish_events(struct gw_nvml *c);
+/* Counts one XID or ECC event in its GPU's tables. */
+void gw_nvml_count_event(struct gw_nvml *c,
+			 const struct gw_nvml_event_data *ev);
+/* Adds the XID and ECC event counters to s (what publish_events
+ * publishes). */
+void gw_nvml_events_fill(struct gw_nvml *c, struct gw_snap *s);
 
 #endif
