@@ -14,9 +14,9 @@ CHECK="$(dirname "$0")/top-check.py"
 SOCK="$T_DIR/tmux.sock"
 trap 'rc=$?; tmux -S "$SOCK" kill-server 2>/dev/null || true; set +e; (exit $rc); cleanup' EXIT
 
-# count EXPR: the value of a one-series PromQL answer (0 when empty).
+# count EXPR [TIME]: the value of a one-series PromQL answer (0 when empty).
 count() {
-	curl -fsS "$URL/api/v1/query" --data-urlencode "query=$1" |
+	curl -fsS "$URL/api/v1/query" --data-urlencode "query=$1" ${2:+--data-urlencode "time=$2"} |
 		python3 -c 'import json, sys
 r = json.load(sys.stdin)["data"]["result"]
 print(int(float(r[0]["value"][1])) if r else 0)'
@@ -61,7 +61,17 @@ start_agent --simulate 3 --interval 0.5
 port="${URL##*:}"
 wait_until '[ "$(count "count(gpuwatch_gpu_process_memory_used_bytes)")" -ge 3 ]' 30 \
 	"the simulator did not start 3 processes"
-T="$(python3 -c 'import time; print("%.3f" % (time.time() - 1))')"
+# T: a moment the store holds every GPU and 3 processes at (it takes
+# samples a moment after they are read, and the first ones later still),
+# compared once every GPU has a stored sample a second past it.
+pick_t() {
+	T="$(python3 -c 'import time; print("%.3f" % (time.time() - 1))')"
+	[ "$(count "count(gpuwatch_gpu_up)" "$T")" -eq 3 ] &&
+		[ "$(count "count(gpuwatch_gpu_process_memory_used_bytes)" "$T")" -ge 3 ]
+}
+wait_until pick_t 30 "the store holds no moment with 3 GPUs and 3 processes"
+wait_until '[ "$(count "count(timestamp(gpuwatch_gpu_up) > $T + 1)")" -eq 3 ]' 30 \
+	"the store has not caught up with T"
 
 tmux -S "$SOCK" -f /dev/null new-session -d -x 80 -y 24 -s top \
 	"'$GPUWATCH' top --url '$URL' --time $T --interval 0.5; echo \$? >'$T_DIR/top.rc'"

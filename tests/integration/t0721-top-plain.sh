@@ -17,7 +17,7 @@ trap 'rc=$?; tmux -S "$SOCK" kill-server 2>/dev/null || true
 set +e; (exit $rc); cleanup' EXIT
 
 count() {
-	curl -fsS "$URL/api/v1/query" --data-urlencode "query=$1" |
+	curl -fsS "$URL/api/v1/query" --data-urlencode "query=$1" ${2:+--data-urlencode "time=$2"} |
 		python3 -c 'import json, sys
 r = json.load(sys.stdin)["data"]["result"]
 print(int(float(r[0]["value"][1])) if r else 0)'
@@ -32,7 +32,19 @@ wait_until '[ "$(count "count(gpuwatch_gpu_process_memory_used_bytes)")" -ge 3 ]
 wait_until '[ "$(count "count(ALERTS{alertname=\"GpuCriticalXid\",alertstate=\"firing\",gpu=\"3\"})")" -eq 1 ]' 30 \
 	"GpuCriticalXid did not fire for GPU 3"
 wait_until '[ "$(count "count(gpuwatch_gpu_up == 0)")" -eq 1 ]' 30 "GPU 3 is not down"
-T="$(python3 -c 'import time; print("%.3f" % (time.time() - 1))')"
+# T: a moment the store holds the 4 GPUs, GPU 3 down, 3 processes and the
+# alert at (it takes samples a moment after they are read), compared once
+# every GPU has a stored sample a second past it.
+pick_t() {
+	T="$(python3 -c 'import time; print("%.3f" % (time.time() - 1))')"
+	[ "$(count "count(gpuwatch_gpu_up)" "$T")" -eq 4 ] &&
+		[ "$(count "count(gpuwatch_gpu_up == 0)" "$T")" -eq 1 ] &&
+		[ "$(count "count(gpuwatch_gpu_process_memory_used_bytes)" "$T")" -ge 3 ] &&
+		[ "$(count "count(ALERTS{alertname=\"GpuCriticalXid\",alertstate=\"firing\",gpu=\"3\"})" "$T")" -eq 1 ]
+}
+wait_until pick_t 30 "the store holds no moment with 4 GPUs, GPU 3 down, 3 processes and the alert"
+wait_until '[ "$(count "count(timestamp(gpuwatch_gpu_up) > $T + 1)")" -eq 4 ]' 30 \
+	"the store has not caught up with T"
 
 "$GPUWATCH" top --once --url "$URL" --time "$T" >"$T_DIR/once" 2>"$T_DIR/once.err" ||
 	fail "--once failed: $(cat "$T_DIR/once.err")"
