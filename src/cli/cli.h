@@ -14,5 +14,6 @@ int gw_cmd_rules(int argc, char **argv);
 int gw_cmd_top(int argc, char **argv);
 int gw_cmd_sim(int argc, char **argv);
 int gw_cmd_detect(int argc, char **argv);
+int gw_cmd_profile(int argc, char **argv);
 
 #endif

@@ -611,12 +611,17 @@ static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
 
 	rq->state = REQ_SENT;
 	api_count(h, rq->ep, r->status, rq->arrival_ns);
+	if (r->content_type && !r->body.len && !gw_buf_error(&r->body))
+		return reply(conn, r->status, r->content_type, (char *)"", 0,
+			     0);
 	if (!r->body.p || !r->body.len)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "text/plain; charset=utf-8",
 			     (char *)"out of memory\n", 14, 0);
 	body = gw_buf_detach(&r->body, &len);
-	return reply(conn, r->status, "application/json", body, len, 1);
+	return reply(conn, r->status,
+		     r->content_type ? r->content_type : "application/json",
+		     body, len, 1);
 }
 
 /* An error envelope sent at once from the server thread. */
