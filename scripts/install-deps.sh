@@ -8,13 +8,13 @@ set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
 	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libssl-dev
-	libiberty-dev libdw-dev
+	libiberty-dev libdw-dev libncurses-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl chromium python3-grpcio python3-grpc-tools golang-go linux-perf)
+	procps clang-format openssl chromium python3-grpcio python3-grpc-tools golang-go linux-perf tmux)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
@@ -25,7 +25,8 @@ test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager pyt
 # web page's browser test, t0700, and bench/web.sh; python3-grpcio and
 # python3-grpc-tools: the stand-in kubelet of t0601; golang-go: `go tool
 # pprof` reads the agent's CPU profiles, t2103; linux-perf:
-# bench/profile.sh compares the profiler with `perf record`.)
+# bench/profile.sh compares the profiler with `perf record`; tmux: drives
+# the full-screen `gpuwatch top` in t0720 and t0721.)
 
 # npm projects of the tests (each its own package.json and lockfile),
 # installed with `npm ci` by `all`: tests/web (playwright-core, t0700),

@@ -13,6 +13,7 @@ int gw_cmd_store_import(int argc, char **argv);
 /* `store archive|restore|ls --remote`: argv[0] is the subcommand. */
 int gw_cmd_store_archive(int argc, char **argv, const char *data_dir);
 int gw_cmd_rules(int argc, char **argv);
+int gw_cmd_top(int argc, char **argv);
 int gw_cmd_sim(int argc, char **argv);
 int gw_cmd_detect(int argc, char **argv);
 int gw_cmd_profile(int argc, char **argv);

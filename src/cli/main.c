@@ -26,6 +26,8 @@ static const struct command commands[] = {
 	  "run the node agent: GPU telemetry on /metrics" },
 	{ "query", gw_cmd_query,
 	  "evaluate PromQL on a running agent and print the result" },
+	{ "top", gw_cmd_top,
+	  "watch a node live: GPUs, processes, kernels, alerts" },
 	{ "store", gw_cmd_store,
 	  "list, check, export or import the local store's data" },
 	{ "rules", gw_cmd_rules,

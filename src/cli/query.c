@@ -20,6 +20,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/jv.h"
 #include "common/buf.h"
 #include "http/api.h"
 
@@ -32,7 +33,6 @@ int gw_cmd_query(int argc, char **argv);
 
 #define DEFAULT_URL	 "http://127.0.0.1:9400"
 #define MAX_ANSWER	 (64u << 20)
-#define JSON_MAX_DEPTH	 64
 #define LABELS_WIDTH_MAX 100
 
 static void usage(FILE *out)
@@ -107,306 +107,6 @@ static void usage(FILE *out)
 		"'gpuwatch_gpu_up == 0'\n");
 }
 
-/* ---- a small JSON reader for the API's answers ---- */
-
-enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
-
-struct jv {
-	enum jtype t;
-	char *s;      /* J_STR: decoded; J_NUM, J_BOOL: the text */
-	struct jv *v; /* J_ARR, J_OBJ: n values */
-	char **k;     /* J_OBJ: n keys */
-	size_t n;
-};
-
-static void jv_release(struct jv *j)
-{
-	if (!j)
-		return;
-	free(j->s);
-	for (size_t i = 0; i < j->n; i++) {
-		jv_release(&j->v[i]);
-		if (j->k)
-			free(j->k[i]);
-	}
-	free(j->v);
-	free(j->k);
-	memset(j, 0, sizeof(*j));
-}
-
-struct jp {
-	const char *p, *end;
-};
-
-static void skip_ws(struct jp *p)
-{
-	while (p->p < p->end && (*p->p == ' ' || *p->p == '\t' ||
-				 *p->p == '\n' || *p->p == '\r'))
-		p->p++;
-}
-
-static int put_utf8(struct gw_buf *b, unsigned long c)
-{
-	char u[4];
-	size_t n;
-
-	if (c < 0x80) {
-		u[0] = (char)c;
-		n = 1;
-	} else if (c < 0x800) {
-		u[0] = (char)(0xc0 | (c >> 6));
-		u[1] = (char)(0x80 | (c & 0x3f));
-		n = 2;
-	} else if (c < 0x10000) {
-		u[0] = (char)(0xe0 | (c >> 12));
-		u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-		u[2] = (char)(0x80 | (c & 0x3f));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | (c >> 18));
-		u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-		u[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-		u[3] = (char)(0x80 | (c & 0x3f));
-		n = 4;
-	}
-	return gw_buf_add(b, u, n);
-}
-
-static int hex4(const char *s, unsigned long *v)
-{
-	*v = 0;
-	for (int i = 0; i < 4; i++) {
-		char c = s[i];
-		int d = c >= '0' && c <= '9'   ? c - '0'
-			: c >= 'a' && c <= 'f' ? c - 'a' + 10
-			: c >= 'A' && c <= 'F' ? c - 'A' + 10
-					       : -1;
-
-		if (d < 0)
-			return -EINVAL;
-		*v = *v * 16 + (unsigned long)d;
-	}
-	return 0;
-}
-
-static int parse_str(struct jp *p, char **out)
-{
-	struct gw_buf b;
-	int err = 0;
-
-	gw_buf_init(&b, MAX_ANSWER);
-	p->p++; /* the opening quote */
-	while (!err) {
-		char c;
-
-		if (p->p >= p->end) {
-			err = -EINVAL;
-			break;
-		}
-		c = *p->p++;
-		if (c == '"')
-			break;
-		if ((unsigned char)c < 0x20) {
-			err = -EINVAL;
-		} else if (c != '\\') {
-			err = gw_buf_add(&b, &c, 1);
-		} else if (p->p >= p->end) {
-			err = -EINVAL;
-		} else {
-			unsigned long u, lo;
-
-			c = *p->p++;
-			switch (c) {
-			case 'n':
-				c = '\n';
-				break;
-			case 't':
-				c = '\t';
-				break;
-			case 'r':
-				c = '\r';
-				break;
-			case 'b':
-				c = '\b';
-				break;
-			case 'f':
-				c = '\f';
-				break;
-			case '"':
-			case '\\':
-			case '/':
-				break;
-			case 'u':
-				if (p->end - p->p < 4 || hex4(p->p, &u)) {
-					err = -EINVAL;
-					continue;
-				}
-				p->p += 4;
-				if (u >= 0xd800 && u < 0xdc00 &&
-				    p->end - p->p >= 6 && p->p[0] == '\\' &&
-				    p->p[1] == 'u' && !hex4(p->p + 2, &lo) &&
-				    lo >= 0xdc00 && lo < 0xe000) {
-					u = 0x10000 + ((u - 0xd800) << 10) +
-					    (lo - 0xdc00);
-					p->p += 6;
-				}
-				err = put_utf8(&b, u);
-				continue;
-			default:
-				err = -EINVAL;
-				continue;
-			}
-			err = gw_buf_add(&b, &c, 1);
-		}
-	}
-	if (!err)
-		err = gw_buf_add(&b, "", 0);
-	if (err) {
-		gw_buf_release(&b);
-		return err;
-	}
-	*out = gw_buf_detach(&b, NULL);
-	return 0;
-}
-
-static int parse_value(struct jp *p, struct jv *j, int depth);
-
-/* The members of an array or object after its opening bracket. */
-static int parse_list(struct jp *p, struct jv *j, int depth, bool obj)
-{
-	char close = obj ? '}' : ']';
-	size_t cap = 0;
-	int err;
-
-	p->p++;
-	skip_ws(p);
-	if (p->p < p->end && *p->p == close) {
-		p->p++;
-		return 0;
-	}
-	for (;;) {
-		char *key = NULL;
-
-		skip_ws(p);
-		if (obj) {
-			if (p->p >= p->end || *p->p != '"')
-				return -EINVAL;
-			err = parse_str(p, &key);
-			if (err)
-				return err;
-			skip_ws(p);
-			if (p->p >= p->end || *p->p != ':') {
-				free(key);
-				return -EINVAL;
-			}
-			p->p++;
-		}
-		if (j->n == cap) {
-			size_t nc = cap ? cap * 2 : 4;
-			struct jv *nv = realloc(j->v, nc * sizeof(*nv));
-			char **nk;
-
-			if (!nv) {
-				free(key);
-				return -ENOMEM;
-			}
-			j->v = nv;
-			if (obj) {
-				nk = realloc(j->k, nc * sizeof(*nk));
-				if (!nk) {
-					free(key);
-					return -ENOMEM;
-				}
-				j->k = nk;
-			}
-			cap = nc;
-		}
-		memset(&j->v[j->n], 0, sizeof(j->v[j->n]));
-		if (obj)
-			j->k[j->n] = key;
-		j->n++;
-		err = parse_value(p, &j->v[j->n - 1], depth + 1);
-		if (err)
-			return err;
-		skip_ws(p);
-		if (p->p < p->end && *p->p == ',') {
-			p->p++;
-			continue;
-		}
-		if (p->p < p->end && *p->p == close) {
-			p->p++;
-			return 0;
-		}
-		return -EINVAL;
-	}
-}
-
-static int parse_value(struct jp *p, struct jv *j, int depth)
-{
-	const char *s;
-
-	if (depth > JSON_MAX_DEPTH)
-		return -EINVAL;
-	skip_ws(p);
-	if (p->p >= p->end)
-		return -EINVAL;
-	switch (*p->p) {
-	case '{':
-		j->t = J_OBJ;
-		return parse_list(p, j, depth, true);
-	case '[':
-		j->t = J_ARR;
-		return parse_list(p, j, depth, false);
-	case '"':
-		j->t = J_STR;
-		return parse_str(p, &j->s);
-	default:
-		break;
-	}
-	s = p->p;
-	while (p->p < p->end && strchr("+-.0123456789eEtruefalsn", *p->p))
-		p->p++;
-	if (p->p == s)
-		return -EINVAL;
-	if (p->p - s == 4 && memcmp(s, "null", 4) == 0) {
-		j->t = J_NULL;
-		return 0;
-	}
-	j->t = (*s == 't' || *s == 'f') ? J_BOOL : J_NUM;
-	j->s = strndup(s, (size_t)(p->p - s));
-	return j->s ? 0 : -ENOMEM;
-}
-
-static int json_parse(const char *text, size_t len, struct jv *out)
-{
-	struct jp p = { text, text + len };
-	int err;
-
-	memset(out, 0, sizeof(*out));
-	err = parse_value(&p, out, 0);
-	skip_ws(&p);
-	if (!err && p.p != p.end)
-		err = -EINVAL;
-	if (err)
-		jv_release(out);
-	return err;
-}
-
-static const struct jv *jget(const struct jv *o, const char *key)
-{
-	if (!o || o->t != J_OBJ)
-		return NULL;
-	for (size_t i = 0; i < o->n; i++)
-		if (strcmp(o->k[i], key) == 0)
-			return &o->v[i];
-	return NULL;
-}
-
-static const char *jstr(const struct jv *j)
-{
-	return j && j->t == J_STR ? j->s : NULL;
-}
-
 /* ---- printing ---- */
 
 struct out_opts {
@@ -414,9 +114,9 @@ struct out_opts {
 };
 
 /* name{a="x",b="y"} in the exposition's escaping. */
-static int fmt_labels(const struct jv *metric, struct gw_buf *b)
+static int fmt_labels(const struct gw_jv *metric, struct gw_buf *b)
 {
-	const char *name = jstr(jget(metric, "__name__"));
+	const char *name = gw_jv_str(gw_jv_get(metric, "__name__"));
 	bool first = true;
 	int err;
 
@@ -424,8 +124,9 @@ static int fmt_labels(const struct jv *metric, struct gw_buf *b)
 	if (name)
 		gw_buf_puts(b, name);
 	gw_buf_puts(b, "{");
-	for (size_t i = 0; metric && metric->t == J_OBJ && i < metric->n; i++) {
-		const char *v = jstr(&metric->v[i]);
+	for (size_t i = 0; metric && metric->t == GW_JV_OBJ && i < metric->n;
+	     i++) {
+		const char *v = gw_jv_str(&metric->v[i]);
 
 		if (strcmp(metric->k[i], "__name__") == 0 || !v)
 			continue;
@@ -450,9 +151,9 @@ static int fmt_labels(const struct jv *metric, struct gw_buf *b)
 }
 
 /* A sample time (float seconds) as ISO 8601, local or UTC. */
-static void fmt_time(const struct jv *t, bool utc, char *out, size_t n)
+static void fmt_time(const struct gw_jv *t, bool utc, char *out, size_t n)
 {
-	double secs = t && t->t == J_NUM ? strtod(t->s, NULL) : NAN;
+	double secs = t && t->t == GW_JV_NUM ? strtod(t->s, NULL) : NAN;
 	long long ms;
 	time_t tt;
 	struct tm tm;
@@ -480,16 +181,16 @@ static void fmt_time(const struct jv *t, bool utc, char *out, size_t n)
 	snprintf(out, n, "%s.%03lld%s", date, ms - (long long)tt * 1000, zone);
 }
 
-static const char *sample_value(const struct jv *pair)
+static const char *sample_value(const struct gw_jv *pair)
 {
-	const char *v = pair && pair->t == J_ARR && pair->n == 2
-				? jstr(&pair->v[1])
+	const char *v = pair && pair->t == GW_JV_ARR && pair->n == 2
+				? gw_jv_str(&pair->v[1])
 				: NULL;
 
 	return v ? v : "?";
 }
 
-static int print_vector(const struct jv *result)
+static int print_vector(const struct gw_jv *result)
 {
 	struct gw_buf *keys;
 	size_t width = 0;
@@ -504,7 +205,7 @@ static int print_vector(const struct jv *result)
 		return -ENOMEM;
 	for (size_t i = 0; !err && i < result->n; i++) {
 		gw_buf_init(&keys[i], 1u << 20);
-		err = fmt_labels(jget(&result->v[i], "metric"), &keys[i]);
+		err = fmt_labels(gw_jv_get(&result->v[i], "metric"), &keys[i]);
 		if (!err && keys[i].len > width)
 			width = keys[i].len;
 	}
@@ -512,14 +213,14 @@ static int print_vector(const struct jv *result)
 		width = LABELS_WIDTH_MAX;
 	for (size_t i = 0; !err && i < result->n; i++)
 		printf("%-*s  %s\n", (int)width, keys[i].p,
-		       sample_value(jget(&result->v[i], "value")));
+		       sample_value(gw_jv_get(&result->v[i], "value")));
 	for (size_t i = 0; i < result->n; i++)
 		gw_buf_release(&keys[i]);
 	free(keys);
 	return err;
 }
 
-static int print_matrix(const struct jv *result, const struct out_opts *o)
+static int print_matrix(const struct gw_jv *result, const struct out_opts *o)
 {
 	struct gw_buf key;
 	int err = 0;
@@ -530,19 +231,19 @@ static int print_matrix(const struct jv *result, const struct out_opts *o)
 	}
 	gw_buf_init(&key, 1u << 20);
 	for (size_t i = 0; !err && i < result->n; i++) {
-		const struct jv *values = jget(&result->v[i], "values");
+		const struct gw_jv *values = gw_jv_get(&result->v[i], "values");
 
-		err = fmt_labels(jget(&result->v[i], "metric"), &key);
+		err = fmt_labels(gw_jv_get(&result->v[i], "metric"), &key);
 		if (err)
 			break;
 		printf("%s%s\n", i ? "\n" : "", key.p);
 		for (size_t k = 0;
-		     values && values->t == J_ARR && k < values->n; k++) {
-			const struct jv *pt = &values->v[k];
+		     values && values->t == GW_JV_ARR && k < values->n; k++) {
+			const struct gw_jv *pt = &values->v[k];
 			char when[64];
 
-			fmt_time(pt->t == J_ARR && pt->n == 2 ? &pt->v[0]
-							      : NULL,
+			fmt_time(pt->t == GW_JV_ARR && pt->n == 2 ? &pt->v[0]
+								  : NULL,
 				 o->utc, when, sizeof(when));
 			printf("  %s  %s\n", when, sample_value(pt));
 		}
@@ -552,20 +253,20 @@ static int print_matrix(const struct jv *result, const struct out_opts *o)
 }
 
 /* Prints a success answer; -EPROTO when it is not the API's shape. */
-static int print_answer(const struct jv *root, const struct out_opts *o)
+static int print_answer(const struct gw_jv *root, const struct out_opts *o)
 {
-	const struct jv *data = jget(root, "data");
-	const char *type = jstr(jget(data, "resultType"));
-	const struct jv *result = jget(data, "result");
+	const struct gw_jv *data = gw_jv_get(root, "data");
+	const char *type = gw_jv_str(gw_jv_get(data, "resultType"));
+	const struct gw_jv *result = gw_jv_get(data, "result");
 
 	if (!type || !result)
 		return -EPROTO;
-	if (strcmp(type, "vector") == 0 && result->t == J_ARR)
+	if (strcmp(type, "vector") == 0 && result->t == GW_JV_ARR)
 		return print_vector(result);
-	if (strcmp(type, "matrix") == 0 && result->t == J_ARR)
+	if (strcmp(type, "matrix") == 0 && result->t == GW_JV_ARR)
 		return print_matrix(result, o);
 	if ((strcmp(type, "scalar") == 0 || strcmp(type, "string") == 0) &&
-	    result->t == J_ARR && result->n == 2) {
+	    result->t == GW_JV_ARR && result->n == 2) {
 		printf("%s\n", sample_value(result));
 		return 0;
 	}
@@ -743,7 +444,7 @@ int gw_cmd_query(int argc, char **argv)
 	struct out_opts oo = { 0 };
 	struct request rq = { 0 };
 	struct gw_buf body;
-	struct jv root;
+	struct gw_jv root;
 	bool json = false;
 	int64_t now = wall_ms(), ms, start_ms, end_ms, d;
 	long status = 0;
@@ -874,7 +575,7 @@ int gw_cmd_query(int argc, char **argv)
 		if (!body.len || body.p[body.len - 1] != '\n')
 			putchar('\n');
 	}
-	if (!body.len || json_parse(body.p, body.len, &root)) {
+	if (!body.len || gw_jv_parse(body.p, body.len, &root)) {
 		const char *b = body.len ? body.p : "";
 		size_t line = strcspn(b, "\r\n");
 
@@ -887,11 +588,11 @@ int gw_cmd_query(int argc, char **argv)
 		goto out;
 	}
 	{
-		const char *st = jstr(jget(&root, "status"));
-		const struct jv *w = jget(&root, "warnings");
+		const char *st = gw_jv_str(gw_jv_get(&root, "status"));
+		const struct gw_jv *w = gw_jv_get(&root, "warnings");
 
-		for (size_t i = 0; w && w->t == J_ARR && i < w->n; i++)
-			if (jstr(&w->v[i]))
+		for (size_t i = 0; w && w->t == GW_JV_ARR && i < w->n; i++)
+			if (gw_jv_str(&w->v[i]))
 				fprintf(stderr, "gpuwatch query: warning: %s\n",
 					w->v[i].s);
 		if (st && strcmp(st, "success") == 0) {
@@ -907,15 +608,16 @@ int gw_cmd_query(int argc, char **argv)
 					strerror(-e));
 			rc = e ? 1 : 0;
 		} else if (!json) {
-			const char *et = jstr(jget(&root, "errorType"));
-			const char *em = jstr(jget(&root, "error"));
+			const char *et =
+				gw_jv_str(gw_jv_get(&root, "errorType"));
+			const char *em = gw_jv_str(gw_jv_get(&root, "error"));
 
 			fprintf(stderr, "gpuwatch query: %s: %s\n",
 				et ? et : "error",
 				em ? em : "the agent gave no reason");
 		}
 	}
-	jv_release(&root);
+	gw_jv_release(&root);
 out:
 	fflush(stdout);
 	gw_buf_release(&body);
