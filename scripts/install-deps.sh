@@ -6,7 +6,7 @@ set -euo pipefail
 # Build: compiler, CMake + Ninja, and the libraries the agent links; the
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
-	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
+	libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
 	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
 	libiberty-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)

@@ -327,6 +327,44 @@ static int new_attrib(const struct gw_config *c, struct gw_attrib_cache **out)
 }
 
 /*
+ * The secured endpoint: --web.config.file read once here (a bad file
+ * stops the agent with its line), the admin and lifecycle switches.
+ */
+static int web_setup(const struct gw_config *c, struct gw_http *http, char *err,
+		     size_t errlen)
+{
+	struct gw_webconfig *wc = NULL;
+	struct gw_http_web w = {
+		.healthz_open = c->web_healthz_open,
+		.admin = c->web_admin || strcmp(c->rw_admin_push, "on") == 0,
+		.lifecycle = c->web_lifecycle,
+	};
+	char why[GW_CONFIG_ERR_MAX];
+	int r;
+
+	if (c->web_config_file[0]) {
+		r = gw_webconfig_load(c->web_config_file, &wc, why,
+				      sizeof(why));
+		if (r) {
+			snprintf(err, errlen, "--web.config.file: %s", why);
+			return r;
+		}
+		w.config = wc;
+		gw_info("web config %s: %s, %zu basic auth user(s)%s%s",
+			c->web_config_file,
+			wc->tls ? "TLS" : "no TLS (plain HTTP)", wc->nusers,
+			wc->tls ? ", client certificates: " : "",
+			wc->tls ? gw_web_client_auth_name(wc->client_auth)
+				: "");
+	}
+	r = gw_http_set_web(http, &w, why, sizeof(why));
+	if (r)
+		snprintf(err, errlen, "--web.config.file: %s", why);
+	gw_webconfig_free(wc);
+	return r;
+}
+
+/*
  * SIGHUP: read the config again (file, then the same flags), take over
  * every changed setting the table marks live (config.c logs the others),
  * and hand the new values to the modules that use them.
@@ -500,6 +538,10 @@ int gw_agent_main(int argc, char **argv)
 		};
 
 		gw_remote_api(remote, &ao);
+		if (web_setup(&a.cfg, http, err, sizeof(err))) {
+			gw_err("%s", err);
+			goto out;
+		}
 
 		gw_http_set_queryable(
 			http, a.store ? gw_store_queryable(a.store) : NULL,

@@ -6,11 +6,13 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "http/webauth.h"
 
 #define MAX_RESPONSE	(64u << 20)
 #define MAX_QUEUED	32 /* API requests waiting for a worker */
@@ -124,6 +127,17 @@ struct gw_http {
 	pthread_cond_t timer_wake; /* CLOCK_MONOTONIC */
 	bool timer_stop, timer_running;
 	pthread_t timer;
+
+	/* The web configuration (gw_http_set_web): set before start,
+	 * read-only after. */
+	bool tls;
+	enum gw_web_client_auth client_auth;
+	char *cert_pem, *key_pem, *ca_pem, *priorities;
+	struct gw_web_header *headers;
+	size_t nheaders;
+	struct gw_webauth *auth; /* NULL: no basic_auth_users */
+	bool healthz_open, admin, lifecycle;
+	_Atomic uint64_t auth_failed[GW_HTTP_AUTH_FAILURES];
 
 	/* Set first by gw_http_close: running queries stop (opts.cancel). */
 	_Atomic bool cancel;
@@ -283,6 +297,58 @@ refuse:
 	return MHD_NO;
 }
 
+/*
+ * client_auth_type, as Go's crypto/tls does it, in the handshake: the
+ * session exists (libmicrohttpd asks for a certificate when it has a
+ * client CA) but its handshake has not begun.  GnuTLS verifies against
+ * the client CA (MHD_OPTION_HTTPS_MEM_TRUST) and fails the handshake.
+ */
+/*
+ * In the handshake: a client certificate, when one is given, must chain
+ * to the client CA (GnuTLS' verification against the trust list that
+ * libmicrohttpd loaded).  Without one the request mode decides:
+ * REQUIRE has failed the handshake already, REQUEST lets it through.
+ */
+static int verify_client(gnutls_session_t s)
+{
+	unsigned int n = 0, status = 0;
+
+	if (!gnutls_certificate_get_peers(s, &n) || n == 0)
+		return 0;
+	if (gnutls_certificate_verify_peers2(s, &status) < 0 || status)
+		return GNUTLS_E_CERTIFICATE_ERROR;
+	return 0;
+}
+
+static void tls_session_setup(const struct gw_http *h,
+			      struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ti = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_certificate_request_t req = GNUTLS_CERT_IGNORE;
+	gnutls_session_t s;
+
+	if (!ti || !ti->tls_session)
+		return;
+	s = ti->tls_session;
+	switch (h->client_auth) {
+	case GW_WEB_NO_CLIENT_CERT:
+		break;
+	case GW_WEB_REQUEST_CLIENT_CERT:
+	case GW_WEB_VERIFY_CLIENT_CERT_IF_GIVEN:
+		req = GNUTLS_CERT_REQUEST;
+		break;
+	case GW_WEB_REQUIRE_ANY_CLIENT_CERT:
+	case GW_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT:
+		req = GNUTLS_CERT_REQUIRE;
+		break;
+	}
+	gnutls_certificate_server_set_request(s, req);
+	if (h->client_auth == GW_WEB_VERIFY_CLIENT_CERT_IF_GIVEN ||
+	    h->client_auth == GW_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT)
+		gnutls_session_set_verify_function(s, verify_client);
+}
+
 /* libmicrohttpd's connection notifications, on the server thread: a slot
  * for each admitted connection, freed before the fd is closed. */
 static void conn_notify(void *cls, struct MHD_Connection *conn,
@@ -305,6 +371,8 @@ static void conn_notify(void *cls, struct MHD_Connection *conn,
 	}
 	if (code != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
+	if (h->tls)
+		tls_session_setup(h, conn);
 	{
 		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(
 			conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -439,9 +507,17 @@ static void stop_timer(struct gw_http *h)
 	h->timer_running = false;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
-			     const char *type, char *body, size_t len,
-			     int owned)
+/* http_server_config's headers, on every answer. */
+static void add_headers(const struct gw_http *h, struct MHD_Response *r)
+{
+	for (size_t i = 0; i < h->nheaders; i++)
+		MHD_add_response_header(r, h->headers[i].name,
+					h->headers[i].value);
+}
+
+static enum MHD_Result reply(struct gw_http *h, struct MHD_Connection *conn,
+			     unsigned int status, const char *type, char *body,
+			     size_t len, int owned)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -458,6 +534,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	add_headers(h, r);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -471,7 +548,7 @@ static enum MHD_Result reply_text(struct gw_http *h,
 {
 	if (status >= 400)
 		atomic_fetch_add(&h->errors, 1);
-	return reply(conn, status, "text/plain; charset=utf-8", (char *)msg,
+	return reply(h, conn, status, "text/plain; charset=utf-8", (char *)msg,
 		     strlen(msg), 0);
 }
 
@@ -489,6 +566,7 @@ static enum MHD_Result reply_405(struct gw_http *h, struct MHD_Connection *conn)
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"text/plain; charset=utf-8");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	add_headers(h, r);
 	ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -531,7 +609,7 @@ static enum MHD_Result serve_metrics(struct gw_http *h,
 	atomic_fetch_add(&h->scrape_ns_sum, dt);
 	atomic_store(&h->last_scrape_ns, dt);
 	atomic_store(&h->last_bytes, len);
-	return reply(conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len,
+	return reply(h, conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len,
 		     1);
 }
 
@@ -559,11 +637,11 @@ static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
 	rq->state = REQ_SENT;
 	api_count(h, rq->ep, r->status, rq->arrival_ns);
 	if (!r->body.p || !r->body.len)
-		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		return reply(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "text/plain; charset=utf-8",
 			     (char *)"out of memory\n", 14, 0);
 	body = gw_buf_detach(&r->body, &len);
-	return reply(conn, r->status, "application/json", body, len, 1);
+	return reply(h, conn, r->status, "application/json", body, len, 1);
 }
 
 /* An error envelope sent at once from the server thread. */
@@ -592,6 +670,7 @@ static enum MHD_Result api_405(struct gw_http *h, struct MHD_Connection *conn,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"text/plain; charset=utf-8");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
+	add_headers(h, r);
 	ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -822,6 +901,102 @@ static enum MHD_Result api_call(struct gw_http *h, struct MHD_Connection *conn,
 	return api_run(h, conn, rq);
 }
 
+static const char admin_off[] =
+	"{\"status\":\"error\",\"errorType\":\"unavailable\","
+	"\"error\":\"admin APIs disabled (--web.enable-admin-api)\"}";
+
+/*
+ * basic_auth_users: true when the request may go on; otherwise the
+ * answer (401 with WWW-Authenticate, or 429 while bcrypt checks are
+ * rate limited) is queued in *ret and the failure counted.
+ */
+static bool authorized(struct gw_http *h, struct MHD_Connection *conn,
+		       const char *url, enum MHD_Result *ret)
+{
+	static const char denied[] = "Unauthorized\n";
+	static const char busy[] = "too many failed logins; try again\n";
+	enum gw_http_auth_failure why = GW_HTTP_AUTH_MISSING;
+	struct MHD_Response *r;
+	char *user, *pass = NULL;
+
+	if (!h->auth || (h->healthz_open && strcmp(url, "/healthz") == 0))
+		return true;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	if (user) {
+		enum gw_webauth_verdict v = gw_webauth_check(
+			h->auth, user, pass ? pass : "", mono_ns());
+
+		why = v == GW_WEBAUTH_THROTTLED ? GW_HTTP_AUTH_THROTTLED
+						: GW_HTTP_AUTH_WRONG;
+		if (pass)
+			explicit_bzero(pass, strlen(pass));
+		MHD_free(user);
+		MHD_free(pass);
+		if (v == GW_WEBAUTH_OK)
+			return true;
+	}
+	atomic_fetch_add(&h->auth_failed[why], 1);
+	atomic_fetch_add(&h->errors, 1);
+	*ret = MHD_NO;
+	if (why == GW_HTTP_AUTH_THROTTLED) {
+		r = MHD_create_response_from_buffer(
+			sizeof(busy) - 1, (void *)busy, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return false;
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	} else {
+		r = MHD_create_response_from_buffer(sizeof(denied) - 1,
+						    (void *)denied,
+						    MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return false;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	add_headers(h, r);
+	if (why == GW_HTTP_AUTH_THROTTLED)
+		*ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, r);
+	else
+		*ret = MHD_queue_basic_auth_fail_response(conn, "gpuwatch", r);
+	MHD_destroy_response(r);
+	if (*ret == MHD_YES)
+		set_phase(conn, PH_SENDING);
+	return false;
+}
+
+/*
+ * Prometheus' lifecycle endpoints: POST or PUT /-/reload raises SIGHUP,
+ * /-/quit SIGTERM, in the agent's own process (its main thread waits
+ * for both); 403 unless --web.enable-lifecycle.
+ */
+static enum MHD_Result lifecycle(struct gw_http *h, struct MHD_Connection *conn,
+				 const char *url, const char *method)
+{
+	int sig;
+
+	if (strcmp(url, "/-/healthy") == 0 || strcmp(url, "/-/ready") == 0)
+		return reply_text(h, conn, MHD_HTTP_OK, "gpuwatch is ready.\n");
+	if (strcmp(url, "/-/reload") == 0)
+		sig = SIGHUP;
+	else if (strcmp(url, "/-/quit") == 0)
+		sig = SIGTERM;
+	else
+		return reply_text(h, conn, MHD_HTTP_NOT_FOUND, "not found\n");
+	if (!h->lifecycle)
+		return reply_text(h, conn, MHD_HTTP_FORBIDDEN,
+				  "Lifecycle API is not enabled.\n");
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_PUT) != 0)
+		return reply_text(h, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "Only POST or PUT requests allowed\n");
+	gw_info("http: %s asked for by a client", url);
+	if (kill(getpid(), sig))
+		return reply_text(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "cannot signal the agent\n");
+	return reply_text(h, conn, MHD_HTTP_OK,
+			  sig == SIGHUP ? "reloading\n" : "stopping\n");
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			       const char *url, const char *method,
 			       const char *version, const char *upload_data,
@@ -837,8 +1012,26 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	 * sent with a wrong method is never read.
 	 */
 	if (*req_cls == NULL) {
+		enum MHD_Result ret;
+
 		atomic_fetch_add(&h->requests, 1);
 		set_phase(conn, PH_BODY); /* the headers are in */
+		if (!authorized(h, conn, url, &ret)) {
+			*req_cls = &first_call_marker;
+			return ret;
+		}
+		if (strncmp(url, "/-/", 3) == 0) {
+			*req_cls = &first_call_marker;
+			return lifecycle(h, conn, url, method);
+		}
+		if (strncmp(url, "/api/v1/admin/", 14) == 0 && !h->admin) {
+			*req_cls = &first_call_marker;
+			api_count(h, GW_API_ADMIN_PUSH, MHD_HTTP_FORBIDDEN,
+				  mono_ns());
+			return reply(h, conn, MHD_HTTP_FORBIDDEN,
+				     "application/json", (char *)admin_off,
+				     sizeof(admin_off) - 1, 0);
+		}
 		if (gw_api_route(url, &ep) == 0)
 			return api_begin(h, conn, ep, url, method, req_cls);
 		*req_cls = &first_call_marker;
@@ -1075,6 +1268,112 @@ void gw_http_set_limits(struct gw_http *h, const struct gw_http_limits *l)
 	h->body_ns = (uint64_t)(v.body_timeout * 1e9);
 }
 
+static void free_web(struct gw_http *h)
+{
+	free(h->cert_pem);
+	if (h->key_pem)
+		explicit_bzero(h->key_pem, strlen(h->key_pem));
+	free(h->key_pem);
+	free(h->ca_pem);
+	free(h->priorities);
+	for (size_t i = 0; i < h->nheaders; i++) {
+		free(h->headers[i].name);
+		free(h->headers[i].value);
+	}
+	free(h->headers);
+	gw_webauth_free(h->auth);
+	h->cert_pem = h->key_pem = h->ca_pem = h->priorities = NULL;
+	h->headers = NULL;
+	h->nheaders = 0;
+	h->auth = NULL;
+	h->tls = false;
+}
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*ok = false;
+	return d;
+}
+
+int gw_http_set_web(struct gw_http *h, const struct gw_http_web *w, char *err,
+		    size_t errlen)
+{
+	const struct gw_webconfig *c = w ? w->config : NULL;
+	bool ok = true;
+
+	if (h->d) {
+		snprintf(err, errlen, "the HTTP server is running already");
+		return -EBUSY;
+	}
+	free_web(h);
+	h->healthz_open = w && w->healthz_open;
+	h->admin = w && w->admin;
+	h->lifecycle = w && w->lifecycle;
+	if (!c)
+		return 0;
+	if (c->nusers) {
+		h->auth = gw_webauth_new(c);
+		ok = h->auth != NULL;
+	}
+	if (c->nheaders) {
+		h->headers = calloc(c->nheaders, sizeof(*h->headers));
+		ok = ok && h->headers;
+		for (size_t i = 0; ok && i < c->nheaders; i++, h->nheaders++) {
+			h->headers[i].name =
+				dup_or_null(c->headers[i].name, &ok);
+			h->headers[i].value =
+				dup_or_null(c->headers[i].value, &ok);
+		}
+	}
+	if (c->tls) {
+		h->tls = true;
+		h->client_auth = c->client_auth;
+		h->cert_pem = dup_or_null(c->cert_pem, &ok);
+		h->key_pem = dup_or_null(c->key_pem, &ok);
+		h->ca_pem = dup_or_null(c->ca_pem, &ok);
+		h->priorities = dup_or_null(c->priorities, &ok);
+		if (ok && (!h->cert_pem || !h->key_pem || !h->priorities)) {
+			free_web(h);
+			snprintf(err, errlen,
+				 "tls_server_config: no "
+				 "certificate or key was read");
+			return -EINVAL;
+		}
+		if (ok) {
+			gnutls_priority_t pc;
+			const char *at = NULL;
+
+			if (gnutls_priority_init(&pc, h->priorities, &at) < 0) {
+				snprintf(err, errlen,
+					 "tls_server_config: this TLS library "
+					 "refuses the settings at '%s'",
+					 at ? at : h->priorities);
+				free_web(h);
+				return -EINVAL;
+			}
+			gnutls_priority_deinit(pc);
+		}
+		if (strncmp(h->url, "http://", 7) == 0) {
+			char u[sizeof(h->url)];
+
+			snprintf(u, sizeof(u), "https://%s", h->url + 7);
+			snprintf(h->url, sizeof(h->url), "%s", u);
+		}
+	}
+	if (!ok) {
+		free_web(h);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Stops the workers: queued requests get 503; running ones finish, at
  * once when h->cancel is set. */
 static void stop_workers(struct gw_http *h)
@@ -1130,20 +1429,49 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 	 * ours); its inactivity timeout closes what our timer would anyway,
 	 * a suspended connection never.
 	 */
-	h->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
-			MHD_ALLOW_SUSPEND_RESUME,
-		0, admit, h, handler, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->nslots,
-		MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int)ceil(h->lim.header_timeout + h->lim.body_timeout),
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-		MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
-		MHD_OPTION_NOTIFY_CONNECTION, conn_notify, h, MHD_OPTION_END);
+	{
+		struct MHD_OptionItem tls[6];
+		size_t nt = 0;
+
+		if (h->tls) {
+			tls[nt++] = (struct MHD_OptionItem){
+				MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert_pem
+			};
+			tls[nt++] = (struct MHD_OptionItem){
+				MHD_OPTION_HTTPS_MEM_KEY, 0, h->key_pem
+			};
+			tls[nt++] = (struct MHD_OptionItem){
+				MHD_OPTION_HTTPS_PRIORITIES, 0, h->priorities
+			};
+			if (h->ca_pem)
+				tls[nt++] = (struct MHD_OptionItem){
+					MHD_OPTION_HTTPS_MEM_TRUST, 0, h->ca_pem
+				};
+		}
+		tls[nt] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+		h->d = MHD_start_daemon(
+			MHD_USE_INTERNAL_POLLING_THREAD |
+				MHD_USE_EPOLL_LINUX_ONLY |
+				MHD_ALLOW_SUSPEND_RESUME |
+				(h->tls ? MHD_USE_TLS : 0),
+			0, admit, h, handler, h, MHD_OPTION_ARRAY, tls,
+			MHD_OPTION_LISTEN_SOCKET, h->fd,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->nslots,
+			MHD_OPTION_CONNECTION_TIMEOUT,
+			(unsigned int)ceil(h->lim.header_timeout +
+					   h->lim.body_timeout),
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+			MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+			MHD_OPTION_NOTIFY_CONNECTION, conn_notify, h,
+			MHD_OPTION_END);
+	}
 	if (!h->d) {
 		stop_timer(h);
-		snprintf(err, errlen, "cannot start the HTTP server on %s",
-			 h->url);
+		snprintf(err, errlen, "cannot start the HTTP server on %s%s",
+			 h->url,
+			 h->tls ? " (is the key the certificate's, and are "
+				  "both PEM?)"
+				: "");
 		return -EIO;
 	}
 	h->fd = -1; /* MHD owns the socket now and closes it on stop */
@@ -1207,6 +1535,7 @@ void gw_http_close(struct gw_http *h)
 	pthread_cond_destroy(&h->flushed);
 	pthread_cond_destroy(&h->timer_wake);
 	free(h->conns);
+	free_web(h);
 	free(h);
 }
 
@@ -1234,4 +1563,17 @@ void gw_http_stats(struct gw_http *h, struct gw_http_stats *st)
 	st->connections = atomic_load(&h->conns_open);
 	for (size_t i = 0; i < GW_HTTP_REFUSALS; i++)
 		st->refused[i] = atomic_load(&h->refused[i]);
+	for (size_t i = 0; i < GW_HTTP_AUTH_FAILURES; i++)
+		st->auth_failed[i] = atomic_load(&h->auth_failed[i]);
+}
+
+const char *gw_http_auth_failure_name(enum gw_http_auth_failure f)
+{
+	static const char *const names[GW_HTTP_AUTH_FAILURES] = {
+		"missing",
+		"wrong",
+		"throttled",
+	};
+
+	return (unsigned int)f < GW_HTTP_AUTH_FAILURES ? names[f] : "unknown";
 }
