@@ -75,8 +75,7 @@ static int mac_of(const struct gw_webauth *a, const char *user,
 		  const char *pass, const char *hash, unsigned char out[32])
 {
 	gnutls_hmac_hd_t h;
-	int r = gnutls_hmac_init(&h, GNUTLS_MAC_SHA256, a->key,
-				 sizeof(a->key));
+	int r = gnutls_hmac_init(&h, GNUTLS_MAC_SHA256, a->key, sizeof(a->key));
 
 	if (r < 0)
 		return -1;
@@ -129,8 +128,8 @@ static void remember(struct gw_webauth *a, const unsigned char mac[32],
 static bool take_token(struct gw_webauth *a, uint64_t now_ns)
 {
 	if (a->refill_ns && now_ns > a->refill_ns) {
-		a->tokens += (double)(now_ns - a->refill_ns) / 1e9 *
-			     GW_WEBAUTH_RATE;
+		a->tokens +=
+			(double)(now_ns - a->refill_ns) / 1e9 * GW_WEBAUTH_RATE;
 		if (a->tokens > GW_WEBAUTH_BURST)
 			a->tokens = GW_WEBAUTH_BURST;
 	}
@@ -141,9 +140,8 @@ static bool take_token(struct gw_webauth *a, uint64_t now_ns)
 	return true;
 }
 
-enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a,
-					 const char *user, const char *pass,
-					 uint64_t now_ns)
+enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a, const char *user,
+					 const char *pass, uint64_t now_ns)
 {
 	const struct gw_web_user *u = NULL;
 	struct crypt_data *cd;

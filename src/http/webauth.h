@@ -43,8 +43,7 @@ struct gw_webauth;
 struct gw_webauth *gw_webauth_new(const struct gw_webconfig *c);
 void gw_webauth_free(struct gw_webauth *a);
 /* now_ns: CLOCK_MONOTONIC. */
-enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a,
-					 const char *user, const char *pass,
-					 uint64_t now_ns);
+enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a, const char *user,
+					 const char *pass, uint64_t now_ns);
 
 #endif

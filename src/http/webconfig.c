@@ -60,8 +60,9 @@ static const yaml_node_t *node(struct ctx *x, int id)
 static int step(struct ctx *x, const yaml_node_t *n)
 {
 	if (++x->steps > MAX_NODES)
-		return fail(x, n, "too many nodes (aliases expanding without "
-				  "end?)");
+		return fail(x, n,
+			    "too many nodes (aliases expanding without "
+			    "end?)");
 	return 0;
 }
 
@@ -151,8 +152,7 @@ static int mapping(struct ctx *x, const yaml_node_t *n, const char *what,
 				return fail(x, k,
 					    "%s: key '%s' is given twice "
 					    "(first on line %zu)",
-					    what, key,
-					    qk->start_mark.line + 1);
+					    what, key, qk->start_mark.line + 1);
 		}
 		err = fn(x, key, k, v);
 		if (err)
@@ -251,8 +251,9 @@ static int tls_version(struct ctx *x, const yaml_node_t *n, const char *key,
 			*out = 0x0301 + i;
 			return 0;
 		}
-	return fail(x, n, "%s: unknown TLS version: %s (TLS10, TLS11, TLS12 "
-			  "or TLS13)",
+	return fail(x, n,
+		    "%s: unknown TLS version: %s (TLS10, TLS11, TLS12 "
+		    "or TLS13)",
 		    key, s);
 }
 
@@ -357,12 +358,14 @@ static int cipher_item(struct ctx *x, const yaml_node_t *i, const char *s)
 		return 0;
 	}
 	if (strstr(s, "RC4"))
-		return fail(x, i, "cipher_suites: %s: RC4 is not offered by "
-				  "this build's TLS library (GnuTLS)",
+		return fail(x, i,
+			    "cipher_suites: %s: RC4 is not offered by "
+			    "this build's TLS library (GnuTLS)",
 			    s);
 	if (!strncmp(s, "TLS_AES_", 8) || !strncmp(s, "TLS_CHACHA20_", 13))
-		return fail(x, i, "cipher_suites: %s is a TLS 1.3 suite, which "
-				  "cannot be chosen (as in Go)",
+		return fail(x, i,
+			    "cipher_suites: %s is a TLS 1.3 suite, which "
+			    "cannot be chosen (as in Go)",
 			    s);
 	return fail(x, i, "cipher_suites: unknown cipher: %s", s);
 }
@@ -381,8 +384,9 @@ static int curve_item(struct ctx *x, const yaml_node_t *i, const char *s)
 			x->have_groups = true;
 			return add_tok(&x->groups, map[k][1]);
 		}
-	return fail(x, i, "curve_preferences: unknown curve: %s (CurveP256, "
-			  "CurveP384, CurveP521 or X25519)",
+	return fail(x, i,
+		    "curve_preferences: unknown curve: %s (CurveP256, "
+		    "CurveP384, CurveP521 or X25519)",
 		    s);
 }
 
@@ -402,10 +406,11 @@ static int client_auth(struct ctx *x, const yaml_node_t *v)
 			x->c->client_auth = (enum gw_web_client_auth)i;
 			return 0;
 		}
-	return fail(x, v, "client_auth_type: invalid ClientAuth: %s "
-			  "(NoClientCert, RequestClientCert, "
-			  "RequireAnyClientCert, VerifyClientCertIfGiven or "
-			  "RequireAndVerifyClientCert)",
+	return fail(x, v,
+		    "client_auth_type: invalid ClientAuth: %s "
+		    "(NoClientCert, RequestClientCert, "
+		    "RequireAnyClientCert, VerifyClientCertIfGiven or "
+		    "RequireAndVerifyClientCert)",
 		    s);
 }
 
@@ -462,8 +467,9 @@ static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	if (!strcmp(key, "prefer_server_cipher_suites"))
 		return bool_val(x, v, key, &b); /* GnuTLS' server order */
 	if (!strcmp(key, "client_allowed_sans"))
-		return fail(x, k, "client_allowed_sans is not supported by "
-				  "gpuwatch (use a client CA of its own)");
+		return fail(x, k,
+			    "client_allowed_sans is not supported by "
+			    "gpuwatch (use a client CA of its own)");
 	return unknown(x, k, key, "web.TLSConfig");
 }
 
@@ -569,17 +575,20 @@ static int header_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		return err;
 	for (const char *p = s; *p; p++)
 		if ((unsigned char)*p < ' ' || *p == 0x7f)
-			return fail(x, v, "%s: control characters are not "
-					  "allowed in a header value",
+			return fail(x, v,
+				    "%s: control characters are not "
+				    "allowed in a header value",
 				    key);
 	if (!strcmp(key, "X-Content-Type-Options") && strcmp(s, "nosniff"))
-		return fail(x, v, "invalid value for %s. Expected one of: "
-				  "[\"nosniff\"], but got: \"%s\"",
+		return fail(x, v,
+			    "invalid value for %s. Expected one of: "
+			    "[\"nosniff\"], but got: \"%s\"",
 			    key, s);
 	if (!strcmp(key, "X-Frame-Options") && strcmp(s, "deny") &&
 	    strcmp(s, "sameorigin"))
-		return fail(x, v, "invalid value for %s. Expected one of: "
-				  "[\"deny\" \"sameorigin\"], but got: \"%s\"",
+		return fail(x, v,
+			    "invalid value for %s. Expected one of: "
+			    "[\"deny\" \"sameorigin\"], but got: \"%s\"",
 			    key, s);
 	if (c->nheaders >= GW_WEB_MAX_HEADERS)
 		return fail(x, k, "headers: at most %d", GW_WEB_MAX_HEADERS);
@@ -625,20 +634,23 @@ static int user_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	int err;
 
 	if (!*key || strchr(key, ':'))
-		return fail(x, k, "basic_auth_users: '%s' is not a user name "
-				  "(empty, or has a ':')",
+		return fail(x, k,
+			    "basic_auth_users: '%s' is not a user name "
+			    "(empty, or has a ':')",
 			    key);
 	err = scalar(x, v, key, &s);
 	if (err)
 		return err;
 	if (!bcrypt_ok(s, &cost))
-		return fail(x, v, "basic_auth_users: %s: not a bcrypt hash "
-				  "($2a$, $2b$ or $2y$, as htpasswd -B "
-				  "writes)",
+		return fail(x, v,
+			    "basic_auth_users: %s: not a bcrypt hash "
+			    "($2a$, $2b$ or $2y$, as htpasswd -B "
+			    "writes)",
 			    key);
 	if (cost < 4 || cost > GW_WEB_MAX_COST)
-		return fail(x, v, "basic_auth_users: %s: bcrypt cost %u is "
-				  "outside 4..%d",
+		return fail(x, v,
+			    "basic_auth_users: %s: bcrypt cost %u is "
+			    "outside 4..%d",
 			    key, cost, GW_WEB_MAX_COST);
 	if (c->nusers >= GW_WEB_MAX_USERS)
 		return fail(x, k, "basic_auth_users: at most %d users",
@@ -666,9 +678,10 @@ static int top_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	if (!strcmp(key, "basic_auth_users"))
 		return mapping(x, v, key, user_pair);
 	if (!strcmp(key, "rate_limit"))
-		return fail(x, k, "rate_limit is not supported by gpuwatch "
-				  "(its connection limits are "
-				  "--http-max-connections*)");
+		return fail(x, k,
+			    "rate_limit is not supported by gpuwatch "
+			    "(its connection limits are "
+			    "--http-max-connections*)");
 	return unknown(x, k, key, "web.Config");
 }
 
