@@ -55,7 +55,7 @@ FUZZ_SECONDS ?= 60
 # Only the harnesses: the sanitized shared libraries do not link with
 # -fsanitize=fuzzer, and the fuzzers need nothing else.
 FUZZ_HARNESSES = config parse expo cgroup chunk sketch promql cupti_decode \
-	statsd rules ldcache rw_roundtrip rw_decode rw_config salvage
+	statsd rules ldcache rw_roundtrip rw_decode rw_config salvage webconfig
 
 fuzz:
 	@test -f build-fuzz/build.ninja || CC=clang CXX=clang++ $(CMAKE) -S . -B build-fuzz \
