@@ -42,8 +42,7 @@ bool gw_client_opt(struct gw_client *c, int ch, const char *arg)
 }
 
 /* The first line of path, without its line end. */
-static int read_password(const char *cmd, const char *path, char *out,
-			 size_t n)
+static int read_password(const char *cmd, const char *path, char *out, size_t n)
 {
 	FILE *f = fopen(path, "re");
 	size_t len;
@@ -59,8 +58,7 @@ static int read_password(const char *cmd, const char *path, char *out,
 	len = strcspn(out, "\r\n");
 	out[len] = '\0';
 	if (!len) {
-		fprintf(stderr, "%s: --password-file %s is empty\n", cmd,
-			path);
+		fprintf(stderr, "%s: --password-file %s is empty\n", cmd, path);
 		return -EINVAL;
 	}
 	return 0;

@@ -45,24 +45,26 @@ enum {
 		{ "key", required_argument, NULL, GW_CLIENT_O_KEY },           \
 		{ "insecure", no_argument, NULL, GW_CLIENT_O_INSECURE },       \
 		{ "user", required_argument, NULL, GW_CLIENT_O_USER },         \
-		{ "password-file", required_argument, NULL,                    \
-		  GW_CLIENT_O_PASSWORD_FILE }
+	{                                                                      \
+		"password-file", required_argument, NULL,                      \
+			GW_CLIENT_O_PASSWORD_FILE                              \
+	}
 
 /* The options' --help text (after a command's own). */
 #define GW_CLIENT_USAGE                                                        \
 	"  --ca-file FILE\n"                                                   \
-	"      CA certificates (PEM) to verify an https:// agent (default: "  \
+	"      CA certificates (PEM) to verify an https:// agent (default: "   \
 	"the\n"                                                                \
-	"      system's).\n"                                                  \
+	"      system's).\n"                                                   \
 	"  --cert FILE, --key FILE\n"                                          \
-	"      A client certificate and its key (PEM), for an agent whose\n"  \
+	"      A client certificate and its key (PEM), for an agent whose\n"   \
 	"      client_auth_type asks for one.\n"                               \
 	"  --insecure\n"                                                       \
 	"      Do not verify the agent's certificate (tests only).\n"          \
 	"  --user USER[:PASS]\n"                                               \
 	"      Basic auth for an agent with basic_auth_users.\n"               \
 	"  --password-file FILE\n"                                             \
-	"      The password, from the file's first line (--user gives the "   \
+	"      The password, from the file's first line (--user gives the "    \
 	"name).\n"
 
 struct gw_client {
@@ -77,8 +79,7 @@ bool gw_client_opt(struct gw_client *c, int ch, const char *arg);
 /* Completes c: the URL's default, the password file.  0, or -EINVAL
  * after a message on stderr. */
 __attribute__((warn_unused_result)) int
-gw_client_finish(struct gw_client *c, const char *cmd,
-		 const char *default_url);
+gw_client_finish(struct gw_client *c, const char *cmd, const char *default_url);
 /* Sets TLS verification, the client certificate and basic auth on h. */
 void gw_client_apply(const struct gw_client *c, CURL *h);
 /* A hint for an HTTP status the secured endpoint gives (401, 403, 429),

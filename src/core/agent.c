@@ -346,7 +346,7 @@ static int web_setup(const struct gw_config *c, struct gw_http *http, char *err,
 		r = gw_webconfig_load(c->web_config_file, &wc, why,
 				      sizeof(why));
 		if (r) {
-			snprintf(err, errlen, "--web.config.file: %s", why);
+			snprintf(err, errlen, "--web.config.file: %.480s", why);
 			return r;
 		}
 		w.config = wc;
@@ -359,7 +359,7 @@ static int web_setup(const struct gw_config *c, struct gw_http *http, char *err,
 	}
 	r = gw_http_set_web(http, &w, why, sizeof(why));
 	if (r)
-		snprintf(err, errlen, "--web.config.file: %s", why);
+		snprintf(err, errlen, "--web.config.file: %.480s", why);
 	gw_webconfig_free(wc);
 	return r;
 }
@@ -460,6 +460,17 @@ int gw_agent_main(int argc, char **argv)
 		return 2;
 	}
 	r = gw_remote_check(&a.cfg, err, sizeof(err));
+	if (!r && a.cfg.web_config_file[0]) {
+		struct gw_webconfig *wc = NULL;
+		char why[GW_CONFIG_ERR_MAX];
+
+		r = gw_webconfig_load(a.cfg.web_config_file, &wc, why,
+				      sizeof(why));
+		if (r)
+			snprintf(err, sizeof(err), "--web.config.file: %.480s",
+				 why);
+		gw_webconfig_free(wc);
+	}
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		gw_alerting_free(alerts, gw_now_mono());

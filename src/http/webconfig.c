@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gnutls/gnutls.h>
 #include <yaml.h>
 
 #include "common/buf.h"
@@ -768,6 +769,52 @@ int gw_webconfig_parse(const char *text, size_t len, const char *file,
 	return 0;
 }
 
+/* The certificate, its key and the client CA as GnuTLS will load them. */
+static int check_pems(const struct gw_webconfig *c, const char *path, char *err,
+		      size_t errlen)
+{
+	gnutls_certificate_credentials_t cred;
+	gnutls_datum_t cert, key, ca;
+	int r;
+
+	if (!c->tls)
+		return 0;
+	if (gnutls_certificate_allocate_credentials(&cred) < 0)
+		return -ENOMEM;
+	cert = (gnutls_datum_t){ (unsigned char *)c->cert_pem,
+				 (unsigned int)strlen(c->cert_pem) };
+	key = (gnutls_datum_t){ (unsigned char *)c->key_pem,
+				(unsigned int)strlen(c->key_pem) };
+	r = gnutls_certificate_set_x509_key_mem(cred, &cert, &key,
+						GNUTLS_X509_FMT_PEM);
+	if (r < 0) {
+		snprintf(err, errlen,
+			 "%s: tls_server_config: cert_file and key_file: %s "
+			 "(is the key the certificate's?)",
+			 path, gnutls_strerror(r));
+		goto out;
+	}
+	if (c->ca_pem) {
+		ca = (gnutls_datum_t){ (unsigned char *)c->ca_pem,
+				       (unsigned int)strlen(c->ca_pem) };
+		r = gnutls_certificate_set_x509_trust_mem(cred, &ca,
+							  GNUTLS_X509_FMT_PEM);
+		if (r <= 0) {
+			snprintf(err, errlen,
+				 "%s: tls_server_config: client_ca_file: %s",
+				 path,
+				 r < 0 ? gnutls_strerror(r)
+				       : "no certificate in it");
+			r = -1;
+			goto out;
+		}
+	}
+	r = 0;
+out:
+	gnutls_certificate_free_credentials(cred);
+	return r < 0 ? -EINVAL : 0;
+}
+
 int gw_webconfig_load(const char *path, struct gw_webconfig **out, char *err,
 		      size_t errlen)
 {
@@ -806,5 +853,12 @@ int gw_webconfig_load(const char *path, struct gw_webconfig **out, char *err,
 		r = gw_webconfig_parse(b.p ? b.p : "", b.len, path, dir, true,
 				       out, err, errlen);
 	gw_buf_release(&b);
+	if (!r) {
+		r = check_pems(*out, path, err, errlen);
+		if (r) {
+			gw_webconfig_free(*out);
+			*out = NULL;
+		}
+	}
 	return r;
 }

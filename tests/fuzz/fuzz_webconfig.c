@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	err[0] = '\0';
-	r = gw_webconfig_parse((const char *)data, size, "web.yml", NULL,
-			       false, &c, err, sizeof(err));
+	r = gw_webconfig_parse((const char *)data, size, "web.yml", NULL, false,
+			       &c, err, sizeof(err));
 	CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
 	if (r) {
 		CHECK(c == NULL);
