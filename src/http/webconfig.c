@@ -34,6 +34,7 @@ struct ctx {
 	struct gw_buf ciphers;	      /* ":+AES-128-GCM:+ECDHE-RSA..." */
 	struct gw_buf groups;
 	bool have_ciphers, have_groups;
+	bool have_aead; /* a named suite is AEAD: TLS 1.3 can use it */
 };
 
 static __attribute__((format(printf, 3, 4))) int
@@ -300,6 +301,11 @@ static const struct suite {
 	  "CHACHA20-POLY1305", "AEAD" },
 };
 
+static int add_text(struct gw_buf *b, const char *s)
+{
+	return gw_buf_add(b, s, strlen(s));
+}
+
 /* Adds ":+tok" to b unless there already. */
 static int add_tok(struct gw_buf *b, const char *tok)
 {
@@ -352,6 +358,7 @@ static int cipher_item(struct ctx *x, const yaml_node_t *i, const char *s)
 		if (strcmp(s, su->go) != 0)
 			continue;
 		x->have_ciphers = true;
+		x->have_aead |= !strcmp(su->mac, "AEAD");
 		if (add_tok(&x->ciphers, su->cipher) ||
 		    add_tok(&x->ciphers, su->kx) ||
 		    add_tok(&x->ciphers, su->mac))
@@ -487,15 +494,20 @@ static int build_priorities(struct ctx *x, const yaml_node_t *at)
 	if (x->max_version && hi < lo)
 		return fail(x, at, "max_version must be at least min_version");
 	gw_buf_init(&p, MAX_PRIO);
-	err = gw_buf_add(&p, "NORMAL:-VERS-ALL", 16);
+	err = add_text(&p, "NORMAL:-VERS-ALL");
 	for (int v = hi; !err && v >= lo; v--)
 		err = add_tok(&p, vers[v - 0x0301]);
 	if (!err && x->have_ciphers) {
-		err = gw_buf_add(&p, ":-CIPHER-ALL:-KX-ALL:-MAC-ALL", 28);
+		err = add_text(&p, ":-CIPHER-ALL:-KX-ALL:-MAC-ALL");
 		if (!err)
 			err = gw_buf_add(&p, x->ciphers.p, x->ciphers.len);
-		/* TLS 1.3's suites are not chosen, as in Go. */
-		if (!err && hi >= 0x0304) {
+		/*
+		 * GnuTLS has one cipher list for every version: TLS 1.3 uses
+		 * the AEAD ciphers named for 1.2.  With none named, its
+		 * three are added back (Go never restricts 1.3), which
+		 * widens 1.2 to them too.
+		 */
+		if (!err && hi >= 0x0304 && !x->have_aead) {
 			err = add_tok(&p, "AES-128-GCM");
 			if (!err)
 				err = add_tok(&p, "AES-256-GCM");
@@ -506,7 +518,7 @@ static int build_priorities(struct ctx *x, const yaml_node_t *at)
 		}
 	}
 	if (!err && x->have_groups) {
-		err = gw_buf_add(&p, ":-GROUP-ALL", 11);
+		err = add_text(&p, ":-GROUP-ALL");
 		if (!err)
 			err = gw_buf_add(&p, x->groups.p, x->groups.len);
 	}
