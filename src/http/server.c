@@ -28,7 +28,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
-#include "http/webauth.h"
+#include "http/websec.h"
 
 #define MAX_RESPONSE	(64u << 20)
 #define MAX_QUEUED	32 /* API requests waiting for a worker */
@@ -130,12 +130,7 @@ struct gw_http {
 
 	/* The web configuration (gw_http_set_web): set before start,
 	 * read-only after. */
-	bool tls;
-	enum gw_web_client_auth client_auth;
-	char *cert_pem, *key_pem, *ca_pem, *priorities;
-	struct gw_web_header *headers;
-	size_t nheaders;
-	struct gw_webauth *auth; /* NULL: no basic_auth_users */
+	struct gw_websec *web; /* NULL: plain HTTP, no auth */
 	bool healthz_open, admin, lifecycle;
 	_Atomic uint64_t auth_failed[GW_HTTP_AUTH_FAILURES];
 
@@ -303,52 +298,6 @@ refuse:
  * client CA) but its handshake has not begun.  GnuTLS verifies against
  * the client CA (MHD_OPTION_HTTPS_MEM_TRUST) and fails the handshake.
  */
-/*
- * In the handshake: a client certificate, when one is given, must chain
- * to the client CA (GnuTLS' verification against the trust list that
- * libmicrohttpd loaded).  Without one the request mode decides:
- * REQUIRE has failed the handshake already, REQUEST lets it through.
- */
-static int verify_client(gnutls_session_t s)
-{
-	unsigned int n = 0, status = 0;
-
-	if (!gnutls_certificate_get_peers(s, &n) || n == 0)
-		return 0;
-	if (gnutls_certificate_verify_peers2(s, &status) < 0 || status)
-		return GNUTLS_E_CERTIFICATE_ERROR;
-	return 0;
-}
-
-static void tls_session_setup(const struct gw_http *h,
-			      struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ti = MHD_get_connection_info(
-		conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-	gnutls_certificate_request_t req = GNUTLS_CERT_IGNORE;
-	gnutls_session_t s;
-
-	if (!ti || !ti->tls_session)
-		return;
-	s = ti->tls_session;
-	switch (h->client_auth) {
-	case GW_WEB_NO_CLIENT_CERT:
-		break;
-	case GW_WEB_REQUEST_CLIENT_CERT:
-	case GW_WEB_VERIFY_CLIENT_CERT_IF_GIVEN:
-		req = GNUTLS_CERT_REQUEST;
-		break;
-	case GW_WEB_REQUIRE_ANY_CLIENT_CERT:
-	case GW_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT:
-		req = GNUTLS_CERT_REQUIRE;
-		break;
-	}
-	gnutls_certificate_server_set_request(s, req);
-	if (h->client_auth == GW_WEB_VERIFY_CLIENT_CERT_IF_GIVEN ||
-	    h->client_auth == GW_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT)
-		gnutls_session_set_verify_function(s, verify_client);
-}
-
 /* libmicrohttpd's connection notifications, on the server thread: a slot
  * for each admitted connection, freed before the fd is closed. */
 static void conn_notify(void *cls, struct MHD_Connection *conn,
@@ -371,8 +320,14 @@ static void conn_notify(void *cls, struct MHD_Connection *conn,
 	}
 	if (code != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
-	if (h->tls)
-		tls_session_setup(h, conn);
+	if (gw_websec_tls(h->web)) {
+		const union MHD_ConnectionInfo *ti = MHD_get_connection_info(
+			conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+		/* The session exists; its handshake has not begun. */
+		if (ti && ti->tls_session)
+			gw_websec_session(h->web, ti->tls_session);
+	}
 	{
 		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(
 			conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -510,9 +465,7 @@ static void stop_timer(struct gw_http *h)
 /* http_server_config's headers, on every answer. */
 static void add_headers(const struct gw_http *h, struct MHD_Response *r)
 {
-	for (size_t i = 0; i < h->nheaders; i++)
-		MHD_add_response_header(r, h->headers[i].name,
-					h->headers[i].value);
+	gw_websec_headers(h->web, r);
 }
 
 static enum MHD_Result reply(struct gw_http *h, struct MHD_Connection *conn,
@@ -919,12 +872,13 @@ static bool authorized(struct gw_http *h, struct MHD_Connection *conn,
 	struct MHD_Response *r;
 	char *user, *pass = NULL;
 
-	if (!h->auth || (h->healthz_open && strcmp(url, "/healthz") == 0))
+	if (!gw_websec_has_users(h->web) ||
+	    (h->healthz_open && strcmp(url, "/healthz") == 0))
 		return true;
 	user = MHD_basic_auth_get_username_password(conn, &pass);
 	if (user) {
-		enum gw_webauth_verdict v = gw_webauth_check(
-			h->auth, user, pass ? pass : "", mono_ns());
+		enum gw_webauth_verdict v = gw_websec_check(
+			h->web, user, pass ? pass : "", mono_ns());
 
 		why = v == GW_WEBAUTH_THROTTLED ? GW_HTTP_AUTH_THROTTLED
 						: GW_HTTP_AUTH_WRONG;
@@ -1268,110 +1222,44 @@ void gw_http_set_limits(struct gw_http *h, const struct gw_http_limits *l)
 	h->body_ns = (uint64_t)(v.body_timeout * 1e9);
 }
 
-static void free_web(struct gw_http *h)
-{
-	free(h->cert_pem);
-	if (h->key_pem)
-		explicit_bzero(h->key_pem, strlen(h->key_pem));
-	free(h->key_pem);
-	free(h->ca_pem);
-	free(h->priorities);
-	for (size_t i = 0; i < h->nheaders; i++) {
-		free(h->headers[i].name);
-		free(h->headers[i].value);
-	}
-	free(h->headers);
-	gw_webauth_free(h->auth);
-	h->cert_pem = h->key_pem = h->ca_pem = h->priorities = NULL;
-	h->headers = NULL;
-	h->nheaders = 0;
-	h->auth = NULL;
-	h->tls = false;
-}
-
-static char *dup_or_null(const char *s, bool *ok)
-{
-	char *d;
-
-	if (!s)
-		return NULL;
-	d = strdup(s);
-	if (!d)
-		*ok = false;
-	return d;
-}
-
 int gw_http_set_web(struct gw_http *h, const struct gw_http_web *w, char *err,
 		    size_t errlen)
 {
 	const struct gw_webconfig *c = w ? w->config : NULL;
-	bool ok = true;
 
 	if (h->d) {
 		snprintf(err, errlen, "the HTTP server is running already");
 		return -EBUSY;
 	}
-	free_web(h);
+	gw_websec_free(h->web);
+	h->web = NULL;
 	h->healthz_open = w && w->healthz_open;
 	h->admin = w && w->admin;
 	h->lifecycle = w && w->lifecycle;
 	if (!c)
 		return 0;
-	if (c->nusers) {
-		h->auth = gw_webauth_new(c);
-		ok = h->auth != NULL;
-	}
-	if (c->nheaders) {
-		h->headers = calloc(c->nheaders, sizeof(*h->headers));
-		ok = ok && h->headers;
-		for (size_t i = 0; ok && i < c->nheaders; i++, h->nheaders++) {
-			h->headers[i].name =
-				dup_or_null(c->headers[i].name, &ok);
-			h->headers[i].value =
-				dup_or_null(c->headers[i].value, &ok);
-		}
-	}
-	if (c->tls) {
-		h->tls = true;
-		h->client_auth = c->client_auth;
-		h->cert_pem = dup_or_null(c->cert_pem, &ok);
-		h->key_pem = dup_or_null(c->key_pem, &ok);
-		h->ca_pem = dup_or_null(c->ca_pem, &ok);
-		h->priorities = dup_or_null(c->priorities, &ok);
-		if (ok && (!h->cert_pem || !h->key_pem || !h->priorities)) {
-			free_web(h);
-			snprintf(err, errlen,
-				 "tls_server_config: no "
-				 "certificate or key was read");
-			return -EINVAL;
-		}
-		if (ok) {
-			gnutls_priority_t pc;
-			const char *at = NULL;
+	h->web = gw_websec_new(c, err, errlen);
+	if (!h->web)
+		return -EINVAL;
+	if (gw_websec_tls(h->web) && strncmp(h->url, "http://", 7) == 0) {
+		char u[sizeof(h->url)];
 
-			if (gnutls_priority_init(&pc, h->priorities, &at) < 0) {
-				snprintf(err, errlen,
-					 "tls_server_config: this TLS library "
-					 "refuses the settings at '%s'",
-					 at ? at : h->priorities);
-				free_web(h);
-				return -EINVAL;
-			}
-			gnutls_priority_deinit(pc);
-		}
-		if (strncmp(h->url, "http://", 7) == 0) {
-			char u[sizeof(h->url)];
-
-			snprintf(u, sizeof(u), "https://%s", h->url + 7);
-			snprintf(h->url, sizeof(h->url), "%s", u);
-		}
-	}
-	if (!ok) {
-		free_web(h);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		snprintf(u, sizeof(u), "https://%s", h->url + 7);
+		snprintf(h->url, sizeof(h->url), "%s", u);
 	}
 	return 0;
+}
+
+int gw_http_reload_web(struct gw_http *h, const struct gw_webconfig *c,
+		       char *err, size_t errlen)
+{
+	if (!h->web) {
+		snprintf(err, errlen,
+			 "the agent started without --web.config.file: that "
+			 "needs a restart");
+		return -EINVAL;
+	}
+	return gw_websec_reload(h->web, c, mono_ns(), err, errlen);
 }
 
 /* Stops the workers: queued requests get 503; running ones finish, at
@@ -1433,27 +1321,30 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 		struct MHD_OptionItem tls[6];
 		size_t nt = 0;
 
-		if (h->tls) {
+		bool on = gw_websec_tls(h->web);
+
+		/*
+		 * The certificate comes from a callback at each handshake,
+		 * so a reload rotates it; client certificates are asked
+		 * for and verified per session (websec.c), not by
+		 * libmicrohttpd.
+		 */
+		if (on) {
 			tls[nt++] = (struct MHD_OptionItem){
-				MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert_pem
+				MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+				(void *)gw_websec_cert_callback()
 			};
 			tls[nt++] = (struct MHD_OptionItem){
-				MHD_OPTION_HTTPS_MEM_KEY, 0, h->key_pem
+				MHD_OPTION_HTTPS_PRIORITIES, 0,
+				(void *)gw_websec_priorities(h->web)
 			};
-			tls[nt++] = (struct MHD_OptionItem){
-				MHD_OPTION_HTTPS_PRIORITIES, 0, h->priorities
-			};
-			if (h->ca_pem)
-				tls[nt++] = (struct MHD_OptionItem){
-					MHD_OPTION_HTTPS_MEM_TRUST, 0, h->ca_pem
-				};
 		}
 		tls[nt] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 		h->d = MHD_start_daemon(
 			MHD_USE_INTERNAL_POLLING_THREAD |
 				MHD_USE_EPOLL_LINUX_ONLY |
 				MHD_ALLOW_SUSPEND_RESUME |
-				(h->tls ? MHD_USE_TLS : 0),
+				(on ? MHD_USE_TLS : 0),
 			0, admit, h, handler, h, MHD_OPTION_ARRAY, tls,
 			MHD_OPTION_LISTEN_SOCKET, h->fd,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->nslots,
@@ -1468,10 +1359,7 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 	if (!h->d) {
 		stop_timer(h);
 		snprintf(err, errlen, "cannot start the HTTP server on %s%s",
-			 h->url,
-			 h->tls ? " (is the key the certificate's, and are "
-				  "both PEM?)"
-				: "");
+			 h->url, gw_websec_tls(h->web) ? " with TLS" : "");
 		return -EIO;
 	}
 	h->fd = -1; /* MHD owns the socket now and closes it on stop */
@@ -1535,7 +1423,7 @@ void gw_http_close(struct gw_http *h)
 	pthread_cond_destroy(&h->flushed);
 	pthread_cond_destroy(&h->timer_wake);
 	free(h->conns);
-	free_web(h);
+	gw_websec_free(h->web);
 	free(h);
 }
 

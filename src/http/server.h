@@ -161,6 +161,14 @@ void gw_http_set_limits(struct gw_http *h, const struct gw_http_limits *l);
 __attribute__((warn_unused_result)) int
 gw_http_set_web(struct gw_http *h, const struct gw_http_web *w, char *err,
 		size_t errlen);
+/* A reload of the web configuration (SIGHUP) while serving: the next
+ * handshakes get the new certificate, client CA, priorities and
+ * client_auth_type, the next requests the new users and headers.  TLS
+ * cannot be turned on or off (websec.h).  0, or -errno with a reason in
+ * err and the running configuration kept. */
+__attribute__((warn_unused_result)) int
+gw_http_reload_web(struct gw_http *h, const struct gw_webconfig *c, char *err,
+		   size_t errlen);
 /* Starts serving on the bound socket (the server thread and the query
  * workers are created here). */
 __attribute__((warn_unused_result)) int gw_http_start(struct gw_http *h,

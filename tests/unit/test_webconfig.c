@@ -27,7 +27,8 @@
 	} while (0)
 
 /* bcrypt of "s3cret", cost 4 (fast). */
-#define HASH_S3CRET "$2b$04$9fYwPcW7pbxnY1rFZz1Ko.Dyu6GUmoL5VezZgh0tSGKzQLiePXSjG"
+#define HASH_S3CRET                                                            \
+	"$2b$04$9fYwPcW7pbxnY1rFZz1Ko.Dyu6GUmoL5VezZgh0tSGKzQLiePXSjG"
 
 static char err[512];
 
