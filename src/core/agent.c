@@ -365,6 +365,30 @@ static int web_setup(const struct gw_config *c, struct gw_http *http, char *err,
 }
 
 /*
+ * SIGHUP: the web configuration file read again (certificate rotation,
+ * users, headers).  A file that cannot be honoured leaves the running
+ * configuration in place, said in the log.
+ */
+static void web_reload(const struct gw_config *c, struct gw_http *http)
+{
+	struct gw_webconfig *wc = NULL;
+	char why[GW_CONFIG_ERR_MAX];
+
+	if (!c->web_config_file[0])
+		return;
+	if (gw_webconfig_load(c->web_config_file, &wc, why, sizeof(why)) ||
+	    gw_http_reload_web(http, wc, why, sizeof(why)))
+		gw_err("web config %s not reloaded, the running one stays: "
+		       "%s",
+		       c->web_config_file, why);
+	else
+		gw_info("web config %s reloaded: %s, %zu basic auth user(s)",
+			c->web_config_file, wc->tls ? "TLS" : "no TLS",
+			wc->nusers);
+	gw_webconfig_free(wc);
+}
+
+/*
  * SIGHUP: read the config again (file, then the same flags), take over
  * every changed setting the table marks live (config.c logs the others),
  * and hand the new values to the modules that use them.
@@ -620,6 +644,7 @@ int gw_agent_main(int argc, char **argv)
 			/* One line per changed setting: an operator's act. */
 			gw_log_unlimited(1);
 			reload(&a, self, priv, alerts);
+			web_reload(&a.cfg, http);
 			gw_log_unlimited(0);
 			continue;
 		}

@@ -359,8 +359,10 @@ static const struct opt opts[] = {
 	  "Prometheus' web configuration file (the exporter-toolkit format,\n"
 	  "the same file as node_exporter's): tls_server_config (TLS and\n"
 	  "client certificates), basic_auth_users (bcrypt hashes) and\n"
-	  "http_server_config (headers). Read at start; a bad file stops the\n"
-	  "agent with the line at fault. See docs/security.md." },
+	  "http_server_config (headers). A bad file stops the agent at start\n"
+	  "with the line at fault. SIGHUP re-reads the file (a renewed\n"
+	  "certificate, new users); the path itself needs a restart. See\n"
+	  "docs/security.md." },
 	{ "web.enable-admin-api", T_FLAG, F(web_admin), 0, 0, "", "off",
 	  RESTART, "serve `/api/v1/admin/*` (else 403)",
 	  "Serve the admin API (POST /api/v1/admin/push). Off: every\n"

@@ -84,8 +84,8 @@ static int gen_tls(struct gen *g, const struct gw_webconfig *c, char *err,
 	r = gnutls_privkey_init(&g->key);
 	if (r >= 0) {
 		d = datum(c->key_pem);
-		r = gnutls_privkey_import_x509_raw(g->key, &d,
-						   GNUTLS_X509_FMT_PEM, NULL, 0);
+		r = gnutls_privkey_import_x509_raw(
+			g->key, &d, GNUTLS_X509_FMT_PEM, NULL, 0);
 	}
 	if (r < 0) {
 		snprintf(err, errlen, "key_file: %s", gnutls_strerror(r));
@@ -383,9 +383,8 @@ bool gw_websec_has_users(struct gw_websec *w)
 	return w && current(w)->auth != NULL;
 }
 
-enum gw_webauth_verdict gw_websec_check(struct gw_websec *w,
-					const char *user, const char *pass,
-					uint64_t now_ns)
+enum gw_webauth_verdict gw_websec_check(struct gw_websec *w, const char *user,
+					const char *pass, uint64_t now_ns)
 {
 	struct gen *g = current(w);
 

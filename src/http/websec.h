@@ -67,9 +67,8 @@ void gw_websec_headers(struct gw_websec *w, struct MHD_Response *r);
 /* basic_auth_users: true when configured; then gw_websec_check judges
  * a user and password (webauth.h). */
 bool gw_websec_has_users(struct gw_websec *w);
-enum gw_webauth_verdict gw_websec_check(struct gw_websec *w,
-					const char *user, const char *pass,
-					uint64_t now_ns);
+enum gw_webauth_verdict gw_websec_check(struct gw_websec *w, const char *user,
+					const char *pass, uint64_t now_ns);
 /* The current generation's client_auth_type, for the log. */
 enum gw_web_client_auth gw_websec_client_auth(struct gw_websec *w);
 
