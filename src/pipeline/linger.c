@@ -23,6 +23,7 @@ struct entry {
 
 struct gw_linger {
 	double grace;
+	const char *source;
 	unsigned int max_procs, max_samples;
 	struct entry *v; /* oldest exit first */
 	unsigned int n;
@@ -31,16 +32,17 @@ struct gw_linger {
 };
 
 struct gw_linger *gw_linger_new(double grace_s, unsigned int max_procs,
-				unsigned int max_samples)
+				unsigned int max_samples, const char *source)
 {
 	struct gw_linger *l;
 
-	if (!(grace_s >= 0))
+	if (!(grace_s >= 0) || !source || !*source)
 		return NULL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	l->grace = grace_s;
+	l->source = source;
 	l->max_procs = max_procs ? max_procs : GW_LINGER_DEFAULT_MAX_PROCS;
 	l->max_samples =
 		max_samples ? max_samples : GW_LINGER_DEFAULT_MAX_SAMPLES;
@@ -157,7 +159,8 @@ void gw_linger_emit(struct gw_linger *l, struct gw_snap *dst, double now)
 			gw_snap_copy(dst, &e->snap, NULL);
 		e->fresh = false;
 		gw_snap_add(dst, GW_FAM(PROCESS_EXITED_TIMESTAMP_SECONDS),
-			    e->exited_unix, e->labels, NULL);
+			    e->exited_unix, e->labels, "source", l->source,
+			    NULL);
 	}
 }
 

@@ -11,7 +11,8 @@
  * (gw_linger_take), and every later pass puts them back unchanged
  * (gw_linger_emit) together with
  *
- *   gpuwatch_process_exited_timestamp_seconds{<the process's labels>}
+ *   gpuwatch_process_exited_timestamp_seconds{<the process's labels>,
+ *                                             source="<producer>"}
  *
  * the Unix time of the exit, until the grace period has passed.  The
  * process's series keep their labels (and so their identity): a query or
@@ -45,11 +46,13 @@ struct gw_linger;
 
 /*
  * grace_s: how long an exited process's series stay (0: not at all, every
- * take is then a no-op).  Zero maxima mean the defaults.  NULL on -ENOMEM
- * or a negative grace.
+ * take is then a no-op).  Zero maxima mean the defaults.  source names the
+ * producer in the exit marker's `source` label (two layers may see the
+ * same process exit; each marks its own series).  NULL on -ENOMEM, a
+ * negative grace or no source.
  */
 struct gw_linger *gw_linger_new(double grace_s, unsigned int max_procs,
-				unsigned int max_samples);
+				unsigned int max_samples, const char *source);
 /* NULL is a no-op. */
 void gw_linger_free(struct gw_linger *l);
 

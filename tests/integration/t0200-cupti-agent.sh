@@ -12,7 +12,8 @@ need curl
 
 ring_dir="$T_DIR/rings"
 mkdir -p "$ring_dir"
-start_agent --simulate 1 --no-ebpf --no-store --interval 0.2 --cupti-dir "$ring_dir"
+start_agent --simulate 1 --no-ebpf --no-store --interval 0.2 --cupti-dir "$ring_dir" \
+	--exited-grace 2s
 
 # The CUDA process: runs its scenario, says "ready", waits for EOF.
 mkfifo "$T_DIR/host.in"
@@ -102,8 +103,8 @@ expect gpuwatch_cupti_rings 1
 ok "API errors, synchronisation and status"
 check_promtool
 
-# The process ends: its last summary is read, then its series go and its
-# ring file is removed.
+# The process ends: its last summary is read, its ring file is removed and
+# its series go once --exited-grace has passed (t0204 covers the grace).
 exec 3>&-
 rc=0
 wait "$host_pid" || rc=$?

@@ -100,7 +100,7 @@ static void copy_selects_whole_labels(void **state)
 
 static void kept_for_the_grace(void **state)
 {
-	struct gw_linger *l = gw_linger_new(5, 0, 0);
+	struct gw_linger *l = gw_linger_new(5, 0, 0, "test");
 	struct gw_linger_stats st;
 	struct gw_snap s;
 	char *text;
@@ -113,7 +113,8 @@ static void kept_for_the_grace(void **state)
 	assert_int_equal(gw_linger_take(l, 42, &s, P42, 1700000000, 100), 6);
 	gw_linger_emit(l, &s, 100);
 	text = render(&s);
-	assert_non_null(strstr(text, MARK "{" P42 "} 1700000000\n"));
+	assert_non_null(
+		strstr(text, MARK "{" P42 ",source=\"test\"} 1700000000\n"));
 	assert_int_equal(count(text, "gpuwatch_cuda_api_calls_total{" P42), 1);
 	free(text);
 
@@ -127,7 +128,8 @@ static void kept_for_the_grace(void **state)
 	assert_non_null(strstr(text,
 			       "gpuwatch_cuda_api_duration_seconds_bucket{" P42
 			       ",api=\"cudaMalloc\",le=\"+Inf\"} 3\n"));
-	assert_non_null(strstr(text, MARK "{" P42 "} 1700000000\n"));
+	assert_non_null(
+		strstr(text, MARK "{" P42 ",source=\"test\"} 1700000000\n"));
 	assert_null(strstr(text, P421));
 	free(text);
 
@@ -145,7 +147,7 @@ static void kept_for_the_grace(void **state)
 
 static void reused_pid_and_zero_grace(void **state)
 {
-	struct gw_linger *l = gw_linger_new(60, 0, 0), *none;
+	struct gw_linger *l = gw_linger_new(60, 0, 0, "test"), *none;
 	struct gw_snap s;
 
 	(void)state;
@@ -172,12 +174,14 @@ static void reused_pid_and_zero_grace(void **state)
 	assert_int_equal(s.n, 0);
 	assert_int_equal(gw_linger_take(l, 1, &s, "", 1, 0), -EINVAL);
 
-	none = gw_linger_new(0, 0, 0);
+	none = gw_linger_new(0, 0, 0, "test");
 	assert_non_null(none);
 	fill(&s, 1);
 	assert_int_equal(gw_linger_take(none, 42, &s, P42, 1, 0), 0);
 	assert_false(gw_linger_has(none, 42));
-	assert_null(gw_linger_new(-1, 0, 0));
+	assert_null(gw_linger_new(-1, 0, 0, "test"));
+	assert_null(gw_linger_new(5, 0, 0, NULL));
+	assert_null(gw_linger_new(5, 0, 0, ""));
 	gw_linger_free(none);
 	gw_snap_release(&s);
 	gw_linger_free(l);
@@ -185,7 +189,7 @@ static void reused_pid_and_zero_grace(void **state)
 
 static void bounded(void **state)
 {
-	struct gw_linger *l = gw_linger_new(60, 2, 10);
+	struct gw_linger *l = gw_linger_new(60, 2, 10, "test");
 	struct gw_linger_stats st;
 	struct gw_snap s;
 	char lab[64];

@@ -939,7 +939,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		bounds[i] = ldexp(1, 10 + 2 * i) / 1e9;
 	b->env = env;
 	b->attrib = env->attrib;
-	b->linger = gw_linger_new(env->o->exited_grace, MAX_GONE, 0);
+	b->linger = gw_linger_new(env->o->exited_grace, MAX_GONE, 0, "ebpf");
 	if (!b->linger) {
 		free(b->pass);
 		free(b);

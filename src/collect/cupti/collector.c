@@ -62,6 +62,7 @@
 #include "common/utf8.h"
 #include "common/worker.h"
 #include "pipeline/catalog.h"
+#include "pipeline/linger.h"
 
 #define MAX_RINGS  1024	      /* rings attached at once */
 #define UID_RINGS  256	      /* of which one owner may hold */
@@ -109,9 +110,10 @@ static const char *const refuse_names[R_COUNT] = {
 };
 
 /* Why a ring file was passed over this pass (looked at again later). */
-enum skip_reason { S_DEFERRED, S_DUPLICATE, S_COUNT };
+enum skip_reason { S_DEFERRED, S_DUPLICATE, S_LINGER, S_COUNT };
 
-static const char *const skip_names[S_COUNT] = { "deferred", "duplicate" };
+static const char *const skip_names[S_COUNT] = { "deferred", "duplicate",
+						 "exited_not_kept" };
 
 struct ring {
 	char name[NAME_MAX + 1];
@@ -159,6 +161,8 @@ struct ring_col {
 	struct gw_worker *w;
 	int slot;
 	struct gw_snap snap;
+	/* Exited processes' last series, kept for --exited-grace. */
+	struct gw_linger *linger;
 	const char *proc_root;
 	uint64_t self_pidns;
 	int dir_warned;
@@ -1051,14 +1055,16 @@ static void pub_kernel(struct ring_col *c, const char *L,
 			    k->occupancy, L, "kernel", kname, NULL);
 }
 
-static void pub_ring(struct ring_col *c, const struct ring *g, double now_mono)
+/* L: the process's labels, LABELS_MAX bytes, filled for the caller. */
+static void pub_ring(struct ring_col *c, const struct ring *g, double now_mono,
+		     char *L)
 {
 	struct gw_snap *s = &c->snap;
 	const struct gw_cupti_proc *p = g->p;
 	const struct gw_crec_process *pr = &p->process;
 	struct gw_attrib at;
 	struct gw_buf buf;
-	char L[LABELS_MAX], code[16];
+	char code[16];
 	unsigned int m, k = c->env->o->cupti_max_kernels;
 	uint32_t st = g->ri.status;
 
@@ -1068,9 +1074,9 @@ static void pub_ring(struct ring_col *c, const struct ring *g, double now_mono)
 		memset(&at, 0, sizeof(at));
 	gw_buf_init(&buf, sizeof(L));
 	if (gw_attrib_labels(&at, g->host_pid, &buf) || !buf.p)
-		snprintf(L, sizeof(L), "pid=\"%u\"", g->host_pid);
+		snprintf(L, LABELS_MAX, "pid=\"%u\"", g->host_pid);
 	else
-		snprintf(L, sizeof(L), "%s", buf.p);
+		snprintf(L, LABELS_MAX, "%s", buf.p);
 	gw_buf_release(&buf);
 
 	if (st < GW_CUPTI_ST_COUNT)
@@ -1239,6 +1245,36 @@ static int pub_cmp(const void *a, const void *b)
 }
 
 /*
+ * A ring read for the last time (its process exited, or its file went
+ * away) leaves its series on /metrics for --exited-grace with
+ * gpuwatch_process_exited_timestamp_seconds{source="cupti"}, as the eBPF
+ * layer does for its own (pipeline/linger.h): a job shorter than a scrape
+ * interval is still scraped.  A pid published alive again (reused) first
+ * loses what was kept of its old process.  The exit time is the ring's
+ * last write, the injection's atexit flush.
+ */
+static void linger_ring(struct ring_col *c, const struct ring *g,
+			unsigned char fate, const char *L, double now)
+{
+	double exited;
+	int r;
+
+	if (fate == KEEP) {
+		gw_linger_forget(c->linger, g->host_pid);
+		return;
+	}
+	if (fate != REMOVE && fate != FORGET)
+		return;
+	exited = g->ri.write_ns ? (double)g->ri.write_ns / 1e9 : gw_now_real();
+	r = gw_linger_take(c->linger, g->host_pid, &c->snap, L, exited, now);
+	if (r < 0) {
+		c->skipped[S_LINGER]++;
+		gw_dbg("cupti: the last values of process %u are not kept: %s",
+		       g->host_pid, strerror(-r));
+	}
+}
+
+/*
  * Publishes one ring per host pid: the process labels are the series'
  * identity, so a second ring of the same pid (a process that loaded the
  * library twice, a file copied, a pid reused while the old ring is read
@@ -1248,6 +1284,8 @@ static int pub_cmp(const void *a, const void *b)
 static void publish_rings(struct ring_col *c, struct pub *pub, unsigned int n,
 			  double now)
 {
+	char L[LABELS_MAX];
+
 	if (n > 1)
 		qsort(pub, n, sizeof(*pub), pub_cmp);
 	for (unsigned int k = 0; k < n; k++) {
@@ -1267,8 +1305,10 @@ static void publish_rings(struct ring_col *c, struct pub *pub, unsigned int n,
 			pub[k].g = pub[k - 1].g; /* the group's first */
 			continue;
 		}
-		pub_ring(c, g, now);
+		pub_ring(c, g, now, L);
+		linger_ring(c, g, pub[k].fate, L, now);
 	}
+	gw_linger_emit(c->linger, &c->snap, now);
 }
 
 static void pass(struct ring_col *c)
@@ -1412,6 +1452,7 @@ static void col_free(void *priv)
 	if (c->dir)
 		closedir(c->dir);
 	gw_snap_release(&c->snap);
+	gw_linger_free(c->linger);
 	free(c->skip);
 	free(c->cand);
 	free(c->buf);
@@ -1448,7 +1489,9 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	c->names = calloc(NAME_CACHE, sizeof(*c->names));
 	c->skip = calloc((size_t)SKIP_SETS * SKIP_WAYS, sizeof(*c->skip));
 	c->cand = calloc(MAX_CAND, sizeof(*c->cand));
-	if (!c->buf || !c->idx || !c->names || !c->skip || !c->cand)
+	c->linger = gw_linger_new(env->o->exited_grace, MAX_RINGS, 0, "cupti");
+	if (!c->buf || !c->idx || !c->names || !c->skip || !c->cand ||
+	    !c->linger)
 		goto err;
 	gw_cupti_hist_bounds(c->bounds);
 	c->slot = gw_registry_slot(env->reg, "cupti");
