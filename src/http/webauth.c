@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CACHE_SLOTS 64
 
@@ -26,7 +27,8 @@ struct gw_webauth {
 	size_t nusers;
 	unsigned char key[32]; /* for the cache's MACs, random per start */
 	struct slot cache[CACHE_SLOTS];
-	double tokens;
+	double tokens; /* seconds of bcrypt left */
+	double rate, burst;
 	uint64_t refill_ns;
 };
 
@@ -44,14 +46,17 @@ void gw_webauth_free(struct gw_webauth *a)
 	free(a);
 }
 
-struct gw_webauth *gw_webauth_new(const struct gw_webconfig *c)
+struct gw_webauth *gw_webauth_new(const struct gw_webconfig *c,
+				  const struct gw_webauth_limits *l)
 {
 	struct gw_webauth *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return NULL;
 	pthread_mutex_init(&a->lock, NULL);
-	a->tokens = GW_WEBAUTH_BURST;
+	a->rate = l && l->rate > 0 ? l->rate : GW_WEBAUTH_RATE;
+	a->burst = l && l->burst > 0 ? l->burst : GW_WEBAUTH_BURST;
+	a->tokens = a->burst;
 	if (gnutls_rnd(GNUTLS_RND_KEY, a->key, sizeof(a->key)))
 		goto err;
 	a->users = calloc(c->nusers ? c->nusers : 1, sizeof(*a->users));
@@ -96,13 +101,18 @@ static bool same(const void *x, const void *y, size_t n)
 	return d == 0;
 }
 
+/* A hit is kept another GW_WEBAUTH_CACHE_S from now. */
 static bool cached(struct gw_webauth *a, const unsigned char mac[32],
 		   uint64_t now_ns)
 {
 	for (size_t i = 0; i < CACHE_SLOTS; i++)
 		if (a->cache[i].expires_ns > now_ns &&
-		    same(a->cache[i].mac, mac, 32))
+		    same(a->cache[i].mac, mac, 32)) {
+			a->cache[i].expires_ns =
+				now_ns +
+				(uint64_t)GW_WEBAUTH_CACHE_S * 1000000000ull;
 			return true;
+		}
 	return false;
 }
 
@@ -125,19 +135,25 @@ static void remember(struct gw_webauth *a, const unsigned char mac[32],
 		now_ns + (uint64_t)GW_WEBAUTH_CACHE_S * 1000000000ull;
 }
 
-static bool take_token(struct gw_webauth *a, uint64_t now_ns)
+/* Whether the bcrypt budget has time left (refilled to now first). */
+static bool budget_left(struct gw_webauth *a, uint64_t now_ns)
 {
 	if (a->refill_ns && now_ns > a->refill_ns) {
-		a->tokens +=
-			(double)(now_ns - a->refill_ns) / 1e9 * GW_WEBAUTH_RATE;
-		if (a->tokens > GW_WEBAUTH_BURST)
-			a->tokens = GW_WEBAUTH_BURST;
+		a->tokens += (double)(now_ns - a->refill_ns) / 1e9 * a->rate;
+		if (a->tokens > a->burst)
+			a->tokens = a->burst;
 	}
-	a->refill_ns = now_ns;
-	if (a->tokens < 1.0)
-		return false;
-	a->tokens -= 1.0;
-	return true;
+	if (now_ns > a->refill_ns)
+		a->refill_ns = now_ns;
+	return a->tokens > 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a, const char *user,
@@ -148,6 +164,7 @@ enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a, const char *user,
 	unsigned char mac[32];
 	const char *hash, *got;
 	bool ok, have_mac;
+	double t0, spent;
 
 	if (!a || !a->nusers || !user || !pass)
 		return GW_WEBAUTH_DENIED;
@@ -162,7 +179,7 @@ enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a, const char *user,
 		pthread_mutex_unlock(&a->lock);
 		return GW_WEBAUTH_OK;
 	}
-	if (!take_token(a, now_ns)) {
+	if (!budget_left(a, now_ns)) {
 		pthread_mutex_unlock(&a->lock);
 		return GW_WEBAUTH_THROTTLED;
 	}
@@ -171,15 +188,17 @@ enum gw_webauth_verdict gw_webauth_check(struct gw_webauth *a, const char *user,
 	cd = calloc(1, sizeof(*cd));
 	if (!cd)
 		return GW_WEBAUTH_DENIED;
+	t0 = mono_s();
 	got = crypt_r(pass, hash, cd);
 	ok = u && got && got[0] != '*' && strlen(got) == strlen(hash) &&
 	     same(got, hash, strlen(hash));
+	spent = mono_s() - t0;
 	explicit_bzero(cd, sizeof(*cd));
 	free(cd);
-	if (ok && have_mac) {
-		pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->lock);
+	a->tokens -= spent;
+	if (ok && have_mac)
 		remember(a, mac, now_ns);
-		pthread_mutex_unlock(&a->lock);
-	}
+	pthread_mutex_unlock(&a->lock);
 	return ok ? GW_WEBAUTH_OK : GW_WEBAUTH_DENIED;
 }

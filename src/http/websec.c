@@ -130,7 +130,7 @@ static struct gen *gen_new(const struct gw_webconfig *c, char *err,
 		goto nomem;
 	if (!c)
 		return g;
-	if (c->nusers && !(g->auth = gw_webauth_new(c)))
+	if (c->nusers && !(g->auth = gw_webauth_new(c, NULL)))
 		goto nomem;
 	if (c->nheaders) {
 		g->headers = calloc(c->nheaders, sizeof(*g->headers));

@@ -168,46 +168,57 @@ static void users_and_headers(void **state)
 
 #define SEC 1000000000ull
 
-static void bcrypt_cache_and_rate_limit(void **state)
+static void bcrypt_cache_and_budget(void **state)
 {
+	/* 0.2 s of bcrypt, refilled at 1 ns a second: some cost-4 hashes. */
+	const struct gw_webauth_limits lim = { .rate = 1e-9, .burst = 0.2 };
 	struct gw_webconfig *c;
 	struct gw_webauth *a;
-	uint64_t t = 1000 * SEC;
-	int throttled = 0;
+	uint64_t t0 = 1000 * SEC;
+	int i;
 
 	(void)state;
 	c = ok_cfg("basic_auth_users:\n  alice: " HASH_S3CRET "\n");
-	a = gw_webauth_new(c);
+	a = gw_webauth_new(c, &lim);
 	gw_webconfig_free(c);
 	assert_non_null(a);
-	assert_int_equal(gw_webauth_check(a, "alice", "s3cret", t),
+	assert_int_equal(gw_webauth_check(a, "alice", "s3cret", t0),
 			 GW_WEBAUTH_OK);
-	assert_int_equal(gw_webauth_check(a, "alice", "S3cret", t),
+	assert_int_equal(gw_webauth_check(a, "alice", "S3cret", t0),
 			 GW_WEBAUTH_DENIED);
-	assert_int_equal(gw_webauth_check(a, "bob", "s3cret", t),
+	assert_int_equal(gw_webauth_check(a, "bob", "s3cret", t0),
 			 GW_WEBAUTH_DENIED);
-	/* 10 tokens: 3 spent; 7 more wrong guesses, then throttled. */
-	for (int i = 0; i < 7; i++)
-		assert_int_equal(gw_webauth_check(a, "alice", "guess", t),
-				 GW_WEBAUTH_DENIED);
-	assert_int_equal(gw_webauth_check(a, "alice", "guess", t),
-			 GW_WEBAUTH_THROTTLED);
-	/* The right password is remembered: no bcrypt, no token. */
-	assert_int_equal(gw_webauth_check(a, "alice", "s3cret", t),
+	assert_int_equal(gw_webauth_check(a, "alice", "", t0),
+			 GW_WEBAUTH_DENIED);
+	/* Guesses spend the budget, then are refused without bcrypt. */
+	for (i = 0; i < 10000; i++)
+		if (gw_webauth_check(a, "alice", "guess", t0) ==
+		    GW_WEBAUTH_THROTTLED)
+			break;
+	if (i == 10000)
+		fail_msg("10000 guesses never spent 0.2 s of bcrypt");
+	/* The right password is remembered: no bcrypt, no budget... */
+	assert_int_equal(gw_webauth_check(a, "alice", "s3cret", t0),
 			 GW_WEBAUTH_OK);
-	/* An unremembered one waits for the bucket like a guess. */
-	assert_int_equal(gw_webauth_check(a, "alice", "s3cret!", t),
-			 GW_WEBAUTH_THROTTLED);
-	/* 1 s later, 5 more checks. */
-	t += SEC;
-	for (int i = 0; i < 8; i++)
-		throttled += gw_webauth_check(a, "alice", "guess", t) ==
-			     GW_WEBAUTH_THROTTLED;
-	assert_int_equal(throttled, 3);
-	/* The cache expires after GW_WEBAUTH_CACHE_S. */
-	t += (GW_WEBAUTH_CACHE_S + 1) * SEC;
-	assert_int_equal(gw_webauth_check(a, "alice", "s3cret", t),
+	assert_int_equal(gw_webauth_check(a, "alice", "s3cret", t0 + 30 * SEC),
 			 GW_WEBAUTH_OK);
+	/* ...another waits for the budget like a guess... */
+	assert_int_equal(gw_webauth_check(a, "alice", "s3cret!", t0),
+			 GW_WEBAUTH_THROTTLED);
+	/* ...and so does the right one once its entry was not used for
+	 * GW_WEBAUTH_CACHE_S (the use at +30 s kept it until +90 s). */
+	assert_int_equal(
+		gw_webauth_check(a, "alice", "s3cret",
+				 t0 + (30 + GW_WEBAUTH_CACHE_S - 1) * SEC),
+		GW_WEBAUTH_OK);
+	assert_int_equal(
+		gw_webauth_check(a, "alice", "s3cret",
+				 t0 + (30 + 2 * GW_WEBAUTH_CACHE_S) * SEC),
+		GW_WEBAUTH_THROTTLED);
+	/* The budget refills with time. */
+	assert_int_equal(
+		gw_webauth_check(a, "alice", "s3cret", t0 + 1000000000 * SEC),
+		GW_WEBAUTH_OK);
 	gw_webauth_free(a);
 }
 
@@ -218,7 +229,7 @@ int main(void)
 		cmocka_unit_test(tls_priorities),
 		cmocka_unit_test(refusals_name_line_and_key),
 		cmocka_unit_test(users_and_headers),
-		cmocka_unit_test(bcrypt_cache_and_rate_limit),
+		cmocka_unit_test(bcrypt_cache_and_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
