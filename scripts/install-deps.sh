@@ -21,7 +21,11 @@ test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager pyt
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501.)
+# openssl: the test CA of the remote_write TLS test, t0501, and of the
+# secured endpoint's tests, t0620-t0626, which also make bcrypt hashes
+# with python3's crypt module.)
+# (Build: libgnutls28-dev for the endpoint's TLS and client certificates,
+# libcrypt-dev (libxcrypt) for bcrypt in basic_auth_users.)
 
 what="${1:-all}"
 case "$what" in
