@@ -1453,6 +1453,8 @@ void gw_http_stats(struct gw_http *h, struct gw_http_stats *st)
 		st->refused[i] = atomic_load(&h->refused[i]);
 	for (size_t i = 0; i < GW_HTTP_AUTH_FAILURES; i++)
 		st->auth_failed[i] = atomic_load(&h->auth_failed[i]);
+	st->auth_failed[GW_HTTP_AUTH_CLIENT_CERT] =
+		gw_websec_cert_refused(h->web);
 }
 
 const char *gw_http_auth_failure_name(enum gw_http_auth_failure f)
@@ -1461,6 +1463,7 @@ const char *gw_http_auth_failure_name(enum gw_http_auth_failure f)
 		"missing",
 		"wrong",
 		"throttled",
+		"client_cert",
 	};
 
 	return (unsigned int)f < GW_HTTP_AUTH_FAILURES ? names[f] : "unknown";

@@ -92,13 +92,15 @@ struct gw_http_limits {
 
 /* Requests refused by basic_auth_users (the web configuration). */
 enum gw_http_auth_failure {
-	GW_HTTP_AUTH_MISSING,	/* 401: no Authorization: Basic header */
-	GW_HTTP_AUTH_WRONG,	/* 401: unknown user or wrong password */
-	GW_HTTP_AUTH_THROTTLED, /* 429: bcrypt checks rate limited */
+	GW_HTTP_AUTH_MISSING,	  /* 401: no Authorization: Basic header */
+	GW_HTTP_AUTH_WRONG,	  /* 401: unknown user or wrong password */
+	GW_HTTP_AUTH_THROTTLED,	  /* 429: bcrypt checks rate limited */
+	GW_HTTP_AUTH_CLIENT_CERT, /* a client certificate that does not
+				     verify: the handshake refused */
 	GW_HTTP_AUTH_FAILURES
 };
 
-/* "missing", "wrong", "throttled". */
+/* "missing", "wrong", "throttled", "client_cert". */
 const char *gw_http_auth_failure_name(enum gw_http_auth_failure f);
 
 /*

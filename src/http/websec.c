@@ -8,6 +8,7 @@
 #include <gnutls/abstract.h>
 #include <gnutls/x509.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ struct gw_websec {
 	pthread_mutex_t lock;
 	struct gen *cur; /* cur->older: the replaced ones */
 	bool tls;
+	_Atomic uint64_t cert_refused;
 };
 
 static void gen_free(struct gen *g)
@@ -318,8 +320,10 @@ static int verify_client(gnutls_session_t s)
 	if (!w)
 		return GNUTLS_E_CERTIFICATE_ERROR;
 	g = current(w);
-	if (!g->trust)
+	if (!g->trust) {
+		atomic_fetch_add(&w->cert_refused, 1);
 		return GNUTLS_E_CERTIFICATE_ERROR;
+	}
 	if (n > MAX_CHAIN)
 		n = MAX_CHAIN;
 	for (; k < n; k++) {
@@ -337,7 +341,16 @@ static int verify_client(gnutls_session_t s)
 out:
 	for (unsigned int i = 0; i < k; i++)
 		gnutls_x509_crt_deinit(chain[i]);
-	return r < 0 || status ? GNUTLS_E_CERTIFICATE_ERROR : 0;
+	if (r < 0 || status) {
+		atomic_fetch_add(&w->cert_refused, 1);
+		return GNUTLS_E_CERTIFICATE_ERROR;
+	}
+	return 0;
+}
+
+uint64_t gw_websec_cert_refused(struct gw_websec *w)
+{
+	return w ? atomic_load(&w->cert_refused) : 0;
 }
 
 void gw_websec_session(struct gw_websec *w, gnutls_session_t s)

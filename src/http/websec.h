@@ -69,6 +69,9 @@ void gw_websec_headers(struct gw_websec *w, struct MHD_Response *r);
 bool gw_websec_has_users(struct gw_websec *w);
 enum gw_webauth_verdict gw_websec_check(struct gw_websec *w, const char *user,
 					const char *pass, uint64_t now_ns);
+/* Client certificates given and refused (not from the client CA) since
+ * the start. */
+uint64_t gw_websec_cert_refused(struct gw_websec *w);
 /* The current generation's client_auth_type, for the log. */
 enum gw_web_client_auth gw_websec_client_auth(struct gw_websec *w);
 

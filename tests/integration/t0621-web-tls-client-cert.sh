@@ -44,7 +44,8 @@ case "$out" in *1) ;; *) fail "gpuwatch query --cert answered '$out'" ;; esac
 rc=0
 "$GPUWATCH" query --url "$URL" --ca-file "$T_DIR/ca.crt" up >/dev/null 2>&1 || rc=$?
 [ $rc -eq 1 ] || fail "gpuwatch query without a client certificate exited $rc"
-ok "RequireAndVerifyClientCert: the CA's certificate 200, none and another CA's refused; gpuwatch query --cert/--key"
+wait_for gpuwatch_agent_http_auth_failures_total 'reason="client_cert"' 1 15
+ok "RequireAndVerifyClientCert: the CA's certificate 200, none and another CA's refused (counted); gpuwatch query --cert/--key"
 
 web VerifyClientCertIfGiven
 [ "$(good)" = 200 ] || fail "VerifyClientCertIfGiven: the client CA's certificate got $(good)"
