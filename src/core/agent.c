@@ -350,6 +350,11 @@ static int web_setup(const struct gw_config *c, struct gw_http *http, char *err,
 			return r;
 		}
 		w.config = wc;
+		if (!wc->tls && wc->nusers)
+			gw_warn("web config %s: basic_auth_users without "
+				"tls_server_config: passwords cross the "
+				"network in clear",
+				c->web_config_file);
 		gw_info("web config %s: %s, %zu basic auth user(s)%s%s",
 			c->web_config_file,
 			wc->tls ? "TLS" : "no TLS (plain HTTP)", wc->nusers,
