@@ -6,7 +6,6 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
-#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <math.h>
@@ -292,12 +291,6 @@ refuse:
 	return MHD_NO;
 }
 
-/*
- * client_auth_type, as Go's crypto/tls does it, in the handshake: the
- * session exists (libmicrohttpd asks for a certificate when it has a
- * client CA) but its handshake has not begun.  GnuTLS verifies against
- * the client CA (MHD_OPTION_HTTPS_MEM_TRUST) and fails the handshake.
- */
 /* libmicrohttpd's connection notifications, on the server thread: a slot
  * for each admitted connection, freed before the fd is closed. */
 static void conn_notify(void *cls, struct MHD_Connection *conn,
@@ -324,7 +317,8 @@ static void conn_notify(void *cls, struct MHD_Connection *conn,
 		const union MHD_ConnectionInfo *ti = MHD_get_connection_info(
 			conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 
-		/* The session exists; its handshake has not begun. */
+		/* The session exists; its handshake has not begun:
+		 * client_auth_type is enforced in it, as Go does. */
 		if (ti && ti->tls_session)
 			gw_websec_session(h->web, ti->tls_session);
 	}
@@ -1318,10 +1312,9 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 	 * a suspended connection never.
 	 */
 	{
-		struct MHD_OptionItem tls[6];
-		size_t nt = 0;
-
 		bool on = gw_websec_tls(h->web);
+		struct MHD_OptionItem tls[3];
+		size_t nt = 0;
 
 		/*
 		 * The certificate comes from a callback at each handshake,
