@@ -442,8 +442,13 @@ static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 		if (is_null(v))
 			return 0;
 		err = str_dup(x, v, key, name);
-		if (err || !**name)
+		if (err)
 			return err;
+		if (!**name) { /* "" is as absent, as in Go */
+			free(*name);
+			*name = NULL;
+			return 0;
+		}
 		return read_pem(x, v, key, *name, pem);
 	}
 	if (!strcmp(key, "cert") || !strcmp(key, "key") ||

@@ -28,6 +28,8 @@ refused "$(printf 'basic_auth_users:\n  alice: secret')" \
 	"web.yml:2: basic_auth_users: alice: not a bcrypt hash"
 refused "$(printf 'tls_server_config:\n  cert_file: server.crt')" \
 	"tls_server_config: missing key_file"
+refused "$(printf 'tls_server_config:\n  cert_file: ""\n  key_file: server.key')" \
+	"tls_server_config: missing cert_file"
 refused "$(printf 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerify')" \
 	"web.yml:4: client_auth_type: invalid ClientAuth: RequireAndVerify"
 refused "$(printf 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerifyClientCert')" \
