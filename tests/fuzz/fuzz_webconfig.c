@@ -5,7 +5,8 @@
  * answers 0, -EINVAL with a "FILE:..." message, or -ENOMEM, never
  * crashes; an accepted config with TLS has a certificate, a key and
  * GnuTLS priorities, every user a 60-character bcrypt hash and every
- * header a name and a value without control characters.
+ * header a name and a value without control characters; read with
+ * its files, an accepted TLS config has its certificate and key.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -55,5 +56,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK((unsigned char)*p >= ' ' && *p != 0x7f);
 	}
 	gw_webconfig_free(c);
+
+	/* Reading the files it names (none exist there): an accepted TLS
+	 * config has its certificate and key in memory, as the server
+	 * needs them. */
+	c = NULL;
+	r = gw_webconfig_parse((const char *)data, size, "web.yml",
+			       "/nonexistent-gpuwatch-fuzz", true, &c, err,
+			       sizeof(err));
+	CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
+	if (r == 0) {
+		CHECK(!c->tls || (c->cert_pem && c->key_pem));
+		CHECK(!c->ca_file || c->ca_pem);
+		gw_webconfig_free(c);
+	}
 	return 0;
 }
