@@ -7,6 +7,9 @@
 #   make fuzz       build the libFuzzer harnesses with clang and run each
 #                   for FUZZ_SECONDS (default 60) on a copy of its corpus
 #   make format     apply .clang-format to every C file (CI checks it)
+#   make install    build, then install into PREFIX (default /usr/local;
+#                   DESTDIR honoured): binary, injection library, systemd
+#                   unit, config and rules (docs/deploy.md)
 #   make deps       install the Debian packages (as root)
 #   make clean
 
@@ -15,7 +18,7 @@ ASAN_BUILD ?= build-asan
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure -j2
 
-.PHONY: all test test-tsan run bench deps clean fuzz format
+.PHONY: all test test-tsan run bench deps clean fuzz format install
 
 all:
 	@test -f $(BUILD)/build.ninja || $(CMAKE) -S . -B $(BUILD) -G Ninja \
@@ -39,6 +42,10 @@ test-tsan:
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest $(CTEST_ARGS)
 
+PREFIX ?= /usr/local
+install: all
+	DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
 run: all
 	$(BUILD)/gpuwatch agent $(ARGS)
 
@@ -55,7 +62,8 @@ FUZZ_SECONDS ?= 60
 # Only the harnesses: the sanitized shared libraries do not link with
 # -fsanitize=fuzzer, and the fuzzers need nothing else.
 FUZZ_HARNESSES = config parse expo cgroup chunk sketch promql cupti_decode \
-	statsd rules ldcache rw_roundtrip rw_decode rw_config salvage webconfig
+	statsd rules ldcache rw_roundtrip rw_decode rw_config salvage tscsv podres profile \
+	webconfig
 
 fuzz:
 	@test -f build-fuzz/build.ninja || CC=clang CXX=clang++ $(CMAKE) -S . -B build-fuzz \

@@ -8,24 +8,47 @@ set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
 	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev
-	libiberty-dev
+	libiberty-dev libdw-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl)
+	procps clang-format openssl chromium python3-grpcio python3-grpc-tools golang-go linux-perf)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
 # prometheus-alertmanager and amtool: alert delivery tests; python3-statsd:
 # a StatsD client that is not ours; python3-yaml: t0406 reads the fleet
 # rules, the fleet tests (t0550, t0551) write the engines' configuration;
-# openssl: the test CA of the remote_write TLS test, t0501, and of the
-# secured endpoint's tests, t0620-t0626, which also make bcrypt hashes
-# with python3's crypt module.)
+# openssl: the test CA of the remote_write TLS test, t0501; chromium: the
+# web page's browser test, t0700, and bench/web.sh; python3-grpcio and
+# python3-grpc-tools: the stand-in kubelet of t0601; golang-go: `go tool
+# pprof` reads the agent's CPU profiles, t2103; linux-perf:
+# bench/profile.sh compares the profiler with `perf record`; openssl and
+# python3's crypt module (bcrypt hashes) also serve the secured endpoint's
+# tests, t0620-t0626.)
 # (Build: libgnutls28-dev for the endpoint's TLS and client certificates,
 # libcrypt-dev (libxcrypt) for bcrypt in basic_auth_users.)
+
+# npm projects of the tests (each its own package.json and lockfile),
+# installed with `npm ci` by `all`: tests/web (playwright-core, t0700),
+# deploy/kubernetes/validate (kubernetes-models, t0600).
+npm_dirs=(tests/web deploy/kubernetes/validate)
+npm_ci() {
+	local d root
+	root="$(cd "$(dirname "$0")/.." && pwd)"
+	command -v npm >/dev/null || {
+		echo "install-deps: npm not found: the browser tests will be skipped" >&2
+		return 0
+	}
+	for d in "${npm_dirs[@]}"; do
+		(cd "$root/$d" && npm ci --no-audit --no-fund --loglevel=error) || {
+			echo "install-deps: npm ci failed in $d" >&2
+			exit 1
+		}
+	done
+}
 
 what="${1:-all}"
 case "$what" in
@@ -44,6 +67,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#pkgs[@]} packages are installed"
+	[ "$what" != all ] || npm_ci
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -55,3 +79,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"
+[ "$what" != all ] || npm_ci

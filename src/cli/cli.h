@@ -11,5 +11,8 @@ int gw_cmd_version(int argc, char **argv);
 int gw_cmd_store(int argc, char **argv);
 int gw_cmd_store_import(int argc, char **argv);
 int gw_cmd_rules(int argc, char **argv);
+int gw_cmd_sim(int argc, char **argv);
+int gw_cmd_detect(int argc, char **argv);
+int gw_cmd_profile(int argc, char **argv);
 
 #endif

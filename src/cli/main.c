@@ -30,6 +30,12 @@ static const struct command commands[] = {
 	  "list, check, export or import the local store's data" },
 	{ "rules", gw_cmd_rules,
 	  "check alert rule files, list the rules the agent would run" },
+	{ "sim", gw_cmd_sim,
+	  "simulate a fleet pushing to a remote_write endpoint, and its cost" },
+	{ "detect", gw_cmd_detect,
+	  "run the agent's anomaly detector over CSV files or the history" },
+	{ "profile", gw_cmd_profile,
+	  "print a running agent's CPU profiles; find regressions" },
 	{ "version", gw_cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands, or 'help COMMAND' for one" },
 };

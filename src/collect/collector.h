@@ -26,7 +26,12 @@
 #include "pipeline/metrics.h"
 
 struct gw_attrib_cache;
+struct gw_podres;
 struct gw_worker_table;
+struct gw_profstore;
+
+enum { GW_PROFILE_OFF, GW_PROFILE_GPU, GW_PROFILE_ALL };
+enum { GW_PROFILE_UNWIND_AUTO, GW_PROFILE_UNWIND_FP, GW_PROFILE_UNWIND_DWARF };
 
 /* The settings collectors read; strings are borrowed from the agent. */
 struct gw_collect_opts {
@@ -46,6 +51,12 @@ struct gw_collect_opts {
 	double exited_grace; /* seconds an exited process's series stay */
 	const char *const *cuda_lib_globs; /* extra library patterns */
 	unsigned int ncuda_lib_globs;
+	/* CPU profiling (collect/bpf/prof_collector.c) */
+	int profile;			 /* GW_PROFILE_OFF, _GPU, _ALL */
+	unsigned int profile_freq;	 /* Hz per CPU */
+	double profile_flush;		 /* seconds between drains */
+	const char *profile_version_env; /* "": the executable's build id */
+	int profile_unwind;		 /* GW_PROFILE_UNWIND_* */
 	/* CUPTI rings */
 	int cupti;
 	const char *cupti_dir;
@@ -56,6 +67,10 @@ struct gw_collect_opts {
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
 	unsigned long long statsd_max_memory; /* bytes; 0 = the default */
+	/* Kubernetes: the kubelet's pod-resources socket ("" or "off": not
+	 * asked) and how often it is asked, seconds */
+	const char *pod_resources_socket;
+	double pod_resources_interval;
 };
 
 struct gw_collect_env {
@@ -64,8 +79,13 @@ struct gw_collect_env {
 	_Atomic uint64_t *fast_ms;	/* intervals in use, milliseconds */
 	_Atomic uint64_t *detail_ms;
 	const struct gw_collect_opts *o;
+	/* GPU -> pod, filled by the pod-resources collector, read by NVML's
+	 * workers (collect/podres/podres.h); NULL: none. */
+	struct gw_podres *podres;
 	/* Lists the collectors' threads (common/worker.h); NULL: none. */
 	struct gw_worker_table *workers;
+	/* Where CPU profiles go (store/profstore.h); NULL: not kept. */
+	struct gw_profstore *profiles;
 };
 
 /*

@@ -38,6 +38,7 @@
 #define GW_CAP_SYS_PTRACE      19
 #define GW_CAP_SYS_ADMIN       21
 #define GW_CAP_SYS_RESOURCE    24
+#define GW_CAP_SYSLOG	       34
 #define GW_CAP_PERFMON	       38
 #define GW_CAP_BPF	       39
 

@@ -23,8 +23,12 @@
  * * gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
- * * gw-store        pipeline/ingest        each publish (woken), else the
- *                                          fast interval; a last pass and
+ * * gw-store-in     pipeline/ingest        each publish (woken), else the
+ *                                          fast interval: copies publishes
+ *                                          into the ingest queue
+ * * gw-store        pipeline/ingest        woken by gw-store-in, else the
+ *                                          fast interval: appends, store
+ *                                          maintenance; a last pass and
  *                                          flush on stop
  *   gw-rules        pipeline/alerts        the next group due (20 ms..1 s)
  *   gw-am-N         export/alertmanager,   its queue (curl's poll)
@@ -52,7 +56,9 @@
 #include <unistd.h>
 
 #include "collect/attrib.h"
+#include "collect/podres/podres.h"
 #include "collect/bpf/collector.h"
+#include "collect/bpf/prof_collector.h"
 #include "collect/cupti/collector.h"
 #include "collect/nvml/nvml.h"
 #include "collect/statsd/collector.h"
@@ -66,6 +72,7 @@
 #include "http/api.h"
 #include "http/server.h"
 #include "pipeline/ingest.h"
+#include "store/profstore.h"
 #include "store/store.h"
 
 #ifndef GW_VERSION
@@ -167,8 +174,9 @@ static const struct gw_collector_ops ingest_ops = {
 };
 
 static const struct gw_collector_ops *const collectors[] = {
-	&gw_nvml_collector,   &gw_bpf_collector, &gw_cupti_collector,
-	&gw_statsd_collector, &ingest_ops,
+	&gw_podres_collector, &gw_nvml_collector,  &gw_bpf_collector,
+	&gw_prof_collector,   &gw_cupti_collector, &gw_statsd_collector,
+	&ingest_ops,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
@@ -182,15 +190,21 @@ static struct gw_agent *agent_of(const struct gw_collect_env *env)
 static int ingest_start(const struct gw_collect_env *env, void **priv)
 {
 	const struct gw_agent *a = agent_of(env);
+	char models[4096];
 	struct gw_ingest_opts o = {
 		.reg = a->reg,
 		.store = a->store,
 		.fast_ms = env->fast_ms,
 		.baselines = a->cfg.baselines != 0,
 		.max_series = a->cfg.store_max_series,
+		.models_path = models,
 		.workers = env->workers,
 	};
 
+	/* The anomaly models live in the data directory, beside the store. */
+	if (snprintf(models, sizeof(models), "%s/baselines.bin",
+		     a->cfg.data_dir) >= (int)sizeof(models))
+		o.models_path = NULL;
 	return gw_ingest_start(&o, (struct gw_ingest **)priv);
 }
 
@@ -238,6 +252,19 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
 		.statsd_max_series = c->statsd_max_series,
 		.statsd_max_tag_values = c->statsd_max_tag_values,
 		.statsd_max_memory = c->statsd_max_memory,
+		.pod_resources_socket = c->pod_resources_socket,
+		.pod_resources_interval = c->pod_resources_interval,
+		.profile = strcmp(c->profile, "all") == 0   ? GW_PROFILE_ALL
+			   : strcmp(c->profile, "off") == 0 ? GW_PROFILE_OFF
+							    : GW_PROFILE_GPU,
+		.profile_freq = c->profile_frequency,
+		.profile_flush = c->profile_flush,
+		.profile_version_env = c->profile_version_env,
+		.profile_unwind = strcmp(c->profile_unwind, "fp") == 0
+					  ? GW_PROFILE_UNWIND_FP
+				  : strcmp(c->profile_unwind, "dwarf") == 0
+					  ? GW_PROFILE_UNWIND_DWARF
+					  : GW_PROFILE_UNWIND_AUTO,
 	};
 }
 
@@ -425,6 +452,19 @@ static void reload(struct gw_agent *a, struct gw_self *self, void **priv,
 		gw_log_level_name(a->cfg.log_level));
 }
 
+/* The profile store beside the metric store (store/profstore.h). */
+static int open_profiles(struct gw_agent *a, char *err, size_t errlen)
+{
+	struct gw_profstore_opts o = { .sz = sizeof(o) };
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/profiles.db", a->cfg.data_dir);
+	o.path = path;
+	o.retention_ms = (int64_t)(a->cfg.retention_1m * 1000);
+	o.max_bytes = a->cfg.profile_max_bytes;
+	return gw_profstore_open(&o, &a->profiles, err, errlen);
+}
+
 static int open_store(struct gw_agent *a, char *err, size_t errlen)
 {
 	struct gw_store_opts o;
@@ -534,7 +574,8 @@ int gw_agent_main(int argc, char **argv)
 	}
 	a.reg = gw_registry_new();
 	a.workers = gw_worker_table_new();
-	if (!a.reg || !a.workers) {
+	a.podres = gw_podres_new();
+	if (!a.reg || !a.workers || !a.podres) {
 		gw_err("out of memory");
 		goto out;
 	}
@@ -548,6 +589,11 @@ int gw_agent_main(int argc, char **argv)
 		goto out;
 	}
 	if (a.cfg.store && open_store(&a, err, sizeof(err))) {
+		gw_err("%s", err);
+		goto out;
+	}
+	if (a.cfg.store && strcmp(a.cfg.profile, "off") != 0 &&
+	    open_profiles(&a, err, sizeof(err))) {
 		gw_err("%s", err);
 		goto out;
 	}
@@ -568,6 +614,8 @@ int gw_agent_main(int argc, char **argv)
 			.timeout = a.cfg.query_timeout,
 			.max_concurrency = a.cfg.query_max_concurrency,
 			.alerts = gw_alerting_alerts(alerts),
+			.profiles = a.profiles,
+			.profile_off = strcmp(a.cfg.profile, "off") == 0,
 		};
 		struct gw_http_limits hl = {
 			.max_connections = a.cfg.http_max_connections,
@@ -601,6 +649,8 @@ int gw_agent_main(int argc, char **argv)
 		.detail_ms = &a.detail_ms,
 		.o = &a.copts,
 		.workers = a.workers,
+		.podres = a.podres,
+		.profiles = a.profiles,
 	};
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
 		r = collectors[i]->start(&a.env, &priv[i]);
@@ -701,9 +751,11 @@ out : {
 		_exit(status);
 	}
 	gw_store_close(a.store);
+	gw_profstore_close(a.profiles);
 	stop_watch_end(&watch);
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);
+	gw_podres_free(a.podres);
 	gw_registry_free(a.reg);
 	gw_worker_table_free(a.workers);
 	if (lock_fd >= 0)

@@ -28,15 +28,20 @@ struct gw_agent;
 struct gw_attrib_cache;
 struct gw_store;
 struct gw_worker_table;
+struct gw_podres;
 
 struct gw_agent {
 	struct gw_config cfg;
 	struct gw_registry *reg;
 	/* pid -> comm, container, pod, job; shared by the collectors. */
 	struct gw_attrib_cache *attrib;
+	/* GPU -> pod from the kubelet (collect/podres/podres.h). */
+	struct gw_podres *podres;
 	/* The local history (NULL with --no-store); the store collector
 	 * feeds it, the HTTP API reads it. */
 	struct gw_store *store;
+	/* CPU profiles (NULL with --no-store or --profile off). */
+	struct gw_profstore *profiles;
 	/* Every worker thread, for gpuwatch_agent_worker_cpu_seconds_total. */
 	struct gw_worker_table *workers;
 	/* Intervals in use, milliseconds; the governor may stretch them. */

@@ -180,6 +180,34 @@ static const struct opt opts[] = {
 	  "with cudart linked in) to probe from the start, before any process\n"
 	  "maps them, besides the loader's cache and the toolkit folders;\n"
 	  "folders are watched for new files. Repeatable." },
+	{ "profile", T_STRING, F(profile), 0, 0, "gpu|all|off", "gpu", RESTART,
+	  "continuous CPU profiling: which processes",
+	  "Continuous CPU profiling with eBPF: gpu samples the processes that\n"
+	  "map libcudart or libcuda, all every process on the node, off none.\n"
+	  "Profiles are kept per minute and process in DIR/profiles.db and\n"
+	  "served at /api/v1/profile (`gpuwatch profile`)." },
+	{ "profile-frequency", T_UINT, F(profile_frequency), 1, 1000, "HZ",
+	  "19", RESTART, "CPU samples per second and CPU",
+	  "Samples per second on every CPU; the governor lowers it while the\n"
+	  "profiler costs more than --ebpf-budget of the machine." },
+	{ "profile-flush", T_DURATION, F(profile_flush), 0.5, 60, "SECONDS",
+	  "5s", RESTART, "how often samples reach the profile store",
+	  "How often the kernel's counts are drained, named and written to\n"
+	  "the profile store (queries see the current minute this late)." },
+	{ "profile-unwind", T_STRING, F(profile_unwind), 0, 0, "auto|fp|dwarf",
+	  "auto", RESTART, "how user stacks are walked",
+	  "How user stacks are walked: fp through frame pointers (in the\n"
+	  "kernel), dwarf from a copy of the top of the stack and the call\n"
+	  "frame information (.eh_frame) in the agent, auto dwarf for\n"
+	  "processes whose executable has no frame pointers." },
+	{ "profile-version-env", T_STRING, F(profile_version_env), 0, 0, "NAME",
+	  "", RESTART, "environment variable giving `version`",
+	  "The environment variable whose value is a profiled process's\n"
+	  "version label; without it the executable's build id is used." },
+	{ "profile-max-bytes", T_BYTES, F(profile_max_bytes), 0, 0, "BYTES",
+	  "1GiB", RESTART, "disk the profiles may use",
+	  "Most disk the stored profiles may use; the oldest minutes go\n"
+	  "first. They are kept as long as --retention-1m." },
 	{ "store", T_NOFLAG, F(store), 0, 0, "", "on", RESTART,
 	  "no local history (and no query API)",
 	  "--no-store turns off the local history in DIR (and with it the\n"
@@ -269,6 +297,19 @@ static const struct opt opts[] = {
 	  "Most memory the StatsD table holds (series, labels, tags, set\n"
 	  "tables, sketch bins, all counted); what would take it further is\n"
 	  "refused and counted (reason=\"memory\"). 0: 64MiB." },
+	{ "pod-resources-socket", T_STRING, F(pod_resources_socket), 0, 0,
+	  "PATH", "", RESTART, "kubelet's pod-resources socket: GPUs to pods",
+	  "The kubelet's pod-resources socket (on Kubernetes nodes\n"
+	  "/var/lib/kubelet/pod-resources/kubelet.sock): the agent asks it\n"
+	  "which pod and container holds each GPU and labels the GPU's series\n"
+	  "with pod, namespace and container.  When it does not answer, one\n"
+	  "line is logged, gpuwatch_agent_pod_resources_up is 0 and the "
+	  "labels\n"
+	  "go.  Empty (the default) or off: not asked." },
+	{ "pod-resources-interval", T_DURATION, F(pod_resources_interval), 1,
+	  3600, "SECONDS", "10s", RESTART, "how often pods' GPUs are asked",
+	  "How often the pod-resources socket is asked which pod holds each\n"
+	  "GPU (a GPU's labels change at most this long after its pod)." },
 	{ "baselines", T_NOFLAG, F(baselines), 0, 0, "", "on", RESTART,
 	  "no dynamic baselines / anomaly scores",
 	  "--no-baselines turns off the dynamic baselines: every stored gauge\n"
@@ -329,6 +370,20 @@ static const struct opt opts[] = {
 	  "DURATION", "4m", RESTART, "unchanged values are re-sent this often",
 	  "A rollup or last value equal to the one sent before is not sent\n"
 	  "again until this long has passed (0: send every one)." },
+	{ "remote-write-precision", T_UINT, F(rw_precision), 0, 17, "DIGITS",
+	  "4", RESTART, "significant digits of a gauge's rollups",
+	  "Significant decimal digits kept of a gauge's NAME:1m_avg, _min,\n"
+	  "_max and _stddev (counters and _count_samples stay exact). Their\n"
+	  "last digits are noise that costs the central store most of its\n"
+	  "bytes; 4 keeps 0.01 of a 45.28 C average. The node's own history\n"
+	  "keeps every digit. 0: every digit of a double." },
+	{ "remote-write-process-rollups", T_STRING, F(rw_process_rollups), 0, 0,
+	  "LIST", "max", RESTART, "rollups sent of a process's gauges",
+	  "The rollups sent of a gauge with a pid label (process memory and\n"
+	  "utilisation): all, or a comma-separated list of avg, min, max,\n"
+	  "stddev, count_samples. Processes come and go with jobs, so each\n"
+	  "output is a new series centrally for every process; the fleet\n"
+	  "rules use the memory's max." },
 	{ "remote-write-max-lag", T_DURATION, F(rw_max_lag), 1, 3600,
 	  "DURATION", "30s", RESTART, "longest live data waits for catch-up",
 	  "While an endpoint catches up after an outage, each stream sends\n"
@@ -1093,6 +1148,20 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 				c->faults[i].gpu, c->simulate, c->simulate - 1);
 			return -EINVAL;
 		}
+	}
+	if (strcmp(c->profile, "gpu") != 0 && strcmp(c->profile, "all") != 0 &&
+	    strcmp(c->profile, "off") != 0) {
+		snprintf(err, errlen, "--profile %s: expected gpu, all or off",
+			 c->profile);
+		return -EINVAL;
+	}
+	if (strcmp(c->profile_unwind, "auto") != 0 &&
+	    strcmp(c->profile_unwind, "fp") != 0 &&
+	    strcmp(c->profile_unwind, "dwarf") != 0) {
+		snprintf(err, errlen,
+			 "--profile-unwind %s: expected auto, fp or dwarf",
+			 c->profile_unwind);
+		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < c->cuda_lib_globs.n; i++)
 		if (c->cuda_lib_globs.v[i][0] != '/') {

@@ -90,6 +90,8 @@ struct gw_config {
 	unsigned int statsd_max_series;
 	unsigned int statsd_max_tag_values;
 	unsigned long long statsd_max_memory; /* bytes of the StatsD table */
+	char pod_resources_socket[PATH_MAX];  /* kubelet's, "" = off */
+	double pod_resources_interval;	      /* seconds between List calls */
 	int baselines; /* anomaly scores for gauges (default on) */
 	struct gw_config_list rule_files; /* alert rule files, in order */
 	int default_rules;    /* the built-in rule set (default on) */
@@ -102,9 +104,11 @@ struct gw_config {
 	struct gw_config_list rw_raw;	       /* selectors sent raw */
 	struct gw_config_list external_labels; /* NAME=VALUE */
 	double rw_heartbeat;		       /* seconds; 0: never suppress */
-	double rw_max_lag;		       /* seconds */
-	int rw_events;		/* raw around alerts, anomalies */
-	double rw_event_window; /* seconds before and after */
+	unsigned int rw_precision;   /* digits of :1m_avg/:1m_stddev; 0: all */
+	char rw_process_rollups[64]; /* "all" or avg,min,max,stddev,... */
+	double rw_max_lag;	     /* seconds */
+	int rw_events;		     /* raw around alerts, anomalies */
+	double rw_event_window;	     /* seconds before and after */
 	double rw_anomaly_threshold;
 	char rw_admin_push[8]; /* "on": POST /api/v1/admin/push */
 	/* the secured endpoint (http/webconfig.h, docs/security.md) */
@@ -116,6 +120,12 @@ struct gw_config {
 	unsigned int nfaults;
 	double exited_grace; /* an exited process's series stay this long */
 	struct gw_config_list cuda_lib_globs; /* extra CUDA library patterns */
+	char profile[16];		      /* "gpu", "all" or "off" */
+	unsigned int profile_frequency;	      /* Hz per CPU */
+	double profile_flush;		      /* seconds between drains */
+	char profile_version_env[128];	      /* "" = build id */
+	char profile_unwind[16];	      /* "auto", "fp" or "dwarf" */
+	unsigned long long profile_max_bytes; /* 0 = the default */
 };
 
 /* What SIGHUP does with a setting whose value changed. */

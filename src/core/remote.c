@@ -55,6 +55,7 @@ static int build_endpoints(const struct gw_config *c, struct gw_rw_config **out,
 int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
 {
 	struct gw_rw_config *rc = NULL;
+	unsigned int outs;
 	int r;
 
 	if (strcmp(c->rw_policy, "rollup") != 0 &&
@@ -62,6 +63,14 @@ int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "--remote-write-policy: '%s' is not rollup or raw",
 			 c->rw_policy);
+		return -EINVAL;
+	}
+	if (strcmp(c->rw_process_rollups, "all") != 0 &&
+	    gw_rw_outs_parse(c->rw_process_rollups, &outs)) {
+		snprintf(err, errlen,
+			 "--remote-write-process-rollups: '%s' is not all or a "
+			 "list of avg, min, max, stddev, count_samples",
+			 c->rw_process_rollups);
 		return -EINVAL;
 	}
 	if (strcmp(c->rw_admin_push, "on") != 0 &&
@@ -196,7 +205,10 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			.url = gw_rw_endpoint_url(ep),
 			.state_path = path,
 			.q = gw_store_queryable(a->store),
-			.policy = strcmp(c->rw_policy, "raw") == 0
+			.policy = strcmp(gw_rw_endpoint_policy(ep)
+						 ? gw_rw_endpoint_policy(ep)
+						 : c->rw_policy,
+					 "raw") == 0
 					  ? GW_RW_POLICY_RAW
 					  : GW_RW_POLICY_ROLLUP,
 			.external = ext,
@@ -219,7 +231,12 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			.event_after_ms = (int64_t)(c->rw_event_window * 1000),
 			.anomaly_threshold = c->rw_anomaly_threshold,
 			.workers = a->workers,
+			.precision = c->rw_precision,
 		};
+
+		if (strcmp(c->rw_process_rollups, "all") != 0 &&
+		    gw_rw_outs_parse(c->rw_process_rollups, &o.process_outputs))
+			o.process_outputs = 0; /* checked before: not reached */
 
 		r = state_path(c->data_dir, o.name, path, sizeof(path));
 		if (r) {
@@ -246,7 +263,7 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			goto fail;
 		}
 		gw_info("remote_write %s: pushing to %s (policy %s%s)", o.name,
-			o.url, c->rw_policy,
+			o.url, o.policy == GW_RW_POLICY_RAW ? "raw" : "rollup",
 			c->rw_raw.n ? ", raw selectors" : "");
 	}
 	{

@@ -115,6 +115,10 @@ struct gw_rw_endpoint *gw_rw_config_endpoint(const struct gw_rw_config *c,
 /* name: as configured, or the first 6 hex digits of a hash of the URL. */
 const char *gw_rw_endpoint_name(const struct gw_rw_endpoint *ep);
 const char *gw_rw_endpoint_url(const struct gw_rw_endpoint *ep);
+/* The block's own edge policy (key policy: rollup or raw, gpuwatch's
+ * addition to Prometheus' format); NULL: the agent's
+ * --remote-write-policy. */
+const char *gw_rw_endpoint_policy(const struct gw_rw_endpoint *ep);
 const struct gw_rw_queue_config *
 gw_rw_endpoint_queue(const struct gw_rw_endpoint *ep);
 

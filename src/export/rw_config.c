@@ -62,6 +62,7 @@ static void endpoint_free(struct gw_rw_endpoint *ep)
 		return;
 	free(ep->url);
 	free(ep->name);
+	free(ep->policy);
 	for (size_t i = 0; i < ep->nheaders; i++) {
 		free(ep->headers[i].name);
 		free(ep->headers[i].value);
@@ -107,6 +108,11 @@ struct gw_rw_endpoint *gw_rw_config_endpoint(const struct gw_rw_config *c,
 const char *gw_rw_endpoint_name(const struct gw_rw_endpoint *ep)
 {
 	return ep->name;
+}
+
+const char *gw_rw_endpoint_policy(const struct gw_rw_endpoint *ep)
+{
+	return ep->policy;
 }
 
 const char *gw_rw_endpoint_url(const struct gw_rw_endpoint *ep)
@@ -371,6 +377,7 @@ static const char *const keys_remote_write[] = { "url",
 						 "enable_http2",
 						 "send_exemplars",
 						 "send_native_histograms",
+						 "policy",
 						 NULL };
 static const char *const keys_queue_config[] = { "capacity",
 						 "max_shards",
@@ -888,6 +895,16 @@ static int entry_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	}
 	if (!strcmp(key, "tls_config"))
 		return mapping(x, v, path, tls_pair, ep);
+	if (!strcmp(key, "policy")) {
+		/* gpuwatch's own: this endpoint's edge policy */
+		int err = str_dup(x, v, path, &ep->policy);
+
+		if (!err && strcmp(ep->policy, "rollup") != 0 &&
+		    strcmp(ep->policy, "raw") != 0)
+			err = fail(x, v, path, "'%s' is not rollup or raw",
+				   ep->policy);
+		return err;
+	}
 	if (!strcmp(key, "follow_redirects"))
 		return bool_val(x, v, path, &ep->follow_redirects);
 	if (!strcmp(key, "enable_http2"))

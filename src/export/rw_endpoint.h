@@ -42,6 +42,7 @@ struct gw_rw_header {
 struct gw_rw_endpoint {
 	char *url;
 	char *name;
+	char *policy;	       /* "rollup", "raw", or NULL: the agent's */
 	double remote_timeout; /* seconds, 30 */
 	struct gw_rw_header *headers;
 	size_t nheaders;

@@ -46,7 +46,7 @@
 #define EVENT_EVERY	5000	      /* ms of data between event scans */
 #define READ_MAX	50000000      /* samples one select may load */
 #define READ_TIMEOUT_NS (30ull * 1000000000ull)
-#define GUARD_MAX	(1u << 21) /* output series remembered */
+#define GUARD_MAX	(1u << 21) /* slots for output series remembered */
 #define STATE_MAGIC	"gpuwatch-remote-write-state 1"
 
 enum { ST_1M, ST_RAW, ST_EVENTS, ST_N };
@@ -104,7 +104,7 @@ struct gw_rw_queue {
 	int64_t win; /* windows per 1m slice: fewer with many series */
 	double raw_rate, rate_1m; /* output samples per ms of data */
 	struct guard *guard;
-	size_t nguard;
+	size_t nguard, guard_cap; /* guard_cap: a power of two */
 	struct batch b;
 	struct gw_buf key;
 	_Atomic bool stop;
@@ -277,11 +277,58 @@ static enum shape shape_of(const char *name)
 	return SH_GAUGE;
 }
 
+static const char *const out_names[GW_RW_OUTS] = { "avg", "min", "max",
+						   "stddev", "count_samples" };
+
+const char *gw_rw_out_name(enum gw_rw_out o)
+{
+	return o < GW_RW_OUTS ? out_names[o] : "?";
+}
+
+int gw_rw_outs_parse(const char *list, unsigned int *mask)
+{
+	unsigned int m = 0;
+	const char *p = list;
+
+	while (*p) {
+		size_t n = strcspn(p, ","), k;
+
+		for (k = 0; k < GW_RW_OUTS; k++)
+			if (strlen(out_names[k]) == n &&
+			    strncmp(p, out_names[k], n) == 0)
+				break;
+		if (k == GW_RW_OUTS)
+			return -EINVAL;
+		m |= 1u << k;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+/* v to digits significant decimal digits (0: as it is). */
+static double round_sig(double v, unsigned int digits)
+{
+	double e, scale;
+
+	if (!digits || v == 0 || !isfinite(v))
+		return v;
+	e = floor(log10(fabs(v)));
+	scale = pow(10, (double)digits - 1 - e);
+	if (!isfinite(scale) || scale == 0)
+		return v;
+	return round(v * scale) / scale;
+}
+
 /* ---- the guard: no output series goes back in time; suppression ---- */
 
 static struct guard *guard_find(struct gw_rw_queue *q, uint64_t h)
 {
-	size_t mask = GUARD_MAX - 1, i = h & mask;
+	size_t mask = q->guard_cap - 1, i = h & mask;
 
 	for (;;) {
 		struct guard *g = &q->guard[i];
@@ -302,13 +349,13 @@ static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
 {
 	struct guard *g;
 
-	if (q->nguard >= GUARD_MAX / 2) {
+	if (q->nguard >= q->guard_cap / 2) {
 		/* Full: forget everything (values are sent again once). */
-		memset(q->guard, 0, GUARD_MAX * sizeof(*q->guard));
+		memset(q->guard, 0, q->guard_cap * sizeof(*q->guard));
 		q->nguard = 0;
-		gw_warn("remote_write %s: more than %u output series; the "
+		gw_warn("remote_write %s: more than %zu output series; the "
 			"suppression state was reset",
-			q->name, GUARD_MAX / 2);
+			q->name, q->guard_cap / 2);
 	}
 	g = guard_find(q, h);
 	if (g->h == 0) {
@@ -659,8 +706,6 @@ static int state_load(struct gw_rw_queue *q)
  * nothing due, <0: stopped or failed. */
 static int slice_1m(struct gw_rw_queue *q)
 {
-	static const char *const outs[] = { "1m_avg", "1m_min", "1m_max",
-					    "1m_stddev", "1m_count_samples" };
 	int64_t now = now_ms(q), due, end, *c = &q->cur[ST_1M];
 	struct gw_series_set set;
 	char name[512];
@@ -687,6 +732,11 @@ static int slice_1m(struct gw_rw_queue *q)
 
 		if (sh == SH_SKIP)
 			continue;
+		unsigned int outs =
+			q->o.process_outputs && gw_labels_get(&d->labels, "pid")
+				? q->o.process_outputs
+				: (1u << GW_RW_OUTS) - 1;
+
 		if (sh == SH_LAST && msets_match(&q->raw, &d->labels))
 			continue; /* sent raw under the same name */
 		for (size_t o = 0; o < (sh == SH_GAUGE ? 5u : 1u) && !r; o++) {
@@ -694,9 +744,11 @@ static int slice_1m(struct gw_rw_queue *q)
 			uint64_t h;
 			bool open = false;
 
+			if (sh == SH_GAUGE && !(outs & (1u << o)))
+				continue;
 			if (sh == SH_GAUGE)
-				snprintf(name, sizeof(name), "%s:%s", base,
-					 outs[o]);
+				snprintf(name, sizeof(name), "%s:1m_%s", base,
+					 out_names[o]);
 			r = out_labels(q, &d->labels,
 				       sh == SH_GAUGE ? name : NULL, &ol, &h);
 			if (r)
@@ -714,13 +766,15 @@ static int slice_1m(struct gw_rw_queue *q)
 					t = w->t_last != INT64_MIN ? w->t_last
 								   : w->t - 1;
 				} else if (o == 0) {
-					v = gw_rollup_mean(w);
+					v = round_sig(gw_rollup_mean(w),
+						      q->o.precision);
 				} else if (o == 1) {
-					v = w->min;
+					v = round_sig(w->min, q->o.precision);
 				} else if (o == 2) {
-					v = w->max;
+					v = round_sig(w->max, q->o.precision);
 				} else if (o == 3) {
-					v = gw_rollup_stddev(w);
+					v = round_sig(gw_rollup_stddev(w),
+						      q->o.precision);
 				} else {
 					v = w->count;
 				}
@@ -1261,7 +1315,13 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	q->name = strdup(o->name);
 	q->url = strdup(o->url);
 	q->state_path = o->state_path ? strdup(o->state_path) : NULL;
-	q->guard = calloc(GUARD_MAX, sizeof(*q->guard));
+	q->guard_cap = GUARD_MAX;
+	if (o->guard_max && o->guard_max <= GUARD_MAX / 2) {
+		q->guard_cap = 64;
+		while (q->guard_cap < 2 * (size_t)o->guard_max)
+			q->guard_cap *= 2;
+	}
+	q->guard = calloc(q->guard_cap, sizeof(*q->guard));
 	if (!q->name || !q->url || (o->state_path && !q->state_path) ||
 	    !q->guard)
 		goto nomem;

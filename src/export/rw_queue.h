@@ -125,10 +125,38 @@ struct gw_rw_queue_opts {
 	int64_t event_after_ms;		 /* 10 min */
 	double anomaly_threshold;	 /* 0.95 */
 	struct gw_worker_table *workers; /* lists the thread; NULL: none */
-	/* The clock (ms since the epoch); NULL: CLOCK_REALTIME.  Tests. */
+	/* The clock (ms since the epoch); NULL: CLOCK_REALTIME.  Tests and
+	 * the fleet simulation. */
 	int64_t (*now)(void *ctx);
 	void *now_ctx;
+	/* Output series the guard remembers (last time and value sent)
+	 * before it is reset; 0: 1 M.  Its memory is about 48 bytes each:
+	 * the fleet simulation, with thousands of queues, keeps it small. */
+	uint32_t guard_max;
+	/* Significant decimal digits kept of a gauge's NAME:1m_avg, _min,
+	 * _max and _stddev (their last digits are noise that costs the
+	 * receiver most of its bytes; the node keeps the exact samples);
+	 * 0: all of a double's.  Counters and _count_samples are exact. */
+	unsigned int precision;
+	/* The rollups sent of a process's gauge (a series with a pid label):
+	 * a mask of 1 << GW_RW_OUT_*; 0: all five. */
+	unsigned int process_outputs;
 };
+
+/* The five rollups of a gauge, in the order they are sent. */
+enum gw_rw_out {
+	GW_RW_OUT_AVG,
+	GW_RW_OUT_MIN,
+	GW_RW_OUT_MAX,
+	GW_RW_OUT_STDDEV,
+	GW_RW_OUT_COUNT,
+	GW_RW_OUTS
+};
+/* "avg", "min", "max", "stddev", "count_samples". */
+const char *gw_rw_out_name(enum gw_rw_out o);
+/* A comma-separated list of those names into a mask; -EINVAL. */
+__attribute__((warn_unused_result)) int gw_rw_outs_parse(const char *list,
+							 unsigned int *mask);
 
 struct gw_rw_queue;
 

@@ -468,6 +468,10 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 		*ep = GW_API_RULES;
 	else if (strcmp(rest, "admin/push") == 0)
 		*ep = GW_API_ADMIN_PUSH;
+	else if (strcmp(rest, "profile") == 0)
+		*ep = GW_API_PROFILE;
+	else if (strcmp(rest, "profile/diff") == 0)
+		*ep = GW_API_PROFILE_DIFF;
 	else if (strncmp(rest, "label/", 6) == 0 &&
 		 (n = strlen(rest)) > 6 + 7 &&
 		 strcmp(rest + n - 7, "/values") == 0 &&
@@ -481,9 +485,9 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep)
 {
 	static const char *const names[GW_API_ENDPOINTS] = {
-		"query",  "query_range",  "series",
-		"labels", "label_values", "alerts",
-		"rules",  "admin_push",	  "unknown",
+		"query",	"query_range", "series",       "labels",
+		"label_values", "alerts",      "rules",	       "admin_push",
+		"unknown",	"profile",     "profile_diff",
 	};
 
 	return (unsigned int)ep < GW_API_ENDPOINTS ? names[ep] : "unknown";
@@ -492,6 +496,7 @@ const char *gw_api_endpoint_name(enum gw_api_endpoint ep)
 void gw_api_reply_init(struct gw_api_reply *r)
 {
 	r->status = 500;
+	r->content_type = NULL;
 	gw_buf_init(&r->body, GW_API_MAX_REPLY);
 }
 
@@ -506,6 +511,7 @@ int gw_api_reply_error(struct gw_api_reply *r, unsigned int status,
 {
 	gw_buf_reset(&r->body);
 	r->status = status;
+	r->content_type = NULL;
 	gw_buf_puts(&r->body, "{\"status\":\"error\",\"errorType\":");
 	gw_json_str(&r->body, errtype);
 	gw_buf_puts(&r->body, ",\"error\":");
@@ -1109,6 +1115,11 @@ int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 	}
 	if (ep == GW_API_ALERTS || ep == GW_API_RULES)
 		return do_alerts(o ? o->alerts : NULL, rq, out, ep);
+	if (ep == GW_API_PROFILE || ep == GW_API_PROFILE_DIFF) {
+		err = gw_api_profile(o, rq, out, ep == GW_API_PROFILE_DIFF);
+		return err == -ENOMEM ? fail(out, "internal", "out of memory")
+				      : err;
+	}
 	if (ep == GW_API_ADMIN_PUSH) {
 		err = do_push(o, rq, out);
 		return err == -ENOMEM ? fail(out, "internal", "out of memory")

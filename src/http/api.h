@@ -16,6 +16,13 @@
  *                                include_resolved=1 also those resolved
  *                                in the last 15 min, state "resolved")
  *   /api/v1/rules                (alerting rule groups and their alerts)
+ *   /api/v1/profile              match[] (optional: every process), start,
+ *                                end (default: the last hour), format
+ *                                (json, folded, pprof): the CPU profiles
+ *                                of the window merged (profile_api.c)
+ *   /api/v1/profile/diff         the same and base_start, base_end,
+ *                                base_match[] (default: match[]): the
+ *                                window against a base window
  *   /api/v1/admin/push           POST only: match[] (one or more), start,
  *                                end (default: now): pushes those raw
  *                                samples to every remote_write endpoint
@@ -93,6 +100,11 @@ struct gw_api_opts {
 		    const size_t *nm, size_t nsets, int64_t start_ms,
 		    int64_t end_ms);
 	void *push_ctx;
+	/* CPU profiles behind /api/v1/profile (store/profstore.h); NULL:
+	 * 503.  profile_off says why: --profile off.  Borrowed. */
+	struct gw_profstore *profiles;
+	bool profile_off;
+	int64_t profile_max_window_ms; /* 0: 31 days */
 };
 
 /* ---- parameters ---- */
@@ -165,19 +177,24 @@ enum gw_api_endpoint {
 	GW_API_RULES,
 	GW_API_ADMIN_PUSH,
 	GW_API_UNKNOWN, /* under /api/v1/ but not served: 404 not_found */
+	GW_API_PROFILE,
+	GW_API_PROFILE_DIFF,
 };
-#define GW_API_ENDPOINTS 9
+#define GW_API_ENDPOINTS 11
 
 /* 0 and *ep when path is under /api/v1/, -ENOENT otherwise. */
 __attribute__((warn_unused_result)) int gw_api_route(const char *path,
 						     enum gw_api_endpoint *ep);
 /* "query", "query_range", "series", "labels", "label_values", "alerts",
- * "rules", "admin_push", "unknown". */
+ * "rules", "admin_push", "unknown", "profile", "profile_diff". */
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep);
 
 struct gw_api_reply {
 	unsigned int status; /* HTTP status */
-	struct gw_buf body;  /* JSON, NUL-terminated */
+	struct gw_buf body;  /* JSON, NUL-terminated; or as content_type says */
+	/* NULL: application/json; else the body's type (folded stacks,
+	 * pprof), possibly empty.  A static string. */
+	const char *content_type;
 };
 
 void gw_api_reply_init(struct gw_api_reply *r);
@@ -207,5 +224,11 @@ struct gw_api_request {
 __attribute__((warn_unused_result)) int
 gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 	      const struct gw_api_request *rq, struct gw_api_reply *out);
+
+/* /api/v1/profile (diff false) and /api/v1/profile/diff (profile_api.c),
+ * called by gw_api_handle; the same contract. */
+__attribute__((warn_unused_result)) int
+gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
+	       struct gw_api_reply *out, bool diff);
 
 #endif

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "http/web.h"
 #include "http/websec.h"
 
 #define MAX_RESPONSE	(64u << 20)
@@ -499,6 +500,58 @@ static enum MHD_Result reply_text(struct gw_http *h,
 		     strlen(msg), 0);
 }
 
+/* An embedded file of the web page (http/web.h): gzip'd when the client
+ * takes it, 304 when it has it already. */
+static enum MHD_Result serve_web(struct gw_http *h, struct MHD_Connection *conn,
+				 const struct gw_web_asset *a)
+{
+	const char *ae, *inm;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	unsigned int status = MHD_HTTP_OK;
+	char etag[40];
+	bool gz;
+
+	ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					  MHD_HTTP_HEADER_IF_NONE_MATCH);
+	gz = gw_web_accepts_gzip(ae);
+	gw_web_etag(a, gz, etag, sizeof(etag));
+	if (gw_web_etag_matches(inm, etag)) {
+		status = MHD_HTTP_NOT_MODIFIED;
+		r = MHD_create_response_from_buffer(0, (void *)"",
+						    MHD_RESPMEM_PERSISTENT);
+	} else {
+		r = MHD_create_response_from_buffer(
+			gz ? a->gz_len : a->raw_len,
+			(void *)(gz ? a->gz : a->raw), MHD_RESPMEM_PERSISTENT);
+	}
+	if (!r)
+		return MHD_NO;
+	if (status == MHD_HTTP_OK) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					a->type);
+		if (gz)
+			MHD_add_response_header(
+				r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; "
+				"style-src 'self' 'unsafe-inline'; "
+				"frame-ancestors 'none'");
+	add_headers(h, r); /* those the page does not set itself */
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	if (ret == MHD_YES)
+		set_phase(conn, PH_SENDING);
+	return ret;
+}
+
 static enum MHD_Result reply_405(struct gw_http *h, struct MHD_Connection *conn)
 {
 	static const char msg[] = "method not allowed: use GET\n";
@@ -583,12 +636,17 @@ static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
 
 	rq->state = REQ_SENT;
 	api_count(h, rq->ep, r->status, rq->arrival_ns);
+	if (r->content_type && !r->body.len && !gw_buf_error(&r->body))
+		return reply(h, conn, r->status, r->content_type, (char *)"",
+			     0, 0);
 	if (!r->body.p || !r->body.len)
 		return reply(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "text/plain; charset=utf-8",
 			     (char *)"out of memory\n", 14, 0);
 	body = gw_buf_detach(&r->body, &len);
-	return reply(h, conn, r->status, "application/json", body, len, 1);
+	return reply(h, conn, r->status,
+		     r->content_type ? r->content_type : "application/json",
+		     body, len, 1);
 }
 
 /* An error envelope sent at once from the server thread. */
@@ -1006,15 +1064,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		return serve_metrics(h, conn);
 	if (strcmp(url, "/healthz") == 0)
 		return reply_text(h, conn, MHD_HTTP_OK, "ok\n");
-	if (strcmp(url, "/") == 0)
-		return reply_text(h, conn, MHD_HTTP_OK,
-				  "gpuwatch agent\n"
-				  "  /metrics  Prometheus and OpenMetrics "
-				  "exposition\n"
-				  "  /healthz  liveness\n"
-				  "  /api/v1/  Prometheus query API (query, "
-				  "query_range, series, labels,\n"
-				  "            label/NAME/values)\n");
+	{
+		const struct gw_web_asset *a = gw_web_find(url);
+
+		if (a)
+			return serve_web(h, conn, a);
+	}
 	return reply_text(h, conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 

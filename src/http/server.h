@@ -6,10 +6,11 @@
  *                 header asks for application/openmetrics-text.  Rendered
  *                 from the registry: a scrape never calls into a collector.
  *   GET /healthz  200 "ok" while the agent runs.
+ *   GET /         the web page and its files (http/web.h), embedded at
+ *                 build time, gzip'd for clients that take it.
  *   /-/reload, /-/quit, /-/healthy, /-/ready  Prometheus' lifecycle
  *                 endpoints (gw_http_web).
  *   /api/v1/admin/...  403 unless gw_http_web.admin.
- *   GET /         a short index of the endpoints.
  *   /api/v1/...   Prometheus' query API (http/api.h), GET or POST with an
  *                 application/x-www-form-urlencoded body of at most 64 KiB;
  *                 other methods are 405 with "Allow: GET, POST".  Without a

@@ -387,8 +387,9 @@ void gw_websec_headers(struct gw_websec *w, struct MHD_Response *r)
 		return;
 	g = current(w);
 	for (size_t i = 0; i < g->nheaders; i++)
-		MHD_add_response_header(r, g->headers[i].name,
-					g->headers[i].value);
+		if (!MHD_get_response_header(r, g->headers[i].name))
+			MHD_add_response_header(r, g->headers[i].name,
+						g->headers[i].value);
 }
 
 bool gw_websec_has_users(struct gw_websec *w)

@@ -62,7 +62,8 @@ gnutls_certificate_retrieve_function2 *gw_websec_cert_callback(void);
 /* A new connection's session, before its handshake: priorities,
  * client_auth_type, the callbacks' pointer to w. */
 void gw_websec_session(struct gw_websec *w, gnutls_session_t s);
-/* The configured headers onto r. */
+/* The configured headers onto r, but those r has already (the web
+ * page's own Content-Security-Policy, say). */
 void gw_websec_headers(struct gw_websec *w, struct MHD_Response *r);
 /* basic_auth_users: true when configured; then gw_websec_check judges
  * a user and password (webauth.h). */

@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+#include "pipeline/tscsv.h"
 
 #define MIN_SLOTS   1024u
 #define EVICT_MAX_S (30u * 86400u)
@@ -19,24 +23,39 @@
 struct entry {
 	uint64_t key;	 /* 0: empty */
 	int64_t seen_ms; /* timestamp of the last sample */
-	struct gw_baseline b;
+	struct gw_detect d;
 };
+
+/* A recent episode, for the explanations of the ones after it. */
+struct recent {
+	int64_t onset_ms, end_ms; /* end_ms 0 while open */
+	uint64_t key;
+	float peak, change;	   /* change: relative to expected at onset */
+	char name[128], scope[80]; /* scope: 'gpu="1"' or 'pid="42"' */
+	char explain[480];	   /* fixed at the onset */
+};
+
+#define RECENT		  64
+#define EXPLAIN_WINDOW_MS (10 * 60 * 1000)
+#define EXPLAIN_MAX	  4
 
 struct gw_anomaly {
 	struct gw_anomaly_opts o;
-	struct gw_baseline_config cfg;
+	struct gw_detect_config cfg;
 	struct entry *t;
 	size_t slots, max_slots, n;
 	int64_t next_sweep_ms;
 	struct gw_anomaly_stats st;
+	struct recent recent[RECENT];
+	unsigned int recent_next;
 };
 
 void gw_anomaly_opts_default(struct gw_anomaly_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->max_series = 100000;
-	o->evict_s = 3600;
-	gw_baseline_opts_default(&o->baseline);
+	o->evict_s = 7 * 86400;
+	gw_detect_opts_default(&o->detect);
 }
 
 int gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o)
@@ -46,13 +65,13 @@ int gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o)
 
 	*out = NULL;
 	if (o->max_series < 1 || o->max_series > 10000000 || o->evict_s < 1 ||
-	    o->evict_s > EVICT_MAX_S || o->baseline.seasonal)
+	    o->evict_s > EVICT_MAX_S)
 		return -EINVAL;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	a->o = *o;
-	err = gw_baseline_config_init(&a->cfg, &o->baseline);
+	err = gw_detect_config_init(&a->cfg, &o->detect);
 	if (err)
 		goto err_free;
 	a->max_slots = MIN_SLOTS;
@@ -181,14 +200,195 @@ static int grow(struct gw_anomaly *a)
 	return 0;
 }
 
+/* The label that scopes an explanation: gpu="N", else pid="N"; "" if
+ * neither. */
+static void scope_of(const char *labels, char *out, size_t n)
+{
+	static const char *const keys[] = { "gpu=\"", "pid=\"" };
+
+	out[0] = '\0';
+	for (size_t k = 0; labels && k < 2; k++) {
+		for (const char *p = strstr(labels, keys[k]); p;
+		     p = strstr(p + 1, keys[k])) {
+			const char *end;
+
+			if (p != labels && p[-1] != ',')
+				continue;
+			end = strchr(p + strlen(keys[k]), '"');
+			if (end && (size_t)(end - p + 1) < n) {
+				memcpy(out, p, (size_t)(end - p + 1));
+				out[end - p + 1] = '\0';
+				return;
+			}
+		}
+	}
+}
+
+/* name{labels} less the labels every series of a GPU or process has
+ * (gpu, uuid, pid, comm and the attribution labels), so that the clocks
+ * or the kernels of one GPU are told apart: gpuwatch_gpu_clock_hertz{
+ * clock="sm"}. */
+static void name_of(const char *name, const char *labels, char *out, size_t n)
+{
+	static const char *const common[] = { "gpu",	      "uuid", "pid",
+					      "comm",	      "job",  "pod_uid",
+					      "container_id", NULL };
+	size_t len = (size_t)snprintf(out, n, "%s", name);
+	bool open = false;
+	const char *p = labels ? labels : "";
+
+	while (*p && len + 2 < n) {
+		const char *eq = strchr(p, '='), *v, *end;
+		bool skip = false;
+
+		if (!eq || eq[1] != '"')
+			break;
+		for (v = eq + 2, end = v; *end && *end != '"'; end++)
+			if (*end == '\\' && end[1])
+				end++;
+		if (!*end)
+			break;
+		for (size_t k = 0; common[k]; k++)
+			if ((size_t)(eq - p) == strlen(common[k]) &&
+			    strncmp(p, common[k], (size_t)(eq - p)) == 0)
+				skip = true;
+		if (!skip) {
+			int k = snprintf(out + len, n - len, "%s%.*s",
+					 open ? "," : "{", (int)(end + 1 - p),
+					 p);
+
+			if (k < 0 || (size_t)k >= n - len)
+				break;
+			len += (size_t)k;
+			open = true;
+		}
+		p = end + 1;
+		if (*p == ',')
+			p++;
+	}
+	if (open && len + 1 < n) {
+		out[len++] = '}';
+		out[len] = '\0';
+	} else if (open) {
+		snprintf(out, n, "%s", name);
+	}
+}
+
+static void fmt_change(char *out, size_t n, const struct recent *r)
+{
+	if (isfinite(r->change) && fabsf(r->change) < 100)
+		snprintf(out, n, "%s %+.0f%%", r->name, 100 * r->change);
+	else
+		snprintf(out, n, "%s", r->name);
+}
+
+static int cmp_onset_desc(const void *x, const void *y)
+{
+	const struct recent *a = *(const struct recent *const *)x;
+	const struct recent *b = *(const struct recent *const *)y;
+
+	return a->onset_ms < b->onset_ms   ? 1
+	       : a->onset_ms > b->onset_ms ? -1
+					   : 0;
+}
+
+/* Records an onset and writes into out->explanation the episodes of the
+ * same GPU (or process) open or ended within EXPLAIN_WINDOW_MS, the most
+ * recent first, the earliest (the likely cause) last with its onset:
+ * "b -30% <- a -40% since 2026-12-03 12:03:10".  At most EXPLAIN_MAX,
+ * the highest peaks. */
+static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
+		       const char *labels, int64_t t_ms, double v,
+		       double expected, float score)
+{
+	struct recent *r = &a->recent[a->recent_next++ % RECENT];
+	const struct recent *pick[RECENT];
+	size_t np = 0, len = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->key = key;
+	r->onset_ms = t_ms;
+	r->peak = score;
+	r->change = expected != 0 && isfinite(expected)
+			    ? (float)((v - expected) / fabs(expected))
+			    : NAN;
+	name_of(name, labels, r->name, sizeof(r->name));
+	scope_of(labels, r->scope, sizeof(r->scope));
+	if (!r->scope[0])
+		return;
+	for (size_t i = 0; i < RECENT; i++) {
+		const struct recent *o = &a->recent[i];
+
+		if (o == r || !o->key || o->key == key ||
+		    strcmp(o->scope, r->scope) != 0 || o->onset_ms > t_ms ||
+		    (o->end_ms && t_ms - o->end_ms > EXPLAIN_WINDOW_MS) ||
+		    t_ms - o->onset_ms > 6 * EXPLAIN_WINDOW_MS)
+			continue;
+		pick[np++] = o;
+	}
+	/* Keep the highest peaks, then order by onset. */
+	while (np > EXPLAIN_MAX) {
+		size_t lo = 0;
+
+		for (size_t i = 1; i < np; i++)
+			if (pick[i]->peak < pick[lo]->peak)
+				lo = i;
+		pick[lo] = pick[--np];
+	}
+	qsort(pick, np, sizeof(pick[0]), cmp_onset_desc);
+	for (size_t i = 0; i < np; i++) {
+		char one[192], when[40];
+		int k;
+
+		fmt_change(one, sizeof(one), pick[i]);
+		if (i + 1 == np) {
+			gw_tscsv_fmt_time(pick[i]->onset_ms, when,
+					  sizeof(when));
+			k = snprintf(r->explain + len, sizeof(r->explain) - len,
+				     "%s%s since %s", i ? " <- " : "", one,
+				     when);
+		} else {
+			k = snprintf(r->explain + len, sizeof(r->explain) - len,
+				     "%s%s", i ? " <- " : "", one);
+		}
+		if (k < 0 || (size_t)k >= sizeof(r->explain) - len)
+			break;
+		len += (size_t)k;
+	}
+}
+
+/* The open episode of key in the ring, or NULL. */
+static struct recent *open_of(struct gw_anomaly *a, uint64_t key)
+{
+	for (size_t i = 0; i < RECENT; i++)
+		if (a->recent[i].key == key && !a->recent[i].end_ms)
+			return &a->recent[i];
+	return NULL;
+}
+
 double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
 		       const char *labels, enum gw_metric_type type,
 		       enum gw_sample_kind kind, int64_t t_ms, double v)
 {
+	return gw_anomaly_judge(a, name, labels, type, kind, t_ms, v, NULL);
+}
+
+double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
+			const char *labels, enum gw_metric_type type,
+			enum gw_sample_kind kind, int64_t t_ms, double v,
+			struct gw_anomaly_verdict *out)
+{
+	enum gw_detect_event ev;
+	double expected;
 	uint64_t key;
 	struct entry *e;
 	double score;
 
+	if (out) {
+		out->event = GW_DETECT_NONE;
+		out->in_episode = false;
+		out->explanation = "";
+	}
 	if (!gw_anomaly_eligible(name, type, kind))
 		return NAN;
 	key = key_of(name, labels);
@@ -206,13 +406,36 @@ double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
 			e = probe(a->t, a->slots, key);
 		}
 		e->key = key;
-		gw_baseline_init(&e->b);
+		gw_detect_init(&e->d);
 		a->n++;
 	}
 	e->seen_ms = t_ms;
-	score = gw_baseline_update(&e->b, &a->cfg, NULL, t_ms, v);
+	expected = gw_baseline_expected(&e->d.b, &a->cfg.b, &e->d.season, t_ms);
+	score = gw_detect_update(&e->d, &a->cfg, t_ms, v, &ev);
 	if (!isnan(score))
 		a->st.scores++;
+	if (ev == GW_DETECT_ONSET) {
+		a->st.episodes++;
+		note_onset(a, key, name, labels, t_ms, v, expected,
+			   (float)score);
+	}
+	if (out) {
+		out->event = ev;
+		out->in_episode = e->d.active || ev == GW_DETECT_END;
+		out->peak = e->d.peak;
+		out->onset_ms = e->d.onset_ms;
+	}
+	if (e->d.active || ev == GW_DETECT_END) {
+		struct recent *r = open_of(a, key);
+
+		if (r) {
+			r->peak = e->d.peak;
+			if (out)
+				out->explanation = r->explain;
+			if (ev == GW_DETECT_END)
+				r->end_ms = t_ms;
+		}
+	}
 	return score;
 }
 
@@ -271,4 +494,126 @@ void gw_anomaly_stats(const struct gw_anomaly *a, struct gw_anomaly_stats *st)
 {
 	*st = a->st;
 	st->series = a->n;
+}
+
+int gw_anomaly_episode_name(const char *name, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s" GW_ANOMALY_EPISODE_SUFFIX, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * The models file: a header (magic, format version, the size of one
+ * record, the record count), the records (key, last-seen time, the
+ * detector's state as plain data), and the CRC-32C of all that.  A file
+ * of another version or record size (another build's layout), a short
+ * file or a bad CRC is refused as a whole: the models learn again.
+ */
+#define MODELS_MAGIC   0x54444d47u /* "GMDT" */
+#define MODELS_VERSION 1u
+
+struct models_head {
+	uint32_t magic, version, record, pad;
+	uint64_t count;
+};
+
+int gw_anomaly_save(const struct gw_anomaly *a, const char *path)
+{
+	struct models_head h = { MODELS_MAGIC, MODELS_VERSION,
+				 (uint32_t)sizeof(struct entry), 0, a->n };
+	char tmp[4096];
+	uint32_t crc;
+	FILE *f;
+	int err = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "wb");
+	if (!f)
+		return -errno;
+	crc = gw_crc32c(0, &h, sizeof(h));
+	if (fwrite(&h, sizeof(h), 1, f) != 1)
+		err = -EIO;
+	for (size_t i = 0; !err && i < a->slots; i++) {
+		if (!a->t[i].key)
+			continue;
+		crc = gw_crc32c(crc, &a->t[i], sizeof(a->t[i]));
+		if (fwrite(&a->t[i], sizeof(a->t[i]), 1, f) != 1)
+			err = -EIO;
+	}
+	if (!err && fwrite(&crc, sizeof(crc), 1, f) != 1)
+		err = -EIO;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		err = err ? err : -errno;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int gw_anomaly_load(struct gw_anomaly *a, const char *path, size_t *loaded)
+{
+	struct models_head h;
+	struct entry e;
+	uint32_t crc, want;
+	size_t kept = 0;
+	FILE *f = fopen(path, "rb");
+	int err = 0;
+
+	*loaded = 0;
+	if (!f)
+		return -errno;
+	if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != MODELS_MAGIC ||
+	    h.version != MODELS_VERSION || h.record != sizeof(struct entry) ||
+	    h.count > 2 * (uint64_t)a->o.max_series) {
+		err = -EINVAL;
+		goto out;
+	}
+	/* Check the whole file before taking anything from it. */
+	crc = gw_crc32c(0, &h, sizeof(h));
+	for (uint64_t i = 0; i < h.count; i++) {
+		if (fread(&e, sizeof(e), 1, f) != 1) {
+			err = -EINVAL;
+			goto out;
+		}
+		crc = gw_crc32c(crc, &e, sizeof(e));
+	}
+	if (fread(&want, sizeof(want), 1, f) != 1 || want != crc ||
+	    fgetc(f) != EOF) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (fseek(f, (long)sizeof(h), SEEK_SET) != 0) {
+		err = -errno;
+		goto out;
+	}
+	for (uint64_t i = 0; i < h.count && a->n < a->o.max_series; i++) {
+		struct entry *slot;
+
+		if (fread(&e, sizeof(e), 1, f) != 1 || !e.key) {
+			err = -EINVAL;
+			goto out;
+		}
+		slot = probe(a->t, a->slots, e.key);
+		if (!slot->key) {
+			if (a->n + 1 > a->slots / 2) {
+				if (a->slots >= a->max_slots || grow(a))
+					break;
+				slot = probe(a->t, a->slots, e.key);
+			}
+			a->n++;
+		}
+		*slot = e;
+		/* The restart's silence is not a gap in the series. */
+		gw_baseline_resume(&slot->d.b);
+		kept++;
+	}
+	*loaded = kept;
+out:
+	fclose(f);
+	return err;
 }

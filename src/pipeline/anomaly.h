@@ -32,9 +32,11 @@
  *   (GW_BASELINE_LEARNING), or a sample the model ignores (NaN, Inf, older
  *   than the last).  Samples must come in time order per series, as the
  *   store wants them too.
- * - Memory: 128 bytes per modelled series (the 112-byte baseline, its key
- *   and last-seen time), in a table at most half full.  No seasonal profile
- *   (opts.baseline.seasonal is refused with -EINVAL): see the doc page.
+ * - Each series runs the deployed detector (detect.h: the baseline with a
+ *   daily profile used where it explains the series, and one episode per
+ *   alert), exactly as `gpuwatch detect` does.
+ * - Memory: sizeof(struct gw_detect) + 16 bytes per modelled series (about
+ *   400), in a table at most half full.
  * - Cost: one hash of the name and labels, one probe, one
  *   gw_baseline_update; no allocation except when the table doubles.
  *
@@ -48,7 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/baseline.h"
+#include "pipeline/detect.h"
 #include "pipeline/metrics.h"
 
 /* The score series of NAME is NAME GW_ANOMALY_SUFFIX. */
@@ -57,9 +59,25 @@
 struct gw_anomaly;
 
 struct gw_anomaly_opts {
-	uint32_t max_series;		  /* 100000; 1 .. 1e7 */
-	uint32_t evict_s;		  /* 3600; 1 .. 30 days */
-	struct gw_baseline_opts baseline; /* gw_baseline_opts_default */
+	uint32_t max_series;	      /* 100000; 1 .. 1e7 */
+	uint32_t evict_s;	      /* 7 days; 1 .. 30 days */
+	struct gw_detect_opts detect; /* gw_detect_opts_default */
+};
+
+/* What one sample did to its series' episode (detect.h). */
+struct gw_anomaly_verdict {
+	enum gw_detect_event event; /* ONSET, END or NONE */
+	bool in_episode;	    /* an episode is open (or ends here) */
+	double peak;		    /* the episode's peak score so far */
+	int64_t onset_ms;	    /* and its onset */
+	/* While in an episode: the other episodes of the same GPU (gpu
+	 * label) or process (pid label) open at its onset or ended in the
+	 * 10 minutes before, the most recent first and the earliest last
+	 * with its onset time, "b -30% <- a -40% since 2026-12-03 12:03:10"
+	 * (each one's change from its expected value at its onset; the 4
+	 * highest peaks); "" when none.  Fixed for the episode; valid until
+	 * the next call. */
+	const char *explanation;
 };
 
 struct gw_anomaly_stats {
@@ -68,13 +86,14 @@ struct gw_anomaly_stats {
 	uint64_t refused_cap;	 /* samples of new series over max_series */
 	uint64_t refused_memory; /* ... that the table could not grow for */
 	uint64_t evicted;	 /* series dropped for not being seen */
+	uint64_t episodes;	 /* anomalous episodes started */
 };
 
 /* Fills o with the defaults above. */
 void gw_anomaly_opts_default(struct gw_anomaly_opts *o);
 
-/* -EINVAL: an option out of range (including baseline options that
- * gw_baseline_config_init refuses, and seasonal); -ENOMEM. */
+/* -EINVAL: an option out of range (including detector options that
+ * gw_detect_config_init refuses); -ENOMEM. */
 __attribute__((warn_unused_result)) int
 gw_anomaly_new(struct gw_anomaly **out, const struct gw_anomaly_opts *o);
 /* NULL is a no-op. */
@@ -92,16 +111,45 @@ double gw_anomaly_feed(struct gw_anomaly *a, const char *name,
 		       const char *labels, enum gw_metric_type type,
 		       enum gw_sample_kind kind, int64_t t_ms, double v);
 
+/* gw_anomaly_feed, also telling what the sample did to the series'
+ * episode (out may be NULL; zeroed when the sample is not judged). */
+double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
+			const char *labels, enum gw_metric_type type,
+			enum gw_sample_kind kind, int64_t t_ms, double v,
+			struct gw_anomaly_verdict *out);
+
 /*
  * Drops the state of series not seen for opts.evict_s before now_ms.
  * Cheap to call often: it scans the table at most once per evict_s / 8.
  */
 void gw_anomaly_evict(struct gw_anomaly *a, int64_t now_ms);
 
+/* The episode series of NAME (its open episode's peak score; 0 when it
+ * ends) is NAME GW_ANOMALY_EPISODE_SUFFIX. */
+#define GW_ANOMALY_EPISODE_SUFFIX ":anomaly_episode"
+
+/* Writes name GW_ANOMALY_EPISODE_SUFFIX to out; -ENAMETOOLONG. */
+__attribute__((warn_unused_result)) int
+gw_anomaly_episode_name(const char *name, char *out, size_t len);
+
 /* Writes name GW_ANOMALY_SUFFIX to out; -ENAMETOOLONG if it does not fit. */
 __attribute__((warn_unused_result)) int
 gw_anomaly_score_name(const char *name, char *out, size_t len);
 
 void gw_anomaly_stats(const struct gw_anomaly *a, struct gw_anomaly_stats *st);
+
+/*
+ * Model persistence across restarts.  gw_anomaly_save writes every model
+ * to path (through path.tmp, fsync and rename: a crash leaves the old file
+ * or the new one).  gw_anomaly_load adds the models of such a file to a
+ * (up to max_series) and sets *loaded; each resumes where it stopped (the
+ * restart's silence re-warms nothing; the seven-day eviction still
+ * applies).  -ENOENT: no file; -EINVAL: a file of another build's layout,
+ * truncated or corrupt (nothing is taken from it); -errno.
+ */
+__attribute__((warn_unused_result)) int
+gw_anomaly_save(const struct gw_anomaly *a, const char *path);
+__attribute__((warn_unused_result)) int
+gw_anomaly_load(struct gw_anomaly *a, const char *path, size_t *loaded);
 
 #endif

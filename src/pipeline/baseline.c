@@ -22,6 +22,7 @@
 #define ABS_FLOOR     1e-12
 #define GAP_INTERVALS 30.0
 #define GAP_MIN_MS    1000.0
+#define SEASON_GAIN   0.8
 
 void gw_baseline_opts_default(struct gw_baseline_opts *o)
 {
@@ -104,6 +105,12 @@ void gw_baseline_init(struct gw_baseline *b)
 	memset(b, 0, sizeof(*b));
 }
 
+void gw_baseline_resume(struct gw_baseline *b)
+{
+	if (b->n)
+		b->resume = 1;
+}
+
 void gw_baseline_season_init(struct gw_baseline_season *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -151,10 +158,28 @@ static double season_at(const struct gw_baseline_config *cfg,
 	return (1 - w) * s->bin[i0] + w * s->bin[i1];
 }
 
-static double sigma_of(const struct gw_baseline *b,
-		       const struct gw_baseline_config *cfg)
+/* Whether the profile takes part in the expected value at t_ms: always
+ * with a fixed season; with season_auto once a whole period has been
+ * learned and the residuals from level + profile are clearly smaller than
+ * from the level alone (the profile explains at least a third of the
+ * variance). */
+static bool season_used(const struct gw_baseline *b,
+			const struct gw_baseline_config *cfg,
+			const struct gw_baseline_season *s, int64_t t_ms)
 {
-	double s = SIGMA_PER_MAD * b->dev;
+	if (!use_season(cfg, s))
+		return false;
+	if (!cfg->o.season_auto)
+		return true;
+	return s->n &&
+	       t_ms - s->t_start >= (int64_t)cfg->o.season_period_s * 1000 &&
+	       b->dev < SEASON_GAIN * b->dev0;
+}
+
+static double sigma_dev(const struct gw_baseline *b,
+			const struct gw_baseline_config *cfg, double dev)
+{
+	double s = SIGMA_PER_MAD * dev;
 	double f = cfg->o.rel_floor * fabs(b->level);
 
 	if (f < b->quantum)
@@ -162,6 +187,12 @@ static double sigma_of(const struct gw_baseline *b,
 	if (f < ABS_FLOOR)
 		f = ABS_FLOOR;
 	return s > f ? s : f;
+}
+
+static double sigma_of(const struct gw_baseline *b,
+		       const struct gw_baseline_config *cfg)
+{
+	return sigma_dev(b, cfg, b->dev);
 }
 
 bool gw_baseline_learning(const struct gw_baseline *b,
@@ -172,7 +203,7 @@ bool gw_baseline_learning(const struct gw_baseline *b,
 		return true;
 	if (t_ms - b->t_start < (int64_t)cfg->o.warmup_s * 1000)
 		return true;
-	if (use_season(cfg, season) &&
+	if (use_season(cfg, season) && !cfg->o.season_auto &&
 	    t_ms - season->t_start < (int64_t)cfg->o.season_period_s * 1000)
 		return true;
 	return false;
@@ -189,6 +220,7 @@ static void start(struct gw_baseline *b, const struct gw_baseline_config *cfg,
 	b->level = y;
 	b->fast = y;
 	b->dev = 0;
+	b->dev0 = 0;
 	b->jitter = 0;
 	b->prev = v;
 	b->quantum = 0;
@@ -211,7 +243,8 @@ double gw_baseline_update(struct gw_baseline *b,
 			  struct gw_baseline_season *season, int64_t t_ms,
 			  double v)
 {
-	double s, y, r, sigma, z, zs, zz, score, lim, rc, d, a_l, a_d;
+	double s, y, r, r0, sigma, sigma0, z, zs, zz, score, lim, rc, d, a_l,
+		a_d;
 	bool judge;
 	int side;
 
@@ -232,7 +265,11 @@ double gw_baseline_update(struct gw_baseline *b,
 			if (gap < GAP_MIN_MS)
 				gap = GAP_MIN_MS;
 		}
-		if (b->n > 1 && d > gap) {
+		if (b->resume) {
+			/* Across a restart: neither a gap nor an interval. */
+			b->resume = 0;
+			d = b->dt;
+		} else if (b->n > 1 && d > gap) {
 			b->rewarms++;
 			start(b, cfg, season, t_ms, v);
 			return GW_BASELINE_LEARNING;
@@ -250,8 +287,13 @@ double gw_baseline_update(struct gw_baseline *b,
 	s = season_at(cfg, season, t_ms);
 	y = v - s;
 	r = y - b->level;
+	r0 = v - b->level;
 	sigma = sigma_of(b, cfg);
-	z = r / sigma;
+	sigma0 = sigma_dev(b, cfg, b->dev0);
+	if (season_used(b, cfg, season, t_ms) || !use_season(cfg, season))
+		z = r / sigma;
+	else
+		z = r0 / sigma0;
 	zs = (b->fast - b->level) / (sigma * cfg->sd_fast);
 	zz = fabs(z) > fabs(zs) ? z * z : zs * zs;
 	score = zz * zz / (zz * zz + cfg->z_half4);
@@ -274,6 +316,10 @@ double gw_baseline_update(struct gw_baseline *b,
 	b->level += a_l * rc;
 	b->fast += cfg->a_fast * (y - b->fast);
 	b->dev += a_d * ((judge ? fmin(fabs(r), lim) : fabs(r)) - b->dev);
+	b->dev0 += a_d *
+		   ((judge ? fmin(fabs(r0), cfg->o.clip * sigma0) : fabs(r0)) -
+		    b->dev0);
+
 	b->jitter += cfg->a_fast * (d - b->jitter);
 
 	/* Sustained surprise: a leaky same-side count; at reset_samples the
@@ -347,6 +393,8 @@ double gw_baseline_expected(const struct gw_baseline *b,
 {
 	if (!b->n)
 		return NAN;
+	if (cfg->o.season_auto && !season_used(b, cfg, season, t_ms))
+		return b->level;
 	return b->level + season_at(cfg, season, t_ms);
 }
 

@@ -28,6 +28,10 @@
  * - Learning: the first sample and every sample until warmup_samples have
  *   been learned and warmup_s seconds (and one season period when seasonal)
  *   have passed since the (re)start return GW_BASELINE_LEARNING (NaN).
+ *   With season_auto the period is not waited for: the profile is used
+ *   once a whole period has been learned and the residual scale with it
+ *   is below 0.8 of the scale without it (dev0); until then, and for a
+ *   series it does not explain, the expected value is the level alone.
  *   Test it with isnan() or gw_baseline_learning().
  * - NaN and +-Inf are ignored (not learned from, counted in ignored) and
  *   return NaN; so does a sample older than the last one learned.
@@ -82,6 +86,8 @@ struct gw_baseline_opts {
 	uint32_t season_bins;	  /* 48; 2 .. GW_BASELINE_MAX_BINS */
 	uint32_t
 		season_periods; /* 2; learning time of the profile; 1 .. 1000 */
+	bool season_auto; /* seasonal: judge from the start, use the profile
+			   * only once it explains the series (see above) */
 };
 
 /* Validated options and constants derived from them.  Read-only once made. */
@@ -91,11 +97,12 @@ struct gw_baseline_config {
 	double a_fast, a_level, a_scale, sd_fast, z_half4, gap_ms;
 };
 
-/* Per-series state, 112 bytes. */
+/* Per-series state, 120 bytes. */
 struct gw_baseline {
 	int64_t t_start, t_last; /* ms; t_start of the current warm-up */
 	double level, fast, dev, jitter, prev, quantum;
 	double dt;	  /* EWMA of the sample interval, ms */
+	double dev0;	  /* dev of the value from the level alone */
 	double sum;	  /* sum of the surprising samples ... */
 	uint32_t nsum;	  /* ... and their count, this streak */
 	uint32_t n;	  /* samples learned since the (re)start */
@@ -104,6 +111,7 @@ struct gw_baseline {
 	uint32_t ignored; /* NaN, Inf and out-of-order samples */
 	uint32_t resets;  /* sustained-surprise resets */
 	uint32_t rewarms; /* gaps that re-warmed the model */
+	uint32_t resume;  /* the next interval is not a gap (a restart) */
 };
 
 /* The seasonal profile of one series (with opts.seasonal), 208 bytes. */
@@ -138,6 +146,10 @@ double gw_baseline_update(struct gw_baseline *b,
 			  const struct gw_baseline_config *cfg,
 			  struct gw_baseline_season *season, int64_t t_ms,
 			  double v);
+
+/* The next sample continues the series whatever time has passed (the
+ * model was saved and loaded across a restart): no gap, no re-warm. */
+void gw_baseline_resume(struct gw_baseline *b);
 
 /* True while the model would answer GW_BASELINE_LEARNING at t_ms. */
 bool gw_baseline_learning(const struct gw_baseline *b,

@@ -9,7 +9,7 @@
 
 #include "pipeline/catalog.h"
 
-#define GW_L_GPU     "gpu,uuid"
+#define GW_L_GPU     "gpu,uuid,pod,namespace,container"
 #define GW_L_PROCESS "pid,comm,container_id,pod_uid,job"
 #define GW_L_EXITED  "comm,container_id,pod_uid,job"
 #define GW_L_DCGM    "gpu,UUID,device,modelName,pci_bus_id"

@@ -23,6 +23,13 @@ import urllib.request
 OUTS = ["avg", "min", "max", "stddev", "count_samples"]
 
 
+def round_sig(v, digits):
+    if v == 0 or not math.isfinite(v):
+        return v
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(v))))
+    return round(v * scale) / scale
+
+
 def get(url, params):
     data = urllib.parse.urlencode(params, doseq=True).encode()
     with urllib.request.urlopen(url, data, timeout=30) as r:
@@ -103,6 +110,9 @@ def main():
     ap.add_argument("--rollup", action="store_true")
     ap.add_argument("--complete", action="store_true")
     ap.add_argument("--min-samples", type=int, default=1)
+    # The agent's --remote-write-precision: :1m_avg, _min, _max and
+    # _stddev leave with this many significant digits (0: all).
+    ap.add_argument("--precision", type=int, default=0)
     a = ap.parse_args()
     drop = set(a.drop.split(",")) if a.drop else set()
     errs = []
@@ -165,6 +175,11 @@ def main():
                     tol = 1e-9 if out in ("avg", "stddev") else 0
                     if out == "stddev":
                         tol = 1e-6
+                    if a.precision and out != "count_samples":
+                        # rounded as the agent rounds; a value at a
+                        # rounding boundary may go either way
+                        want = round_sig(want, a.precision)
+                        tol = max(tol, 10.0 ** (1 - a.precision))
                     if name == "victoriametrics":
                         tol = max(tol, 1e-11)
                     if not same(v, want, tol):

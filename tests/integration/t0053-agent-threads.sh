@@ -10,7 +10,7 @@ need curl
 start_agent --simulate 2 --interval 0.2 --detail-interval 1 \
 	--alertmanager http://127.0.0.1:1 \
 	--remote-write http://127.0.0.1:1/api/v1/write
-want="gw-nvml gw-nvml-0 gw-nvml-1 gw-nvml-events gw-cupti gw-statsd gw-store gw-rules gw-am-0 gw-rw-0 gw-rw-metrics"
+want="gw-nvml gw-nvml-0 gw-nvml-1 gw-nvml-events gw-cupti gw-statsd gw-store gw-store-in gw-rules gw-am-0 gw-rw-0 gw-rw-metrics"
 
 # comms: the names of the agent's threads, one a line.
 comms() { cat /proc/"$AGENT_PID"/task/*/comm 2>/dev/null || true; }
@@ -46,7 +46,8 @@ for name in $want gw-ebpf; do
 	wait_until '[ -n "$(listed "$name")" ]' 10 "no CPU series for $name"
 done
 n="$(scrape | grep -c '^gpuwatch_agent_worker_cpu_seconds_total{' || true)"
-[ "$n" -eq 12 ] || fail "$n worker CPU series, expected 12: $(scrape | grep '^gpuwatch_agent_worker_cpu_seconds_total{')"
+expected=$(($(wc -w <<<"$want") + 1)) # and gw-ebpf
+[ "$n" -eq "$expected" ] || fail "$n worker CPU series, expected $expected: $(scrape | grep '^gpuwatch_agent_worker_cpu_seconds_total{')"
 c0="$(listed gw-nvml-0 | cut -d' ' -f2)"
 wait_until 'awk -v a="$(listed gw-nvml-0 | cut -d" " -f2)" -v b="$c0" "BEGIN { exit !(a > b) }"' 20 \
 	"gw-nvml-0's CPU time did not grow from $c0"

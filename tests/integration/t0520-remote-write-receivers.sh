@@ -36,7 +36,7 @@ ok "every raw sample of the picked series is in both receivers, same time and va
 # Rollups: the first full minute after the start, in both receivers.
 T1=$(((T_START / 60000 + 1) * 60000))
 rw_wait_compare 150 "rollups differ from the agent's minutes" \
-	--vm "$VM" --prom "$PROM" --match "$GAUGES" --rollup --complete \
+	--vm "$VM" --prom "$PROM" --match "$GAUGES" --rollup --complete --precision 4 \
 	--start $T_START --end $((T1 + 60000)) --drop instance,cluster --min-samples 20
 ok "NAME:1m_avg/min/max/stddev/count_samples equal the agent's minutes"
 

@@ -303,10 +303,10 @@ static void score_names_and_options(void **state)
 	assert_int_equal(gw_anomaly_new(&a, &o), -EINVAL);
 	assert_null(a);
 	gw_anomaly_opts_default(&o);
-	o.baseline.seasonal = true;
+	o.detect.threshold = 1;
 	assert_int_equal(gw_anomaly_new(&a, &o), -EINVAL);
 	gw_anomaly_opts_default(&o);
-	o.baseline.z_half = 0;
+	o.detect.baseline.z_half = 0;
 	assert_int_equal(gw_anomaly_new(&a, &o), -EINVAL);
 	gw_anomaly_free(NULL);
 }

@@ -233,7 +233,8 @@ static void markdown_lists_every_family(void **state)
 	}
 	assert_non_null(strstr(b.p,
 			       "| `gpuwatch_gpu_clock_hertz` | gauge | "
-			       "hertz | `gpu`, `uuid`, `clock` | "
+			       "hertz | `gpu`, `uuid`, `pod`, `namespace`, "
+			       "`container`, `clock` | "
 			       "`DCGM_FI_DEV_SM_CLOCK` (clock=\"sm\"), "
 			       "`DCGM_FI_DEV_MEM_CLOCK` (clock=\"memory\") "
 			       "| Current clock, by clock domain. |\n"));

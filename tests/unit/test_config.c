@@ -820,10 +820,13 @@ static const char *sample_value(const char *name)
 		{ "remote-write", "http://127.0.0.1:8428/api/v1/write" },
 		{ "statsd-socket", "/run/gpuwatch/statsd.sock" },
 		{ "web.config.file", "/etc/gpuwatch/web.yml" },
+		{ "pod-resources-socket",
+		  "/var/lib/kubelet/pod-resources/kubelet.sock" },
 		{ "cuda-lib-glob", "/opt/venv/lib/python3*/site-packages/"
 				   "nvidia/*/lib/libcudart.so*" },
 		{ "remote-write-raw", "gpuwatch_gpu_power_watts" },
 		{ "external-label", "cluster=a" },
+		{ "profile-version-env", "APP_VERSION" },
 	};
 
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)

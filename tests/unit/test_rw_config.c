@@ -84,6 +84,7 @@ static void full_block(void **state)
 			"    retry_on_http_429: false\n"
 			"- url: http://127.0.0.1:9090/api/v1/write\n"
 			"  follow_redirects: false\n"
+			"  policy: raw\n"
 			"  enable_http2: true\n"
 			"  send_exemplars: false\n"
 			"  basic_auth:\n"
@@ -118,7 +119,9 @@ static void full_block(void **state)
 	assert_true(q->max_backoff == 60);
 	assert_false(q->retry_on_http_429);
 
+	assert_null(gw_rw_endpoint_policy(ep)); /* the agent's */
 	ep = gw_rw_config_endpoint(c, 1);
+	assert_string_equal(gw_rw_endpoint_policy(ep), "raw");
 	assert_string_equal(ep->username, "agent");
 	assert_false(ep->follow_redirects);
 	assert_true(ep->enable_http2);
@@ -193,6 +196,10 @@ static void errors_name_line_and_key(void **state)
 	assert_contains(
 		parse_err("- url: http://a/\n  send_exemplars: true\n", 1),
 		"gpuwatch has no exemplars to send");
+	assert_contains(
+		parse_err("- url: http://a/\n  policy: rollups\n", 1),
+		"agent.yaml:2: remote_write[0].policy: 'rollups' is not "
+		"rollup or raw");
 	assert_contains(parse_err("- name: x\n", 1),
 			"url for remote_write is empty");
 	assert_contains(parse_err("- url: file:///etc/passwd\n", 1),

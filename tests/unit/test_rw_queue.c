@@ -185,6 +185,106 @@ static void feed(struct fx *f, int64_t t0, int64_t t1)
 }
 
 /* Steps until nothing is due. */
+static void drain(struct gw_rw_queue *q);
+
+/* The edge policy's precision and a process's rollups: :1m_avg and
+ * :1m_stddev keep 3 significant digits (max, 102, has no more); a series
+ * with a pid label leaves as the rollups asked for only, a GPU's as all
+ * five. */
+static void test_precision_process(void **state)
+{
+	static const char *const ext[] = { "instance=node-1" };
+	struct fx *f = *state;
+	struct gw_rw_queue_opts o = {
+		.sz = sizeof(o),
+		.name = "central",
+		.url = "http://127.0.0.1:1/api/v1/write",
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send },
+		.external = ext,
+		.nexternal = 1,
+		.now = fake_now,
+		.now_ctx = f,
+		.precision = 3,
+		.process_outputs =
+			(1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX),
+	};
+	struct gw_rw_queue *q;
+	char err[256];
+	size_t avg = 0, max = 0, pmin = 0, pavg = 0, gmin = 0, gcount = 0;
+	unsigned int mask;
+
+	f->now = T0;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	for (int64_t t = T0; t < T0 + 3 * MINUTE; t += 1000) {
+		double x = (double)((t - T0) / 1000 % 7) / 3; /* 1/3 steps */
+
+		assert_int_equal(gw_store_append(f->s,
+						 "gpuwatch_gpu_power_watts",
+						 "gpu=\"0\"", t, 100 + x),
+				 0);
+		assert_int_equal(
+			gw_store_append(
+				f->s, "gpuwatch_gpu_process_memory_used_bytes",
+				"gpu=\"0\",pid=\"7\"", t,
+				1e9 * (double)(1 + (t - T0) / MINUTE) + x),
+			0);
+		f->now = t + 1;
+	}
+	f->now = T0 + 3 * MINUTE + 11000;
+	drain(q);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct rec *r = &f->r[i];
+		const char *k = r->key;
+
+		if (strncmp(k, "gpuwatch_gpu_power_watts:1m_avg{", 32) == 0 ||
+		    strncmp(k, "gpuwatch_gpu_power_watts:1m_stddev{", 35) ==
+			    0) {
+			double e = floor(log10(fabs(r->v)));
+			double m = r->v * pow(10, 2 - e);
+
+			assert_true(fabs(m - round(m)) < 1e-6);
+			avg++;
+		}
+		if (strncmp(k, "gpuwatch_gpu_power_watts:1m_max{", 32) == 0) {
+			assert_true(fabs(r->v - (100 + 6.0 / 3)) < 1e-12);
+			max++;
+		}
+		gmin += strncmp(k, "gpuwatch_gpu_power_watts:1m_min{", 32) == 0;
+		gcount +=
+			strncmp(k, "gpuwatch_gpu_power_watts:1m_count_samples{",
+				42) == 0;
+		pavg += strncmp(k,
+				"gpuwatch_gpu_process_memory_used_bytes:1m_"
+				"avg{",
+				46) == 0;
+		pmin += strncmp(k,
+				"gpuwatch_gpu_process_memory_used_bytes:1m_min",
+				46) == 0 ||
+			strncmp(k,
+				"gpuwatch_gpu_process_memory_used_bytes:1m_"
+				"stddev",
+				49) == 0 ||
+			strncmp(k,
+				"gpuwatch_gpu_process_memory_used_bytes:1m_"
+				"count",
+				48) == 0;
+	}
+	assert_true(avg >= 3); /* 3 windows of avg, stddev the same */
+	assert_true(max >= 1 && gmin >= 1 && gcount >= 1);
+	assert_int_equal(pavg, 3);
+	assert_int_equal(pmin, 0);
+	gw_rw_queue_free(q);
+
+	assert_int_equal(gw_rw_outs_parse("avg,max", &mask), 0);
+	assert_int_equal(mask, (1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX));
+	assert_int_equal(gw_rw_outs_parse("count_samples", &mask), 0);
+	assert_int_equal(mask, 1u << GW_RW_OUT_COUNT);
+	assert_int_equal(gw_rw_outs_parse("avg,median", &mask), -EINVAL);
+	assert_int_equal(gw_rw_outs_parse("", &mask), -EINVAL);
+}
+
+/* Steps until nothing is due. */
 static void drain(struct gw_rw_queue *q)
 {
 	for (int i = 0; i < 10000; i++)
@@ -561,6 +661,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_precision_process, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_bad_options, setup,
 						teardown),
 	};

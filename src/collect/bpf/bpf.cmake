@@ -28,6 +28,7 @@ if(NOT GW_BPF STREQUAL "OFF")
 	if(PKG_CONFIG_FOUND)
 		pkg_check_modules(GW_LIBBPF QUIET IMPORTED_TARGET libbpf>=1.0)
 		pkg_check_modules(GW_LIBELF QUIET IMPORTED_TARGET libelf)
+		pkg_check_modules(GW_LIBDW QUIET IMPORTED_TARGET libdw)
 		pkg_check_modules(GW_ZLIB QUIET IMPORTED_TARGET zlib)
 	endif()
 	if(NOT GW_BPF_CLANG)
@@ -41,6 +42,9 @@ if(NOT GW_BPF STREQUAL "OFF")
 	endif()
 	if(NOT GW_LIBELF_FOUND)
 		list(APPEND _gw_bpf_missing "libelf (libelf-dev)")
+	endif()
+	if(NOT GW_LIBDW_FOUND)
+		list(APPEND _gw_bpf_missing "libdw (libdw-dev)")
 	endif()
 	if(NOT GW_ZLIB_FOUND)
 		list(APPEND _gw_bpf_missing "zlib (zlib1g-dev)")
@@ -90,11 +94,42 @@ if(GW_HAVE_BPF)
 		DEPENDS ${_gw_bpf_out}/cuda.bpf.o
 		COMMENT "Generating BPF skeleton cuda.skel.h"
 		VERBATIM)
-	add_custom_target(gw_bpf_skel DEPENDS ${_gw_bpf_out}/cuda.skel.h)
+	# The CPU profiler's program (profile.bpf.c), the same way.
+	add_custom_command(
+		OUTPUT ${_gw_bpf_out}/profile.bpf.o
+		COMMAND ${GW_BPF_CLANG} -O2 -g -target bpf -mcpu=v3
+			-D__TARGET_ARCH_x86 -Wall
+			-I${_gw_bpf_src} -I${_gw_bpf_out} ${_gw_bpf_inc}
+			-c ${_gw_bpf_src}/profile.bpf.c
+			-o ${_gw_bpf_out}/profile.bpf.o
+		DEPENDS ${_gw_bpf_src}/profile.bpf.c
+			${_gw_bpf_src}/profile_bpf.h ${_gw_bpf_src}/vmlinux.h
+		COMMENT "Compiling BPF object profile.bpf.o"
+		VERBATIM)
+	add_custom_command(
+		OUTPUT ${_gw_bpf_out}/profile.skel.h
+		COMMAND sh -c "\"$0\" gen skeleton \"$1\" name profile_bpf > \"$2\""
+			${GW_BPFTOOL} ${_gw_bpf_out}/profile.bpf.o
+			${_gw_bpf_out}/profile.skel.h.tmp
+		COMMAND ${CMAKE_COMMAND} -E rename
+			${_gw_bpf_out}/profile.skel.h.tmp
+			${_gw_bpf_out}/profile.skel.h
+		DEPENDS ${_gw_bpf_out}/profile.bpf.o
+		COMMENT "Generating BPF skeleton profile.skel.h"
+		VERBATIM)
+	add_custom_target(gw_bpf_skel DEPENDS ${_gw_bpf_out}/cuda.skel.h
+		${_gw_bpf_out}/profile.skel.h)
 
 	add_library(gw_bpf STATIC ${_gw_bpf_src}/probes.c
 		${_gw_bpf_src}/probes_api.c ${_gw_bpf_src}/probes_elf.c
-		${_gw_bpf_src}/probes_read.c ${_gw_bpf_out}/cuda.skel.h)
+		${_gw_bpf_src}/probes_read.c ${_gw_bpf_out}/cuda.skel.h
+		${_gw_bpf_src}/profiler.c ${_gw_bpf_src}/symbols.c
+		${_gw_bpf_src}/unwind.c
+		${_gw_bpf_out}/profile.skel.h)
+	if(GW_IBERTY_INCLUDE_DIR AND GW_IBERTY_LIB)
+		target_compile_definitions(gw_bpf PRIVATE GW_HAVE_DEMANGLE=1)
+		target_link_libraries(gw_bpf PUBLIC ${GW_IBERTY_LIB})
+	endif()
 	add_dependencies(gw_bpf gw_bpf_skel)
 	# The collect layer's view of the tree (src/CMakeLists.txt).
 	target_include_directories(gw_bpf PRIVATE ${CMAKE_BINARY_DIR}/layers/collect)
@@ -103,5 +138,5 @@ if(GW_HAVE_BPF)
 	target_include_directories(gw_bpf SYSTEM PRIVATE ${_gw_bpf_out})
 	target_compile_definitions(gw_bpf PUBLIC GW_HAVE_BPF=1)
 	target_link_libraries(gw_bpf PUBLIC PkgConfig::GW_LIBBPF
-		PkgConfig::GW_LIBELF PkgConfig::GW_ZLIB)
+		PkgConfig::GW_LIBELF PkgConfig::GW_LIBDW PkgConfig::GW_ZLIB)
 endif()

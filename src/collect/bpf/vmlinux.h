@@ -42,6 +42,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_STACK_TRACE = 7,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
@@ -79,6 +80,13 @@ struct pt_regs {
 	unsigned long flags;
 	unsigned long sp;
 	unsigned long ss;
+};
+
+/* The context of a perf_event program (include/uapi/linux/bpf_perf_event.h). */
+struct bpf_perf_event_data {
+	struct pt_regs regs;
+	__u64 sample_period;
+	__u64 addr;
 };
 
 #pragma clang attribute push(__attribute__((preserve_access_index)),           \

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "collect/nvml/nvml_internal.h"
+#include "collect/podres/podres.h"
 #include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -97,6 +98,35 @@ static int try_recover(struct gpu_dev *d)
 	return 1;
 }
 
+/*
+ * The GPU's pod, from the kubelet's pod-resources map, when the map changed
+ * since the last look: the labels of the GPU's series follow (a new pod is
+ * a new series, as in Prometheus; none leaves gpu and uuid alone).
+ */
+static void pod_labels(struct gpu_dev *d)
+{
+	struct gw_podres *p = d->c->env->podres;
+	struct gw_podres_dev pd;
+	uint64_t gen = gw_podres_generation(p);
+
+	if (!p || gen == d->podres_gen)
+		return;
+	d->podres_gen = gen;
+	/* Lock order: d->mu, then the map's own. */
+	pthread_mutex_lock(&d->mu);
+	if (!gw_podres_lookup(p, d->uuid, &pd))
+		memset(&pd, 0, sizeof(pd));
+	if (strcmp(pd.pod, d->pod) || strcmp(pd.ns, d->pod_ns) ||
+	    strcmp(pd.container, d->pod_container)) {
+		snprintf(d->pod, sizeof(d->pod), "%s", pd.pod);
+		snprintf(d->pod_ns, sizeof(d->pod_ns), "%s", pd.ns);
+		snprintf(d->pod_container, sizeof(d->pod_container), "%s",
+			 pd.container);
+		gw_nvml_dev_labels(d);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
 static void run_jobs(struct gpu_dev *d, int jobs)
 {
 	static int (*const readers[2])(
@@ -112,6 +142,7 @@ static void run_jobs(struct gpu_dev *d, int jobs)
 			return;
 		jobs = JOB_FAST | JOB_DETAIL;
 	}
+	pod_labels(d);
 	for (int set = 0; set < 2; set++) {
 		double t0;
 		int r;

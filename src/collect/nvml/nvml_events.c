@@ -71,7 +71,7 @@ static struct gpu_dev *dev_of(struct gw_nvml *c, gw_nvml_device_t h)
 	return NULL;
 }
 
-static void count_event(struct gw_nvml *c, const struct gw_nvml_event_data *ev)
+void gw_nvml_count_event(struct gw_nvml *c, const struct gw_nvml_event_data *ev)
 {
 	struct gpu_dev *d = dev_of(c, ev->device);
 	unsigned int i;
@@ -170,7 +170,7 @@ double gw_nvml_events_round(struct gw_worker *w, void *arg)
 	memset(&ev, 0, sizeof(ev));
 	r = c->fns.event_set_wait(c->ev_set, &ev, WAIT_MS);
 	if (r == GW_NVML_SUCCESS) {
-		count_event(c, &ev);
+		gw_nvml_count_event(c, &ev);
 		return 0;
 	}
 	if (r == GW_NVML_ERROR_TIMEOUT)
@@ -192,7 +192,12 @@ void gw_nvml_events_fini(struct gw_worker *w, void *arg)
 
 void gw_nvml_publish_events(struct gw_nvml *c)
 {
-	struct gw_snap *s = &c->events_snap;
+	gw_nvml_events_fill(c, &c->events_snap);
+	gw_registry_publish(c->env->reg, c->slot_events, &c->events_snap);
+}
+
+void gw_nvml_events_fill(struct gw_nvml *c, struct gw_snap *s)
+{
 	const struct gw_family *xid_dcgm =
 		gw_catalog_dcgm(GW_CATALOG_GPU_XID_ERRORS_TOTAL, NULL);
 
@@ -231,5 +236,4 @@ void gw_nvml_publish_events(struct gw_nvml *c)
 	gw_snap_add(s, GW_FAM(GPU_XID_CODES_DROPPED_TOTAL),
 		    (double)c->xid_overflow, NULL, NULL);
 	pthread_mutex_unlock(&c->ev_mu);
-	gw_registry_publish(c->env->reg, c->slot_events, s);
 }

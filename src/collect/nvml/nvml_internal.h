@@ -77,7 +77,9 @@ struct gpu_dev {
 	char uuid[GW_NVML_DEVICE_UUID_BUFFER_SIZE];
 	char name[GW_NVML_DEVICE_NAME_BUFFER_SIZE];
 	char bus_id[GW_NVML_PCI_BUS_ID_BUFFER_SIZE];
-	char labels[384];      /* gpu="0",uuid="GPU-..." */
+	/* gpu="0",uuid="GPU-..." and, while a pod holds the GPU (the kubelet's
+	 * pod-resources), pod, namespace and container */
+	char labels[768];
 	char dcgm_labels[640]; /* dcgm-exporter's label set */
 
 	struct gw_worker *w; /* "gw-nvml-N"; written under c->mu */
@@ -90,7 +92,9 @@ struct gpu_dev {
 	const char *in_call; /* NVML symbol being called, for the hang log */
 	double dur[2];	     /* last duration of the fast and detail pass */
 	enum dev_state state;
+	char pod[256], pod_ns[64], pod_container[64]; /* "" when none */
 	/* end of mu */
+	uint64_t podres_gen; /* worker-owned: the pod map's, when last read */
 
 	/* Worker-owned. */
 	uint64_t unsupported; /* bits of enum metric */
@@ -98,7 +102,7 @@ struct gpu_dev {
 	int slot_fast, slot_detail;
 	struct gw_snap snap;
 	struct gw_nvml_process_info *procs;
-	char (*plabels)[640]; /* series labels of procs[], same capacity */
+	char (*plabels)[1152]; /* series labels of procs[], same capacity */
 	unsigned int procs_cap;
 	struct gw_nvml_process_util *putil;
 	unsigned int putil_cap;
@@ -173,5 +177,11 @@ int gw_nvml_events_init(struct gw_worker *w, void *arg);
 double gw_nvml_events_round(struct gw_worker *w, void *arg);
 void gw_nvml_events_fini(struct gw_worker *w, void *arg);
 void gw_nvml_publish_events(struct gw_nvml *c);
+/* Counts one XID or ECC event in its GPU's tables. */
+void gw_nvml_count_event(struct gw_nvml *c,
+			 const struct gw_nvml_event_data *ev);
+/* Adds the XID and ECC event counters to s (what publish_events
+ * publishes). */
+void gw_nvml_events_fill(struct gw_nvml *c, struct gw_snap *s);
 
 #endif

@@ -150,6 +150,13 @@ void gw_nvml_dev_labels(struct gpu_dev *d)
 	if (gw_labels_append(&b, "gpu", idx) || gw_buf_add(&b, ",", 1) ||
 	    gw_labels_append(&b, "uuid", d->uuid))
 		gw_buf_reset(&b);
+	if (d->pod[0] &&
+	    (gw_buf_add(&b, ",", 1) || gw_labels_append(&b, "pod", d->pod) ||
+	     gw_buf_add(&b, ",", 1) ||
+	     gw_labels_append(&b, "namespace", d->pod_ns) ||
+	     gw_buf_add(&b, ",", 1) ||
+	     gw_labels_append(&b, "container", d->pod_container)))
+		gw_buf_reset(&b);
 	snprintf(d->labels, sizeof(d->labels), "%s", b.p ? b.p : "");
 	gw_buf_release(&b);
 

@@ -31,8 +31,10 @@
 
 #include "sim_int.h"
 
-pthread_mutex_t gw_sim_lock = PTHREAD_MUTEX_INITIALIZER;
-struct sim_world gw_sim_world;
+static struct gw_sim_instance the_world = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+_Thread_local struct gw_sim_instance *gw_sim_cur = &the_world;
 
 static const char *const fault_names[] = {
 	[GW_SIM_FAULT_THERMAL_RUNAWAY] = "thermal-runaway",
@@ -861,4 +863,57 @@ void gw_sim_advance(double seconds)
 		gw_sim_catch_up_all();
 	}
 	pthread_mutex_unlock(&gw_sim_lock);
+}
+
+/* ---- private worlds (sim.h) ------------------------------------------ */
+
+int gw_sim_instance_new(const struct gw_sim_opts *o,
+			struct gw_sim_instance **out)
+{
+	struct gw_sim_opts mo = *o;
+	struct gw_sim_instance *w, *prev = gw_sim_cur;
+	int err;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	err = -pthread_mutex_init(&w->lock, NULL);
+	if (err) {
+		free(w);
+		return err;
+	}
+	mo.manual_clock = 1;
+	gw_sim_cur = w;
+	err = gw_sim_start(&mo);
+	gw_sim_cur = prev;
+	if (err) {
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+void gw_sim_instance_free(struct gw_sim_instance *w)
+{
+	struct gw_sim_instance *prev = gw_sim_cur;
+
+	if (!w)
+		return;
+	gw_sim_cur = w;
+	gw_sim_stop();
+	gw_sim_cur = prev == w ? &the_world : prev;
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+void gw_sim_instance_enter(struct gw_sim_instance *w)
+{
+	gw_sim_cur = w ? w : &the_world;
+}
+
+void gw_sim_instance_leave(void)
+{
+	gw_sim_cur = &the_world;
 }

@@ -121,4 +121,19 @@ const struct gw_nvml_fns *gw_sim_fns(void);
  */
 void gw_sim_advance(double seconds);
 
+/*
+ * Instances: private worlds, for a simulated fleet: each is a world of its own (its
+ * own devices, faults, clock and lock), created with a manual clock.
+ * gw_sim_instance_enter(w) makes every call of this thread (the table's
+ * included, and gw_sim_advance()) act on w until gw_sim_instance_leave(),
+ * which returns it to the global world.  A world is used by one thread at
+ * a time.  gw_sim_instance_new: 0, -ENOMEM, or gw_sim_start()'s errors.
+ */
+struct gw_sim_instance;
+__attribute__((warn_unused_result)) int
+gw_sim_instance_new(const struct gw_sim_opts *o, struct gw_sim_instance **out);
+void gw_sim_instance_free(struct gw_sim_instance *w); /* NULL: no-op */
+void gw_sim_instance_enter(struct gw_sim_instance *w);
+void gw_sim_instance_leave(void);
+
 #endif /* GW_SIM_H */

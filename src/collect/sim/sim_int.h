@@ -190,10 +190,16 @@ struct sim_world {
 	struct gpm_sample *samples[MAX_SAMPLES];
 };
 
-/* The one global; see sim.h.  gw_sim_lock guards gw_sim_world and every
- * event set. */
-extern pthread_mutex_t gw_sim_lock;
-extern struct sim_world gw_sim_world;
+/* The world this thread's calls act on: the one global (see sim.h)
+ * unless gw_sim_instance_enter() chose another.  Its lock guards it and
+ * every event set of it. */
+struct gw_sim_instance {
+	struct sim_world w;
+	pthread_mutex_t lock;
+};
+extern _Thread_local struct gw_sim_instance *gw_sim_cur;
+#define gw_sim_world (gw_sim_cur->w)
+#define gw_sim_lock  (gw_sim_cur->lock)
 
 static inline double clampd(double v, double lo, double hi)
 {

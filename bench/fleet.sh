@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The fleet benchmark (bench/README.md, "Fleet"): `gpuwatch sim fleet`
+# pushes NODES x GPUS simulated GPUs over DURATION of simulated time (in
+# the past: accelerated) into a real VictoriaMetrics (Debian's
+# victoria-metrics, its own data directory and port) with the default edge
+# policy, then reports
+#   - edge CPU per GPU-second (the command's own measure; budget 0.1 ms),
+#   - bytes on the wire per GPU-day (after snappy),
+#   - VictoriaMetrics' stored bytes per GPU-day: its whole data directory
+#     after a forced flush and merge (budget 100 KB),
+#   - the central ingest rate, from VictoriaMetrics' own /metrics
+#     (vm_rows_inserted_total over the run's wall time),
+# and checks with a query that VictoriaMetrics holds the series the nodes
+# sent (every instance, and the series count the command reports).
+#
+# Usage: bench/fleet.sh [BUILD_DIR]
+#   NODES=1250 GPUS=8 DURATION=1h SENDERS=4 SEED=1
+#   EXTRA="--precision 0 ..." (more options of gpuwatch sim fleet)
+# bench/README.md has the two runs: 1250 x 8 for 1h and 125 x 8 for 1d.
+# Build BUILD_DIR as Release (cmake -DCMAKE_BUILD_TYPE=Release): the
+# debug build's CPU figures are not the agent's.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=${1:-$root/build}
+GPUWATCH=$build/gpuwatch
+NODES=${NODES:-1250}
+GPUS=${GPUS:-8}
+DURATION=${DURATION:-1h}
+SENDERS=${SENDERS:-4}
+SEED=${SEED:-1}
+[ -x "$GPUWATCH" ] || { echo "no $GPUWATCH: run make first" >&2; exit 1; }
+command -v victoria-metrics >/dev/null || { echo "victoria-metrics is not installed" >&2; exit 1; }
+export GPUWATCH TEST_SRC=$root/tests
+. "$root/tests/integration/lib.sh"
+. "$root/tests/integration/rw-lib.sh"
+need curl
+need python3
+rw_trap
+
+vm_metric() { # NAME: the sum of a counter on VictoriaMetrics' /metrics
+	curl -fsS "$VM/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
+}
+vm_query() { # PROMQL: the first value of an instant query
+	curl -fsS "$VM/api/v1/query" --data-urlencode "query=$1" |
+		python3 -c 'import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if r else 0)'
+}
+
+# As deploy/fleet/victoria-metrics.default has it (dedup of exact
+# duplicates), with its own data directory and port (vm_start).
+VM_PORT=$(rw_port)
+VM="http://127.0.0.1:$VM_PORT"
+victoria-metrics -storageDataPath="$T_DIR/vm" -httpListenAddr="127.0.0.1:$VM_PORT" \
+	-retentionPeriod=100y -search.latencyOffset=0s -dedup.minScrapeInterval=1ms \
+	-search.maxUniqueTimeseries=10000000 >>"$T_DIR/vm.log" 2>&1 &
+VM_PID=$!
+rw_wait_ready "$VM/health" "$VM_PID" "$T_DIR/vm.log"
+
+rows0=$(vm_metric vm_rows_inserted_total)
+t0=$(now_ms)
+cmd=("$GPUWATCH" sim fleet --url "$VM/api/v1/write" --nodes "$NODES" --gpus "$GPUS"
+	--start "-$DURATION" --duration "$DURATION" --senders "$SENDERS" --seed "$SEED"
+	--external-label cluster=bench ${EXTRA:-})
+echo "+ ${cmd[*]}" >&2
+"${cmd[@]}" | tee "$T_DIR/report"
+t1=$(now_ms)
+rows1=$(vm_metric vm_rows_inserted_total)
+r() { awk -v k="$1" '$1 == k { print $2 }' "$T_DIR/report"; }
+
+sim_s=$(r simulated_seconds)
+start_s=$(( t0 / 1000 - sim_s ))
+# The series VictoriaMetrics holds for the run, and its instances.
+series=$(curl -fsS "$VM/api/v1/series/count" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0])')
+instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))")
+infos=$(vm_query "count(last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d]))")
+# What the series are: VictoriaMetrics' own top names by series count.
+curl -fsS "$VM/api/v1/status/tsdb?topN=12&date=$(date -u -d @"$start_s" +%F)" | python3 -c 'import json, sys
+d = json.load(sys.stdin)["data"]
+print("series by name (first simulated day), top 12 of", d.get("totalSeries"), file=sys.stderr)
+for x in d["seriesCountByMetricName"]:
+    print("  %-58s %d" % (x["name"], x["value"]), file=sys.stderr)'
+# Everything on disk, merged as it will stay: flush, merge the partitions
+# the run wrote (months of the simulated time), wait until the merges are
+# over and the directory no longer changes, then stop VictoriaMetrics
+# (which writes what it still holds) and measure.
+curl -fsS "$VM/internal/force_flush" >/dev/null
+for month in $(python3 -c 'import sys, time
+s, e = int(sys.argv[1]), int(sys.argv[2])
+print(" ".join(sorted({time.strftime("%Y_%m", time.gmtime(t)) for t in range(s - 120, e + 86400, 3600)})))' \
+	"$start_s" "$((t0 / 1000))"); do
+	curl -fsS "$VM/internal/force_merge?partition_prefix=$month" >/dev/null
+done
+settled() {
+	local now
+	now="$(vm_metric vm_active_merges) $(du -sb "$T_DIR/vm" | awk '{ print $1 }')"
+	[ "$now" = "${last:-}" ] && [ "${now%% *}" = 0 ] && return 0
+	last=$now
+	sleep 3 # the next look at the directory
+	return 1
+}
+wait_until settled 900 "VictoriaMetrics still merging"
+rw_kill "$VM_PID"
+VM_PID=
+stored=$(du -sb "$T_DIR/vm" | awk '{ print $1 }')
+data=$(du -sb "$T_DIR/vm/data" | awk '{ print $1 }')
+
+gpus=$(r gpus)
+gpu_days=$(python3 -c "print($gpus * $sim_s / 86400)")
+wall=$(python3 -c "print(($t1 - $t0) / 1000)")
+cat <<EOF
+---
+run                          $NODES nodes x $GPUS GPUs, $DURATION simulated, $SENDERS senders ${EXTRA:-}
+edge_cpu_ms_per_gpu_second   $(r edge_cpu_ms_per_gpu_second)   (budget 0.1)
+wire_bytes_per_gpu_day       $(r wire_bytes_per_gpu_day)
+samples_per_gpu_minute       $(r samples_per_gpu_minute)
+vm_stored_bytes              $stored (data/ $data)
+vm_stored_bytes_per_gpu_day  $(python3 -c "print(round($stored / $gpu_days))")   (budget 100000)
+vm_data_bytes_per_gpu_day    $(python3 -c "print(round($data / $gpu_days))")
+vm_bytes_per_sample          $(python3 -c "print(round($stored / max(1, $(r samples_sent)), 3))")
+vm_rows_inserted             $((rows1 - rows0)) (samples_sent $(r samples_sent))
+vm_ingest_rows_per_second    $(python3 -c "print(round(($rows1 - $rows0) / $wall))") over ${wall} s
+vm_series                    $series
+vm_instances                 $instances of $NODES
+vm_gpu_info_series           $infos of $((NODES * GPUS))
+EOF
+[ "$instances" = "$NODES" ] || { echo "FAIL: VictoriaMetrics holds $instances instances, expected $NODES" >&2; exit 1; }
+[ "$infos" = "$((NODES * GPUS))" ] || { echo "FAIL: VictoriaMetrics holds $infos GPUs, expected $((NODES * GPUS))" >&2; exit 1; }
+[ "$((rows1 - rows0))" = "$(r samples_sent)" ] ||
+	echo "note: VictoriaMetrics counted $((rows1 - rows0)) rows, the command $(r samples_sent) samples" >&2

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/*
+ * detect.c - the baseline's score turned into episodes; see detect.h for
+ * the state machine and the contract.
+ */
+#include "pipeline/detect.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+void gw_detect_opts_default(struct gw_detect_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	gw_baseline_opts_default(&o->baseline);
+	/* A daily profile, used by the series it explains. */
+	o->baseline.seasonal = true;
+	o->baseline.season_auto = true;
+	o->threshold = 0.9;
+	o->quiet_samples = 8;
+	o->lockout_samples = 128;
+}
+
+int gw_detect_config_init(struct gw_detect_config *c,
+			  const struct gw_detect_opts *o)
+{
+	struct gw_detect_opts def;
+	int err;
+
+	if (!o) {
+		gw_detect_opts_default(&def);
+		o = &def;
+	}
+	if (!(o->threshold > 0 && o->threshold < 1) || o->quiet_samples < 1 ||
+	    o->quiet_samples > 1000000 || o->lockout_samples > 1000000)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	err = gw_baseline_config_init(&c->b, &o->baseline);
+	if (err)
+		return err;
+	c->threshold = o->threshold;
+	c->quiet_samples = o->quiet_samples;
+	c->lockout_samples = o->lockout_samples;
+	return 0;
+}
+
+void gw_detect_init(struct gw_detect *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+double gw_detect_update(struct gw_detect *d, const struct gw_detect_config *c,
+			int64_t t_ms, double v, enum gw_detect_event *ev)
+{
+	double s = gw_baseline_update(&d->b, &c->b, &d->season, t_ms, v);
+
+	*ev = GW_DETECT_NONE;
+	if (isnan(s))
+		return s;
+	if (!d->active) {
+		if (s >= c->threshold) {
+			d->active = true;
+			d->onset_ms = d->peak_ms = d->end_ms = t_ms;
+			d->peak = (float)s;
+			d->since_onset = 0;
+			d->quiet = 0;
+			d->episodes++;
+			*ev = GW_DETECT_ONSET;
+		}
+		return s;
+	}
+	d->since_onset++;
+	if (s >= c->threshold) {
+		d->quiet = 0;
+		d->end_ms = t_ms;
+		if (s > d->peak) {
+			d->peak = (float)s;
+			d->peak_ms = t_ms;
+		}
+	} else if (++d->quiet >= c->quiet_samples &&
+		   d->since_onset >= c->lockout_samples) {
+		d->active = false;
+		*ev = GW_DETECT_END;
+	}
+	return s;
+}
+
+bool gw_detect_episode(const struct gw_detect *d, struct gw_detect_episode *ep)
+{
+	if (!d->episodes)
+		return false;
+	ep->onset_ms = d->onset_ms;
+	ep->peak_ms = d->peak_ms;
+	ep->end_ms = d->end_ms;
+	ep->peak = d->peak;
+	ep->active = d->active;
+	return true;
+}

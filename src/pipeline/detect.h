@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * detect.h - the deployed anomaly detector of one series: its dynamic
+ * baseline (baseline.h) and the alert decision on the baseline's score,
+ * one alert per anomalous episode.  The agent runs it on every modelled
+ * gauge (anomaly.h); `gpuwatch detect` runs the same code with the same
+ * defaults over CSV files or the history, so a backtest shows exactly what
+ * the agent would have alerted on.  docs/internals/baselines.md.
+ *
+ * Episodes (the alert decision)
+ *
+ *   quiet --score >= threshold--> episode (ONSET: the alert fires)
+ *     ^                              |
+ *     +----- END: quiet_samples -----+
+ *            judged samples in a row below threshold, and at least
+ *            lockout_samples samples since the onset
+ *
+ * - One episode is one alert: its onset time, its peak score (and when),
+ *   and its end (the last sample at or above the threshold).  A score that
+ *   dips below the threshold and comes back inside the episode does not
+ *   fire again; the lockout keeps the after-effects of one event (the
+ *   spike and the level's return) in the episode of that event.
+ * - Samples the baseline does not judge (learning, NaN, out of order)
+ *   neither start nor end an episode.
+ *
+ * Contract
+ * - gw_detect_update returns the baseline's score (NaN when not judged)
+ *   and sets ev to GW_DETECT_ONSET on the sample that starts an episode,
+ *   GW_DETECT_END on the sample that ends one, else GW_DETECT_NONE.
+ *   gw_detect_episode describes the current (or last) episode.
+ * - State is plain data (no pointers): copy it, keep it in an array.
+ *   Not thread-safe per state.  Errors: 0 or -EINVAL.
+ */
+#ifndef GW_DETECT_H
+#define GW_DETECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pipeline/baseline.h"
+
+struct gw_detect_opts {
+	struct gw_baseline_opts baseline; /* gw_baseline_opts_default */
+	double threshold;		  /* score that opens an episode */
+	uint32_t quiet_samples;		  /* judged samples below to end */
+	uint32_t lockout_samples;	  /* minimum episode length */
+};
+
+struct gw_detect_config {
+	struct gw_baseline_config b;
+	double threshold;
+	uint32_t quiet_samples, lockout_samples;
+};
+
+enum gw_detect_event { GW_DETECT_NONE, GW_DETECT_ONSET, GW_DETECT_END };
+
+struct gw_detect_episode {
+	int64_t onset_ms, peak_ms, end_ms; /* end_ms: last sample >= T */
+	double peak;			   /* highest score */
+	bool active;			   /* not ended yet */
+};
+
+/* Per-series state. */
+struct gw_detect {
+	struct gw_baseline b;
+	struct gw_baseline_season season;
+	int64_t onset_ms, peak_ms, end_ms;
+	float peak;
+	uint32_t since_onset, quiet;
+	uint32_t episodes; /* episodes started */
+	bool active;
+};
+
+/* The defaults the agent and `gpuwatch detect` run with. */
+void gw_detect_opts_default(struct gw_detect_opts *o);
+
+/* -EINVAL: a baseline option out of range, threshold outside (0, 1),
+ * quiet_samples 0 or either count above 1e6. */
+__attribute__((warn_unused_result)) int
+gw_detect_config_init(struct gw_detect_config *c,
+		      const struct gw_detect_opts *o);
+
+void gw_detect_init(struct gw_detect *d);
+
+double gw_detect_update(struct gw_detect *d, const struct gw_detect_config *c,
+			int64_t t_ms, double v, enum gw_detect_event *ev);
+
+/* The current episode, or the last one (active false); false if none. */
+bool gw_detect_episode(const struct gw_detect *d, struct gw_detect_episode *ep);
+
+#endif

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Launch call paths: the profiler's launch probe on cudaLaunchKernel and
+# cuLaunchKernel records the user stack of one launch in 16 (unwound from
+# .eh_frame, so the caller at the function's entry is kept), counted as 16:
+# type=launches shows both launch functions under the program's step(),
+# with about as many launches as were made; CPU profiles never include
+# them.
+. "$(dirname "$0")/prof_lib.sh"
+prof_require
+
+prof_start_agent --profile gpu
+stub_prog t2108-launch -- wait launch 3200 culaunch 1600 wait exit 0
+prog_wait_ready t2108-launch
+pid=${P_PID[t2108-launch]}
+wait_until 'grep -q "profile: launch call paths from .*libcudart.so.13" "$T_DIR/agent.log" &&
+	grep -q "profile: launch call paths from .*libcuda.so.1" "$T_DIR/agent.log"' 30 \
+	"no launch probes on the stub libraries"
+prog_continue t2108-launch
+prog_wait_ready t2108-launch
+
+get_launches() {
+	prof_get "{pid=\"$pid\"}" folded --data-urlencode type=launches >"$T_DIR/launch"
+	[ "$(prof_total "$T_DIR/launch")" -ge 4500 ]
+}
+wait_until get_launches 30 "launch profile of pid $pid: $(cat "$T_DIR/launch" 2>/dev/null | head -n 5)"
+rt=$(awk '/;step;cudaLaunchKernel( |;)/ { t += $NF } END { print t + 0 }' "$T_DIR/launch")
+dr=$(awk '/;step;cuLaunchKernel( |;)/ { t += $NF } END { print t + 0 }' "$T_DIR/launch")
+all=$(prof_total "$T_DIR/launch")
+# Every 16th launch per CPU: the count is within 16 per CPU of the truth.
+slack=$((16 * $(nproc) * 2))
+num_cmp "$all" "<=" $((4800 + slack)) && num_cmp "$all" ">=" $((4800 - slack)) ||
+	fail "$all launches recorded, 4800 made: $(head -n 5 "$T_DIR/launch")"
+num_cmp "$rt" ">=" $((3200 - slack)) || fail "cudaLaunchKernel under step: $rt: $(head -n 5 "$T_DIR/launch")"
+num_cmp "$dr" ">=" $((1600 - slack)) || fail "cuLaunchKernel under step: $dr: $(head -n 5 "$T_DIR/launch")"
+grep -q '^t2108-launch;.*;main;.*step;cudaLaunchKernel ' "$T_DIR/launch" || fail "no path from main"
+expect gpuwatch_profile_launches_total ">=" 4800
+ok "launch call paths: $rt x cudaLaunchKernel, $dr x cuLaunchKernel under step() (of 3200, 1600)"
+
+prof_get "{pid=\"$pid\"}" folded >"$T_DIR/cpu"
+# The program ran for milliseconds: its CPU samples are few, far from the
+# 4800 the launch counts would add.
+cpu=$(prof_total "$T_DIR/cpu")
+num_cmp "$cpu" "<" 1000 || fail "the CPU profile has $cpu samples: launch counts leaked into it"
+code=$(curl -sS -o "$T_DIR/body" -w '%{http_code}' -G "$URL/api/v1/profile" -d type=memory)
+[ "$code" = 400 ] && grep -q 'is not cpu or launches' "$T_DIR/body" || fail "type=memory: $code"
+ok "CPU profiles are apart; an unknown type is 400"
+prog_continue t2108-launch
+prog_wait_exit t2108-launch 0
+stop_agent

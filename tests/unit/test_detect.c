@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_detect.c - the deployed detector (pipeline/detect.h): one alert per
+ * episode, the lockout, the daily profile used only by series it
+ * explains; and the `timestamp,value` reader (pipeline/tscsv.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pipeline/detect.h"
+#include "pipeline/tscsv.h"
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static double unif(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+
+static double noise(void)
+{
+	double u = unif(), v = unif();
+
+	return sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
+}
+
+struct run {
+	struct gw_detect_config cfg;
+	struct gw_detect d;
+	int64_t t;
+	unsigned onsets, ends;
+};
+
+static void run_init(struct run *r)
+{
+	assert_int_equal(gw_detect_config_init(&r->cfg, NULL), 0);
+	gw_detect_init(&r->d);
+	r->t = 1700000000000;
+	r->onsets = r->ends = 0;
+}
+
+/* Feeds one sample 60 s after the last; returns its score. */
+static double feed(struct run *r, double v)
+{
+	enum gw_detect_event ev;
+	double s;
+
+	r->t += 60000;
+	s = gw_detect_update(&r->d, &r->cfg, r->t, v, &ev);
+	r->onsets += ev == GW_DETECT_ONSET;
+	r->ends += ev == GW_DETECT_END;
+	return s;
+}
+
+static void one_alert_per_episode(void **state)
+{
+	struct run r;
+	struct gw_detect_episode ep;
+	int64_t spike;
+
+	(void)state;
+	run_init(&r);
+	for (int i = 0; i < 500; i++)
+		feed(&r, 100 + noise());
+	assert_int_equal(r.onsets, 0);
+	assert_false(gw_detect_episode(&r.d, &ep));
+	/* A spike, a dip back, a second spike inside the lockout: one. */
+	assert_true(feed(&r, 150) >= 0.9);
+	spike = r.t;
+	for (int i = 0; i < 20; i++)
+		feed(&r, 100 + noise());
+	feed(&r, 160);
+	assert_int_equal(r.onsets, 1);
+	assert_true(gw_detect_episode(&r.d, &ep));
+	assert_true(ep.active);
+	assert_int_equal(ep.onset_ms, spike);
+	assert_int_equal(ep.peak_ms, r.t);
+	assert_true(ep.peak > 0.99);
+	/* Quiet past the lockout: the episode ends, its end the last high
+	 * sample. */
+	for (int i = 0; i < 200; i++)
+		feed(&r, 100 + noise());
+	assert_int_equal(r.ends, 1);
+	assert_true(gw_detect_episode(&r.d, &ep));
+	assert_false(ep.active);
+	assert_true(ep.end_ms >= ep.peak_ms);
+	/* A later spike is a new episode. */
+	feed(&r, 150);
+	assert_int_equal(r.onsets, 2);
+	assert_int_equal(r.d.episodes, 2);
+}
+
+static void learning_and_bad_samples_open_nothing(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r);
+	for (int i = 0; i < 63; i++) {
+		feed(&r, i % 2 ? 1e9 : -1e9);
+		assert_int_equal(r.onsets, 0);
+	}
+	for (int i = 0; i < 300; i++)
+		assert_true(isnan(feed(&r, NAN)));
+	assert_int_equal(r.onsets, 0);
+}
+
+/* A daily cycle of amplitude 50 and noise 1, 5-minute samples. */
+static double daily(int64_t t_ms)
+{
+	return 100 + 50 * sin(2 * M_PI * (double)(t_ms % 86400000) / 86400000);
+}
+
+static void profile_is_used_where_it_explains(void **state)
+{
+	struct run cyc, flat;
+	double e;
+
+	(void)state;
+	run_init(&cyc);
+	run_init(&flat);
+	cyc.cfg.b.o.season_period_s = 86400;
+	for (int i = 0; i < 4 * 288; i++) {
+		cyc.t += 240000; /* 5-minute samples */
+		feed(&cyc, daily(cyc.t + 60000) + noise());
+		flat.t += 240000;
+		feed(&flat, 100 + noise());
+	}
+	/* The cycle's expected value follows the cycle towards its crest
+	 * (150; the level alone is 100) ... */
+	{
+		int64_t crest = cyc.t - cyc.t % 86400000 + 86400000 + 21600000;
+
+		e = gw_baseline_expected(&cyc.d.b, &cyc.cfg.b, &cyc.d.season,
+					 crest - 60000);
+		assert_true(e > 125 && e < 160);
+	}
+	/* ... and the flat series' stays its level (no profile noise). */
+	e = gw_baseline_expected(&flat.d.b, &flat.cfg.b, &flat.d.season,
+				 flat.t + 6 * 3600000);
+	assert_true(fabs(e - 100) < 1);
+	/* Both were judged from the warm-up on, a day of cycle included,
+	 * and a cycle judged against its profile raises nothing after the
+	 * first period. */
+	assert_true(cyc.onsets <= 2);
+	assert_int_equal(flat.onsets, 0);
+	{
+		unsigned before = cyc.onsets;
+
+		for (int i = 0; i < 2 * 288; i++) {
+			cyc.t += 240000;
+			feed(&cyc, daily(cyc.t + 60000) + noise());
+		}
+		assert_int_equal(cyc.onsets, before);
+	}
+}
+
+static void options_are_checked(void **state)
+{
+	struct gw_detect_opts o;
+	struct gw_detect_config c;
+
+	(void)state;
+	gw_detect_opts_default(&o);
+	assert_int_equal(gw_detect_config_init(&c, &o), 0);
+	o.threshold = 0;
+	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
+	gw_detect_opts_default(&o);
+	o.quiet_samples = 0;
+	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
+	gw_detect_opts_default(&o);
+	o.baseline.tau_level = 0;
+	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
+}
+
+static int line(struct gw_tscsv *r, const char *s, int64_t *t, double *v)
+{
+	return gw_tscsv_line(r, s, strlen(s), t, v);
+}
+
+static void csv_lines(void **state)
+{
+	struct gw_tscsv r;
+	int64_t t;
+	double v;
+	char buf[40];
+
+	(void)state;
+	gw_tscsv_init(&r);
+	assert_int_equal(line(&r, "timestamp,value", &t, &v), 0);
+	assert_int_equal(line(&r, "2014-04-01 00:00:00,20.5\r", &t, &v), 1);
+	assert_int_equal(t, 1396310400000);
+	assert_true(v == 20.5);
+	assert_int_equal(line(&r, "2014-04-01T00:00:00.25Z,1e3", &t, &v), 1);
+	assert_int_equal(t, 1396310400250);
+	assert_int_equal(line(&r, "2014-04-01 02:00:00+02:00,-1", &t, &v), 1);
+	assert_int_equal(t, 1396310400000);
+	assert_int_equal(line(&r, "1396310400.5,NaN", &t, &v), 1);
+	assert_int_equal(t, 1396310400500);
+	assert_true(isnan(v));
+	assert_int_equal(line(&r, "", &t, &v), 0);
+	assert_int_equal(line(&r, "# note", &t, &v), 0);
+	/* A header after data is an error, with its line number. */
+	assert_int_equal(line(&r, "timestamp,value", &t, &v), -EINVAL);
+	assert_string_equal(r.err, "line 8: 'timestamp' is not a timestamp "
+				   "(YYYY-MM-DD HH:MM:SS[.fff][Z|+HH:MM] or "
+				   "Unix seconds)");
+	assert_int_equal(line(&r, "2014-02-30 00:00:00,1", &t, &v), -EINVAL);
+	assert_int_equal(line(&r, "2014-04-01 00:00:00", &t, &v), -EINVAL);
+	assert_string_equal(r.err, "line 10: expected TIMESTAMP,VALUE (no "
+				   "comma)");
+	assert_int_equal(line(&r, "2014-04-01 00:00:00,1,2", &t, &v), -EINVAL);
+	assert_int_equal(line(&r, "2014-04-01 00:00:00,0x1p3", &t, &v),
+			 -EINVAL);
+	assert_int_equal(line(&r, "2014-04-01 00:00:00,", &t, &v), -EINVAL);
+	assert_int_equal(r.samples, 4);
+	gw_tscsv_fmt_time(1396310400250, buf, sizeof(buf));
+	assert_string_equal(buf, "2014-04-01 00:00:00.250");
+	gw_tscsv_fmt_time(-1, buf, sizeof(buf));
+	assert_string_equal(buf, "1969-12-31 23:59:59.999");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_alert_per_episode),
+		cmocka_unit_test(learning_and_bad_samples_open_nothing),
+		cmocka_unit_test(profile_is_used_where_it_explains),
+		cmocka_unit_test(options_are_checked),
+		cmocka_unit_test(csv_lines),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
