@@ -637,8 +637,8 @@ static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
 	rq->state = REQ_SENT;
 	api_count(h, rq->ep, r->status, rq->arrival_ns);
 	if (r->content_type && !r->body.len && !gw_buf_error(&r->body))
-		return reply(h, conn, r->status, r->content_type, (char *)"",
-			     0, 0);
+		return reply(h, conn, r->status, r->content_type, (char *)"", 0,
+			     0);
 	if (!r->body.p || !r->body.len)
 		return reply(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "text/plain; charset=utf-8",
