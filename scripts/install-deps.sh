@@ -6,7 +6,7 @@ set -euo pipefail
 # Build: compiler, CMake + Ninja, and the libraries the agent links; the
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
-	libmicrohttpd-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
+	libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
 	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libssl-dev
 	libiberty-dev libdw-dev libncurses-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
@@ -26,7 +26,11 @@ test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager pyt
 # python3-grpc-tools: the stand-in kubelet of t0601; golang-go: `go tool
 # pprof` reads the agent's CPU profiles, t2103; linux-perf:
 # bench/profile.sh compares the profiler with `perf record`; tmux: drives
-# the full-screen `gpuwatch top` in t0720 and t0721.)
+# the full-screen `gpuwatch top` in t0720 and t0721; openssl and python3's
+# crypt module (bcrypt hashes) also serve the secured endpoint's tests,
+# t0620-t0626.)
+# (Build: libgnutls28-dev for the endpoint's TLS and client certificates,
+# libcrypt-dev (libxcrypt) for bcrypt in basic_auth_users.)
 
 # npm projects of the tests (each its own package.json and lockfile),
 # installed with `npm ci` by `all`: tests/web (playwright-core, t0700),

@@ -20,6 +20,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "cli/jv.h"
 #include "common/buf.h"
 #include "http/api.h"
@@ -76,8 +77,9 @@ static void usage(FILE *out)
 		"      samples wherever kept, rollups only before that).\n"
 		"  --url URL\n"
 		"      The agent to ask (default: $GPUWATCH_URL, "
-		"else " DEFAULT_URL ").\n"
-		"  --json\n"
+		"else " DEFAULT_URL ");\n"
+		"      https://... for an agent with TLS "
+		"(docs/security.md).\n" GW_CLIENT_USAGE "  --json\n"
 		"      Print the API's JSON answer unchanged (errors too, "
 		"still exiting 1).\n"
 		"  --utc\n"
@@ -104,7 +106,10 @@ static void usage(FILE *out)
 		"  gpuwatch query 'max by (gpu) (gpuwatch_gpu_power_watts)' "
 		"--start now-1h --step 1m\n"
 		"  gpuwatch query --url http://node7:9400 --json "
-		"'gpuwatch_gpu_up == 0'\n");
+		"'gpuwatch_gpu_up == 0'\n"
+		"  gpuwatch query --url https://node7:9400 --ca-file ca.crt "
+		"--user prometheus \\\n"
+		"      --password-file /etc/gpuwatch/password up\n");
 }
 
 /* ---- printing ---- */
@@ -301,6 +306,7 @@ static void add_form(CURL *c, struct gw_buf *form, const char *name,
 
 struct request {
 	const char *base;
+	const struct gw_client *client;
 	bool range;
 	const char *query, *time, *start, *end, *step, *timeout, *tier;
 };
@@ -344,6 +350,7 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
+	gw_client_apply(rq->client, c);
 	rc = curl_easy_perform(c);
 	if (rc != CURLE_OK) {
 		if (rc == CURLE_WRITE_ERROR)
@@ -411,17 +418,7 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-enum {
-	O_TIME = 256,
-	O_START,
-	O_END,
-	O_STEP,
-	O_TIMEOUT,
-	O_TIER,
-	O_URL,
-	O_JSON,
-	O_UTC
-};
+enum { O_TIME = 256, O_START, O_END, O_STEP, O_TIMEOUT, O_TIER, O_JSON, O_UTC };
 
 int gw_cmd_query(int argc, char **argv)
 {
@@ -432,15 +429,16 @@ int gw_cmd_query(int argc, char **argv)
 		{ "step", required_argument, NULL, O_STEP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "tier", required_argument, NULL, O_TIER },
-		{ "url", required_argument, NULL, O_URL },
+		GW_CLIENT_LONGOPTS,
 		{ "json", no_argument, NULL, O_JSON },
 		{ "utc", no_argument, NULL, O_UTC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *t_time = NULL, *t_start = NULL, *t_end = NULL;
-	const char *step = NULL, *timeout = NULL, *url = NULL;
-	char s_time[32], s_start[32], s_end[32], s_step[32], base[1024];
+	const char *step = NULL, *timeout = NULL, *base;
+	char s_time[32], s_start[32], s_end[32], s_step[32];
+	struct gw_client cl = { 0 };
 	struct out_opts oo = { 0 };
 	struct request rq = { 0 };
 	struct gw_buf body;
@@ -449,7 +447,6 @@ int gw_cmd_query(int argc, char **argv)
 	int64_t now = wall_ms(), ms, start_ms, end_ms, d;
 	long status = 0;
 	int ch, rc = 1;
-	size_t n;
 
 	optind = 1;
 	opterr = 0;
@@ -473,9 +470,6 @@ int gw_cmd_query(int argc, char **argv)
 		case O_TIER:
 			rq.tier = optarg; /* the agent checks it */
 			break;
-		case O_URL:
-			url = optarg;
-			break;
 		case O_JSON:
 			json = true;
 			break;
@@ -486,6 +480,8 @@ int gw_cmd_query(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
+			if (gw_client_opt(&cl, ch, optarg))
+				break;
 			fprintf(stderr,
 				"gpuwatch query: bad option '%s'; see "
 				"'gpuwatch query --help'\n",
@@ -551,16 +547,11 @@ int gw_cmd_query(int argc, char **argv)
 		return 2;
 	}
 	rq.timeout = timeout;
-	if (!url || !*url)
-		url = getenv("GPUWATCH_URL");
-	if (!url || !*url)
-		url = DEFAULT_URL;
-	snprintf(base, sizeof(base), "%s%s",
-		 strstr(url, "://") ? "" : "http://", url);
-	n = strlen(base);
-	while (n > 0 && base[n - 1] == '/')
-		base[--n] = '\0';
+	if (gw_client_finish(&cl, "gpuwatch query", DEFAULT_URL))
+		return 2;
+	base = cl.base;
 	rq.base = base;
+	rq.client = &cl;
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "gpuwatch query: cannot start libcurl\n");
@@ -579,7 +570,12 @@ int gw_cmd_query(int argc, char **argv)
 		const char *b = body.len ? body.p : "";
 		size_t line = strcspn(b, "\r\n");
 
-		if (!json)
+		if (!json && gw_client_hint(status))
+			fprintf(stderr,
+				"gpuwatch query: %s answered HTTP %ld: "
+				"%s\n",
+				base, status, gw_client_hint(status));
+		else if (!json)
 			fprintf(stderr,
 				"gpuwatch query: %s answered HTTP %ld, not the "
 				"query API: %.*s\n",
@@ -622,5 +618,6 @@ out:
 	fflush(stdout);
 	gw_buf_release(&body);
 	curl_global_cleanup();
+	gw_client_release(&cl);
 	return rc;
 }

@@ -355,6 +355,73 @@ static int new_attrib(const struct gw_config *c, struct gw_attrib_cache **out)
 }
 
 /*
+ * The secured endpoint: --web.config.file read once here (a bad file
+ * stops the agent with its line), the admin and lifecycle switches.
+ */
+static int web_setup(const struct gw_config *c, struct gw_http *http, char *err,
+		     size_t errlen)
+{
+	struct gw_webconfig *wc = NULL;
+	struct gw_http_web w = {
+		.healthz_open = c->web_healthz_open,
+		.admin = c->web_admin || strcmp(c->rw_admin_push, "on") == 0,
+		.lifecycle = c->web_lifecycle,
+	};
+	char why[GW_CONFIG_ERR_MAX];
+	int r;
+
+	if (c->web_config_file[0]) {
+		r = gw_webconfig_load(c->web_config_file, &wc, why,
+				      sizeof(why));
+		if (r) {
+			snprintf(err, errlen, "--web.config.file: %.480s", why);
+			return r;
+		}
+		w.config = wc;
+		if (!wc->tls && wc->nusers)
+			gw_warn("web config %s: basic_auth_users without "
+				"tls_server_config: passwords cross the "
+				"network in clear",
+				c->web_config_file);
+		gw_info("web config %s: %s, %zu basic auth user(s)%s%s",
+			c->web_config_file,
+			wc->tls ? "TLS" : "no TLS (plain HTTP)", wc->nusers,
+			wc->tls ? ", client certificates: " : "",
+			wc->tls ? gw_web_client_auth_name(wc->client_auth)
+				: "");
+	}
+	r = gw_http_set_web(http, &w, why, sizeof(why));
+	if (r)
+		snprintf(err, errlen, "--web.config.file: %.480s", why);
+	gw_webconfig_free(wc);
+	return r;
+}
+
+/*
+ * SIGHUP: the web configuration file read again (certificate rotation,
+ * users, headers).  A file that cannot be honoured leaves the running
+ * configuration in place, said in the log.
+ */
+static void web_reload(const struct gw_config *c, struct gw_http *http)
+{
+	struct gw_webconfig *wc = NULL;
+	char why[GW_CONFIG_ERR_MAX];
+
+	if (!c->web_config_file[0])
+		return;
+	if (gw_webconfig_load(c->web_config_file, &wc, why, sizeof(why)) ||
+	    gw_http_reload_web(http, wc, why, sizeof(why)))
+		gw_err("web config %s not reloaded, the running one stays: "
+		       "%s",
+		       c->web_config_file, why);
+	else
+		gw_info("web config %s reloaded: %s, %zu basic auth user(s)",
+			c->web_config_file, wc->tls ? "TLS" : "no TLS",
+			wc->nusers);
+	gw_webconfig_free(wc);
+}
+
+/*
  * SIGHUP: read the config again (file, then the same flags), take over
  * every changed setting the table marks live (config.c logs the others),
  * and hand the new values to the modules that use them.
@@ -476,6 +543,17 @@ int gw_agent_main(int argc, char **argv)
 	r = gw_remote_check(&a.cfg, err, sizeof(err));
 	if (!r)
 		r = gw_cold_check(&a.cfg, err, sizeof(err));
+	if (!r && a.cfg.web_config_file[0]) {
+		struct gw_webconfig *wc = NULL;
+		char why[GW_CONFIG_ERR_MAX];
+
+		r = gw_webconfig_load(a.cfg.web_config_file, &wc, why,
+				      sizeof(why));
+		if (r)
+			snprintf(err, sizeof(err), "--web.config.file: %.480s",
+				 why);
+		gw_webconfig_free(wc);
+	}
 	if (r) {
 		fprintf(stderr, "gpuwatch agent: %s\n", err);
 		gw_alerting_free(alerts, gw_now_mono());
@@ -562,6 +640,10 @@ int gw_agent_main(int argc, char **argv)
 		};
 
 		gw_remote_api(remote, &ao);
+		if (web_setup(&a.cfg, http, err, sizeof(err))) {
+			gw_err("%s", err);
+			goto out;
+		}
 
 		gw_http_set_queryable(
 			http, a.store ? gw_store_queryable(a.store) : NULL,
@@ -631,6 +713,7 @@ int gw_agent_main(int argc, char **argv)
 			/* One line per changed setting: an operator's act. */
 			gw_log_unlimited(1);
 			reload(&a, self, priv, alerts);
+			web_reload(&a.cfg, http);
 			gw_log_unlimited(0);
 			continue;
 		}

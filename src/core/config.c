@@ -24,6 +24,7 @@ enum opt_type {
 	T_FAULT, /* repeatable; a YAML sequence in the file */
 	T_CONFIG,
 	T_NOFLAG, /* --no-NAME on the command line; NAME: true|false in the file */
+	T_FLAG, /* --NAME on the command line; NAME: true|false in the file */
 	T_STRLIST, /* comma-separated on the command line; a list in the file */
 	T_BYTES, /* unsigned long long with an optional KiB/MiB/GiB/TiB unit */
 	T_LIST,	 /* repeatable string; a YAML sequence in the file */
@@ -438,9 +439,32 @@ static const struct opt opts[] = {
 	  "An anomaly score (NAME:anomaly_score) at or above this pushes the\n"
 	  "raw samples of its GPU or process." },
 	{ "remote-write-admin-push", T_STRING, F(rw_admin_push), 0, 0, "on/off",
-	  "off", RESTART, "allow POST /api/v1/admin/push",
-	  "on: POST /api/v1/admin/push with match[], start and end pushes\n"
-	  "those raw samples to every remote_write endpoint." },
+	  "off", RESTART, "on: the same as --web.enable-admin-api",
+	  "on: the same as --web.enable-admin-api (kept for old command\n"
+	  "lines): POST /api/v1/admin/push with match[], start and end\n"
+	  "pushes those raw samples to every remote_write endpoint." },
+	{ "web.config.file", T_STRING, F(web_config_file), 0, 0, "FILE", "",
+	  RESTART, "TLS, basic auth and headers (`docs/security.md`)",
+	  "Prometheus' web configuration file (the exporter-toolkit format,\n"
+	  "the same file as node_exporter's): tls_server_config (TLS and\n"
+	  "client certificates), basic_auth_users (bcrypt hashes) and\n"
+	  "http_server_config (headers). A bad file stops the agent at start\n"
+	  "with the line at fault. SIGHUP re-reads the file (a renewed\n"
+	  "certificate, new users); the path itself needs a restart. See\n"
+	  "docs/security.md." },
+	{ "web.enable-admin-api", T_FLAG, F(web_admin), 0, 0, "", "off",
+	  RESTART, "serve `/api/v1/admin/*` (else 403)",
+	  "Serve the admin API (POST /api/v1/admin/push). Off: every\n"
+	  "/api/v1/admin/ path answers 403." },
+	{ "web.enable-lifecycle", T_FLAG, F(web_lifecycle), 0, 0, "", "off",
+	  RESTART, "serve POST `/-/reload` and `/-/quit` (else 403)",
+	  "Serve POST or PUT /-/reload (reload the config, as SIGHUP) and\n"
+	  "/-/quit (stop, as SIGTERM). Off: both answer 403." },
+	{ "web.healthz-open", T_FLAG, F(web_healthz_open), 0, 0, "", "off",
+	  RESTART, "`/healthz` answers without basic auth",
+	  "/healthz answers without basic_auth_users' password, for probes\n"
+	  "that cannot send one (a TLS client certificate, when required,\n"
+	  "is still needed). Every other path keeps asking." },
 	{ "job-env", T_STRLIST, F(job_env), 0, 0, "VAR[,VAR...]",
 	  "SLURM_JOB_ID", RESTART,
 	  "environment variables giving the `job` label",
@@ -648,6 +672,7 @@ static int set_opt(struct gw_config *c, const struct opt *o, const char *val,
 			 strcmp(val, "none") == 0 ? "" : val);
 		return 0;
 	case T_NOFLAG:
+	case T_FLAG:
 		if (strcmp(val, "true") == 0 || strcmp(val, "on") == 0 ||
 		    strcmp(val, "yes") == 0) {
 			*(int *)dst = 1;
@@ -1211,6 +1236,7 @@ bool gw_config_setting(size_t i, struct gw_config_setting *out)
 	out->help = o->help;
 	out->reload = o->reload;
 	out->negated = o->type == T_NOFLAG;
+	out->is_switch = o->type == T_NOFLAG || o->type == T_FLAG;
 	return true;
 }
 
@@ -1260,6 +1286,7 @@ static bool same_value(const struct opt *o, const struct gw_config *a,
 	case T_RATIO:
 	case T_LOGLEVEL:
 	case T_NOFLAG:
+	case T_FLAG:
 		break;
 	}
 	return memcmp(pa, pb, o->size) == 0;
@@ -1366,6 +1393,8 @@ void gw_config_usage(FILE *out)
 
 		if (opts[i].type == T_NOFLAG)
 			snprintf(left, sizeof(left), "--no-%s", opts[i].name);
+		else if (opts[i].type == T_FLAG)
+			snprintf(left, sizeof(left), "--%s", opts[i].name);
 		else
 			snprintf(left, sizeof(left), "--%s %s", opts[i].name,
 				 opts[i].arg);
@@ -1457,8 +1486,10 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 	for (size_t i = 0; i < NOPTS; i++) {
 		lopts[i].name =
 			opts[i].type == T_NOFLAG ? noflags[i] : opts[i].name;
-		lopts[i].has_arg = opts[i].type == T_NOFLAG ? no_argument
-							    : required_argument;
+		lopts[i].has_arg =
+			opts[i].type == T_NOFLAG || opts[i].type == T_FLAG
+				? no_argument
+				: required_argument;
 		lopts[i].flag = NULL;
 		lopts[i].val = 256 + (int)i;
 	}
@@ -1539,8 +1570,11 @@ int gw_config_from_args(struct gw_config *c, int argc, char **argv, char *err,
 		}
 		snprintf(where, sizeof(where), "--%s%s",
 			 o->type == T_NOFLAG ? "no-" : "", o->name);
-		r = set_opt(c, o, o->type == T_NOFLAG ? "false" : optarg, where,
-			    err, errlen);
+		r = set_opt(c, o,
+			    o->type == T_NOFLAG ? "false"
+			    : o->type == T_FLAG ? "true"
+						: optarg,
+			    where, err, errlen);
 		if (r)
 			return r;
 	}

@@ -111,6 +111,11 @@ struct gw_config {
 	double rw_event_window;	     /* seconds before and after */
 	double rw_anomaly_threshold;
 	char rw_admin_push[8]; /* "on": POST /api/v1/admin/push */
+	/* the secured endpoint (http/webconfig.h, docs/security.md) */
+	char web_config_file[PATH_MAX];
+	int web_admin;	      /* the admin API (/api/v1/admin/...) */
+	int web_lifecycle;    /* /-/reload, /-/quit served */
+	int web_healthz_open; /* /healthz without basic auth */
 	struct gw_sim_fault faults[GW_SIM_MAX_FAULTS];
 	unsigned int nfaults;
 	double exited_grace; /* an exited process's series stay this long */
@@ -145,7 +150,8 @@ struct gw_config_setting {
 	const char *brief; /* one line (README) */
 	const char *help;  /* --help, lines separated by '\n' */
 	enum gw_config_reload reload;
-	bool negated; /* a --no-NAME switch: the file takes NAME: bool */
+	bool negated;	/* a --no-NAME switch: the file takes NAME: bool */
+	bool is_switch; /* --NAME or --no-NAME, no value (arg "") */
 };
 
 /* Row i of the table into *out; false past the last one. */

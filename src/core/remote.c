@@ -178,7 +178,10 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 	x->q = calloc(x->n ? x->n : 1, sizeof(*x->q));
 	if (!x->sink || !x->q)
 		goto nomem;
-	x->admin_push = strcmp(c->rw_admin_push, "on") == 0;
+	/* --remote-write-admin-push on is the old spelling of
+	 * --web.enable-admin-api; the HTTP layer refuses the admin API when
+	 * neither is on. */
+	x->admin_push = strcmp(c->rw_admin_push, "on") == 0 || c->web_admin;
 	for (unsigned int i = 0; i < c->external_labels.n; i++) {
 		ext[next++] = c->external_labels.v[i];
 		has_instance |=

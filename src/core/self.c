@@ -258,6 +258,12 @@ static void add_connections(struct gw_snap *n, const struct gw_http_stats *hs)
 			    (double)hs->refused[i], NULL, "reason",
 			    gw_http_refusal_name((enum gw_http_refusal)i),
 			    NULL);
+	for (size_t i = 0; i < GW_HTTP_AUTH_FAILURES; i++)
+		gw_snap_add(
+			n, GW_FAM(AGENT_HTTP_AUTH_FAILURES_TOTAL),
+			(double)hs->auth_failed[i], NULL, "reason",
+			gw_http_auth_failure_name((enum gw_http_auth_failure)i),
+			NULL);
 }
 
 static void add_worker(void *ctx, const char *name, double cpu_s,

@@ -1057,7 +1057,9 @@ static int do_push(const struct gw_api_opts *o, const struct gw_api_request *rq,
 	int err, n;
 
 	if (!o || !o->push)
-		return fail(r, "unavailable", "admin APIs disabled");
+		return fail(r, "unavailable",
+			    "no remote_write endpoint to push to (admin APIs "
+			    "disabled)");
 	if (!rq->post)
 		return gw_api_reply_error(r, 405, "bad_data",
 					  "method not allowed: use POST");

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "http/web.h"
+#include "http/websec.h"
 
 #define MAX_RESPONSE	(64u << 20)
 #define MAX_QUEUED	32 /* API requests waiting for a worker */
@@ -125,6 +127,12 @@ struct gw_http {
 	pthread_cond_t timer_wake; /* CLOCK_MONOTONIC */
 	bool timer_stop, timer_running;
 	pthread_t timer;
+
+	/* The web configuration (gw_http_set_web): set before start,
+	 * read-only after. */
+	struct gw_websec *web; /* NULL: plain HTTP, no auth */
+	bool healthz_open, admin, lifecycle;
+	_Atomic uint64_t auth_failed[GW_HTTP_AUTH_FAILURES];
 
 	/* Set first by gw_http_close: running queries stop (opts.cancel). */
 	_Atomic bool cancel;
@@ -306,6 +314,15 @@ static void conn_notify(void *cls, struct MHD_Connection *conn,
 	}
 	if (code != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
+	if (gw_websec_tls(h->web)) {
+		const union MHD_ConnectionInfo *ti = MHD_get_connection_info(
+			conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+		/* The session exists; its handshake has not begun:
+		 * client_auth_type is enforced in it, as Go does. */
+		if (ti && ti->tls_session)
+			gw_websec_session(h->web, ti->tls_session);
+	}
 	{
 		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(
 			conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -440,9 +457,15 @@ static void stop_timer(struct gw_http *h)
 	h->timer_running = false;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
-			     const char *type, char *body, size_t len,
-			     int owned)
+/* http_server_config's headers, on every answer. */
+static void add_headers(const struct gw_http *h, struct MHD_Response *r)
+{
+	gw_websec_headers(h->web, r);
+}
+
+static enum MHD_Result reply(struct gw_http *h, struct MHD_Connection *conn,
+			     unsigned int status, const char *type, char *body,
+			     size_t len, int owned)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -459,6 +482,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	add_headers(h, r);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -472,7 +496,7 @@ static enum MHD_Result reply_text(struct gw_http *h,
 {
 	if (status >= 400)
 		atomic_fetch_add(&h->errors, 1);
-	return reply(conn, status, "text/plain; charset=utf-8", (char *)msg,
+	return reply(h, conn, status, "text/plain; charset=utf-8", (char *)msg,
 		     strlen(msg), 0);
 }
 
@@ -488,7 +512,6 @@ static enum MHD_Result serve_web(struct gw_http *h, struct MHD_Connection *conn,
 	char etag[40];
 	bool gz;
 
-	(void)h;
 	ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -521,6 +544,7 @@ static enum MHD_Result serve_web(struct gw_http *h, struct MHD_Connection *conn,
 				"default-src 'self'; img-src 'self' data:; "
 				"style-src 'self' 'unsafe-inline'; "
 				"frame-ancestors 'none'");
+	add_headers(h, r); /* those the page does not set itself */
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -542,6 +566,7 @@ static enum MHD_Result reply_405(struct gw_http *h, struct MHD_Connection *conn)
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"text/plain; charset=utf-8");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	add_headers(h, r);
 	ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -584,7 +609,7 @@ static enum MHD_Result serve_metrics(struct gw_http *h,
 	atomic_fetch_add(&h->scrape_ns_sum, dt);
 	atomic_store(&h->last_scrape_ns, dt);
 	atomic_store(&h->last_bytes, len);
-	return reply(conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len,
+	return reply(h, conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len,
 		     1);
 }
 
@@ -612,14 +637,14 @@ static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
 	rq->state = REQ_SENT;
 	api_count(h, rq->ep, r->status, rq->arrival_ns);
 	if (r->content_type && !r->body.len && !gw_buf_error(&r->body))
-		return reply(conn, r->status, r->content_type, (char *)"", 0,
+		return reply(h, conn, r->status, r->content_type, (char *)"", 0,
 			     0);
 	if (!r->body.p || !r->body.len)
-		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		return reply(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "text/plain; charset=utf-8",
 			     (char *)"out of memory\n", 14, 0);
 	body = gw_buf_detach(&r->body, &len);
-	return reply(conn, r->status,
+	return reply(h, conn, r->status,
 		     r->content_type ? r->content_type : "application/json",
 		     body, len, 1);
 }
@@ -650,6 +675,7 @@ static enum MHD_Result api_405(struct gw_http *h, struct MHD_Connection *conn,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"text/plain; charset=utf-8");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
+	add_headers(h, r);
 	ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
@@ -880,6 +906,103 @@ static enum MHD_Result api_call(struct gw_http *h, struct MHD_Connection *conn,
 	return api_run(h, conn, rq);
 }
 
+static const char admin_off[] =
+	"{\"status\":\"error\",\"errorType\":\"unavailable\","
+	"\"error\":\"admin APIs disabled (--web.enable-admin-api)\"}";
+
+/*
+ * basic_auth_users: true when the request may go on; otherwise the
+ * answer (401 with WWW-Authenticate, or 429 while bcrypt checks are
+ * rate limited) is queued in *ret and the failure counted.
+ */
+static bool authorized(struct gw_http *h, struct MHD_Connection *conn,
+		       const char *url, enum MHD_Result *ret)
+{
+	static const char denied[] = "Unauthorized\n";
+	static const char busy[] = "too many failed logins; try again\n";
+	enum gw_http_auth_failure why = GW_HTTP_AUTH_MISSING;
+	struct MHD_Response *r;
+	char *user, *pass = NULL;
+
+	if (!gw_websec_has_users(h->web) ||
+	    (h->healthz_open && strcmp(url, "/healthz") == 0))
+		return true;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	if (user) {
+		enum gw_webauth_verdict v = gw_websec_check(
+			h->web, user, pass ? pass : "", mono_ns());
+
+		why = v == GW_WEBAUTH_THROTTLED ? GW_HTTP_AUTH_THROTTLED
+						: GW_HTTP_AUTH_WRONG;
+		if (pass)
+			explicit_bzero(pass, strlen(pass));
+		MHD_free(user);
+		MHD_free(pass);
+		if (v == GW_WEBAUTH_OK)
+			return true;
+	}
+	atomic_fetch_add(&h->auth_failed[why], 1);
+	atomic_fetch_add(&h->errors, 1);
+	*ret = MHD_NO;
+	if (why == GW_HTTP_AUTH_THROTTLED) {
+		r = MHD_create_response_from_buffer(
+			sizeof(busy) - 1, (void *)busy, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return false;
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	} else {
+		r = MHD_create_response_from_buffer(sizeof(denied) - 1,
+						    (void *)denied,
+						    MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return false;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	add_headers(h, r);
+	if (why == GW_HTTP_AUTH_THROTTLED)
+		*ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, r);
+	else
+		*ret = MHD_queue_basic_auth_fail_response(conn, "gpuwatch", r);
+	MHD_destroy_response(r);
+	if (*ret == MHD_YES)
+		set_phase(conn, PH_SENDING);
+	return false;
+}
+
+/*
+ * Prometheus' lifecycle endpoints: POST or PUT /-/reload raises SIGHUP,
+ * /-/quit SIGTERM, in the agent's own process (its main thread waits
+ * for both); 403 unless --web.enable-lifecycle.
+ */
+static enum MHD_Result lifecycle(struct gw_http *h, struct MHD_Connection *conn,
+				 const char *url, const char *method)
+{
+	int sig;
+
+	if (strcmp(url, "/-/healthy") == 0 || strcmp(url, "/-/ready") == 0)
+		return reply_text(h, conn, MHD_HTTP_OK, "gpuwatch is ready.\n");
+	if (strcmp(url, "/-/reload") == 0)
+		sig = SIGHUP;
+	else if (strcmp(url, "/-/quit") == 0)
+		sig = SIGTERM;
+	else
+		return reply_text(h, conn, MHD_HTTP_NOT_FOUND, "not found\n");
+	if (!h->lifecycle)
+		return reply_text(h, conn, MHD_HTTP_FORBIDDEN,
+				  "Lifecycle API is not enabled.\n");
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_PUT) != 0)
+		return reply_text(h, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "Only POST or PUT requests allowed\n");
+	gw_info("http: %s asked for by a client", url);
+	if (kill(getpid(), sig))
+		return reply_text(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "cannot signal the agent\n");
+	return reply_text(h, conn, MHD_HTTP_OK,
+			  sig == SIGHUP ? "reloading\n" : "stopping\n");
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			       const char *url, const char *method,
 			       const char *version, const char *upload_data,
@@ -895,8 +1018,26 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	 * sent with a wrong method is never read.
 	 */
 	if (*req_cls == NULL) {
+		enum MHD_Result ret;
+
 		atomic_fetch_add(&h->requests, 1);
 		set_phase(conn, PH_BODY); /* the headers are in */
+		if (!authorized(h, conn, url, &ret)) {
+			*req_cls = &first_call_marker;
+			return ret;
+		}
+		if (strncmp(url, "/-/", 3) == 0) {
+			*req_cls = &first_call_marker;
+			return lifecycle(h, conn, url, method);
+		}
+		if (strncmp(url, "/api/v1/admin/", 14) == 0 && !h->admin) {
+			*req_cls = &first_call_marker;
+			api_count(h, GW_API_ADMIN_PUSH, MHD_HTTP_FORBIDDEN,
+				  mono_ns());
+			return reply(h, conn, MHD_HTTP_FORBIDDEN,
+				     "application/json", (char *)admin_off,
+				     sizeof(admin_off) - 1, 0);
+		}
 		if (gw_api_route(url, &ep) == 0)
 			return api_begin(h, conn, ep, url, method, req_cls);
 		*req_cls = &first_call_marker;
@@ -1130,6 +1271,46 @@ void gw_http_set_limits(struct gw_http *h, const struct gw_http_limits *l)
 	h->body_ns = (uint64_t)(v.body_timeout * 1e9);
 }
 
+int gw_http_set_web(struct gw_http *h, const struct gw_http_web *w, char *err,
+		    size_t errlen)
+{
+	const struct gw_webconfig *c = w ? w->config : NULL;
+
+	if (h->d) {
+		snprintf(err, errlen, "the HTTP server is running already");
+		return -EBUSY;
+	}
+	gw_websec_free(h->web);
+	h->web = NULL;
+	h->healthz_open = w && w->healthz_open;
+	h->admin = w && w->admin;
+	h->lifecycle = w && w->lifecycle;
+	if (!c)
+		return 0;
+	h->web = gw_websec_new(c, err, errlen);
+	if (!h->web)
+		return -EINVAL;
+	if (gw_websec_tls(h->web) && strncmp(h->url, "http://", 7) == 0) {
+		char u[sizeof(h->url)];
+
+		snprintf(u, sizeof(u), "https://%s", h->url + 7);
+		snprintf(h->url, sizeof(h->url), "%s", u);
+	}
+	return 0;
+}
+
+int gw_http_reload_web(struct gw_http *h, const struct gw_webconfig *c,
+		       char *err, size_t errlen)
+{
+	if (!h->web) {
+		snprintf(err, errlen,
+			 "the agent started without --web.config.file: that "
+			 "needs a restart");
+		return -EINVAL;
+	}
+	return gw_websec_reload(h->web, c, mono_ns(), err, errlen);
+}
+
 /* Stops the workers: queued requests get 503; running ones finish, at
  * once when h->cancel is set. */
 static void stop_workers(struct gw_http *h)
@@ -1185,20 +1366,48 @@ int gw_http_start(struct gw_http *h, char *err, size_t errlen)
 	 * ours); its inactivity timeout closes what our timer would anyway,
 	 * a suspended connection never.
 	 */
-	h->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
-			MHD_ALLOW_SUSPEND_RESUME,
-		0, admit, h, handler, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->nslots,
-		MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int)ceil(h->lim.header_timeout + h->lim.body_timeout),
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-		MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
-		MHD_OPTION_NOTIFY_CONNECTION, conn_notify, h, MHD_OPTION_END);
+	{
+		bool on = gw_websec_tls(h->web);
+		struct MHD_OptionItem tls[3];
+		size_t nt = 0;
+
+		/*
+		 * The certificate comes from a callback at each handshake,
+		 * so a reload rotates it; client certificates are asked
+		 * for and verified per session (websec.c), not by
+		 * libmicrohttpd.
+		 */
+		if (on) {
+			tls[nt++] = (struct MHD_OptionItem){
+				MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+				(void *)gw_websec_cert_callback()
+			};
+			tls[nt++] = (struct MHD_OptionItem){
+				MHD_OPTION_HTTPS_PRIORITIES, 0,
+				(void *)gw_websec_priorities(h->web)
+			};
+		}
+		tls[nt] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+		h->d = MHD_start_daemon(
+			MHD_USE_INTERNAL_POLLING_THREAD |
+				MHD_USE_EPOLL_LINUX_ONLY |
+				MHD_ALLOW_SUSPEND_RESUME |
+				(on ? MHD_USE_TLS : 0),
+			0, admit, h, handler, h, MHD_OPTION_ARRAY, tls,
+			MHD_OPTION_LISTEN_SOCKET, h->fd,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned int)h->nslots,
+			MHD_OPTION_CONNECTION_TIMEOUT,
+			(unsigned int)ceil(h->lim.header_timeout +
+					   h->lim.body_timeout),
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+			MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+			MHD_OPTION_NOTIFY_CONNECTION, conn_notify, h,
+			MHD_OPTION_END);
+	}
 	if (!h->d) {
 		stop_timer(h);
-		snprintf(err, errlen, "cannot start the HTTP server on %s",
-			 h->url);
+		snprintf(err, errlen, "cannot start the HTTP server on %s%s",
+			 h->url, gw_websec_tls(h->web) ? " with TLS" : "");
 		return -EIO;
 	}
 	h->fd = -1; /* MHD owns the socket now and closes it on stop */
@@ -1262,6 +1471,7 @@ void gw_http_close(struct gw_http *h)
 	pthread_cond_destroy(&h->flushed);
 	pthread_cond_destroy(&h->timer_wake);
 	free(h->conns);
+	gw_websec_free(h->web);
 	free(h);
 }
 
@@ -1289,4 +1499,20 @@ void gw_http_stats(struct gw_http *h, struct gw_http_stats *st)
 	st->connections = atomic_load(&h->conns_open);
 	for (size_t i = 0; i < GW_HTTP_REFUSALS; i++)
 		st->refused[i] = atomic_load(&h->refused[i]);
+	for (size_t i = 0; i < GW_HTTP_AUTH_FAILURES; i++)
+		st->auth_failed[i] = atomic_load(&h->auth_failed[i]);
+	st->auth_failed[GW_HTTP_AUTH_CLIENT_CERT] =
+		gw_websec_cert_refused(h->web);
+}
+
+const char *gw_http_auth_failure_name(enum gw_http_auth_failure f)
+{
+	static const char *const names[GW_HTTP_AUTH_FAILURES] = {
+		"missing",
+		"wrong",
+		"throttled",
+		"client_cert",
+	};
+
+	return (unsigned int)f < GW_HTTP_AUTH_FAILURES ? names[f] : "unknown";
 }

@@ -8,6 +8,9 @@
  *   GET /healthz  200 "ok" while the agent runs.
  *   GET /         the web page and its files (http/web.h), embedded at
  *                 build time, gzip'd for clients that take it.
+ *   /-/reload, /-/quit, /-/healthy, /-/ready  Prometheus' lifecycle
+ *                 endpoints (gw_http_web).
+ *   /api/v1/admin/...  403 unless gw_http_web.admin.
  *   /api/v1/...   Prometheus' query API (http/api.h), GET or POST with an
  *                 application/x-www-form-urlencoded body of at most 64 KiB;
  *                 other methods are 405 with "Allow: GET, POST".  Without a
@@ -53,10 +56,12 @@
 #ifndef GW_HTTP_SERVER_H
 #define GW_HTTP_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "http/api.h"
+#include "http/webconfig.h"
 #include "pipeline/metrics.h"
 #include "store/query.h"
 
@@ -86,6 +91,35 @@ struct gw_http_limits {
 	double body_timeout;	      /* seconds; 0: 10 */
 };
 
+/* Requests refused by basic_auth_users (the web configuration). */
+enum gw_http_auth_failure {
+	GW_HTTP_AUTH_MISSING,	  /* 401: no Authorization: Basic header */
+	GW_HTTP_AUTH_WRONG,	  /* 401: unknown user or wrong password */
+	GW_HTTP_AUTH_THROTTLED,	  /* 429: bcrypt checks rate limited */
+	GW_HTTP_AUTH_CLIENT_CERT, /* a client certificate that does not
+				     verify: the handshake refused */
+	GW_HTTP_AUTH_FAILURES
+};
+
+/* "missing", "wrong", "throttled", "client_cert". */
+const char *gw_http_auth_failure_name(enum gw_http_auth_failure f);
+
+/*
+ * The secured endpoint (gw_http_set_web).  config is the web
+ * configuration file (http/webconfig.h), borrowed for the call: TLS with
+ * its client_auth_type enforced in the handshake, basic_auth_users on
+ * every path (but /healthz when healthz_open), http_server_config's
+ * headers on every answer.  admin: the admin API (/api/v1/admin/...) served, else 403.
+ * lifecycle: POST or PUT /-/reload and /-/quit raise SIGHUP and SIGTERM
+ * in the process, else 403.  /-/healthy and /-/ready answer 200.
+ */
+struct gw_http_web {
+	const struct gw_webconfig *config; /* NULL: plain HTTP, no auth */
+	bool healthz_open;
+	bool admin;
+	bool lifecycle;
+};
+
 struct gw_http_stats {
 	uint64_t requests;
 	uint64_t scrapes;
@@ -102,6 +136,7 @@ struct gw_http_stats {
 				    now (a gauge) */
 	uint64_t connections;	/* open now, not being closed (a gauge) */
 	uint64_t refused[GW_HTTP_REFUSALS];
+	uint64_t auth_failed[GW_HTTP_AUTH_FAILURES];
 };
 
 /*
@@ -122,6 +157,21 @@ void gw_http_set_queryable(struct gw_http *h, const struct gw_queryable *q,
 /* Connection limits (copied; NULL = defaults).  Call before
  * gw_http_start. */
 void gw_http_set_limits(struct gw_http *h, const struct gw_http_limits *l);
+/* The web configuration and endpoint switches (copied; NULL = plain
+ * HTTP, admin and lifecycle off).  Call before gw_http_start; the URL
+ * becomes https:// with TLS.  -EINVAL with a reason when GnuTLS refuses
+ * the TLS settings. */
+__attribute__((warn_unused_result)) int
+gw_http_set_web(struct gw_http *h, const struct gw_http_web *w, char *err,
+		size_t errlen);
+/* A reload of the web configuration (SIGHUP) while serving: the next
+ * handshakes get the new certificate, client CA, priorities and
+ * client_auth_type, the next requests the new users and headers.  TLS
+ * cannot be turned on or off (websec.h).  0, or -errno with a reason in
+ * err and the running configuration kept. */
+__attribute__((warn_unused_result)) int
+gw_http_reload_web(struct gw_http *h, const struct gw_webconfig *c, char *err,
+		   size_t errlen);
 /* Starts serving on the bound socket (the server thread and the query
  * workers are created here). */
 __attribute__((warn_unused_result)) int gw_http_start(struct gw_http *h,

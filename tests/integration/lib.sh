@@ -12,6 +12,9 @@ FAKE_NVML_DIR="${FAKE_NVML_DIR:-}"
 T_DIR="$(mktemp -d "${TMPDIR:-/tmp}/gpuwatch-test.XXXXXX")"
 AGENT_PID=""
 URL=""
+# curl's options for the agent's endpoint (a test of the secured endpoint
+# sets --cacert, --user ...): used by start_agent and scrape.
+CURL_OPTS=()
 T_NAME="$(basename "$0" .sh)"
 
 cleanup() {
@@ -78,8 +81,8 @@ start_agent() {
 	AGENT_PID=$!
 	local deadline=$(($(now_ms) + 15000))
 	while [ "$(now_ms)" -lt $deadline ]; do
-		URL="$(sed -n 's/.* listening on \(http:[^ ]*\) .*/\1/p' "$T_DIR/agent.log" | head -n1)"
-		if [ -n "$URL" ] && curl -fsS "$URL/healthz" >/dev/null 2>&1; then
+		URL="$(sed -n 's/.* listening on \(https\?:[^ ]*\) .*/\1/p' "$T_DIR/agent.log" | head -n1)"
+		if [ -n "$URL" ] && curl -fsS "${CURL_OPTS[@]}" "$URL/healthz" >/dev/null 2>&1; then
 			return 0
 		fi
 		kill -0 "$AGENT_PID" 2>/dev/null || fail "agent exited at start: $(cat "$T_DIR/agent.log")"
@@ -122,7 +125,7 @@ check_unique_series() {
 # through here and is checked by check_unique_series.
 scrape() {
 	local m
-	m="$(curl -fsS "$URL/metrics")" || return 1
+	m="$(curl -fsS "${CURL_OPTS[@]}" "$URL/metrics")" || return 1
 	check_unique_series <<<"$m" || true
 	printf '%s\n' "$m"
 }

@@ -819,6 +819,7 @@ static const char *sample_value(const char *name)
 		{ "alertmanager", "http://127.0.0.1:9093" },
 		{ "remote-write", "http://127.0.0.1:8428/api/v1/write" },
 		{ "statsd-socket", "/run/gpuwatch/statsd.sock" },
+		{ "web.config.file", "/etc/gpuwatch/web.yml" },
 		{ "pod-resources-socket",
 		  "/var/lib/kubelet/pod-resources/kubelet.sock" },
 		{ "cuda-lib-glob", "/opt/venv/lib/python3*/site-packages/"
@@ -937,7 +938,8 @@ static void every_setting_is_complete(void **state)
 				    st.negated ? 5 : 2) == 0);
 		assert_true(name[0] != '\0');
 		assert_non_null(st.arg);
-		assert_true(st.negated == (st.arg[0] == '\0'));
+		assert_true(st.is_switch == (st.arg[0] == '\0'));
+		assert_true(!st.negated || st.is_switch);
 		assert_true(st.key[0] != '\0' && !strchr(st.key, '-'));
 		assert_non_null(st.help);
 		assert_true(strlen(st.help) > 10);
@@ -962,7 +964,7 @@ static void every_setting_is_complete(void **state)
 		}
 
 		/* The flag takes the value (a switch takes none)... */
-		if (st.negated)
+		if (st.is_switch)
 			r = run_args(&c, err, sizeof(err), st.flag, NULL);
 		else
 			r = run_args(&c, err, sizeof(err), "--simulate", "1",
@@ -971,19 +973,19 @@ static void every_setting_is_complete(void **state)
 			fail_msg("%s %s: %s", st.flag, value, err);
 		/* ...and so does the file key, in both spellings. */
 		snprintf(yaml, sizeof(yaml), "%s: %s\n", st.key,
-			 st.negated ? st.def : value);
+			 st.is_switch ? st.def : value);
 		if (load_text(&c, yaml, err, sizeof(err)))
 			fail_msg("%s", err);
 		if (st.def[0] && memcmp(&c, &def, sizeof(c)) != 0)
 			fail_msg("'%s' in a file does not give the default",
 				 yaml);
 		snprintf(yaml, sizeof(yaml), "%s: %s\n", name,
-			 st.negated ? st.def : value);
+			 st.is_switch ? st.def : value);
 		if (load_text(&c, yaml, err, sizeof(err)))
 			fail_msg("%s", err);
 
 		/* The default, given as a flag, is the stored default. */
-		if (st.def[0] && !st.negated) {
+		if (st.def[0] && !st.is_switch) {
 			assert_int_equal(run_args(&c, err, sizeof(err), st.flag,
 						  st.def, NULL),
 					 0);
@@ -1014,7 +1016,7 @@ static void help_shows_default_and_reload(void **state)
 		const char *at, *next;
 
 		snprintf(head, sizeof(head), "\n  %s%s%s\n", st.flag,
-			 st.negated ? "" : " ", st.arg);
+			 st.is_switch ? "" : " ", st.arg);
 		at = strstr(text, head);
 		if (!at)
 			fail_msg("--help has no '%s'", head + 1);
@@ -1052,7 +1054,7 @@ static void markdown_has_a_row_per_setting(void **state)
 			    60) == 0);
 	for (size_t i = 0; gw_config_setting(i, &st); i++, n++) {
 		snprintf(row, sizeof(row), "\n| `%s%s%s` | ", st.flag,
-			 st.negated ? "" : " ", st.arg);
+			 st.is_switch ? "" : " ", st.arg);
 		assert_contains(text, row);
 	}
 	for (size_t i = 0; i < len; i++)
