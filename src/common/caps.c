@@ -52,12 +52,7 @@ uint64_t gw_caps_ebpf(void)
 
 uint64_t gw_caps_prof(void)
 {
-	uint64_t c = gw_caps_ebpf() | GW_CAPS_PROF;
-
-	if (last_cap() < GW_CAP_CHECKPOINT_RESTORE)
-		c = (c & ~GW_CAP(GW_CAP_CHECKPOINT_RESTORE)) |
-		    GW_CAP(GW_CAP_SYS_ADMIN);
-	return c;
+	return gw_caps_ebpf() | GW_CAPS_PROF;
 }
 
 uint64_t gw_caps_effective(void)

@@ -33,15 +33,14 @@
 #define GW_CAP(c) (1ull << (c))
 
 /* Numbers from linux/capability.h, for kernels' headers that lack some. */
-#define GW_CAP_DAC_OVERRIDE	  1
-#define GW_CAP_DAC_READ_SEARCH	  2
-#define GW_CAP_SYS_PTRACE	  19
-#define GW_CAP_SYS_ADMIN	  21
-#define GW_CAP_SYS_RESOURCE	  24
-#define GW_CAP_SYSLOG		  34
-#define GW_CAP_PERFMON		  38
-#define GW_CAP_BPF		  39
-#define GW_CAP_CHECKPOINT_RESTORE 40
+#define GW_CAP_DAC_OVERRIDE    1
+#define GW_CAP_DAC_READ_SEARCH 2
+#define GW_CAP_SYS_PTRACE      19
+#define GW_CAP_SYS_ADMIN       21
+#define GW_CAP_SYS_RESOURCE    24
+#define GW_CAP_SYSLOG	       34
+#define GW_CAP_PERFMON	       38
+#define GW_CAP_BPF	       39
 
 /* Reading other users' /proc/PID/{environ,cgroup,maps,root}. */
 #define GW_CAPS_ATTRIB                                                         \
@@ -56,10 +55,9 @@
 	 GW_CAP(GW_CAP_SYS_RESOURCE) | GW_CAPS_ATTRIB)
 
 /* The CPU profiler: the probes', kernel addresses in /proc/kallsyms, and
- * /proc/PID/map_files (see gw_caps_prof()). */
+ * CAP_SYS_ADMIN (see gw_caps_prof()). */
 #define GW_CAPS_PROF                                                           \
-	(GW_CAPS_EBPF | GW_CAP(GW_CAP_SYSLOG) |                                \
-	 GW_CAP(GW_CAP_CHECKPOINT_RESTORE))
+	(GW_CAPS_EBPF | GW_CAP(GW_CAP_SYSLOG) | GW_CAP(GW_CAP_SYS_ADMIN))
 
 /* What a worker keeps by default in gw_worker_opts: nothing. */
 #define GW_CAPS_NONE 0ull
@@ -67,10 +65,11 @@
 /* GW_CAPS_EBPF, with CAP_SYS_ADMIN where the kernel has no CAP_BPF. */
 uint64_t gw_caps_ebpf(void);
 /*
- * The CPU profiler's: the probes' (gw_caps_ebpf), CAP_SYSLOG for kernel
- * addresses in /proc/kallsyms, and CAP_CHECKPOINT_RESTORE for
- * /proc/PID/map_files (a mapped file that was deleted; CAP_SYS_ADMIN on
- * kernels before 5.9, which lack it).
+ * The CPU profiler's (GW_CAPS_PROF): the probes' (gw_caps_ebpf), CAP_SYSLOG
+ * for kernel addresses in /proc/kallsyms, and CAP_SYS_ADMIN: the launch
+ * probes (a uprobe program reading the task's registers) do not attach
+ * without it (Linux 6.18), and /proc/PID/map_files (a mapped file that was
+ * deleted) wants it or CAP_CHECKPOINT_RESTORE.
  */
 uint64_t gw_caps_prof(void);
 

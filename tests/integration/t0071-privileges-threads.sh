@@ -3,7 +3,7 @@
 # that part uses (docs/internals/privileges.md): the eBPF thread its
 # probes' (BPF, PERFMON, SYS_RESOURCE, SYS_PTRACE, DAC_READ_SEARCH; and
 # SYS_ADMIN on kernels without CAP_BPF), the CPU profiler's thread those
-# and SYSLOG and CHECKPOINT_RESTORE, the CUPTI thread what reading
+# and SYSLOG and SYS_ADMIN, the CUPTI thread what reading
 # other users' rings takes (SYS_PTRACE, DAC_READ_SEARCH, DAC_OVERRIDE), the
 # NVML threads what attributing GPU processes takes (SYS_PTRACE,
 # DAC_READ_SEARCH), every other thread none, and no thread can regain
@@ -20,14 +20,9 @@ attrib=$((ptrace | dac_read))
 cupti=$((attrib | dac_override))
 ebpf=$((attrib | $(bit 39) | $(bit 38) | $(bit 24)))
 [ "$(cat /proc/sys/kernel/cap_last_cap)" -lt 39 ] && ebpf=$((ebpf | $(bit 21)))
-# The CPU profiler's: the probes', SYSLOG (kallsyms), CHECKPOINT_RESTORE
-# (map_files; SYS_ADMIN before it existed).
-prof=$((ebpf | $(bit 34)))
-if [ "$(cat /proc/sys/kernel/cap_last_cap)" -lt 40 ]; then
-	prof=$((prof | $(bit 21)))
-else
-	prof=$((prof | $(bit 40)))
-fi
+# The CPU profiler's: the probes', SYSLOG (kallsyms), SYS_ADMIN (its
+# launch probes; map_files).
+prof=$((ebpf | $(bit 34) | $(bit 21)))
 union=$((prof | cupti))
 
 allowed() {
