@@ -33,6 +33,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "cli/top.h"
 #include "http/api.h"
 
@@ -120,6 +121,8 @@ static void usage(FILE *out)
 		"  -h, --help\n"
 		"      Show this help and exit.\n"
 		"\n"
+		"A secured agent (--web.config.file, docs/security.md): an "
+		"https:// --url and\n" GW_CLIENT_USAGE "\n"
 		"Keys (full screen):\n"
 		"  q            quit\n"
 		"  m u e p g c  sort processes by memory, SM utilisation, "
@@ -500,8 +503,7 @@ static int parse_when(const char *s, int64_t *ms)
 }
 
 enum {
-	O_URL = 256,
-	O_INTERVAL,
+	O_INTERVAL = 256,
 	O_ONCE,
 	O_PLAIN,
 	O_ITER,
@@ -527,7 +529,7 @@ __attribute__((format(printf, 1, 2))) static int bad(const char *fmt, ...)
 int gw_cmd_top(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "url", required_argument, NULL, O_URL },
+		GW_CLIENT_LONGOPTS,
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "plain", no_argument, NULL, O_PLAIN },
@@ -540,9 +542,10 @@ int gw_cmd_top(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct gw_client cl = { 0 };
 	struct gw_top *t;
 	struct sigaction sa;
-	const char *url = NULL, *term;
+	const char *term;
 	int64_t ms;
 	char *end;
 	int ch, rc;
@@ -561,9 +564,6 @@ int gw_cmd_top(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		rc = 2;
 		switch (ch) {
-		case O_URL:
-			url = optarg;
-			break;
 		case O_INTERVAL:
 			if (gw_api_parse_duration(optarg, &ms) ||
 			    ms < INTERVAL_MIN || ms > INTERVAL_MAX) {
@@ -635,6 +635,8 @@ int gw_cmd_top(int argc, char **argv)
 			rc = 0;
 			goto out;
 		default:
+			if (gw_client_opt(&cl, ch, optarg))
+				break;
 			rc = bad("bad option '%s'", argv[optind - 1]);
 			goto out;
 		}
@@ -643,15 +645,11 @@ int gw_cmd_top(int argc, char **argv)
 		rc = bad("unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	if (!url || !*url)
-		url = getenv("GPUWATCH_URL");
-	if (!url || !*url)
-		url = DEFAULT_URL;
-	snprintf(t->base, sizeof(t->base), "%s%s",
-		 strstr(url, "://") ? "" : "http://", url);
-	n = strlen(t->base);
-	while (n > 0 && t->base[n - 1] == '/')
-		t->base[--n] = '\0';
+	if (gw_client_finish(&cl, "gpuwatch top", DEFAULT_URL)) {
+		rc = 2;
+		goto out;
+	}
+	snprintf(t->base, sizeof(t->base), "%s", cl.base);
 
 	rc = 1;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
@@ -669,6 +667,7 @@ int gw_cmd_top(int argc, char **argv)
 	curl_easy_setopt(t->curl, CURLOPT_TIMEOUT_MS,
 			 (long)(t->interval_ms > 5000 ? t->interval_ms : 5000));
 	curl_easy_setopt(t->curl, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
+	gw_client_apply(&cl, t->curl);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -687,6 +686,7 @@ int gw_cmd_top(int argc, char **argv)
 out_curl:
 	curl_global_cleanup();
 out:
+	gw_client_release(&cl);
 	gw_top_snapshot_release(&t->snap);
 	free(t);
 	return rc;

@@ -20,6 +20,7 @@
 #include <curl/curl.h>
 
 #include "cli/jv.h"
+#include "cli/client.h"
 #include "cli/top.h"
 #include "common/buf.h"
 
@@ -120,7 +121,10 @@ static int fetch(struct gw_top *t, const char *query, const char *at,
 	}
 	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (!body.len || gw_jv_parse(body.p, body.len, root)) {
-		snprintf(why, whyn, "HTTP %ld, not the query API", status);
+		const char *hint = gw_client_hint(status);
+
+		snprintf(why, whyn, "HTTP %ld, %s", status,
+			 hint ? hint : "not the query API");
 		err = -EHOSTUNREACH;
 		goto out;
 	}

@@ -92,6 +92,16 @@ rc=0
 [ $rc -eq 2 ] || fail "--user without a password exited $rc, not 2 (a bad option)"
 ok "gpuwatch query: --ca-file, --user, --password-file, --insecure; 401 and an unknown CA explained"
 
+# gpuwatch top takes the same client options.
+out="$("$GPUWATCH" top --once --url "$URL" --ca-file "$T_DIR/ca.crt" --user alice \
+	--password-file "$T_DIR/password" 2>&1)" || fail "gpuwatch top over TLS failed: $out"
+grep -Eq '^ *0 ' <<<"$out" || fail "gpuwatch top over TLS shows no GPU 0: $out"
+rc=0
+err="$("$GPUWATCH" top --once --url "$URL" --ca-file "$T_DIR/ca.crt" 2>&1)" || rc=$?
+[ $rc -eq 1 ] || fail "gpuwatch top without a password exited $rc"
+case "$err" in *"HTTP 401"*) ;; *) fail "gpuwatch top without a password said: $err" ;; esac
+ok "gpuwatch top: the same client options; a 401 explained"
+
 # A flood of guesses is throttled, not hashed without end: "slow" has a
 # cost-12 hash, so the 1 s bcrypt budget is spent in a few guesses.  The
 # password in use stays remembered (each use keeps it a minute more).
