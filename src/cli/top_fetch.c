@@ -276,7 +276,8 @@ static void take_gpus(struct gw_top_snapshot *s, const struct gw_jv *r)
 		else if (strcmp(name, "clock_event_active") == 0 && v > 0)
 			add_reason(g, label(x, "reason"));
 	}
-	qsort(s->gpus, s->ngpus, sizeof(*s->gpus), gpu_cmp);
+	if (s->ngpus > 1)
+		qsort(s->gpus, s->ngpus, sizeof(*s->gpus), gpu_cmp);
 }
 
 /* The owner of a process: its job, else its pod, else its container. */
@@ -390,7 +391,8 @@ static void take_rows(struct gw_top_section *sec, const struct gw_jv *r,
 		w->v = sample_value(x, NULL);
 		w->v2 = NAN;
 	}
-	qsort(sec->rows, sec->n, sizeof(*sec->rows), row_cmp);
+	if (sec->n > 1)
+		qsort(sec->rows, sec->n, sizeof(*sec->rows), row_cmp);
 }
 
 /* Puts the values of R into v2 of the rows with the same pid and WHAT. */
@@ -552,8 +554,9 @@ int gw_top_update(struct gw_top *t)
 		if ((r = vector_of(&root)))
 			join_second(&s.errors, r, error_what, 2);
 		gw_jv_release(&root);
-		qsort(s.errors.rows, s.errors.n, sizeof(*s.errors.rows),
-		      rate_cmp);
+		if (s.errors.n > 1)
+			qsort(s.errors.rows, s.errors.n, sizeof(*s.errors.rows),
+			      rate_cmp);
 	}
 
 	err = section_query(t, Q_ALERTS, at, &root, &s.alerts, why,

@@ -352,7 +352,8 @@ static int load_elf(int fd, struct file *f, bool syms_only)
 	else
 		read_syms(e, f, SHT_DYNSYM, &cap, &strcap);
 	elf_end(e);
-	qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+	if (f->nsyms > 1)
+		qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
 	return full;
 }
 
@@ -643,7 +644,8 @@ static void read_perf_map(struct proc *p, uint64_t round)
 		p->nperf++;
 	}
 	fclose(fp);
-	qsort(p->perf, p->nperf, sizeof(*p->perf), cmp_sym);
+	if (p->nperf > 1)
+		qsort(p->perf, p->nperf, sizeof(*p->perf), cmp_sym);
 }
 
 static struct map *find_map(struct gw_symbols *s, struct proc *p, uint64_t ip)
@@ -775,7 +777,8 @@ static void load_kallsyms(struct gw_symbols *s)
 		s->nksyms++;
 	}
 	fclose(fp);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), cmp_sym);
+	if (s->nksyms > 1)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), cmp_sym);
 }
 
 void gw_symbols_kernel(struct gw_symbols *s, uint64_t ip, char *out,
