@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
+
 #define MAX_PASSWORD 1024
 
 bool gw_client_opt(struct gw_client *c, int ch, const char *arg)
@@ -183,4 +185,27 @@ void gw_client_release(struct gw_client *c)
 		free(c->userpwd);
 	}
 	c->userpwd = NULL;
+}
+
+size_t gw_client_body(char *p, size_t size, size_t n, void *buf)
+{
+	struct gw_buf *b = buf;
+
+	return gw_buf_add(b, p, size * n) ? 0 : size * n;
+}
+
+void gw_client_form_add(CURL *h, struct gw_buf *form, const char *name,
+			const char *value)
+{
+	char *esc;
+
+	if (!value || gw_buf_error(form))
+		return;
+	esc = curl_easy_escape(h, value, 0);
+	if (!esc) {
+		gw_buf_set_error(form, -ENOMEM);
+		return;
+	}
+	gw_buf_putf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
+	curl_free(esc);
 }

@@ -87,4 +87,13 @@ void gw_client_apply(const struct gw_client *c, CURL *h);
 const char *gw_client_hint(long status);
 void gw_client_release(struct gw_client *c);
 
+struct gw_buf;
+/* CURLOPT_WRITEFUNCTION appending to the struct gw_buf in
+ * CURLOPT_WRITEDATA (a full buffer ends the transfer). */
+size_t gw_client_body(char *p, size_t size, size_t n, void *buf);
+/* Appends name=value (value URL-encoded, '&' between pairs) to form; a
+ * failure stays in form's error.  A NULL value adds nothing. */
+void gw_client_form_add(CURL *h, struct gw_buf *form, const char *name,
+			const char *value);
+
 #endif

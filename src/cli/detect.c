@@ -24,6 +24,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "common/buf.h"
 #include "http/api.h"
 #include "pipeline/detect.h"
@@ -464,13 +465,6 @@ bad:
 	return -EINVAL;
 }
 
-static size_t on_data(char *p, size_t size, size_t n, void *cls)
-{
-	struct gw_buf *b = cls;
-
-	return gw_buf_add(b, p, size * n) ? 0 : size * n;
-}
-
 /* GET base/api/v1/query?query=EXPR[RANGE]&time=END into body. */
 static int fetch(const char *base, const char *expr, int64_t start_ms,
 		 int64_t end_ms, struct gw_buf *body)
@@ -502,7 +496,7 @@ static int fetch(const char *base, const char *expr, int64_t start_ms,
 		goto out;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url.p);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gw_client_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

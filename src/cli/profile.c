@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "common/buf.h"
 #include "http/api.h"
 #include "store/profile.h"
@@ -79,29 +80,6 @@ static void usage(FILE *f)
 	      "error).\n"
 	      "The agent: --url, else GPUWATCH_URL, else " DEFAULT_URL ".\n",
 	      f);
-}
-
-static size_t on_data(char *p, size_t size, size_t n, void *cls)
-{
-	struct gw_buf *b = cls;
-
-	return gw_buf_add(b, p, size * n) ? 0 : size * n;
-}
-
-static void add_form(CURL *c, struct gw_buf *form, const char *name,
-		     const char *value)
-{
-	char *esc;
-
-	if (!value || gw_buf_error(form))
-		return;
-	esc = curl_easy_escape(c, value, 0);
-	if (!esc) {
-		gw_buf_set_error(form, -ENOMEM);
-		return;
-	}
-	gw_buf_putf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
-	curl_free(esc);
 }
 
 /* A selector with braces: 'version="1"' becomes '{version="1"}'. */
@@ -174,17 +152,17 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 	snprintf(t[1], sizeof(t[1]), "%.3f", (double)end_ms / 1000);
 	if (match) {
 		braced(match, sel, sizeof(sel));
-		add_form(c, &form, "match[]", sel);
+		gw_client_form_add(c, &form, "match[]", sel);
 	}
-	add_form(c, &form, "start", t[0]);
-	add_form(c, &form, "end", t[1]);
-	add_form(c, &form, "format", format);
+	gw_client_form_add(c, &form, "start", t[0]);
+	gw_client_form_add(c, &form, "end", t[1]);
+	gw_client_form_add(c, &form, "format", format);
 	if (o->launches)
-		add_form(c, &form, "type", "launches");
+		gw_client_form_add(c, &form, "type", "launches");
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p ? form.p : "");
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gw_client_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

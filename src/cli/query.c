@@ -280,30 +280,6 @@ static int print_answer(const struct gw_jv *root, const struct out_opts *o)
 
 /* ---- HTTP ---- */
 
-static size_t on_data(char *p, size_t size, size_t n, void *cls)
-{
-	struct gw_buf *b = cls;
-
-	return gw_buf_add(b, p, size * n) ? 0 : size * n;
-}
-
-/* name=value& with value URL-encoded; a failure stays in form. */
-static void add_form(CURL *c, struct gw_buf *form, const char *name,
-		     const char *value)
-{
-	char *esc;
-
-	if (!value || gw_buf_error(form))
-		return;
-	esc = curl_easy_escape(c, value, 0);
-	if (!esc) {
-		gw_buf_set_error(form, -ENOMEM);
-		return;
-	}
-	gw_buf_putf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
-	curl_free(esc);
-}
-
 struct request {
 	const char *base;
 	const struct gw_client *client;
@@ -328,13 +304,13 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 	gw_buf_init(&form, 1u << 20);
 	snprintf(url, sizeof(url), "%s/api/v1/%s", rq->base,
 		 rq->range ? "query_range" : "query");
-	add_form(c, &form, "query", rq->query);
-	add_form(c, &form, "time", rq->time);
-	add_form(c, &form, "start", rq->start);
-	add_form(c, &form, "end", rq->end);
-	add_form(c, &form, "step", rq->step);
-	add_form(c, &form, "timeout", rq->timeout);
-	add_form(c, &form, "tier", rq->tier);
+	gw_client_form_add(c, &form, "query", rq->query);
+	gw_client_form_add(c, &form, "time", rq->time);
+	gw_client_form_add(c, &form, "start", rq->start);
+	gw_client_form_add(c, &form, "end", rq->end);
+	gw_client_form_add(c, &form, "step", rq->step);
+	gw_client_form_add(c, &form, "timeout", rq->timeout);
+	gw_client_form_add(c, &form, "tier", rq->tier);
 	err = gw_buf_error(&form);
 	if (err) {
 		fprintf(stderr, "gpuwatch query: the query is too large\n");
@@ -343,7 +319,7 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gw_client_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -66,13 +66,6 @@ void gw_top_snapshot_release(struct gw_top_snapshot *s)
 
 /* ---- fetching ---- */
 
-static size_t on_data(char *p, size_t size, size_t n, void *cls)
-{
-	struct gw_buf *b = cls;
-
-	return gw_buf_add(b, p, size * n) ? 0 : size * n;
-}
-
 /*
  * POSTs QUERY (at TIME when not NULL) to /api/v1/query and parses the
  * answer into ROOT.  0 on a success answer; -EHOSTUNREACH when the agent
@@ -107,7 +100,7 @@ static int fetch(struct gw_top *t, const char *query, const char *at,
 	curl_easy_setopt(t->curl, CURLOPT_URL, url);
 	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, form.p);
 	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDSIZE, (long)form.len);
-	curl_easy_setopt(t->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(t->curl, CURLOPT_WRITEFUNCTION, gw_client_body);
 	curl_easy_setopt(t->curl, CURLOPT_WRITEDATA, &body);
 	curl_easy_setopt(t->curl, CURLOPT_ERRORBUFFER, cerr);
 	rc = curl_easy_perform(t->curl);
