@@ -615,21 +615,18 @@ static const char *eq_name(const struct gw_matcher *m, size_t nm)
 }
 
 /*
- * The evicted series (store_head.c) that the matchers select and whose
- * last sample is at or after mint, except the ids in have (ascending: the
- * index found them): their keys read back from index.db, in ascending
- * ids.  Nothing to read when no evicted series sampled after mint.
+ * The series ids[0..n) (ascending) that the matchers select, their keys
+ * read back from index.db (the series have left memory): *out in the
+ * same order.  A series index.db does not know is skipped.
  */
-static int evicted_select(struct gw_store *s, const struct gw_matcher *m,
-			  size_t nm, int64_t mint, const uint32_t *have,
-			  size_t nhave, struct gw_query_limits *lim,
-			  struct ev_hit **out, size_t *nout)
+static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
+			const struct gw_matcher *m, size_t nm,
+			struct gw_query_limits *lim, struct ev_hit **out,
+			size_t *nout)
 {
 	const char *name = eq_name(m, nm);
-	size_t lname = name ? strlen(name) : 0, n = 0, k = 0;
-	uint32_t nh = name ? gw_store_name_hash(name, lname) : 0;
+	size_t lname = name ? strlen(name) : 0, k = 0;
 	struct ev_hit *hits = NULL;
-	uint32_t *ids = NULL;
 	sqlite3_stmt *st = NULL;
 	sqlite3 *db = NULL;
 	char path[PATH_MAX];
@@ -637,24 +634,8 @@ static int evicted_select(struct gw_store *s, const struct gw_matcher *m,
 
 	*out = NULL;
 	*nout = 0;
-	if (atomic_load(&s->ev_max_t) < mint)
+	if (!n)
 		return 0;
-	pthread_rwlock_rdlock(&s->lock);
-	if (s->ev.n && !(ids = malloc(s->ev.n * sizeof(*ids))))
-		err = -ENOMEM;
-	for (size_t i = 0; ids && i < s->ev.cap; i++) {
-		const struct evicted *e = &s->ev.v[i];
-
-		if (e->hash && e->last_t >= mint &&
-		    (!name || e->name_hash == nh) &&
-		    !(nhave &&
-		      bsearch(&e->id, have, nhave, sizeof(*have), cmp_u32)))
-			ids[n++] = e->id;
-	}
-	pthread_rwlock_unlock(&s->lock);
-	if (err || !n)
-		goto out;
-	qsort(ids, n, sizeof(*ids), cmp_u32);
 	snprintf(path, sizeof(path), "%s/index.db", s->dir);
 	if (gw_store_open_db(path, false, true, &db) != 0 ||
 	    sqlite3_prepare_v2(db, "SELECT key FROM series WHERE id = ?", -1,
@@ -695,7 +676,6 @@ static int evicted_select(struct gw_store *s, const struct gw_matcher *m,
 out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	free(ids);
 	if (err) {
 		ev_hits_free(hits, k);
 		return err;
@@ -703,6 +683,48 @@ out:
 	*out = hits;
 	*nout = k;
 	return 0;
+}
+
+/*
+ * The evicted series (store_head.c) that the matchers select and whose
+ * last sample is at or after mint, except the ids in have (ascending: the
+ * index found them), in ascending ids.  Nothing to read when no evicted
+ * series sampled after mint.
+ */
+static int evicted_select(struct gw_store *s, const struct gw_matcher *m,
+			  size_t nm, int64_t mint, const uint32_t *have,
+			  size_t nhave, struct gw_query_limits *lim,
+			  struct ev_hit **out, size_t *nout)
+{
+	const char *name = eq_name(m, nm);
+	uint32_t nh = name ? gw_store_name_hash(name, strlen(name)) : 0;
+	uint32_t *ids = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (atomic_load(&s->ev_max_t) < mint)
+		return 0;
+	pthread_rwlock_rdlock(&s->lock);
+	if (s->ev.n && !(ids = malloc(s->ev.n * sizeof(*ids))))
+		err = -ENOMEM;
+	for (size_t i = 0; ids && i < s->ev.cap; i++) {
+		const struct evicted *e = &s->ev.v[i];
+
+		if (e->hash && e->last_t >= mint &&
+		    (!name || e->name_hash == nh) &&
+		    !(nhave &&
+		      bsearch(&e->id, have, nhave, sizeof(*have), cmp_u32)))
+			ids[n++] = e->id;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (!err && n) {
+		qsort(ids, n, sizeof(*ids), cmp_u32);
+		err = evicted_read(s, ids, n, m, nm, lim, out, nout);
+	}
+	free(ids);
+	return err;
 }
 
 static int cmp_sel(const void *a, const void *b)
@@ -757,8 +779,8 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 	struct sel *sels = NULL;
 	struct part_ref *parts = NULL;
 	struct ev_hit *ev = NULL;
-	uint32_t *ids = NULL;
-	size_t n = 0, nids = 0, np = 0, nev = 0, i = 0;
+	uint32_t *ids = NULL, *gone = NULL;
+	size_t n = 0, nids = 0, np = 0, nev = 0, ngone = 0, i = 0;
 	int err = 0;
 
 	out->s = NULL;
@@ -770,7 +792,8 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 		err = evicted_select(s, m, nm, mint, ids, nids, lim, &ev, &nev);
 	if (!err && nids + nev) {
 		sels = calloc(nids + nev, sizeof(*sels));
-		if (!sels)
+		gone = malloc((nids ? nids : 1) * sizeof(*gone));
+		if (!sels || !gone)
 			err = -ENOMEM;
 	}
 	/*
@@ -790,11 +813,12 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 			const struct head *h;
 			struct sel *x;
 
-			/* Evicted since it was selected: on disk only, and
-			 * no longer found by this query (a race with its
-			 * last hour; rare). */
-			if (!ser)
+			/* Evicted since it was selected: read from index.db
+			 * below. */
+			if (!ser) {
+				gone[ngone++] = ids[i];
 				continue;
+			}
 			h = ser->head;
 			if (h->first_t != INT64_MIN &&
 			    h->first_t - MS_HOUR > maxt)
@@ -816,7 +840,28 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 		if (!err)
 			err = check_limits(lim, 0);
 	}
-	if (!err && !nids && nev) {
+	if (!err && ngone) {
+		struct ev_hit *more = NULL;
+		size_t nmore = 0;
+
+		err = evicted_read(s, gone, ngone, m, nm, lim, &more, &nmore);
+		if (!err && nmore) {
+			/* sels has room: each was one of ids */
+			struct ev_hit *all =
+				realloc(ev, (nev + nmore) * sizeof(*ev));
+
+			if (!all) {
+				err = -ENOMEM;
+			} else {
+				ev = all;
+				memcpy(ev + nev, more, nmore * sizeof(*more));
+				nev += nmore;
+				nmore = 0;
+			}
+		}
+		ev_hits_free(more, nmore);
+	}
+	if (!err && !np && !parts && nev) {
 		pthread_rwlock_rdlock(&s->lock);
 		err = parts_overlapping(s, tier, mint, maxt, &parts, &np);
 		pthread_rwlock_unlock(&s->lock);
@@ -893,6 +938,7 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 	for (size_t i = 0; i < n; i++)
 		sel_release(&sels[i]);
 	free(sels);
+	free(gone);
 	free(ids);
 	free(parts);
 	if (err)
