@@ -23,6 +23,7 @@
 #define GAP_INTERVALS 30.0
 #define GAP_MIN_MS    1000.0
 #define SEASON_GAIN   0.8
+#define RECUR_DECAY   0.5f /* weight of older periods' peaks per period */
 
 void gw_baseline_opts_default(struct gw_baseline_opts *o)
 {
@@ -83,7 +84,7 @@ int gw_baseline_config_init(struct gw_baseline_config *cfg,
 	    !in_u(o.tau_scale, 1, 1000000) ||
 	    !in_u(o.reset_samples, 1, 1000000) || o.gap_s > month ||
 	    !in_d(o.z_half, 0.5, 100) || !in_d(o.clip, 1, 100) ||
-	    !in_d(o.rel_floor, 0, 1))
+	    !in_d(o.rel_floor, 0, 1) || !in_d(o.season_recur, 0, 100))
 		return -EINVAL;
 	if (o.seasonal && (!in_u(o.season_period_s, 60, month) ||
 			   !in_u(o.season_bins, 2, GW_BASELINE_MAX_BINS) ||
@@ -176,6 +177,54 @@ static bool season_used(const struct gw_baseline *b,
 	       b->dev < SEASON_GAIN * b->dev0;
 }
 
+/* With recurrence: the largest |z| of earlier periods around t_ms (the
+ * bins either side of t and one more each way), 0 when there is none to
+ * compare with (off, or no whole period learned yet). */
+static double recur_at(const struct gw_baseline_config *cfg,
+		       const struct gw_baseline_season *s, int64_t t_ms)
+{
+	uint32_t i0, i1, nb = cfg->o.season_bins;
+	double w, m = 0;
+
+	if (!use_season(cfg, s) || cfg->o.season_recur <= 0 || !s->n ||
+	    t_ms - s->t_start < (int64_t)cfg->o.season_period_s * 1000)
+		return 0;
+	season_pos(cfg, t_ms, &i0, &i1, &w);
+	for (uint32_t j = 0; j < 4; j++) {
+		uint32_t i = (i0 + nb - 1 + j) % nb;
+
+		if (s->recur[i] > m)
+			m = s->recur[i];
+	}
+	return m;
+}
+
+/* Records az (|z| from level + profile) of a judged sample in its nearest bin; a sample of a new
+ * period first folds the finished period's peaks into recur[]. */
+static void recur_learn(const struct gw_baseline_config *cfg,
+			struct gw_baseline_season *s, int64_t t_ms, double az)
+{
+	int64_t per = (int64_t)cfg->o.season_period_s * 1000;
+	int64_t pi = t_ms >= 0 ? t_ms / per : -1 - (-1 - t_ms) / per;
+	uint32_t i0, i1, nb = cfg->o.season_bins;
+	double w;
+
+	if (pi != s->period) {
+		for (uint32_t i = 0; i < nb; i++) {
+			float old = s->recur[i] * RECUR_DECAY;
+
+			s->recur[i] = s->peak[i] > old ? s->peak[i] : old;
+			s->peak[i] = 0;
+		}
+		s->period = pi;
+	}
+	season_pos(cfg, t_ms, &i0, &i1, &w);
+	if (w >= 0.5)
+		i0 = i1;
+	if (az > s->peak[i0])
+		s->peak[i0] = az > 3e38 ? 3e38f : (float)az;
+}
+
 static double sigma_dev(const struct gw_baseline *b,
 			const struct gw_baseline_config *cfg, double dev)
 {
@@ -244,7 +293,7 @@ double gw_baseline_update(struct gw_baseline *b,
 			  double v)
 {
 	double s, y, r, r0, sigma, sigma0, z, zs, zz, score, lim, rc, d, a_l,
-		a_d;
+		a_d, rec;
 	bool judge;
 	int side;
 
@@ -295,6 +344,11 @@ double gw_baseline_update(struct gw_baseline *b,
 	else
 		z = r0 / sigma0;
 	zs = (b->fast - b->level) / (sigma * cfg->sd_fast);
+	rec = cfg->o.season_recur * recur_at(cfg, season, t_ms);
+	if (fabs(z) <= rec)
+		z = 0; /* as surprising as earlier periods here: not news */
+	if (fabs(zs) <= rec)
+		zs = 0;
 	zz = fabs(z) > fabs(zs) ? z * z : zs * zs;
 	score = zz * zz / (zz * zz + cfg->z_half4);
 
@@ -375,6 +429,10 @@ double gw_baseline_update(struct gw_baseline *b,
 			season->n++;
 		season->bin[i0] += (float)(a * (1 - w) * e);
 		season->bin[i1] += (float)(a * w * e);
+		/* Remembered: the excursion from level + profile in
+		 * sigma, whether or not the profile is used yet. */
+		if (judge && cfg->o.season_recur > 0)
+			recur_learn(cfg, season, t_ms, fabs(r / sigma));
 	}
 	return score;
 
