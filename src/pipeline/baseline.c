@@ -23,7 +23,7 @@
 #define GAP_INTERVALS 30.0
 #define GAP_MIN_MS    1000.0
 #define SEASON_GAIN   0.8
-#define RECUR_DECAY   0.5f /* weight of older periods' peaks per period */
+#define RECUR_UNIT    64.0 /* recurrence memory: 1/64 sigma per step */
 
 void gw_baseline_opts_default(struct gw_baseline_opts *o)
 {
@@ -196,7 +196,7 @@ static double recur_at(const struct gw_baseline_config *cfg,
 		if (s->recur[i] > m)
 			m = s->recur[i];
 	}
-	return m;
+	return m / RECUR_UNIT;
 }
 
 /* Records az (|z| from level + profile) of a judged sample in its nearest bin; a sample of a new
@@ -207,11 +207,12 @@ static void recur_learn(const struct gw_baseline_config *cfg,
 	int64_t per = (int64_t)cfg->o.season_period_s * 1000;
 	int64_t pi = t_ms >= 0 ? t_ms / per : -1 - (-1 - t_ms) / per;
 	uint32_t i0, i1, nb = cfg->o.season_bins;
-	double w;
+	double w, q;
 
 	if (pi != s->period) {
+		/* Each older period weighs half as much. */
 		for (uint32_t i = 0; i < nb; i++) {
-			float old = s->recur[i] * RECUR_DECAY;
+			uint16_t old = s->recur[i] / 2;
 
 			s->recur[i] = s->peak[i] > old ? s->peak[i] : old;
 			s->peak[i] = 0;
@@ -221,8 +222,10 @@ static void recur_learn(const struct gw_baseline_config *cfg,
 	season_pos(cfg, t_ms, &i0, &i1, &w);
 	if (w >= 0.5)
 		i0 = i1;
-	if (az > s->peak[i0])
-		s->peak[i0] = az > 3e38 ? 3e38f : (float)az;
+	q = az * RECUR_UNIT; /* rounded up, saturating (no libm) */
+	q = q < 65534 ? (double)(uint32_t)q + 1 : 65535;
+	if (q > s->peak[i0])
+		s->peak[i0] = (uint16_t)q;
 }
 
 static double sigma_dev(const struct gw_baseline *b,

@@ -125,11 +125,12 @@ struct gw_baseline {
 	uint32_t resume;  /* the next interval is not a gap (a restart) */
 };
 
-/* The seasonal profile of one series (with opts.seasonal), 600 bytes. */
+/* The seasonal profile of one series (with opts.seasonal), 408 bytes. */
 struct gw_baseline_season {
 	float bin[GW_BASELINE_MAX_BINS];
-	float peak[GW_BASELINE_MAX_BINS];  /* max |z| per bin, this period */
-	float recur[GW_BASELINE_MAX_BINS]; /* ... earlier periods, decayed */
+	/* max |z| per bin in 1/64 sigma (saturating at 1023.98 sigma) this
+	 * period, and over the earlier periods, decayed */
+	uint16_t peak[GW_BASELINE_MAX_BINS], recur[GW_BASELINE_MAX_BINS];
 	int64_t t_start; /* ms, first sample learned into the profile */
 	int64_t period;	 /* index of the period peak[] is about */
 	uint32_t n;	 /* samples learned */
