@@ -296,7 +296,7 @@ double gw_baseline_update(struct gw_baseline *b,
 			  double v)
 {
 	double s, y, r, r0, sigma, sigma0, z, zs, zz, score, lim, rc, d, a_l,
-		a_d, rec;
+		a_d, rec, zn, zsn;
 	bool judge;
 	int side;
 
@@ -347,12 +347,13 @@ double gw_baseline_update(struct gw_baseline *b,
 	else
 		z = r0 / sigma0;
 	zs = (b->fast - b->level) / (sigma * cfg->sd_fast);
+	/* Recurrence: an excursion as large as earlier periods had here is
+	 * not news.  It changes the score only: the streak and the reset
+	 * below still see z, so the model learns as without it. */
 	rec = cfg->o.season_recur * recur_at(cfg, season, t_ms);
-	if (fabs(z) <= rec)
-		z = 0; /* as surprising as earlier periods here: not news */
-	if (fabs(zs) <= rec)
-		zs = 0;
-	zz = fabs(z) > fabs(zs) ? z * z : zs * zs;
+	zn = fabs(z) <= rec ? 0 : z;
+	zsn = fabs(zs) <= rec ? 0 : zs;
+	zz = fabs(zn) > fabs(zsn) ? zn * zn : zsn * zsn;
 	score = zz * zz / (zz * zz + cfg->z_half4);
 
 	/* Learn: quantum, then location and scale (plain running means while

@@ -25,8 +25,9 @@
  *   in its own and the neighbouring bins (about +-1.5 bins) is not
  *   surprising: the same excursion happened at this time of an earlier
  *   period (a nightly job's spike), so its z (and the fast one) count as
- *   0.  Only an earlier period counts, so a first excursion, however long,
- *   never excuses itself.
+ *   0 in its score.  Only an earlier period counts, so a first excursion,
+ *   however long, never excuses itself.  The model (level, scale, the
+ *   sustained-surprise reset) learns as without it.
  * - The score of a sample is computed before it is learned from:
  *   z = max(|x - expected| / sigma, |fast - level| / (sigma * sd_fast)),
  *   where sd_fast = sqrt(a/(2-a)) is the standard deviation of an EWMA of
