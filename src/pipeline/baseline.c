@@ -199,8 +199,9 @@ static double recur_at(const struct gw_baseline_config *cfg,
 	return m / RECUR_UNIT;
 }
 
-/* Records az (|z| from level + profile) of a judged sample in its nearest bin; a sample of a new
- * period first folds the finished period's peaks into recur[]. */
+/* Records az (|z| from level + profile) of a judged sample in its nearest
+ * bin; the first sample of another period first folds the last period's
+ * peaks into recur[] (after a silence of several periods, once). */
 static void recur_learn(const struct gw_baseline_config *cfg,
 			struct gw_baseline_season *s, int64_t t_ms, double az)
 {
