@@ -38,7 +38,7 @@
  *   daily profile used where it explains the series, and one episode per
  *   alert), exactly as `gpuwatch detect` does.
  * - Memory: sizeof(struct gw_detect) + 16 bytes per modelled series (about
- *   400), in a table at most half full.
+ *   600), in a table at most half full.
  * - Cost: one hash of the name and labels, one probe, one
  *   gw_baseline_update; no allocation except when the table doubles.
  *
