@@ -28,6 +28,12 @@ struct entry {
 	uint64_t key;	  /* 0: empty */
 	int64_t seen_ms;  /* timestamp of the last sample */
 	bool per_process; /* labelled with a pid: ends with its process */
+	/* Its open episode is explained by a workload change wl_lead_ms
+	 * before its onset (cleared on load). */
+	bool workload;
+	uint32_t wl_lead_ms;
+	float lo, hi; /* the range of its values that scored below the
+		       * threshold (or were not judged); NaN: none yet */
 	struct gw_detect d;
 };
 
@@ -40,6 +46,16 @@ struct recent {
 	char explain[480];	   /* fixed at the onset */
 };
 
+/* The workload of one GPU: its count of compute processes and when the
+ * count last changed (or was first seen). */
+struct workload {
+	char scope[80]; /* gpu="N"; "" unused */
+	double procs;
+	int64_t seen_ms, change_ms;
+	bool changed; /* change_ms is set */
+};
+
+#define WORKLOADS	  64
 #define RECENT		  64
 #define EXPLAIN_WINDOW_MS (10 * 60 * 1000)
 #define EXPLAIN_MAX	  4
@@ -53,6 +69,7 @@ struct gw_anomaly {
 	struct gw_anomaly_stats st;
 	struct recent recent[RECENT];
 	unsigned int recent_next;
+	struct workload wl[WORKLOADS];
 };
 
 void gw_anomaly_opts_default(struct gw_anomaly_opts *o)
@@ -304,7 +321,7 @@ static int cmp_onset_desc(const void *x, const void *y)
  * the highest peaks. */
 static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
 		       const char *labels, int64_t t_ms, double v,
-		       double expected, float score)
+		       double expected, float score, const struct workload *w)
 {
 	struct recent *r = &a->recent[a->recent_next++ % RECENT];
 	const struct recent *pick[RECENT];
@@ -321,6 +338,17 @@ static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
 	scope_of(labels, r->scope, sizeof(r->scope));
 	if (!r->scope[0])
 		return;
+	if (w) {
+		char when[40];
+		int k;
+
+		gw_tscsv_fmt_time(w->change_ms, when, sizeof(when));
+		k = snprintf(r->explain, sizeof(r->explain),
+			     "workload change (%.0f compute processes) at %s",
+			     w->procs, when);
+		if (k > 0 && (size_t)k < sizeof(r->explain))
+			len = (size_t)k;
+	}
 	for (size_t i = 0; i < RECENT; i++) {
 		const struct recent *o = &a->recent[i];
 
@@ -344,22 +372,94 @@ static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
 	for (size_t i = 0; i < np; i++) {
 		char one[192], when[40];
 		int k;
+		const char *sep = i ? " <- " : len ? "; " : "";
 
 		fmt_change(one, sizeof(one), pick[i]);
 		if (i + 1 == np) {
 			gw_tscsv_fmt_time(pick[i]->onset_ms, when,
 					  sizeof(when));
 			k = snprintf(r->explain + len, sizeof(r->explain) - len,
-				     "%s%s since %s", i ? " <- " : "", one,
-				     when);
+				     "%s%s since %s", sep, one, when);
 		} else {
 			k = snprintf(r->explain + len, sizeof(r->explain) - len,
-				     "%s%s", i ? " <- " : "", one);
+				     "%s%s", sep, one);
 		}
 		if (k < 0 || (size_t)k >= sizeof(r->explain) - len)
 			break;
 		len += (size_t)k;
 	}
+}
+
+/* The workload of the GPU scope (gpu="N"), or NULL when none is known. */
+static struct workload *workload_of(struct gw_anomaly *a, const char *scope)
+{
+	if (strncmp(scope, "gpu=\"", 5) != 0)
+		return NULL;
+	for (size_t i = 0; i < WORKLOADS; i++)
+		if (strcmp(a->wl[i].scope, scope) == 0)
+			return &a->wl[i];
+	return NULL;
+}
+
+void gw_anomaly_workload(struct gw_anomaly *a, const char *name,
+			 const char *labels, int64_t t_ms, double v)
+{
+	char scope[80];
+	struct workload *w;
+
+	if (!a || !name || strcmp(name, GW_ANOMALY_WORKLOAD_NAME) != 0 ||
+	    !isfinite(v))
+		return;
+	scope_of(labels, scope, sizeof(scope));
+	if (!scope[0])
+		return;
+	w = workload_of(a, scope);
+	if (!w) {
+		/* A new GPU takes a free slot, else the one seen least
+		 * recently.  Its first count is no change: what runs on it
+		 * may have run for days (a fault in the first minutes of
+		 * the agent must not pass for a job's start). */
+		w = &a->wl[0];
+		for (size_t i = 1; i < WORKLOADS && w->scope[0]; i++)
+			if (!a->wl[i].scope[0] || a->wl[i].seen_ms < w->seen_ms)
+				w = &a->wl[i];
+		snprintf(w->scope, sizeof(w->scope), "%s", scope);
+		w->procs = v;
+		w->changed = false;
+	} else if (v != w->procs) {
+		w->procs = v;
+		w->change_ms = t_ms;
+		w->changed = true;
+		a->st.workload_changes++;
+	}
+	w->seen_ms = t_ms;
+}
+
+/* The workload change that explains a sample of this series at t_ms: the
+ * last change on its GPU at most GW_ANOMALY_WORKLOAD_MS before it, or
+ * NULL. */
+static const struct workload *explaining(struct gw_anomaly *a,
+					 const char *labels, int64_t t_ms)
+{
+	char scope[80];
+	const struct workload *w;
+
+	scope_of(labels, scope, sizeof(scope));
+	w = scope[0] ? workload_of(a, scope) : NULL;
+	if (!w || !w->changed || w->change_ms > t_ms ||
+	    t_ms - w->change_ms > GW_ANOMALY_WORKLOAD_MS)
+		return NULL;
+	return w;
+}
+
+/* v is within the range the series took before, widened by a quarter of
+ * its width on each side (an idle GPU a little cooler than ever before is
+ * still idle; a GPU heating 0.5 C/s past its hottest is not). */
+static bool in_range(const struct entry *e, double v)
+{
+	double m = ((double)e->hi - (double)e->lo) / 4;
+
+	return v >= (double)e->lo - m && v <= (double)e->hi + m;
 }
 
 /* The open episode of key in the ring, or NULL. */
@@ -414,6 +514,7 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 		e->per_process = labels && (strncmp(labels, "pid=\"", 5) == 0 ||
 					    strstr(labels, ",pid=\""));
 		gw_detect_init(&e->d);
+		e->lo = e->hi = NAN;
 		a->n++;
 	}
 	e->seen_ms = t_ms;
@@ -422,15 +523,42 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 	if (!isnan(score))
 		a->st.scores++;
 	if (ev == GW_DETECT_ONSET) {
+		const struct workload *w = explaining(a, labels, t_ms);
+
 		a->st.episodes++;
+		e->workload = w != NULL;
+		e->wl_lead_ms = w ? (uint32_t)(t_ms - w->change_ms) : 0;
+		a->st.workload_episodes += e->workload;
 		note_onset(a, key, name, labels, t_ms, v, expected,
-			   (float)score);
+			   (float)score, w);
+	} else if (e->d.active && e->workload && score >= a->cfg.threshold &&
+		   t_ms - e->d.onset_ms + e->wl_lead_ms >
+			   GW_ANOMALY_WORKLOAD_MS &&
+		   (!explaining(a, labels, t_ms) || !in_range(e, v))) {
+		/* Still far out past the transient of the change that
+		 * explained it, with no later change on the GPU in the
+		 * window before, or at a level outside what the series
+		 * took at samples not anomalous (jobs move a GPU between
+		 * levels it has seen; a failing fan takes it where no job
+		 * took it): no longer the workload's doing, for the rest
+		 * of the episode. */
+		e->workload = false;
+		a->st.workload_outlasted++;
+	}
+	/* The range: of the values not judged anomalous (a fault's own
+	 * must not widen it while it is judged). */
+	if (isfinite(v) && !(score >= a->cfg.threshold)) {
+		if (!((float)v >= e->lo))
+			e->lo = (float)v;
+		if (!((float)v <= e->hi))
+			e->hi = (float)v;
 	}
 	if (out) {
 		out->event = ev;
 		out->in_episode = e->d.active || ev == GW_DETECT_END;
 		out->peak = e->d.peak;
 		out->onset_ms = e->d.onset_ms;
+		out->workload = e->workload;
 	}
 	if (e->d.active || ev == GW_DETECT_END) {
 		struct recent *r = open_of(a, key);
@@ -524,7 +652,7 @@ int gw_anomaly_episode_name(const char *name, char *out, size_t len)
  * file or a bad CRC is refused as a whole: the models learn again.
  */
 #define MODELS_MAGIC   0x54444d47u /* "GMDT" */
-#define MODELS_VERSION 2u
+#define MODELS_VERSION 3u
 
 struct models_head {
 	uint32_t magic, version, record, pad;
@@ -621,6 +749,8 @@ int gw_anomaly_load(struct gw_anomaly *a, const char *path, size_t *loaded)
 			a->n++;
 		}
 		*slot = e;
+		slot->workload = false;
+		slot->wl_lead_ms = 0;
 		/* The restart's silence is not a gap in the series. */
 		gw_baseline_resume(&slot->d.b);
 		kept++;

@@ -37,8 +37,8 @@
  * - Each series runs the deployed detector (detect.h: the baseline with a
  *   daily profile used where it explains the series, and one episode per
  *   alert), exactly as `gpuwatch detect` does.
- * - Memory: sizeof(struct gw_detect) + 16 bytes per modelled series (about
- *   600), in a table at most half full.
+ * - Memory: sizeof(struct gw_detect) + 32 bytes per modelled series (about
+ *   610), in a table at most half full.
  * - Cost: one hash of the name and labels, one probe, one
  *   gw_baseline_update; no allocation except when the table doubles.
  *
@@ -72,6 +72,16 @@ struct gw_anomaly_verdict {
 	bool in_episode;	    /* an episode is open (or ends here) */
 	double peak;		    /* the episode's peak score so far */
 	int64_t onset_ms;	    /* and its onset */
+	/* The episode is explained by a workload change on its GPU
+	 * (gw_anomaly_workload): it opened at most GW_ANOMALY_WORKLOAD_MS
+	 * after a change of the GPU's compute processes, and every sample
+	 * since that scored at or above the threshold later than that long
+	 * after the change came itself at most that long after a later
+	 * change, at a value within the range the series took at samples
+	 * that were not anomalous (widened by a quarter of its width each way).  Once
+	 * false, false for the rest of the episode: a fault that starts
+	 * with a job gets its alert when it outlasts the job's transient. */
+	bool workload;
 	/* While in an episode: the other episodes of the same GPU (gpu
 	 * label) or process (pid label) open at its onset or ended in the
 	 * 10 minutes before, the most recent first and the earliest last
@@ -83,12 +93,15 @@ struct gw_anomaly_verdict {
 };
 
 struct gw_anomaly_stats {
-	uint64_t series;	 /* modelled now */
-	uint64_t scores;	 /* samples judged (a score returned) */
-	uint64_t refused_cap;	 /* samples of new series over max_series */
-	uint64_t refused_memory; /* ... that the table could not grow for */
-	uint64_t evicted;	 /* series dropped for not being seen */
-	uint64_t episodes;	 /* anomalous episodes started */
+	uint64_t series;	     /* modelled now */
+	uint64_t scores;	     /* samples judged (a score returned) */
+	uint64_t refused_cap;	     /* samples of new series over max_series */
+	uint64_t refused_memory;     /* ... that the table could not grow for */
+	uint64_t evicted;	     /* series dropped for not being seen */
+	uint64_t episodes;	     /* anomalous episodes started */
+	uint64_t workload_changes;   /* changes of a GPU's processes */
+	uint64_t workload_episodes;  /* episodes opened explained */
+	uint64_t workload_outlasted; /* ... that lost it later */
 };
 
 /* Fills o with the defaults above. */
@@ -119,6 +132,27 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 			const char *labels, enum gw_metric_type type,
 			enum gw_sample_kind kind, int64_t t_ms, double v,
 			struct gw_anomaly_verdict *out);
+
+/*
+ * Workload changes.  The samples of GW_ANOMALY_WORKLOAD_NAME (other names
+ * are ignored) tell when the compute processes of a GPU (label gpu)
+ * change (a GPU's first sample is none: what runs on it may have run for
+ * days).  Jobs starting and stopping move clocks, power,
+ * temperatures, memory and utilisation in steps: an episode of a series of
+ * that GPU opening within GW_ANOMALY_WORKLOAD_MS after a change is
+ * explained by it (verdict.workload, and the explanation says so).  Call
+ * it for the samples of a batch before judging them (the count is read
+ * after the other values of the same scrape).  Remembers 64 GPUs.
+ *
+ * The window: a job's transient is its load ramp (seconds), its memory
+ * allocation (the simulator's: about 10 s) and the temperatures' approach
+ * to their new level (time constant 30 s in the simulator, 20-60 s on
+ * real boards): two minutes covers four time constants.
+ */
+#define GW_ANOMALY_WORKLOAD_NAME "gpuwatch_gpu_processes"
+#define GW_ANOMALY_WORKLOAD_MS	 (120 * 1000)
+void gw_anomaly_workload(struct gw_anomaly *a, const char *name,
+			 const char *labels, int64_t t_ms, double v);
 
 /*
  * Drops the state of series not seen for opts.evict_s before now_ms (an

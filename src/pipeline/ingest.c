@@ -151,28 +151,40 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 	if (!vd.in_episode ||
 	    gw_anomaly_episode_name(name, sname, sizeof(sname)))
 		return;
-	/* With the co-occurring anomalies of the same GPU or process as
-	 * the label explanation (alerts on it carry it). */
-	if (vd.explanation && vd.explanation[0]) {
+	/* With the label cause="workload" while a workload change on its
+	 * GPU explains the episode (anomaly.h; the built-in rule leaves
+	 * those out: the series without it that follows when the episode
+	 * loses the explanation is the one that alerts), and the
+	 * co-occurring anomalies of the same GPU or process as the label
+	 * explanation (alerts on it carry it). */
+	if (vd.workload || (vd.explanation && vd.explanation[0])) {
 		char lb[2048];
-		int k = snprintf(lb, sizeof(lb), "%s%sexplanation=\"", labels,
-				 labels[0] ? "," : "");
-		size_t n = k > 0 ? (size_t)k : sizeof(lb);
+		int k = snprintf(lb, sizeof(lb), "%s%s%s", labels,
+				 labels[0] && vd.workload ? "," : "",
+				 vd.workload ? "cause=\"workload\"" : "");
+		size_t n = k > 0 && (size_t)k < sizeof(lb) ? (size_t)k
+							   : sizeof(lb);
 
-		for (const char *p = vd.explanation; *p && n + 3 < sizeof(lb);
-		     p++) {
-			if (*p == '"' || *p == '\\')
-				lb[n++] = '\\';
-			lb[n++] = *p;
+		if (n < sizeof(lb) && vd.explanation && vd.explanation[0]) {
+			k = snprintf(lb + n, sizeof(lb) - n, "%sexplanation=\"",
+				     n ? "," : "");
+			n = k > 0 && (size_t)k < sizeof(lb) - n ? n + (size_t)k
+								: sizeof(lb);
+			for (const char *p = vd.explanation;
+			     *p && n + 3 < sizeof(lb); p++) {
+				if (*p == '"' || *p == '\\')
+					lb[n++] = '\\';
+				lb[n++] = *p;
+			}
+			if (n + 2 <= sizeof(lb)) {
+				lb[n++] = '"';
+				lb[n] = '\0';
+			} else {
+				n = sizeof(lb);
+			}
 		}
-		if (n + 2 <= sizeof(lb)) {
-			lb[n++] = '"';
-			lb[n] = '\0';
+		if (n < sizeof(lb))
 			labels = lb;
-		}
-		(void)!gw_store_append(in->store, sname, labels, c->t_ms,
-				       vd.event == GW_DETECT_END ? 0 : vd.peak);
-		return;
 	}
 	(void)!gw_store_append(in->store, sname, labels, c->t_ms,
 			       vd.event == GW_DETECT_END ? 0 : vd.peak);
@@ -191,6 +203,13 @@ static void pass(struct gw_ingest *in)
 	pthread_mutex_unlock(&in->qlock);
 	in->work = t;
 	refused = overflow - in->overflow_noted;
+	/* Workload changes first: they explain the episodes of the samples
+	 * scraped with them. */
+	for (size_t i = 0; in->anom && i < in->work.n; i++)
+		gw_anomaly_workload(in->anom,
+				    in->work.arena.p + in->work.v[i].name,
+				    in->work.arena.p + in->work.v[i].labels,
+				    in->work.v[i].t_ms, in->work.v[i].value);
 	for (size_t i = 0; i < in->work.n; i++) {
 		const struct copied *c = &in->work.v[i];
 		const char *name = in->work.arena.p + c->name;
@@ -297,6 +316,12 @@ static void publish_stats(struct gw_ingest *in)
 			    (double)as.evicted, NULL, NULL);
 		gw_snap_add(n, GW_FAM(ANOMALY_EPISODES_TOTAL),
 			    (double)as.episodes, NULL, NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_WORKLOAD_CHANGES_TOTAL),
+			    (double)as.workload_changes, NULL, NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_WORKLOAD_EPISODES_TOTAL),
+			    (double)as.workload_episodes, NULL, NULL);
+		gw_snap_add(n, GW_FAM(ANOMALY_WORKLOAD_OUTLASTED_TOTAL),
+			    (double)as.workload_outlasted, NULL, NULL);
 	}
 	gw_registry_publish(in->reg, in->slot, n);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One alert per anomalous episode: with deploy/rules/anomaly.yml, GPU 1's
+# One alert per anomalous episode: with the built-in rules, GPU 1's
 # cooling failing 10 s after start fires MetricAnomalous for its
 # temperature once (no resolve and re-fire while the episode lasts), with
 # the metric named in a label and the peak score as its value; the healthy
@@ -8,9 +8,8 @@
 need curl
 need python3
 
-RULES="${TEST_SRC:-$(dirname "$0")/..}/../deploy/rules/anomaly.yml"
-start_agent --simulate 2 --interval 0.1 --rule-interval 1 --no-default-rules \
-	--rules "$RULES" --fault thermal-runaway:1:10
+start_agent --simulate 2 --interval 0.1 --rule-interval 1 \
+	--fault thermal-runaway:1:10
 
 # temp_alerts STATE...: the gpu labels of temperature MetricAnomalous alerts.
 temp_alerts() {

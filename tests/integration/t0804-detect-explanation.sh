@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cross-layer explanation: GPU 1's power limit is capped 15 s after start;
-# with deploy/rules/anomaly.yml, the episode alerts that follow on GPU 1
+# with the built-in rules, the episode alerts that follow on GPU 1
 # (power draw, clocks) reach a real Alertmanager carrying the label
 # `explanation`, which names the co-occurring anomalies of the same GPU,
 # the injected cause (the power limit) among them with its onset time;
@@ -11,9 +11,8 @@ need python3
 am_require
 am_start
 
-RULES="${TEST_SRC:-$(dirname "$0")/..}/../deploy/rules/anomaly.yml"
-start_agent --simulate 2 --interval 0.1 --rule-interval 1 --no-default-rules \
-	--no-ebpf --rules "$RULES" --alertmanager "$AM" --fault power-cap:1:15
+start_agent --simulate 2 --interval 0.1 --rule-interval 1 \
+	--no-ebpf --alertmanager "$AM" --fault power-cap:1:15
 
 # explained: the Alertmanager holds a MetricAnomalous alert of GPU 1 whose
 # explanation names the power limit's episode and its onset.

@@ -337,6 +337,83 @@ static void score_names_and_options(void **state)
 	gw_anomaly_free(NULL);
 }
 
+/* One sample of temp{gpu=gpu} at step i, with its verdict. */
+static double judge1(struct gw_anomaly *a, const char *gpu, int64_t i, double v,
+		     struct gw_anomaly_verdict *vd)
+{
+	return gw_anomaly_judge(a, TEMP, gpu, GW_GAUGE, GW_SAMPLE_PLAIN,
+				T0 + i * STEP, v, vd);
+}
+
+static void procs(struct gw_anomaly *a, const char *gpu, int64_t i, double n)
+{
+	gw_anomaly_workload(a, GW_ANOMALY_WORKLOAD_NAME, gpu, T0 + i * STEP, n);
+}
+
+static void workload_changes_explain_episodes_of_their_gpu(void **state)
+{
+	static const char *const gpu[] = { "gpu=\"0\"", "gpu=\"1\"" };
+	struct gw_anomaly *a = make(0, 0);
+	struct gw_anomaly_verdict vd[2];
+	uint64_t rng = 88172645463325252ull;
+	int64_t i;
+
+	(void)state;
+	/* Other names are not workload. */
+	gw_anomaly_workload(a, TEMP, gpu[0], T0, 3);
+	/* Idle at 70, busy at 90 for a while, idle again. */
+	for (i = 0; i < 600; i++)
+		for (int g = 0; g < 2; g++) {
+			double v = i >= 100 && i < 300 ? 90 : 70;
+
+			/* The first count is no change. */
+			procs(a, gpu[g], i, 1);
+			(void)judge1(a, gpu[g], i, v + noise(&rng), &vd[g]);
+		}
+	assert_int_equal(stats(a).workload_changes, 0);
+	/* A job starts on GPU 0; 5 s later both GPUs step. */
+	procs(a, gpu[0], i, 2);
+	procs(a, gpu[1], i, 1);
+	assert_int_equal(stats(a).workload_changes, 1);
+	for (int64_t k = 1; k <= 5; k++)
+		for (int g = 0; g < 2; g++)
+			(void)judge1(a, gpu[g], i + k, 70 + noise(&rng),
+				     &vd[g]);
+	i += 5;
+	for (int g = 0; g < 2; g++) {
+		assert_true(judge1(a, gpu[g], i, 90, &vd[g]) > 0.9);
+		assert_int_equal(vd[g].event, GW_DETECT_ONSET);
+	}
+	assert_true(vd[0].workload);
+	assert_non_null(strstr(vd[0].explanation,
+			       "workload change (2 compute processes)"));
+	assert_false(vd[1].workload);
+	assert_null(strstr(vd[1].explanation, "workload"));
+	assert_int_equal(stats(a).workload_episodes, 1);
+	/* A spike 100 s after the change is still the job's; so is one
+	 * 126 s after it, 16 s after another job's start, at a level the
+	 * series took before.  One far above any level seen is not, for
+	 * the rest of the episode (the lockout keeps it open). */
+	for (int64_t k = 1; k < 124; k++) {
+		double v = k == 95 || k == 121 ? 90 : 70 + noise(&rng);
+
+		(void)judge1(a, gpu[0], i + k, v, &vd[0]);
+		assert_true(vd[0].in_episode);
+		assert_true(vd[0].workload);
+		if (k == 105)
+			procs(a, gpu[0], i + k, 3);
+	}
+	assert_int_equal(stats(a).workload_outlasted, 0);
+	i += 124;
+	assert_true(judge1(a, gpu[0], i, 110, &vd[0]) > 0.9);
+	assert_true(vd[0].in_episode);
+	assert_false(vd[0].workload);
+	assert_int_equal(stats(a).workload_outlasted, 1);
+	(void)judge1(a, gpu[0], ++i, 70, &vd[0]);
+	assert_false(vd[0].workload);
+	gw_anomaly_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +427,8 @@ int main(void)
 		cmocka_unit_test(
 			process_models_end_an_hour_after_their_process),
 		cmocka_unit_test(score_names_and_options),
+		cmocka_unit_test(
+			workload_changes_explain_episodes_of_their_gpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The built-in anomaly rule leaves out what jobs do.  A simulated day
+# compressed into a minute, run for two and a half (jobs starting and
+# stopping on every GPU every few seconds): the episodes that follow a
+# change of a GPU's compute processes are stored with cause="workload" and
+# no MetricAnomalous fires.  Then GPU 1's cooling failing 40 s into a run
+# fires MetricAnomalous for its temperature, and nothing for GPU 0.
+. "$(dirname "$0")/lib.sh"
+need curl
+need python3
+
+# alerts: "gpu metric" of every MetricAnomalous alert seen so far (the
+# store keeps ALERTS), one per line.
+alerts() {
+	curl -fsS -G "$URL/api/v1/query" --data-urlencode \
+		'query=max_over_time(ALERTS{alertname="MetricAnomalous"}[10m])' |
+		python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["data"]["result"]:
+    m = r["metric"]
+    print(m.get("gpu", "-"), m.get("metric", "?"))'
+}
+# explained: how many episode series were stored with cause="workload".
+explained() {
+	curl -fsS -G "$URL/api/v1/query" --data-urlencode \
+		'query=count(count_over_time({__name__=~".+:anomaly_episode",cause="workload"}[10m]))' |
+		python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(int(float(r[0]["value"][1])) if r else 0)'
+}
+evals() { value gpuwatch_rules_evaluations_total || echo 0; }
+
+start_agent --simulate 4 --sim-day 60 --interval 0.5 --detail-interval 1 \
+	--rule-interval 1 --no-ebpf
+rules=$(curl -fsS "$URL/api/v1/rules" | python3 -c '
+import json, sys
+g = json.load(sys.stdin)["data"]["groups"]
+print(sum(len(x["rules"]) for x in g))
+sys.exit(0 if any(r["name"] == "MetricAnomalous" for x in g for r in x["rules"]) else 1)') ||
+	fail "no built-in MetricAnomalous rule"
+# Two and a half simulated days: past the 2-minute window of the first
+# jobs' episodes.
+wait_until '[ "$(evals)" -ge $((rules * 150)) ]' 240 "rules were not evaluated"
+n=$(explained)
+[ "$n" -ge 3 ] || fail "only $n episodes explained by workload changes"
+alerts >"$T_DIR/alerts"
+[ ! -s "$T_DIR/alerts" ] ||
+	fail "MetricAnomalous on a healthy day: $(tr '\n' ';' <"$T_DIR/alerts")"
+ok "$n episodes explained by workload changes, no MetricAnomalous"
+stop_agent
+
+start_agent --simulate 2 --interval 0.5 --detail-interval 1 --rule-interval 1 \
+	--no-ebpf --fault thermal-runaway:1:40
+wait_until 'alerts | grep -q "^1 gpuwatch_gpu_temperature_celsius$"' 120 \
+	"GPU 1's failing cooling raised no MetricAnomalous (alerts: $(alerts | tr '\n' ';'))"
+! alerts | grep -q '^0 ' ||
+	fail "MetricAnomalous on the healthy GPU 0: $(alerts | tr '\n' ';')"
+ok "GPU 1's failing cooling fired MetricAnomalous, GPU 0 nothing"
+stop_agent
