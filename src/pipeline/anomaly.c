@@ -33,7 +33,8 @@ struct entry {
 	bool workload;
 	uint32_t wl_lead_ms;
 	float lo, hi; /* the range of its values that scored below the
-		       * threshold (or were not judged); NaN: none yet */
+		       * threshold (or were not judged) or came in an
+		       * explained episode's window; NaN: none yet */
 	struct gw_detect d;
 };
 
@@ -538,16 +539,21 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 		/* Still far out past the transient of the change that
 		 * explained it, with no later change on the GPU in the
 		 * window before, or at a level outside what the series
-		 * took at samples not anomalous (jobs move a GPU between
+		 * took at samples not anomalous or in the windows of
+		 * explained episodes (jobs move a GPU between
 		 * levels it has seen; a failing fan takes it where no job
 		 * took it): no longer the workload's doing, for the rest
 		 * of the episode. */
 		e->workload = false;
 		a->st.workload_outlasted++;
 	}
-	/* The range: of the values not judged anomalous (a fault's own
-	 * must not widen it while it is judged). */
-	if (isfinite(v) && !(score >= a->cfg.threshold)) {
+	/* The range: of the values not judged anomalous, and those of an
+	 * explained episode inside its window (the levels jobs take the GPU
+	 * to); not a fault's past the window. */
+	if (isfinite(v) && (!(score >= a->cfg.threshold) ||
+			    (e->d.active && e->workload &&
+			     t_ms - e->d.onset_ms + e->wl_lead_ms <=
+				     GW_ANOMALY_WORKLOAD_MS))) {
 		if (!((float)v >= e->lo))
 			e->lo = (float)v;
 		if (!((float)v <= e->hi))

@@ -78,9 +78,10 @@ struct gw_anomaly_verdict {
 	 * since that scored at or above the threshold later than that long
 	 * after the change came itself at most that long after a later
 	 * change, at a value within the range the series took at samples
-	 * that were not anomalous (widened by a quarter of its width each way).  Once
-	 * false, false for the rest of the episode: a fault that starts
-	 * with a job gets its alert when it outlasts the job's transient. */
+	 * that were not anomalous or in explained episodes' windows
+	 * (widened by a quarter of its width each way).  Once false, false
+	 * for the rest of the episode: a fault that starts with a job gets
+	 * its alert when it outlasts the job's transient. */
 	bool workload;
 	/* While in an episode: the other episodes of the same GPU (gpu
 	 * label) or process (pid label) open at its onset or ended in the
