@@ -130,15 +130,11 @@ bool gw_anomaly_eligible(const char *name, enum gw_metric_type type,
 			 enum gw_sample_kind kind)
 {
 	static const char *const own[] = {
-		"gpuwatch_agent_",
-		"gpuwatch_store_",
-		"gpuwatch_ebpf_",
-		"gpuwatch_cupti_",
-		"gpuwatch_statsd_",
-		"gpuwatch_rules_",
-		"gpuwatch_alertmanager_",
-		"gpuwatch_anomaly_",
-		"ALERTS",
+		"gpuwatch_agent_",   "gpuwatch_store_",
+		"gpuwatch_ebpf_",    "gpuwatch_cupti_",
+		"gpuwatch_statsd_",  "gpuwatch_rules_",
+		"gpuwatch_alerts",   "gpuwatch_alertmanager_",
+		"gpuwatch_anomaly_", "ALERTS",
 	};
 	static const char ts[] = "_timestamp_seconds";
 	size_t len;

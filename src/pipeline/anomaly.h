@@ -12,7 +12,8 @@
  * - Not counters, info metrics, histogram buckets, _sum or _count; not a
  *   name holding ':' (score series themselves, recording-rule results); not
  *   the agent's own families (gpuwatch_agent_, _store_, _ebpf_, _cupti_,
- *   _statsd_, _rules_, _alertmanager_, _anomaly_) nor ALERTS*; not gauges
+ *   _statsd_, _rules_, _alerts, _alertmanager_, _anomaly_) nor ALERTS*
+ *   (an alert firing must not open an episode of its own); not gauges
  *   that hold a Unix time (names ending in _timestamp_seconds: they only
  *   ever step forward).
  *

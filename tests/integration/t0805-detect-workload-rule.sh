@@ -4,7 +4,8 @@
 # stopping on every GPU every few seconds): the episodes that follow a
 # change of a GPU's compute processes are stored with cause="workload" and
 # no MetricAnomalous fires.  Then GPU 1's cooling failing 40 s into a run
-# fires MetricAnomalous for its temperature, and nothing for GPU 0.
+# (no job change near it) fires MetricAnomalous for its temperatures
+# (t0802 checks the healthy GPU's stay silent).
 . "$(dirname "$0")/lib.sh"
 need curl
 need python3
@@ -53,9 +54,7 @@ stop_agent
 
 start_agent --simulate 2 --interval 0.5 --detail-interval 1 --rule-interval 1 \
 	--no-ebpf --fault thermal-runaway:1:40
-wait_until 'alerts | grep -q "^1 gpuwatch_gpu_temperature_celsius$"' 120 \
+wait_until 'alerts | grep -Eq "^1 gpuwatch_gpu_(memory_)?temperature_celsius$"' 120 \
 	"GPU 1's failing cooling raised no MetricAnomalous (alerts: $(alerts | tr '\n' ';'))"
-! alerts | grep -q '^0 ' ||
-	fail "MetricAnomalous on the healthy GPU 0: $(alerts | tr '\n' ';')"
-ok "GPU 1's failing cooling fired MetricAnomalous, GPU 0 nothing"
+ok "GPU 1's failing cooling fired MetricAnomalous"
 stop_agent

@@ -190,6 +190,9 @@ static void only_gauges_and_quantiles_are_judged(void **state)
 			    GW_SAMPLE_PLAIN, ""));
 	assert_false(judged(a, "gpuwatch_statsd_series", GW_GAUGE,
 			    GW_SAMPLE_PLAIN, ""));
+	/* An alert firing opens no episode (and no alert) of its own. */
+	assert_false(judged(a, "gpuwatch_alerts", GW_GAUGE, GW_SAMPLE_PLAIN,
+			    "state=\"firing\""));
 	assert_false(judged(a, "gpuwatch_anomaly_series", GW_GAUGE,
 			    GW_SAMPLE_PLAIN, ""));
 	assert_false(judged(a, "ALERTS", GW_GAUGE, GW_SAMPLE_PLAIN,
