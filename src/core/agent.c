@@ -602,12 +602,13 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("out of memory");
 		goto out;
 	}
-	if (a.cfg.store && open_store(&a, err, sizeof(err))) {
+	/* Profiles first: the cold tier (in open_store) archives them too. */
+	if (a.cfg.store && strcmp(a.cfg.profile, "off") != 0 &&
+	    open_profiles(&a, err, sizeof(err))) {
 		gw_err("%s", err);
 		goto out;
 	}
-	if (a.cfg.store && strcmp(a.cfg.profile, "off") != 0 &&
-	    open_profiles(&a, err, sizeof(err))) {
+	if (a.cfg.store && open_store(&a, err, sizeof(err))) {
 		gw_err("%s", err);
 		goto out;
 	}
