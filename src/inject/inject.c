@@ -572,6 +572,22 @@ static void classify_callbacks(void)
 
 /* ---- callbacks (application threads) ---- */
 
+/* cuModuleGetFunction's exit: *hfunc is the kernel named name. */
+static void learn_function(const CUpti_CallbackData *cd)
+{
+	const cuModuleGetFunction_params *p = cd->functionParams;
+	int code = 0;
+	CUfunction f = NULL;
+
+	if (cd->functionReturnValue)
+		memcpy(&code, cd->functionReturnValue, sizeof(code));
+	if (code != 0 || !p || !p->hfunc || !p->name)
+		return;
+	memcpy(&f, p->hfunc, sizeof(f));
+	gw_agg_kfunc(g.agg, GW_CRING_KFUNC_CUFUNCTION, (uint64_t)(uintptr_t)f,
+		     p->name);
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 				 CUpti_CallbackId cbid, const void *cbdata)
 {
@@ -612,6 +628,10 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 		return;
 	if (cbid < MAX_CBID)
 		__atomic_fetch_add(&g.calls[d][cbid], 1, __ATOMIC_RELAXED);
+	/* The CUfunction a module hands out, for the launch call paths
+	 * (cupti_ring.h, GW_CREC_KFUNC). */
+	if (d == DOM_DRV && cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction)
+		learn_function(cd);
 	/* A driver call made by a runtime call: its wait and its error are
 	 * the runtime call's, counted there once (the application called
 	 * cudaMalloc, not cuMemAlloc). */

@@ -50,6 +50,7 @@
 enum gw_profile_type {
 	GW_PROFILE_CPU = 0,	 /* CPU samples */
 	GW_PROFILE_LAUNCHES = 1, /* CUDA kernel launches, by call path */
+	GW_PROFILE_GPU_TIME = 2, /* their GPU time (ns), by call path */
 };
 
 struct gw_profstore;

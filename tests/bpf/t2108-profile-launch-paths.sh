@@ -42,7 +42,7 @@ prof_get "{pid=\"$pid\"}" folded >"$T_DIR/cpu"
 cpu=$(prof_total "$T_DIR/cpu")
 num_cmp "$cpu" "<" 1000 || fail "the CPU profile has $cpu samples: launch counts leaked into it"
 code=$(curl -sS -o "$T_DIR/body" -w '%{http_code}' -G "$URL/api/v1/profile" -d type=memory)
-[ "$code" = 400 ] && grep -q 'is not cpu or launches' "$T_DIR/body" || fail "type=memory: $code"
+[ "$code" = 400 ] && grep -q 'is not cpu, launches or gpu_time' "$T_DIR/body" || fail "type=memory: $code"
 ok "CPU profiles are apart; an unknown type is 400"
 prog_continue t2108-launch
 prog_wait_exit t2108-launch 0

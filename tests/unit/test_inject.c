@@ -522,6 +522,9 @@ static uint64_t api_count(uint32_t domain, const char *name, int32_t code,
 
 #define VECADD "_Z6vecAddPfS_S_i"
 #define GEMM   "_Z4gemmILi128EEvPKfS1_Pfiii"
+/* The CUfunction the "driver" hands out for GEMM, and one it refuses. */
+#define GEMM_FUNC    0x7f3000001000ull
+#define MISSING_FUNC 0x7f3000002000ull
 
 static uint32_t play_program(void)
 {
@@ -547,6 +550,21 @@ static uint32_t play_program(void)
 
 	ctx = fc.context_create(0);
 	KID_CHECK(fc.push_device(&h100) == FAKE_CUPTI_QUEUED);
+	/* A driver-API program gets its kernel's CUfunction; a name the
+	 * module does not have fails (500: CUDA_ERROR_NOT_FOUND). */
+	{
+		CUfunction f = (CUfunction)(uintptr_t)GEMM_FUNC,
+			   none = (CUfunction)(uintptr_t)MISSING_FUNC;
+		cuModuleGetFunction_params ok = { &f, NULL, GEMM },
+					   bad = { &none, NULL, "_Z4nopev" };
+
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction,
+				   0, &ok, NULL);
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction,
+				   500, &bad, NULL);
+	}
 	for (int i = 0; i < 3; i++) {
 		fc.api_call_nested(
 			RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0, DRV,
@@ -620,7 +638,7 @@ static int program_seen(void)
 {
 	const struct gw_crec_process *p = &rd.p->process;
 
-	return rd.p->have_process && rd.p->have_memcpy &&
+	return rd.p->have_process && rd.p->have_memcpy && rd.p->nkfuncs &&
 	       kernel_count(VECADD) == 1000 && kernel_count(GEMM) == 10 &&
 	       p->mem_allocs == 3 && p->mem_frees == 1 && p->oom == 2 &&
 	       p->contexts_created == 1 &&
@@ -666,6 +684,12 @@ static void program_totals(void **state)
 
 	g = kernel(GEMM);
 	assert_int_equal(g->count, 10);
+	/* The launch handle names GEMM's record (the profiler's join);
+	 * the failed lookup taught nothing. */
+	assert_int_equal(rd.p->nkfuncs, 1);
+	assert_int_equal(rd.p->kfuncs[0].handle, GEMM_FUNC);
+	assert_int_equal(rd.p->kfuncs[0].kind, GW_CRING_KFUNC_CUFUNCTION);
+	assert_int_equal(rd.p->kfuncs[0].name_hash, g->name_hash);
 	assert_int_equal(g->total_ns, 10 * 2000000ull);
 	assert_int_equal(g->min_ns, 2000000);
 	assert_int_equal(g->max_ns, 2000000);
