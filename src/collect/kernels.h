@@ -62,7 +62,7 @@ int gw_kernels_lookup(struct gw_kernels *k, uint32_t pid, uint64_t arg,
 
 struct gw_kernels_stats {
 	uint64_t procs, kernels, handles;
-	uint64_t refused;	 /* a table was full */
+	uint64_t refused;      /* a table was full */
 	uint64_t hits, misses; /* lookups */
 };
 void gw_kernels_stats(struct gw_kernels *k, struct gw_kernels_stats *st);
