@@ -91,14 +91,16 @@ __attribute__((noinline)) static void launch_gemm(void)
 
 int main(void)
 {
-	const char *fake = getenv("FAKE_CUPTI"), *inject = getenv("CUPTI_INJECT");
+	const char *fake = getenv("FAKE_CUPTI"),
+		   *inject = getenv("CUPTI_INJECT");
 	CUfunction f = (CUfunction)(uintptr_t)GEMM_FUNC;
 	cuModuleGetFunction_params mp = { &f, NULL, GEMM };
 	void (*init)(void);
 	void *lib;
 
 	if (!fake || !*fake || !inject || !*inject) {
-		fprintf(stderr, "prog_kjoin: set FAKE_CUPTI and CUPTI_INJECT\n");
+		fprintf(stderr,
+			"prog_kjoin: set FAKE_CUPTI and CUPTI_INJECT\n");
 		return 77;
 	}
 	if (gw_stub_cudart_marker() != 13 || gw_stub_cuda_marker() != 1)

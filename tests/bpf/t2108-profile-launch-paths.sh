@@ -8,13 +8,16 @@
 . "$(dirname "$0")/prof_lib.sh"
 prof_require
 
-prof_start_agent --profile gpu
+prof_start_agent --profile gpu --log-level debug
 stub_prog t2108-launch -- wait launch 3200 culaunch 1600 wait exit 0
 prog_wait_ready t2108-launch
 pid=${P_PID[t2108-launch]}
 wait_until 'grep -q "profile: launch call paths from .*libcudart.so.13" "$T_DIR/agent.log" &&
 	grep -q "profile: launch call paths from .*libcuda.so.1" "$T_DIR/agent.log"' 30 \
 	"no launch probes on the stub libraries"
+# This process (not only the libraries: another may have mapped them).
+wait_until 'grep -q "profile: pid $pid selected" "$T_DIR/agent.log"' 30 \
+	"pid $pid is not selected for profiling"
 prog_continue t2108-launch
 prog_wait_ready t2108-launch
 

@@ -15,7 +15,7 @@ prof_require
 
 ring_dir="$T_DIR/rings"
 mkdir -p "$ring_dir"
-prof_start_agent --profile gpu --cupti-dir "$ring_dir" --interval 0.2
+prof_start_agent --profile gpu --log-level debug --cupti-dir "$ring_dir" --interval 0.2
 
 name=t2111-kjoin
 ln -s "$BPF_FIXTURES/prog_kjoin" "$T_DIR/$name"
@@ -27,6 +27,9 @@ pid=${P_PID[$name]}
 wait_until 'grep -q "profile: launch call paths from .*libcudart.so.13" "$T_DIR/agent.log" &&
 	grep -q "profile: launch call paths from .*libcuda.so.1" "$T_DIR/agent.log"' 30 \
 	"no launch probes on the stub libraries"
+# This process (not only the libraries: another may have mapped them).
+wait_until 'grep -q "profile: pid $pid selected" "$T_DIR/agent.log"' 30 \
+	"pid $pid is not selected for profiling"
 # The CUPTI layer has read both kernels of the process.
 EXPECT_SECS=30 expect gpuwatch_cuda_kernel_launches_total ">=" 2 pid="$pid"
 prog_continue "$name"

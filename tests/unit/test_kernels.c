@@ -65,18 +65,18 @@ static void join_by_handle_and_by_symbol(void **state)
 
 	/* cudaLaunchKernel(func = the host stub): by its symbol. */
 	display(VECADD, vec, sizeof(vec));
-	assert_true(gw_kernels_lookup(k, 42, 0x5555, vec, name, sizeof(name),
-				      &ns));
+	assert_true(
+		gw_kernels_lookup(k, 42, 0x5555, vec, name, sizeof(name), &ns));
 	assert_string_equal(name, vec);
 	assert_true(ns > 0.99e4 && ns < 1.01e4);
 
 	/* Another process, an unknown handle, an unknown symbol: none. */
-	assert_false(gw_kernels_lookup(k, 43, 0x7f00, vec, name, sizeof(name),
-				       &ns));
+	assert_false(
+		gw_kernels_lookup(k, 43, 0x7f00, vec, name, sizeof(name), &ns));
 	assert_false(gw_kernels_lookup(k, 42, 0x7f08, NULL, name, sizeof(name),
 				       &ns));
-	assert_false(gw_kernels_lookup(k, 42, 0, "main", name, sizeof(name),
-				       &ns));
+	assert_false(
+		gw_kernels_lookup(k, 42, 0, "main", name, sizeof(name), &ns));
 	assert_true(gw_kernels_known(k, 42));
 	assert_false(gw_kernels_known(k, 43));
 
@@ -130,14 +130,14 @@ static void bounded(void **state)
 
 		snprintf(mangled, sizeof(mangled), "_Z1k%uv", i);
 		gw_kernels_kernel(k, 3, 100 + i, mangled, 1, 1);
-		gw_kernels_handle(k, 3, GW_CRING_KFUNC_CUFUNCTION,
-				  0x1000 + i, 100 + i);
+		gw_kernels_handle(k, 3, GW_CRING_KFUNC_CUFUNCTION, 0x1000 + i,
+				  100 + i);
 	}
 	gw_kernels_stats(k, &st);
 	assert_int_equal(st.procs, 2);
 	assert_int_equal(st.refused, 6 + 5);
-	assert_true(gw_kernels_lookup(k, 3, 0x1000, NULL, name, sizeof(name),
-				      &ns));
+	assert_true(
+		gw_kernels_lookup(k, 3, 0x1000, NULL, name, sizeof(name), &ns));
 	/* A long name is cut to the buffer, terminated. */
 	assert_true(strlen(name) < sizeof(name));
 	gw_kernels_free(k);

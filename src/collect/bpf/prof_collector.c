@@ -72,6 +72,7 @@ struct exe {
 struct seen {
 	uint32_t pid;
 	unsigned long long start; /* start time (ticks), tells a reused pid */
+	uint32_t comm;		  /* hash of the command name: tells an exec */
 	int gpu;
 	double checked;
 };
@@ -163,13 +164,16 @@ static const struct exe *get_exe(struct prof_col *c, uint32_t pid)
 
 /* ---- process selection (gpu mode) ---- */
 
-static unsigned long long proc_start(uint32_t pid)
+/* The start time (ticks) of pid, and a hash of its command name (an exec
+ * changes it, not the start time). */
+static unsigned long long proc_start(uint32_t pid, uint32_t *comm)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, *q;
 	unsigned long long v = 0;
 	ssize_t n;
 	int fd;
 
+	*comm = 0;
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -182,6 +186,9 @@ static unsigned long long proc_start(uint32_t pid)
 	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
+	q = strchr(buf, '(');
+	for (*comm = 2166136261u; q && ++q < p;)
+		*comm = (*comm ^ (unsigned char)*q) * 16777619u;
 	/* field 22 (starttime); p is at the end of field 2 */
 	for (int f = 2; f < 22 && p; f++)
 		p = strchr(p + 1, ' ');
@@ -266,12 +273,13 @@ static void scan_targets(struct prof_col *c, double now)
 		unsigned long v = strtoul(de->d_name, &end, 10);
 		uint32_t pid = (uint32_t)v;
 		unsigned long long st;
+		uint32_t comm;
 		struct seen *s;
 
 		if (*end || v == 0 || v > UINT32_MAX ||
 		    pid == (uint32_t)getpid())
 			continue;
-		st = proc_start(pid);
+		st = proc_start(pid, &comm);
 		s = find_seen(c, pid);
 		if (s && (s->start & ~(1ull << 63)) != st) {
 			/* a new process under an old pid */
@@ -286,8 +294,13 @@ static void scan_targets(struct prof_col *c, double now)
 				continue;
 			}
 			s = &c->seen[c->nseen++];
-			*s = (struct seen){ pid, st, 0, -INFINITY };
+			*s = (struct seen){ pid, st, comm, 0, -INFINITY };
 		}
+		/* Looked at before an exec (a launcher, `env`, a shell):
+		 * the program it became may map CUDA. */
+		if (!s->gpu && s->comm != comm)
+			s->checked = -INFINITY;
+		s->comm = comm;
 		s->start = st;
 		if (s->gpu || now - s->checked < SCAN_OTHER_S)
 			continue;
@@ -307,6 +320,7 @@ static void scan_targets(struct prof_col *c, double now)
 			s->gpu = 1;
 			c->ntargets++;
 			n++;
+			gw_dbg("profile: pid %u selected (it maps CUDA)", pid);
 			choose_unwind(c, pid);
 		}
 	}
