@@ -239,6 +239,8 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 	}
 	if (diff)
 		gw_prof_set_diff(p);
+	if (type == GW_PROFILE_GPU_TIME)
+		gw_prof_set_value_type(p, "gpu_time", "nanoseconds");
 	err = load(o, out, type, &target, start, end, p, 0);
 	if (!err && diff)
 		err = load(o, out, type, base.n ? &base : &target, bstart, bend,

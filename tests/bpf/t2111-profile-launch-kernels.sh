@@ -76,6 +76,19 @@ cmp -s <(sort "$T_DIR/cli") <(sort "$T_DIR/gpu_time") ||
 	fail "gpuwatch profile --gpu-time differs from the API: $(head -n 3 "$T_DIR/cli")"
 ok "type=gpu_time: gemm's path $gemm_ns ns, vecAdd's $vec_ns ns (CUPTI's 2 ms and 10 us a launch)"
 
+# pprof: one sample type, gpu_time in nanoseconds, that go tool pprof reads.
+if command -v go >/dev/null 2>&1; then
+	prof_get "{pid=\"$pid\"}" pprof --data-urlencode type=gpu_time >"$T_DIR/gpu.pb.gz"
+	HOME="$T_DIR" GOCACHE="$T_DIR/gocache" go tool pprof -raw "$T_DIR/gpu.pb.gz" \
+		>"$T_DIR/gpu.raw" 2>"$T_DIR/gpu.err" ||
+		fail "go tool pprof cannot read the gpu_time profile: $(cat "$T_DIR/gpu.err")"
+	grep -q '^Samples:' "$T_DIR/gpu.raw" && grep -Eq '^gpu_time/nanoseconds$' "$T_DIR/gpu.raw" ||
+		fail "the gpu_time pprof's sample type: $(head -n 3 "$T_DIR/gpu.raw")"
+	total=$(HOME="$T_DIR" GOCACHE="$T_DIR/gocache" go tool pprof -top "$T_DIR/gpu.pb.gz" 2>/dev/null |
+		sed -n 's/.*of \([0-9.]*\)\(m*s\) total.*/\1 \2/p' | head -n 1)
+	ok "go tool pprof reads the gpu_time profile (gpu_time/nanoseconds; top says $total total)"
+fi
+
 prog_continue "$name"
 prog_wait_exit "$name" 0
 stop_agent

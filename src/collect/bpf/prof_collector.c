@@ -507,10 +507,13 @@ static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
 	a->samples[ty] += (int64_t)s->count;
 	a->dirty[ty] = 1;
 	if (ty == 1 && gpu_ns > 0) {
-		if (!a->prof[2])
+		if (!a->prof[2]) {
 			a->prof[2] = gw_prof_new(MAX_STACKS);
-		if (!a->prof[2])
-			return -ENOMEM;
+			if (!a->prof[2])
+				return -ENOMEM;
+			gw_prof_set_value_type(a->prof[2], "gpu_time",
+					       "nanoseconds");
+		}
 		r = gw_prof_add(a->prof[2], frames, n, gpu_ns, 0);
 		if (r == -ENOMEM)
 			return r;
