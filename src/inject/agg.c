@@ -556,17 +556,12 @@ void gw_agg_sync(struct gw_agg *a, int slot, uint64_t ns)
 
 /* ---- launch handles ---- */
 
-void gw_agg_kfunc(struct gw_agg *a, uint32_t kind, uint64_t handle,
-		  const char *name)
+/* Under kf_lock: handle -> h. */
+static int kfunc_set(struct gw_agg *a, uint32_t kind, uint64_t handle,
+		     uint64_t h)
 {
 	struct kfunc *e = NULL;
-	size_t len;
-	uint64_t h;
 
-	if (!a || !name || !handle)
-		return;
-	h = fnv1a(name, &len);
-	pthread_mutex_lock(&a->kf_lock);
 	for (unsigned int i = 0; i < a->nkf; i++)
 		if (a->kf[i].handle == handle && a->kf[i].kind == kind)
 			e = &a->kf[i];
@@ -578,8 +573,41 @@ void gw_agg_kfunc(struct gw_agg *a, uint32_t kind, uint64_t handle,
 		e->hash = h;
 		e->dirty = 1;
 	}
+	return e ? 0 : -ENOSPC;
+}
+
+void gw_agg_kfunc_alias(struct gw_agg *a, uint32_t kind, uint64_t handle,
+			uint64_t of)
+{
+	int r = 0;
+
+	if (!a || !handle || !of)
+		return;
+	pthread_mutex_lock(&a->kf_lock);
+	for (unsigned int i = 0; i < a->nkf; i++)
+		if (a->kf[i].handle == of && a->kf[i].kind == kind) {
+			r = kfunc_set(a, kind, handle, a->kf[i].hash);
+			break;
+		}
 	pthread_mutex_unlock(&a->kf_lock);
-	if (!e)
+	if (r)
+		__atomic_fetch_add(&a->api_overflow, 1, __ATOMIC_RELAXED);
+}
+
+void gw_agg_kfunc(struct gw_agg *a, uint32_t kind, uint64_t handle,
+		  const char *name)
+{
+	size_t len;
+	int r;
+	uint64_t h;
+
+	if (!a || !name || !handle)
+		return;
+	h = fnv1a(name, &len);
+	pthread_mutex_lock(&a->kf_lock);
+	r = kfunc_set(a, kind, handle, h);
+	pthread_mutex_unlock(&a->kf_lock);
+	if (r)
 		__atomic_fetch_add(&a->api_overflow, 1, __ATOMIC_RELAXED);
 }
 

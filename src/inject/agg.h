@@ -103,6 +103,10 @@ void gw_agg_sync(struct gw_agg *a, int slot, uint64_t ns);
 #define GW_AGG_KFUNCS 1024u
 void gw_agg_kfunc(struct gw_agg *a, uint32_t kind, uint64_t handle,
 		  const char *name);
+/* handle starts the same kernel as the handle of learnt before (nothing
+ * when of is not known): a CUfunction got from a CUkernel. */
+void gw_agg_kfunc_alias(struct gw_agg *a, uint32_t kind, uint64_t handle,
+			uint64_t of);
 
 /*
  * Writes one summary to the ring: a PROCESS record (status, cupti_version,

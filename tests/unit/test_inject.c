@@ -525,6 +525,10 @@ static uint64_t api_count(uint32_t domain, const char *name, int32_t code,
 /* The CUfunction the "driver" hands out for GEMM, and one it refuses. */
 #define GEMM_FUNC    0x7f3000001000ull
 #define MISSING_FUNC 0x7f3000002000ull
+/* CUDA 12's library API: vecAdd's CUkernel, and the CUfunction got from
+ * it. */
+#define VECADD_KERNEL 0x7f3000003000ull
+#define VECADD_FUNC   0x7f3000004000ull
 
 static uint32_t play_program(void)
 {
@@ -564,6 +568,19 @@ static uint32_t play_program(void)
 		fc.api_call_params(DRV,
 				   CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction,
 				   500, &bad, NULL);
+	}
+	{
+		CUkernel k = (CUkernel)(uintptr_t)VECADD_KERNEL;
+		CUfunction f = (CUfunction)(uintptr_t)VECADD_FUNC;
+		cuLibraryGetKernel_params lk = { &k, NULL, VECADD };
+		cuKernelGetFunction_params kf = { &f, k };
+
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+				   0, &lk, NULL);
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction,
+				   0, &kf, NULL);
 	}
 	for (int i = 0; i < 3; i++) {
 		fc.api_call_nested(
@@ -638,7 +655,7 @@ static int program_seen(void)
 {
 	const struct gw_crec_process *p = &rd.p->process;
 
-	return rd.p->have_process && rd.p->have_memcpy && rd.p->nkfuncs &&
+	return rd.p->have_process && rd.p->have_memcpy && rd.p->nkfuncs == 3 &&
 	       kernel_count(VECADD) == 1000 && kernel_count(GEMM) == 10 &&
 	       p->mem_allocs == 3 && p->mem_frees == 1 && p->oom == 2 &&
 	       p->contexts_created == 1 &&
@@ -684,12 +701,19 @@ static void program_totals(void **state)
 
 	g = kernel(GEMM);
 	assert_int_equal(g->count, 10);
-	/* The launch handle names GEMM's record (the profiler's join);
-	 * the failed lookup taught nothing. */
-	assert_int_equal(rd.p->nkfuncs, 1);
-	assert_int_equal(rd.p->kfuncs[0].handle, GEMM_FUNC);
-	assert_int_equal(rd.p->kfuncs[0].kind, GW_CRING_KFUNC_CUFUNCTION);
-	assert_int_equal(rd.p->kfuncs[0].name_hash, g->name_hash);
+	/* The launch handles name their kernels' records (the profiler's
+	 * join): GEMM's CUfunction, vecAdd's CUkernel and the CUfunction
+	 * got from it; the failed lookup taught nothing. */
+	assert_int_equal(rd.p->nkfuncs, 3);
+	for (unsigned int i = 0; i < rd.p->nkfuncs; i++) {
+		const struct gw_cupti_kfunc *f = &rd.p->kfuncs[i];
+
+		assert_int_equal(f->kind, GW_CRING_KFUNC_CUFUNCTION);
+		assert_true(f->handle != MISSING_FUNC);
+		assert_int_equal(f->name_hash, f->handle == GEMM_FUNC
+						       ? g->name_hash
+						       : k->name_hash);
+	}
 	assert_int_equal(g->total_ns, 10 * 2000000ull);
 	assert_int_equal(g->min_ns, 2000000);
 	assert_int_equal(g->max_ns, 2000000);
