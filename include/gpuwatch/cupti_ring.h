@@ -262,8 +262,10 @@ struct gw_crec_api {
  * outside the process (the agent's eBPF probe on cuLaunchKernel sees only
  * the CUfunction it is given) with the kernel's GW_CREC_KERNEL record:
  * name_hash is that record's (FNV-1a of the full mangled name), so the
- * name and GPU time come from there.  Learnt at cuModuleGetFunction's
- * exit (not at launches: they have no callback).  Written when learnt and
+ * name and GPU time come from there.  Learnt at the exit of
+ * cuModuleGetFunction, cuLibraryGetKernel (a CUkernel, which cuLaunchKernel
+ * takes as well) and cuKernelGetFunction (not at launches: they have no
+ * callback).  Written when learnt and
  * again every GW_CRING_KFUNC_REPEAT summaries (a reader that starts late
  * still learns it); a reader keeps the latest per (kind, handle), bounded.
  * A handle may be reused after its module is unloaded: the newer mapping
