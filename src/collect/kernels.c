@@ -29,10 +29,10 @@ struct handle {
 struct proc {
 	uint32_t pid;
 	uint64_t used;
-	struct kern *k;
-	unsigned int nk;
+	struct kern *k; /* grown by doubling up to GW_KERNELS_MAX */
+	unsigned int nk, capk;
 	struct handle *h;
-	unsigned int nh;
+	unsigned int nh, caph;
 };
 
 struct gw_kernels {
@@ -88,8 +88,8 @@ void gw_kernels_free(struct gw_kernels *k)
 	free(k);
 }
 
-/* Under lock: pid's entry, or NULL (create: a new one, evicting the one
- * updated longest ago when full; NULL when out of memory). */
+/* Under lock: pid's entry, or NULL (create: a new, empty one, evicting
+ * the one updated longest ago when full). */
 static struct proc *find_proc(struct gw_kernels *k, uint32_t pid, int create)
 {
 	struct proc *p = NULL;
@@ -108,15 +108,30 @@ static struct proc *find_proc(struct gw_kernels *k, uint32_t pid, int create)
 				p = &k->procs[i];
 		proc_release(p);
 	}
-	p->k = calloc(GW_KERNELS_MAX, sizeof(*p->k));
-	p->h = calloc(GW_KERNELS_MAX, sizeof(*p->h));
-	if (!p->k || !p->h) {
-		proc_release(p);
-		*p = k->procs[--k->nprocs];
-		return NULL;
-	}
 	p->pid = pid;
 	return p;
+}
+
+/* Room for one more entry in an array of cap (doubling from 8 up to
+ * GW_KERNELS_MAX): 0, or -ENOSPC / -ENOMEM. */
+static int grow(void **v, unsigned int n, unsigned int *cap, size_t size)
+{
+	unsigned int c;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	if (*cap >= GW_KERNELS_MAX)
+		return -ENOSPC;
+	c = *cap ? *cap * 2 : 8;
+	if (c > GW_KERNELS_MAX)
+		c = GW_KERNELS_MAX;
+	nv = realloc(*v, (size_t)c * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = c;
+	return 0;
 }
 
 void gw_kernels_kernel(struct gw_kernels *k, uint32_t pid, uint64_t name_hash,
@@ -136,7 +151,7 @@ void gw_kernels_kernel(struct gw_kernels *k, uint32_t pid, uint64_t name_hash,
 		if (p->k[i].hash == name_hash)
 			e = &p->k[i];
 	if (!e) {
-		if (p->nk == GW_KERNELS_MAX) {
+		if (grow((void **)&p->k, p->nk, &p->capk, sizeof(*p->k))) {
 			k->st.refused++;
 			goto out;
 		}
@@ -169,7 +184,7 @@ void gw_kernels_handle(struct gw_kernels *k, uint32_t pid, uint32_t kind,
 		if (p->h[i].handle == handle && p->h[i].kind == kind)
 			e = &p->h[i];
 	if (!e) {
-		if (p->nh == GW_KERNELS_MAX) {
+		if (grow((void **)&p->h, p->nh, &p->caph, sizeof(*p->h))) {
 			k->st.refused++;
 			goto out;
 		}

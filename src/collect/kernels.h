@@ -17,7 +17,8 @@
  *
  * Bounds: max_procs processes (the one updated longest ago leaves), and
  * per process GW_KERNELS_MAX kernels and GW_KERNELS_MAX handles (beyond:
- * refused and counted).  Thread safety: any threads (one mutex; lookups
+ * refused and counted), in tables that grow as needed (about 300 bytes a
+ * kernel).  Thread safety: any threads (one mutex; lookups
  * are short).
  */
 #ifndef GW_COLLECT_KERNELS_H
