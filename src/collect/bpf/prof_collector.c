@@ -792,6 +792,14 @@ static void publish(struct prof_col *c)
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)ss.unknown, NULL, "what", "unnamed_frames",
 			    NULL);
+		if (c->env->kernels) {
+			struct gw_kernels_stats ks;
+
+			gw_kernels_stats(c->env->kernels, &ks);
+			gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
+				    (double)ks.refused, NULL, "what", "kernels",
+				    NULL);
+		}
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)c->store_errors, NULL, "what", "store",
 			    NULL);
