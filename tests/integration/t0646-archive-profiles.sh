@@ -155,6 +155,10 @@ ok "after a restart the archived days of profiles answer the same"
 grep -Eq "^prof +$DAY1 .* complete +remote only" "$T_DIR/ls.out" ||
 	fail "ls --remote does not list prof $DAY1: $(cat "$T_DIR/ls.out")"
 grep -q "^8 partitions in s3://$S3_BUCKET/node1" "$T_DIR/ls.out" || fail "ls --remote summary: $(tail -1 "$T_DIR/ls.out")"
+"$GPUWATCH" store ls --data-dir "$D" >"$T_DIR/ls-local.out"
+grep -Eq "^prof +$DAY1 +- +remote" "$T_DIR/ls-local.out" &&
+	grep -q "^0 days of profiles, 0 bytes; 2 more in the archive only" "$T_DIR/ls-local.out" ||
+	fail "store ls does not show the remote days of profiles: $(cat "$T_DIR/ls-local.out")"
 "$GPUWATCH" store restore "prof/$DAY2" "$T_DIR/prof.db" "${ARCHIVE[@]}" >/dev/null ||
 	fail "store restore prof/$DAY2 FILE failed"
 cmp -s "$T_DIR/prof.db" "$(s3_object "prof/$DAY2.db")" || fail "the restored file differs from the object"
@@ -164,6 +168,9 @@ ok "store ls --remote lists the days of profiles; store restore downloads a veri
 "$GPUWATCH" store restore "prof/$DAY1" --data-dir "$D" "${ARCHIVE[@]}" >"$T_DIR/into.out" 2>&1 ||
 	fail "store restore prof/$DAY1 into the data directory failed: $(cat "$T_DIR/into.out")"
 [ "$(rows_on_day "$D/profiles.db" "$DAY1")" -eq 10 ] || fail "the restored day is not in profiles.db"
+"$GPUWATCH" store ls --data-dir "$D" >"$T_DIR/ls-restored.out"
+grep -Eq "^prof +$DAY1 .* closed +archived \(restored\)" "$T_DIR/ls-restored.out" ||
+	fail "store ls after the restore: $(cat "$T_DIR/ls-restored.out")"
 start_agent --data-dir "$D" --simulate 1 --no-ebpf --retention-raw 30d \
 	"${ARCHIVE[@]}" --archive-keep-local 1d
 misses=$(value gpuwatch_archive_cache_misses_total)
