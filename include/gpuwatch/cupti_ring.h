@@ -255,7 +255,10 @@ struct gw_crec_api {
 
 /* What a launch handle is. */
 #define GW_CRING_KFUNC_CUFUNCTION 1u /* a CUfunction (cuLaunchKernel's f) */
-#define GW_CRING_KFUNC_HOST	  2u /* a host stub (cudaLaunchKernel's func) */
+#define GW_CRING_KFUNC_HOST                                                    \
+	2u /* a host stub (cudaLaunchKernel's func);
+					reserved: not written yet (the agent
+					joins host stubs by their symbol) */
 
 /*
  * A launch handle -> kernel mapping, for joining launch call paths taken
