@@ -1091,15 +1091,10 @@ static int cmp_labels_p(const void *a, const void *b)
  * for the time range. */
 #define TIME_BATCH 4096
 
-static int cmp_hit(const void *a, const void *b)
-{
-	const struct ev_hit *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /* The evicted series any matcher list selects (every one when nsets is
- * 0) with samples at or after mint, except the ids in have; each once. */
+ * 0) with samples at or after mint, except the ids in have; each once.
+ * With several lists, the evicted series in range are read once and
+ * kept when any list matches. */
 static int chosen_evicted(struct gw_store *s,
 			  const struct gw_matcher *const *sets,
 			  const size_t *nm, size_t nsets, int64_t mint,
@@ -1107,56 +1102,28 @@ static int chosen_evicted(struct gw_store *s,
 			  struct gw_query_limits *lim, struct ev_hit **out,
 			  size_t *nout)
 {
-	struct ev_hit *all = NULL;
-	size_t n = 0;
-	int err = 0;
+	size_t k = 0;
+	int err;
 
-	*out = NULL;
-	*nout = 0;
 	if (nsets <= 1)
 		return evicted_select(s, nsets ? sets[0] : NULL,
 				      nsets ? nm[0] : 0, mint, have, nhave, lim,
 				      out, nout);
-	for (size_t i = 0; i < nsets && !err; i++) {
-		struct ev_hit *one, *nv;
-		size_t k;
+	err = evicted_select(s, NULL, 0, mint, have, nhave, lim, out, nout);
+	for (size_t i = 0; !err && i < *nout; i++) {
+		bool any = false;
 
-		err = evicted_select(s, sets[i], nm[i], mint, have, nhave, lim,
-				     &one, &k);
-		if (err || !k) {
-			free(one);
-			continue;
-		}
-		nv = realloc(all, (n + k) * sizeof(*nv));
-		if (!nv) {
-			ev_hits_free(one, k);
-			err = -ENOMEM;
-			break;
-		}
-		all = nv;
-		memcpy(all + n, one, k * sizeof(*one));
-		n += k;
-		free(one);
+		for (size_t j = 0; j < nsets && !any; j++)
+			any = gw_matchers_match(sets[j], nm[j],
+						&(*out)[i].labels);
+		if (any)
+			(*out)[k++] = (*out)[i];
+		else
+			gw_labels_release(&(*out)[i].labels);
 	}
-	if (!err && n > 1) {
-		size_t u = 1;
-
-		qsort(all, n, sizeof(*all), cmp_hit);
-		for (size_t i = 1; i < n; i++) {
-			if (all[i].id == all[u - 1].id)
-				gw_labels_release(&all[i].labels);
-			else
-				all[u++] = all[i];
-		}
-		n = u;
-	}
-	if (err) {
-		ev_hits_free(all, n);
-		return err;
-	}
-	*out = all;
-	*nout = n;
-	return 0;
+	if (!err)
+		*nout = k;
+	return err;
 }
 
 /*
