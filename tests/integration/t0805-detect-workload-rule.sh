@@ -51,6 +51,8 @@ alerts >"$T_DIR/alerts"
 	fail "MetricAnomalous on a healthy day: $(tr '\n' ';' <"$T_DIR/alerts")"
 ok "$n episodes explained by workload changes, no MetricAnomalous"
 stop_agent
+# A new agent, not the models and history of that day.
+rm -rf "$T_DIR/data"
 
 start_agent --simulate 2 --interval 0.5 --detail-interval 1 --rule-interval 1 \
 	--no-ebpf --fault thermal-runaway:1:40
