@@ -72,7 +72,7 @@ static void put_time(struct gw_buf *out, int64_t t)
 
 	if (!ms) {
 		gw_buf_putf(out, "%s%llu", t < 0 ? "-" : "",
-			      (unsigned long long)(m / 1000));
+			    (unsigned long long)(m / 1000));
 		return;
 	}
 	snprintf(frac, sizeof(frac), "%03u", ms);
@@ -80,7 +80,7 @@ static void put_time(struct gw_buf *out, int64_t t)
 		k--;
 	frac[k] = '\0';
 	gw_buf_putf(out, "%s%llu.%s", t < 0 ? "-" : "",
-		      (unsigned long long)(m / 1000), frac);
+		    (unsigned long long)(m / 1000), frac);
 }
 
 static void put_value(struct gw_buf *out, double v)
@@ -93,7 +93,7 @@ static void put_value(struct gw_buf *out, double v)
 /* The columns of one series, [t,"x"] pairs each. */
 enum { C_VALUE, C_EXPECTED, C_LOWER, C_UPPER, C_SCORE, C_N };
 static const char *const col_name[C_N] = { "values", "expected", "lower",
-					    "upper", "score" };
+					   "upper", "score" };
 
 struct episode {
 	int64_t onset, peak_t, end;
@@ -238,7 +238,7 @@ static void put_series(struct gw_buf *out, const struct gw_series_data *s,
 		gw_buf_puts(out, ",\"peak\":");
 		put_value(out, e->peak);
 		gw_buf_putf(out, ",\"active\":%s}",
-			      e->active ? "true" : "false");
+			    e->active ? "true" : "false");
 	}
 	gw_buf_puts(out, "]}");
 }
@@ -403,11 +403,11 @@ int gw_api_baseline(const struct gw_queryable *q, const struct gw_api_opts *o,
 	gw_buf_reset(&r->body);
 	r->status = 200;
 	gw_buf_putf(&r->body,
-		      "{\"status\":\"success\",\"data\":{\"resultType\":"
-		      "\"baseline\",\"threshold\":");
+		    "{\"status\":\"success\",\"data\":{\"resultType\":"
+		    "\"baseline\",\"threshold\":");
 	put_value(&r->body, cfg.threshold);
 	gw_buf_putf(&r->body, ",\"warmup\":%lld,\"result\":[",
-		      (long long)(warmup / 1000));
+		    (long long)(warmup / 1000));
 	for (size_t k = 0; k < set.n && !gw_buf_error(&r->body); k++) {
 		const struct gw_series_data *s = &set.s[k];
 
@@ -431,9 +431,9 @@ int gw_api_baseline(const struct gw_queryable *q, const struct gw_api_opts *o,
 	gw_buf_puts(&r->body, "]}");
 	if (rp->ep_dropped)
 		gw_buf_putf(&r->body,
-			      ",\"warnings\":[\"more than %d episodes in a "
-			      "series; the first are shown\"]",
-			      MAX_EPISODES);
+			    ",\"warnings\":[\"more than %d episodes in a "
+			    "series; the first are shown\"]",
+			    MAX_EPISODES);
 	gw_buf_puts(&r->body, "}");
 	err = gw_buf_error(&r->body);
 	if (err == -ENOSPC)

@@ -491,13 +491,14 @@
 			apierr: 'sum(rate(gpuwatch_cuda_api_errors_total' + W + '))',
 			alloc: 'sum(gpuwatch_cuda_memory_live_bytes) or sum(gpuwatch_cuda_memory_allocated_bytes)',
 			raw: sel,
-			mean: 'avg_over_time(' + sel + '[10m])',
-			sd: 'stddev_over_time(' + sel + '[10m])',
-			anom: sel.replace('{', ':anomaly_score{') + ' > 0.95',
 		};
 		const r = {};
 		let failed = null;
 		const names = appNames();
+		/* the agent's own detector replayed over the history (its band,
+		 * scores and episodes), asked beside the range queries */
+		const band = get('baseline', { query: sel, start: tr.start, end: tr.end, step: tr.step })
+			.catch((e) => { failed = failed || e; return null; });
 		await Promise.all(Object.keys(q).map((k) => range(q[k], tr.start, tr.end, tr.step)
 			.then((x) => { r[k] = x; }, (e) => { r[k] = []; failed = failed || e; })));
 		spans = await alertSpans(tr);
@@ -554,30 +555,35 @@
 			axes: [{}, { scale: 's0' }],
 		});
 
-		/* baseline band and anomalies */
+		/* the agent's dynamic baseline (api/v1/baseline): the band a
+		 * sample must leave to score the detector's threshold, and the
+		 * samples that did */
 		const bl = [];
+		const b = await band;
+		const thr = b ? +b.threshold : 0.9;
 		if (r.raw.length) {
 			const [, d] = align([r.raw[0]], tr);
-			const [, m] = align(r.mean.slice(0, 1), tr);
-			const [, sd] = align(r.sd.slice(0, 1), tr);
-			const up = (m[0] || []).map((v, i) => v === null || sd[0][i] === null ? null : v + 3 * sd[0][i]);
-			const lo = (m[0] || []).map((v, i) => v === null || sd[0][i] === null ? null : v - 3 * sd[0][i]);
-			const an = new Array(xs.length).fill(null);
-			if (r.anom.length) {
-				const [, a] = align([r.anom[0]], tr);
-				a[0].forEach((v, i) => { if (v !== null) an[i] = d[0][i]; });
-			}
-			bl.push({ opts: { label: 'baseline +3σ', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: up });
-			bl.push({ opts: { label: 'baseline −3σ', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: lo });
+			const s0 = b && b.result.length ? b.result[0] : null;
+			const col = (k) => (s0 ? align([{ values: s0[k] }], tr)[1][0] : new Array(xs.length).fill(null));
+			const up = col('upper'), lo = col('lower'), ex = col('expected'), sc = col('score'), bv = col('values');
+			const an = sc.map((v, i) => (v !== null && v >= thr ? bv[i] : null));
+			bl.push({ opts: { label: 'baseline upper', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: up });
+			bl.push({ opts: { label: 'baseline lower', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: lo });
+			bl.push({ opts: { label: 'expected', stroke: 'rgba(47,95,208,0.6)', width: 1, dash: [4, 3] }, data: ex });
 			bl.push({ opts: lineOpts(base + ' GPU ' + gpu, 1), data: d[0] });
 			bl.push({ opts: { label: 'anomaly', stroke: '#c62828', width: 0, paths: () => null,
 				points: { show: true, size: 8, fill: '#c62828' } }, data: an });
 			box.dataset.anomalies = String(an.filter((v) => v !== null).length);
+			box.dataset.episodes = String(s0 ? s0.episodes.length : 0);
+			const drawn = up.map((v, i) => [xs[i], lo[i], v]).filter((p) => p[2] !== null);
+			box.dataset.bandPoints = String(drawn.length);
+			box.dataset.bandRange = [tr.start, tr.end, tr.step].join(',');
+			box.dataset.band = JSON.stringify(drawn.filter((p, i) => i % Math.max(1, drawn.length >> 2) === 0));
 		}
 		const pick = el('form', { id: 'base-form' },
 			el('label', {}, 'baseline of ', baseSelect(base)), el('label', {}, ' GPU ', gpuInput(gpu)));
 		box.append(pick);
-		lane(box, 'Dynamic baseline (10 min mean ± 3σ) with anomalies (score > 0.95)', xs, bl, {
+		lane(box, 'Dynamic baseline (the agent\'s detector, band at score ' + thr + ') with anomalies', xs, bl, {
 			id: 'baseline', empty: 'No samples of ' + sel + ' in this range (store off, or no such GPU).',
 			bands: [{ series: [1, 2], fill: 'rgba(47,95,208,0.12)' }],
 		});
