@@ -25,7 +25,9 @@ cmake --build "$build" --target gpuwatch >/dev/null
 }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gw-web-bench.XXXXXX")
 pid=""
-trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+# The agent writes into $dir until it has exited: wait for it before
+# removing the directory ("Directory not empty" otherwise).
+trap '[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$dir"' EXIT
 
 # start_agent ARGS...: the agent on a free port in the background; sets
 # pid and url.
