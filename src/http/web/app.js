@@ -499,11 +499,18 @@
 		 * scores and episodes), asked beside the range queries */
 		const band = get('baseline', { query: sel, start: tr.start, end: tr.end, step: tr.step })
 			.catch((e) => { failed = failed || e; return null; });
-		await Promise.all(Object.keys(q).map((k) => range(q[k], tr.start, tr.end, tr.step)
+		const lanes = Promise.all(Object.keys(q).map((k) => range(q[k], tr.start, tr.end, tr.step)
 			.then((x) => { r[k] = x; }, (e) => { r[k] = []; failed = failed || e; })));
-		spans = await alertSpans(tr);
-		const apps = (await names).slice(0, 6);
-		const appRes = await Promise.all(apps.map((n) => range(n, tr.start, tr.end, tr.step).catch(() => [])));
+		/* everything at once: the agent runs them on its query workers */
+		const spansNow = alertSpans(tr);
+		const appsNow = names.then((n) => {
+			const apps = n.slice(0, 6);
+			return Promise.all(apps.map((x) => range(x, tr.start, tr.end, tr.step).catch(() => [])))
+				.then((res) => ({ apps, res }));
+		});
+		await lanes;
+		spans = await spansNow;
+		const { apps, res: appRes } = await appsNow;
 
 		dropCharts();
 		const box = $('#lanes');
@@ -684,20 +691,40 @@
 			el('label', {}, ' B: ', ss, ', GPU ', gpuInput(gb, 'gb'), ' pid ', gpuInput(pb, 'pb')),
 			el('span', { class: 'note', text: 'empty = mean of all GPUs (processes)' }));
 
-		const all = await Promise.all(CMP.flatMap(([q]) => [
+		/* The chart needs the shown metric's two windows only: asked
+		 * first (the agent's query workers take them in order) and drawn
+		 * as soon as they answer; the table's other twelve follow. */
+		const ask = (q) => Promise.all([
 			range(sel(q, ga, pa), tr.start, tr.end, tr.step).catch(() => []),
 			range(sel(q, gb, pb), trB.start, trB.end, trB.step).catch(() => []),
-		]));
+		]);
+		const known = CMP.some(([q]) => q === metric);
+		const first = ask(known ? metric : CMP[0][0]);
+		const pending = CMP.map(([q]) => (q === (known ? metric : CMP[0][0]) ? first : ask(q)));
+		const [fa, fb] = await first;
 		dropCharts();
 		const [xs] = align([], tr);
+		const shownRow = CMP.find(([q]) => q === metric) || CMP[0];
+		const shown = { a: align(fa, tr)[1][0] || [], b: align(fb, trB)[1][0] || [], unit: shownRow[1], label: shownRow[2] };
+		const box = $('#cmp-chart');
+		box.replaceChildren();
+		const la = 'A ' + when(tr.start) + (ga ? ' GPU ' + ga : '') + (pa ? ' pid ' + pa : '');
+		const lb = 'B ' + when(trB.start) + (gb ? ' GPU ' + gb : '') + (pb ? ' pid ' + pb : '');
+		const series = shown.a.some((v) => v !== null) || shown.b.some((v) => v !== null) ? [
+			{ opts: { label: la, stroke: COLORS[0], width: 1.5 }, data: shown.a },
+			{ opts: { label: lb, stroke: COLORS[1], width: 1.5, dash: [6, 3] }, data: shown.b },
+		] : [];
+		lane(box, shown.label + ': window B overlaid on window A (x: time in A; B is shifted by ' +
+			ago(Date.now() / 1000 - shift) + ')', xs, series, {
+			id: 'compare', noSpans: true, empty: 'No data in either window.',
+			onSelect: zoomTo,
+		});
+		const all = await Promise.all(pending);
 		const rows = [];
-		let shown = null;
 		CMP.forEach(([q, unit, label], i) => {
-			const a = align(all[2 * i], tr)[1][0] || [];
-			const b = align(all[2 * i + 1], trB)[1][0] || [];
+			const a = align(all[i][0], tr)[1][0] || [];
+			const b = align(all[i][1], trB)[1][0] || [];
 			const sa = stats(a), sb = stats(b);
-			if (q === metric)
-				shown = { a, b, unit, label };
 			const d = sa && sb && sb.mean ? (sa.mean - sb.mean) / Math.abs(sb.mean) : null;
 			rows.push(el('tr', { 'data-metric': q, class: d !== null && Math.abs(d) > 0.1 ? 'warn' : '' },
 				el('td', { text: label }),
@@ -705,19 +732,6 @@
 				el('td', { text: d === null ? '–' : (d > 0 ? '+' : '') + (d * 100).toFixed(1) + ' %' }),
 				el('td', { text: sa ? fmt(sa.p95, unit) : '–' }), el('td', { text: sb ? fmt(sb.p95, unit) : '–' }),
 				el('td', { text: sa ? fmt(sa.max, unit) : '–' }), el('td', { text: sb ? fmt(sb.max, unit) : '–' })));
-		});
-		const box = $('#cmp-chart');
-		box.replaceChildren();
-		const la = 'A ' + when(tr.start) + (ga ? ' GPU ' + ga : '') + (pa ? ' pid ' + pa : '');
-		const lb = 'B ' + when(trB.start) + (gb ? ' GPU ' + gb : '') + (pb ? ' pid ' + pb : '');
-		const series = shown && (shown.a.some((v) => v !== null) || shown.b.some((v) => v !== null)) ? [
-			{ opts: { label: la, stroke: COLORS[0], width: 1.5 }, data: shown.a },
-			{ opts: { label: lb, stroke: COLORS[1], width: 1.5, dash: [6, 3] }, data: shown.b },
-		] : [];
-		lane(box, (shown ? shown.label : metric) + ': window B overlaid on window A (x: time in A; B is shifted by ' +
-			ago(Date.now() / 1000 - shift) + ')', xs, series, {
-			id: 'compare', noSpans: true, empty: 'No data in either window.',
-			onSelect: zoomTo,
 		});
 		$('#cmp-summary').replaceChildren(el('h2', { text: 'Differences (A against B)' }), el('table', {},
 			el('tr', {}, ...['', 'mean A', 'mean B', 'Δ mean', 'p95 A', 'p95 B', 'max A', 'max B'].map((h) => el('th', { text: h }))),
