@@ -253,7 +253,8 @@ gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
  * at the detector's threshold score); a step with no judged sample shows
  * the last sample before it (within the lookback) and its band, without a
  * score.  Plus the anomalous episodes that overlap [start, end].  No point
- * while the model learns; raw samples only.
+ * while the model learns; raw samples only.  The model's numbers have 9
+ * significant digits; values are the samples' own.
  *
  *   {"resultType":"baseline","threshold":"0.9","warmup":3600,"result":[
  *     {"metric":{...},"values":[[t,"v"],...],"expected":[...],
