@@ -59,6 +59,6 @@ bool gw_http_gzip_worth(const char *ae, const char *content_type, size_t len)
 		return false;
 	return !content_type || strncasecmp(content_type, "text/", 5) == 0 ||
 	       strncasecmp(content_type, "application/json", 16) == 0 ||
-	       strncasecmp(content_type, "application/openmetrics-text",
-			   28) == 0;
+	       strncasecmp(content_type, "application/openmetrics-text", 28) ==
+		       0;
 }
