@@ -66,8 +66,14 @@
 		return j.data;
 	}
 	const instant = (query, time) => get('query', { query, time }).then((d) => d.result);
+	/* At a step of minutes a chart needs one value per step, not the
+	 * 1 s samples under it: the rollup tier (the API's tier, ours) reads
+	 * 60 to 3,600 times fewer points and answers the same within a
+	 * window (docs/internals/promql.md, "Semantics on rollup tiers").
+	 * Finer steps read raw samples, as by default. */
+	const tierFor = (step) => (step >= 3600 ? { tier: '1h' } : step >= 120 ? { tier: '1m' } : {});
 	const range = (query, start, end, step) =>
-		get('query_range', { query, start, end, step }).then((d) => d.result);
+		get('query_range', Object.assign({ query, start, end, step }, tierFor(step))).then((d) => d.result);
 
 	/* ---- state in the URL ---- */
 
