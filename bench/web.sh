@@ -40,6 +40,7 @@ trap '[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm
 # start_agent ARGS...: the agent on a free port in the background; sets
 # pid and url.
 start_agent() {
+	: >"$dir/agent.log"
 	"$gw" agent --listen 127.0.0.1:0 --statsd-listen 127.0.0.1:0 \
 		--simulate 8 "$@" 2>"$dir/agent.log" &
 	pid=$!
