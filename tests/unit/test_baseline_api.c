@@ -49,9 +49,9 @@ static int setup(void **state)
 	assert_int_equal(gw_fakeq_new(&x->f), 0);
 	assert_int_equal(gw_fakeq_series(x->f, "power", "gpu=\"0\"", &id), 0);
 	for (int i = 0; i < N; i++)
-		assert_int_equal(gw_fakeq_sample(x->f, id, T0 + i * 1000LL,
-						 value_at(i)),
-				 0);
+		assert_int_equal(
+			gw_fakeq_sample(x->f, id, T0 + i * 1000LL, value_at(i)),
+			0);
 	gw_fakeq_queryable(x->f, &x->q);
 	*state = x;
 	return 0;
@@ -116,8 +116,8 @@ static size_t column(const char *body, const char *name, int64_t *t, double *v,
 		double ts;
 		int used = 0;
 
-		assert_int_equal(sscanf(s, "[%lf,\"%lf\"]%n", &ts, &v[n], &used),
-				 2);
+		assert_int_equal(
+			sscanf(s, "[%lf,\"%lf\"]%n", &ts, &v[n], &used), 2);
 		t[n++] = llround(ts * 1000);
 		s += used;
 		if (*s == ',')
@@ -255,8 +255,8 @@ static void failures(void **state)
 	assert_int_equal(status, 422);
 	assert_non_null(strstr(body, "too many samples"));
 	free(body);
-	body = call(&x->q, NULL, &status, "query=power{", "start=1",
-		    "end=2", "step=1", NULL);
+	body = call(&x->q, NULL, &status, "query=power{", "start=1", "end=2",
+		    "step=1", NULL);
 	assert_int_equal(status, 400);
 	assert_non_null(strstr(body, "invalid parameter \\\"query\\\""));
 	free(body);
