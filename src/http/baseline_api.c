@@ -16,9 +16,9 @@
  *
  * The replay starts from an empty model: it equals the agent's own state
  * once the warm-up has run its course (the level and scale forget in a
- * few thousand samples), except for the daily profile, which the agent
- * learns over days and the replay only where the warm-up holds a whole
- * period.  Raw samples only: beyond the raw tier's retention there are no
+ * few thousand samples), except for the daily profile and its recurrence
+ * memory, which the agent learns over days and the replay only where the
+ * warm-up holds whole periods.  Raw samples only: beyond the raw tier's retention there are no
  * points.
  */
 #include <errno.h>
