@@ -325,6 +325,7 @@ static void close_day(struct gw_store *s, int64_t day)
 
 static int cut(struct gw_store *s, int64_t H)
 {
+	bool closed = false;
 	size_t n = s->active.n;
 	int err = gw_store_flush(s);
 
@@ -352,8 +353,14 @@ static int cut(struct gw_store *s, int64_t H)
 	atomic_fetch_add(&s->st_cuts, 1);
 	gw_store_head_sweep(s, gw_store_now(s));
 	for (size_t i = 0; i < s->nparts; i++)
-		if (!s->parts[i].closed && s->parts[i].day + MS_DAY <= H)
+		if (!s->parts[i].closed && s->parts[i].day + MS_DAY <= H) {
 			close_day(s, s->parts[i].day);
+			closed = true;
+		}
+	/* A day closed: the keys of the series known so far leave their
+	 * rows for one packed list (a tenth of the bytes under churn). */
+	if (closed && gw_store_pack_index(s->index) == 0)
+		(void)gw_store_exec(s->index, "PRAGMA incremental_vacuum;");
 	return 0;
 }
 
