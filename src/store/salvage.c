@@ -393,9 +393,9 @@ static int leaf(struct scan *sc, const uint8_t *pg, const uint8_t *hdr)
 			   memcmp(c[1].p, "\x28\xb5\x2f\xfd", 4) == 0) {
 			/* a packed list of series (series_packed): zstd's
 			 * checksum tells a damaged one, which is skipped;
-			 * bounded at 128 times its size, as keys pack */
+			 * bounded at 1024 times its size, as keys pack */
 			int r = gw_store_each_packed(c[1].p, c[1].len,
-						     c[1].len * 128 + 4096,
+						     c[1].len * 1024 + 65536,
 						     keep_packed, sc->out);
 
 			err = r == -ENOMEM ? r : 0;

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <sqlite3.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "query/promql.h"
 #include "store/store.h"
@@ -232,6 +233,83 @@ static void closed_days_are_compressed_and_read_back(void **state)
 	gw_store_stats(f->s, &st);
 	assert_int_equal(st.series, 2);
 	expect_raw(f, T0, T0 + DAY + 3 * HOUR + 20000);
+}
+
+struct keys_seen {
+	int64_t id[4];
+	char key[4][64];
+	int n;
+};
+
+static int see_key(void *ctx, int64_t id, const char *key)
+{
+	struct keys_seen *k = ctx;
+
+	assert_true(k->n < 4);
+	k->id[k->n] = id;
+	snprintf(k->key[k->n++], sizeof(k->key[0]), "%s", key);
+	return 0;
+}
+
+/* A list of keys packed by an earlier version (format 1: varint id, key,
+ * NUL) reads as one of today's (front-coded), and a damaged one is
+ * refused, not misread. */
+static void packed_key_lists_of_both_formats_are_read(void **state)
+{
+	static const uint8_t v1[] = "\x05m{a=\"1\"}\0\x81\x01m{a=\"2\"}";
+	static const char *const keys[] = { "m{a=\"1\"}", "m{a=\"2\"}" };
+	struct fixture *f = *state;
+	struct keys_seen k = { 0 };
+	char path[PATH_MAX];
+	uint8_t z[256];
+	size_t zlen;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	/* format 1, made as the earlier version made it */
+	zlen = ZSTD_compress(z, sizeof(z), v1, sizeof(v1), 3);
+	assert_false(ZSTD_isError(zlen));
+	assert_int_equal(gw_store_each_packed(z, zlen, 4096, see_key, &k), 0);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(k.id[0], 5);
+	assert_int_equal(k.id[1], 129);
+	for (int i = 0; i < 2; i++)
+		assert_string_equal(k.key[i], keys[i]);
+	/* format 2, from a series table */
+	snprintf(path, sizeof(path), "%s/keys.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "CREATE TABLE meta(k TEXT PRIMARY KEY, v);"
+			     "CREATE TABLE series(id INTEGER PRIMARY KEY, key);"
+			     "INSERT INTO series VALUES (129, 'm{a=\"2\"}'),"
+			     " (5, 'm{a=\"1\"}');",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	assert_int_equal(gw_store_pack_series(db), 0);
+	memset(&k, 0, sizeof(k));
+	assert_int_equal(gw_store_each_series(db, see_key, &k), 0);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(k.id[0], 5);
+	assert_int_equal(k.id[1], 129);
+	for (int i = 0; i < 2; i++)
+		assert_string_equal(k.key[i], keys[i]);
+	/* one flipped bit: zstd's checksum refuses it */
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT v FROM meta WHERE k = "
+					    "'series_zstd'",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	zlen = (size_t)sqlite3_column_bytes(st, 0);
+	assert_true(zlen <= sizeof(z));
+	memcpy(z, sqlite3_column_blob(st, 0), zlen);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	z[zlen / 2] ^= 0x10;
+	memset(&k, 0, sizeof(k));
+	assert_int_equal(gw_store_each_packed(z, zlen, 4096, see_key, &k),
+			 -EBADMSG);
 }
 
 /* A partition closed by an earlier version (format 1: one row per chunk in
@@ -1003,6 +1081,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			closed_days_of_format_1_are_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			packed_key_lists_of_both_formats_are_read, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			rollups_hold_minute_and_hour_aggregates, setup,
 			teardown),
