@@ -248,9 +248,10 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 		/*
 		 * Before the first table: index.db reclaims the head log's
 		 * pages after each cut (auto_vacuum); partitions only grow
-		 * and are vacuumed once when closed, and use small pages
+		 * and are vacuumed once when closed.  Both use small pages
 		 * so that a day of sparse series does not cost 4 KiB per
-		 * table.
+		 * table (index.db has seven of them; an older one keeps
+		 * its 4 KiB pages).
 		 */
 		snprintf(pragmas, sizeof(pragmas),
 			 "%s"
@@ -258,7 +259,8 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 			 "PRAGMA synchronous=NORMAL;"
 			 "PRAGMA journal_size_limit=4194304;",
 			 !create ? ""
-			 : index ? "PRAGMA auto_vacuum=INCREMENTAL;"
+			 : index ? "PRAGMA page_size=1024;"
+				   "PRAGMA auto_vacuum=INCREMENTAL;"
 				 : "PRAGMA page_size=1024;");
 		err = gw_store_exec(db, pragmas);
 		if (!err && create) {
