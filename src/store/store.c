@@ -243,7 +243,7 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 		size_t len = strlen(path);
 		bool index =
 			len >= 9 && strcmp(path + len - 9, "/index.db") == 0;
-		char pragmas[256];
+		char pragmas[320];
 
 		/*
 		 * Before the first table: index.db reclaims the head log's
@@ -257,7 +257,13 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 			 "%s"
 			 "PRAGMA journal_mode=WAL;"
 			 "PRAGMA synchronous=NORMAL;"
-			 "PRAGMA journal_size_limit=4194304;",
+			 "PRAGMA journal_size_limit=4194304;"
+			 /* Debian's SQLite overwrites every freed page
+			  * (SECURE_DELETE): each cut's deleted hour of
+			  * head log and each closed day's dropped rows
+			  * were written twice.  FAST clears them only
+			  * where no extra I/O is needed. */
+			 "PRAGMA secure_delete=FAST;",
 			 !create ? ""
 			 : index ? "PRAGMA page_size=1024;"
 				   "PRAGMA auto_vacuum=INCREMENTAL;"
