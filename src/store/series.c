@@ -116,6 +116,38 @@ static int smap_put(struct smap *m, const char *key, void *val)
 	return 0;
 }
 
+/*
+ * Removes key (present or not) by backward-shift deletion: the entries of
+ * the probe run after it move up, so no tombstone is left and lookups stay
+ * as short as before.
+ */
+static void smap_del(struct smap *m, const char *key)
+{
+	size_t i, j;
+
+	if (!smap_slot(m, key, hash_str(key), &i))
+		return;
+	for (j = i;;) {
+		size_t home;
+
+		j = (j + 1) & (m->cap - 1);
+		if (!m->keys[j])
+			break;
+		home = m->hashes[j] & (m->cap - 1);
+		/* j's entry stays when its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		m->hashes[i] = m->hashes[j];
+		i = j;
+	}
+	m->keys[i] = NULL;
+	m->vals[i] = NULL;
+	m->hashes[i] = 0;
+	m->n--;
+}
+
 static void smap_release(struct smap *m)
 {
 	free(m->keys);
@@ -157,6 +189,10 @@ struct gw_series_index {
 	struct smap alias; /* producer's spelling -> series, keys owned */
 	uint32_t next_id;
 	uint64_t refused_series, refused_values;
+	uint64_t evicted;
+	/* Evicted series: still in the postings, no struct; ascending. */
+	uint32_t *ev_ids;
+	size_t nev, capev;
 };
 
 struct gw_series_index *gw_series_index_new(uint32_t max_series,
@@ -212,6 +248,7 @@ void gw_series_index_free(struct gw_series_index *x,
 	smap_release(&x->by_key);
 	free(x->by_id);
 	free(x->all);
+	free(x->ev_ids);
 	free(x);
 }
 
@@ -266,6 +303,7 @@ void gw_series_index_stats(const struct gw_series_index *x,
 	st->live = x->live;
 	st->refused_series = x->refused_series;
 	st->refused_values = x->refused_values;
+	st->evicted = x->evicted;
 	st->next_id = x->next_id;
 }
 
@@ -376,6 +414,8 @@ static int ids_insert(struct posting *p, uint32_t id)
 	/* Ids mostly arrive in ascending order: append. */
 	while (at > 0 && p->ids[at - 1] > id)
 		at--;
+	if (at > 0 && p->ids[at - 1] == id)
+		return 0; /* an evicted series back: still posted */
 	memmove(p->ids + at + 1, p->ids + at, (p->n - at) * sizeof(*p->ids));
 	p->ids[at] = id;
 	p->n++;
@@ -484,6 +524,121 @@ void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s)
 	set_live(x, s, false);
 }
 
+static int cmp_id32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Adds the ids of v[0..n) to the ascending evicted ids (a merge).  Out
+ * of memory, they stay out of the list: selected through their postings
+ * still, only not by a selection of every series. */
+static void ev_ids_add(struct gw_series_index *x, struct gw_series *const *v,
+		       size_t n)
+{
+	uint32_t *add = malloc(n * sizeof(*add)), *nv;
+	size_t i, j, k;
+
+	if (!add)
+		return;
+	for (i = 0; i < n; i++)
+		add[i] = v[i]->id;
+	qsort(add, n, sizeof(*add), cmp_id32);
+	if (x->nev + n > x->capev) {
+		size_t cap = x->capev ? x->capev : 1024;
+
+		while (cap < x->nev + n)
+			cap *= 2;
+		nv = realloc(x->ev_ids, cap * sizeof(*nv));
+		if (!nv) {
+			free(add);
+			return;
+		}
+		x->ev_ids = nv;
+		x->capev = cap;
+	}
+	/* Merge from the back, in place. */
+	i = x->nev;
+	j = n;
+	k = x->nev + n;
+	while (j > 0) {
+		if (i > 0 && x->ev_ids[i - 1] > add[j - 1])
+			x->ev_ids[--k] = x->ev_ids[--i];
+		else
+			x->ev_ids[--k] = add[--j];
+	}
+	x->nev += n;
+	free(add);
+}
+
+/* An evicted id that comes back leaves the list. */
+static void ev_ids_del(struct gw_series_index *x, uint32_t id)
+{
+	uint32_t *at = x->nev ? bsearch(&id, x->ev_ids, x->nev,
+					sizeof(*x->ev_ids), cmp_id32)
+			      : NULL;
+
+	if (!at)
+		return;
+	memmove(at, at + 1,
+		(size_t)(x->ev_ids + x->nev - at - 1) * sizeof(*at));
+	x->nev--;
+}
+
+void gw_series_index_evict(struct gw_series_index *x,
+			   struct gw_series *const *v, size_t n)
+{
+	const char **gone = NULL;
+	size_t k = 0, ngone = 0;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct gw_series *s = v[i];
+
+		set_live(x, s, false);
+		smap_del(&x->by_key, s->key);
+		if (s->id < x->by_id_cap && x->by_id[s->id] == s)
+			x->by_id[s->id] = NULL;
+		s->evicted = true;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		if (!x->all[i]->evicted)
+			x->all[k++] = x->all[i];
+	x->n = k;
+	x->evicted += n;
+	ev_ids_add(x, v, n);
+	/* The producers' spellings of the evicted series: found in one pass,
+	 * deleted after it (a deletion moves entries). */
+	for (size_t i = 0; i < x->alias.cap; i++) {
+		const struct gw_series *s = x->alias.vals[i];
+		const char **nv;
+
+		if (!x->alias.keys[i] || !s->evicted)
+			continue;
+		nv = realloc(gone, (ngone + 1) * sizeof(*gone));
+		if (!nv)
+			break; /* kept: found by key, harmless */
+		gone = nv;
+		gone[ngone++] = x->alias.keys[i];
+	}
+	for (size_t i = 0; i < ngone; i++) {
+		smap_del(&x->alias, gone[i]);
+		free((char *)gone[i]);
+	}
+	free(gone);
+}
+
+void gw_series_release(struct gw_series *s)
+{
+	if (!s)
+		return;
+	gw_labels_release(&s->labels);
+	free((char *)s->key);
+	free(s);
+}
+
 int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 			uint32_t id, bool retired, struct gw_series **out)
 {
@@ -547,6 +702,8 @@ int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 	 * (ENOMEM) leaves it unselectable by that pair, nothing worse. */
 	x->all[x->n++] = s;
 	x->by_id[id] = s;
+	if (x->nev)
+		ev_ids_del(x, id);
 	if (id >= x->next_id)
 		x->next_id = id + 1;
 	err = post_series(x, s);
@@ -754,8 +911,10 @@ static int idset_filter(const struct gw_series_index *x, struct idset *a,
 		const struct gw_series *s = ser ? ser[i] : x->by_id[a->ids[i]];
 
 		err = op_check(ops, i);
-		if (!err &&
-		    gw_matcher_match(m, gw_labels_get(&s->labels, m->name)))
+		/* NULL: evicted (now or while the lock was dropped): kept,
+		 * for the caller to test on its labels from disk. */
+		if (!err && (!s || gw_matcher_match(m, gw_labels_get(&s->labels,
+								     m->name))))
 			out[k++] = a->ids[i];
 	}
 	if (ops)
@@ -817,7 +976,8 @@ static int select_ops(const struct gw_series_index *x,
 	}
 	if (!err && all) {
 		/* Only matchers that accept "": start from every series. */
-		cand.ids = malloc((x->n ? x->n : 1) * sizeof(*cand.ids));
+		cand.ids = malloc((x->n + x->nev ? x->n + x->nev : 1) *
+				  sizeof(*cand.ids));
 		if (!cand.ids) {
 			op_unlock(ops);
 			return -ENOMEM;
@@ -825,7 +985,10 @@ static int select_ops(const struct gw_series_index *x,
 		cand.owned = true;
 		for (size_t i = 0; i < x->n; i++)
 			cand.ids[i] = x->all[i]->id;
-		cand.n = x->n;
+		if (x->nev)
+			memcpy(cand.ids + x->n, x->ev_ids,
+			       x->nev * sizeof(*cand.ids));
+		cand.n = x->n + x->nev;
 		op_unlock(ops);
 		qsort(cand.ids, cand.n, sizeof(*cand.ids), cmp_u32);
 		op_lock(ops);

@@ -77,6 +77,21 @@ struct head {
 	bool in_active; /* on the store's active list */
 };
 
+/*
+ * The series evicted from memory (store_head.c), to find one again when
+ * its samples return: its key's hash -> id.  Open addressing (hash 0: an
+ * empty slot); a hash may repeat.
+ */
+struct evicted {
+	uint64_t hash;
+	uint32_t id;
+};
+
+struct evicted_map {
+	struct evicted *v;
+	size_t cap, n; /* cap a power of two, at most half full */
+};
+
 /* A list of series (the dirty and active lists). */
 struct ser_list {
 	struct gw_series **v;
@@ -111,6 +126,22 @@ struct gw_store {
 	size_t nsealed, capsealed;
 	struct part *parts; /* sorted by (day, tier) */
 	size_t nparts, capparts;
+	/*
+	 * Series retired for an hour, drained and persisted leave memory
+	 * (gw_store_head_sweep).  Their ids stay in the index's postings;
+	 * ev_last[id] (by id, 0: not evicted) is the last sample of an
+	 * evicted one (or a time after it), so that a query skips those
+	 * that ended before its range, and reads the others' keys from
+	 * index.db (store_read.c); ev finds one when its samples return
+	 * (gw_store_attach_series).  The structs wait in grave until no
+	 * selection that runs with the lock dropped (readers > 0) can still
+	 * hold them.
+	 */
+	struct evicted_map ev;
+	int64_t *ev_last;
+	size_t ev_last_cap;
+	_Atomic unsigned readers;
+	struct ser_list grave;
 
 	/* Writer-only state. */
 	sqlite3 *index;
@@ -226,6 +257,11 @@ void gw_store_note_cap(struct gw_store *s, int err, const char *key);
  * samples for an hour (or retire_ms if longer) from the active list,
  * releasing their head's memory (store_head.c). */
 void gw_store_head_sweep(struct gw_store *s, int64_t now);
+/* The hash of a series key in the evicted map (never 0). */
+uint64_t gw_store_key_hash(const char *key);
+/* Frees the evicted series waiting in the grave, if no reader can hold
+ * them; the caller holds the write lock (store_head.c). */
+void gw_store_grave_free(struct gw_store *s, bool force);
 /* Frees a series' head; NULL is a no-op (store_head.c). */
 void gw_store_head_free(void *v);
 /* Moves everything of the head before `before` into sealed[]

@@ -683,6 +683,144 @@ static int copy_sealed(const struct gw_store *s, struct sel *sels, size_t n,
 	return err;
 }
 
+/* A series found through the evicted list: only on disk. */
+struct ev_hit {
+	uint32_t id;
+	struct gw_labels labels;
+};
+
+static void ev_hits_free(struct ev_hit *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		gw_labels_release(&v[i].labels);
+	free(v);
+}
+
+/* The metric name an equality matcher asks for, or NULL. */
+static const char *eq_name(const struct gw_matcher *m, size_t nm)
+{
+	for (size_t i = 0; i < nm; i++)
+		if (m[i].op == GW_MATCH_EQ &&
+		    strcmp(m[i].name, "__name__") == 0)
+			return m[i].value;
+	return NULL;
+}
+
+/*
+ * The series ids[0..n) (ascending, evicted from memory: store_head.c)
+ * that a matcher list selects (any of nsets; every one when nsets is 0),
+ * their keys read back from index.db: *out in the same order.  A series
+ * index.db does not know is skipped.
+ */
+static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
+			const struct gw_matcher *const *sets, const size_t *nm,
+			size_t nsets, struct gw_query_limits *lim,
+			struct ev_hit **out, size_t *nout)
+{
+	const char *name = nsets == 1 ? eq_name(sets[0], nm[0]) : NULL;
+	size_t lname = name ? strlen(name) : 0, k = 0;
+	struct ev_hit *hits = NULL;
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	char path[PATH_MAX];
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!n)
+		return 0;
+	snprintf(path, sizeof(path), "%s/index.db", s->dir);
+	if (gw_store_open_db(path, false, true, &db) != 0 ||
+	    sqlite3_prepare_v2(db, "SELECT key FROM series WHERE id = ?", -1,
+			       &st, NULL) != SQLITE_OK) {
+		gw_warn("store: cannot read index.db for the series evicted "
+			"from memory; the answer lacks them");
+		goto out;
+	}
+	hits = calloc(n, sizeof(*hits));
+	if (!hits) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		const char *key;
+		struct gw_labels l;
+		bool any = !nsets;
+
+		if (i % 256 == 255 && (err = check_limits(lim, 0)))
+			break;
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, ids[i]);
+		if (sqlite3_step(st) != SQLITE_ROW ||
+		    !(key = (const char *)sqlite3_column_text(st, 0)))
+			continue;
+		/* The key starts with the name: a quick no. */
+		if (name &&
+		    (strncmp(key, name, lname) != 0 || key[lname] != '{'))
+			continue;
+		if (gw_store_key_labels(key, &l) != 0)
+			continue;
+		for (size_t j = 0; j < nsets && !any; j++)
+			any = gw_matchers_match(sets[j], nm[j], &l);
+		if (!any) {
+			gw_labels_release(&l);
+			continue;
+		}
+		hits[k].id = ids[i];
+		hits[k++].labels = l;
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (err) {
+		ev_hits_free(hits, k);
+		return err;
+	}
+	*out = hits;
+	*nout = k;
+	return 0;
+}
+
+/* Whether evicted series id may have samples at or after mint; under the
+ * read lock. */
+static bool evicted_since(const struct gw_store *s, uint32_t id, int64_t mint)
+{
+	return id < s->ev_last_cap && s->ev_last[id] && s->ev_last[id] >= mint;
+}
+
+static int cmp_sel(const void *a, const void *b)
+{
+	const struct sel *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The partitions of the tier overlapping [mint, maxt], under the read
+ * lock; *out malloc'd. */
+static int parts_overlapping(struct gw_store *s, enum gw_tier tier,
+			     int64_t mint, int64_t maxt, struct part_ref **out,
+			     size_t *np)
+{
+	struct part_ref *parts =
+		calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
+
+	*out = parts;
+	*np = 0;
+	if (!parts)
+		return -ENOMEM;
+	for (size_t k = 0; k < s->nparts; k++)
+		if (part_overlaps(&s->parts[k], tier, mint, maxt)) {
+			struct part_ref *r = &parts[(*np)++];
+
+			snprintf(r->path, sizeof(r->path), "%s",
+				 s->parts[k].path);
+			gw_store_part_name(&s->parts[k], r->name,
+					   sizeof(r->name));
+			r->remote = s->parts[k].remote;
+		}
+	return 0;
+}
+
 /*
  * Series copied per hold of the read lock: the writer waits at most one
  * batch.  Each batch also scans the sealed chunks once, so a batch holds
@@ -691,9 +829,9 @@ static int copy_sealed(const struct gw_store *s, struct sel *sels, size_t n,
  */
 #define COPY_BATCH 512
 
-static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
-			int64_t mint, int64_t maxt, enum gw_tier tier,
-			struct gw_query_limits *lim, struct gw_series_set *out)
+static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
+			 int64_t mint, int64_t maxt, enum gw_tier tier,
+			 struct gw_query_limits *lim, struct gw_series_set *out)
 {
 	struct gw_store *s = ctx;
 	struct sel_ctx sc = { s, lim };
@@ -701,8 +839,9 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 						  sel_check, &sc };
 	struct sel *sels = NULL;
 	struct part_ref *parts = NULL;
-	uint32_t *ids = NULL;
-	size_t n = 0, nids = 0, np = 0, i = 0;
+	struct ev_hit *ev = NULL;
+	uint32_t *ids = NULL, *gone = NULL;
+	size_t n = 0, nids = 0, np = 0, nev = 0, ngone = 0, i = 0;
 	int err = 0;
 
 	out->s = NULL;
@@ -711,7 +850,8 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 	err = gw_series_index_select_unlocked(s->idx, m, nm, &ops, &ids, &nids);
 	if (!err && nids) {
 		sels = calloc(nids, sizeof(*sels));
-		if (!sels)
+		gone = malloc(nids * sizeof(*gone));
+		if (!sels || !gone)
 			err = -ENOMEM;
 	}
 	/*
@@ -728,9 +868,17 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 		for (; i < end && !err; i++) {
 			struct gw_series *ser =
 				gw_series_index_get(s->idx, ids[i]);
-			const struct head *h = ser->head;
+			const struct head *h;
 			struct sel *x;
 
+			/* Evicted (its id still in the postings): its key
+			 * from index.db below, if it lasted into the range. */
+			if (!ser) {
+				if (evicted_since(s, ids[i], mint))
+					gone[ngone++] = ids[i];
+				continue;
+			}
+			h = ser->head;
 			if (h->first_t != INT64_MIN &&
 			    h->first_t - MS_HOUR > maxt)
 				continue;
@@ -744,28 +892,26 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = copy_sealed(s, sels + first, n - first, tier);
 		/* The partitions as they are after the last batch: a cut
 		 * meanwhile wrote what the batches found sealed. */
-		if (!err && i == nids && n) {
-			parts = calloc(s->nparts ? s->nparts : 1,
-				       sizeof(*parts));
-			if (!parts)
-				err = -ENOMEM;
-			for (size_t k = 0; !err && k < s->nparts; k++)
-				if (part_overlaps(&s->parts[k], tier, mint,
-						  maxt)) {
-					struct part_ref *r = &parts[np++];
-
-					snprintf(r->path, sizeof(r->path), "%s",
-						 s->parts[k].path);
-					gw_store_part_name(&s->parts[k],
-							   r->name,
-							   sizeof(r->name));
-					r->remote = s->parts[k].remote;
-				}
-		}
+		if (!err && i == nids && (n || ngone))
+			err = parts_overlapping(s, tier, mint, maxt, &parts,
+						&np);
 		pthread_rwlock_unlock(&s->lock);
 		if (!err)
 			err = check_limits(lim, 0);
 	}
+	if (!err && ngone)
+		err = evicted_read(s, gone, ngone, &m, &nm, 1, lim, &ev, &nev);
+	/* The evicted series: in the partitions only.  sels in ascending
+	 * ids again for the readers of partitions. */
+	if (!err && nev) {
+		for (size_t k = 0; k < nev; k++) {
+			sels[n].id = ev[k].id;
+			sels[n++].labels = ev[k].labels;
+			ev[k].labels = (struct gw_labels){ 0 };
+		}
+		qsort(sels, n, sizeof(*sels), cmp_sel);
+	}
+	ev_hits_free(ev, nev);
 
 	for (size_t i = 0; i < np && !err; i++) {
 		if (parts[i].remote) {
@@ -827,10 +973,29 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 	for (size_t i = 0; i < n; i++)
 		sel_release(&sels[i]);
 	free(sels);
+	free(gone);
 	free(ids);
 	free(parts);
 	if (err)
 		gw_series_set_release(out);
+	return err;
+}
+
+/*
+ * A selection holds series with the lock dropped (series.h): it counts
+ * itself in readers, so that series evicted meanwhile are freed only
+ * after it (gw_store_grave_free).
+ */
+static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
+			int64_t mint, int64_t maxt, enum gw_tier tier,
+			struct gw_query_limits *lim, struct gw_series_set *out)
+{
+	struct gw_store *s = ctx;
+	int err;
+
+	atomic_fetch_add(&s->readers, 1);
+	err = select_locked(ctx, m, nm, mint, maxt, tier, lim, out);
+	atomic_fetch_sub(&s->readers, 1);
 	return err;
 }
 
@@ -972,15 +1137,17 @@ static int chosen_series(struct gw_store *s,
 			 const struct gw_matcher *const *sets, const size_t *nm,
 			 size_t nsets, int64_t mint, int64_t maxt,
 			 struct gw_query_limits *lim, struct gw_series ***out,
-			 size_t *nout)
+			 size_t *nout, struct ev_hit **ev, size_t *nev)
 {
 	struct gw_series **v = NULL;
 	uint32_t *ids = NULL;
-	size_t n = 0, k = 0, i = 0;
+	size_t n = 0, k = 0, i = 0, ngone = 0;
 	int err;
 
 	*out = NULL;
 	*nout = 0;
+	*ev = NULL;
+	*nev = 0;
 	err = chosen_ids(s, sets, nm, nsets, lim, &ids, &n);
 	if (!err && n) {
 		v = malloc(n * sizeof(*v));
@@ -995,12 +1162,19 @@ static int chosen_series(struct gw_store *s,
 			struct gw_series *ser =
 				gw_series_index_get(s->idx, ids[i]);
 
-			if (in_time(ser, mint, maxt))
+			/* NULL: evicted; its key from index.db below, if
+			 * it lasted into the range (ids[] is reused). */
+			if (!ser && evicted_since(s, ids[i], mint))
+				ids[ngone++] = ids[i];
+			else if (ser && in_time(ser, mint, maxt))
 				v[k++] = ser;
 		}
 		pthread_rwlock_unlock(&s->lock);
 		err = check_limits(lim, 0);
 	}
+	if (!err && ngone)
+		err = evicted_read(s, ids, ngone, sets, nm, nsets, lim, ev,
+				   nev);
 	free(ids);
 	if (err) {
 		free(v);
@@ -1018,19 +1192,28 @@ static int store_series(void *ctx, const struct gw_matcher *const *sets,
 {
 	struct gw_store *s = ctx;
 	struct gw_series **ser = NULL;
-	size_t n = 0, k = 0;
+	struct ev_hit *ev = NULL;
+	size_t n = 0, k = 0, nev = 0;
 	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &ser, &n);
+	atomic_fetch_add(&s->readers, 1);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &ser, &n, &ev,
+			    &nev);
 	if (!err) {
-		out->v = calloc(n ? n : 1, sizeof(*out->v));
+		out->v = calloc(n + nev ? n + nev : 1, sizeof(*out->v));
 		if (!out->v)
 			err = -ENOMEM;
 	}
 	for (size_t i = 0; i < n && !err; i++)
 		err = gw_labels_dup(&out->v[k++], &ser[i]->labels);
+	atomic_fetch_sub(&s->readers, 1);
+	for (size_t i = 0; i < nev && !err; i++) {
+		out->v[k++] = ev[i].labels;
+		ev[i].labels = (struct gw_labels){ 0 };
+	}
+	ev_hits_free(ev, nev);
 	free(ser);
 	out->n = k;
 	if (err) {
@@ -1054,21 +1237,24 @@ static int store_label_values(void *ctx, const char *name,
 {
 	struct gw_store *s = ctx;
 	struct gw_series **sel = NULL;
-	size_t cap = 0, k = 0, nsel = 0;
+	struct ev_hit *ev = NULL;
+	size_t cap = 0, k = 0, nsel = 0, nev = 0;
 	char **v = NULL;
 	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &sel, &nsel);
-	for (size_t i = 0; i < nsel && !err; i++) {
-		const struct gw_series *ser = sel[i];
+	atomic_fetch_add(&s->readers, 1);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &sel, &nsel,
+			    &ev, &nev);
+	for (size_t i = 0; i < nsel + nev && !err; i++) {
+		const struct gw_labels *l =
+			i < nsel ? &sel[i]->labels : &ev[i - nsel].labels;
 
-		for (size_t j = 0; j < ser->labels.n && !err; j++) {
-			const char *x = name ? ser->labels.v[j].value
-					     : ser->labels.v[j].name;
+		for (size_t j = 0; j < l->n && !err; j++) {
+			const char *x = name ? l->v[j].value : l->v[j].name;
 
-			if (name && strcmp(ser->labels.v[j].name, name) != 0)
+			if (name && strcmp(l->v[j].name, name) != 0)
 				continue;
 			if (k == cap) {
 				size_t ncap = cap ? cap * 2 : 64;
@@ -1088,6 +1274,8 @@ static int store_label_values(void *ctx, const char *name,
 				k++;
 		}
 	}
+	atomic_fetch_sub(&s->readers, 1);
+	ev_hits_free(ev, nev);
 	free(sel);
 	if (!err && k > 1) {
 		size_t u = 1;
