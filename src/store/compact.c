@@ -748,3 +748,54 @@ enum gw_part_form gw_store_part_form(sqlite3 *db)
 	sqlite3_finalize(st);
 	return f;
 }
+
+/* What gw_store_packed_keys looks for. */
+struct pk_find {
+	const uint32_t *ids;
+	size_t n;
+	char **keys;
+};
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int pk_one(void *ctx, int64_t id, const char *key)
+{
+	struct pk_find *f = ctx;
+	uint32_t u = (uint32_t)id;
+	const uint32_t *hit = bsearch(&u, f->ids, f->n, sizeof(u), cmp_id);
+	size_t i;
+
+	if (!hit)
+		return 0;
+	i = (size_t)(hit - f->ids);
+	if (f->keys[i])
+		return 0;
+	f->keys[i] = strdup(key);
+	return f->keys[i] ? 0 : -ENOMEM;
+}
+
+int gw_store_packed_keys(sqlite3 *db, const uint32_t *ids, size_t n,
+			 char **keys)
+{
+	struct pk_find f = { ids, n, keys };
+	sqlite3_stmt *st;
+	int err = 0;
+
+	if (!n || sqlite3_prepare_v2(db, "SELECT data FROM series_packed", -1,
+				     &st, NULL) != SQLITE_OK)
+		return 0; /* none, or an index.db from before them */
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
+		err = gw_store_each_packed(sqlite3_column_blob(st, 0),
+					   (size_t)sqlite3_column_bytes(st, 0),
+					   PACK_MAX, pk_one, &f);
+		if (err == -EBADMSG)
+			err = 0; /* logged at open; the others still count */
+	}
+	sqlite3_finalize(st);
+	return err;
+}

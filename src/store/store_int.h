@@ -304,6 +304,11 @@ int gw_store_zblock_each(const void *z, size_t zlen,
 /* Moves index.db's series rows into one more packed list, a row of
  * series_packed (after a day is closed; its own transaction). */
 int gw_store_pack_index(sqlite3 *db);
+/* The keys of ids[0..n) (ascending) found in index.db's packed lists:
+ * keys[i] is set (malloc'd) where it was NULL and the id is there.  0,
+ * -ENOMEM (compact.c). */
+int gw_store_packed_keys(sqlite3 *db, const uint32_t *ids, size_t n,
+			 char **keys);
 /* Calls fn for each (id, key) of a packed list whose decompressed size is
  * at most max; -EBADMSG for a damaged one (compact.c). */
 int gw_store_each_packed(const void *z, size_t zlen, size_t max,

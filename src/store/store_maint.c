@@ -364,7 +364,8 @@ static int cut(struct gw_store *s, int64_t H)
 			closed = true;
 		}
 	/* A day closed: the keys of the series known so far leave their
-	 * rows for one packed list (a tenth of the bytes under churn). */
+	 * rows for one packed list (a tenth of the bytes under churn);
+	 * evicted series are looked up in both (gw_store_packed_keys). */
 	if (closed && gw_store_pack_index(s->index) == 0)
 		(void)gw_store_exec(s->index, "PRAGMA incremental_vacuum;");
 	return 0;

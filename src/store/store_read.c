@@ -720,6 +720,7 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 	const char *name = nsets == 1 ? eq_name(sets[0], nm[0]) : NULL;
 	size_t lname = name ? strlen(name) : 0, k = 0;
 	struct ev_hit *hits = NULL;
+	char **packed = NULL;
 	sqlite3_stmt *st = NULL;
 	sqlite3 *db = NULL;
 	char path[PATH_MAX];
@@ -738,12 +739,16 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 		goto out;
 	}
 	hits = calloc(n, sizeof(*hits));
-	if (!hits) {
+	packed = calloc(n, sizeof(*packed));
+	if (!hits || !packed) {
 		err = -ENOMEM;
 		goto out;
 	}
+	/* The keys of the series known before the last closed day are in
+	 * packed lists rather than rows. */
+	err = gw_store_packed_keys(db, ids, n, packed);
 	for (size_t i = 0; i < n && !err; i++) {
-		const char *key;
+		const char *key = NULL;
 		struct gw_labels l;
 		bool any = !nsets;
 
@@ -751,8 +756,11 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 			break;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, ids[i]);
-		if (sqlite3_step(st) != SQLITE_ROW ||
-		    !(key = (const char *)sqlite3_column_text(st, 0)))
+		if (sqlite3_step(st) == SQLITE_ROW)
+			key = (const char *)sqlite3_column_text(st, 0);
+		if (!key)
+			key = packed[i];
+		if (!key)
 			continue;
 		/* The key starts with the name: a quick no. */
 		if (name &&
@@ -772,6 +780,9 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
+	for (size_t i = 0; packed && i < n; i++)
+		free(packed[i]);
+	free(packed);
 	if (err) {
 		ev_hits_free(hits, k);
 		return err;
