@@ -50,10 +50,8 @@ struct gw_ydoc {
  * Parses text[0..len) into y->doc.  y->file, line0, err and errlen must be
  * set.  A syntax error is -EINVAL with "FILE:LINE: [PATH: ]problem".
  */
-__attribute__((warn_unused_result)) int gw_ydoc_load(struct gw_ydoc *y,
-						     const char *text,
-						     size_t len,
-						     const char *path);
+__attribute__((warn_unused_result)) int
+gw_ydoc_load(struct gw_ydoc *y, const char *text, size_t len, const char *path);
 /* Frees the document; y may be released twice or never loaded. */
 void gw_ydoc_release(struct gw_ydoc *y);
 
@@ -66,9 +64,10 @@ const yaml_node_t *gw_ydoc_node(struct gw_ydoc *y, int id);
  * Writes "FILE:LINE: PATH: message" (no LINE without n, no PATH without
  * path) into y->err; returns -EINVAL.
  */
-__attribute__((format(printf, 4, 5))) int
-gw_ydoc_fail(struct gw_ydoc *y, const yaml_node_t *n, const char *path,
-	     const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) int gw_ydoc_fail(struct gw_ydoc *y,
+						       const yaml_node_t *n,
+						       const char *path,
+						       const char *fmt, ...);
 __attribute__((format(printf, 4, 0))) int
 gw_ydoc_vfail(struct gw_ydoc *y, const yaml_node_t *n, const char *path,
 	      const char *fmt, va_list ap);
@@ -84,17 +83,20 @@ bool gw_ydoc_is_null(const yaml_node_t *n);
 
 /* A scalar's text (borrowed from the document; NULL on error).  A NUL
  * byte inside it is refused. */
-__attribute__((warn_unused_result)) int
-gw_ydoc_scalar(struct gw_ydoc *y, const yaml_node_t *n, const char *path,
-	       const char **out);
+__attribute__((warn_unused_result)) int gw_ydoc_scalar(struct gw_ydoc *y,
+						       const yaml_node_t *n,
+						       const char *path,
+						       const char **out);
 /* A scalar copied into *out (freeing what *out held). */
-__attribute__((warn_unused_result)) int
-gw_ydoc_strdup(struct gw_ydoc *y, const yaml_node_t *n, const char *path,
-	       char **out);
+__attribute__((warn_unused_result)) int gw_ydoc_strdup(struct gw_ydoc *y,
+						       const yaml_node_t *n,
+						       const char *path,
+						       char **out);
 /* true/True/TRUE or false/False/FALSE, as Go's YAML reads a bool. */
-__attribute__((warn_unused_result)) int
-gw_ydoc_bool(struct gw_ydoc *y, const yaml_node_t *n, const char *path,
-	     bool *out);
+__attribute__((warn_unused_result)) int gw_ydoc_bool(struct gw_ydoc *y,
+						     const yaml_node_t *n,
+						     const char *path,
+						     bool *out);
 
 /*
  * path.key into out (GW_YDOC_PATH_MAX bytes), ended with "..." when it
