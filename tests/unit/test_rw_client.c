@@ -67,8 +67,8 @@ static void *junk_main(void *arg)
 		"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
 		"HTTP/1.1 abc def\r\n\r\n",
 		"",
-		"HTTP/1.1 500 Internal Server Error\r\nContent-Length: "
-		"999999999999999999999\r\n\r\n",
+		("HTTP/1.1 500 Internal Server Error\r\nContent-Length: "
+		 "999999999999999999999\r\n\r\n"),
 	};
 	struct junk *j = arg;
 
