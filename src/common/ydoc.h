@@ -12,8 +12,9 @@
  * Errors: every helper that refuses a node writes one line into the
  * walker's err buffer and returns -EINVAL; -ENOMEM is returned without a
  * message.  Aliases are walked as often as they are referenced: each
- * mapping key counts one step and the walk is refused after
- * GW_YDOC_MAX_STEPS, so an alias bomb is refused, never expanded.
+ * mapping key, and each node a walker passes to gw_ydoc_step, counts one
+ * step and the walk is refused after GW_YDOC_MAX_STEPS, so an alias bomb
+ * is refused, never expanded.
  *
  * PATH, where a helper takes one, names the value in the message
  * ("remote_write[1].queue_config.capacity", "tls_server_config"); NULL
@@ -43,7 +44,7 @@ struct gw_ydoc {
 	unsigned int line0; /* file line of the text's first line; 0: 1 */
 	char *err;
 	size_t errlen;
-	unsigned long steps; /* mapping keys visited: bounds aliases */
+	unsigned long steps; /* nodes visited: bounds aliases */
 };
 
 /*
