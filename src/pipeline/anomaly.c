@@ -19,10 +19,15 @@
 
 #define MIN_SLOTS   1024u
 #define EVICT_MAX_S (30u * 86400u)
+/* A series labelled with a pid belongs to one process: a pid that comes
+ * back is another process, so its model goes after an hour of silence,
+ * whatever opts.evict_s says (it would hold memory for nothing). */
+#define PROC_EVICT_MS (3600 * 1000LL)
 
 struct entry {
-	uint64_t key;	 /* 0: empty */
-	int64_t seen_ms; /* timestamp of the last sample */
+	uint64_t key;	  /* 0: empty */
+	int64_t seen_ms;  /* timestamp of the last sample */
+	bool per_process; /* labelled with a pid: ends with its process */
 	struct gw_detect d;
 };
 
@@ -406,6 +411,8 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 			e = probe(a->t, a->slots, key);
 		}
 		e->key = key;
+		e->per_process = labels && (strncmp(labels, "pid=\"", 5) == 0 ||
+					    strstr(labels, ",pid=\""));
 		gw_detect_init(&e->d);
 		a->n++;
 	}
@@ -467,14 +474,20 @@ void gw_anomaly_evict(struct gw_anomaly *a, int64_t now_ms)
 {
 	int64_t horizon = (int64_t)a->o.evict_s * 1000;
 
+	int64_t every = horizon < PROC_EVICT_MS ? horizon : PROC_EVICT_MS;
+
 	if (now_ms < a->next_sweep_ms)
 		return;
-	a->next_sweep_ms = now_ms + (horizon / 8 > 0 ? horizon / 8 : 1);
+	a->next_sweep_ms = now_ms + (every / 8 > 0 ? every / 8 : 1);
 	/* A removal may shift a later entry into slot i: look at i again.
 	 * Entries only move backwards into the hole, never behind i except
 	 * ones already kept, so nothing stale is passed over. */
 	for (size_t i = 0; i < a->slots;) {
-		if (a->t[i].key && now_ms - a->t[i].seen_ms > horizon) {
+		if (a->t[i].key &&
+		    now_ms - a->t[i].seen_ms >
+			    (a->t[i].per_process && PROC_EVICT_MS < horizon
+				     ? PROC_EVICT_MS
+				     : horizon)) {
 			remove_at(a, i);
 			a->st.evicted++;
 			continue;
@@ -511,7 +524,7 @@ int gw_anomaly_episode_name(const char *name, char *out, size_t len)
  * file or a bad CRC is refused as a whole: the models learn again.
  */
 #define MODELS_MAGIC   0x54444d47u /* "GMDT" */
-#define MODELS_VERSION 1u
+#define MODELS_VERSION 2u
 
 struct models_head {
 	uint32_t magic, version, record, pad;

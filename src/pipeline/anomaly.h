@@ -24,7 +24,9 @@
  * - At most opts.max_series series are modelled; a new series beyond that
  *   is refused and counted (refused_cap) until eviction makes room.  State
  *   of a series whose last sample is older than opts.evict_s at a
- *   gw_anomaly_evict call is dropped (counted in evicted); the table grows
+ *   gw_anomaly_evict call is dropped (counted in evicted), and of a series
+ *   labelled with a pid an hour after its last sample (its process is
+ *   gone: a pid that returns is another process); the table grows
  *   by doubling up to 2 x max_series slots, and a growth that cannot
  *   allocate refuses the new series (refused_memory).
  * - gw_anomaly_feed returns the sample's score in [0, 1], or NaN when
@@ -36,7 +38,7 @@
  *   daily profile used where it explains the series, and one episode per
  *   alert), exactly as `gpuwatch detect` does.
  * - Memory: sizeof(struct gw_detect) + 16 bytes per modelled series (about
- *   400), in a table at most half full.
+ *   600), in a table at most half full.
  * - Cost: one hash of the name and labels, one probe, one
  *   gw_baseline_update; no allocation except when the table doubles.
  *
@@ -119,8 +121,9 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 			struct gw_anomaly_verdict *out);
 
 /*
- * Drops the state of series not seen for opts.evict_s before now_ms.
- * Cheap to call often: it scans the table at most once per evict_s / 8.
+ * Drops the state of series not seen for opts.evict_s before now_ms (an
+ * hour for a pid's series).  Cheap to call often: it scans the table at
+ * most once per min(evict_s, 1 h) / 8.
  */
 void gw_anomaly_evict(struct gw_anomaly *a, int64_t now_ms);
 

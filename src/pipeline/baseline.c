@@ -23,6 +23,7 @@
 #define GAP_INTERVALS 30.0
 #define GAP_MIN_MS    1000.0
 #define SEASON_GAIN   0.8
+#define RECUR_UNIT    64.0 /* recurrence memory: 1/64 sigma per step */
 
 void gw_baseline_opts_default(struct gw_baseline_opts *o)
 {
@@ -83,7 +84,7 @@ int gw_baseline_config_init(struct gw_baseline_config *cfg,
 	    !in_u(o.tau_scale, 1, 1000000) ||
 	    !in_u(o.reset_samples, 1, 1000000) || o.gap_s > month ||
 	    !in_d(o.z_half, 0.5, 100) || !in_d(o.clip, 1, 100) ||
-	    !in_d(o.rel_floor, 0, 1))
+	    !in_d(o.rel_floor, 0, 1) || !in_d(o.season_recur, 0, 100))
 		return -EINVAL;
 	if (o.seasonal && (!in_u(o.season_period_s, 60, month) ||
 			   !in_u(o.season_bins, 2, GW_BASELINE_MAX_BINS) ||
@@ -176,6 +177,58 @@ static bool season_used(const struct gw_baseline *b,
 	       b->dev < SEASON_GAIN * b->dev0;
 }
 
+/* With recurrence: the largest |z| of earlier periods around t_ms (the
+ * bins either side of t and one more each way), 0 when there is none to
+ * compare with (off, or no whole period learned yet). */
+static double recur_at(const struct gw_baseline_config *cfg,
+		       const struct gw_baseline_season *s, int64_t t_ms)
+{
+	uint32_t i0, i1, nb = cfg->o.season_bins;
+	double w, m = 0;
+
+	if (!use_season(cfg, s) || cfg->o.season_recur <= 0 || !s->n ||
+	    t_ms - s->t_start < (int64_t)cfg->o.season_period_s * 1000)
+		return 0;
+	season_pos(cfg, t_ms, &i0, &i1, &w);
+	for (uint32_t j = 0; j < 4; j++) {
+		uint32_t i = (i0 + nb - 1 + j) % nb;
+
+		if (s->recur[i] > m)
+			m = s->recur[i];
+	}
+	return m / RECUR_UNIT;
+}
+
+/* Records az (|z| from level + profile) of a judged sample in its nearest
+ * bin; the first sample of another period first folds the last period's
+ * peaks into recur[] (after a silence of several periods, once). */
+static void recur_learn(const struct gw_baseline_config *cfg,
+			struct gw_baseline_season *s, int64_t t_ms, double az)
+{
+	int64_t per = (int64_t)cfg->o.season_period_s * 1000;
+	int64_t pi = t_ms >= 0 ? t_ms / per : -1 - (-1 - t_ms) / per;
+	uint32_t i0, i1, nb = cfg->o.season_bins;
+	double w, q;
+
+	if (pi != s->period) {
+		/* Each older period weighs half as much. */
+		for (uint32_t i = 0; i < nb; i++) {
+			uint16_t old = s->recur[i] / 2;
+
+			s->recur[i] = s->peak[i] > old ? s->peak[i] : old;
+			s->peak[i] = 0;
+		}
+		s->period = pi;
+	}
+	season_pos(cfg, t_ms, &i0, &i1, &w);
+	if (w >= 0.5)
+		i0 = i1;
+	q = az * RECUR_UNIT; /* rounded up, saturating (no libm) */
+	q = q < 65534 ? (double)(uint32_t)q + 1 : 65535;
+	if (q > s->peak[i0])
+		s->peak[i0] = (uint16_t)q;
+}
+
 static double sigma_dev(const struct gw_baseline *b,
 			const struct gw_baseline_config *cfg, double dev)
 {
@@ -244,7 +297,7 @@ double gw_baseline_update(struct gw_baseline *b,
 			  double v)
 {
 	double s, y, r, r0, sigma, sigma0, z, zs, zz, score, lim, rc, d, a_l,
-		a_d;
+		a_d, rec, zn, zsn;
 	bool judge;
 	int side;
 
@@ -295,7 +348,13 @@ double gw_baseline_update(struct gw_baseline *b,
 	else
 		z = r0 / sigma0;
 	zs = (b->fast - b->level) / (sigma * cfg->sd_fast);
-	zz = fabs(z) > fabs(zs) ? z * z : zs * zs;
+	/* Recurrence: an excursion as large as earlier periods had here is
+	 * not news.  It changes the score only: the streak and the reset
+	 * below still see z, so the model learns as without it. */
+	rec = cfg->o.season_recur * recur_at(cfg, season, t_ms);
+	zn = fabs(z) <= rec ? 0 : z;
+	zsn = fabs(zs) <= rec ? 0 : zs;
+	zz = fabs(zn) > fabs(zsn) ? zn * zn : zsn * zsn;
 	score = zz * zz / (zz * zz + cfg->z_half4);
 
 	/* Learn: quantum, then location and scale (plain running means while
@@ -375,6 +434,10 @@ double gw_baseline_update(struct gw_baseline *b,
 			season->n++;
 		season->bin[i0] += (float)(a * (1 - w) * e);
 		season->bin[i1] += (float)(a * w * e);
+		/* Remembered: the excursion from level + profile in
+		 * sigma, whether or not the profile is used yet. */
+		if (judge && cfg->o.season_recur > 0)
+			recur_learn(cfg, season, t_ms, fabs(r / sigma));
 	}
 	return score;
 

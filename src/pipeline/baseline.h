@@ -17,6 +17,17 @@
  *   value from the level, linearly interpolated between bin centres and
  *   learned over about season_periods periods (struct gw_baseline_season,
  *   kept by the caller beside the state).
+ * - Recurrence (with seasonality and season_recur > 0): the profile also
+ *   keeps, per bin, the largest |z| judged there (from level + profile,
+ *   whether or not the profile is used yet) in the current period and in
+ *   the previous ones (halved at each new period).  A sample whose |z|
+ *   is at most season_recur times the largest of the previous periods'
+ *   in its own and the neighbouring bins (about +-1.5 bins) is not
+ *   surprising: the same excursion happened at this time of an earlier
+ *   period (a nightly job's spike), so its z (and the fast one) count as
+ *   0 in its score.  Only an earlier period counts, so a first excursion,
+ *   however long, never excuses itself.  The model (level, scale, the
+ *   sustained-surprise reset) learns as without it.
  * - The score of a sample is computed before it is learned from:
  *   z = max(|x - expected| / sigma, |fast - level| / (sigma * sd_fast)),
  *   where sd_fast = sqrt(a/(2-a)) is the standard deviation of an EWMA of
@@ -86,8 +97,9 @@ struct gw_baseline_opts {
 	uint32_t season_bins;	  /* 48; 2 .. GW_BASELINE_MAX_BINS */
 	uint32_t
 		season_periods; /* 2; learning time of the profile; 1 .. 1000 */
-	bool season_auto; /* seasonal: judge from the start, use the profile
+	bool season_auto;    /* seasonal: judge from the start, use the profile
 			   * only once it explains the series (see above) */
+	double season_recur; /* 0 (off); recurrence factor; 0 .. 100 */
 };
 
 /* Validated options and constants derived from them.  Read-only once made. */
@@ -114,10 +126,14 @@ struct gw_baseline {
 	uint32_t resume;  /* the next interval is not a gap (a restart) */
 };
 
-/* The seasonal profile of one series (with opts.seasonal), 208 bytes. */
+/* The seasonal profile of one series (with opts.seasonal), 408 bytes. */
 struct gw_baseline_season {
 	float bin[GW_BASELINE_MAX_BINS];
+	/* max |z| per bin in 1/64 sigma (saturating at 1023.98 sigma) this
+	 * period, and over the earlier periods, decayed */
+	uint16_t peak[GW_BASELINE_MAX_BINS], recur[GW_BASELINE_MAX_BINS];
 	int64_t t_start; /* ms, first sample learned into the profile */
+	int64_t period;	 /* index of the period peak[] is about */
 	uint32_t n;	 /* samples learned */
 	uint32_t pad;
 };

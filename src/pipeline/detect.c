@@ -16,6 +16,8 @@ void gw_detect_opts_default(struct gw_detect_opts *o)
 	/* A daily profile, used by the series it explains. */
 	o->baseline.seasonal = true;
 	o->baseline.season_auto = true;
+	/* What happened at this time of an earlier day is not news. */
+	o->baseline.season_recur = 1.5;
 	o->threshold = 0.9;
 	o->quiet_samples = 8;
 	o->lockout_samples = 128;

@@ -232,6 +232,8 @@ static void publish_stats(struct gw_ingest *in)
 	gw_snap_add(n, GW_FAM(STORE_SERIES), (double)st.series, NULL, NULL);
 	gw_snap_add(n, GW_FAM(STORE_SERIES_LIVE), (double)st.series_live, NULL,
 		    NULL);
+	gw_snap_add(n, GW_FAM(STORE_SERIES_EVICTED), (double)st.series_evicted,
+		    NULL, NULL);
 	gw_snap_add(n, GW_FAM(STORE_SAMPLES_APPENDED_TOTAL),
 		    (double)st.samples_appended, NULL, NULL);
 	gw_snap_add(n, GW_FAM(STORE_SAMPLES_REFUSED_TOTAL),

@@ -117,6 +117,38 @@ static int smap_put(struct smap *m, const char *key, void *val)
 	return 0;
 }
 
+/*
+ * Removes key (present or not) by backward-shift deletion: the entries of
+ * the probe run after it move up, so no tombstone is left and lookups stay
+ * as short as before.
+ */
+static void smap_del(struct smap *m, const char *key)
+{
+	size_t i, j;
+
+	if (!smap_slot(m, key, hash_str(key), &i))
+		return;
+	for (j = i;;) {
+		size_t home;
+
+		j = (j + 1) & (m->cap - 1);
+		if (!m->keys[j])
+			break;
+		home = m->hashes[j] & (m->cap - 1);
+		/* j's entry stays when its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		m->hashes[i] = m->hashes[j];
+		i = j;
+	}
+	m->keys[i] = NULL;
+	m->vals[i] = NULL;
+	m->hashes[i] = 0;
+	m->n--;
+}
+
 static void smap_release(struct smap *m)
 {
 	free(m->keys);
@@ -158,6 +190,7 @@ struct gw_series_index {
 	struct smap alias; /* producer's spelling -> series, keys owned */
 	uint32_t next_id;
 	uint64_t refused_series, refused_values;
+	uint64_t evicted;
 };
 
 struct gw_series_index *gw_series_index_new(uint32_t max_series,
@@ -267,6 +300,7 @@ void gw_series_index_stats(const struct gw_series_index *x,
 	st->live = x->live;
 	st->refused_series = x->refused_series;
 	st->refused_values = x->refused_values;
+	st->evicted = x->evicted;
 	st->next_id = x->next_id;
 }
 
@@ -483,6 +517,86 @@ int gw_series_index_revive(struct gw_series_index *x, struct gw_series *s,
 void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s)
 {
 	set_live(x, s, false);
+}
+
+/* Drops id from the posting's ascending ids, if there. */
+static void ids_remove(struct posting *p, uint32_t id)
+{
+	uint32_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->n && p->ids[lo] == id) {
+		memmove(p->ids + lo, p->ids + lo + 1,
+			(p->n - lo - 1) * sizeof(*p->ids));
+		p->n--;
+	}
+}
+
+void gw_series_index_evict(struct gw_series_index *x,
+			   struct gw_series *const *v, size_t n)
+{
+	const char **gone = NULL;
+	size_t k = 0, ngone = 0;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct gw_series *s = v[i];
+
+		set_live(x, s, false);
+		for (size_t j = 0; j < s->labels.n; j++) {
+			struct posting *p = find_pair(x, s->labels.v[j].name,
+						      s->labels.v[j].value);
+
+			/* Postings stay (readers may hold their values). */
+			if (p)
+				ids_remove(p, s->id);
+		}
+		smap_del(&x->by_key, s->key);
+		if (s->id < x->by_id_cap && x->by_id[s->id] == s)
+			x->by_id[s->id] = NULL;
+		s->evicted = true;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		if (!x->all[i]->evicted)
+			x->all[k++] = x->all[i];
+	x->n = k;
+	x->evicted += n;
+	/* The producers' spellings of the evicted series: found in one pass,
+	 * deleted after it (a deletion moves entries). */
+	for (size_t i = 0; i < x->alias.cap; i++) {
+		const struct gw_series *s = x->alias.vals[i];
+		const char **nv;
+
+		if (!x->alias.keys[i] || !s->evicted)
+			continue;
+		nv = realloc(gone, (ngone + 1) * sizeof(*gone));
+		if (!nv)
+			break; /* kept: found by key, harmless */
+		gone = nv;
+		gone[ngone++] = x->alias.keys[i];
+	}
+	for (size_t i = 0; i < ngone; i++) {
+		smap_del(&x->alias, gone[i]);
+		free((char *)gone[i]);
+	}
+	free(gone);
+}
+
+void gw_series_release(struct gw_series *s)
+{
+	if (!s)
+		return;
+	gw_labels_release(&s->labels);
+	free((char *)s->key);
+	free(s);
 }
 
 int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
@@ -755,7 +869,8 @@ static int idset_filter(const struct gw_series_index *x, struct idset *a,
 		const struct gw_series *s = ser ? ser[i] : x->by_id[a->ids[i]];
 
 		err = op_check(ops, i);
-		if (!err &&
+		/* NULL: evicted while the lock was dropped. */
+		if (!err && s &&
 		    gw_matcher_match(m, gw_labels_get(&s->labels, m->name)))
 			out[k++] = a->ids[i];
 	}

@@ -26,14 +26,17 @@
  * distinct values of regex-matched labels, not to the series in the index.
  *
  * Ownership: the index owns its series; a struct gw_series stays valid and
- * at the same address until gw_series_index_free.  series->head belongs to
- * the store (the index never touches it).
+ * at the same address until gw_series_index_free, or until its caller
+ * releases it after gw_series_index_evict.  series->head belongs to the
+ * store (the index never touches it).
  *
  * Thread safety: none; the store serialises access with its own lock
  * (one writer; readers may share it).  What readers may use without it:
  * a series, its labels and key, and a posting's value string never change
- * or move once added, and nothing is freed before gw_series_index_free
- * (gw_series_index_select_unlocked relies on it).
+ * or move once added, postings are never freed, and a series is freed only
+ * after its eviction, by its caller, once no reader can hold it
+ * (gw_series_index_select_unlocked relies on it; an id it read may meanwhile
+ * have been evicted: gw_series_index_get() returns NULL for it).
  */
 #ifndef GW_SERIES_H
 #define GW_SERIES_H
@@ -51,6 +54,7 @@ struct gw_series {
 	const char *name; /* the __name__ value */
 	void *head;	  /* the store's per-series state */
 	bool live;	  /* counted against the caps */
+	bool evicted;	  /* out of the index (gw_series_index_evict) */
 };
 
 struct gw_series_index;
@@ -60,6 +64,7 @@ struct gw_series_index_stats {
 	uint64_t live;
 	uint64_t refused_series; /* over max_series */
 	uint64_t refused_values; /* over max_values for some label */
+	uint64_t evicted;	 /* taken out by gw_series_index_evict */
 	uint32_t next_id;
 };
 
@@ -86,6 +91,17 @@ gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 
 /* Takes a live series out of the caps' count; it stays selectable. */
 void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s);
+
+/*
+ * Takes retired series out of the index: they are no longer found by key,
+ * alias or id, nor selected; their ids are not given to new series.  The
+ * structs stay allocated for readers that may still hold them (the lock
+ * dropped, see below): the caller frees each with gw_series_release() once
+ * no such reader can remain, and the head with them.
+ */
+void gw_series_index_evict(struct gw_series_index *x,
+			   struct gw_series *const *v, size_t n);
+void gw_series_release(struct gw_series *s);
 
 /* Makes a retired series live again: 0, or -ENOSPC / -E2BIG when the caps
  * are full (counted); force ignores the caps (replaying logged samples). */

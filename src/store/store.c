@@ -1000,6 +1000,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	atomic_flag_clear(&s->warned_order);
 	atomic_flag_clear(&s->warned_corrupt);
 	s->watermark = INT64_MIN;
+	atomic_init(&s->ev_max_t, INT64_MIN);
 	s->idx = gw_series_index_new(o->max_series, o->max_values);
 	if (!s->idx) {
 		rc = -ENOMEM;
@@ -1059,6 +1060,15 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	rc = gw_store_replay(s);
 	if (rc)
 		goto fail;
+	/* Series known from disk that the log did not revive: the sweeps
+	 * take them out of memory like any series that stopped. */
+	for (size_t i = 0; i < gw_series_index_count(s->idx); i++) {
+		struct gw_series *ser = gw_series_index_at(s->idx, i);
+		struct head *h = ser->head;
+
+		if (!h->in_active && gw_store_list_push(&s->active, ser) == 0)
+			h->in_active = true;
+	}
 	s->next_flush = gw_store_now(s) + s->o.flush_ms;
 	gw_store_refresh_sizes(s);
 	s->last_maint = gw_store_now(s);
@@ -1092,6 +1102,9 @@ void gw_store_close(struct gw_store *s)
 	sqlite3_finalize(s->st_series);
 	sqlite3_finalize(s->st_head);
 	sqlite3_close(s->index);
+	gw_store_grave_free(s, true);
+	free(s->grave.v);
+	free(s->ev.v);
 	gw_series_index_free(s->idx, gw_store_head_free);
 	pthread_rwlock_destroy(&s->lock);
 	pthread_mutex_destroy(&s->suspect_lock);
@@ -1107,7 +1120,8 @@ void gw_store_stats(struct gw_store *s, struct gw_store_stats *st)
 		struct gw_series_index_stats xs;
 
 		gw_series_index_stats(s->idx, &xs);
-		st->series = xs.series;
+		st->series = xs.series + s->ev.n;
+		st->series_evicted = s->ev.n;
 		st->series_live = xs.live;
 	}
 	for (size_t i = 0; i < s->nparts; i++)

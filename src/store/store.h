@@ -134,8 +134,9 @@ __attribute__((warn_unused_result)) int gw_store_maintain(struct gw_store *s);
 const struct gw_queryable *gw_store_queryable(struct gw_store *s);
 
 struct gw_store_stats {
-	uint64_t series;      /* known, live or retired */
-	uint64_t series_live; /* counted against the caps */
+	uint64_t series;	 /* known, live or retired (or evicted) */
+	uint64_t series_evicted; /* retired and out of memory */
+	uint64_t series_live;	 /* counted against the caps */
 	uint64_t samples_appended;
 	uint64_t samples_refused_order; /* out of order / too late */
 	uint64_t samples_refused_cap;	/* series or label caps */

@@ -441,14 +441,162 @@ static void head_trim(struct head *h)
 	h->raw_hour = INT64_MIN;
 }
 
+uint64_t gw_store_key_hash(const char *key)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (; *key; key++) {
+		h ^= (unsigned char)*key;
+		h *= 1099511628211ull;
+	}
+	return h ? h : 1;
+}
+
+uint32_t gw_store_name_hash(const char *name, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static int ev_grow(struct evicted_map *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	struct evicted *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (!m->v[i].hash)
+			continue;
+		for (j = m->v[i].hash & (cap - 1); v[j].hash;
+		     j = (j + 1) & (cap - 1))
+			;
+		v[j] = m->v[i];
+	}
+	free(m->v);
+	m->v = v;
+	m->cap = cap;
+	return 0;
+}
+
+static int ev_put(struct evicted_map *m, uint64_t hash, uint32_t id,
+		  uint32_t name_hash, int64_t last_t)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && ev_grow(m))
+		return -ENOMEM;
+	for (j = hash & (m->cap - 1); m->v[j].hash; j = (j + 1) & (m->cap - 1))
+		;
+	m->v[j] = (struct evicted){ hash, id, name_hash, last_t };
+	m->n++;
+	return 0;
+}
+
+/* Removes slot i by backward shift (no tombstones). */
+static void ev_del_at(struct evicted_map *m, size_t i)
+{
+	for (size_t j = i;;) {
+		size_t home;
+
+		j = (j + 1) & (m->cap - 1);
+		if (!m->v[j].hash)
+			break;
+		home = m->v[j].hash & (m->cap - 1);
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		m->v[i] = m->v[j];
+		i = j;
+	}
+	m->v[i] = (struct evicted){ 0 };
+	m->n--;
+}
+
+/*
+ * The evicted series with this key: the slot of its entry (its id and
+ * last sample), or -1.  The key is checked against index.db's row, since
+ * hashes may collide.  Writer only.
+ */
+static ssize_t ev_find(struct gw_store *s, const char *key)
+{
+	uint64_t hash = gw_store_key_hash(key);
+	const struct evicted_map *m = &s->ev;
+	sqlite3_stmt *st = NULL;
+	ssize_t found = -1;
+
+	if (!m->n)
+		return -1;
+	for (size_t j = hash & (m->cap - 1); m->v[j].hash && found < 0;
+	     j = (j + 1) & (m->cap - 1)) {
+		const unsigned char *k;
+
+		if (m->v[j].hash != hash)
+			continue;
+		if (!st && sqlite3_prepare_v2(s->index,
+					      "SELECT key FROM series WHERE "
+					      "id = ?",
+					      -1, &st, NULL) != SQLITE_OK)
+			break;
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, m->v[j].id);
+		if (sqlite3_step(st) == SQLITE_ROW &&
+		    (k = sqlite3_column_text(st, 0)) &&
+		    strcmp((const char *)k, key) == 0)
+			found = (ssize_t)j;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+void gw_store_grave_free(struct gw_store *s, bool force)
+{
+	if (!force && atomic_load(&s->readers))
+		return;
+	for (size_t i = 0; i < s->grave.n; i++) {
+		gw_store_head_free(s->grave.v[i]->head);
+		gw_series_release(s->grave.v[i]);
+	}
+	s->grave.n = 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether a sealed chunk (not yet cut) belongs to id; ids: the sealed
+ * chunks' ids, sorted. */
+static bool sealed_has(const uint32_t *ids, size_t n, uint32_t id)
+{
+	return n && bsearch(&id, ids, n, sizeof(*ids), cmp_u32);
+}
+
 void gw_store_head_sweep(struct gw_store *s, int64_t now)
 {
 	/* Memory is given back later than the caps: a series that samples
 	 * every few minutes keeps its day's 1-hour column in one chunk. */
 	int64_t trim_ms = s->o.retire_ms > MS_HOUR ? s->o.retire_ms : MS_HOUR;
-	size_t j = 0;
+	uint32_t *sealed = NULL;
+	size_t j = 0, first, nsealed = 0;
+	int64_t max_t = atomic_load(&s->ev_max_t);
 
 	pthread_rwlock_wrlock(&s->lock);
+	first = s->grave.n;
+	if (s->nsealed && (sealed = malloc(s->nsealed * sizeof(*sealed)))) {
+		for (size_t i = 0; i < s->nsealed; i++)
+			sealed[i] = s->sealed[i].id;
+		nsealed = s->nsealed;
+		qsort(sealed, nsealed, sizeof(*sealed), cmp_u32);
+	}
 	for (size_t i = 0; i < s->active.n; i++) {
 		struct gw_series *ser = s->active.v[i];
 		struct head *h = ser->head;
@@ -458,6 +606,37 @@ void gw_store_head_sweep(struct gw_store *s, int64_t now)
 			gw_series_index_retire(s->idx, ser);
 		if (!ser->live && drained(h) &&
 		    (h->last_t == INT64_MIN || h->last_t < now - trim_ms)) {
+			/*
+			 * Everything of it is on disk (its index.db row, its
+			 * chunks, no sealed chunk waiting for a cut): it
+			 * leaves memory, found again through ev.  Otherwise
+			 * (no memory for the bookkeeping: rare) only its
+			 * buffers go.
+			 */
+			if (h->persisted && !h->in_dirty &&
+			    (!s->nsealed || sealed) &&
+			    !sealed_has(sealed, nsealed, ser->id) &&
+			    gw_store_list_push(&s->grave, ser) == 0) {
+				/* Known from disk and not revived: nothing
+				 * of it after the last cut. */
+				int64_t t = h->last_t != INT64_MIN ? h->last_t
+					    : s->watermark != INT64_MIN
+						    ? s->watermark
+						    : now;
+
+				if (ev_put(&s->ev, gw_store_key_hash(ser->key),
+					   ser->id,
+					   gw_store_name_hash(
+						   ser->name,
+						   strlen(ser->name)),
+					   t) == 0) {
+					if (t > max_t)
+						max_t = t;
+					h->in_active = false;
+					continue;
+				}
+				s->grave.n--;
+			}
 			head_trim(h);
 			h->in_active = false;
 			continue;
@@ -465,7 +644,15 @@ void gw_store_head_sweep(struct gw_store *s, int64_t now)
 		s->active.v[j++] = ser;
 	}
 	s->active.n = j;
+	if (s->grave.n > first) {
+		/* The grave's entries from first on are this sweep's. */
+		gw_series_index_evict(s->idx, s->grave.v + first,
+				      s->grave.n - first);
+		atomic_store(&s->ev_max_t, max_t);
+	}
+	gw_store_grave_free(s, false);
 	pthread_rwlock_unlock(&s->lock);
+	free(sealed);
 }
 
 int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
@@ -474,10 +661,36 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 	/* The head first: a series in the index always has one. */
 	struct head *h = head_new();
 	struct gw_series *ser = NULL;
+	int64_t last_t = INT64_MIN;
+	uint64_t ev_hash = 0;
+	uint32_t ev_name = 0;
 	int err;
 
 	if (!h)
 		return -ENOMEM;
+	/* A series evicted earlier comes back with its id (and so with its
+	 * history), retired until its samples revive it under the caps. */
+	if (!id && s->ev.n) {
+		struct gw_buf key;
+		ssize_t at = -1;
+
+		gw_buf_init(&key, 64 * 1024);
+		if (gw_labels_key(l, &key) == 0 &&
+		    !gw_series_index_find(s->idx, key.p))
+			at = ev_find(s, key.p);
+		gw_buf_release(&key);
+		if (at >= 0) {
+			ev_hash = s->ev.v[at].hash;
+			ev_name = s->ev.v[at].name_hash;
+			id = s->ev.v[at].id;
+			last_t = s->ev.v[at].last_t;
+			persisted = true;
+			pthread_rwlock_wrlock(&s->lock);
+			ev_del_at(&s->ev, (size_t)at);
+			pthread_rwlock_unlock(&s->lock);
+			h->last_t = last_t;
+		}
+	}
 	h->persisted = persisted;
 	/* From disk: it may have data from before this run, and is retired
 	 * until samples come (the caps count what is live). */
@@ -488,6 +701,11 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 		ser->head = h;
 		h = NULL;
 	}
+	/* Not back after all (no memory): still found as evicted. */
+	if (err && ev_hash && ev_put(&s->ev, ev_hash, id, ev_name, last_t))
+		gw_warn("store: series %u lost from the evicted list (no "
+			"memory): its history may show as a second series",
+			(unsigned)id);
 	pthread_rwlock_unlock(&s->lock);
 	gw_store_head_free(h);
 	if (err == -ENOSPC || err == -E2BIG) {

@@ -584,6 +584,182 @@ static int copy_sealed(const struct gw_store *s, struct sel *sels, size_t n,
 	return err;
 }
 
+/* A series found through the evicted list: only on disk. */
+struct ev_hit {
+	uint32_t id;
+	struct gw_labels labels;
+};
+
+static void ev_hits_free(struct ev_hit *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		gw_labels_release(&v[i].labels);
+	free(v);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The metric name an equality matcher asks for, or NULL. */
+static const char *eq_name(const struct gw_matcher *m, size_t nm)
+{
+	for (size_t i = 0; i < nm; i++)
+		if (m[i].op == GW_MATCH_EQ &&
+		    strcmp(m[i].name, "__name__") == 0)
+			return m[i].value;
+	return NULL;
+}
+
+/*
+ * The series ids[0..n) (ascending) that the matchers select, their keys
+ * read back from index.db (the series have left memory): *out in the
+ * same order.  A series index.db does not know is skipped.
+ */
+static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
+			const struct gw_matcher *m, size_t nm,
+			struct gw_query_limits *lim, struct ev_hit **out,
+			size_t *nout)
+{
+	const char *name = eq_name(m, nm);
+	size_t lname = name ? strlen(name) : 0, k = 0;
+	struct ev_hit *hits = NULL;
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	char path[PATH_MAX];
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!n)
+		return 0;
+	snprintf(path, sizeof(path), "%s/index.db", s->dir);
+	if (gw_store_open_db(path, false, true, &db) != 0 ||
+	    sqlite3_prepare_v2(db, "SELECT key FROM series WHERE id = ?", -1,
+			       &st, NULL) != SQLITE_OK) {
+		gw_warn("store: cannot read index.db for the series evicted "
+			"from memory; the answer lacks them");
+		goto out;
+	}
+	hits = calloc(n, sizeof(*hits));
+	if (!hits) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		const char *key;
+		struct gw_labels l;
+
+		if (i % 256 == 255 && (err = check_limits(lim, 0)))
+			break;
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, ids[i]);
+		if (sqlite3_step(st) != SQLITE_ROW ||
+		    !(key = (const char *)sqlite3_column_text(st, 0)))
+			continue;
+		/* The key starts with the name: most selections end here. */
+		if (name &&
+		    (strncmp(key, name, lname) != 0 || key[lname] != '{'))
+			continue;
+		if (gw_store_key_labels(key, &l) != 0)
+			continue;
+		if (!gw_matchers_match(m, nm, &l)) {
+			gw_labels_release(&l);
+			continue;
+		}
+		hits[k].id = ids[i];
+		hits[k++].labels = l;
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	if (err) {
+		ev_hits_free(hits, k);
+		return err;
+	}
+	*out = hits;
+	*nout = k;
+	return 0;
+}
+
+/*
+ * The evicted series (store_head.c) that the matchers select and whose
+ * last sample is at or after mint, except the ids in have (ascending: the
+ * index found them), in ascending ids.  Nothing to read when no evicted
+ * series sampled after mint.
+ */
+static int evicted_select(struct gw_store *s, const struct gw_matcher *m,
+			  size_t nm, int64_t mint, const uint32_t *have,
+			  size_t nhave, struct gw_query_limits *lim,
+			  struct ev_hit **out, size_t *nout)
+{
+	const char *name = eq_name(m, nm);
+	uint32_t nh = name ? gw_store_name_hash(name, strlen(name)) : 0;
+	uint32_t *ids = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (atomic_load(&s->ev_max_t) < mint)
+		return 0;
+	pthread_rwlock_rdlock(&s->lock);
+	if (s->ev.n && !(ids = malloc(s->ev.n * sizeof(*ids))))
+		err = -ENOMEM;
+	for (size_t i = 0; ids && i < s->ev.cap; i++) {
+		const struct evicted *e = &s->ev.v[i];
+
+		if (e->hash && e->last_t >= mint &&
+		    (!name || e->name_hash == nh) &&
+		    !(nhave &&
+		      bsearch(&e->id, have, nhave, sizeof(*have), cmp_u32)))
+			ids[n++] = e->id;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (!err && n) {
+		qsort(ids, n, sizeof(*ids), cmp_u32);
+		err = evicted_read(s, ids, n, m, nm, lim, out, nout);
+	}
+	free(ids);
+	return err;
+}
+
+static int cmp_sel(const void *a, const void *b)
+{
+	const struct sel *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The partitions of the tier overlapping [mint, maxt], under the read
+ * lock; *out malloc'd. */
+static int parts_overlapping(struct gw_store *s, enum gw_tier tier,
+			     int64_t mint, int64_t maxt, struct part_ref **out,
+			     size_t *np)
+{
+	struct part_ref *parts =
+		calloc(s->nparts ? s->nparts : 1, sizeof(*parts));
+
+	*out = parts;
+	*np = 0;
+	if (!parts)
+		return -ENOMEM;
+	for (size_t k = 0; k < s->nparts; k++)
+		if (part_overlaps(&s->parts[k], tier, mint, maxt)) {
+			struct part_ref *r = &parts[(*np)++];
+
+			snprintf(r->path, sizeof(r->path), "%s",
+				 s->parts[k].path);
+			gw_store_part_name(&s->parts[k], r->name,
+					   sizeof(r->name));
+			r->remote = s->parts[k].remote;
+		}
+	return 0;
+}
+
 /*
  * Series copied per hold of the read lock: the writer waits at most one
  * batch.  Each batch also scans the sealed chunks once, so a batch holds
@@ -592,9 +768,9 @@ static int copy_sealed(const struct gw_store *s, struct sel *sels, size_t n,
  */
 #define COPY_BATCH 512
 
-static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
-			int64_t mint, int64_t maxt, enum gw_tier tier,
-			struct gw_query_limits *lim, struct gw_series_set *out)
+static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
+			 int64_t mint, int64_t maxt, enum gw_tier tier,
+			 struct gw_query_limits *lim, struct gw_series_set *out)
 {
 	struct gw_store *s = ctx;
 	struct sel_ctx sc = { s, lim };
@@ -602,17 +778,22 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 						  sel_check, &sc };
 	struct sel *sels = NULL;
 	struct part_ref *parts = NULL;
-	uint32_t *ids = NULL;
-	size_t n = 0, nids = 0, np = 0, i = 0;
+	struct ev_hit *ev = NULL;
+	uint32_t *ids = NULL, *gone = NULL;
+	size_t n = 0, nids = 0, np = 0, nev = 0, ngone = 0, i = 0;
 	int err = 0;
 
 	out->s = NULL;
 	out->n = 0;
 	/* The regular expressions run with the lock dropped (series.h). */
 	err = gw_series_index_select_unlocked(s->idx, m, nm, &ops, &ids, &nids);
-	if (!err && nids) {
-		sels = calloc(nids, sizeof(*sels));
-		if (!sels)
+	/* And the series evicted from memory, from index.db. */
+	if (!err)
+		err = evicted_select(s, m, nm, mint, ids, nids, lim, &ev, &nev);
+	if (!err && nids + nev) {
+		sels = calloc(nids + nev, sizeof(*sels));
+		gone = malloc((nids ? nids : 1) * sizeof(*gone));
+		if (!sels || !gone)
 			err = -ENOMEM;
 	}
 	/*
@@ -629,9 +810,16 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 		for (; i < end && !err; i++) {
 			struct gw_series *ser =
 				gw_series_index_get(s->idx, ids[i]);
-			const struct head *h = ser->head;
+			const struct head *h;
 			struct sel *x;
 
+			/* Evicted since it was selected: read from index.db
+			 * below. */
+			if (!ser) {
+				gone[ngone++] = ids[i];
+				continue;
+			}
+			h = ser->head;
 			if (h->first_t != INT64_MIN &&
 			    h->first_t - MS_HOUR > maxt)
 				continue;
@@ -645,28 +833,50 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = copy_sealed(s, sels + first, n - first, tier);
 		/* The partitions as they are after the last batch: a cut
 		 * meanwhile wrote what the batches found sealed. */
-		if (!err && i == nids && n) {
-			parts = calloc(s->nparts ? s->nparts : 1,
-				       sizeof(*parts));
-			if (!parts)
-				err = -ENOMEM;
-			for (size_t k = 0; !err && k < s->nparts; k++)
-				if (part_overlaps(&s->parts[k], tier, mint,
-						  maxt)) {
-					struct part_ref *r = &parts[np++];
-
-					snprintf(r->path, sizeof(r->path), "%s",
-						 s->parts[k].path);
-					gw_store_part_name(&s->parts[k],
-							   r->name,
-							   sizeof(r->name));
-					r->remote = s->parts[k].remote;
-				}
-		}
+		if (!err && i == nids && (n || nev))
+			err = parts_overlapping(s, tier, mint, maxt, &parts,
+						&np);
 		pthread_rwlock_unlock(&s->lock);
 		if (!err)
 			err = check_limits(lim, 0);
 	}
+	if (!err && ngone) {
+		struct ev_hit *more = NULL;
+		size_t nmore = 0;
+
+		err = evicted_read(s, gone, ngone, m, nm, lim, &more, &nmore);
+		if (!err && nmore) {
+			/* sels has room: each was one of ids */
+			struct ev_hit *all =
+				realloc(ev, (nev + nmore) * sizeof(*ev));
+
+			if (!all) {
+				err = -ENOMEM;
+			} else {
+				ev = all;
+				memcpy(ev + nev, more, nmore * sizeof(*more));
+				nev += nmore;
+				nmore = 0;
+			}
+		}
+		ev_hits_free(more, nmore);
+	}
+	if (!err && !np && !parts && nev) {
+		pthread_rwlock_rdlock(&s->lock);
+		err = parts_overlapping(s, tier, mint, maxt, &parts, &np);
+		pthread_rwlock_unlock(&s->lock);
+	}
+	/* The evicted series: in the partitions only.  sels in ascending
+	 * ids again for the readers of partitions. */
+	if (!err && nev) {
+		for (size_t k = 0; k < nev; k++) {
+			sels[n].id = ev[k].id;
+			sels[n++].labels = ev[k].labels;
+			ev[k].labels = (struct gw_labels){ 0 };
+		}
+		qsort(sels, n, sizeof(*sels), cmp_sel);
+	}
+	ev_hits_free(ev, nev);
 
 	for (size_t i = 0; i < np && !err; i++) {
 		if (parts[i].remote) {
@@ -728,10 +938,29 @@ static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
 	for (size_t i = 0; i < n; i++)
 		sel_release(&sels[i]);
 	free(sels);
+	free(gone);
 	free(ids);
 	free(parts);
 	if (err)
 		gw_series_set_release(out);
+	return err;
+}
+
+/*
+ * A selection holds series with the lock dropped (series.h): it counts
+ * itself in readers, so that series evicted meanwhile are freed only
+ * after it (gw_store_grave_free).
+ */
+static int store_select(void *ctx, const struct gw_matcher *m, size_t nm,
+			int64_t mint, int64_t maxt, enum gw_tier tier,
+			struct gw_query_limits *lim, struct gw_series_set *out)
+{
+	struct gw_store *s = ctx;
+	int err;
+
+	atomic_fetch_add(&s->readers, 1);
+	err = select_locked(ctx, m, nm, mint, maxt, tier, lim, out);
+	atomic_fetch_sub(&s->readers, 1);
 	return err;
 }
 
@@ -862,6 +1091,74 @@ static int cmp_labels_p(const void *a, const void *b)
  * for the time range. */
 #define TIME_BATCH 4096
 
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct ev_hit *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The evicted series any matcher list selects (every one when nsets is
+ * 0) with samples at or after mint, except the ids in have; each once. */
+static int chosen_evicted(struct gw_store *s,
+			  const struct gw_matcher *const *sets,
+			  const size_t *nm, size_t nsets, int64_t mint,
+			  const uint32_t *have, size_t nhave,
+			  struct gw_query_limits *lim, struct ev_hit **out,
+			  size_t *nout)
+{
+	struct ev_hit *all = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (nsets <= 1)
+		return evicted_select(s, nsets ? sets[0] : NULL,
+				      nsets ? nm[0] : 0, mint, have, nhave, lim,
+				      out, nout);
+	for (size_t i = 0; i < nsets && !err; i++) {
+		struct ev_hit *one, *nv;
+		size_t k;
+
+		err = evicted_select(s, sets[i], nm[i], mint, have, nhave, lim,
+				     &one, &k);
+		if (err || !k) {
+			free(one);
+			continue;
+		}
+		nv = realloc(all, (n + k) * sizeof(*nv));
+		if (!nv) {
+			ev_hits_free(one, k);
+			err = -ENOMEM;
+			break;
+		}
+		all = nv;
+		memcpy(all + n, one, k * sizeof(*one));
+		n += k;
+		free(one);
+	}
+	if (!err && n > 1) {
+		size_t u = 1;
+
+		qsort(all, n, sizeof(*all), cmp_hit);
+		for (size_t i = 1; i < n; i++) {
+			if (all[i].id == all[u - 1].id)
+				gw_labels_release(&all[i].labels);
+			else
+				all[u++] = all[i];
+		}
+		n = u;
+	}
+	if (err) {
+		ev_hits_free(all, n);
+		return err;
+	}
+	*out = all;
+	*nout = n;
+	return 0;
+}
+
 /*
  * The series chosen by series() and label_values() that were seen in
  * [mint, maxt] (*out malloc'd, ascending ids): matched without the lock,
@@ -873,7 +1170,7 @@ static int chosen_series(struct gw_store *s,
 			 const struct gw_matcher *const *sets, const size_t *nm,
 			 size_t nsets, int64_t mint, int64_t maxt,
 			 struct gw_query_limits *lim, struct gw_series ***out,
-			 size_t *nout)
+			 size_t *nout, struct ev_hit **ev, size_t *nev)
 {
 	struct gw_series **v = NULL;
 	uint32_t *ids = NULL;
@@ -883,6 +1180,9 @@ static int chosen_series(struct gw_store *s,
 	*out = NULL;
 	*nout = 0;
 	err = chosen_ids(s, sets, nm, nsets, lim, &ids, &n);
+	if (!err)
+		err = chosen_evicted(s, sets, nm, nsets, mint, ids, n, lim, ev,
+				     nev);
 	if (!err && n) {
 		v = malloc(n * sizeof(*v));
 		if (!v)
@@ -896,7 +1196,8 @@ static int chosen_series(struct gw_store *s,
 			struct gw_series *ser =
 				gw_series_index_get(s->idx, ids[i]);
 
-			if (in_time(ser, mint, maxt))
+			/* NULL: evicted since (and not in *ev: rare). */
+			if (ser && in_time(ser, mint, maxt))
 				v[k++] = ser;
 		}
 		pthread_rwlock_unlock(&s->lock);
@@ -905,6 +1206,9 @@ static int chosen_series(struct gw_store *s,
 	free(ids);
 	if (err) {
 		free(v);
+		ev_hits_free(*ev, *nev);
+		*ev = NULL;
+		*nev = 0;
 		return err;
 	}
 	*out = v;
@@ -919,19 +1223,28 @@ static int store_series(void *ctx, const struct gw_matcher *const *sets,
 {
 	struct gw_store *s = ctx;
 	struct gw_series **ser = NULL;
-	size_t n = 0, k = 0;
+	struct ev_hit *ev = NULL;
+	size_t n = 0, k = 0, nev = 0;
 	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &ser, &n);
+	atomic_fetch_add(&s->readers, 1);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &ser, &n, &ev,
+			    &nev);
 	if (!err) {
-		out->v = calloc(n ? n : 1, sizeof(*out->v));
+		out->v = calloc(n + nev ? n + nev : 1, sizeof(*out->v));
 		if (!out->v)
 			err = -ENOMEM;
 	}
 	for (size_t i = 0; i < n && !err; i++)
 		err = gw_labels_dup(&out->v[k++], &ser[i]->labels);
+	atomic_fetch_sub(&s->readers, 1);
+	for (size_t i = 0; i < nev && !err; i++) {
+		out->v[k++] = ev[i].labels;
+		ev[i].labels = (struct gw_labels){ 0 };
+	}
+	ev_hits_free(ev, nev);
 	free(ser);
 	out->n = k;
 	if (err) {
@@ -955,21 +1268,24 @@ static int store_label_values(void *ctx, const char *name,
 {
 	struct gw_store *s = ctx;
 	struct gw_series **sel = NULL;
-	size_t cap = 0, k = 0, nsel = 0;
+	struct ev_hit *ev = NULL;
+	size_t cap = 0, k = 0, nsel = 0, nev = 0;
 	char **v = NULL;
 	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &sel, &nsel);
-	for (size_t i = 0; i < nsel && !err; i++) {
-		const struct gw_series *ser = sel[i];
+	atomic_fetch_add(&s->readers, 1);
+	err = chosen_series(s, sets, nm, nsets, mint, maxt, lim, &sel, &nsel,
+			    &ev, &nev);
+	for (size_t i = 0; i < nsel + nev && !err; i++) {
+		const struct gw_labels *l =
+			i < nsel ? &sel[i]->labels : &ev[i - nsel].labels;
 
-		for (size_t j = 0; j < ser->labels.n && !err; j++) {
-			const char *x = name ? ser->labels.v[j].value
-					     : ser->labels.v[j].name;
+		for (size_t j = 0; j < l->n && !err; j++) {
+			const char *x = name ? l->v[j].value : l->v[j].name;
 
-			if (name && strcmp(ser->labels.v[j].name, name) != 0)
+			if (name && strcmp(l->v[j].name, name) != 0)
 				continue;
 			if (k == cap) {
 				size_t ncap = cap ? cap * 2 : 64;
@@ -989,6 +1305,8 @@ static int store_label_values(void *ctx, const char *name,
 				k++;
 		}
 	}
+	atomic_fetch_sub(&s->readers, 1);
+	ev_hits_free(ev, nev);
 	free(sel);
 	if (!err && k > 1) {
 		size_t u = 1;

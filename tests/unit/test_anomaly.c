@@ -286,6 +286,32 @@ static void eviction_keeps_the_live_series(void **state)
 	gw_anomaly_free(a);
 }
 
+/* With the default seven days, a GPU's model outlives a silence of two
+ * hours, and a process's (labelled with its pid) does not: an hour after
+ * its last sample it is gone, its memory with it. */
+static void process_models_end_an_hour_after_their_process(void **state)
+{
+	struct gw_anomaly *a = make(0, 0);
+	int64_t i, quiet = 2 * 3600 * 1000 / STEP;
+
+	(void)state;
+	for (i = 0; i < 70; i++) {
+		(void)gauge(a, "gpu=\"0\"", i, 7.0);
+		(void)gauge(a, "gpu=\"0\",pid=\"42\"", i, 7.0);
+		(void)gauge(a, "pid=\"43\"", i, 7.0);
+	}
+	assert_int_equal(stats(a).series, 3);
+	gw_anomaly_evict(a, T0 + (i + quiet) * STEP);
+	assert_int_equal(stats(a).series, 1);
+	assert_int_equal(stats(a).evicted, 2);
+	/* the GPU's model is the one kept: feeding it adds none */
+	(void)gauge(a, "gpu=\"0\"", i + quiet, 7.0);
+	assert_int_equal(stats(a).series, 1);
+	(void)gauge(a, "pid=\"43\"", i + quiet, 7.0);
+	assert_int_equal(stats(a).series, 2);
+	gw_anomaly_free(a);
+}
+
 static void score_names_and_options(void **state)
 {
 	struct gw_anomaly_opts o;
@@ -321,6 +347,8 @@ int main(void)
 		cmocka_unit_test(only_gauges_and_quantiles_are_judged),
 		cmocka_unit_test(cap_refuses_and_counts_until_eviction),
 		cmocka_unit_test(eviction_keeps_the_live_series),
+		cmocka_unit_test(
+			process_models_end_an_hour_after_their_process),
 		cmocka_unit_test(score_names_and_options),
 	};
 

@@ -342,6 +342,57 @@ static void seasonality(void **state)
 	assert_true(max_wrong > 0.9);
 }
 
+/* Noise around 10 with a one-sample spike to 40 at 03:00 (+- 10 min) every
+ * day: with recurrence the nightly spike stops being news from its second
+ * night on; the same spike at 15:00 still is, and so is the first night's. */
+static void recur_run(double recur, int days, double *first, double *last,
+		      double *other)
+{
+	struct gw_baseline_config cfg;
+	struct gw_baseline_opts o;
+	struct gw_baseline b;
+	struct gw_baseline_season s;
+	int64_t t;
+
+	seed(11);
+	gw_baseline_opts_default(&o);
+	o.seasonal = true;
+	o.season_auto = true;
+	o.season_recur = recur;
+	config(&cfg, &o);
+	gw_baseline_init(&b);
+	gw_baseline_season_init(&s);
+	*first = *last = *other = 0;
+	for (t = 0; t < days * DAY_MS; t += STEP_MS) {
+		int64_t day = t / DAY_MS, tod = t % DAY_MS;
+		int64_t at = 3 * 3600000LL + ((day * 7) % 5 - 2) * STEP_MS;
+		bool spike = tod == at,
+		     late = day == days - 1 && tod == 15 * 3600000LL;
+		double v = 10 + normal() + (spike || late ? 30 : 0);
+		double sc = gw_baseline_update(&b, &cfg, &s, t, v);
+
+		if (spike && day == 1)
+			*first = sc;
+		if (spike && day == days - 1)
+			*last = sc;
+		if (late)
+			*other = sc;
+	}
+}
+
+static void recurrence(void **state)
+{
+	double first, last, other;
+
+	(void)state;
+	recur_run(1.5, 8, &first, &last, &other);
+	assert_true(first > 0.9); /* nothing earlier at 03:00 */
+	assert_true(last < 0.5);  /* the eighth night: usual */
+	assert_true(other > 0.9); /* the same spike at 15:00: news */
+	recur_run(0, 8, &first, &last, &other);
+	assert_true(last > 0.9); /* without recurrence, every night fires */
+}
+
 static void gaps_and_irregular_timestamps(void **state)
 {
 	struct gw_baseline_config cfg;
@@ -461,6 +512,8 @@ static void options_validation(void **state)
 	BAD((o.seasonal = true, o.season_bins = GW_BASELINE_MAX_BINS + 1));
 	BAD((o.seasonal = true, o.season_bins = 1));
 	BAD((o.seasonal = true, o.season_period_s = 10));
+	BAD(o.season_recur = -1);
+	BAD(o.season_recur = NAN);
 #undef BAD
 	/* out-of-range season fields do not matter with seasonality off */
 	gw_baseline_opts_default(&o);
@@ -496,6 +549,7 @@ int main(void)
 		cmocka_unit_test(slow_trend_not_anomalous),
 		cmocka_unit_test(nan_and_inf_ignored),
 		cmocka_unit_test(seasonality),
+		cmocka_unit_test(recurrence),
 		cmocka_unit_test(gaps_and_irregular_timestamps),
 		cmocka_unit_test(band_and_expected),
 		cmocka_unit_test(options_validation),

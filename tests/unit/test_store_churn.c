@@ -4,8 +4,9 @@
  * index gives what a scan of every series gives (in the head and on
  * disk, where one statement reads all selected series of a partition),
  * series that stop are retired so that the caps count live series while
- * their history stays queryable, and a retired series that comes back is
- * the same series again.
+ * their history stays queryable, an hour later they leave memory and stay
+ * queryable, and a retired or evicted series that comes back is the same
+ * series again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -555,6 +556,102 @@ static void readers_meet_a_churning_writer(void **state)
 	assert_int_equal(r.err, 0);
 }
 
+/*
+ * An hour after their last sample, with everything on disk, retired series
+ * leave memory; queries, series and label values still find them, a query
+ * after their last sample does not, and a series whose samples return is
+ * the same series (its id, its history), also after a restart.
+ */
+static void evicted_series_stay_queryable_and_come_back(void **state)
+{
+	struct fixture *f = *state;
+	const struct gw_queryable *q;
+	struct gw_store_stats st;
+	struct gw_query_limits lim = { 0 };
+	struct gw_series_set set;
+	struct gw_label_set_list ls;
+	struct gw_string_list sl;
+	struct gw_matcher m[3];
+	const struct gw_matcher *sets[1] = { m };
+	size_t nm[1];
+	char name[64], text[160];
+	int64_t back = T0 + 2 * HOUR + 10 * MIN;
+
+	append_all(f, 3);
+	run_until(f, T0 + 2 * HOUR);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series_evicted, NSER);
+	assert_int_equal(st.series, NSER);
+	assert_int_equal(st.series_live, 0);
+	for (size_t k = 0; k < NSEL; k++) {
+		bool want[NSER];
+		size_t n = matchers_of(selectors[k], m);
+
+		scan(m, n, want);
+		check_select(f, m, n, want, 3);
+		for (size_t i = 0; i < n; i++)
+			gw_matcher_release(&m[i]);
+	}
+	q = gw_store_queryable(f->s);
+	/* series() and label values over the evicted ones */
+	nm[0] = matchers_of(selectors[1], m);
+	assert_int_equal(q->series(q->ctx, sets, nm, 1, T0, f->now, NULL, &ls),
+			 0);
+	assert_int_equal(ls.n, NSER / 4);
+	for (size_t i = 0; i < ls.n; i++)
+		assert_string_equal(gw_labels_get(&ls.v[i], "gpu"), "2");
+	gw_label_set_list_release(&ls);
+	assert_int_equal(q->label_values(q->ctx, "gpu", NULL, NULL, 0, T0,
+					 f->now, NULL, &sl),
+			 0);
+	assert_int_equal(sl.n, 4);
+	gw_string_list_release(&sl);
+	/* after their last sample: nothing */
+	assert_int_equal(q->select(q->ctx, m, nm[0], T0 + 10 * MIN, f->now,
+				   GW_TIER_RAW, &lim, &set),
+			 0);
+	assert_int_equal(set.n, 0);
+	gw_series_set_release(&set);
+	for (size_t i = 0; i < nm[0]; i++)
+		gw_matcher_release(&m[i]);
+
+	/* series 7 comes back: one series, old and new samples */
+	series_text(7, name, sizeof(name), text, sizeof(text));
+	assert_int_equal(gw_store_append(f->s, name, text, back, 77), 0);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.series_evicted, NSER - 1);
+	assert_int_equal(st.series, NSER);
+	assert_int_equal(st.series_live, 1);
+	/* 1: after a restart; 2: the restart's series (known from disk)
+	 * leave memory as well */
+	for (int round = 0; round < 3; round++) {
+		if (round == 1) {
+			run_until(f, back + 30000);
+			reopen(f);
+			q = gw_store_queryable(f->s);
+		}
+		if (round == 2) {
+			run_until(f, back + 2 * HOUR);
+			gw_store_stats(f->s, &st);
+			assert_int_equal(st.series_evicted, NSER);
+			assert_int_equal(st.series, NSER);
+		}
+		assert_int_equal(gw_matcher_init(&m[0], GW_MATCH_EQ, "pid",
+						 "1007", NULL, 0),
+				 0);
+		assert_int_equal(q->select(q->ctx, m, 1, T0, back, GW_TIER_RAW,
+					   &lim, &set),
+				 0);
+		assert_int_equal(set.n, 1);
+		assert_int_equal(set.s[0].n, 4);
+		assert_int_equal(set.s[0].t[0], T0 + 7);
+		assert_int_equal(set.s[0].t[3], back);
+		assert_true(set.s[0].v[3] == 77);
+		gw_series_set_release(&set);
+		gw_matcher_release(&m[0]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +672,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(readers_meet_a_churning_writer,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			evicted_series_stay_queryable_and_come_back, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
