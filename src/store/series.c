@@ -191,6 +191,9 @@ struct gw_series_index {
 	uint32_t next_id;
 	uint64_t refused_series, refused_values;
 	uint64_t evicted;
+	/* Evicted series: still in the postings, no struct; ascending. */
+	uint32_t *ev_ids;
+	size_t nev, capev;
 };
 
 struct gw_series_index *gw_series_index_new(uint32_t max_series,
@@ -246,6 +249,7 @@ void gw_series_index_free(struct gw_series_index *x,
 	smap_release(&x->by_key);
 	free(x->by_id);
 	free(x->all);
+	free(x->ev_ids);
 	free(x);
 }
 
@@ -411,6 +415,8 @@ static int ids_insert(struct posting *p, uint32_t id)
 	/* Ids mostly arrive in ascending order: append. */
 	while (at > 0 && p->ids[at - 1] > id)
 		at--;
+	if (at > 0 && p->ids[at - 1] == id)
+		return 0; /* an evicted series back: still posted */
 	memmove(p->ids + at + 1, p->ids + at, (p->n - at) * sizeof(*p->ids));
 	p->ids[at] = id;
 	p->n++;
@@ -519,24 +525,66 @@ void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s)
 	set_live(x, s, false);
 }
 
-/* Drops id from the posting's ascending ids, if there. */
-static void ids_remove(struct posting *p, uint32_t id)
+static int cmp_id32(const void *a, const void *b)
 {
-	uint32_t lo = 0, hi = p->n;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
+	return x < y ? -1 : x > y;
+}
 
-		if (p->ids[mid] < id)
-			lo = mid + 1;
+/* Adds the ids of v[0..n) to the ascending evicted ids (a merge).  Out
+ * of memory, they stay out of the list: selected through their postings
+ * still, only not by a selection of every series. */
+static void ev_ids_add(struct gw_series_index *x, struct gw_series *const *v,
+		       size_t n)
+{
+	uint32_t *add = malloc(n * sizeof(*add)), *nv;
+	size_t i, j, k;
+
+	if (!add)
+		return;
+	for (i = 0; i < n; i++)
+		add[i] = v[i]->id;
+	qsort(add, n, sizeof(*add), cmp_id32);
+	if (x->nev + n > x->capev) {
+		size_t cap = x->capev ? x->capev : 1024;
+
+		while (cap < x->nev + n)
+			cap *= 2;
+		nv = realloc(x->ev_ids, cap * sizeof(*nv));
+		if (!nv) {
+			free(add);
+			return;
+		}
+		x->ev_ids = nv;
+		x->capev = cap;
+	}
+	/* Merge from the back, in place. */
+	i = x->nev;
+	j = n;
+	k = x->nev + n;
+	while (j > 0) {
+		if (i > 0 && x->ev_ids[i - 1] > add[j - 1])
+			x->ev_ids[--k] = x->ev_ids[--i];
 		else
-			hi = mid;
+			x->ev_ids[--k] = add[--j];
 	}
-	if (lo < p->n && p->ids[lo] == id) {
-		memmove(p->ids + lo, p->ids + lo + 1,
-			(p->n - lo - 1) * sizeof(*p->ids));
-		p->n--;
-	}
+	x->nev += n;
+	free(add);
+}
+
+/* An evicted id that comes back leaves the list. */
+static void ev_ids_del(struct gw_series_index *x, uint32_t id)
+{
+	uint32_t *at = x->nev ? bsearch(&id, x->ev_ids, x->nev,
+					sizeof(*x->ev_ids), cmp_id32)
+			      : NULL;
+
+	if (!at)
+		return;
+	memmove(at, at + 1,
+		(size_t)(x->ev_ids + x->nev - at - 1) * sizeof(*at));
+	x->nev--;
 }
 
 void gw_series_index_evict(struct gw_series_index *x,
@@ -551,14 +599,6 @@ void gw_series_index_evict(struct gw_series_index *x,
 		struct gw_series *s = v[i];
 
 		set_live(x, s, false);
-		for (size_t j = 0; j < s->labels.n; j++) {
-			struct posting *p = find_pair(x, s->labels.v[j].name,
-						      s->labels.v[j].value);
-
-			/* Postings stay (readers may hold their values). */
-			if (p)
-				ids_remove(p, s->id);
-		}
 		smap_del(&x->by_key, s->key);
 		if (s->id < x->by_id_cap && x->by_id[s->id] == s)
 			x->by_id[s->id] = NULL;
@@ -569,6 +609,7 @@ void gw_series_index_evict(struct gw_series_index *x,
 			x->all[k++] = x->all[i];
 	x->n = k;
 	x->evicted += n;
+	ev_ids_add(x, v, n);
 	/* The producers' spellings of the evicted series: found in one pass,
 	 * deleted after it (a deletion moves entries). */
 	for (size_t i = 0; i < x->alias.cap; i++) {
@@ -662,6 +703,8 @@ int gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 	 * (ENOMEM) leaves it unselectable by that pair, nothing worse. */
 	x->all[x->n++] = s;
 	x->by_id[id] = s;
+	if (x->nev)
+		ev_ids_del(x, id);
 	if (id >= x->next_id)
 		x->next_id = id + 1;
 	err = post_series(x, s);
@@ -869,9 +912,10 @@ static int idset_filter(const struct gw_series_index *x, struct idset *a,
 		const struct gw_series *s = ser ? ser[i] : x->by_id[a->ids[i]];
 
 		err = op_check(ops, i);
-		/* NULL: evicted while the lock was dropped. */
-		if (!err && s &&
-		    gw_matcher_match(m, gw_labels_get(&s->labels, m->name)))
+		/* NULL: evicted (now or while the lock was dropped): kept,
+		 * for the caller to test on its labels from disk. */
+		if (!err && (!s || gw_matcher_match(m, gw_labels_get(&s->labels,
+								     m->name))))
 			out[k++] = a->ids[i];
 	}
 	if (ops)
@@ -933,7 +977,8 @@ static int select_ops(const struct gw_series_index *x,
 	}
 	if (!err && all) {
 		/* Only matchers that accept "": start from every series. */
-		cand.ids = malloc((x->n ? x->n : 1) * sizeof(*cand.ids));
+		cand.ids = malloc((x->n + x->nev ? x->n + x->nev : 1) *
+				  sizeof(*cand.ids));
 		if (!cand.ids) {
 			op_unlock(ops);
 			return -ENOMEM;
@@ -941,7 +986,10 @@ static int select_ops(const struct gw_series_index *x,
 		cand.owned = true;
 		for (size_t i = 0; i < x->n; i++)
 			cand.ids[i] = x->all[i]->id;
-		cand.n = x->n;
+		if (x->nev)
+			memcpy(cand.ids + x->n, x->ev_ids,
+			       x->nev * sizeof(*cand.ids));
+		cand.n = x->n + x->nev;
 		op_unlock(ops);
 		qsort(cand.ids, cand.n, sizeof(*cand.ids), cmp_u32);
 		op_lock(ops);

@@ -93,11 +93,18 @@ gw_series_index_add(struct gw_series_index *x, const struct gw_labels *l,
 void gw_series_index_retire(struct gw_series_index *x, struct gw_series *s);
 
 /*
- * Takes retired series out of the index: they are no longer found by key,
- * alias or id, nor selected; their ids are not given to new series.  The
- * structs stay allocated for readers that may still hold them (the lock
- * dropped, see below): the caller frees each with gw_series_release() once
- * no such reader can remain, and the head with them.
+ * Takes retired series out of memory: they are no longer found by key,
+ * alias or id (gw_series_index_get() returns NULL), and their ids are not
+ * given to new series.  Their ids stay in the postings (4 bytes a label),
+ * so a selection still returns them where their labels' postings match:
+ * a matcher that needs a series' labels (a filter on candidates) cannot
+ * test an evicted one and keeps it, so the caller tests every selected id
+ * without a series against all matchers on the labels it keeps elsewhere
+ * (the store: its key in index.db).  Adding the same id back (its labels)
+ * makes it a series again.  The structs stay allocated for readers that
+ * may still hold them (the lock dropped, see below): the caller frees each
+ * with gw_series_release() once no such reader can remain, and the head
+ * with them.
  */
 void gw_series_index_evict(struct gw_series_index *x,
 			   struct gw_series *const *v, size_t n);

@@ -1000,7 +1000,6 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	atomic_flag_clear(&s->warned_order);
 	atomic_flag_clear(&s->warned_corrupt);
 	s->watermark = INT64_MIN;
-	atomic_init(&s->ev_max_t, INT64_MIN);
 	s->idx = gw_series_index_new(o->max_series, o->max_values);
 	if (!s->idx) {
 		rc = -ENOMEM;
@@ -1105,6 +1104,7 @@ void gw_store_close(struct gw_store *s)
 	gw_store_grave_free(s, true);
 	free(s->grave.v);
 	free(s->ev.v);
+	free(s->ev_last);
 	gw_series_index_free(s->idx, gw_store_head_free);
 	pthread_rwlock_destroy(&s->lock);
 	pthread_mutex_destroy(&s->suspect_lock);

@@ -452,17 +452,6 @@ uint64_t gw_store_key_hash(const char *key)
 	return h ? h : 1;
 }
 
-uint32_t gw_store_name_hash(const char *name, size_t len)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)name[i];
-		h *= 16777619u;
-	}
-	return h;
-}
-
 static int ev_grow(struct evicted_map *m)
 {
 	size_t cap = m->cap ? m->cap * 2 : 1024;
@@ -486,8 +475,7 @@ static int ev_grow(struct evicted_map *m)
 	return 0;
 }
 
-static int ev_put(struct evicted_map *m, uint64_t hash, uint32_t id,
-		  uint32_t name_hash, int64_t last_t)
+static int ev_put(struct evicted_map *m, uint64_t hash, uint32_t id)
 {
 	size_t j;
 
@@ -495,8 +483,29 @@ static int ev_put(struct evicted_map *m, uint64_t hash, uint32_t id,
 		return -ENOMEM;
 	for (j = hash & (m->cap - 1); m->v[j].hash; j = (j + 1) & (m->cap - 1))
 		;
-	m->v[j] = (struct evicted){ hash, id, name_hash, last_t };
+	m->v[j] = (struct evicted){ hash, id };
 	m->n++;
+	return 0;
+}
+
+/* Records id's last sample t in ev_last, growing it: 0 or -ENOMEM. */
+static int ev_last_set(struct gw_store *s, uint32_t id, int64_t t)
+{
+	if (id >= s->ev_last_cap) {
+		size_t cap = s->ev_last_cap ? s->ev_last_cap : 4096;
+		int64_t *v;
+
+		while (cap <= id)
+			cap *= 2;
+		v = realloc(s->ev_last, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + s->ev_last_cap, 0,
+		       (cap - s->ev_last_cap) * sizeof(*v));
+		s->ev_last = v;
+		s->ev_last_cap = cap;
+	}
+	s->ev_last[id] = t;
 	return 0;
 }
 
@@ -587,7 +596,6 @@ void gw_store_head_sweep(struct gw_store *s, int64_t now)
 	int64_t trim_ms = s->o.retire_ms > MS_HOUR ? s->o.retire_ms : MS_HOUR;
 	uint32_t *sealed = NULL;
 	size_t j = 0, first, nsealed = 0;
-	int64_t max_t = atomic_load(&s->ev_max_t);
 
 	pthread_rwlock_wrlock(&s->lock);
 	first = s->grave.n;
@@ -624,17 +632,14 @@ void gw_store_head_sweep(struct gw_store *s, int64_t now)
 						    ? s->watermark
 						    : now;
 
-				if (ev_put(&s->ev, gw_store_key_hash(ser->key),
-					   ser->id,
-					   gw_store_name_hash(
-						   ser->name,
-						   strlen(ser->name)),
-					   t) == 0) {
-					if (t > max_t)
-						max_t = t;
+				if (ev_last_set(s, ser->id, t) == 0 &&
+				    ev_put(&s->ev, gw_store_key_hash(ser->key),
+					   ser->id) == 0) {
 					h->in_active = false;
 					continue;
 				}
+				if (ser->id < s->ev_last_cap)
+					s->ev_last[ser->id] = 0;
 				s->grave.n--;
 			}
 			head_trim(h);
@@ -648,7 +653,6 @@ void gw_store_head_sweep(struct gw_store *s, int64_t now)
 		/* The grave's entries from first on are this sweep's. */
 		gw_series_index_evict(s->idx, s->grave.v + first,
 				      s->grave.n - first);
-		atomic_store(&s->ev_max_t, max_t);
 	}
 	gw_store_grave_free(s, false);
 	pthread_rwlock_unlock(&s->lock);
@@ -663,7 +667,6 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 	struct gw_series *ser = NULL;
 	int64_t last_t = INT64_MIN;
 	uint64_t ev_hash = 0;
-	uint32_t ev_name = 0;
 	int err;
 
 	if (!h)
@@ -681,11 +684,11 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 		gw_buf_release(&key);
 		if (at >= 0) {
 			ev_hash = s->ev.v[at].hash;
-			ev_name = s->ev.v[at].name_hash;
 			id = s->ev.v[at].id;
-			last_t = s->ev.v[at].last_t;
 			persisted = true;
 			pthread_rwlock_wrlock(&s->lock);
+			if (id < s->ev_last_cap && s->ev_last[id])
+				last_t = s->ev_last[id];
 			ev_del_at(&s->ev, (size_t)at);
 			pthread_rwlock_unlock(&s->lock);
 			h->last_t = last_t;
@@ -697,12 +700,14 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 	h->from_disk = id != 0;
 	pthread_rwlock_wrlock(&s->lock);
 	err = gw_series_index_add(s->idx, l, id, id != 0, &ser);
+	if (!err && ev_hash && id < s->ev_last_cap)
+		s->ev_last[id] = 0; /* in memory again */
 	if (!err && !ser->head) {
 		ser->head = h;
 		h = NULL;
 	}
 	/* Not back after all (no memory): still found as evicted. */
-	if (err && ev_hash && ev_put(&s->ev, ev_hash, id, ev_name, last_t))
+	if (err && ev_hash && ev_put(&s->ev, ev_hash, id))
 		gw_warn("store: series %u lost from the evicted list (no "
 			"memory): its history may show as a second series",
 			(unsigned)id);

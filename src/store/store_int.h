@@ -78,14 +78,13 @@ struct head {
 };
 
 /*
- * A series evicted from memory (store_head.c): what finds it again.  Open
- * addressing on the key's hash (0: an empty slot); a hash may repeat.
+ * The series evicted from memory (store_head.c), to find one again when
+ * its samples return: its key's hash -> id.  Open addressing (hash 0: an
+ * empty slot); a hash may repeat.
  */
 struct evicted {
 	uint64_t hash;
 	uint32_t id;
-	uint32_t name_hash; /* of its metric name: gw_store_name_hash() */
-	int64_t last_t;	    /* its last sample, or a time after it */
 };
 
 struct evicted_map {
@@ -129,15 +128,18 @@ struct gw_store {
 	size_t nparts, capparts;
 	/*
 	 * Series retired for an hour, drained and persisted leave memory
-	 * (gw_store_head_sweep): ev finds them again for a query
-	 * (store_read.c, from index.db) and when their samples return
-	 * (gw_store_attach_series).  ev_max_t: the latest last sample of an
-	 * evicted series (INT64_MIN: none), so that queries after it skip
-	 * the look.  The structs wait in grave until no selection that runs
-	 * with the lock dropped (readers > 0) can still hold them.
+	 * (gw_store_head_sweep).  Their ids stay in the index's postings;
+	 * ev_last[id] (by id, 0: not evicted) is the last sample of an
+	 * evicted one (or a time after it), so that a query skips those
+	 * that ended before its range, and reads the others' keys from
+	 * index.db (store_read.c); ev finds one when its samples return
+	 * (gw_store_attach_series).  The structs wait in grave until no
+	 * selection that runs with the lock dropped (readers > 0) can still
+	 * hold them.
 	 */
 	struct evicted_map ev;
-	_Atomic int64_t ev_max_t;
+	int64_t *ev_last;
+	size_t ev_last_cap;
 	_Atomic unsigned readers;
 	struct ser_list grave;
 
@@ -255,10 +257,8 @@ void gw_store_note_cap(struct gw_store *s, int err, const char *key);
  * samples for an hour (or retire_ms if longer) from the active list,
  * releasing their head's memory (store_head.c). */
 void gw_store_head_sweep(struct gw_store *s, int64_t now);
-/* The hash of a series key in the evicted map (never 0), and of a metric
- * name (len bytes). */
+/* The hash of a series key in the evicted map (never 0). */
 uint64_t gw_store_key_hash(const char *key);
-uint32_t gw_store_name_hash(const char *name, size_t len);
 /* Frees the evicted series waiting in the grave, if no reader can hold
  * them; the caller holds the write lock (store_head.c). */
 void gw_store_grave_free(struct gw_store *s, bool force);

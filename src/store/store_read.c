@@ -597,13 +597,6 @@ static void ev_hits_free(struct ev_hit *v, size_t n)
 	free(v);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The metric name an equality matcher asks for, or NULL. */
 static const char *eq_name(const struct gw_matcher *m, size_t nm)
 {
@@ -615,16 +608,17 @@ static const char *eq_name(const struct gw_matcher *m, size_t nm)
 }
 
 /*
- * The series ids[0..n) (ascending) that the matchers select, their keys
- * read back from index.db (the series have left memory): *out in the
- * same order.  A series index.db does not know is skipped.
+ * The series ids[0..n) (ascending, evicted from memory: store_head.c)
+ * that a matcher list selects (any of nsets; every one when nsets is 0),
+ * their keys read back from index.db: *out in the same order.  A series
+ * index.db does not know is skipped.
  */
 static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
-			const struct gw_matcher *m, size_t nm,
-			struct gw_query_limits *lim, struct ev_hit **out,
-			size_t *nout)
+			const struct gw_matcher *const *sets, const size_t *nm,
+			size_t nsets, struct gw_query_limits *lim,
+			struct ev_hit **out, size_t *nout)
 {
-	const char *name = eq_name(m, nm);
+	const char *name = nsets == 1 ? eq_name(sets[0], nm[0]) : NULL;
 	size_t lname = name ? strlen(name) : 0, k = 0;
 	struct ev_hit *hits = NULL;
 	sqlite3_stmt *st = NULL;
@@ -652,6 +646,7 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 	for (size_t i = 0; i < n && !err; i++) {
 		const char *key;
 		struct gw_labels l;
+		bool any = !nsets;
 
 		if (i % 256 == 255 && (err = check_limits(lim, 0)))
 			break;
@@ -660,13 +655,15 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 		if (sqlite3_step(st) != SQLITE_ROW ||
 		    !(key = (const char *)sqlite3_column_text(st, 0)))
 			continue;
-		/* The key starts with the name: most selections end here. */
+		/* The key starts with the name: a quick no. */
 		if (name &&
 		    (strncmp(key, name, lname) != 0 || key[lname] != '{'))
 			continue;
 		if (gw_store_key_labels(key, &l) != 0)
 			continue;
-		if (!gw_matchers_match(m, nm, &l)) {
+		for (size_t j = 0; j < nsets && !any; j++)
+			any = gw_matchers_match(sets[j], nm[j], &l);
+		if (!any) {
 			gw_labels_release(&l);
 			continue;
 		}
@@ -685,46 +682,11 @@ out:
 	return 0;
 }
 
-/*
- * The evicted series (store_head.c) that the matchers select and whose
- * last sample is at or after mint, except the ids in have (ascending: the
- * index found them), in ascending ids.  Nothing to read when no evicted
- * series sampled after mint.
- */
-static int evicted_select(struct gw_store *s, const struct gw_matcher *m,
-			  size_t nm, int64_t mint, const uint32_t *have,
-			  size_t nhave, struct gw_query_limits *lim,
-			  struct ev_hit **out, size_t *nout)
+/* Whether evicted series id may have samples at or after mint; under the
+ * read lock. */
+static bool evicted_since(const struct gw_store *s, uint32_t id, int64_t mint)
 {
-	const char *name = eq_name(m, nm);
-	uint32_t nh = name ? gw_store_name_hash(name, strlen(name)) : 0;
-	uint32_t *ids = NULL;
-	size_t n = 0;
-	int err = 0;
-
-	*out = NULL;
-	*nout = 0;
-	if (atomic_load(&s->ev_max_t) < mint)
-		return 0;
-	pthread_rwlock_rdlock(&s->lock);
-	if (s->ev.n && !(ids = malloc(s->ev.n * sizeof(*ids))))
-		err = -ENOMEM;
-	for (size_t i = 0; ids && i < s->ev.cap; i++) {
-		const struct evicted *e = &s->ev.v[i];
-
-		if (e->hash && e->last_t >= mint &&
-		    (!name || e->name_hash == nh) &&
-		    !(nhave &&
-		      bsearch(&e->id, have, nhave, sizeof(*have), cmp_u32)))
-			ids[n++] = e->id;
-	}
-	pthread_rwlock_unlock(&s->lock);
-	if (!err && n) {
-		qsort(ids, n, sizeof(*ids), cmp_u32);
-		err = evicted_read(s, ids, n, m, nm, lim, out, nout);
-	}
-	free(ids);
-	return err;
+	return id < s->ev_last_cap && s->ev_last[id] && s->ev_last[id] >= mint;
 }
 
 static int cmp_sel(const void *a, const void *b)
@@ -787,12 +749,9 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 	out->n = 0;
 	/* The regular expressions run with the lock dropped (series.h). */
 	err = gw_series_index_select_unlocked(s->idx, m, nm, &ops, &ids, &nids);
-	/* And the series evicted from memory, from index.db. */
-	if (!err)
-		err = evicted_select(s, m, nm, mint, ids, nids, lim, &ev, &nev);
-	if (!err && nids + nev) {
-		sels = calloc(nids + nev, sizeof(*sels));
-		gone = malloc((nids ? nids : 1) * sizeof(*gone));
+	if (!err && nids) {
+		sels = calloc(nids, sizeof(*sels));
+		gone = malloc(nids * sizeof(*gone));
 		if (!sels || !gone)
 			err = -ENOMEM;
 	}
@@ -813,10 +772,11 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 			const struct head *h;
 			struct sel *x;
 
-			/* Evicted since it was selected: read from index.db
-			 * below. */
+			/* Evicted (its id still in the postings): its key
+			 * from index.db below, if it lasted into the range. */
 			if (!ser) {
-				gone[ngone++] = ids[i];
+				if (evicted_since(s, ids[i], mint))
+					gone[ngone++] = ids[i];
 				continue;
 			}
 			h = ser->head;
@@ -833,39 +793,15 @@ static int select_locked(void *ctx, const struct gw_matcher *m, size_t nm,
 			err = copy_sealed(s, sels + first, n - first, tier);
 		/* The partitions as they are after the last batch: a cut
 		 * meanwhile wrote what the batches found sealed. */
-		if (!err && i == nids && (n || nev))
+		if (!err && i == nids && (n || ngone))
 			err = parts_overlapping(s, tier, mint, maxt, &parts,
 						&np);
 		pthread_rwlock_unlock(&s->lock);
 		if (!err)
 			err = check_limits(lim, 0);
 	}
-	if (!err && ngone) {
-		struct ev_hit *more = NULL;
-		size_t nmore = 0;
-
-		err = evicted_read(s, gone, ngone, m, nm, lim, &more, &nmore);
-		if (!err && nmore) {
-			/* sels has room: each was one of ids */
-			struct ev_hit *all =
-				realloc(ev, (nev + nmore) * sizeof(*ev));
-
-			if (!all) {
-				err = -ENOMEM;
-			} else {
-				ev = all;
-				memcpy(ev + nev, more, nmore * sizeof(*more));
-				nev += nmore;
-				nmore = 0;
-			}
-		}
-		ev_hits_free(more, nmore);
-	}
-	if (!err && !np && !parts && nev) {
-		pthread_rwlock_rdlock(&s->lock);
-		err = parts_overlapping(s, tier, mint, maxt, &parts, &np);
-		pthread_rwlock_unlock(&s->lock);
-	}
+	if (!err && ngone)
+		err = evicted_read(s, gone, ngone, &m, &nm, 1, lim, &ev, &nev);
 	/* The evicted series: in the partitions only.  sels in ascending
 	 * ids again for the readers of partitions. */
 	if (!err && nev) {
@@ -1091,74 +1027,6 @@ static int cmp_labels_p(const void *a, const void *b)
  * for the time range. */
 #define TIME_BATCH 4096
 
-static int cmp_hit(const void *a, const void *b)
-{
-	const struct ev_hit *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* The evicted series any matcher list selects (every one when nsets is
- * 0) with samples at or after mint, except the ids in have; each once. */
-static int chosen_evicted(struct gw_store *s,
-			  const struct gw_matcher *const *sets,
-			  const size_t *nm, size_t nsets, int64_t mint,
-			  const uint32_t *have, size_t nhave,
-			  struct gw_query_limits *lim, struct ev_hit **out,
-			  size_t *nout)
-{
-	struct ev_hit *all = NULL;
-	size_t n = 0;
-	int err = 0;
-
-	*out = NULL;
-	*nout = 0;
-	if (nsets <= 1)
-		return evicted_select(s, nsets ? sets[0] : NULL,
-				      nsets ? nm[0] : 0, mint, have, nhave, lim,
-				      out, nout);
-	for (size_t i = 0; i < nsets && !err; i++) {
-		struct ev_hit *one, *nv;
-		size_t k;
-
-		err = evicted_select(s, sets[i], nm[i], mint, have, nhave, lim,
-				     &one, &k);
-		if (err || !k) {
-			free(one);
-			continue;
-		}
-		nv = realloc(all, (n + k) * sizeof(*nv));
-		if (!nv) {
-			ev_hits_free(one, k);
-			err = -ENOMEM;
-			break;
-		}
-		all = nv;
-		memcpy(all + n, one, k * sizeof(*one));
-		n += k;
-		free(one);
-	}
-	if (!err && n > 1) {
-		size_t u = 1;
-
-		qsort(all, n, sizeof(*all), cmp_hit);
-		for (size_t i = 1; i < n; i++) {
-			if (all[i].id == all[u - 1].id)
-				gw_labels_release(&all[i].labels);
-			else
-				all[u++] = all[i];
-		}
-		n = u;
-	}
-	if (err) {
-		ev_hits_free(all, n);
-		return err;
-	}
-	*out = all;
-	*nout = n;
-	return 0;
-}
-
 /*
  * The series chosen by series() and label_values() that were seen in
  * [mint, maxt] (*out malloc'd, ascending ids): matched without the lock,
@@ -1174,15 +1042,14 @@ static int chosen_series(struct gw_store *s,
 {
 	struct gw_series **v = NULL;
 	uint32_t *ids = NULL;
-	size_t n = 0, k = 0, i = 0;
+	size_t n = 0, k = 0, i = 0, ngone = 0;
 	int err;
 
 	*out = NULL;
 	*nout = 0;
+	*ev = NULL;
+	*nev = 0;
 	err = chosen_ids(s, sets, nm, nsets, lim, &ids, &n);
-	if (!err)
-		err = chosen_evicted(s, sets, nm, nsets, mint, ids, n, lim, ev,
-				     nev);
 	if (!err && n) {
 		v = malloc(n * sizeof(*v));
 		if (!v)
@@ -1196,19 +1063,22 @@ static int chosen_series(struct gw_store *s,
 			struct gw_series *ser =
 				gw_series_index_get(s->idx, ids[i]);
 
-			/* NULL: evicted since (and not in *ev: rare). */
-			if (ser && in_time(ser, mint, maxt))
+			/* NULL: evicted; its key from index.db below, if
+			 * it lasted into the range (ids[] is reused). */
+			if (!ser && evicted_since(s, ids[i], mint))
+				ids[ngone++] = ids[i];
+			else if (ser && in_time(ser, mint, maxt))
 				v[k++] = ser;
 		}
 		pthread_rwlock_unlock(&s->lock);
 		err = check_limits(lim, 0);
 	}
+	if (!err && ngone)
+		err = evicted_read(s, ids, ngone, sets, nm, nsets, lim, ev,
+				   nev);
 	free(ids);
 	if (err) {
 		free(v);
-		ev_hits_free(*ev, *nev);
-		*ev = NULL;
-		*nev = 0;
 		return err;
 	}
 	*out = v;

@@ -606,6 +606,34 @@ static void evicted_series_stay_queryable_and_come_back(void **state)
 			 0);
 	assert_int_equal(sl.n, 4);
 	gw_string_list_release(&sl);
+	{
+		/* two lists: the union, each series once */
+		struct gw_matcher a[3], b[3];
+		const struct gw_matcher *two[2] = { a, b };
+		size_t n2[2] = { matchers_of(selectors[0], a),
+				 matchers_of(selectors[4], b) };
+		bool wa[NSER], wb[NSER];
+		size_t nwant = 0;
+
+		scan(a, n2[0], wa);
+		scan(b, n2[1], wb);
+		for (int i = 0; i < NSER; i++)
+			nwant += wa[i] || wb[i];
+		assert_int_equal(
+			q->series(q->ctx, two, n2, 2, T0, f->now, NULL, &ls),
+			0);
+		assert_int_equal(ls.n, nwant);
+		for (size_t i = 0; i < ls.n; i++) {
+			int k = index_of(&ls.v[i]);
+
+			assert_true(wa[k] || wb[k]);
+		}
+		gw_label_set_list_release(&ls);
+		for (size_t i = 0; i < n2[0]; i++)
+			gw_matcher_release(&a[i]);
+		for (size_t i = 0; i < n2[1]; i++)
+			gw_matcher_release(&b[i]);
+	}
 	/* after their last sample: nothing */
 	assert_int_equal(q->select(q->ctx, m, nm[0], T0 + 10 * MIN, f->now,
 				   GW_TIER_RAW, &lim, &set),
