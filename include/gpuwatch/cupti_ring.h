@@ -112,6 +112,7 @@ enum gw_crec_type {
 	GW_CREC_KERNEL = 2,  /* struct gw_crec_kernel + bins + name */
 	GW_CREC_MEMCPY = 3,  /* struct gw_crec_memcpy */
 	GW_CREC_API = 4,     /* struct gw_crec_api + name */
+	GW_CREC_KFUNC = 5,   /* struct gw_crec_kfunc; older readers skip it */
 };
 
 /* Process-wide totals; written with every summary (about once a second). */
@@ -251,5 +252,36 @@ struct gw_crec_api {
 	uint16_t pad[3];
 };
 #define GW_CREC_API_MIN_SIZE ((uint32_t)sizeof(struct gw_crec_api))
+
+/* What a launch handle is. */
+#define GW_CRING_KFUNC_CUFUNCTION 1u /* a CUfunction (cuLaunchKernel's f) */
+#define GW_CRING_KFUNC_HOST                                                    \
+	2u /* a host stub (cudaLaunchKernel's func);
+					reserved: not written yet (the agent
+					joins host stubs by their symbol) */
+
+/*
+ * A launch handle -> kernel mapping, for joining launch call paths taken
+ * outside the process (the agent's eBPF probe on cuLaunchKernel sees only
+ * the CUfunction it is given) with the kernel's GW_CREC_KERNEL record:
+ * name_hash is that record's (FNV-1a of the full mangled name), so the
+ * name and GPU time come from there.  Learnt at the exit of
+ * cuModuleGetFunction, cuLibraryGetKernel (a CUkernel, which cuLaunchKernel
+ * takes as well) and cuKernelGetFunction (not at launches: they have no
+ * callback).  Written when learnt and
+ * again every GW_CRING_KFUNC_REPEAT summaries (a reader that starts late
+ * still learns it); a reader keeps the latest per (kind, handle), bounded.
+ * A handle may be reused after its module is unloaded: the newer mapping
+ * replaces the older one.
+ */
+struct gw_crec_kfunc {
+	struct gw_crec h;
+	uint64_t handle;    /* the CUfunction or host function address */
+	uint64_t name_hash; /* of the kernel, as in GW_CREC_KERNEL */
+	uint32_t kind;	    /* GW_CRING_KFUNC_* */
+	uint32_t pad;
+};
+#define GW_CREC_KFUNC_MIN_SIZE ((uint32_t)sizeof(struct gw_crec_kfunc))
+#define GW_CRING_KFUNC_REPEAT  60u
 
 #endif

@@ -39,6 +39,7 @@ struct popts {
 	const char *pprof_file;
 	bool folded;
 	bool launches; /* type=launches: CUDA launch call paths */
+	bool gpu_time; /* type=gpu_time: the same by their GPU time */
 	size_t top;
 	double threshold; /* regress: percentage points */
 };
@@ -49,7 +50,7 @@ static void usage(FILE *f)
 	      "                        [--since DURATION | --start T --end T]\n"
 	      "                        [--diff-base SEL|DURATION]\n"
 	      "                        [--folded | --top N | --pprof FILE]\n"
-	      "                        [--launches]\n"
+	      "                        [--launches | --gpu-time]\n"
 	      "       gpuwatch profile regress --base SEL --target SEL\n"
 	      "                        [--since DURATION | --start T --end T]\n"
 	      "                        [--threshold PERCENT] [--url URL]\n"
@@ -71,7 +72,13 @@ static void usage(FILE *f)
 	      "earlier.\n"
 	      "--launches: the call paths of CUDA kernel launches (one launch "
 	      "in 16\n"
-	      "is recorded, counted as 16) instead of CPU samples.\n"
+	      "is recorded, counted as 16) instead of CPU samples; the "
+	      "kernel each\n"
+	      "launches is the leaf ([kernel] NAME) where the CUPTI "
+	      "injection library runs.\n"
+	      "--gpu-time: the same call paths weighted by their kernels' "
+	      "GPU time\n"
+	      "(nanoseconds, from CUPTI).\n"
 	      "\n"
 	      "regress lists the functions whose share of the samples grew by "
 	      "more\n"
@@ -158,6 +165,8 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 	gw_client_form_add(c, &form, "format", format);
 	if (o->launches)
 		gw_client_form_add(c, &form, "type", "launches");
+	else if (o->gpu_time)
+		gw_client_form_add(c, &form, "type", "gpu_time");
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p ? form.p : "");
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
@@ -376,6 +385,7 @@ int gw_cmd_profile(int argc, char **argv)
 		{ "target", required_argument, NULL, 'T' },
 		{ "threshold", required_argument, NULL, 'x' },
 		{ "launches", no_argument, NULL, 'L' },
+		{ "gpu-time", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -470,6 +480,9 @@ int gw_cmd_profile(int argc, char **argv)
 			break;
 		case 'L':
 			o.launches = true;
+			break;
+		case 'G':
+			o.gpu_time = true;
 			break;
 		case 'h':
 			usage(stdout);

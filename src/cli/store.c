@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "store/profstore.h"
 #include "store/store.h"
 
 static void usage(FILE *out)
@@ -43,7 +45,9 @@ static void usage(FILE *out)
 		"  ls      list the partitions: tier, day, size, open or "
 		"closed,\n"
 		"          archived (the bucket has a copy) or remote (only "
-		"the bucket has it)\n"
+		"the bucket has it);\n"
+		"          then the days of CPU profiles in DIR/profiles.db "
+		"(prof DAY)\n"
 		"  check   verify every file (SQLite integrity and schema); "
 		"exit 1 "
 		"if one\n"
@@ -85,6 +89,56 @@ static bool listed(char (*v)[32], size_t n, const char *name)
 		if (strcmp(v[i], name) == 0)
 			return true;
 	return false;
+}
+
+/* The days of CPU profiles in DATA_DIR/profiles.db (nothing without
+ * one): local rows, closed or not, archived, or in the archive only. */
+static void walk_profiles(const char *data_dir)
+{
+	struct gw_profstore_opts o = { .sz = sizeof(o) };
+	struct gw_profstore *ps = NULL;
+	struct gw_profstore_day *v = NULL;
+	char path[PATH_MAX + 16], err[512];
+	unsigned long long total = 0;
+	size_t n = 0, local = 0, remote = 0;
+	struct timespec now;
+
+	snprintf(path, sizeof(path), "%s/profiles.db", data_dir);
+	if (access(path, F_OK) != 0)
+		return;
+	o.path = path;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (gw_profstore_open(&o, &ps, err, sizeof(err)) != 0 ||
+	    gw_profstore_days(ps, (int64_t)now.tv_sec * 1000, &v, &n) != 0) {
+		printf("profiles.db  cannot be read\n");
+		gw_profstore_close(ps);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].local) {
+			printf("prof %s  %12llu bytes  %-6s%s%s\n",
+			       v[i].name + 5, (unsigned long long)v[i].bytes,
+			       v[i].closed ? "closed" : "open",
+			       v[i].archived ? "  archived" : "",
+			       v[i].pinned ? " (restored)" : "");
+			total += v[i].bytes;
+			local++;
+		} else {
+			printf("prof %s  %12s        remote (in the archive: "
+			       "`store ls --remote`)\n",
+			       v[i].name + 5, "-");
+			remote++;
+		}
+	}
+	if (n) {
+		printf("%zu day%s of profiles, %llu bytes", local,
+		       local == 1 ? "" : "s", total);
+		if (remote)
+			printf("; %zu more in the archive only", remote);
+		printf("\n");
+	}
+	free(v);
+	gw_profstore_close(ps);
 }
 
 static int walk(const char *dir, bool check)
@@ -254,8 +308,12 @@ int gw_cmd_store(int argc, char **argv)
 			data_dir, strerror(errno));
 		return 1;
 	}
-	if (strcmp(argv[0], "ls") == 0 && argc == 1)
-		return walk(dir, false);
+	if (strcmp(argv[0], "ls") == 0 && argc == 1) {
+		int r = walk(dir, false);
+
+		walk_profiles(data_dir);
+		return r;
+	}
 	if (strcmp(argv[0], "check") == 0 && argc == 1)
 		return walk(dir, true);
 	if (strcmp(argv[0], "export") == 0 && argc == 3) {

@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "export/archive.h"
+#include "store/profstore.h"
 #include "store/store.h"
 
 static void usage(FILE *out)
@@ -35,8 +36,9 @@ static void usage(FILE *out)
 		"       gpuwatch store ls --remote [--data-dir DIR] "
 		"ARCHIVE-OPTIONS\n"
 		"\n"
-		"The cold tier: closed day partitions copied to an "
-		"S3-compatible bucket.\n"
+		"The cold tier: closed day partitions (and closed days of "
+		"CPU profiles,\n"
+		"as prof/DAY) copied to an S3-compatible bucket.\n"
 		"The agent does this by itself with --archive-url; these "
 		"commands are for\n"
 		"operators.\n"
@@ -50,7 +52,8 @@ static void usage(FILE *out)
 		"DIR (it does\n"
 		"           the same by itself).\n"
 		"  restore  download the archived PARTITION (TIER/DAY, e.g. "
-		"raw/2026-11-02)\n"
+		"raw/2026-11-02;\n"
+		"           prof/2026-11-02 for a day of CPU profiles)\n"
 		"           to FILE, verified against its manifest: a copy "
 		"that does not\n"
 		"           match is refused. Safe while the agent runs. "
@@ -170,11 +173,32 @@ static int temp_cache(char *out, size_t len)
 	return mkdtemp(out) ? 0 : -errno;
 }
 
+/* DIR/profiles.db when there is one (*out NULL when not); -1 after
+ * saying why. */
+static int open_profiles(const struct gw_config *c, const char *cmd,
+			 struct gw_profstore **out)
+{
+	struct gw_profstore_opts o = { .sz = sizeof(o) };
+	char path[PATH_MAX + 16], err[1024];
+
+	*out = NULL;
+	snprintf(path, sizeof(path), "%s/profiles.db", c->data_dir);
+	if (access(path, F_OK) != 0)
+		return 0;
+	o.path = path;
+	if (gw_profstore_open(&o, out, err, sizeof(err)) != 0) {
+		fprintf(stderr, "gpuwatch store %s: %s\n", cmd, err);
+		return -1;
+	}
+	return 0;
+}
+
 static int do_archive(const struct gw_config *c)
 {
 	struct gw_store_opts o;
 	struct gw_store *s = NULL;
 	struct gw_archive *a = NULL;
+	struct gw_profstore *ps = NULL;
 	char dir[PATH_MAX + 16], cache[PATH_MAX + 32], err[1024];
 	unsigned int done = 0, failed = 0;
 	int fd, r;
@@ -194,6 +218,17 @@ static int do_archive(const struct gw_config *c)
 		close(fd);
 		return r == -EINVAL ? 2 : 1;
 	}
+	if (open_profiles(c, "archive", &ps)) {
+		gw_archive_free(a, 0);
+		close(fd);
+		return 1;
+	}
+	if (ps) {
+		gw_profstore_set_archive(
+			ps, (int64_t)(c->archive_keep_local * 1000), NULL,
+			NULL);
+		gw_archive_set_profiles(a, ps);
+	}
 	gw_store_opts_defaults(&o);
 	o.dir = dir;
 	/* Nothing is dropped here: the agent applies its retention. */
@@ -207,6 +242,7 @@ static int do_archive(const struct gw_config *c)
 	if (r) {
 		fprintf(stderr, "gpuwatch store archive: %s\n", err);
 		gw_archive_free(a, 0);
+		gw_profstore_close(ps);
 		close(fd);
 		return 1;
 	}
@@ -227,6 +263,7 @@ static int do_archive(const struct gw_config *c)
 		fprintf(stderr, "gpuwatch store archive: %s\n", err);
 	gw_store_close(s);
 	gw_archive_free(a, 0);
+	gw_profstore_close(ps);
 	close(fd);
 	return r || failed ? 1 : 0;
 }
@@ -240,10 +277,11 @@ static int do_restore(const struct gw_config *c, const char *name,
 	int64_t day;
 	int r;
 
-	if (gw_store_parse_partition(name, &t, &day)) {
+	if (gw_store_parse_partition(name, &t, &day) &&
+	    gw_profstore_parse_day(name, &day)) {
 		fprintf(stderr,
 			"gpuwatch store restore: '%s' is not TIER/DAY (raw, "
-			"1m or 1h / YYYY-MM-DD)\n",
+			"1m, 1h or prof / YYYY-MM-DD)\n",
 			name);
 		return 2;
 	}
@@ -274,6 +312,79 @@ static int do_restore(const struct gw_config *c, const char *name,
 		(void)rmdir(cache);
 	}
 	return r == -EINVAL ? 2 : r ? 1 : 0;
+}
+
+/* The cache file gw_archive_fetch left for name, and the directory. */
+static void drop_cache(const char *cache, const char *name)
+{
+	char p[PATH_MAX + 64];
+	const char *slash = strchr(name, '/');
+
+	snprintf(p, sizeof(p), "%s/%.*s-%s.db", cache, (int)(slash - name),
+		 name, slash + 1);
+	(void)unlink(p);
+	(void)rmdir(cache);
+}
+
+/* restore prof/DAY without FILE: the day's profiles back into
+ * DIR/profiles.db, kept there whatever the retention. */
+static int do_restore_profiles(const struct gw_config *c, const char *name)
+{
+	struct gw_profstore *ps = NULL;
+	struct gw_archive *a = NULL;
+	char cache[PATH_MAX], err[2048], tmp[PATH_MAX + 32];
+	int64_t day = 0;
+	int fd, r;
+
+	fd = lock_dir(c->data_dir);
+	if (fd < 0)
+		return 1;
+	if (temp_cache(cache, sizeof(cache))) {
+		fprintf(stderr,
+			"gpuwatch store restore: cannot create %s: %s\n", cache,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/day.db", cache);
+	if (open_profiles(c, "restore", &ps) || !ps) {
+		if (!ps)
+			fprintf(stderr,
+				"gpuwatch store restore: no profiles in %s\n",
+				c->data_dir);
+		r = -ENOENT;
+		goto out;
+	}
+	r = open_archive(c, cache, &a);
+	if (r)
+		goto out;
+	r = gw_archive_restore(a, name, tmp, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "gpuwatch store restore: %s\n", err);
+		goto out;
+	}
+	r = gw_profstore_import(ps, tmp, &day);
+	if (r == -ENOENT)
+		fprintf(stderr,
+			"gpuwatch store restore: %s is not an archived day of "
+			"%s/profiles.db (give a FILE to download any object "
+			"of the bucket)\n",
+			name, c->data_dir);
+	else if (r)
+		fprintf(stderr, "gpuwatch store restore: %s: %s\n", name,
+			r == -EINVAL ? "not one day of profiles"
+				     : strerror(-r));
+	else
+		printf("restored %s into %s/profiles.db (verified against "
+		       "its manifest); it stays on the local disk\n",
+		       name, c->data_dir);
+out:
+	(void)unlink(tmp);
+	gw_archive_free(a, 0);
+	gw_profstore_close(ps);
+	drop_cache(cache, name);
+	close(fd);
+	return r == -EINVAL && !day ? 2 : r ? 1 : 0;
 }
 
 /* restore without FILE: back into DIR, kept there (the agent is not
@@ -391,9 +502,11 @@ static int do_ls_remote(const struct gw_config *c)
 {
 	struct gw_archive *a = NULL;
 	struct gw_archive_entry *v = NULL;
+	struct gw_profstore *ps = NULL;
+	struct gw_profstore_day *pd = NULL;
 	char cache[PATH_MAX], err[2048];
 	unsigned long long total = 0;
-	size_t n = 0;
+	size_t n = 0, npd = 0;
 	int r, incomplete = 0;
 
 	if (temp_cache(cache, sizeof(cache))) {
@@ -408,17 +521,25 @@ static int do_ls_remote(const struct gw_config *c)
 			fprintf(stderr, "gpuwatch store ls --remote: %s\n",
 				err);
 	}
+	if (!r && open_profiles(c, "ls", &ps) == 0 && ps &&
+	    gw_profstore_days(ps, 0, &pd, &npd) != 0)
+		npd = 0;
 	for (size_t i = 0; !r && i < n; i++) {
 		char local[PATH_MAX + 64];
 		const char *slash = strchr(v[i].name, '/');
+		bool here;
 
 		snprintf(local, sizeof(local), "%s/store/%s.db", c->data_dir,
 			 v[i].name);
+		here = access(local, F_OK) == 0;
+		for (size_t k = 0; k < npd; k++)
+			if (strcmp(pd[k].name, v[i].name) == 0 && pd[k].local)
+				here = true;
 		printf("%-4.*s %s  %12llu bytes  %-10s  %s\n",
 		       (int)(slash - v[i].name), v[i].name, slash + 1,
 		       (unsigned long long)v[i].bytes,
 		       v[i].manifest ? "complete" : "INCOMPLETE",
-		       access(local, F_OK) == 0 ? "also local" : "remote only");
+		       here ? "also local" : "remote only");
 		total += v[i].bytes;
 		incomplete += !v[i].manifest;
 	}
@@ -430,6 +551,8 @@ static int do_ls_remote(const struct gw_config *c)
 				    "uploads them again)"
 				  : "");
 	free(v);
+	free(pd);
+	gw_profstore_close(ps);
 	gw_archive_free(a, 0);
 	(void)rmdir(cache);
 	return r == -EINVAL ? 2 : r ? 1 : 0;
@@ -482,6 +605,9 @@ int gw_cmd_store_archive(int argc, char **argv, const char *data_dir)
 		r = do_archive(c);
 	else if (strcmp(cmd, "restore") == 0 && npos == 2)
 		r = do_restore(c, pos[0], pos[1]);
+	else if (strcmp(cmd, "restore") == 0 && npos == 1 &&
+		 strncmp(pos[0], "prof/", 5) == 0)
+		r = do_restore_profiles(c, pos[0]);
 	else if (strcmp(cmd, "restore") == 0 && npos == 1)
 		r = do_restore_into(c, pos[0]);
 	else if (strcmp(cmd, "ls") == 0 && remote && npos == 0)

@@ -29,6 +29,7 @@ struct gw_attrib_cache;
 struct gw_podres;
 struct gw_worker_table;
 struct gw_profstore;
+struct gw_kernels;
 
 enum { GW_PROFILE_OFF, GW_PROFILE_GPU, GW_PROFILE_ALL };
 enum { GW_PROFILE_UNWIND_AUTO, GW_PROFILE_UNWIND_FP, GW_PROFILE_UNWIND_DWARF };
@@ -86,6 +87,10 @@ struct gw_collect_env {
 	struct gw_worker_table *workers;
 	/* Where CPU profiles go (store/profstore.h); NULL: not kept. */
 	struct gw_profstore *profiles;
+	/* Each process's CUDA kernels, filled by the CUPTI collector, read
+	 * by the profiler's launch call paths (collect/kernels.h); NULL:
+	 * none. */
+	struct gw_kernels *kernels;
 };
 
 /*

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "collect/attrib.h"
+#include "collect/kernels.h"
 #include "collect/podres/podres.h"
 #include "collect/bpf/collector.h"
 #include "collect/bpf/prof_collector.h"
@@ -589,7 +590,8 @@ int gw_agent_main(int argc, char **argv)
 	a.reg = gw_registry_new();
 	a.workers = gw_worker_table_new();
 	a.podres = gw_podres_new();
-	if (!a.reg || !a.workers || !a.podres) {
+	a.kernels = gw_kernels_new(0);
+	if (!a.reg || !a.workers || !a.podres || !a.kernels) {
 		gw_err("out of memory");
 		goto out;
 	}
@@ -602,12 +604,13 @@ int gw_agent_main(int argc, char **argv)
 		gw_err("out of memory");
 		goto out;
 	}
-	if (a.cfg.store && open_store(&a, err, sizeof(err))) {
+	/* Profiles first: the cold tier (in open_store) archives them too. */
+	if (a.cfg.store && strcmp(a.cfg.profile, "off") != 0 &&
+	    open_profiles(&a, err, sizeof(err))) {
 		gw_err("%s", err);
 		goto out;
 	}
-	if (a.cfg.store && strcmp(a.cfg.profile, "off") != 0 &&
-	    open_profiles(&a, err, sizeof(err))) {
+	if (a.cfg.store && open_store(&a, err, sizeof(err))) {
 		gw_err("%s", err);
 		goto out;
 	}
@@ -665,6 +668,7 @@ int gw_agent_main(int argc, char **argv)
 		.workers = a.workers,
 		.podres = a.podres,
 		.profiles = a.profiles,
+		.kernels = a.kernels,
 	};
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
 		r = collectors[i]->start(&a.env, &priv[i]);
@@ -773,6 +777,7 @@ out : {
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);
 	gw_podres_free(a.podres);
+	gw_kernels_free(a.kernels);
 	gw_registry_free(a.reg);
 	gw_worker_table_free(a.workers);
 	if (lock_fd >= 0)

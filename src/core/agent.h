@@ -29,6 +29,7 @@ struct gw_attrib_cache;
 struct gw_store;
 struct gw_worker_table;
 struct gw_podres;
+struct gw_kernels;
 
 struct gw_agent {
 	struct gw_config cfg;
@@ -37,6 +38,9 @@ struct gw_agent {
 	struct gw_attrib_cache *attrib;
 	/* GPU -> pod from the kubelet (collect/podres/podres.h). */
 	struct gw_podres *podres;
+	/* Each process's CUDA kernels (collect/kernels.h): CUPTI -> the
+	 * profiler's launch call paths. */
+	struct gw_kernels *kernels;
 	/* The local history (NULL with --no-store); the store collector
 	 * feeds it, the HTTP API reads it. */
 	struct gw_store *store;

@@ -12,6 +12,7 @@
 #include "core/agent.h"
 #include "export/archive.h"
 #include "pipeline/metrics.h"
+#include "store/profstore.h"
 
 struct gw_cold {
 	struct gw_archive *arch;
@@ -20,6 +21,7 @@ struct gw_cold {
 	struct gw_snap snap;
 	struct gw_worker *w;
 	struct gw_worker_table *workers;
+	struct gw_profstore *profiles;
 };
 
 int gw_cold_check(const struct gw_config *c, char *err, size_t errlen)
@@ -108,6 +110,11 @@ int gw_cold_new(struct gw_agent *a, struct gw_store_opts *o,
 	o->archive_keep_ms = (int64_t)(cfg->archive_keep_local * 1000);
 	o->fetch = gw_archive_fetch;
 	o->fetch_ctx = c->arch;
+	/* Profiles (opened before the store) go the same way. */
+	c->profiles = a->profiles;
+	if (c->profiles)
+		gw_profstore_set_archive(c->profiles, o->archive_keep_ms,
+					 gw_archive_fetch, c->arch);
 	*out = c;
 	return 0;
 }
@@ -127,6 +134,7 @@ int gw_cold_start(struct gw_cold *c, struct gw_store *s, char *err,
 	wo.arg = c;
 	wo.table = c->workers;
 	gw_archive_set_store(c->arch, s);
+	gw_archive_set_profiles(c->arch, c->profiles);
 	r = gw_archive_start(c->arch);
 	if (!r)
 		r = gw_worker_start(&wo, &c->w);

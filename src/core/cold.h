@@ -4,6 +4,9 @@
  * (export/archive.h) that uploads the store's closed days and fetches them
  * back for queries, and a thread publishing its metrics every second.
  *
+ * The agent's profile store (a->profiles, opened before) is archived too:
+ * gw_cold_new() gives it the fetch hook and the local retention.
+ *
  * Order: gw_cold_new() before the store opens (it fills the store's
  * archive options and fetch hook), gw_cold_start() once it is open,
  * gw_cold_free() before it closes.

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/worker.h"
 #include "pipeline/catalog.h"
+#include "store/profstore.h"
 #include "store/store.h"
 
 #define MANIFEST_MAX 4096
@@ -67,6 +68,7 @@ struct gw_archive {
 	char cache_dir[4096];
 	uint64_t cache_max;
 	struct gw_store *store;
+	struct gw_profstore *profiles;
 	struct gw_worker_table *workers;
 	struct gw_worker *w;
 	struct gw_worker *self; /* w, as the upload thread knows it */
@@ -156,6 +158,18 @@ out:
 	return err;
 }
 
+/* ---- names ---- */
+
+/* A partition's name: TIER/DAY of the metric store, or prof/DAY. */
+static bool name_ok(const char *name)
+{
+	enum gw_tier t;
+	int64_t day;
+
+	return gw_store_parse_partition(name, &t, &day) == 0 ||
+	       gw_profstore_parse_day(name, &day) == 0;
+}
+
 /* ---- manifest ---- */
 
 int gw_archive_manifest_format(const struct gw_archive_manifest *m, char *out,
@@ -218,11 +232,8 @@ int gw_archive_manifest_parse(const char *text, size_t len,
 						       : -EBADMSG;
 				break;
 			case 1: {
-				enum gw_tier t;
-				int64_t day;
-
 				if (strlen(val) >= sizeof(m->partition) ||
-				    gw_store_parse_partition(val, &t, &day))
+				    !name_ok(val))
 					return -EBADMSG;
 				memcpy(m->partition, val, strlen(val) + 1);
 				break;
@@ -343,6 +354,11 @@ void gw_archive_set_store(struct gw_archive *a, struct gw_store *s)
 	a->store = s;
 }
 
+void gw_archive_set_profiles(struct gw_archive *a, struct gw_profstore *p)
+{
+	a->profiles = p;
+}
+
 /* ---- upload ---- */
 
 static int stopping(void *ctx)
@@ -400,17 +416,18 @@ static int verify_by_reading(struct gw_s3 *s3, const char *key,
 	return r;
 }
 
-/* One partition: PUT, verify, manifest. */
+/* One partition, from the file path: PUT, verify, manifest; *bytes its
+ * size. */
 static int upload_one(struct gw_archive *a, struct gw_s3 *s3, const char *name,
-		      char *err, size_t errlen)
+		      const char *path, uint64_t *bytes, char *err,
+		      size_t errlen)
 {
 	struct gw_archive_manifest m = { 0 };
-	char path[4200], key[1200], mkey[1300], etag[80], etag2[80];
+	char key[1200], mkey[1300], etag[80], etag2[80];
 	char text[MANIFEST_MAX];
 	uint64_t size = 0;
 	int r, n;
 
-	snprintf(path, sizeof(path), "%s/%s.db", gw_store_dir(a->store), name);
 	r = file_sums(path, m.sha256, m.md5, &m.bytes);
 	if (r) {
 		snprintf(err, errlen, "cannot read %.512s: %s", path,
@@ -452,12 +469,74 @@ static int upload_one(struct gw_archive *a, struct gw_s3 *s3, const char *name,
 	r = gw_s3_put_mem(s3, mkey, text, (size_t)n, err, errlen);
 	if (r)
 		return r;
+	*bytes = m.bytes;
 	atomic_fetch_add(&a->uploads, 1);
 	atomic_fetch_add(&a->upload_bytes, m.bytes);
 	atomic_store(&a->last_upload, gw_now_real());
 	gw_info("archive: %s uploaded and verified (%llu bytes, sha256 "
 		"%.12s...)",
 		name, (unsigned long long)m.bytes, m.sha256);
+	return 0;
+}
+
+/* The closed days of profiles not archived yet: each written out to a
+ * day file in the cache directory, uploaded, recorded.  0 or the
+ * listing's -errno; failures counted in *failed and *last. */
+static int profile_pass(struct gw_archive *a, unsigned int *done,
+			unsigned int *failed, uint64_t *pending,
+			uint64_t *archived, uint64_t *remote, int *last,
+			char *err, size_t errlen)
+{
+	struct gw_profstore_day *v = NULL;
+	int64_t now = (int64_t)(gw_now_real() * 1000);
+	size_t n = 0;
+	int r;
+
+	if (!a->profiles)
+		return 0;
+	r = gw_profstore_days(a->profiles, now, &v, &n);
+	if (r)
+		return r;
+	for (size_t k = 0; k < n; k++) {
+		char path[4300], msg[8192];
+		uint64_t bytes = 0;
+
+		*archived += v[k].archived;
+		*remote += v[k].archived && !v[k].local;
+		if (!v[k].closed || v[k].archived || !v[k].local)
+			continue;
+		(*pending)++;
+		if (stopping(a) || (*last && *failed))
+			continue;
+		snprintf(path, sizeof(path), "%s/.upload-%s.db", a->cache_dir,
+			 v[k].name + 5);
+		(void)unlink(path);
+		r = gw_profstore_export_day(a->profiles, v[k].day_ms, path);
+		if (r)
+			snprintf(msg, sizeof(msg), "%s: cannot write %s: %s",
+				 v[k].name, path, strerror(-r));
+		else
+			r = upload_one(a, a->up, v[k].name, path, &bytes, msg,
+				       sizeof(msg));
+		(void)unlink(path);
+		if (!r)
+			r = gw_profstore_archived(a->profiles, v[k].day_ms,
+						  bytes, now);
+		if (!r) {
+			(*done)++;
+			(*pending)--;
+			(*archived)++;
+			continue;
+		}
+		(*failed)++;
+		*last = r;
+		atomic_fetch_add(
+			&a->upload_fail[r == -EILSEQ ? R_VERIFY : reason_of(r)],
+			1);
+		if (err && errlen && !err[0])
+			snprintf(err, errlen, "%s", msg);
+	}
+	free(v);
 	return 0;
 }
 
@@ -480,6 +559,8 @@ int gw_archive_pass(struct gw_archive *a, unsigned int *done,
 	*done = *failed = 0;
 	if (err && errlen)
 		err[0] = '\0';
+	if (!a->store)
+		goto profiles;
 	r = gw_store_partitions(a->store, &v, &n);
 	if (r)
 		return r;
@@ -518,7 +599,15 @@ int gw_archive_pass(struct gw_archive *a, unsigned int *done,
 		pending++;
 		if (stopping(a) || (last && *failed))
 			continue; /* counted as pending, tried next pass */
-		r = upload_one(a, a->up, name, msg, sizeof(msg));
+		{
+			char path[4200];
+			uint64_t bytes;
+
+			snprintf(path, sizeof(path), "%s/%s.db",
+				 gw_store_dir(a->store), name);
+			r = upload_one(a, a->up, name, path, &bytes, msg,
+				       sizeof(msg));
+		}
 		if (!r) {
 			r = gw_store_archived(a->store, name, v[k].bytes);
 			if (r == 0 && a->nreported < REPORTED_MAX)
@@ -538,10 +627,15 @@ int gw_archive_pass(struct gw_archive *a, unsigned int *done,
 		if (err && errlen && !err[0])
 			snprintf(err, errlen, "%s", msg);
 	}
+	free(v);
+profiles:
+	r = profile_pass(a, done, failed, &pending, &archived, &remote, &last,
+			 err, errlen);
+	if (r)
+		last = r;
 	atomic_store(&a->pending, pending);
 	atomic_store(&a->archived, archived);
 	atomic_store(&a->remote, remote);
-	free(v);
 	return last;
 }
 
@@ -902,8 +996,6 @@ static int list_one(void *ctx, const struct gw_s3_object *o)
 	char name[32];
 	size_t n = strlen(rel);
 	bool manifest = n > 12 && strcmp(rel + n - 12, ".db.manifest") == 0;
-	enum gw_tier t;
-	int64_t day;
 
 	if (!manifest && !(n > 3 && strcmp(rel + n - 3, ".db") == 0))
 		return 0;
@@ -912,7 +1004,7 @@ static int list_one(void *ctx, const struct gw_s3_object *o)
 		return 0;
 	memcpy(name, rel, n);
 	name[n] = '\0';
-	if (gw_store_parse_partition(name, &t, &day))
+	if (!name_ok(name))
 		return 0;
 	if (!l->n || strcmp(l->v[l->n - 1].name, name) != 0) {
 		if (l->n == l->cap) {

@@ -8,6 +8,10 @@
  *   PREFIX/raw/2026-12-01.db            the closed SQLite file, as on disk
  *   PREFIX/raw/2026-12-01.db.manifest   what it must be (below)
  *
+ * CPU profiles (store/profstore.h) go the same way, one object per closed
+ * day written out of profiles.db: PREFIX/prof/2026-12-01.db (and its
+ * manifest), fetched back through the profile store's fetch hook.
+ *
  * Upload (its own thread, never the ingest's or a query's): every closed
  * partition the store lists as not yet archived is PUT with its SHA-256 as
  * x-amz-content-sha256; the answer's ETag must be the file's MD5 and a
@@ -68,6 +72,11 @@ gw_archive_new(const struct gw_archive_opts *o, struct gw_archive **out,
 /* The store the uploader copies from (set before gw_archive_start). */
 void gw_archive_set_store(struct gw_archive *a, struct gw_store *s);
 
+/* The profile store whose closed days are uploaded too (optional; set
+ * before gw_archive_start). */
+struct gw_profstore;
+void gw_archive_set_profiles(struct gw_archive *a, struct gw_profstore *p);
+
 /* Starts the upload thread. */
 __attribute__((warn_unused_result)) int gw_archive_start(struct gw_archive *a);
 
@@ -97,7 +106,7 @@ gw_archive_restore(struct gw_archive *a, const char *name, const char *path,
 
 /* One partition in the bucket, for `gpuwatch store ls --remote`. */
 struct gw_archive_entry {
-	char name[32]; /* raw/2026-12-01 */
+	char name[32]; /* raw/2026-12-01, prof/2026-12-01 */
 	uint64_t bytes;
 	bool manifest; /* complete: data and manifest */
 };

@@ -12,7 +12,9 @@
  *                (required) and its selectors (default: match[])
  *   format       json (default), folded, pprof
  *   type         cpu (default): CPU samples; launches: sampled CUDA
- *                kernel launches by call path
+ *                kernel launches by call path (the kernel as the leaf
+ *                where the CUPTI layer named it); gpu_time: the same
+ *                paths weighted by their kernels' GPU time (ns)
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -208,14 +210,17 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 		return err > 0 ? 0 : err;
 	}
 	if (ty && *ty && strcmp(ty, "cpu") != 0) {
-		if (strcmp(ty, "launches") != 0) {
+		if (strcmp(ty, "launches") == 0) {
+			type = GW_PROFILE_LAUNCHES;
+		} else if (strcmp(ty, "gpu_time") == 0) {
+			type = GW_PROFILE_GPU_TIME;
+		} else {
 			err = bad(out,
 				  "invalid parameter \"type\": \"%.64s\" is "
-				  "not cpu or launches",
+				  "not cpu, launches or gpu_time",
 				  ty);
 			return err > 0 ? 0 : err;
 		}
-		type = GW_PROFILE_LAUNCHES;
 	}
 	err = window(o, rq, out, "start", "end", false, &start, &end);
 	if (!err && diff)
@@ -234,6 +239,8 @@ int gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 	}
 	if (diff)
 		gw_prof_set_diff(p);
+	if (type == GW_PROFILE_GPU_TIME)
+		gw_prof_set_value_type(p, "gpu_time", "nanoseconds");
 	err = load(o, out, type, &target, start, end, p, 0);
 	if (!err && diff)
 		err = load(o, out, type, base.n ? &base : &target, bstart, bend,

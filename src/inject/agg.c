@@ -60,6 +60,12 @@ struct sync_entry {
 	char name[GW_CRING_API_NAME_MAX];
 };
 
+struct kfunc {
+	uint64_t handle, hash;
+	uint32_t kind;
+	int dirty;
+};
+
 struct gw_agg {
 	pthread_mutex_t lock; /* everything below up to api_lock */
 	struct kentry *k;     /* GW_AGG_KERNELS + 1: the last is "other" */
@@ -85,6 +91,10 @@ struct gw_agg {
 	uint32_t apis_muted;
 	unsigned int nsync;
 	struct sync_entry sync[GW_AGG_SYNCS];
+
+	pthread_mutex_t kf_lock; /* the launch handles */
+	struct kfunc kf[GW_AGG_KFUNCS];
+	unsigned int nkf;
 };
 
 /* ---- lifecycle ---- */
@@ -106,6 +116,8 @@ int gw_agg_new(struct gw_agg **out)
 		goto err_k;
 	if (pthread_mutex_init(&a->api_lock, NULL) != 0)
 		goto err_lock;
+	if (pthread_mutex_init(&a->kf_lock, NULL) != 0)
+		goto err_api;
 	a->ratio = 1.0;
 	struct kentry *o = &a->k[GW_AGG_KERNELS];
 	o->flags = GW_CRING_KF_OTHER;
@@ -114,6 +126,8 @@ int gw_agg_new(struct gw_agg **out)
 	*out = a;
 	return 0;
 
+err_api:
+	pthread_mutex_destroy(&a->api_lock);
 err_lock:
 	pthread_mutex_destroy(&a->lock);
 err_k:
@@ -127,6 +141,7 @@ void gw_agg_free(struct gw_agg *a)
 {
 	if (!a)
 		return;
+	pthread_mutex_destroy(&a->kf_lock);
 	pthread_mutex_destroy(&a->api_lock);
 	pthread_mutex_destroy(&a->lock);
 	free(a->k);
@@ -539,6 +554,63 @@ void gw_agg_sync(struct gw_agg *a, int slot, uint64_t ns)
 	__atomic_fetch_add(&a->sync[slot].count, 1, __ATOMIC_RELEASE);
 }
 
+/* ---- launch handles ---- */
+
+/* Under kf_lock: handle -> h. */
+static int kfunc_set(struct gw_agg *a, uint32_t kind, uint64_t handle,
+		     uint64_t h)
+{
+	struct kfunc *e = NULL;
+
+	for (unsigned int i = 0; i < a->nkf; i++)
+		if (a->kf[i].handle == handle && a->kf[i].kind == kind)
+			e = &a->kf[i];
+	if (!e && a->nkf < GW_AGG_KFUNCS)
+		e = &a->kf[a->nkf++];
+	if (e && (e->hash != h || e->handle != handle)) {
+		e->handle = handle;
+		e->kind = kind;
+		e->hash = h;
+		e->dirty = 1;
+	}
+	return e ? 0 : -ENOSPC;
+}
+
+void gw_agg_kfunc_alias(struct gw_agg *a, uint32_t kind, uint64_t handle,
+			uint64_t of)
+{
+	int r = 0;
+
+	if (!a || !handle || !of)
+		return;
+	pthread_mutex_lock(&a->kf_lock);
+	for (unsigned int i = 0; i < a->nkf; i++)
+		if (a->kf[i].handle == of && a->kf[i].kind == kind) {
+			r = kfunc_set(a, kind, handle, a->kf[i].hash);
+			break;
+		}
+	pthread_mutex_unlock(&a->kf_lock);
+	if (r)
+		__atomic_fetch_add(&a->api_overflow, 1, __ATOMIC_RELAXED);
+}
+
+void gw_agg_kfunc(struct gw_agg *a, uint32_t kind, uint64_t handle,
+		  const char *name)
+{
+	size_t len;
+	int r;
+	uint64_t h;
+
+	if (!a || !name || !handle)
+		return;
+	h = fnv1a(name, &len);
+	pthread_mutex_lock(&a->kf_lock);
+	r = kfunc_set(a, kind, handle, h);
+	pthread_mutex_unlock(&a->kf_lock);
+	if (r)
+		__atomic_fetch_add(&a->api_overflow, 1, __ATOMIC_RELAXED);
+}
+
 /* ---- summary ---- */
 
 static uint64_t ld(const uint64_t *p)
@@ -703,6 +775,23 @@ int gw_agg_write(struct gw_agg *a, struct gw_cring *r, uint32_t status,
 		else
 			refused++;
 	}
+	pthread_mutex_lock(&a->kf_lock);
+	for (unsigned int i = 0; i < a->nkf; i++) {
+		struct kfunc *e = &a->kf[i];
+		struct gw_crec_kfunc *x = (struct gw_crec_kfunc *)a->scratch;
+
+		if (!e->dirty && a->seq % GW_CRING_KFUNC_REPEAT != 0)
+			continue;
+		memset(x, 0, sizeof(*x));
+		x->handle = e->handle;
+		x->name_hash = e->hash;
+		x->kind = e->kind;
+		if (put(r, x, GW_CREC_KFUNC, sizeof(*x)) == 0)
+			e->dirty = 0;
+		else
+			refused++;
+	}
+	pthread_mutex_unlock(&a->kf_lock);
 	gw_cring_publish(r, now_ns);
 	return refused;
 }

@@ -95,10 +95,25 @@ __attribute__((warn_unused_result)) int gw_agg_sync_slot(struct gw_agg *a,
 void gw_agg_sync(struct gw_agg *a, int slot, uint64_t ns);
 
 /*
+ * A launch handle (GW_CRING_KFUNC_*) names the kernel name (mangled, as
+ * CUPTI and the driver give it): kept (the newer mapping of a handle
+ * replaces the older) for the next summaries, GW_AGG_KFUNCS at most
+ * (beyond: counted in api_overflow).  Any thread.
+ */
+#define GW_AGG_KFUNCS 1024u
+void gw_agg_kfunc(struct gw_agg *a, uint32_t kind, uint64_t handle,
+		  const char *name);
+/* handle starts the same kernel as the handle of learnt before (nothing
+ * when of is not known): a CUfunction got from a CUkernel. */
+void gw_agg_kfunc_alias(struct gw_agg *a, uint32_t kind, uint64_t handle,
+			uint64_t of);
+
+/*
  * Writes one summary to the ring: a PROCESS record (status, cupti_version,
  * now_ns), the MEMCPY record, then every kernel, API and sync entry that
  * changed since it was last written successfully (an entry stays pending
- * until it is), and publishes.  Returns the records the ring refused (0
+ * until it is), the launch handles learnt since (all of them every
+ * GW_CRING_KFUNC_REPEAT summaries), and publishes.  Returns the records the ring refused (0
  * when everything fit), or -EINVAL.  One caller at a time (the ring has
  * one writer).
  */

@@ -572,6 +572,50 @@ static void classify_callbacks(void)
 
 /* ---- callbacks (application threads) ---- */
 
+/*
+ * The handles a launch may be given, at the exit of the calls that hand
+ * them out: cuModuleGetFunction (*hfunc is the kernel named name),
+ * cuLibraryGetKernel (*pKernel: a CUkernel, which cuLaunchKernel also
+ * takes in place of a CUfunction) and cuKernelGetFunction (*pFunc, the
+ * CUfunction of a CUkernel learnt before).
+ */
+static void learn_function(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+{
+	int code = 0;
+	void *h = NULL;
+
+	if (cd->functionReturnValue)
+		memcpy(&code, cd->functionReturnValue, sizeof(code));
+	if (code != 0 || !cd->functionParams)
+		return;
+	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction) {
+		const cuModuleGetFunction_params *p = cd->functionParams;
+
+		if (!p->hfunc || !p->name)
+			return;
+		memcpy(&h, p->hfunc, sizeof(h));
+		gw_agg_kfunc(g.agg, GW_CRING_KFUNC_CUFUNCTION,
+			     (uint64_t)(uintptr_t)h, p->name);
+	} else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel) {
+		const cuLibraryGetKernel_params *p = cd->functionParams;
+
+		if (!p->pKernel || !p->name)
+			return;
+		memcpy(&h, p->pKernel, sizeof(h));
+		gw_agg_kfunc(g.agg, GW_CRING_KFUNC_CUFUNCTION,
+			     (uint64_t)(uintptr_t)h, p->name);
+	} else {
+		const cuKernelGetFunction_params *p = cd->functionParams;
+
+		if (!p->pFunc)
+			return;
+		memcpy(&h, p->pFunc, sizeof(h));
+		gw_agg_kfunc_alias(g.agg, GW_CRING_KFUNC_CUFUNCTION,
+				   (uint64_t)(uintptr_t)h,
+				   (uint64_t)(uintptr_t)p->kernel);
+	}
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 				 CUpti_CallbackId cbid, const void *cbdata)
 {
@@ -612,6 +656,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom,
 		return;
 	if (cbid < MAX_CBID)
 		__atomic_fetch_add(&g.calls[d][cbid], 1, __ATOMIC_RELAXED);
+	/* The CUfunction a module hands out, for the launch call paths
+	 * (cupti_ring.h, GW_CREC_KFUNC). */
+	if (d == DOM_DRV &&
+	    (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction ||
+	     cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel ||
+	     cbid == CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction))
+		learn_function(cbid, cd);
 	/* A driver call made by a runtime call: its wait and its error are
 	 * the runtime call's, counted there once (the application called
 	 * cudaMalloc, not cuMemAlloc). */

@@ -42,6 +42,7 @@ struct gw_prof {
 	uint64_t dropped;
 	bool diff;
 	int64_t time_ns, duration_ns, period_ns;
+	const char *vtype, *vunit; /* NULL: CPU samples */
 };
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
@@ -257,6 +258,13 @@ int gw_prof_add(struct gw_prof *p, const char *const *frames, size_t n,
 void gw_prof_set_diff(struct gw_prof *p)
 {
 	p->diff = true;
+}
+
+void gw_prof_set_value_type(struct gw_prof *p, const char *type,
+			    const char *unit)
+{
+	p->vtype = type;
+	p->vunit = unit;
 }
 
 void gw_prof_set_time(struct gw_prof *p, int64_t time_ns, int64_t duration_ns,
@@ -586,6 +594,11 @@ int gw_prof_pprof(const struct gw_prof *p, struct gw_buf *out)
 	strs[S_COUNT] = (char *)"count";
 	strs[S_CPU] = (char *)"cpu";
 	strs[S_NS] = (char *)"nanoseconds";
+	if (p->vtype && p->vunit) {
+		/* One value type: the first two strings are its own. */
+		strs[S_SAMPLES] = (char *)p->vtype;
+		strs[S_COUNT] = (char *)p->vunit;
+	}
 	for (uint32_t i = 0; i < p->nnames; i++) {
 		strs[FIRST_NAME + i] = p->names[i];
 		perftools__profiles__function__init(&fns[i]);
@@ -619,7 +632,7 @@ int gw_prof_pprof(const struct gw_prof *p, struct gw_buf *out)
 			perftools__profiles__sample__init(&samples[ns]);
 			samples[ns].n_location_id = s->n;
 			samples[ns].location_id = ids + s->off;
-			samples[ns].n_value = 2;
+			samples[ns].n_value = p->vtype ? 1 : 2;
 			samples[ns].value = vals + 2 * ns;
 			vals[2 * ns] = v;
 			vals[2 * ns + 1] = v * per;
@@ -631,9 +644,9 @@ int gw_prof_pprof(const struct gw_prof *p, struct gw_buf *out)
 	vt[0].unit = S_COUNT;
 	vt[1].type = S_CPU;
 	vt[1].unit = S_NS;
-	period.type = S_CPU;
-	period.unit = S_NS;
-	pr.n_sample_type = 2;
+	period.type = p->vtype ? S_SAMPLES : S_CPU;
+	period.unit = p->vtype ? S_COUNT : S_NS;
+	pr.n_sample_type = p->vtype ? 1 : 2;
 	pr.sample_type = vtp;
 	pr.n_sample = ns;
 	pr.sample = sp;

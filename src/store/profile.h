@@ -66,6 +66,12 @@ gw_prof_add_folded(struct gw_prof *p, const char *text, size_t len, int col);
  * diff against an empty base). */
 void gw_prof_set_diff(struct gw_prof *p);
 
+/* What the values are, for pprof, when they are not CPU samples: one
+ * sample type type/unit (e.g. "gpu_time", "nanoseconds"; static strings,
+ * borrowed) instead of samples/count and cpu/nanoseconds. */
+void gw_prof_set_value_type(struct gw_prof *p, const char *type,
+			    const char *unit);
+
 /* Sampling period (ns per sample) and the time covered, for pprof. */
 void gw_prof_set_time(struct gw_prof *p, int64_t time_ns, int64_t duration_ns,
 		      int64_t period_ns);

@@ -15,6 +15,17 @@
  * the set's __name__ is "process_cpu"), and add their pprof into a
  * gw_prof column.  At most max_rows rows are read (-E2BIG beyond).
  *
+ * The cold tier (export/archive.h): a closed day (UTC, ended more than
+ * GW_PROFSTORE_CLOSE_MS ago) is written out as a file of its own
+ * (gw_profstore_export_day: the same schema, that day's rows only),
+ * uploaded as the partition "prof/YYYY-MM-DD", and reported with
+ * gw_profstore_archived(); from then on its local rows leave once the day
+ * is older than archive_keep_ms, and a query reaching the day asks the
+ * fetch hook for a local copy of the file and reads it from there.  A day
+ * not archived yet is kept past the retention (the size bound still drops
+ * it).  gw_profstore_import() puts an archived day back (`gpuwatch store
+ * restore prof/DAY`): its rows are then kept whatever the retention.
+ *
  * Errors: 0 or -errno: -EIO (SQLite; the message goes to the log),
  * -ENOMEM, -E2BIG, -ECANCELED.  Thread safety: one writer thread and any
  * number of reader threads at once (each call takes its own connection
@@ -23,6 +34,7 @@
 #ifndef GW_STORE_PROFSTORE_H
 #define GW_STORE_PROFSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,14 +42,19 @@
 #include "store/profile.h"
 
 #define GW_PROFSTORE_NAME "process_cpu"
+/* A day is closed (archivable) this long after its end: late flushes of
+ * its last minute are in by then. */
+#define GW_PROFSTORE_CLOSE_MS (10 * 60 * 1000LL)
 
 /* What a profile counts. */
 enum gw_profile_type {
 	GW_PROFILE_CPU = 0,	 /* CPU samples */
 	GW_PROFILE_LAUNCHES = 1, /* CUDA kernel launches, by call path */
+	GW_PROFILE_GPU_TIME = 2, /* their GPU time (ns), by call path */
 };
 
 struct gw_profstore;
+struct gw_query_limits;
 
 struct gw_profstore_opts {
 	size_t sz;
@@ -79,5 +96,56 @@ struct gw_profstore_stats {
 	uint64_t put_errors;
 };
 void gw_profstore_stats(struct gw_profstore *s, struct gw_profstore_stats *st);
+
+/*
+ * The cold tier.  Before any query or maintenance: keep_ms how long an
+ * archived day's rows stay local; fetch (store.h's hook: a local file
+ * holding the partition "prof/2026-12-01" into path, stopping at lim's
+ * deadline or cancel flag) or NULL (archived days are not read).
+ */
+void gw_profstore_set_archive(struct gw_profstore *s, int64_t keep_ms,
+			      int (*fetch)(void *ctx, const char *name,
+					   char *path, size_t len,
+					   struct gw_query_limits *lim),
+			      void *fetch_ctx);
+
+/* One day of profiles. */
+struct gw_profstore_day {
+	int64_t day_ms; /* 00:00 UTC */
+	char name[32];	/* prof/2026-12-01 */
+	uint64_t rows;	/* local */
+	uint64_t bytes; /* local blob bytes, or the archived file's */
+	bool closed;	/* ended GW_PROFSTORE_CLOSE_MS before now_ms */
+	bool archived;	/* a verified copy is in the bucket */
+	bool local;	/* rows on the local disk */
+	bool pinned;	/* restored: kept whatever the retention */
+};
+
+/* Days with local rows or archived, oldest first; *out malloc'd. */
+__attribute__((warn_unused_result)) int
+gw_profstore_days(struct gw_profstore *s, int64_t now_ms,
+		  struct gw_profstore_day **out, size_t *n);
+
+/* Writes day_ms's rows to a new SQLite file path (which must not
+ * exist): -EEXIST, -EIO. */
+__attribute__((warn_unused_result)) int
+gw_profstore_export_day(struct gw_profstore *s, int64_t day_ms,
+			const char *path);
+
+/* The bucket holds a verified copy of day_ms (bytes long): recorded, and
+ * the day's rows deleted when it is older than keep_ms. */
+__attribute__((warn_unused_result)) int
+gw_profstore_archived(struct gw_profstore *s, int64_t day_ms, uint64_t bytes,
+		      int64_t now_ms);
+
+/* Puts the rows of a day file (gw_profstore_export_day's, downloaded)
+ * back, pinned.  *day_ms the day it holds.  -EINVAL: not one day's
+ * profiles; -ENOENT: not an archived day; -EIO. */
+__attribute__((warn_unused_result)) int
+gw_profstore_import(struct gw_profstore *s, const char *path, int64_t *day_ms);
+
+/* "prof/2026-12-01" -> the day's ms at 00:00 UTC: 0 or -EINVAL. */
+__attribute__((warn_unused_result)) int gw_profstore_parse_day(const char *name,
+							       int64_t *day_ms);
 
 #endif

@@ -8,13 +8,16 @@
 . "$(dirname "$0")/prof_lib.sh"
 prof_require
 
-prof_start_agent --profile gpu
+prof_start_agent --profile gpu --log-level debug
 stub_prog t2108-launch -- wait launch 3200 culaunch 1600 wait exit 0
 prog_wait_ready t2108-launch
 pid=${P_PID[t2108-launch]}
 wait_until 'grep -q "profile: launch call paths from .*libcudart.so.13" "$T_DIR/agent.log" &&
 	grep -q "profile: launch call paths from .*libcuda.so.1" "$T_DIR/agent.log"' 30 \
 	"no launch probes on the stub libraries"
+# This process (not only the libraries: another may have mapped them).
+wait_until 'grep -q "profile: pid $pid selected" "$T_DIR/agent.log"' 30 \
+	"pid $pid is not selected for profiling"
 prog_continue t2108-launch
 prog_wait_ready t2108-launch
 
@@ -42,7 +45,7 @@ prof_get "{pid=\"$pid\"}" folded >"$T_DIR/cpu"
 cpu=$(prof_total "$T_DIR/cpu")
 num_cmp "$cpu" "<" 1000 || fail "the CPU profile has $cpu samples: launch counts leaked into it"
 code=$(curl -sS -o "$T_DIR/body" -w '%{http_code}' -G "$URL/api/v1/profile" -d type=memory)
-[ "$code" = 400 ] && grep -q 'is not cpu or launches' "$T_DIR/body" || fail "type=memory: $code"
+[ "$code" = 400 ] && grep -q 'is not cpu, launches or gpu_time' "$T_DIR/body" || fail "type=memory: $code"
 ok "CPU profiles are apart; an unknown type is 400"
 prog_continue t2108-launch
 prog_wait_exit t2108-launch 0

@@ -2033,6 +2033,18 @@ int fake_cupti_api_call(int domain, uint32_t cbid, int ret, uint64_t busy_ns)
 	return ret;
 }
 
+int fake_cupti_api_call_params(int domain, uint32_t cbid, int ret,
+			       const void *params, const char *symbol)
+{
+	struct call c;
+
+	call_enter(&c, domain, cbid);
+	c.data.functionParams = params;
+	c.data.symbolName = symbol;
+	call_exit(&c, ret);
+	return ret;
+}
+
 int fake_cupti_api_call_nested(int domain, uint32_t cbid, int ret,
 			       int inner_domain, uint32_t inner_cbid,
 			       int inner_ret, uint64_t busy_ns)

@@ -126,6 +126,12 @@ struct fake_cupti_stats {
 	X(int, api_call_nested,                                                \
 	  (int domain, uint32_t cbid, int ret, int inner_domain,               \
 	   uint32_t inner_cbid, int inner_ret, uint64_t busy_ns))              \
+	/* The same with the call's parameters (functionParams, e.g. a    \
+	 * cuModuleGetFunction_params whose *hfunc the "driver" has set)  \
+	 * and symbolName; returns ret. */    \
+	X(int, api_call_params,                                                \
+	  (int domain, uint32_t cbid, int ret, const void *params,             \
+	   const char *symbol))                                                \
 	/* RESOURCE CONTEXT_CREATED; returns the context id (>= 1). */         \
 	X(uint32_t, context_create, (uint32_t device))                         \
 	/* RESOURCE CONTEXT_DESTROY_STARTING. */                               \

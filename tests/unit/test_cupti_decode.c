@@ -635,6 +635,77 @@ static void older_and_newer_sizes(void **state)
 	ring_free(r);
 }
 
+/* A launch handle record, size bytes (the version 1 size or more). */
+static uint32_t mk_kfunc(void *out, uint64_t handle, uint64_t hash,
+			 uint32_t kind, uint32_t size)
+{
+	struct gw_crec_kfunc x = { .h = { GW_CREC_KFUNC, 1, size },
+				   .handle = handle,
+				   .name_hash = hash,
+				   .kind = kind };
+
+	memset(out, 0x33, size);
+	memcpy(out, &x, sizeof(x));
+	return size;
+}
+
+static void launch_handles(void **state)
+{
+	struct ring *r = ring_new();
+	uint64_t rec[GW_CREC_MAX / 8];
+	uint64_t gen;
+
+	(void)state;
+	put_ok(r, rec,
+	       mk_kfunc(rec, 0x1000, 7, GW_CRING_KFUNC_CUFUNCTION,
+			GW_CREC_KFUNC_MIN_SIZE));
+	/* A newer writer's longer record: read as version 1. */
+	put_ok(r, rec,
+	       mk_kfunc(rec, 0x2000, 8, GW_CRING_KFUNC_CUFUNCTION,
+			GW_CREC_KFUNC_MIN_SIZE + 16));
+	assert_int_equal(drain(r), 2);
+	assert_int_equal(r->p->nkfuncs, 2);
+	assert_int_equal(r->p->kfuncs[1].handle, 0x2000);
+	assert_int_equal(r->p->kfuncs[1].name_hash, 8);
+	gen = r->p->kfunc_gen;
+	/* Sent again unchanged (the writer repeats them): nothing new. */
+	put_ok(r, rec,
+	       mk_kfunc(rec, 0x1000, 7, GW_CRING_KFUNC_CUFUNCTION,
+			GW_CREC_KFUNC_MIN_SIZE));
+	assert_int_equal(drain(r), 1);
+	assert_int_equal(r->p->kfunc_gen, gen);
+	/* A handle reused for another kernel: replaced. */
+	put_ok(r, rec,
+	       mk_kfunc(rec, 0x1000, 9, GW_CRING_KFUNC_CUFUNCTION,
+			GW_CREC_KFUNC_MIN_SIZE));
+	assert_int_equal(drain(r), 1);
+	assert_int_equal(r->p->nkfuncs, 2);
+	assert_int_equal(r->p->kfuncs[0].name_hash, 9);
+	assert_true(r->p->kfunc_gen > gen);
+	/* Too short, handle 0, kind 0: refused, counted. */
+	put_ok(r, rec, mk_kfunc(rec, 0x3000, 1, GW_CRING_KFUNC_CUFUNCTION, 24));
+	put_ok(r, rec,
+	       mk_kfunc(rec, 0, 1, GW_CRING_KFUNC_CUFUNCTION,
+			GW_CREC_KFUNC_MIN_SIZE));
+	put_ok(r, rec, mk_kfunc(rec, 0x3000, 1, 0, GW_CREC_KFUNC_MIN_SIZE));
+	assert_int_equal(drain(r), 0);
+	assert_int_equal(r->p->st.bad, 3);
+	assert_int_equal(r->p->nkfuncs, 2);
+	/* Bounded: beyond GW_CUPTI_MAX_KFUNCS, refused as overflow. */
+	for (uint64_t i = 0; i < GW_CUPTI_MAX_KFUNCS; i++) {
+		put_ok(r, rec,
+		       mk_kfunc(rec, 0x10000 + i * 8, i,
+				GW_CRING_KFUNC_CUFUNCTION,
+				GW_CREC_KFUNC_MIN_SIZE));
+		if (i % 64 == 63)
+			drain(r);
+	}
+	drain(r);
+	assert_int_equal(r->p->nkfuncs, GW_CUPTI_MAX_KFUNCS);
+	assert_int_equal(r->p->st.overflow, 2);
+	ring_free(r);
+}
+
 static void head_and_tail_lies_resync(void **state)
 {
 	struct ring *r = ring_new();
@@ -768,6 +839,7 @@ int main(void)
 		cmocka_unit_test(framing_errors_stop_decoding),
 		cmocka_unit_test(payload_errors_skip_one_record),
 		cmocka_unit_test(older_and_newer_sizes),
+		cmocka_unit_test(launch_handles),
 		cmocka_unit_test(head_and_tail_lies_resync),
 		cmocka_unit_test(take_copies_whole_records_up_to_cap),
 		cmocka_unit_test(tables_are_bounded),

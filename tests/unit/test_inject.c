@@ -522,6 +522,13 @@ static uint64_t api_count(uint32_t domain, const char *name, int32_t code,
 
 #define VECADD "_Z6vecAddPfS_S_i"
 #define GEMM   "_Z4gemmILi128EEvPKfS1_Pfiii"
+/* The CUfunction the "driver" hands out for GEMM, and one it refuses. */
+#define GEMM_FUNC    0x7f3000001000ull
+#define MISSING_FUNC 0x7f3000002000ull
+/* CUDA 12's library API: vecAdd's CUkernel, and the CUfunction got from
+ * it. */
+#define VECADD_KERNEL 0x7f3000003000ull
+#define VECADD_FUNC   0x7f3000004000ull
 
 static uint32_t play_program(void)
 {
@@ -547,6 +554,34 @@ static uint32_t play_program(void)
 
 	ctx = fc.context_create(0);
 	KID_CHECK(fc.push_device(&h100) == FAKE_CUPTI_QUEUED);
+	/* A driver-API program gets its kernel's CUfunction; a name the
+	 * module does not have fails (500: CUDA_ERROR_NOT_FOUND). */
+	{
+		CUfunction f = (CUfunction)(uintptr_t)GEMM_FUNC,
+			   none = (CUfunction)(uintptr_t)MISSING_FUNC;
+		cuModuleGetFunction_params ok = { &f, NULL, GEMM },
+					   bad = { &none, NULL, "_Z4nopev" };
+
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction,
+				   0, &ok, NULL);
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction,
+				   500, &bad, NULL);
+	}
+	{
+		CUkernel k = (CUkernel)(uintptr_t)VECADD_KERNEL;
+		CUfunction f = (CUfunction)(uintptr_t)VECADD_FUNC;
+		cuLibraryGetKernel_params lk = { &k, NULL, VECADD };
+		cuKernelGetFunction_params kf = { &f, k };
+
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+				   0, &lk, NULL);
+		fc.api_call_params(DRV,
+				   CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction,
+				   0, &kf, NULL);
+	}
 	for (int i = 0; i < 3; i++) {
 		fc.api_call_nested(
 			RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0, DRV,
@@ -620,7 +655,7 @@ static int program_seen(void)
 {
 	const struct gw_crec_process *p = &rd.p->process;
 
-	return rd.p->have_process && rd.p->have_memcpy &&
+	return rd.p->have_process && rd.p->have_memcpy && rd.p->nkfuncs == 3 &&
 	       kernel_count(VECADD) == 1000 && kernel_count(GEMM) == 10 &&
 	       p->mem_allocs == 3 && p->mem_frees == 1 && p->oom == 2 &&
 	       p->contexts_created == 1 &&
@@ -666,6 +701,19 @@ static void program_totals(void **state)
 
 	g = kernel(GEMM);
 	assert_int_equal(g->count, 10);
+	/* The launch handles name their kernels' records (the profiler's
+	 * join): GEMM's CUfunction, vecAdd's CUkernel and the CUfunction
+	 * got from it; the failed lookup taught nothing. */
+	assert_int_equal(rd.p->nkfuncs, 3);
+	for (unsigned int i = 0; i < rd.p->nkfuncs; i++) {
+		const struct gw_cupti_kfunc *f = &rd.p->kfuncs[i];
+
+		assert_int_equal(f->kind, GW_CRING_KFUNC_CUFUNCTION);
+		assert_true(f->handle != MISSING_FUNC);
+		assert_int_equal(f->name_hash, f->handle == GEMM_FUNC
+						       ? g->name_hash
+						       : k->name_hash);
+	}
 	assert_int_equal(g->total_ns, 10 * 2000000ull);
 	assert_int_equal(g->min_ns, 2000000);
 	assert_int_equal(g->max_ns, 2000000);

@@ -799,6 +799,39 @@ static void real_libcupti_iterates_crafted_buffer(void **state)
 	/* Not closed: libcupti keeps allocations that only its globals reach. */
 }
 
+/* Launch handles: learnt, aliased, written once, then again every
+ * GW_CRING_KFUNC_REPEAT summaries for a reader that came late. */
+static void launch_handles_repeated(void **state)
+{
+	struct fx *f = *state;
+	const char *gemm = "_Z4gemmILi128EEvPKfS1_Pfiii";
+	struct gw_cupti_proc *late, *keep = f->p;
+	unsigned int i;
+
+	gw_agg_kfunc(f->a, GW_CRING_KFUNC_CUFUNCTION, 0x1000, gemm);
+	gw_agg_kfunc_alias(f->a, GW_CRING_KFUNC_CUFUNCTION, 0x2000, 0x1000);
+	/* Of a handle never learnt: nothing. */
+	gw_agg_kfunc_alias(f->a, GW_CRING_KFUNC_CUFUNCTION, 0x3000, 0x9999);
+	gw_agg_kfunc(f->a, GW_CRING_KFUNC_CUFUNCTION, 0, gemm);
+	summary(f);
+	assert_int_equal(f->p->nkfuncs, 2);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(f->p->kfuncs[i].name_hash, fnv1a(gemm));
+
+	/* A reader starting now sees nothing until the repeat. */
+	assert_int_equal(gw_cupti_proc_new(&late), 0);
+	f->p = late;
+	for (i = 2; i < GW_CRING_KFUNC_REPEAT; i++) {
+		summary(f);
+		assert_int_equal(late->nkfuncs, 0);
+	}
+	summary(f);
+	assert_int_equal(late->process.seq, GW_CRING_KFUNC_REPEAT);
+	assert_int_equal(late->nkfuncs, 2);
+	f->p = keep;
+	gw_cupti_proc_free(late);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -816,6 +849,7 @@ int main(void)
 		T(ring_wraps_with_padding),
 		T(ring_header_and_misuse),
 		T(real_libcupti_iterates_crafted_buffer),
+		T(launch_handles_repeated),
 #undef T
 	};
 

@@ -344,6 +344,139 @@ static void store_select_replace_retain(void **state)
 	gw_profstore_close(s);
 }
 
+/* ---- the cold tier ---- */
+
+#define DAY_MS (86400 * 1000LL)
+
+/* The fetch hook's stand-in: the day file exported to DIR/bucket-NAME. */
+static struct {
+	int calls, result;
+	char last[32];
+} hook;
+
+static int fetch_day(void *ctx, const char *name, char *path, size_t len,
+		     struct gw_query_limits *lim)
+{
+	(void)ctx;
+	assert_non_null(lim);
+	assert_true(lim->deadline_ns > 0);
+	hook.calls++;
+	snprintf(hook.last, sizeof(hook.last), "%s", name);
+	snprintf(path, len, "%s/bucket-%s.db", dir, name + 5);
+	return hook.result;
+}
+
+static void store_cold_tier(void **state)
+{
+	int64_t today = 1700000040000LL / DAY_MS * DAY_MS;
+	int64_t d1 = today - 3 * DAY_MS, d2 = today - 2 * DAY_MS;
+	int64_t now = today + 3600 * 1000;
+	struct gw_profstore *s = open_store(0);
+	struct gw_profstore_day *v = NULL;
+	char path[128], two[128];
+	size_t n = 0;
+	int64_t day = 0, before;
+
+	(void)state;
+	memset(&hook, 0, sizeof(hook));
+	put_one(s, d1 + 60000, 1, "pid=\"1\"", 3);
+	put_one(s, d1 + 120000, 1, "pid=\"1\"", 4);
+	put_one(s, d2 + 60000, 1, "pid=\"1\"", 5);
+	put_one(s, today + 60000, 1, "pid=\"1\"", 6);
+	before = query(s, NULL, d1, d2 + DAY_MS);
+	assert_int_equal(before, 12);
+
+	/* Three days; today's is not closed. */
+	assert_int_equal(gw_profstore_days(s, now, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0].day_ms, d1);
+	assert_true(v[0].closed && v[0].local && !v[0].archived);
+	assert_int_equal(v[0].rows, 4); /* CPU and launch rows */
+	assert_true(v[1].closed);
+	assert_false(v[2].closed);
+	assert_int_equal(strncmp(v[1].name, "prof/", 5), 0);
+	assert_int_equal(gw_profstore_parse_day(v[1].name, &day), 0);
+	assert_int_equal(day, d2);
+	free(v);
+	assert_int_equal(gw_profstore_parse_day("raw/2026-12-01", &day),
+			 -EINVAL);
+	assert_int_equal(gw_profstore_parse_day("prof/2026-02-31", &day),
+			 -EINVAL);
+
+	/* The day file: that day's rows only; never over a file. */
+	assert_int_equal(gw_profstore_days(s, now, &v, &n), 0);
+	snprintf(path, sizeof(path), "%s/bucket-%s.db", dir, v[0].name + 5);
+	free(v);
+	assert_int_equal(gw_profstore_export_day(s, d1, path), 0);
+	assert_int_equal(gw_profstore_export_day(s, d1, path), -EEXIST);
+
+	/* Archived with a day kept locally: d1's rows leave, the query
+	 * fetches the day file and answers the same. */
+	gw_profstore_set_archive(s, DAY_MS, fetch_day, NULL);
+	assert_int_equal(gw_profstore_archived(s, d1, 4096, now), 0);
+	assert_int_equal(gw_profstore_days(s, now, &v, &n), 0);
+	assert_true(v[0].archived && !v[0].local);
+	assert_int_equal(v[0].bytes, 4096);
+	free(v);
+	assert_int_equal(query(s, NULL, d1, d2 + DAY_MS), before);
+	assert_int_equal(hook.calls, 1);
+	assert_int_equal(strncmp(hook.last, "prof/", 5), 0);
+	/* A window without the archived day does not fetch it. */
+	assert_int_equal(query(s, NULL, d2 + 60000, d2 + DAY_MS), 5);
+	assert_int_equal(hook.calls, 1);
+	/* A fetch that fails: the day is skipped; a timeout stops. */
+	hook.result = -EIO;
+	assert_int_equal(query(s, NULL, d1, d2 + DAY_MS), 5);
+	hook.result = -ETIMEDOUT;
+	{
+		struct gw_prof *p = gw_prof_new(0);
+		size_t rows;
+
+		assert_int_equal(gw_profstore_query(s, GW_PROFILE_CPU, NULL,
+						    NULL, 0, d1, d2 + DAY_MS, p,
+						    0, &rows),
+				 -ETIMEDOUT);
+		gw_prof_free(p);
+	}
+	hook.result = 0;
+
+	/* Past the retention (an hour here), a day the bucket does not hold
+	 * yet stays; archived ones go. */
+	assert_int_equal(gw_profstore_maint(s, now), 0);
+	assert_int_equal(query(s, NULL, d2 + 60000, d2 + DAY_MS), 5);
+
+	/* Restored: back in profiles.db, pinned past every retention. */
+	assert_int_equal(gw_profstore_import(s, path, &day), 0);
+	assert_int_equal(day, d1);
+	hook.calls = 0;
+	assert_int_equal(gw_profstore_maint(s, now + 400 * DAY_MS), 0);
+	assert_int_equal(query(s, NULL, d1, d1 + DAY_MS), 7);
+	assert_int_equal(hook.calls, 0);
+	/* Not an archived day; a file holding two days. */
+	snprintf(two, sizeof(two), "%s/two.db", dir);
+	assert_int_equal(gw_profstore_export_day(s, d2, two), 0);
+	assert_int_equal(gw_profstore_import(s, two, &day), -ENOENT);
+	gw_profstore_close(s);
+	s = open_store(0);
+	put_one(s, d1 + 60000, 1, "pid=\"1\"", 3);
+	put_one(s, d2 + 60000, 1, "pid=\"1\"", 3);
+	unlink(two);
+	assert_int_equal(gw_profstore_archived(s, d1, 1, now), 0);
+	{
+		/* Both days into one file, by hand. */
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd),
+			 "sqlite3 %s/profiles.db \".backup %s\"", dir, two);
+		if (system(cmd) != 0) {
+			gw_profstore_close(s);
+			skip();
+		}
+	}
+	assert_int_equal(gw_profstore_import(s, two, &day), -EINVAL);
+	gw_profstore_close(s);
+}
+
 /* ---- the API (http/profile_api.c) ---- */
 
 /* GET path?a=b&c=d... (pairs as "name=value" strings, NULL-terminated). */
@@ -461,6 +594,8 @@ int main(void)
 		cmocka_unit_test(bounds),
 		cmocka_unit_test_setup_teardown(store_select_replace_retain,
 						st_setup, st_teardown),
+		cmocka_unit_test_setup_teardown(store_cold_tier, st_setup,
+						st_teardown),
 		cmocka_unit_test_setup_teardown(api_answers, st_setup,
 						st_teardown),
 	};

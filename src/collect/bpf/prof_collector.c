@@ -30,6 +30,7 @@
 #include "pipeline/catalog.h"
 #include "store/profile.h"
 #include "store/profstore.h"
+#include "collect/kernels.h"
 
 #define MAX_PROCS    512   /* processes with a profile this minute */
 #define MAX_TARGETS  4096  /* selected processes (gpu mode) */
@@ -41,13 +42,17 @@
 #define MAX_DWARF    4096 /* processes unwound from .eh_frame */
 #define RAW_POLL_S   0.2  /* raw samples are taken this often */
 
+#define NTYPES 3
+
 struct acc {
 	uint32_t pid;
 	char labels[768];
-	/* [0] CPU samples, [1] sampled launches (store/profstore.h types) */
-	struct gw_prof *prof[2];
-	int64_t samples[2];
-	int dirty[2]; /* samples since the last write */
+	/* [0] CPU samples, [1] sampled launches, [2] their GPU time (ns;
+	 * made at the first launch joined with CUPTI's kernels):
+	 * store/profstore.h's types */
+	struct gw_prof *prof[NTYPES];
+	int64_t samples[NTYPES];
+	int dirty[NTYPES]; /* samples since the last write */
 };
 
 #define LAUNCH_EVERY 16	 /* profile.bpf.c's launch_every */
@@ -67,6 +72,7 @@ struct exe {
 struct seen {
 	uint32_t pid;
 	unsigned long long start; /* start time (ticks), tells a reused pid */
+	uint32_t comm;		  /* hash of the command name: tells an exec */
 	int gpu;
 	double checked;
 };
@@ -104,6 +110,7 @@ struct prof_col {
 	unsigned int freq_max;
 	long ncpus;
 	/* counters */
+	uint64_t launches_joined, launches_unjoined;
 	uint64_t samples, dropped_samples, dropped_procs, dropped_stacks;
 	uint64_t store_errors, target_dropped;
 	/* one sample's frame names, root first */
@@ -157,13 +164,16 @@ static const struct exe *get_exe(struct prof_col *c, uint32_t pid)
 
 /* ---- process selection (gpu mode) ---- */
 
-static unsigned long long proc_start(uint32_t pid)
+/* The start time (ticks) of pid, and a hash of its command name (an exec
+ * changes it, not the start time). */
+static unsigned long long proc_start(uint32_t pid, uint32_t *comm)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, *q;
 	unsigned long long v = 0;
 	ssize_t n;
 	int fd;
 
+	*comm = 0;
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -176,6 +186,9 @@ static unsigned long long proc_start(uint32_t pid)
 	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
+	q = strchr(buf, '(');
+	for (*comm = 2166136261u; q && ++q < p;)
+		*comm = (*comm ^ (unsigned char)*q) * 16777619u;
 	/* field 22 (starttime); p is at the end of field 2 */
 	for (int f = 2; f < 22 && p; f++)
 		p = strchr(p + 1, ' ');
@@ -260,12 +273,13 @@ static void scan_targets(struct prof_col *c, double now)
 		unsigned long v = strtoul(de->d_name, &end, 10);
 		uint32_t pid = (uint32_t)v;
 		unsigned long long st;
+		uint32_t comm;
 		struct seen *s;
 
 		if (*end || v == 0 || v > UINT32_MAX ||
 		    pid == (uint32_t)getpid())
 			continue;
-		st = proc_start(pid);
+		st = proc_start(pid, &comm);
 		s = find_seen(c, pid);
 		if (s && (s->start & ~(1ull << 63)) != st) {
 			/* a new process under an old pid */
@@ -280,8 +294,13 @@ static void scan_targets(struct prof_col *c, double now)
 				continue;
 			}
 			s = &c->seen[c->nseen++];
-			*s = (struct seen){ pid, st, 0, -INFINITY };
+			*s = (struct seen){ pid, st, comm, 0, -INFINITY };
 		}
+		/* Looked at before an exec (a launcher, `env`, a shell):
+		 * the program it became may map CUDA. */
+		if (!s->gpu && s->comm != comm)
+			s->checked = -INFINITY;
+		s->comm = comm;
 		s->start = st;
 		if (s->gpu || now - s->checked < SCAN_OTHER_S)
 			continue;
@@ -301,6 +320,7 @@ static void scan_targets(struct prof_col *c, double now)
 			s->gpu = 1;
 			c->ntargets++;
 			n++;
+			gw_dbg("profile: pid %u selected (it maps CUDA)", pid);
 			choose_unwind(c, pid);
 		}
 	}
@@ -441,9 +461,11 @@ found:
 }
 
 /* Adds count samples of one stack (user and kernel frames leaf first) to
- * the CPU profile (ty 0) or the launch profile (ty 1). */
+ * the CPU profile (ty 0) or the launch profile (ty 1); for a launch, leaf
+ * (or NULL) is the kernel it starts, and gpu_ns (> 0) its GPU time, added
+ * to the GPU time profile (ty 2) under the same path. */
 static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
-		     int ty)
+		     int ty, const char *leaf, int64_t gpu_ns)
 {
 	char(*names)[GW_PROF_NAME_MAX] = c->names;
 	const char *frames[FRAME_MAX];
@@ -474,17 +496,60 @@ static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
 		frames[n] = names[n];
 		n++;
 	}
+	if (leaf && n < FRAME_MAX) {
+		snprintf(names[n], sizeof(names[n]), "[kernel] %s", leaf);
+		frames[n] = names[n];
+		n++;
+	}
 	r = gw_prof_add(a->prof[ty], frames, n, (int64_t)s->count, 0);
 	if (r == -ENOMEM)
 		return r;
 	a->samples[ty] += (int64_t)s->count;
 	a->dirty[ty] = 1;
+	if (ty == 1 && gpu_ns > 0) {
+		if (!a->prof[2]) {
+			a->prof[2] = gw_prof_new(MAX_STACKS);
+			if (!a->prof[2])
+				return -ENOMEM;
+			gw_prof_set_value_type(a->prof[2], "gpu_time",
+					       "nanoseconds");
+		}
+		r = gw_prof_add(a->prof[2], frames, n, gpu_ns, 0);
+		if (r == -ENOMEM)
+			return r;
+		a->samples[2] += gpu_ns;
+		a->dirty[2] = 1;
+	}
 	return 0;
 }
 
 static int on_sample(void *ctx, const struct gw_profiler_sample *s)
 {
-	return add_stack(ctx, s, 0);
+	return add_stack(ctx, s, 0, NULL, 0);
+}
+
+/*
+ * The kernel a sampled launch starts (collect/kernels.h): its first
+ * argument (rdi at the probe, regs[5] in DWARF order) is a CUfunction or
+ * the kernel's host stub, whose symbol is the kernel's name.  1 with name
+ * and *mean_ns, 0 when the CUPTI layer does not know it.
+ */
+static int launch_kernel(struct prof_col *c, const struct gw_profiler_raw *r,
+			 char *name, size_t len, double *mean_ns)
+{
+	struct gw_kernels *k = c->env->kernels;
+	char sym[GW_PROF_NAME_MAX];
+	uint64_t arg = r->regs[5];
+
+	*mean_ns = 0;
+	if (!k || !arg)
+		return 0;
+	if (gw_kernels_lookup(k, r->pid, arg, NULL, name, len, mean_ns))
+		return 1;
+	if (!gw_kernels_known(k, r->pid))
+		return 0;
+	gw_symbols_user(c->sym, r->pid, arg, sym, sizeof(sym));
+	return gw_kernels_lookup(k, r->pid, 0, sym, name, len, mean_ns);
 }
 
 /* A raw sample of a process without frame pointers: unwound here. */
@@ -499,15 +564,25 @@ static void on_raw(void *ctx, const struct gw_profiler_raw *r)
 		.uips = c->uips,
 	};
 
+	char kname[GW_KERNELS_NAME_MAX];
+	double mean_ns = 0;
+	int joined = 0;
+
 	if (r->launch) {
 		c->launch_samples++;
 		s.count = LAUNCH_EVERY; /* one launch in 16 is recorded */
+		joined = launch_kernel(c, r, kname, sizeof(kname), &mean_ns);
+		if (joined)
+			c->launches_joined++;
+		else
+			c->launches_unjoined++;
 	} else {
 		c->raw_samples++;
 	}
 	s.nu = gw_unwind_stack(c->uw, r->pid, r->regs, r->stack, r->len,
 			       c->uips, GW_PROF_MAX_DEPTH);
-	if (add_stack(c, &s, r->launch ? 1 : 0))
+	if (add_stack(c, &s, r->launch ? 1 : 0, joined ? kname : NULL,
+		      (int64_t)(mean_ns * LAUNCH_EVERY + 0.5)))
 		c->unwind_dropped++;
 }
 
@@ -565,23 +640,29 @@ static void write_minute(struct prof_col *c, int closing)
 	for (unsigned int i = 0; i < c->nacc; i++) {
 		struct acc *a = &c->acc[i];
 
-		for (int ty = 0; ty < 2; ty++) {
-			if (!a->dirty[ty] || !c->env->profiles)
+		for (int ty = 0; ty < NTYPES; ty++) {
+			static const enum gw_profile_type types[NTYPES] = {
+				GW_PROFILE_CPU, GW_PROFILE_LAUNCHES,
+				GW_PROFILE_GPU_TIME
+			};
+
+			if (!a->dirty[ty] || !a->prof[ty] || !c->env->profiles)
 				continue;
 			gw_buf_reset(&b);
 			gw_prof_set_time(a->prof[ty], c->minute_ms * 1000000,
 					 60000000000LL, ty ? 1 : period);
 			if (gw_prof_pprof(a->prof[ty], &b) ||
 			    gw_buf_error(&b) ||
-			    gw_profstore_put(
-				    c->env->profiles, c->minute_ms, a->pid,
-				    ty ? GW_PROFILE_LAUNCHES : GW_PROFILE_CPU,
-				    a->labels, b.p, b.len, a->samples[ty]))
+			    gw_profstore_put(c->env->profiles, c->minute_ms,
+					     a->pid, types[ty], a->labels, b.p,
+					     b.len, a->samples[ty]))
 				c->store_errors++;
 			a->dirty[ty] = 0;
 		}
 		if (closing) {
-			for (int ty = 0; ty < 2; ty++) {
+			for (int ty = 0; ty < NTYPES; ty++) {
+				if (!a->prof[ty])
+					continue;
 				c->dropped_stacks +=
 					gw_prof_dropped(a->prof[ty]);
 				gw_prof_free(a->prof[ty]);
@@ -699,12 +780,26 @@ static void publish(struct prof_col *c)
 			    (double)pc.launches, NULL, NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_LAUNCH_SAMPLES_TOTAL),
 			    (double)c->launch_samples, NULL, NULL);
+		gw_snap_add(s, GW_FAM(PROFILE_LAUNCH_JOINS_TOTAL),
+			    (double)c->launches_joined, NULL, "result",
+			    "kernel", NULL);
+		gw_snap_add(s, GW_FAM(PROFILE_LAUNCH_JOINS_TOTAL),
+			    (double)c->launches_unjoined, NULL, "result",
+			    "unknown", NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)(c->dropped_procs + c->target_dropped),
 			    NULL, "what", "processes", NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)ss.unknown, NULL, "what", "unnamed_frames",
 			    NULL);
+		if (c->env->kernels) {
+			struct gw_kernels_stats ks;
+
+			gw_kernels_stats(c->env->kernels, &ks);
+			gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
+				    (double)ks.refused, NULL, "what", "kernels",
+				    NULL);
+		}
 		gw_snap_add(s, GW_FAM(PROFILE_DROPPED_TOTAL),
 			    (double)c->store_errors, NULL, "what", "store",
 			    NULL);
@@ -887,6 +982,7 @@ static void col_free(void *priv)
 	for (unsigned int i = 0; i < c->nacc; i++) {
 		gw_prof_free(c->acc[i].prof[0]);
 		gw_prof_free(c->acc[i].prof[1]);
+		gw_prof_free(c->acc[i].prof[2]);
 	}
 	gw_profiler_close(c->pr);
 	gw_symbols_free(c->sym);

@@ -56,6 +56,7 @@
 #include "collect/attrib.h"
 #include "collect/cupti/collector.h"
 #include "collect/cupti/export.h"
+#include "collect/kernels.h"
 #include "common/caps.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -129,6 +130,9 @@ struct ring {
 	int dup_counted;   /* counted once as a duplicate */
 	int may_search;	   /* may search /proc for its pid this pass */
 	uint64_t overruns; /* takes that found head/tail lying */
+	/* what the kernel directory (collect/kernels.h) was given */
+	uint64_t shared_seq, shared_kgen;
+	int shared;
 };
 
 /* A refused file: its inode and a hash of its name (an inode reused by a
@@ -989,6 +993,35 @@ static void drain(struct ring_col *c, struct ring *g)
 	}
 }
 
+/* Hands what the ring taught since the last pass to the kernel directory
+ * (collect/kernels.h), for the profiler's launch call paths. */
+static void share_kernels(struct ring_col *c, struct ring *g)
+{
+	struct gw_kernels *k = c->env->kernels;
+	const struct gw_cupti_proc *p = g->p;
+
+	if (!k || !g->host_pid)
+		return;
+	for (unsigned int i = 0; i < p->nkernels; i++) {
+		const struct gw_cupti_kernel *e = &p->kernels[i];
+
+		if (g->shared && e->seen_seq <= g->shared_seq)
+			continue;
+		if (e->flags & GW_CRING_KF_OTHER)
+			continue;
+		gw_kernels_kernel(k, g->host_pid, e->name_hash, e->name,
+				  e->est_count, e->est_ns);
+	}
+	if (!g->shared || p->kfunc_gen != g->shared_kgen)
+		for (unsigned int i = 0; i < p->nkfuncs; i++)
+			gw_kernels_handle(k, g->host_pid, p->kfuncs[i].kind,
+					  p->kfuncs[i].handle,
+					  p->kfuncs[i].name_hash);
+	g->shared_seq = p->process.seq;
+	g->shared_kgen = p->kfunc_gen;
+	g->shared = 1;
+}
+
 /* The label value of a kernel, from the cache or computed. */
 static const char *kernel_label(struct ring_col *c,
 				const struct gw_cupti_kernel *k)
@@ -1202,6 +1235,8 @@ static void forget(struct ring_col *c, unsigned int i, int remove)
 		unlink_ring(c, g);
 	if (g->host_pid && c->env->attrib)
 		gw_attrib_forget(c->env->attrib, g->host_pid);
+	if (g->host_pid)
+		gw_kernels_forget(c->env->kernels, g->host_pid);
 	ring_free(g);
 	c->rings[i] = c->rings[--c->nrings];
 }
@@ -1387,6 +1422,7 @@ static void pass(struct ring_col *c)
 		else if (exited || process_gone(c, g))
 			fate[i] = REMOVE;
 		drain(c, g);
+		share_kernels(c, g);
 		pub[attached++] = (struct pub){ g, i, fate[i] };
 	}
 	publish_rings(c, pub, attached, now);

@@ -409,6 +409,35 @@ static int apply_api(struct gw_cupti_proc *p, const char *rec, uint32_t size)
 	return 0;
 }
 
+static int apply_kfunc(struct gw_cupti_proc *p, const char *rec, uint32_t size)
+{
+	struct gw_crec_kfunc r;
+	struct gw_cupti_kfunc *k = NULL;
+
+	if (size < GW_CREC_KFUNC_MIN_SIZE)
+		return -EBADMSG;
+	memcpy(&r, rec, sizeof(r));
+	if (r.handle == 0 || r.kind == 0)
+		return -EBADMSG;
+	for (unsigned int i = 0; i < p->nkfuncs && !k; i++)
+		if (p->kfuncs[i].handle == r.handle &&
+		    p->kfuncs[i].kind == r.kind)
+			k = &p->kfuncs[i];
+	if (!k) {
+		if (p->nkfuncs >= GW_CUPTI_MAX_KFUNCS)
+			return -ENOSPC;
+		k = &p->kfuncs[p->nkfuncs++];
+		k->handle = r.handle;
+		k->kind = r.kind;
+		k->name_hash = ~r.name_hash;
+	}
+	if (k->name_hash != r.name_hash) {
+		k->name_hash = r.name_hash;
+		p->kfunc_gen++;
+	}
+	return 0;
+}
+
 size_t gw_cupti_decode(struct gw_cupti_proc *p, const void *buf, size_t len)
 {
 	const char *b = buf;
@@ -445,6 +474,9 @@ size_t gw_cupti_decode(struct gw_cupti_proc *p, const void *buf, size_t len)
 			break;
 		case GW_CREC_API:
 			r = apply_api(p, b + off, h.size);
+			break;
+		case GW_CREC_KFUNC:
+			r = apply_kfunc(p, b + off, h.size);
 			break;
 		default:
 			p->st.unknown++;

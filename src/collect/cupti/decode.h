@@ -27,6 +27,7 @@
 
 #define GW_CUPTI_MAX_KERNELS 1024u /* kernel entries kept per process */
 #define GW_CUPTI_MAX_APIS    256u  /* API entries kept per process */
+#define GW_CUPTI_MAX_KFUNCS  1024u /* launch handles kept per process */
 
 /* Header fields the reader relies on, validated. */
 struct gw_cupti_ring_info {
@@ -97,6 +98,12 @@ struct gw_cupti_api {
 	char name[GW_CRING_API_NAME_MAX];
 };
 
+/* A launch handle -> kernel (GW_CREC_KFUNC). */
+struct gw_cupti_kfunc {
+	uint64_t handle, name_hash;
+	uint32_t kind;
+};
+
 struct gw_cupti_decode_stats {
 	uint64_t records;  /* valid records applied */
 	uint64_t bad;	   /* records refused (size, count, version, value) */
@@ -114,6 +121,9 @@ struct gw_cupti_proc {
 	unsigned int nkernels;
 	struct gw_cupti_api apis[GW_CUPTI_MAX_APIS];
 	unsigned int napis;
+	struct gw_cupti_kfunc kfuncs[GW_CUPTI_MAX_KFUNCS];
+	unsigned int nkfuncs;
+	uint64_t kfunc_gen; /* bumped when a mapping is added or changed */
 	struct gw_cupti_decode_stats st;
 };
 
@@ -125,13 +135,15 @@ void gw_cupti_proc_free(struct gw_cupti_proc *p);
 /*
  * Applies the records in buf[0..len) (as copied by gw_cupti_ring_take) to
  * p: a kernel replaces the entry with its name_hash, an API entry the one
- * with its (domain, cbid, code, sync), PROCESS and MEMCPY the previous ones.
+ * with its (domain, cbid, code, sync), a launch handle the one with its
+ * (kind, handle), PROCESS and MEMCPY the previous ones.
  * Counters never go backwards in p: a record whose cumulative count is
  * below the kept one is refused as bad.  A framing error (size below 8,
  * not a multiple of 8, beyond len, above GW_CREC_MAX) stops decoding of
  * this buffer (counted once in bad); a record whose payload is invalid
  * (minimum size, nbins/name_len not matching size, bins not increasing or
- * out of range, name without its NUL, ratio outside (0, 1]) is skipped and
+ * out of range, name without its NUL, ratio outside (0, 1], a launch handle
+ * of kind 0 or handle 0) is skipped and
  * counted.  Names are kept as sent, with bytes below 0x20 replaced by '?'.
  * Returns the records applied.
  */
