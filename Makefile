@@ -74,7 +74,7 @@ FUZZ_SECONDS ?= 60
 # -fsanitize=fuzzer, and the fuzzers need nothing else.
 FUZZ_HARNESSES = config parse expo cgroup chunk sketch promql cupti_decode \
 	statsd rules ldcache rw_roundtrip rw_decode rw_config salvage tscsv podres profile \
-	archive jv webconfig
+	archive jv webconfig zblock
 
 fuzz:
 	@test -f build-fuzz/build.ninja || CC=clang CXX=clang++ $(CMAKE) -S . -B build-fuzz \
