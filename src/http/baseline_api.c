@@ -179,7 +179,7 @@ static void replay_series(struct replay *rp, const struct gw_detect_config *cfg,
 			  const struct gw_series_data *s, int64_t start,
 			  int64_t end, int64_t step, int64_t lookback)
 {
-	struct judged last = { .banded = false }, top;
+	struct judged last = { .banded = false }, top = { 0 };
 	struct gw_detect d;
 	size_t i = 0;
 	bool have = false;

@@ -410,12 +410,14 @@ uint64_t gw_store_file_bytes(const char *path)
 	for (int i = 0; i < 3; i++) {
 		char p[PATH_MAX + 8];
 		struct stat st;
+		int n;
 
-		snprintf(p, sizeof(p), "%s%s", path,
-			 i == 0	  ? ""
-			 : i == 1 ? "-wal"
-				  : "-shm");
-		if (stat(p, &st) == 0)
+		/* a name too long to fit cannot be there */
+		n = snprintf(p, sizeof(p), "%s%s", path,
+			     i == 0   ? ""
+			     : i == 1 ? "-wal"
+				      : "-shm");
+		if (n > 0 && (size_t)n < sizeof(p) && stat(p, &st) == 0)
 			total += (uint64_t)st.st_size;
 	}
 	return total;

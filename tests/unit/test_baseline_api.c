@@ -144,7 +144,7 @@ static void scores_band_and_spike(void **state)
 	struct gw_detect_config cfg;
 	struct gw_detect d;
 	int64_t start = T0 + 600000, end = T0 + (N - 1) * 1000LL, step = 10000;
-	char a[64], b[64];
+	char a[80], b[80];
 	unsigned int status;
 	size_t ns, nl, nu, nv, inside = 0;
 	char *body;

@@ -1018,7 +1018,7 @@ static void range_queries_read_raw_at_any_step(void **state)
 	const int64_t start = T0 + 6 * 60000 + 37123, step = 60000;
 	const int64_t end = T0 + 89 * 60000;
 	struct gw_qresult r, one;
-	double v, w;
+	double v = NAN, w = NAN;
 
 	feed_node(f);
 	for (size_t e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++) {
