@@ -11,7 +11,7 @@
 #        AGENT=bin  the gpuwatch binary to measure instead of BUILD's (an
 #                   older build, for a comparison under the same load)
 #        DETAIL=1   list each view's requests with their times
-# Needs chromium (scripts/install-deps.sh test) and tests/web's npm
+# Needs chromium (scripts/install-deps.sh all) and tests/web's npm
 # packages (scripts/install-deps.sh all).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
