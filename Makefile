@@ -2,6 +2,10 @@
 #   make            build build/gpuwatch (release with debug info)
 #   make test       build with ASan/UBSan into build-asan and run every test
 #   make test-tsan  the same tests under ThreadSanitizer (build-tsan)
+#   make werror     build everything (tests too) with release flags and
+#                   warnings as errors into build-werror: -O2 inlining
+#                   finds what the sanitizer builds do not; CC=clang
+#                   WERROR_BUILD=build-werror-clang for clang's warnings
 #   make run        build and start the agent (ARGS="--simulate 2")
 #   make bench      the overhead benchmark (bench/README.md)
 #   make fuzz       build the libFuzzer harnesses with clang and run each
@@ -18,7 +22,7 @@ ASAN_BUILD ?= build-asan
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure -j2
 
-.PHONY: all test test-tsan run bench deps clean fuzz format install
+.PHONY: all test test-tsan werror run bench deps clean fuzz format install
 
 all:
 	@test -f $(BUILD)/build.ninja || $(CMAKE) -S . -B $(BUILD) -G Ninja \
@@ -42,6 +46,13 @@ test-tsan:
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest $(CTEST_ARGS)
 
+WERROR_BUILD ?= build-werror
+werror:
+	@test -f $(WERROR_BUILD)/build.ninja || $(CMAKE) -S . -B $(WERROR_BUILD) \
+		-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_WERROR=ON \
+		-DGW_TESTS=ON
+	$(CMAKE) --build $(WERROR_BUILD)
+
 PREFIX ?= /usr/local
 install: all
 	DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) --prefix $(PREFIX)
@@ -63,7 +74,7 @@ FUZZ_SECONDS ?= 60
 # -fsanitize=fuzzer, and the fuzzers need nothing else.
 FUZZ_HARNESSES = config parse expo cgroup chunk sketch promql cupti_decode \
 	statsd rules ldcache rw_roundtrip rw_decode rw_config salvage tscsv podres profile \
-	archive jv webconfig
+	archive jv webconfig zblock
 
 fuzz:
 	@test -f build-fuzz/build.ninja || CC=clang CXX=clang++ $(CMAKE) -S . -B build-fuzz \
@@ -76,4 +87,4 @@ fuzz:
 			-print_final_stats=1 $$work; rm -rf $$work; done
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-tsan build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) build-tsan build-fuzz $(WERROR_BUILD)

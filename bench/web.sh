@@ -8,7 +8,10 @@
 # Budget: <= 300 KB compressed and <= 1 s to the first chart.
 # Usage: bench/web.sh [RUNS] [HOURS]  (defaults 5 and 24)
 #        BUILD=dir  build directory (default build/)
-# Needs chromium (scripts/install-deps.sh test) and tests/web's npm
+#        AGENT=bin  the gpuwatch binary to measure instead of BUILD's (an
+#                   older build, for a comparison under the same load)
+#        DETAIL=1   list each view's requests with their times
+# Needs chromium (scripts/install-deps.sh all) and tests/web's npm
 # packages (scripts/install-deps.sh all).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,21 +19,29 @@ root=$(dirname "$here")
 build=${BUILD:-$root/build}
 runs=${1:-5}
 hours=${2:-24}
-[ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja \
-	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target gpuwatch >/dev/null
+if [ -n "${AGENT:-}" ]; then
+	gw=$AGENT
+else
+	[ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$build" --target gpuwatch >/dev/null
+	gw=$build/gpuwatch
+fi
 [ -d "$root/tests/web/node_modules/playwright-core" ] || {
 	echo "web.sh: run npm ci in tests/web (scripts/install-deps.sh all)" >&2
 	exit 2
 }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gw-web-bench.XXXXXX")
 pid=""
-trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+# The agent writes into $dir until it has exited: wait for it before
+# removing the directory ("Directory not empty" otherwise).
+trap '[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$dir"' EXIT
 
 # start_agent ARGS...: the agent on a free port in the background; sets
 # pid and url.
 start_agent() {
-	"$build/gpuwatch" agent --listen 127.0.0.1:0 --statsd-listen 127.0.0.1:0 \
+	: >"$dir/agent.log"
+	"$gw" agent --listen 127.0.0.1:0 --statsd-listen 127.0.0.1:0 \
 		--simulate 8 "$@" 2>"$dir/agent.log" &
 	pid=$!
 	url=""
@@ -111,7 +122,7 @@ awk -v start="$start" -v end="$now" -v uuids="$uuids" 'BEGIN {
 }' >"$dir/history.om"
 t1=$(date +%s.%N)
 samples=$(grep -vc '^#' "$dir/history.om")
-"$build/gpuwatch" store import --data-dir "$dir/data" -q "$dir/history.om" >&2
+"$gw" store import --data-dir "$dir/data" -q "$dir/history.om" >&2
 t2=$(date +%s.%N)
 rm -f "$dir/history.om"
 echo "$samples samples: generated in $(echo "$t1 - $t0" | bc) s, imported in $(echo "$t2 - $t1" | bc) s" >&2

@@ -14,7 +14,8 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 # runtime for the fuzzers, and procps for the integration scripts.
 test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager python3-statsd curl
 	libclang-rt-14-dev python3 python3-yaml sqlite3
-	procps clang-format openssl chromium python3-grpcio python3-grpc-tools golang-go linux-perf tmux)
+	procps clang-format openssl chromium python3-grpcio python3-grpc-tools golang-go linux-perf tmux
+	git)
 # (clang-format: CI checks the sources' format, scripts/check-format.sh;
 # prometheus (promtool and the server) and victoria-metrics: the PromQL
 # comparison, t0130 and bench/promql-compare/;
@@ -26,7 +27,8 @@ test_pkgs=(libcmocka-dev prometheus victoria-metrics prometheus-alertmanager pyt
 # python3-grpc-tools: the stand-in kubelet of t0601; golang-go: `go tool
 # pprof` reads the agent's CPU profiles, t2103; linux-perf:
 # bench/profile.sh compares the profiler with `perf record`; tmux: drives
-# the full-screen `gpuwatch top` in t0720 and t0721; openssl and python3's
+# the full-screen `gpuwatch top` in t0720 and t0721; git: the format check
+# lists the tracked sources with it; openssl and python3's
 # crypt module (bcrypt hashes) also serve the secured endpoint's tests,
 # t0620-t0626.)
 # (Build: libgnutls28-dev for the endpoint's TLS and client certificates,
@@ -40,10 +42,17 @@ npm_dirs=(tests/web deploy/kubernetes/validate tests/s3)
 npm_ci() {
 	local d root
 	root="$(cd "$(dirname "$0")/.." && pwd)"
-	command -v npm >/dev/null || {
-		echo "install-deps: npm not found: the browser tests will be skipped" >&2
-		return 0
-	}
+	# A node.js with its own npm is used as it is; otherwise Debian's npm
+	# (and its nodejs).
+	if ! command -v npm >/dev/null; then
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "install-deps: npm not found; run as root:" >&2
+			echo "  apt-get install -y --no-install-recommends npm" >&2
+			exit 1
+		fi
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends npm
+	fi
 	for d in "${npm_dirs[@]}"; do
 		(cd "$root/$d" && npm ci --no-audit --no-fund --loglevel=error) || {
 			echo "install-deps: npm ci failed in $d" >&2

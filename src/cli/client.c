@@ -209,3 +209,37 @@ void gw_client_form_add(CURL *h, struct gw_buf *form, const char *name,
 	gw_buf_putf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
 	curl_free(esc);
 }
+
+int gw_client_perform(CURL *h, const char *cmd, const char *base,
+		      long timeout_s, struct gw_buf *body, long *status)
+{
+	char cerr[CURL_ERROR_SIZE] = "";
+	CURLcode rc;
+
+	*status = 0;
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, gw_client_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
+	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	if (rc == CURLE_WRITE_ERROR) {
+		fprintf(stderr,
+			"%s: the answer from %s is larger than %zu MiB\n", cmd,
+			base, body->max >> 20);
+		return 1;
+	}
+	if (rc != CURLE_OK) {
+		fprintf(stderr,
+			"%s: cannot reach the agent at %s: %s\n"
+			"(is 'gpuwatch agent' running there? choose another "
+			"with --url or GPUWATCH_URL)\n",
+			cmd, base, cerr[0] ? cerr : curl_easy_strerror(rc));
+		return 1;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	return 0;
+}

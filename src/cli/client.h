@@ -95,5 +95,16 @@ size_t gw_client_body(char *p, size_t size, size_t n, void *buf);
  * failure stays in form's error.  A NULL value adds nothing. */
 void gw_client_form_add(CURL *h, struct gw_buf *form, const char *name,
 			const char *value);
+/*
+ * Performs one request on h (URL and body already set, gw_client_apply
+ * done where the command has the options): the answer into body, no
+ * signals, 5 s to connect, timeout_s in all, gpuwatch's User-Agent.  0
+ * with the HTTP status in *status; 1 after one message on stderr, "CMD:
+ * cannot reach the agent at BASE: WHY" and how to choose another, or that
+ * the answer outgrew body's bound.
+ */
+__attribute__((warn_unused_result)) int
+gw_client_perform(CURL *h, const char *cmd, const char *base, long timeout_s,
+		  struct gw_buf *body, long *status);
 
 #endif

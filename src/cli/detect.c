@@ -469,12 +469,11 @@ bad:
 static int fetch(const char *base, const char *expr, int64_t start_ms,
 		 int64_t end_ms, struct gw_buf *body)
 {
-	char cerr[CURL_ERROR_SIZE] = "", tm[40];
+	char tm[40];
 	struct gw_buf url;
 	CURL *c = curl_easy_init();
 	char *q = NULL, *sel = NULL;
 	long status = 0;
-	CURLcode rc;
 	int err = 1;
 
 	gw_buf_init(&url, 1u << 16);
@@ -496,21 +495,7 @@ static int fetch(const char *base, const char *expr, int64_t start_ms,
 		goto out;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url.p);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gw_client_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
-	rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
-		fprintf(stderr, "gpuwatch detect: %s: %s\n", base,
-			cerr[0] ? cerr : curl_easy_strerror(rc));
-		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	err = 0;
+	err = gw_client_perform(c, "gpuwatch detect", base, 600, body, &status);
 out:
 	curl_free(q);
 	free(sel);

@@ -141,11 +141,10 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 		 int64_t end_ms, const char *format, struct gw_prof *p, int col,
 		 struct gw_buf *raw)
 {
-	char url[2048], cerr[CURL_ERROR_SIZE] = "", t[2][32], sel[1024];
+	char url[2048], t[2][32], sel[1024];
 	struct gw_buf form, body;
 	CURL *c = curl_easy_init();
 	long status = 0;
-	CURLcode rc;
 	int err = 2;
 
 	if (!c) {
@@ -171,23 +170,9 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p ? form.p : "");
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gw_client_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
-	rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
-		fprintf(stderr,
-			"gpuwatch profile: cannot reach the agent at %s: %s\n"
-			"(is 'gpuwatch agent' running there? choose another "
-			"with --url or GPUWATCH_URL)\n",
-			o->url, cerr[0] ? cerr : curl_easy_strerror(rc));
+	if (gw_client_perform(c, "gpuwatch profile", o->url, 600, &body,
+			      &status))
 		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
 		/* {"status":"error",...,"error":"MSG"}: print MSG */
 		const char *m = body.p ? strstr(body.p, "\"error\":\"") : NULL;

@@ -291,10 +291,9 @@ struct request {
  * the agent could not be asked. */
 static int ask(const struct request *rq, long *status, struct gw_buf *body)
 {
-	char url[2048], cerr[CURL_ERROR_SIZE] = "";
+	char url[2048];
 	struct gw_buf form;
 	CURL *c = curl_easy_init();
-	CURLcode rc;
 	int err;
 
 	if (!c) {
@@ -319,34 +318,9 @@ static int ask(const struct request *rq, long *status, struct gw_buf *body)
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gw_client_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 600L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuwatch/" GW_VERSION);
 	gw_client_apply(rq->client, c);
-	rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
-		if (rc == CURLE_WRITE_ERROR)
-			fprintf(stderr,
-				"gpuwatch query: the answer from %s is larger "
-				"than %u MiB\n",
-				rq->base, MAX_ANSWER >> 20);
-		else
-			fprintf(stderr,
-				"gpuwatch query: cannot reach the agent at "
-				"%s: %s\n"
-				"(is 'gpuwatch agent' running there? "
-				"choose another with --url or GPUWATCH_URL)\n",
-				rq->base,
-				cerr[0] ? cerr : curl_easy_strerror(rc));
-		err = 1;
-		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-	err = 0;
+	err = gw_client_perform(c, "gpuwatch query", rq->base, 600, body,
+				status);
 out:
 	gw_buf_release(&form);
 	curl_easy_cleanup(c);

@@ -173,9 +173,14 @@ static double sample_value(const struct gw_jv *sample, double *ts)
 	return end == s ? NAN : d;
 }
 
+/* src into dst (n > 0 bytes), cut to fit. */
 static void copy(char *dst, size_t n, const char *src)
 {
-	snprintf(dst, n, "%s", src ? src : "");
+	size_t len = src ? strnlen(src, n - 1) : 0;
+
+	if (len)
+		memcpy(dst, src, len);
+	dst[len] = '\0';
 }
 
 static struct gw_top_gpu *gpu_slot(struct gw_top_snapshot *s, const char *id)

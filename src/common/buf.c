@@ -99,7 +99,8 @@ int gw_buf_adds(struct gw_buf *b, const char *s)
 	return gw_buf_add(b, s, strlen(s));
 }
 
-static int add_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
+static __attribute__((format(printf, 2, 0))) int
+add_vprintf(struct gw_buf *b, const char *fmt, va_list ap)
 {
 	va_list again;
 	int n, err;

@@ -112,7 +112,8 @@ static double now_mono(void)
 }
 
 /* Writes one line: timestamp, level, text; cut to 1023 bytes. */
-static void emit(int level, const char *fmt, va_list ap)
+static __attribute__((format(printf, 2, 0))) void
+emit(int level, const char *fmt, va_list ap)
 {
 	char line[1024];
 	struct timespec ts;

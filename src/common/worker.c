@@ -95,7 +95,8 @@ static void wait_until(struct gw_worker *w, double until)
 	}
 }
 
-/* The transitions of the diagram in worker.h. */
+#ifndef NDEBUG
+/* The transitions of the diagram in worker.h (asserted in set_state). */
 static bool check_state(enum gw_worker_state from, enum gw_worker_state to)
 {
 	switch (to) {
@@ -110,6 +111,7 @@ static bool check_state(enum gw_worker_state from, enum gw_worker_state to)
 		return false;
 	}
 }
+#endif
 
 /* Under w->mu. */
 static void set_state(struct gw_worker *w, enum gw_worker_state to)

@@ -402,12 +402,13 @@ static int verify_by_reading(struct gw_s3 *s3, const char *key,
 		EVP_DigestFinal_ex(rb.md, d, &dl);
 		hex(d, 32, sha);
 		if (rb.n != m->bytes || strcmp(sha, m->sha256) != 0) {
-			snprintf(err, errlen,
-				 "%s: the object read back differs from the "
-				 "file (%llu bytes, sha256 %.12s..., expected "
-				 "%llu, %.12s...)",
-				 key, (unsigned long long)rb.n, sha,
-				 (unsigned long long)m->bytes, m->sha256);
+			snprintf(
+				err, errlen,
+				"%.512s: the object read back differs from the "
+				"file (%llu bytes, sha256 %.12s..., expected "
+				"%llu, %.12s...)",
+				key, (unsigned long long)rb.n, sha,
+				(unsigned long long)m->bytes, m->sha256);
 			r = -EILSEQ;
 		}
 	}
@@ -429,7 +430,8 @@ static int upload_one(struct gw_archive *a, struct gw_s3 *s3, const char *name,
 
 	r = file_sums(path, m.sha256, m.md5, &m.bytes);
 	if (r) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-r));
+		snprintf(err, errlen, "cannot read %.512s: %s", path,
+			 strerror(-r));
 		return r;
 	}
 	snprintf(m.partition, sizeof(m.partition), "%s", name);
@@ -448,7 +450,8 @@ static int upload_one(struct gw_archive *a, struct gw_s3 *s3, const char *name,
 		return r;
 	if (size != m.bytes) {
 		snprintf(err, errlen,
-			 "%s: the bucket holds %llu bytes, the file has %llu",
+			 "%.512s: the bucket holds %llu bytes, the file has "
+			 "%llu",
 			 key, (unsigned long long)size,
 			 (unsigned long long)m.bytes);
 		return -EILSEQ;

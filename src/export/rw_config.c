@@ -33,6 +33,7 @@
 #include <yaml.h>
 
 #include "common/parse.h"
+#include "common/ydoc.h"
 #include "export/rw.h"
 #include "export/rw_endpoint.h"
 
@@ -45,15 +46,6 @@
 struct gw_rw_config {
 	struct gw_rw_endpoint **ep;
 	size_t n;
-};
-
-struct ctx {
-	yaml_document_t *doc;
-	const char *file;
-	unsigned int line0; /* the text's first line in the file, 1-based */
-	char *err;
-	size_t errlen;
-	unsigned long steps; /* nodes visited: bounds alias expansion */
 };
 
 static void endpoint_free(struct gw_rw_endpoint *ep)
@@ -126,35 +118,6 @@ gw_rw_endpoint_queue(const struct gw_rw_endpoint *ep)
 	return &ep->q;
 }
 
-/* ---- errors ---- */
-
-__attribute__((format(printf, 4, 5))) static int fail(struct ctx *x,
-						      const yaml_node_t *n,
-						      const char *path,
-						      const char *fmt, ...)
-{
-	char msg[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (n)
-		snprintf(x->err, x->errlen, "%s:%zu: %s: %s", x->file,
-			 x->line0 + n->start_mark.line, path, msg);
-	else
-		snprintf(x->err, x->errlen, "%s: %s: %s", x->file, path, msg);
-	return -EINVAL;
-}
-
-static int step(struct ctx *x, const yaml_node_t *n, const char *path)
-{
-	if (++x->steps > 100000)
-		return fail(x, n, path,
-			    "too many nodes (aliases expanding without end?)");
-	return 0;
-}
-
 /* ---- defaults ---- */
 
 static uint64_t fnv1a(const char *s)
@@ -211,97 +174,39 @@ static bool url_ok(const char *u)
 
 /* ---- scalars ---- */
 
-static const yaml_node_t *node(struct ctx *x, int id)
-{
-	return yaml_document_get_node(x->doc, id);
-}
-
-static int scalar(struct ctx *x, const yaml_node_t *n, const char *path,
-		  const char **out)
-{
-	if (!n || n->type != YAML_SCALAR_NODE)
-		return fail(x, n, path, "expected a single value");
-	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
-		return fail(x, n, path, "must not contain a NUL byte");
-	*out = (const char *)n->data.scalar.value;
-	return 0;
-}
-
-/* A null value (key with nothing after it, ~, null). */
-static bool is_null(const yaml_node_t *n)
-{
-	const char *s;
-
-	if (!n || n->type != YAML_SCALAR_NODE ||
-	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	s = (const char *)n->data.scalar.value;
-	return !*s || !strcmp(s, "~") || !strcmp(s, "null");
-}
-
-static int str_dup(struct ctx *x, const yaml_node_t *n, const char *path,
-		   char **out)
-{
-	const char *s;
-	int err = scalar(x, n, path, &s);
-
-	if (err)
-		return err;
-	if (*out)
-		free(*out);
-	*out = strdup(s);
-	return *out ? 0 : -ENOMEM;
-}
-
-static int duration(struct ctx *x, const yaml_node_t *n, const char *path,
+static int duration(struct gw_ydoc *x, const yaml_node_t *n, const char *path,
 		    double *out)
 {
 	char msg[160];
 	const char *s;
 	int64_t ms;
-	int err = scalar(x, n, path, &s);
+	int err = gw_ydoc_scalar(x, n, path, &s);
 
 	if (err)
 		return err;
 	if (gw_parse_prom_duration(s, strlen(s), &ms, msg, sizeof(msg)))
-		return fail(x, n, path, "%s (write 30s, 5m or 100ms)", msg);
+		return gw_ydoc_fail(x, n, path, "%s (write 30s, 5m or 100ms)",
+				    msg);
 	*out = (double)ms / 1000.0;
 	return 0;
 }
 
-static int uint_val(struct ctx *x, const yaml_node_t *n, const char *path,
+static int uint_val(struct gw_ydoc *x, const yaml_node_t *n, const char *path,
 		    unsigned long long min, unsigned long long max,
 		    unsigned int *out)
 {
 	unsigned long long u;
 	const char *s;
-	int err = scalar(x, n, path, &s);
+	int err = gw_ydoc_scalar(x, n, path, &s);
 
 	if (err)
 		return err;
 	if (gw_parse_uint(s, min, max, &u))
-		return fail(x, n, path,
-			    "'%s' is not a whole number from %llu to %llu", s,
-			    min, max);
+		return gw_ydoc_fail(
+			x, n, path,
+			"'%s' is not a whole number from %llu to %llu", s, min,
+			max);
 	*out = (unsigned int)u;
-	return 0;
-}
-
-static int bool_val(struct ctx *x, const yaml_node_t *n, const char *path,
-		    bool *out)
-{
-	const char *s;
-	int err = scalar(x, n, path, &s);
-
-	if (err)
-		return err;
-	if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
-		*out = true;
-	else if (!strcmp(s, "false") || !strcmp(s, "False") ||
-		 !strcmp(s, "FALSE"))
-		*out = false;
-	else
-		return fail(x, n, path, "'%s' is not true or false", s);
 	return 0;
 }
 
@@ -313,54 +218,6 @@ static bool label_name_ok(const char *s)
 		if (!(isalnum((unsigned char)*p) || *p == '_'))
 			return false;
 	return true;
-}
-
-/* ---- mappings ---- */
-
-/*
- * Walks a mapping: for each pair calls fn(x, key, value, path_of_key, arg)
- * after refusing a duplicate key.  path is the mapping's own path.
- */
-typedef int (*pair_fn)(struct ctx *x, const char *key, const yaml_node_t *k,
-		       const yaml_node_t *v, const char *path, void *arg);
-
-static int mapping(struct ctx *x, const yaml_node_t *n, const char *path,
-		   pair_fn fn, void *arg)
-{
-	int err;
-
-	if (!n || n->type != YAML_MAPPING_NODE)
-		return fail(x, n, path, "expected a mapping (key: value)");
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-	     p < n->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = node(x, p->key), *v = node(x, p->value);
-		char sub[PATH_TEXT + 64];
-		const char *key;
-
-		err = step(x, k, path);
-		if (err)
-			return err;
-		if (!k || k->type != YAML_SCALAR_NODE)
-			return fail(x, k, path, "keys must be plain names");
-		key = (const char *)k->data.scalar.value;
-		for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p;
-		     q++) {
-			const yaml_node_t *qk = node(x, q->key);
-
-			if (qk && qk->type == YAML_SCALAR_NODE &&
-			    !strcmp((const char *)qk->data.scalar.value, key))
-				return fail(x, k, path,
-					    "key '%s' is given twice (first "
-					    "on line %zu)",
-					    key,
-					    x->line0 + qk->start_mark.line);
-		}
-		snprintf(sub, sizeof(sub), "%s.%s", path, key);
-		err = fn(x, key, k, v, sub, arg);
-		if (err)
-			return err;
-	}
-	return 0;
 }
 
 /* Every key of each mapping, for "did you mean". */
@@ -447,7 +304,7 @@ static const char *suggest(const char *key, const char *const *known)
 	return best;
 }
 
-static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
+static int unknown(struct gw_ydoc *x, const yaml_node_t *k, const char *path,
 		   const char *key, const char *in, const char *const *known)
 {
 	const char *s = suggest(key, known);
@@ -473,18 +330,20 @@ static int unknown(struct ctx *x, const yaml_node_t *k, const char *path,
 		"sample_age_limit",
 	};
 	char *dot = strrchr(path, '.');
-	char parent[PATH_TEXT + 64];
+	char parent[GW_YDOC_PATH_MAX];
 
 	snprintf(parent, sizeof(parent), "%.*s",
 		 dot ? (int)(dot - path) : (int)strlen(path), path);
 	for (size_t i = 0; i < sizeof(prom_only) / sizeof(prom_only[0]); i++)
 		if (!strcmp(key, prom_only[i]))
-			return fail(x, k, parent,
-				    "'%s' (a Prometheus setting) is not "
-				    "supported by gpuwatch",
-				    key);
-	return fail(x, k, parent, "unknown key '%s' in %s%s%s%s", key, in,
-		    s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+			return gw_ydoc_fail(
+				x, k, parent,
+				"'%s' (a Prometheus setting) is not "
+				"supported by gpuwatch",
+				key);
+	return gw_ydoc_fail(x, k, parent, "unknown key '%s' in %s%s%s%s", key,
+			    in, s ? " (did you mean '" : "", s ? s : "",
+			    s ? "'?)" : "");
 }
 
 /* ---- headers, auth, TLS ---- */
@@ -523,7 +382,7 @@ static bool header_reserved(const char *h)
 	return false;
 }
 
-static int header_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int header_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		       const yaml_node_t *v, const char *path, void *arg)
 {
 	struct gw_rw_endpoint *ep = arg;
@@ -532,18 +391,21 @@ static int header_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	int err;
 
 	if (!*key || strcspn(key, ":\r\n\t ") != strlen(key))
-		return fail(x, k, path, "'%s' is not a header name", key);
+		return gw_ydoc_fail(x, k, path, "'%s' is not a header name",
+				    key);
 	if (header_reserved(key))
-		return fail(x, k, path,
-			    "%s is a reserved header. It must not be changed",
-			    key);
+		return gw_ydoc_fail(
+			x, k, path,
+			"%s is a reserved header. It must not be changed", key);
 	if (ep->nheaders >= MAX_HEADERS)
-		return fail(x, k, path, "at most %d headers", MAX_HEADERS);
-	err = scalar(x, v, path, &val);
+		return gw_ydoc_fail(x, k, path, "at most %d headers",
+				    MAX_HEADERS);
+	err = gw_ydoc_scalar(x, v, path, &val);
 	if (err)
 		return err;
 	if (strcspn(val, "\r\n") != strlen(val))
-		return fail(x, v, path, "a header value must be one line");
+		return gw_ydoc_fail(x, v, path,
+				    "a header value must be one line");
 	h = realloc(ep->headers, (ep->nheaders + 1) * sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -560,55 +422,55 @@ static int header_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	return 0;
 }
 
-static int basic_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int basic_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		      const yaml_node_t *v, const char *path, void *arg)
 {
 	struct gw_rw_endpoint *ep = arg;
 
 	if (!strcmp(key, "username"))
-		return str_dup(x, v, path, &ep->username);
+		return gw_ydoc_strdup(x, v, path, &ep->username);
 	if (!strcmp(key, "password"))
-		return str_dup(x, v, path, &ep->password);
+		return gw_ydoc_strdup(x, v, path, &ep->password);
 	if (!strcmp(key, "password_file"))
-		return str_dup(x, v, path, &ep->password_file);
+		return gw_ydoc_strdup(x, v, path, &ep->password_file);
 	if (!strcmp(key, "username_file"))
-		return fail(x, k, path, "is not supported by gpuwatch");
+		return gw_ydoc_fail(x, k, path, "is not supported by gpuwatch");
 	return unknown(x, k, path, key, "basic_auth", keys_basic_auth);
 }
 
-static int auth_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int auth_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		     const yaml_node_t *v, const char *path, void *arg)
 {
 	struct gw_rw_endpoint *ep = arg;
 
 	if (!strcmp(key, "type"))
-		return str_dup(x, v, path, &ep->auth_type);
+		return gw_ydoc_strdup(x, v, path, &ep->auth_type);
 	if (!strcmp(key, "credentials"))
-		return str_dup(x, v, path, &ep->credentials);
+		return gw_ydoc_strdup(x, v, path, &ep->credentials);
 	if (!strcmp(key, "credentials_file"))
-		return str_dup(x, v, path, &ep->credentials_file);
+		return gw_ydoc_strdup(x, v, path, &ep->credentials_file);
 	return unknown(x, k, path, key, "authorization", keys_authorization);
 }
 
-static int tls_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int tls_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		    const yaml_node_t *v, const char *path, void *arg)
 {
 	struct gw_rw_endpoint *ep = arg;
 
 	if (!strcmp(key, "ca_file"))
-		return str_dup(x, v, path, &ep->ca_file);
+		return gw_ydoc_strdup(x, v, path, &ep->ca_file);
 	if (!strcmp(key, "cert_file"))
-		return str_dup(x, v, path, &ep->cert_file);
+		return gw_ydoc_strdup(x, v, path, &ep->cert_file);
 	if (!strcmp(key, "key_file"))
-		return str_dup(x, v, path, &ep->key_file);
+		return gw_ydoc_strdup(x, v, path, &ep->key_file);
 	if (!strcmp(key, "server_name"))
-		return str_dup(x, v, path, &ep->server_name);
+		return gw_ydoc_strdup(x, v, path, &ep->server_name);
 	if (!strcmp(key, "insecure_skip_verify"))
-		return bool_val(x, v, path, &ep->insecure_skip_verify);
+		return gw_ydoc_bool(x, v, path, &ep->insecure_skip_verify);
 	return unknown(x, k, path, key, "tls_config", keys_tls_config);
 }
 
-static int queue_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int queue_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		      const yaml_node_t *v, const char *path, void *arg)
 {
 	struct gw_rw_queue_config *q = arg;
@@ -629,7 +491,7 @@ static int queue_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	if (!strcmp(key, "max_backoff"))
 		return duration(x, v, path, &q->max_backoff);
 	if (!strcmp(key, "retry_on_http_429"))
-		return bool_val(x, v, path, &q->retry_on_http_429);
+		return gw_ydoc_bool(x, v, path, &q->retry_on_http_429);
 	return unknown(x, k, path, key, "queue_config", keys_queue_config);
 }
 
@@ -641,7 +503,7 @@ struct rule_text {
 		*action;
 };
 
-static int rule_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int rule_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		     const yaml_node_t *v, const char *path, void *arg)
 {
 	struct rule_text *t = arg;
@@ -660,9 +522,10 @@ static int rule_pair(struct ctx *x, const char *key, const yaml_node_t *k,
 	else if (!strcmp(key, "action"))
 		t->action = v;
 	else if (!strcmp(key, "modulus"))
-		return fail(x, k, path,
-			    "hashmod is not supported by gpuwatch (actions: "
-			    "replace, keep, drop, labeldrop, labelkeep)");
+		return gw_ydoc_fail(
+			x, k, path,
+			"hashmod is not supported by gpuwatch (actions: "
+			"replace, keep, drop, labeldrop, labelkeep)");
 	else
 		return unknown(x, k, path, key, "write_relabel_configs",
 			       keys_relabel);
@@ -701,21 +564,21 @@ static bool target_template_ok(const char *s)
 	return true;
 }
 
-static int rule_parse(struct ctx *x, const yaml_node_t *n, const char *path,
+static int rule_parse(struct gw_ydoc *x, const yaml_node_t *n, const char *path,
 		      struct gw_rw_rule *r)
 {
 	struct rule_text t = { .node = n };
-	char rerr[GW_REGEX_ERR_MAX], sub[PATH_TEXT + 64];
+	char rerr[GW_REGEX_ERR_MAX], sub[GW_YDOC_PATH_MAX];
 	const char *s, *re = "(.*)";
 	int err;
 
-	err = mapping(x, n, path, rule_pair, &t);
+	err = gw_ydoc_mapping(x, n, path, rule_pair, &t);
 	if (err)
 		return err;
 	r->action = GW_RW_REPLACE;
 	if (t.action) {
-		snprintf(sub, sizeof(sub), "%s.action", path);
-		err = scalar(x, t.action, sub, &s);
+		gw_ydoc_subpath(sub, path, "action");
+		err = gw_ydoc_scalar(x, t.action, sub, &s);
 		if (err)
 			return err;
 		if (!strcasecmp(s, "replace"))
@@ -729,45 +592,48 @@ static int rule_parse(struct ctx *x, const yaml_node_t *n, const char *path,
 		else if (!strcasecmp(s, "labelkeep"))
 			r->action = GW_RW_LABELKEEP;
 		else if (!*s)
-			return fail(x, t.action, sub,
-				    "relabel action cannot be empty");
+			return gw_ydoc_fail(x, t.action, sub,
+					    "relabel action cannot be empty");
 		else
-			return fail(x, t.action, sub,
-				    "unknown relabel action '%s' (gpuwatch "
-				    "supports replace, keep, drop, labeldrop, "
-				    "labelkeep)",
-				    s);
+			return gw_ydoc_fail(
+				x, t.action, sub,
+				"unknown relabel action '%s' (gpuwatch "
+				"supports replace, keep, drop, labeldrop, "
+				"labelkeep)",
+				s);
 	}
 	if ((r->action == GW_RW_LABELDROP || r->action == GW_RW_LABELKEEP) &&
 	    (t.source || t.target || t.separator || t.replacement))
-		return fail(x, n, path,
-			    "%s action requires only 'regex', and no other "
-			    "fields",
-			    r->action == GW_RW_LABELDROP ? "labeldrop"
-							 : "labelkeep");
+		return gw_ydoc_fail(
+			x, n, path,
+			"%s action requires only 'regex', and no other "
+			"fields",
+			r->action == GW_RW_LABELDROP ? "labeldrop"
+						     : "labelkeep");
 	if (t.source) {
-		snprintf(sub, sizeof(sub), "%s.source_labels", path);
+		gw_ydoc_subpath(sub, path, "source_labels");
 		if (t.source->type != YAML_SEQUENCE_NODE)
-			return fail(x, t.source, sub,
-				    "expected a list of label names");
+			return gw_ydoc_fail(x, t.source, sub,
+					    "expected a list of label names");
 		for (yaml_node_item_t *i = t.source->data.sequence.items.start;
 		     i < t.source->data.sequence.items.top; i++) {
-			const yaml_node_t *e = node(x, *i);
+			const yaml_node_t *e = gw_ydoc_node(x, *i);
 			char **nv;
 
-			err = step(x, e, sub);
+			err = gw_ydoc_step(x, e, sub);
 			if (err)
 				return err;
-			err = scalar(x, e, sub, &s);
+			err = gw_ydoc_scalar(x, e, sub, &s);
 			if (err)
 				return err;
 			if (!label_name_ok(s))
-				return fail(x, e, sub,
-					    "\"%s\" is not a valid label name",
-					    s);
+				return gw_ydoc_fail(
+					x, e, sub,
+					"\"%s\" is not a valid label name", s);
 			if (r->nsource >= MAX_SOURCES)
-				return fail(x, e, sub, "at most %d labels",
-					    MAX_SOURCES);
+				return gw_ydoc_fail(x, e, sub,
+						    "at most %d labels",
+						    MAX_SOURCES);
 			nv = realloc(r->source, (r->nsource + 1) * sizeof(*nv));
 			if (!nv)
 				return -ENOMEM;
@@ -778,75 +644,79 @@ static int rule_parse(struct ctx *x, const yaml_node_t *n, const char *path,
 			r->nsource++;
 		}
 	}
-	snprintf(sub, sizeof(sub), "%s.separator", path);
+	gw_ydoc_subpath(sub, path, "separator");
 	if (t.separator) {
-		err = str_dup(x, t.separator, sub, &r->separator);
+		err = gw_ydoc_strdup(x, t.separator, sub, &r->separator);
 	} else {
 		r->separator = strdup(";");
 		err = r->separator ? 0 : -ENOMEM;
 	}
 	if (err)
 		return err;
-	snprintf(sub, sizeof(sub), "%s.replacement", path);
+	gw_ydoc_subpath(sub, path, "replacement");
 	if (t.replacement) {
-		err = str_dup(x, t.replacement, sub, &r->replacement);
+		err = gw_ydoc_strdup(x, t.replacement, sub, &r->replacement);
 	} else {
 		r->replacement = strdup("$1");
 		err = r->replacement ? 0 : -ENOMEM;
 	}
 	if (err)
 		return err;
-	snprintf(sub, sizeof(sub), "%s.target_label", path);
+	gw_ydoc_subpath(sub, path, "target_label");
 	if (t.target) {
-		err = str_dup(x, t.target, sub, &r->target);
+		err = gw_ydoc_strdup(x, t.target, sub, &r->target);
 		if (err)
 			return err;
 	}
 	if (r->action == GW_RW_REPLACE) {
 		if (!r->target || !*r->target)
-			return fail(x, n, path,
-				    "relabel configuration for replace action "
-				    "requires 'target_label' value");
+			return gw_ydoc_fail(
+				x, n, path,
+				"relabel configuration for replace action "
+				"requires 'target_label' value");
 		if (!strchr(r->target, '$') ? !label_name_ok(r->target)
 					    : !target_template_ok(r->target))
-			return fail(x, t.target, sub,
-				    "\"%s\" is invalid 'target_label' for "
-				    "replace action",
-				    r->target);
+			return gw_ydoc_fail(
+				x, t.target, sub,
+				"\"%s\" is invalid 'target_label' for "
+				"replace action",
+				r->target);
 	}
-	snprintf(sub, sizeof(sub), "%s.regex", path);
+	gw_ydoc_subpath(sub, path, "regex");
 	if (t.regex) {
-		err = scalar(x, t.regex, sub, &re);
+		err = gw_ydoc_scalar(x, t.regex, sub, &re);
 		if (err)
 			return err;
 	}
 	err = gw_regex_new(&r->re, re, strlen(re), 0, rerr, sizeof(rerr));
 	if (err == -EINVAL)
-		return fail(x, t.regex ? t.regex : n, sub, "%s", rerr);
+		return gw_ydoc_fail(x, t.regex ? t.regex : n, sub, "%s", rerr);
 	return err;
 }
 
-static int rules_parse(struct ctx *x, const yaml_node_t *n, const char *path,
-		       struct gw_rw_endpoint *ep)
+static int rules_parse(struct gw_ydoc *x, const yaml_node_t *n,
+		       const char *path, struct gw_rw_endpoint *ep)
 {
-	char sub[PATH_TEXT + 64];
+	char sub[GW_YDOC_PATH_MAX];
 	int err;
 
-	if (is_null(n))
+	if (gw_ydoc_is_null(n))
 		return 0;
 	if (n->type != YAML_SEQUENCE_NODE)
-		return fail(x, n, path, "expected a list of relabel rules");
+		return gw_ydoc_fail(x, n, path,
+				    "expected a list of relabel rules");
 	for (yaml_node_item_t *i = n->data.sequence.items.start;
 	     i < n->data.sequence.items.top; i++) {
-		const yaml_node_t *e = node(x, *i);
+		const yaml_node_t *e = gw_ydoc_node(x, *i);
 		struct gw_rw_rule *nr;
 
 		snprintf(sub, sizeof(sub), "%s[%zu]", path, ep->nrules);
-		err = step(x, e, sub);
+		err = gw_ydoc_step(x, e, sub);
 		if (err)
 			return err;
 		if (ep->nrules >= MAX_RULES)
-			return fail(x, e, path, "at most %d rules", MAX_RULES);
+			return gw_ydoc_fail(x, e, path, "at most %d rules",
+					    MAX_RULES);
 		nr = realloc(ep->rules, (ep->nrules + 1) * sizeof(*nr));
 		if (!nr)
 			return -ENOMEM;
@@ -871,88 +741,98 @@ struct entry_arg {
 	struct seen seen;
 };
 
-static int entry_pair(struct ctx *x, const char *key, const yaml_node_t *k,
+static int entry_pair(struct gw_ydoc *x, const char *key, const yaml_node_t *k,
 		      const yaml_node_t *v, const char *path, void *arg)
 {
 	struct entry_arg *a = arg;
 	struct gw_rw_endpoint *ep = a->ep;
 
 	if (!strcmp(key, "url"))
-		return str_dup(x, v, path, &ep->url);
+		return gw_ydoc_strdup(x, v, path, &ep->url);
 	if (!strcmp(key, "name"))
-		return str_dup(x, v, path, &ep->name);
+		return gw_ydoc_strdup(x, v, path, &ep->name);
 	if (!strcmp(key, "remote_timeout"))
 		return duration(x, v, path, &ep->remote_timeout);
 	if (!strcmp(key, "headers"))
-		return is_null(v) ? 0 : mapping(x, v, path, header_pair, ep);
+		return gw_ydoc_is_null(v)
+			       ? 0
+			       : gw_ydoc_mapping(x, v, path, header_pair, ep);
 	if (!strcmp(key, "basic_auth")) {
 		a->seen.basic = k;
-		return mapping(x, v, path, basic_pair, ep);
+		return gw_ydoc_mapping(x, v, path, basic_pair, ep);
 	}
 	if (!strcmp(key, "authorization")) {
 		a->seen.auth = k;
-		return mapping(x, v, path, auth_pair, ep);
+		return gw_ydoc_mapping(x, v, path, auth_pair, ep);
 	}
 	if (!strcmp(key, "tls_config"))
-		return mapping(x, v, path, tls_pair, ep);
+		return gw_ydoc_mapping(x, v, path, tls_pair, ep);
 	if (!strcmp(key, "policy")) {
 		/* gpuwatch's own: this endpoint's edge policy */
-		int err = str_dup(x, v, path, &ep->policy);
+		int err = gw_ydoc_strdup(x, v, path, &ep->policy);
 
 		if (!err && strcmp(ep->policy, "rollup") != 0 &&
 		    strcmp(ep->policy, "raw") != 0)
-			err = fail(x, v, path, "'%s' is not rollup or raw",
-				   ep->policy);
+			err = gw_ydoc_fail(x, v, path,
+					   "'%s' is not rollup or raw",
+					   ep->policy);
 		return err;
 	}
 	if (!strcmp(key, "follow_redirects"))
-		return bool_val(x, v, path, &ep->follow_redirects);
+		return gw_ydoc_bool(x, v, path, &ep->follow_redirects);
 	if (!strcmp(key, "enable_http2"))
-		return bool_val(x, v, path, &ep->enable_http2);
+		return gw_ydoc_bool(x, v, path, &ep->enable_http2);
 	if (!strcmp(key, "send_exemplars") ||
 	    !strcmp(key, "send_native_histograms")) {
 		/* gpuwatch has neither to send: false is what happens. */
 		bool on = false;
-		int err = bool_val(x, v, path, &on);
+		int err = gw_ydoc_bool(x, v, path, &on);
 
 		if (!err && on)
-			err = fail(x, v, path,
-				   "gpuwatch has no %s to send; remove it or "
-				   "set false",
-				   strcmp(key, "send_exemplars")
-					   ? "native histograms"
-					   : "exemplars");
+			err = gw_ydoc_fail(
+				x, v, path,
+				"gpuwatch has no %s to send; remove it or "
+				"set false",
+				strcmp(key, "send_exemplars")
+					? "native histograms"
+					: "exemplars");
 		return err;
 	}
 	if (!strcmp(key, "queue_config"))
-		return is_null(v) ? 0 : mapping(x, v, path, queue_pair, &ep->q);
+		return gw_ydoc_is_null(v) ? 0
+					  : gw_ydoc_mapping(x, v, path,
+							    queue_pair, &ep->q);
 	if (!strcmp(key, "write_relabel_configs"))
 		return rules_parse(x, v, path, ep);
 	return unknown(x, k, path, key, "remote_write", keys_remote_write);
 }
 
 /* Cross-field checks, Prometheus' wording where it has one. */
-static int entry_check(struct ctx *x, const yaml_node_t *n, const char *path,
-		       struct gw_rw_endpoint *ep, const struct seen *s)
+static int entry_check(struct gw_ydoc *x, const yaml_node_t *n,
+		       const char *path, struct gw_rw_endpoint *ep,
+		       const struct seen *s)
 {
 	if (!ep->url || !*ep->url)
-		return fail(x, n, path, "url for remote_write is empty");
+		return gw_ydoc_fail(x, n, path,
+				    "url for remote_write is empty");
 	if (!url_ok(ep->url))
-		return fail(x, n, path,
-			    "url '%s' is not an http:// or https:// URL",
-			    ep->url);
+		return gw_ydoc_fail(
+			x, n, path,
+			"url '%s' is not an http:// or https:// URL", ep->url);
 	if (s->basic && s->auth)
-		return fail(x, s->auth, path,
-			    "at most one of basic_auth, oauth2, sigv4 & "
-			    "authorization must be configured");
+		return gw_ydoc_fail(
+			x, s->auth, path,
+			"at most one of basic_auth, oauth2, sigv4 & "
+			"authorization must be configured");
 	if (s->basic) {
 		if (!ep->username || !*ep->username)
-			return fail(x, s->basic, path,
-				    "basic_auth requires a username");
+			return gw_ydoc_fail(x, s->basic, path,
+					    "basic_auth requires a username");
 		if (ep->password && ep->password_file)
-			return fail(x, s->basic, path,
-				    "at most one of basic_auth password & "
-				    "password_file must be configured");
+			return gw_ydoc_fail(
+				x, s->basic, path,
+				"at most one of basic_auth password & "
+				"password_file must be configured");
 	}
 	if (s->auth) {
 		if (!ep->auth_type || !*ep->auth_type) {
@@ -962,40 +842,46 @@ static int entry_check(struct ctx *x, const yaml_node_t *n, const char *path,
 				return -ENOMEM;
 		}
 		if (!strcasecmp(ep->auth_type, "basic"))
-			return fail(x, s->auth, path,
-				    "authorization type cannot be set to "
-				    "\"basic\", use \"basic_auth\" instead");
+			return gw_ydoc_fail(
+				x, s->auth, path,
+				"authorization type cannot be set to "
+				"\"basic\", use \"basic_auth\" instead");
 		if (strcspn(ep->auth_type, " \r\n") != strlen(ep->auth_type))
-			return fail(x, s->auth, path,
-				    "authorization type must be one word");
+			return gw_ydoc_fail(
+				x, s->auth, path,
+				"authorization type must be one word");
 		if (ep->credentials && ep->credentials_file)
-			return fail(x, s->auth, path,
-				    "at most one of authorization credentials "
-				    "& credentials_file must be configured");
+			return gw_ydoc_fail(
+				x, s->auth, path,
+				"at most one of authorization credentials "
+				"& credentials_file must be configured");
 		if (ep->credentials &&
 		    strcspn(ep->credentials, "\r\n") != strlen(ep->credentials))
-			return fail(x, s->auth, path,
-				    "credentials must be one line");
+			return gw_ydoc_fail(x, s->auth, path,
+					    "credentials must be one line");
 	}
 	if ((ep->cert_file != NULL) != (ep->key_file != NULL))
-		return fail(x, n, path,
-			    "tls_config needs both cert_file and key_file "
-			    "(or neither)");
+		return gw_ydoc_fail(
+			x, n, path,
+			"tls_config needs both cert_file and key_file "
+			"(or neither)");
 	if (ep->remote_timeout <= 0)
-		return fail(x, n, path, "remote_timeout must be positive");
+		return gw_ydoc_fail(x, n, path,
+				    "remote_timeout must be positive");
 	if (ep->q.min_shards > ep->q.max_shards)
-		return fail(x, n, path,
-			    "queue_config: min_shards (%u) is larger than "
-			    "max_shards (%u)",
-			    ep->q.min_shards, ep->q.max_shards);
+		return gw_ydoc_fail(
+			x, n, path,
+			"queue_config: min_shards (%u) is larger than "
+			"max_shards (%u)",
+			ep->q.min_shards, ep->q.max_shards);
 	if (ep->q.min_backoff <= 0 || ep->q.max_backoff < ep->q.min_backoff)
-		return fail(x, n, path,
-			    "queue_config: need 0 < min_backoff <= "
-			    "max_backoff");
+		return gw_ydoc_fail(x, n, path,
+				    "queue_config: need 0 < min_backoff <= "
+				    "max_backoff");
 	if (ep->q.batch_send_deadline <= 0)
-		return fail(x, n, path,
-			    "queue_config: batch_send_deadline must be "
-			    "positive");
+		return gw_ydoc_fail(x, n, path,
+				    "queue_config: batch_send_deadline must be "
+				    "positive");
 	return 0;
 }
 
@@ -1023,12 +909,12 @@ static int add(struct gw_rw_config *c, struct gw_rw_endpoint *ep)
 	return 0;
 }
 
-static int entries(struct ctx *x, struct gw_rw_config *c)
+static int entries(struct gw_ydoc *x, struct gw_rw_config *c)
 {
-	const yaml_node_t *root = yaml_document_get_root_node(x->doc);
+	const yaml_node_t *root = gw_ydoc_root(x);
 	int err;
 
-	if (!root || is_null(root))
+	if (!root || gw_ydoc_is_null(root))
 		return 0;
 	if (root->type == YAML_SCALAR_NODE) {
 		/* "remote_write: URL", as the flag takes it. */
@@ -1036,12 +922,13 @@ static int entries(struct ctx *x, struct gw_rw_config *c)
 
 		if (!ep)
 			return -ENOMEM;
-		err = str_dup(x, root, "remote_write", &ep->url);
+		err = gw_ydoc_strdup(x, root, "remote_write", &ep->url);
 		if (!err && !url_ok(ep->url))
-			err = fail(x, root, "remote_write",
-				   "'%s' is not an http:// or https:// URL "
-				   "(or a list of endpoints: - url: ...)",
-				   ep->url);
+			err = gw_ydoc_fail(
+				x, root, "remote_write",
+				"'%s' is not an http:// or https:// URL "
+				"(or a list of endpoints: - url: ...)",
+				ep->url);
 		if (!err)
 			err = set_default_name(ep);
 		if (!err)
@@ -1051,30 +938,32 @@ static int entries(struct ctx *x, struct gw_rw_config *c)
 		return err;
 	}
 	if (root->type != YAML_SEQUENCE_NODE)
-		return fail(x, root, "remote_write",
-			    "expected a list of endpoints (- url: ...)");
+		return gw_ydoc_fail(
+			x, root, "remote_write",
+			"expected a list of endpoints (- url: ...)");
 	for (yaml_node_item_t *i = root->data.sequence.items.start;
 	     i < root->data.sequence.items.top; i++) {
-		const yaml_node_t *e = node(x, *i);
+		const yaml_node_t *e = gw_ydoc_node(x, *i);
 		struct entry_arg a = { 0 };
 		char path[PATH_TEXT];
 
 		snprintf(path, sizeof(path), "remote_write[%zu]",
 			 (size_t)(i - root->data.sequence.items.start));
-		err = step(x, e, path);
+		err = gw_ydoc_step(x, e, path);
 		if (err)
 			return err;
 		if (c->n >= MAX_ENDPOINTS)
-			return fail(x, e, "remote_write",
-				    "at most %d endpoints", MAX_ENDPOINTS);
+			return gw_ydoc_fail(x, e, "remote_write",
+					    "at most %d endpoints",
+					    MAX_ENDPOINTS);
 		a.ep = endpoint_new();
 		if (!a.ep)
 			return -ENOMEM;
-		if (e && e->type == YAML_SCALAR_NODE && !is_null(e))
+		if (e && e->type == YAML_SCALAR_NODE && !gw_ydoc_is_null(e))
 			/* "- http://host/api/v1/write": a URL alone */
-			err = str_dup(x, e, path, &a.ep->url);
+			err = gw_ydoc_strdup(x, e, path, &a.ep->url);
 		else
-			err = mapping(x, e, path, entry_pair, &a);
+			err = gw_ydoc_mapping(x, e, path, entry_pair, &a);
 		if (!err)
 			err = entry_check(x, e, path, a.ep, &a.seen);
 		if (!err)
@@ -1093,28 +982,16 @@ static int parse_yaml(struct gw_rw_config *c, const char *yaml, size_t len,
 		      const char *file, unsigned int line, char *err,
 		      size_t errlen)
 {
-	struct ctx x = { .file = file ? file : "config",
-			 .err = err,
-			 .errlen = errlen };
-	yaml_document_t doc;
-	yaml_parser_t p;
-	int r;
+	struct gw_ydoc x = { .file = file ? file : "config",
+			     .line0 = line,
+			     .err = err,
+			     .errlen = errlen };
+	int r = gw_ydoc_load(&x, yaml, len, "remote_write");
 
-	x.line0 = line ? line : 1;
-	if (!yaml_parser_initialize(&p))
-		return -ENOMEM;
-	yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
-	if (!yaml_parser_load(&p, &doc)) {
-		snprintf(err, errlen, "%s:%zu: remote_write: %s", x.file,
-			 x.line0 + p.problem_mark.line,
-			 p.problem ? p.problem : "YAML syntax error");
-		yaml_parser_delete(&p);
-		return -EINVAL;
-	}
-	x.doc = &doc;
+	if (r)
+		return r;
 	r = entries(&x, c);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&p);
+	gw_ydoc_release(&x);
 	return r;
 }
 

@@ -23,9 +23,9 @@
 #include "query/promql.h"
 #include "pipeline/alerts.h"
 
-#define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
-#define DEFAULT_MAX_SAMPLES 50000000ull
-#define DEFAULT_TIMEOUT	    120.0
+#define DEFAULT_LOOKBACK_MS GW_API_DEFAULT_LOOKBACK_MS
+#define DEFAULT_MAX_SAMPLES GW_API_DEFAULT_MAX_SAMPLES
+#define DEFAULT_TIMEOUT	    GW_API_DEFAULT_TIMEOUT
 
 /* Prometheus' boundary times, which clients send for "unbounded". */
 #define PROM_MIN_TIME "-292273086-05-16T16:47:06Z"
@@ -472,6 +472,8 @@ int gw_api_route(const char *path, enum gw_api_endpoint *ep)
 		*ep = GW_API_PROFILE;
 	else if (strcmp(rest, "profile/diff") == 0)
 		*ep = GW_API_PROFILE_DIFF;
+	else if (strcmp(rest, "baseline") == 0)
+		*ep = GW_API_BASELINE;
 	else if (strncmp(rest, "label/", 6) == 0 &&
 		 (n = strlen(rest)) > 6 + 7 &&
 		 strcmp(rest + n - 7, "/values") == 0 &&
@@ -487,7 +489,7 @@ const char *gw_api_endpoint_name(enum gw_api_endpoint ep)
 	static const char *const names[GW_API_ENDPOINTS] = {
 		"query",	"query_range", "series",       "labels",
 		"label_values", "alerts",      "rules",	       "admin_push",
-		"unknown",	"profile",     "profile_diff",
+		"unknown",	"profile",     "profile_diff", "baseline",
 	};
 
 	return (unsigned int)ep < GW_API_ENDPOINTS ? names[ep] : "unknown";
@@ -1136,6 +1138,9 @@ int gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 		c.r = out;
 		err = ep == GW_API_QUERY ? do_query(&c, o)
 					 : do_query_range(&c, o);
+		break;
+	case GW_API_BASELINE:
+		err = gw_api_baseline(q, o, rq, out);
 		break;
 	case GW_API_SERIES:
 	case GW_API_LABELS:

@@ -23,6 +23,11 @@
  *   /api/v1/profile/diff         the same and base_start, base_end,
  *                                base_match[] (default: match[]): the
  *                                window against a base window
+ *   /api/v1/baseline             query (a series selector), start, end,
+ *                                step, warmup (default 1h): the deployed
+ *                                anomaly detector replayed over the raw
+ *                                samples, its band and score at each step
+ *                                (baseline_api.c)
  *   /api/v1/admin/push           POST only: match[] (one or more), start,
  *                                end (default: now): pushes those raw
  *                                samples to every remote_write endpoint
@@ -73,6 +78,11 @@ struct gw_alerts;
 #define GW_API_MAX_BODY	       (64u << 10)  /* POST form body */
 #define GW_API_MAX_REPLY       (64u << 20)  /* JSON reply */
 #define GW_API_MAX_POINTS      11000	    /* per series in a range query */
+
+/* What gw_api_opts' zeros mean. */
+#define GW_API_DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
+#define GW_API_DEFAULT_MAX_SAMPLES 50000000ull
+#define GW_API_DEFAULT_TIMEOUT	   120.0
 
 struct gw_api_opts {
 	int64_t lookback_ms;	      /* instant selectors; 0: 5 min */
@@ -179,14 +189,15 @@ enum gw_api_endpoint {
 	GW_API_UNKNOWN, /* under /api/v1/ but not served: 404 not_found */
 	GW_API_PROFILE,
 	GW_API_PROFILE_DIFF,
+	GW_API_BASELINE,
 };
-#define GW_API_ENDPOINTS 11
+#define GW_API_ENDPOINTS 12
 
 /* 0 and *ep when path is under /api/v1/, -ENOENT otherwise. */
 __attribute__((warn_unused_result)) int gw_api_route(const char *path,
 						     enum gw_api_endpoint *ep);
 /* "query", "query_range", "series", "labels", "label_values", "alerts",
- * "rules", "admin_push", "unknown", "profile", "profile_diff". */
+ * "rules", "admin_push", "unknown", "profile", "profile_diff", "baseline". */
 const char *gw_api_endpoint_name(enum gw_api_endpoint ep);
 
 struct gw_api_reply {
@@ -230,5 +241,29 @@ gw_api_handle(const struct gw_queryable *q, const struct gw_api_opts *o,
 __attribute__((warn_unused_result)) int
 gw_api_profile(const struct gw_api_opts *o, const struct gw_api_request *rq,
 	       struct gw_api_reply *out, bool diff);
+
+/*
+ * /api/v1/baseline (baseline_api.c), called by gw_api_handle; the same
+ * contract.  For each series the selector picks, the deployed detector
+ * (pipeline/detect.h, the agent's defaults) is run over its raw samples
+ * from start - warmup to end.  At each step t from start to end it reports
+ * the most anomalous sample of (t - step, t] (the highest score; so a
+ * short excursion between two steps is not lost): its value, its score and
+ * the band it was judged against (expected value, lower and upper bounds
+ * at the detector's threshold score); a step with no judged sample shows
+ * the last sample before it (within the lookback) and its band, without a
+ * score.  Plus the anomalous episodes that overlap [start, end].  No point
+ * while the model learns; raw samples only.  The model's numbers have 9
+ * significant digits; values are the samples' own.
+ *
+ *   {"resultType":"baseline","threshold":"0.9","warmup":3600,"result":[
+ *     {"metric":{...},"values":[[t,"v"],...],"expected":[...],
+ *      "lower":[...],"upper":[...],"score":[...],
+ *      "episodes":[{"onset":t,"peak_time":t,"end":t,"peak":"0.99",
+ *                   "active":false}]}]}
+ */
+__attribute__((warn_unused_result)) int
+gw_api_baseline(const struct gw_queryable *q, const struct gw_api_opts *o,
+		const struct gw_api_request *rq, struct gw_api_reply *out);
 
 #endif

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "http/gzip.h"
 #include "http/web.h"
 #include "http/websec.h"
 
@@ -97,6 +98,9 @@ struct req {
 	int64_t now_ms;
 	uint64_t arrival_ns;
 	struct gw_api_reply reply;
+	char *accept_encoding; /* the client's, or NULL */
+	char *gz;	       /* the reply gzip'd (gzip.h), or NULL */
+	size_t gz_len;
 	struct req *next; /* queue link */
 };
 
@@ -463,9 +467,29 @@ static void add_headers(const struct gw_http *h, struct MHD_Response *r)
 	gw_websec_headers(h->web, r);
 }
 
+/* How an answer's encoding was chosen (reply_enc). */
+enum enc {
+	ENC_FIXED, /* one representation: no Vary */
+	ENC_PLAIN, /* could have been gzip'd: Vary: Accept-Encoding */
+	ENC_GZIP,  /* gzip'd: Content-Encoding: gzip and Vary */
+};
+
+static enum MHD_Result reply_enc(struct gw_http *h, struct MHD_Connection *conn,
+				 unsigned int status, const char *type,
+				 char *body, size_t len, int owned,
+				 enum enc enc);
+
 static enum MHD_Result reply(struct gw_http *h, struct MHD_Connection *conn,
 			     unsigned int status, const char *type, char *body,
 			     size_t len, int owned)
+{
+	return reply_enc(h, conn, status, type, body, len, owned, ENC_FIXED);
+}
+
+static enum MHD_Result reply_enc(struct gw_http *h, struct MHD_Connection *conn,
+				 unsigned int status, const char *type,
+				 char *body, size_t len, int owned,
+				 enum enc enc)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -482,6 +506,12 @@ static enum MHD_Result reply(struct gw_http *h, struct MHD_Connection *conn,
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (enc == ENC_GZIP)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING,
+					"gzip");
+	if (enc != ENC_FIXED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
+					"Accept-Encoding");
 	add_headers(h, r);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
@@ -579,11 +609,14 @@ static enum MHD_Result serve_metrics(struct gw_http *h,
 {
 	const char *accept = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	const char *ae = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	enum gw_expo_format fmt = gw_expo_negotiate(accept);
+	const char *type = gw_expo_content_type(fmt);
 	uint64_t t0 = mono_ns(), dt;
 	struct gw_buf b;
-	size_t len;
-	char *body;
+	size_t len, gzlen;
+	char *body, *gz = NULL;
 	int err;
 
 	gw_buf_init(&b, MAX_RESPONSE);
@@ -604,13 +637,20 @@ static enum MHD_Result serve_metrics(struct gw_http *h,
 		}
 	}
 	body = gw_buf_detach(&b, &len);
+	/* Prometheus asks for gzip on every scrape, as it does of its own
+	 * /metrics; a failure only sends the plain text. */
+	if (gw_http_gzip_worth(ae, type, len) &&
+	    gw_http_gzip(body, len, &gz, &gzlen) == 0) {
+		free(body);
+		body = gz;
+	}
 	dt = mono_ns() - t0;
 	atomic_fetch_add(&h->scrapes, 1);
 	atomic_fetch_add(&h->scrape_ns_sum, dt);
 	atomic_store(&h->last_scrape_ns, dt);
 	atomic_store(&h->last_bytes, len);
-	return reply(h, conn, MHD_HTTP_OK, gw_expo_content_type(fmt), body, len,
-		     1);
+	return reply_enc(h, conn, MHD_HTTP_OK, type, body, gz ? gzlen : len, 1,
+			 gz ? ENC_GZIP : ENC_PLAIN);
 }
 
 static void api_count(struct gw_http *h, enum gw_api_endpoint ep,
@@ -643,10 +683,25 @@ static enum MHD_Result send_api(struct gw_http *h, struct MHD_Connection *conn,
 		return reply(h, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "text/plain; charset=utf-8",
 			     (char *)"out of memory\n", 14, 0);
+	/* gzip'd by the worker that built it, or here for an answer made in
+	 * this thread (small: errors, alerts). */
+	if (!rq->gz &&
+	    gw_http_gzip_worth(rq->accept_encoding, r->content_type,
+			       r->body.len) &&
+	    gw_http_gzip(r->body.p, r->body.len, &rq->gz, &rq->gz_len))
+		rq->gz = NULL;
+	if (rq->gz) {
+		body = rq->gz;
+		rq->gz = NULL;
+		return reply_enc(h, conn, r->status,
+				 r->content_type ? r->content_type
+						 : "application/json",
+				 body, rq->gz_len, 1, ENC_GZIP);
+	}
 	body = gw_buf_detach(&r->body, &len);
-	return reply(h, conn, r->status,
-		     r->content_type ? r->content_type : "application/json",
-		     body, len, 1);
+	return reply_enc(h, conn, r->status,
+			 r->content_type ? r->content_type : "application/json",
+			 body, len, 1, ENC_PLAIN);
 }
 
 /* An error envelope sent at once from the server thread. */
@@ -688,6 +743,8 @@ static void req_free(struct req *rq)
 	if (!rq)
 		return;
 	free(rq->path);
+	free(rq->accept_encoding);
+	free(rq->gz);
 	gw_buf_release(&rq->body);
 	gw_api_params_release(&rq->params);
 	gw_api_reply_release(&rq->reply);
@@ -771,6 +828,14 @@ static enum MHD_Result api_begin(struct gw_http *h, struct MHD_Connection *conn,
 	rq->path = strdup(url);
 	if (!rq->path)
 		return MHD_NO; /* request_completed frees rq */
+	{
+		const char *ae = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+
+		/* Kept: the reply is sent after the headers' last call. */
+		if (ae && !(rq->accept_encoding = strdup(ae)))
+			return MHD_NO;
+	}
 	if (reserve_only(h)) {
 		atomic_fetch_add(&h->refused[GW_HTTP_REFUSED_RESERVED], 1);
 		return api_error_now(h, conn, rq, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -1130,6 +1195,13 @@ static void *worker(void *arg)
 		cpu0 = gw_thread_cpu();
 		if (gw_api_handle(&h->q, &h->opts, &arq, &rq->reply))
 			gw_buf_reset(&rq->reply.body);
+		/* Compressed here, off the server thread. */
+		if (gw_http_gzip_worth(rq->accept_encoding,
+				       rq->reply.content_type,
+				       rq->reply.body.len) &&
+		    gw_http_gzip(rq->reply.body.p, rq->reply.body.len, &rq->gz,
+				 &rq->gz_len))
+			rq->gz = NULL;
 		atomic_fetch_sub(&h->api_in_flight, 1);
 		give_back_after(gw_thread_cpu() - cpu0);
 		rq->state = REQ_DONE;

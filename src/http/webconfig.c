@@ -14,20 +14,16 @@
 #include <yaml.h>
 
 #include "common/buf.h"
+#include "common/ydoc.h"
 
-#define MAX_NODES     100000
 #define MAX_FILE      (1024 * 1024)
 #define MAX_PRIO      1024
 #define MAX_NAME_TEXT 256
 
 struct ctx {
-	yaml_document_t *doc;
-	const char *file;
+	struct gw_ydoc y; /* first: pair_thunk's cast */
 	const char *base_dir;
 	bool read_files;
-	char *err;
-	size_t errlen;
-	unsigned long steps;
 	struct gw_webconfig *c;
 	/* tls_server_config, collected then checked together */
 	int min_version, max_version; /* 0x0301 .. 0x0304; 0: unset */
@@ -40,127 +36,65 @@ struct ctx {
 static __attribute__((format(printf, 3, 4))) int
 fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
 {
-	char msg[384];
 	va_list ap;
+	int r;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	r = gw_ydoc_vfail(&x->y, n, NULL, fmt, ap);
 	va_end(ap);
-	if (n)
-		snprintf(x->err, x->errlen, "%s:%zu: %s", x->file,
-			 n->start_mark.line + 1, msg);
-	else
-		snprintf(x->err, x->errlen, "%s: %s", x->file, msg);
-	return -EINVAL;
+	return r;
 }
 
 static const yaml_node_t *node(struct ctx *x, int id)
 {
-	return yaml_document_get_node(x->doc, id);
+	return gw_ydoc_node(&x->y, id);
 }
 
 static int step(struct ctx *x, const yaml_node_t *n)
 {
-	if (++x->steps > MAX_NODES)
-		return fail(x, n,
-			    "too many nodes (aliases expanding without "
-			    "end?)");
-	return 0;
+	return gw_ydoc_step(&x->y, n, NULL);
 }
 
 static bool is_null(const yaml_node_t *n)
 {
-	const char *s;
-
-	if (!n || n->type != YAML_SCALAR_NODE ||
-	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	s = (const char *)n->data.scalar.value;
-	return !*s || !strcmp(s, "~") || !strcmp(s, "null");
+	return gw_ydoc_is_null(n);
 }
 
 static int scalar(struct ctx *x, const yaml_node_t *n, const char *key,
 		  const char **out)
 {
-	if (!n || n->type != YAML_SCALAR_NODE)
-		return fail(x, n, "%s: expected a single value", key);
-	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
-		return fail(x, n, "%s: must not contain a NUL byte", key);
-	*out = (const char *)n->data.scalar.value;
-	return 0;
+	return gw_ydoc_scalar(&x->y, n, key, out);
 }
 
 static int str_dup(struct ctx *x, const yaml_node_t *n, const char *key,
 		   char **out)
 {
-	const char *s;
-	int err = scalar(x, n, key, &s);
-
-	if (err)
-		return err;
-	free(*out);
-	*out = strdup(s);
-	return *out ? 0 : -ENOMEM;
+	return gw_ydoc_strdup(&x->y, n, key, out);
 }
 
 static int bool_val(struct ctx *x, const yaml_node_t *n, const char *key,
 		    bool *out)
 {
-	const char *s;
-	int err = scalar(x, n, key, &s);
-
-	if (err)
-		return err;
-	if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
-		*out = true;
-	else if (!strcmp(s, "false") || !strcmp(s, "False") ||
-		 !strcmp(s, "FALSE"))
-		*out = false;
-	else
-		return fail(x, n, "%s: '%s' is not true or false", key, s);
-	return 0;
+	return gw_ydoc_bool(&x->y, n, key, out);
 }
 
 typedef int (*pair_fn)(struct ctx *x, const char *key, const yaml_node_t *k,
 		       const yaml_node_t *v);
 
-/* Walks a mapping named what, refusing duplicate keys. */
+static int pair_thunk(struct gw_ydoc *y, const char *key, const yaml_node_t *k,
+		      const yaml_node_t *v, const char *path, void *arg)
+{
+	(void)path;
+	return (*(const pair_fn *)arg)((struct ctx *)y, key, k, v);
+}
+
+/* Walks a mapping named what (null: empty), refusing duplicate keys. */
 static int mapping(struct ctx *x, const yaml_node_t *n, const char *what,
 		   pair_fn fn)
 {
-	int err;
-
 	if (is_null(n))
 		return 0;
-	if (!n || n->type != YAML_MAPPING_NODE)
-		return fail(x, n, "%s: expected a mapping (key: value)", what);
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-	     p < n->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = node(x, p->key), *v = node(x, p->value);
-		const char *key;
-
-		err = step(x, k);
-		if (err)
-			return err;
-		if (!k || k->type != YAML_SCALAR_NODE)
-			return fail(x, k, "%s: keys must be plain names", what);
-		key = (const char *)k->data.scalar.value;
-		for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p;
-		     q++) {
-			const yaml_node_t *qk = node(x, q->key);
-
-			if (qk && qk->type == YAML_SCALAR_NODE &&
-			    !strcmp((const char *)qk->data.scalar.value, key))
-				return fail(x, k,
-					    "%s: key '%s' is given twice "
-					    "(first on line %zu)",
-					    what, key, qk->start_mark.line + 1);
-		}
-		err = fn(x, key, k, v);
-		if (err)
-			return err;
-	}
-	return 0;
+	return gw_ydoc_mapping(&x->y, n, what, pair_thunk, &fn);
 }
 
 static int unknown(struct ctx *x, const yaml_node_t *k, const char *key,
@@ -736,13 +670,11 @@ int gw_webconfig_parse(const char *text, size_t len, const char *file,
 		       const char *base_dir, bool read_files,
 		       struct gw_webconfig **out, char *err, size_t errlen)
 {
-	struct ctx x = { .file = file ? file : "web config",
+	struct ctx x = { .y = { .file = file ? file : "web config",
+				.err = err,
+				.errlen = errlen },
 			 .base_dir = base_dir,
-			 .read_files = read_files,
-			 .err = err,
-			 .errlen = errlen };
-	yaml_document_t doc;
-	yaml_parser_t p;
+			 .read_files = read_files };
 	const yaml_node_t *root;
 	int r;
 
@@ -758,24 +690,14 @@ int gw_webconfig_parse(const char *text, size_t len, const char *file,
 	}
 	gw_buf_init(&x.ciphers, MAX_PRIO);
 	gw_buf_init(&x.groups, MAX_PRIO);
-	if (!yaml_parser_initialize(&p)) {
+	r = gw_ydoc_load(&x.y, text, len, NULL);
+	if (r) {
 		gw_webconfig_free(x.c);
-		return -ENOMEM;
+		return r;
 	}
-	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&p, &doc)) {
-		snprintf(err, errlen, "%s:%zu: %s", x.file,
-			 p.problem_mark.line + 1,
-			 p.problem ? p.problem : "YAML syntax error");
-		yaml_parser_delete(&p);
-		gw_webconfig_free(x.c);
-		return -EINVAL;
-	}
-	x.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
+	root = gw_ydoc_root(&x.y);
 	r = root ? mapping(&x, root, "web config", top_pair) : 0;
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&p);
+	gw_ydoc_release(&x.y);
 	gw_buf_release(&x.ciphers);
 	gw_buf_release(&x.groups);
 	if (r) {

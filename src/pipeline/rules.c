@@ -437,12 +437,14 @@ static const char *scalar(const yaml_node_t *n)
 		       : NULL;
 }
 
-/* The scalar of a key; a NUL inside it is refused (C strings). */
+/* The scalar of a key; a NUL inside it is refused (C strings).  *out is
+ * NULL on error. */
 static int want_string(struct ld *l, const yaml_node_t *v, const char *key,
 		       const char **out)
 {
 	const char *s = scalar(v);
 
+	*out = NULL;
 	if (!s)
 		return ld_fail(l, v, "%s: expected a string", key);
 	if (strlen(s) != v->data.scalar.length)

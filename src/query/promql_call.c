@@ -648,7 +648,7 @@ static int fn_label_replace(struct ev *ev, const struct gw_pq_node *n,
 	const char *dst = str_arg(n, 1), *repl = str_arg(n, 2);
 	const char *src = str_arg(n, 3), *res = str_arg(n, 4);
 	long ofs[2 * MAX_GROUPS];
-	struct fncache *re;
+	struct fncache *re = NULL; /* set once arg() succeeded */
 	struct val a = { 0 };
 	struct gw_buf b;
 	int err;

@@ -81,7 +81,7 @@ static const struct gw_pql_tok *peek(struct parser *p, unsigned k)
 static int next(struct parser *p, struct gw_pql_tok *t)
 {
 	if (!peek(p, 0))
-		return p->lx.rc;
+		return p->lx.rc ? p->lx.rc : -EINVAL; /* never 0 without *t */
 	*t = p->la[0];
 	p->la[0] = p->la[1];
 	p->nla--;

@@ -41,6 +41,7 @@
 static int take_duration(struct parser *p, const struct gw_pql_tok *t,
 			 int64_t *ms)
 {
+	*ms = 0; /* also on error */
 	if (t->type == GW_PQL_T_DURATION) {
 		*ms = t->ms;
 	} else {

@@ -277,68 +277,181 @@ out:
 #define PACK_LEVEL 3
 #define PACK_MAX   (1u << 30)
 
-int gw_store_pack_series(sqlite3 *db)
+/*
+ * The series table as one packed list (*z NULL when it is empty).  Format
+ * 2 (written): 0x00 0x02, then per series, sorted by key: zigzag
+ * varint(id - previous id), varint(bytes shared with the previous key),
+ * the rest of the key and a NUL.  Keys of like series share all but a few
+ * bytes and ids run in steps, so what is left for zstd is the changing
+ * digits: under churn 6 KB instead of 350 KB for 100,000 keys.  Format 1
+ * (read; no id is 0, so it never starts with a 0x00 byte): varint(id),
+ * key, NUL.
+ */
+#define KEY_MAX (1u << 20)
+static int pack_keys(sqlite3 *db, void **z, size_t *zlen)
 {
+	size_t prevlen = 0, nkeys = 0;
+	char *prev;
+	int64_t previd = 0;
+	ZSTD_CCtx *cctx;
 	sqlite3_stmt *st = NULL;
 	struct gw_buf raw;
-	void *z = NULL;
-	size_t zlen;
 	int err = 0, rc;
 
-	gw_buf_init(&raw, PACK_MAX);
+	*z = NULL;
+	*zlen = 0;
 	rc = sqlite3_prepare_v2(db, "SELECT id, key FROM series ORDER BY key",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(db, rc, "pack series");
+	prev = malloc(KEY_MAX);
+	if (!prev) {
+		sqlite3_finalize(st);
+		return -ENOMEM;
+	}
+	gw_buf_init(&raw, PACK_MAX);
+	gw_buf_put(&raw, "\0\2", 2); /* front-coded */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 1);
+		int64_t id = sqlite3_column_int64(st, 0);
+		size_t len, shared = 0;
 
-		if (!key)
-			continue;
-		gw_varint_put(&raw, (uint64_t)sqlite3_column_int64(st, 0));
-		gw_buf_put(&raw, key, strlen(key) + 1);
+		if (!key || id <= 0 || id >= UINT32_MAX)
+			continue; /* not a series: never written so */
+		len = strlen(key);
+		if (len >= KEY_MAX) {
+			rc = SQLITE_TOOBIG; /* the rows stay as they are */
+			break;
+		}
+		while (shared < prevlen && shared < len &&
+		       prev[shared] == key[shared])
+			shared++;
+		gw_varint_put(&raw, gw_zigzag((uint64_t)(id - previd)));
+		gw_varint_put(&raw, shared);
+		gw_buf_put(&raw, key + shared, len - shared + 1);
+		memcpy(prev, key, len);
+		prevlen = len;
+		previd = id;
+		nkeys++;
 	}
 	sqlite3_finalize(st);
-	st = NULL;
+	free(prev);
 	err = rc == SQLITE_DONE ? gw_buf_error(&raw) : -EIO;
-	if (err || !raw.len)
+	if (err || !nkeys)
 		goto out;
-	z = malloc(ZSTD_compressBound(raw.len));
-	if (!z) {
+	*z = malloc(ZSTD_compressBound(raw.len));
+	if (!*z) {
 		err = -ENOMEM;
 		goto out;
 	}
-	zlen = ZSTD_compress(z, ZSTD_compressBound(raw.len), raw.p, raw.len,
-			     PACK_LEVEL);
-	if (ZSTD_isError(zlen)) {
+	/* With zstd's checksum: a damaged list is found, not misread. */
+	cctx = ZSTD_createCCtx();
+	*zlen = cctx &&
+				!ZSTD_isError(ZSTD_CCtx_setParameter(
+					cctx, ZSTD_c_compressionLevel,
+					PACK_LEVEL)) &&
+				!ZSTD_isError(ZSTD_CCtx_setParameter(
+					cctx, ZSTD_c_checksumFlag, 1))
+			? ZSTD_compress2(cctx, *z, ZSTD_compressBound(raw.len),
+					 raw.p, raw.len)
+			: (size_t)-1;
+	ZSTD_freeCCtx(cctx);
+	if (ZSTD_isError(*zlen)) {
+		free(*z);
+		*z = NULL;
 		err = -EIO;
-		goto out;
 	}
-	rc = sqlite3_prepare_v2(db,
-				"INSERT OR REPLACE INTO meta(k, v) VALUES "
-				"('series_zstd', ?)",
-				-1, &st, NULL);
+out:
+	gw_buf_release(&raw);
+	return err;
+}
+
+/* Stores a packed list with sql (one blob parameter), then empties the
+ * series table, in the caller's transaction. */
+static int pack_into(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	void *z;
+	size_t zlen;
+	int err, rc;
+
+	err = pack_keys(db, &z, &zlen);
+	if (err || !z)
+		return err;
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_blob(st, 1, z, (int)zlen, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 	}
 	err = rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "pack series");
 	sqlite3_finalize(st);
-	st = NULL;
-	/* One transaction with the insert above (the caller's). */
 	if (!err)
 		err = gw_store_exec(db, "DELETE FROM series");
-out:
-	sqlite3_finalize(st);
 	free(z);
-	gw_buf_release(&raw);
 	return err;
 }
 
-/* Calls fn for each record of a packed list. */
-static int each_packed(const void *z, size_t zlen,
-		       int (*fn)(void *ctx, int64_t id, const char *key),
-		       void *ctx)
+int gw_store_pack_series(sqlite3 *db)
+{
+	return pack_into(db, "INSERT OR REPLACE INTO meta(k, v) VALUES "
+			     "('series_zstd', ?)");
+}
+
+int gw_store_pack_index(sqlite3 *db)
+{
+	int err = gw_store_exec(db, "BEGIN");
+
+	if (err)
+		return err;
+	err = pack_into(db, "INSERT INTO series_packed(data) VALUES (?)");
+	if (err) {
+		(void)gw_store_exec(db, "ROLLBACK");
+		return err;
+	}
+	return gw_store_exec(db, "COMMIT");
+}
+
+/* A front-coded list (format 2) in [p, end). */
+static int each_fc(const uint8_t *p, const uint8_t *end,
+		   int (*fn)(void *ctx, int64_t id, const char *key), void *ctx)
+{
+	char *key = malloc(KEY_MAX + 1);
+	size_t keylen = 0;
+	int64_t id = 0;
+	int err = 0;
+
+	if (!key)
+		return -ENOMEM;
+	while (p < end && !err) {
+		uint64_t dz, shared;
+		const uint8_t *nul;
+		size_t rest;
+
+		if (gw_varint_get(&p, end, &dz) ||
+		    gw_varint_get(&p, end, &shared) || shared > keylen ||
+		    !(nul = memchr(p, '\0', (size_t)(end - p))) ||
+		    (rest = (size_t)(nul - p)) > KEY_MAX - shared) {
+			err = -EBADMSG;
+			break;
+		}
+		id = (int64_t)((uint64_t)id + gw_unzigzag(dz));
+		if (id <= 0 || id >= UINT32_MAX) {
+			err = -EBADMSG;
+			break;
+		}
+		memcpy(key + shared, p, rest);
+		keylen = (size_t)shared + rest;
+		key[keylen] = '\0';
+		err = fn(ctx, id, key);
+		p = nul + 1;
+	}
+	free(key);
+	return err;
+}
+
+int gw_store_each_packed(const void *z, size_t zlen, size_t max,
+			 int (*fn)(void *ctx, int64_t id, const char *key),
+			 void *ctx)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(z, zlen);
 	const uint8_t *p, *end;
@@ -347,7 +460,7 @@ static int each_packed(const void *z, size_t zlen,
 	int err = 0;
 
 	if (size == ZSTD_CONTENTSIZE_ERROR ||
-	    size == ZSTD_CONTENTSIZE_UNKNOWN || size > PACK_MAX)
+	    size == ZSTD_CONTENTSIZE_UNKNOWN || size > PACK_MAX || size > max)
 		return -EBADMSG;
 	raw = malloc(size + 1);
 	if (!raw)
@@ -358,7 +471,11 @@ static int each_packed(const void *z, size_t zlen,
 		return -EBADMSG;
 	}
 	raw[n] = '\0';
-	for (p = raw, end = raw + n; p < end && !err;) {
+	if (n >= 2 && raw[0] == 0 && raw[1] == 2)
+		err = each_fc(raw + 2, raw + n, fn, ctx);
+	else if (n && raw[0] == 0)
+		err = -EBADMSG; /* a format to come */
+	for (p = raw, end = raw + n; raw[0] != 0 && p < end && !err;) {
 		uint64_t id;
 		const uint8_t *nul;
 
@@ -399,46 +516,286 @@ int gw_store_each_series(sqlite3 *db,
 		return -EBADMSG;
 	if (sqlite3_step(st) == SQLITE_ROW &&
 	    sqlite3_column_type(st, 0) == SQLITE_BLOB)
-		err = each_packed(sqlite3_column_blob(st, 0),
-				  (size_t)sqlite3_column_bytes(st, 0), fn, ctx);
+		err = gw_store_each_packed(sqlite3_column_blob(st, 0),
+					   (size_t)sqlite3_column_bytes(st, 0),
+					   PACK_MAX, fn, ctx);
 	sqlite3_finalize(st);
 	return err;
 }
 
 /*
- * The chunks of a closed partition, packed: a rowid table keyed by
- * series << 20 | k (k: the series' k-th chunk by time) instead of a table
- * with a separate (series, t_min) index, which cost about 20 bytes per
- * chunk, as much as ten samples' data.  A view under the old name keeps
- * every reader of `chunks` working; store_read.c reads `packed` by rowid
- * ranges directly.
+ * The chunks of a closed partition (format 2): blocks of whole series,
+ * each one zstd frame, in `zblocks(id, t_min, t_max, n, data)` keyed by the
+ * last series id of the block, so that the block of series S is the first
+ * one with id >= S.  t_min, t_max and n cover the block (the partition's
+ * extent and sample count stay one SQL aggregate away).  Inside a frame,
+ * per chunk, in (series, t_min) order: varint(series - previous series),
+ * zigzag varint(t_min - previous t_min), varint(t_max - t_min), varint(n),
+ * varint(len), the chunk's bytes.  One row per chunk cost SQLite about 30
+ * bytes, and chunks of neighbouring series share most of their bytes
+ * (headers, scales, the values of like processes), which zstd finds only
+ * across them: on a day of churning processes the three tiers shrink 4-8x.
+ * Format 1 (`packed`, one row per chunk) and open partitions (`chunks`)
+ * are still read.
  */
-int gw_store_pack_chunks(sqlite3 *db)
+#define ZBLOCK_TARGET (64u << 10) /* uncompressed bytes per block */
+#define ZBLOCK_LEVEL  3
+
+struct zwriter {
+	sqlite3_stmt *ins;
+	ZSTD_CCtx *cctx;
+	struct gw_buf raw;
+	uint8_t *z;
+	size_t zcap;
+	int64_t prev_series, prev_tmin, t_min, t_max, n;
+};
+
+static int zflush(struct zwriter *w)
 {
-	return gw_store_exec(
-		db,
-		"CREATE TABLE packed(id INTEGER PRIMARY KEY,"
-		" t_min INTEGER NOT NULL, t_max INTEGER NOT NULL,"
-		" n INTEGER NOT NULL, data BLOB NOT NULL);"
-		"INSERT INTO packed SELECT (series << 20) + row_number() OVER"
-		" (PARTITION BY series ORDER BY t_min) - 1, t_min, t_max, n,"
-		" data FROM chunks WHERE series > 0 ORDER BY series, t_min;"
-		"DROP TABLE chunks;"
-		"CREATE VIEW chunks AS SELECT id >> 20 AS series, t_min, t_max,"
-		" n, data FROM packed;");
+	size_t bound = ZSTD_compressBound(w->raw.len), zlen;
+	int rc;
+
+	if (!w->raw.len)
+		return 0;
+	if (bound > w->zcap) {
+		uint8_t *z = realloc(w->z, bound);
+
+		if (!z)
+			return -ENOMEM;
+		w->z = z;
+		w->zcap = bound;
+	}
+	zlen = ZSTD_compress2(w->cctx, w->z, w->zcap, w->raw.p, w->raw.len);
+	if (ZSTD_isError(zlen))
+		return -EIO;
+	sqlite3_reset(w->ins);
+	sqlite3_bind_int64(w->ins, 1, w->prev_series);
+	sqlite3_bind_int64(w->ins, 2, w->t_min);
+	sqlite3_bind_int64(w->ins, 3, w->t_max);
+	sqlite3_bind_int64(w->ins, 4, w->n);
+	sqlite3_bind_blob(w->ins, 5, w->z, (int)zlen, SQLITE_STATIC);
+	rc = sqlite3_step(w->ins);
+	if (rc != SQLITE_DONE)
+		return gw_store_sql_err(sqlite3_db_handle(w->ins), rc,
+					"pack chunks");
+	gw_buf_reset(&w->raw);
+	w->prev_series = 0;
+	w->prev_tmin = 0;
+	w->t_min = INT64_MAX;
+	w->t_max = INT64_MIN;
+	w->n = 0;
+	return 0;
 }
 
-bool gw_store_is_packed(sqlite3 *db)
+int gw_store_pack_chunks(sqlite3 *db)
+{
+	struct zwriter w = { .t_min = INT64_MAX, .t_max = INT64_MIN };
+	sqlite3_stmt *sel = NULL;
+	int err, rc;
+
+	gw_buf_init(&w.raw, PACK_MAX);
+	err = gw_store_exec(db,
+			    "CREATE TABLE zblocks(id INTEGER PRIMARY KEY,"
+			    " t_min INTEGER NOT NULL, t_max INTEGER NOT "
+			    "NULL, n INTEGER NOT NULL, data BLOB NOT NULL)");
+	if (err)
+		goto out;
+	w.cctx = ZSTD_createCCtx();
+	if (!w.cctx ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w.cctx, ZSTD_c_compressionLevel,
+						ZBLOCK_LEVEL)) ||
+	    ZSTD_isError(
+		    ZSTD_CCtx_setParameter(w.cctx, ZSTD_c_checksumFlag, 1))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(db,
+				"SELECT series, t_min, t_max, n, data FROM "
+				"chunks WHERE series > 0 AND series < "
+				"4294967296 ORDER BY series, t_min",
+				-1, &sel, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db,
+					"INSERT INTO zblocks(id, t_min, t_max, "
+					"n, data) VALUES (?,?,?,?,?)",
+					-1, &w.ins, NULL);
+	if (rc != SQLITE_OK) {
+		err = gw_store_sql_err(db, rc, "pack chunks");
+		goto out;
+	}
+	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(sel, 0);
+		int64_t t_min = sqlite3_column_int64(sel, 1);
+		int64_t t_max = sqlite3_column_int64(sel, 2);
+		int64_t n = sqlite3_column_int64(sel, 3);
+		const void *data = sqlite3_column_blob(sel, 4);
+		size_t len = (size_t)sqlite3_column_bytes(sel, 4);
+
+		if (t_max < t_min || n < 0)
+			continue; /* not ours: never written so */
+		/* A block ends between series, never inside one. */
+		if (id != w.prev_series && w.raw.len >= ZBLOCK_TARGET)
+			err = zflush(&w);
+		if (err)
+			break;
+		gw_varint_put(&w.raw, (uint64_t)(id - w.prev_series));
+		gw_varint_put(&w.raw, gw_zigzag((uint64_t)t_min -
+						(uint64_t)w.prev_tmin));
+		gw_varint_put(&w.raw, (uint64_t)t_max - (uint64_t)t_min);
+		gw_varint_put(&w.raw, (uint64_t)n);
+		gw_varint_put(&w.raw, len);
+		gw_buf_put(&w.raw, data, len);
+		err = gw_buf_error(&w.raw);
+		w.prev_series = id;
+		w.prev_tmin = t_min;
+		if (t_min < w.t_min)
+			w.t_min = t_min;
+		if (t_max > w.t_max)
+			w.t_max = t_max;
+		w.n += n;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = gw_store_sql_err(db, rc, "pack chunks");
+	if (!err)
+		err = zflush(&w);
+	sqlite3_finalize(sel);
+	sel = NULL;
+	/* One transaction with the rest of the close (the caller's). */
+	if (!err)
+		err = gw_store_exec(db, "DROP TABLE chunks");
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(w.ins);
+	ZSTD_freeCCtx(w.cctx);
+	free(w.z);
+	gw_buf_release(&w.raw);
+	return err;
+}
+
+int gw_store_zblock_each(const void *z, size_t zlen,
+			 int (*fn)(void *ctx, const struct gw_zchunk *c),
+			 void *ctx)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(z, zlen);
+	const uint8_t *p, *end;
+	struct gw_zchunk c = { 0 };
+	int64_t series = 0, tmin = 0;
+	uint8_t *raw;
+	size_t got;
+	int err = 0;
+
+	if (size == ZSTD_CONTENTSIZE_ERROR ||
+	    size == ZSTD_CONTENTSIZE_UNKNOWN || size > PACK_MAX)
+		return -EBADMSG;
+	raw = malloc(size ? size : 1);
+	if (!raw)
+		return -ENOMEM;
+	got = ZSTD_decompress(raw, size, z, zlen);
+	if (ZSTD_isError(got) || got != size) {
+		free(raw);
+		return -EBADMSG;
+	}
+	for (p = raw, end = raw + got; p < end && !err;) {
+		uint64_t ds, dt, span, n, len;
+
+		if (gw_varint_get(&p, end, &ds) ||
+		    gw_varint_get(&p, end, &dt) ||
+		    gw_varint_get(&p, end, &span) ||
+		    gw_varint_get(&p, end, &n) ||
+		    gw_varint_get(&p, end, &len) || len > (uint64_t)(end - p) ||
+		    n > UINT32_MAX || ds > UINT32_MAX ||
+		    (uint64_t)series + ds >= UINT32_MAX ||
+		    (series && !ds && (int64_t)gw_unzigzag(dt) < 0) ||
+		    span > (uint64_t)INT64_MAX) {
+			err = -EBADMSG;
+			break;
+		}
+		series += (int64_t)ds;
+		tmin = (int64_t)((uint64_t)tmin + gw_unzigzag(dt));
+		if (!series || tmin > INT64_MAX - (int64_t)span) {
+			err = -EBADMSG;
+			break;
+		}
+		c.series = (uint32_t)series;
+		c.t_min = tmin;
+		c.t_max = tmin + (int64_t)span;
+		c.n = (uint32_t)n;
+		c.data = p;
+		c.len = (size_t)len;
+		p += len;
+		err = fn(ctx, &c);
+	}
+	free(raw);
+	return err;
+}
+
+enum gw_part_form gw_store_part_form(sqlite3 *db)
 {
 	sqlite3_stmt *st;
-	bool packed = false;
+	enum gw_part_form f = GW_PART_CHUNKS;
 
 	if (sqlite3_prepare_v2(db,
-			       "SELECT 1 FROM sqlite_master WHERE type = "
-			       "'table' AND name = 'packed'",
+			       "SELECT name FROM sqlite_master WHERE type = "
+			       "'table' AND name IN ('packed', 'zblocks')",
 			       -1, &st, NULL) != SQLITE_OK)
-		return false;
-	packed = sqlite3_step(st) == SQLITE_ROW;
+		return f;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		f = name && strcmp(name, "zblocks") == 0 ? GW_PART_ZBLOCKS
+							 : GW_PART_PACKED;
+	}
 	sqlite3_finalize(st);
-	return packed;
+	return f;
+}
+
+/* What gw_store_packed_keys looks for. */
+struct pk_find {
+	const uint32_t *ids;
+	size_t n;
+	char **keys;
+};
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int pk_one(void *ctx, int64_t id, const char *key)
+{
+	struct pk_find *f = ctx;
+	uint32_t u = (uint32_t)id;
+	const uint32_t *hit = bsearch(&u, f->ids, f->n, sizeof(u), cmp_id);
+	size_t i;
+
+	if (!hit)
+		return 0;
+	i = (size_t)(hit - f->ids);
+	if (f->keys[i])
+		return 0;
+	f->keys[i] = strdup(key);
+	return f->keys[i] ? 0 : -ENOMEM;
+}
+
+int gw_store_packed_keys(sqlite3 *db, const uint32_t *ids, size_t n,
+			 char **keys)
+{
+	struct pk_find f = { ids, n, keys };
+	sqlite3_stmt *st;
+	int err = 0;
+
+	if (!n || sqlite3_prepare_v2(db, "SELECT data FROM series_packed", -1,
+				     &st, NULL) != SQLITE_OK)
+		return 0; /* none, or an index.db from before them */
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
+		err = gw_store_each_packed(sqlite3_column_blob(st, 0),
+					   (size_t)sqlite3_column_bytes(st, 0),
+					   PACK_MAX, pk_one, &f);
+		if (err == -EBADMSG)
+			err = 0; /* logged at open; the others still count */
+	}
+	sqlite3_finalize(st);
+	return err;
 }

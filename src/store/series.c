@@ -39,6 +39,7 @@ static void **smap_slot(const struct smap *m, const char *key, uint64_t h,
 {
 	size_t i;
 
+	*at = 0; /* an empty map has no slot: its caller grows it first */
 	if (!m->cap)
 		return NULL;
 	for (i = h & (m->cap - 1); m->keys[i]; i = (i + 1) & (m->cap - 1)) {

@@ -243,22 +243,30 @@ int gw_store_open_db(const char *path, bool create, bool readonly,
 		size_t len = strlen(path);
 		bool index =
 			len >= 9 && strcmp(path + len - 9, "/index.db") == 0;
-		char pragmas[256];
+		char pragmas[320];
 
 		/*
 		 * Before the first table: index.db reclaims the head log's
 		 * pages after each cut (auto_vacuum); partitions only grow
-		 * and are vacuumed once when closed, and use small pages
+		 * and are vacuumed once when closed.  Both use small pages
 		 * so that a day of sparse series does not cost 4 KiB per
-		 * table.
+		 * table (index.db has seven of them; an older one keeps
+		 * its 4 KiB pages).
 		 */
 		snprintf(pragmas, sizeof(pragmas),
 			 "%s"
 			 "PRAGMA journal_mode=WAL;"
 			 "PRAGMA synchronous=NORMAL;"
-			 "PRAGMA journal_size_limit=4194304;",
+			 "PRAGMA journal_size_limit=4194304;"
+			 /* Debian's SQLite overwrites every freed page
+			  * (SECURE_DELETE): each cut's deleted hour of
+			  * head log and each closed day's dropped rows
+			  * were written twice.  FAST clears them only
+			  * where no extra I/O is needed. */
+			 "PRAGMA secure_delete=FAST;",
 			 !create ? ""
-			 : index ? "PRAGMA auto_vacuum=INCREMENTAL;"
+			 : index ? "PRAGMA page_size=1024;"
+				   "PRAGMA auto_vacuum=INCREMENTAL;"
 				 : "PRAGMA page_size=1024;");
 		err = gw_store_exec(db, pragmas);
 		if (!err && create) {
@@ -300,10 +308,14 @@ int gw_store_check_db(sqlite3 *db)
 	sqlite3_finalize(st);
 	if (!ok)
 		return -EBADMSG;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT series, t_min, t_max, n, data "
-				"FROM chunks LIMIT 1",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+		db,
+		gw_store_part_form(db) == GW_PART_ZBLOCKS
+			? "SELECT id, t_min, t_max, n, data "
+			  "FROM zblocks LIMIT 1"
+			: "SELECT series, t_min, t_max, n, data "
+			  "FROM chunks LIMIT 1",
+		-1, &st, NULL);
 	sqlite3_finalize(st);
 	return rc == SQLITE_OK ? 0 : -EBADMSG;
 }
@@ -398,12 +410,14 @@ uint64_t gw_store_file_bytes(const char *path)
 	for (int i = 0; i < 3; i++) {
 		char p[PATH_MAX + 8];
 		struct stat st;
+		int n;
 
-		snprintf(p, sizeof(p), "%s%s", path,
-			 i == 0	  ? ""
-			 : i == 1 ? "-wal"
-				  : "-shm");
-		if (stat(p, &st) == 0)
+		/* a name too long to fit cannot be there */
+		n = snprintf(p, sizeof(p), "%s%s", path,
+			     i == 0   ? ""
+			     : i == 1 ? "-wal"
+				      : "-shm");
+		if (n > 0 && (size_t)n < sizeof(p) && stat(p, &st) == 0)
 			total += (uint64_t)st.st_size;
 	}
 	return total;
@@ -414,8 +428,11 @@ static uint64_t sum_samples(sqlite3 *db)
 	sqlite3_stmt *st;
 	uint64_t n = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT total(n) FROM chunks", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       gw_store_part_form(db) == GW_PART_ZBLOCKS
+				       ? "SELECT total(n) FROM zblocks"
+				       : "SELECT total(n) FROM chunks",
+			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = (uint64_t)sqlite3_column_double(st, 0);
@@ -478,11 +495,52 @@ int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
 
 /* ---- open / close ---- */
 
-static int load_index(struct gw_store *s)
+/* The index's series, from its rows and its packed lists, by id. */
+struct idkeys {
+	struct idkey {
+		int64_t id;
+		char *key;
+	} * v;
+	size_t n, cap;
+};
+
+static int idkeys_add(void *ctx, int64_t id, const char *key)
 {
+	struct idkeys *k = ctx;
+	char *dup;
+
+	if (id <= 0 || id >= UINT32_MAX)
+		return 0;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 1024;
+		struct idkey *v = realloc(k->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = cap;
+	}
+	dup = strdup(key);
+	if (!dup)
+		return -ENOMEM;
+	k->v[k->n].id = id;
+	k->v[k->n++].key = dup;
+	return 0;
+}
+
+static int cmp_idkey(const void *a, const void *b)
+{
+	const struct idkey *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int load_index(struct gw_store *s, bool *damaged)
+{
+	struct idkeys k = { 0 };
 	sqlite3_stmt *st;
 	uint64_t loaded = 0;
-	int rc;
+	int err = 0, rc;
 
 	rc = sqlite3_prepare_v2(s->index,
 				"SELECT v FROM meta WHERE "
@@ -493,19 +551,50 @@ static int load_index(struct gw_store *s)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		s->watermark = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	rc = sqlite3_prepare_v2(s->index,
-				"SELECT id, key FROM series ORDER "
-				"BY id",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(s->index, "SELECT id, key FROM series", -1, &st,
+				NULL);
 	if (rc != SQLITE_OK)
 		return gw_store_sql_err(s->index, rc, "index.db");
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(st, 1);
+
+		if (key)
+			err = idkeys_add(&k, sqlite3_column_int64(st, 0), key);
+	}
+	sqlite3_finalize(st);
+	/* The series of closed days, packed (gw_store_pack_index). */
+	rc = sqlite3_prepare_v2(s->index, "SELECT data FROM series_packed", -1,
+				&st, NULL);
+	if (rc != SQLITE_OK) {
+		err = gw_store_sql_err(s->index, rc, "index.db");
+		goto out;
+	}
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
+		int r = gw_store_each_packed(
+			sqlite3_column_blob(st, 0),
+			(size_t)sqlite3_column_bytes(st, 0), SIZE_MAX,
+			idkeys_add, &k);
+
+		if (r == -EBADMSG) {
+			gw_err("store: a packed list of series in index.db "
+			       "is damaged; its series are read from the "
+			       "partitions instead");
+			*damaged = true;
+		} else {
+			err = r;
+		}
+	}
+	sqlite3_finalize(st);
+	if (err)
+		goto out;
+	qsort(k.v, k.n, sizeof(*k.v), cmp_idkey);
+	for (size_t i = 0; i < k.n; i++) {
+		int64_t id = k.v[i].id;
+		const char *key = k.v[i].key;
 		struct gw_series *ser;
 		struct gw_labels l;
 
-		if (!key || id <= 0 || id >= UINT32_MAX ||
+		if ((i && k.v[i - 1].id == id) ||
 		    gw_store_key_labels(key, &l) != 0)
 			continue;
 		if (gw_store_attach_series(s, &l, (uint32_t)id, true, &ser) ==
@@ -520,11 +609,14 @@ static int load_index(struct gw_store *s)
 				(long long)id, key, ser->id);
 		gw_labels_release(&l);
 	}
-	sqlite3_finalize(st);
 	if (loaded)
 		gw_info("store: %llu series in the index",
 			(unsigned long long)loaded);
-	return 0;
+out:
+	for (size_t i = 0; i < k.n; i++)
+		free(k.v[i].key);
+	free(k.v);
+	return err;
 }
 
 static int open_index(struct gw_store *s, bool *fresh,
@@ -568,6 +660,13 @@ static int open_index(struct gw_store *s, bool *fresh,
 			"CREATE TABLE IF NOT EXISTS head(seq INTEGER "
 			"PRIMARY KEY, t_min INTEGER NOT NULL, t_max INTEGER "
 			"NOT NULL, data BLOB NOT NULL);");
+	/* The keys of the series known before the last closed day, packed
+	 * (gw_store_pack_index): a tenth of their rows' size. */
+	if (!err)
+		err = gw_store_exec(s->index,
+				    "CREATE TABLE IF NOT EXISTS series_packed("
+				    "seq INTEGER PRIMARY KEY, data BLOB NOT "
+				    "NULL);");
 	/* The partitions the archive holds (the cold tier): name
 	 * ("raw/2026-12-01"), size, and pinned: restored to this disk by an
 	 * operator, kept here whatever the local retention. */
@@ -708,8 +807,12 @@ static int64_t partitions_end(struct gw_store *s)
 		if (s->parts[i].tier != GW_TIER_RAW || s->parts[i].remote ||
 		    gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
 			continue;
-		if (sqlite3_prepare_v2(db, "SELECT max(t_max) FROM chunks", -1,
-				       &st, NULL) == SQLITE_OK &&
+		if (sqlite3_prepare_v2(
+			    db,
+			    gw_store_part_form(db) == GW_PART_ZBLOCKS
+				    ? "SELECT max(t_max) FROM zblocks"
+				    : "SELECT max(t_max) FROM chunks",
+			    -1, &st, NULL) == SQLITE_OK &&
 		    sqlite3_step(st) == SQLITE_ROW &&
 		    sqlite3_column_type(st, 0) == SQLITE_INTEGER) {
 			int64_t t = sqlite3_column_int64(st, 0);
@@ -964,7 +1067,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 {
 	struct gw_store *s = calloc(1, sizeof(*s));
 	struct gw_store_salvage sv = { 0 };
-	bool fresh = false, salvaged = false;
+	bool fresh = false, salvaged = false, damaged = false;
 	uint64_t rebuilt = 0;
 	int rc = 0;
 
@@ -1037,8 +1140,8 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	}
 	if (s->nparts > 1)
 		qsort(s->parts, s->nparts, sizeof(*s->parts), part_cmp);
-	rc = load_index(s);
-	if (!rc && fresh)
+	rc = load_index(s, &damaged);
+	if (!rc && (fresh || damaged))
 		rebuilt = rebuild_series(s);
 	if (rc) {
 		snprintf(err, errlen, "cannot load %s/index.db: %s", s->dir,

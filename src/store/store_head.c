@@ -556,9 +556,19 @@ static ssize_t ev_find(struct gw_store *s, const char *key)
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, m->v[j].id);
 		if (sqlite3_step(st) == SQLITE_ROW &&
-		    (k = sqlite3_column_text(st, 0)) &&
-		    strcmp((const char *)k, key) == 0)
-			found = (ssize_t)j;
+		    (k = sqlite3_column_text(st, 0))) {
+			if (strcmp((const char *)k, key) == 0)
+				found = (ssize_t)j;
+		} else {
+			/* known before the last closed day: packed */
+			char *pk = NULL;
+
+			if (gw_store_packed_keys(s->index, &m->v[j].id, 1,
+						 &pk) == 0 &&
+			    pk && strcmp(pk, key) == 0)
+				found = (ssize_t)j;
+			free(pk);
+		}
 	}
 	sqlite3_finalize(st);
 	return found;

@@ -279,11 +279,41 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
 /* Packs a closing partition's series table into one compressed blob, in
  * the caller's transaction (compact.c). */
 int gw_store_pack_series(sqlite3 *db);
-/* Rewrites a closing partition's chunks into the packed table (rowid
- * series << 20 | k, no index; `chunks` becomes a view), in the caller's
- * transaction; whether a partition is packed (compact.c). */
+/* Rewrites a closing partition's chunks into zstd blocks of whole series
+ * (`zblocks`, keyed by the block's last series id; `chunks` is dropped),
+ * in the caller's transaction (compact.c). */
 int gw_store_pack_chunks(sqlite3 *db);
-bool gw_store_is_packed(sqlite3 *db);
+/* How a partition holds its chunks: `chunks` (open, or closed before
+ * packing), `packed` (closed, one row per chunk, keyed series << 20 | k;
+ * `chunks` is a view over it) or `zblocks` (closed since format 2). */
+enum gw_part_form { GW_PART_CHUNKS, GW_PART_PACKED, GW_PART_ZBLOCKS };
+enum gw_part_form gw_store_part_form(sqlite3 *db);
+/* One chunk of a block; data points into the decompressed block. */
+struct gw_zchunk {
+	uint32_t series, n;
+	int64_t t_min, t_max;
+	const uint8_t *data;
+	size_t len;
+};
+/* Decompresses one block and calls fn for each of its chunks, in
+ * (series, t_min) order; fn's error stops it.  -EBADMSG for a damaged
+ * block, -ENOMEM. */
+int gw_store_zblock_each(const void *z, size_t zlen,
+			 int (*fn)(void *ctx, const struct gw_zchunk *c),
+			 void *ctx);
+/* Moves index.db's series rows into one more packed list, a row of
+ * series_packed (after a day is closed; its own transaction). */
+int gw_store_pack_index(sqlite3 *db);
+/* The keys of ids[0..n) (ascending) found in index.db's packed lists:
+ * keys[i] is set (malloc'd) where it was NULL and the id is there.  0,
+ * -ENOMEM (compact.c). */
+int gw_store_packed_keys(sqlite3 *db, const uint32_t *ids, size_t n,
+			 char **keys);
+/* Calls fn for each (id, key) of a packed list whose decompressed size is
+ * at most max; -EBADMSG for a damaged one (compact.c). */
+int gw_store_each_packed(const void *z, size_t zlen, size_t max,
+			 int (*fn)(void *ctx, int64_t id, const char *key),
+			 void *ctx);
 /* Calls fn(ctx, id, key) for each series a partition names, packed or
  * not; fn's error stops it.  -EBADMSG for a damaged list (compact.c). */
 int gw_store_each_series(sqlite3 *db,

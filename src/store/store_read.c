@@ -381,6 +381,96 @@ static int read_progress(void *ctx)
  * looks each up in the (series, t_min) key and returns the rows in that
  * order, which is the order of sels.
  */
+/* What the chunks of one block go to (read_zblocks). */
+struct zread {
+	struct gw_store *s;
+	struct sel *sels;
+	size_t n, at;
+	enum gw_tier tier;
+	int64_t mint, maxt;
+	struct gw_query_limits *lim;
+};
+
+static int zread_chunk(void *ctx, const struct gw_zchunk *c)
+{
+	struct zread *z = ctx;
+	struct sel *x;
+
+	if (c->t_max < z->mint || c->t_min > z->maxt)
+		return 0;
+	x = sel_seek(z->sels, z->n, &z->at, c->series);
+	if (!x || in_memory(x, c->t_min))
+		return 0;
+	if (z->tier == GW_TIER_RAW)
+		return take_raw(z->s, x, c->data, c->len, z->mint, z->maxt,
+				z->lim);
+	return take_rollups(z->s, x, z->tier, c->data, c->len, false, z->mint,
+			    z->maxt, z->lim);
+}
+
+/*
+ * A closed partition in zstd blocks (compact.c): the block of the next
+ * selected series not read yet is the first with id >= it; one block
+ * answers every selected series up to its id.
+ */
+static int read_zblocks(struct gw_store *s, sqlite3 *db, const char *path,
+			struct sel *sels, size_t n, enum gw_tier tier,
+			int64_t mint, int64_t maxt, struct gw_query_limits *lim)
+{
+	struct zread z = { s, sels, n, 0, tier, mint, maxt, lim };
+	sqlite3_stmt *st = NULL;
+	size_t next = 0;
+	int err = 0, rc;
+
+	rc = sqlite3_prepare_v2(db,
+				"SELECT id, data FROM zblocks WHERE id >= ?1 "
+				"AND t_max >= ?2 AND t_min <= ?3 ORDER BY id "
+				"LIMIT 1",
+				-1, &st, NULL);
+	if (rc == SQLITE_INTERRUPT)
+		return check_limits(lim, 0);
+	if (rc != SQLITE_OK) {
+		note_corrupt_file(s, path);
+		return 0;
+	}
+	while (!err && next < n) {
+		int64_t last;
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, sels[next].id);
+		sqlite3_bind_int64(st, 2, mint);
+		sqlite3_bind_int64(st, 3, maxt);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW)
+			break;
+		last = sqlite3_column_int64(st, 0);
+		z.at = next;
+		err = gw_store_zblock_each(sqlite3_column_blob(st, 1),
+					   (size_t)sqlite3_column_bytes(st, 1),
+					   zread_chunk, &z);
+		if (err == -EBADMSG) {
+			atomic_fetch_add(&s->st_corrupt, 1);
+			note_corrupt_file(s, path);
+			err = 0;
+		}
+		if (!err)
+			err = check_limits(lim, 0);
+		while (next < n && sels[next].id <= last)
+			next++;
+	}
+	if (!err && rc == SQLITE_INTERRUPT)
+		err = check_limits(lim, 0);
+	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+			note_corrupt_file(s, path);
+		else
+			gw_warn("store: reading %s: %s", path,
+				sqlite3_errmsg(db));
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
 static int read_partition(struct gw_store *s, const char *path,
 			  struct sel *sels, size_t n, enum gw_tier tier,
 			  int64_t mint, int64_t maxt,
@@ -388,6 +478,7 @@ static int read_partition(struct gw_store *s, const char *path,
 {
 	sqlite3_stmt *st = NULL;
 	struct gw_buf ids;
+	enum gw_part_form form;
 	size_t at = 0;
 	bool packed;
 	sqlite3 *db;
@@ -395,7 +486,15 @@ static int read_partition(struct gw_store *s, const char *path,
 
 	if (gw_store_open_db(path, false, true, &db) != 0)
 		return 0; /* dropped meanwhile, or unreadable: skip */
-	packed = gw_store_is_packed(db);
+	form = gw_store_part_form(db);
+	packed = form == GW_PART_PACKED;
+	if (form == GW_PART_ZBLOCKS) {
+		if (lim && (lim->deadline_ns || lim->cancel))
+			sqlite3_progress_handler(db, 4096, read_progress, lim);
+		err = read_zblocks(s, db, path, sels, n, tier, mint, maxt, lim);
+		sqlite3_close(db);
+		return err;
+	}
 	if (lim && (lim->deadline_ns || lim->cancel))
 		sqlite3_progress_handler(db, 4096, read_progress, lim);
 	gw_buf_init(&ids, (size_t)1 << 31);
@@ -621,6 +720,7 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 	const char *name = nsets == 1 ? eq_name(sets[0], nm[0]) : NULL;
 	size_t lname = name ? strlen(name) : 0, k = 0;
 	struct ev_hit *hits = NULL;
+	char **packed = NULL;
 	sqlite3_stmt *st = NULL;
 	sqlite3 *db = NULL;
 	char path[PATH_MAX];
@@ -639,12 +739,16 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 		goto out;
 	}
 	hits = calloc(n, sizeof(*hits));
-	if (!hits) {
+	packed = calloc(n, sizeof(*packed));
+	if (!hits || !packed) {
 		err = -ENOMEM;
 		goto out;
 	}
+	/* The keys of the series known before the last closed day are in
+	 * packed lists rather than rows. */
+	err = gw_store_packed_keys(db, ids, n, packed);
 	for (size_t i = 0; i < n && !err; i++) {
-		const char *key;
+		const char *key = NULL;
 		struct gw_labels l;
 		bool any = !nsets;
 
@@ -652,8 +756,11 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 			break;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, ids[i]);
-		if (sqlite3_step(st) != SQLITE_ROW ||
-		    !(key = (const char *)sqlite3_column_text(st, 0)))
+		if (sqlite3_step(st) == SQLITE_ROW)
+			key = (const char *)sqlite3_column_text(st, 0);
+		if (!key)
+			key = packed[i];
+		if (!key)
 			continue;
 		/* The key starts with the name: a quick no. */
 		if (name &&
@@ -673,6 +780,9 @@ static int evicted_read(struct gw_store *s, const uint32_t *ids, size_t n,
 out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
+	for (size_t i = 0; packed && i < n; i++)
+		free(packed[i]);
+	free(packed);
 	if (err) {
 		ev_hits_free(hits, k);
 		return err;

@@ -20,7 +20,7 @@ need python3
 need node
 WEB="$TEST_SRC/web"
 CHROMIUM="${CHROMIUM:-$(command -v chromium || true)}"
-[ -n "$CHROMIUM" ] || skip "chromium is not installed (scripts/install-deps.sh test)"
+[ -n "$CHROMIUM" ] || skip "chromium is not installed (scripts/install-deps.sh all)"
 [ -d "$WEB/node_modules/playwright-core" ] ||
 	skip "playwright-core is not installed (scripts/install-deps.sh all, or npm ci in tests/web)"
 export CHROMIUM

@@ -32,221 +32,29 @@
 #include <microhttpd.h>
 
 #include "common/clock.h"
+#include "httpsrv.h"
 #include "export/alertmanager.h"
 
-#define MAXREQ	 64
-#define BODY_MAX (1u << 20)
-#define WAIT_S	 20.0
+#define WAIT_S TSRV_WAIT_S
 
-/* ---- the test server ---- */
+/* ---- the test server (httpsrv.h) ---- */
 
-struct req {
-	char path[128];
-	char method[16];
-	char ctype[128];
-	char *body;
-	int status; /* 0 until answered */
-};
-
-struct srv {
-	struct MHD_Daemon *d;
-	unsigned short port;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	/* Under mu. */
-	struct req req[MAXREQ];
-	unsigned int nreq;
-	int script[16]; /* statuses to answer next, then 200 */
-	unsigned int nscript, iscript;
-	int hold; /* hold each request until released */
-	int released;
-};
-
-struct upload {
-	char *p;
-	size_t len;
-};
-
-static double now_s(void)
+static struct tsrv *srv_start(unsigned short port)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return tsrv_start(port, NULL, 0);
 }
 
-static void copy(char *dst, size_t n, const char *src)
+/* Statuses to answer next (an error with a short body), then 200. */
+static void srv_script(struct tsrv *s, const int *statuses, unsigned int n)
 {
-	snprintf(dst, n, "%s", src ? src : "");
-}
+	struct tsrv_step st[16] = { { 0 } };
 
-static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
-			       const char *url, const char *method,
-			       const char *version, const char *data,
-			       size_t *data_size, void **con_cls)
-{
-	struct srv *s = cls;
-	struct upload *u = *con_cls;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-	unsigned int idx;
-	int status;
-
-	(void)version;
-	if (!u) {
-		u = calloc(1, sizeof(*u));
-		if (!u)
-			return MHD_NO;
-		*con_cls = u;
-		return MHD_YES;
+	assert_true(n <= 16);
+	for (unsigned int i = 0; i < n; i++) {
+		st[i].status = statuses[i];
+		st[i].body = statuses[i] == 200 ? NULL : "bad thing";
 	}
-	if (*data_size) {
-		char *p;
-
-		if (u->len + *data_size > BODY_MAX)
-			return MHD_NO;
-		p = realloc(u->p, u->len + *data_size + 1);
-		if (!p)
-			return MHD_NO;
-		memcpy(p + u->len, data, *data_size);
-		u->p = p;
-		u->len += *data_size;
-		u->p[u->len] = '\0';
-		*data_size = 0;
-		return MHD_YES;
-	}
-
-	pthread_mutex_lock(&s->mu);
-	idx = s->nreq < MAXREQ ? s->nreq++ : MAXREQ - 1;
-	copy(s->req[idx].path, sizeof(s->req[idx].path), url);
-	copy(s->req[idx].method, sizeof(s->req[idx].method), method);
-	copy(s->req[idx].ctype, sizeof(s->req[idx].ctype),
-	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-					 MHD_HTTP_HEADER_CONTENT_TYPE));
-	free(s->req[idx].body);
-	s->req[idx].body = u->p ? u->p : strdup("");
-	u->p = NULL;
-	u->len = 0;
-	pthread_cond_broadcast(&s->cv);
-	if (s->hold) {
-		struct timespec until = gw_ts_after(CLOCK_MONOTONIC, 60);
-
-		while (!s->released &&
-		       pthread_cond_timedwait(&s->cv, &s->mu, &until) !=
-			       ETIMEDOUT)
-			;
-	}
-	status = s->iscript < s->nscript ? s->script[s->iscript++] : 200;
-	s->req[idx].status = status;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-
-	r = MHD_create_response_from_buffer(status == 200 ? 0 : 9,
-					    (void *)"bad thing",
-					    MHD_RESPMEM_PERSISTENT);
-	if (!r)
-		return MHD_NO;
-	ret = MHD_queue_response(conn, (unsigned int)status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-		      enum MHD_RequestTerminationCode toe)
-{
-	struct upload *u = *con_cls;
-
-	(void)cls;
-	(void)conn;
-	(void)toe;
-	if (u) {
-		free(u->p);
-		free(u);
-		*con_cls = NULL;
-	}
-}
-
-/* A port nothing listens on now (connections to it are refused). */
-static unsigned short free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
-/* Starts a server on 127.0.0.1:port (0: any free port). */
-static struct srv *srv_start(unsigned short port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	struct srv *s = calloc(1, sizeof(*s));
-	int fd, one = 1;
-
-	assert_non_null(s);
-	pthread_mutex_init(&s->mu, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&s->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons(port);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 16), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	s->port = ntohs(a.sin_port);
-	s->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD |
-			MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC,
-		0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-		MHD_OPTION_END);
-	assert_non_null(s->d);
-	return s;
-}
-
-static void srv_release(struct srv *s)
-{
-	pthread_mutex_lock(&s->mu);
-	s->released = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void srv_stop(struct srv *s)
-{
-	if (!s)
-		return;
-	srv_release(s);
-	MHD_stop_daemon(s->d);
-	for (unsigned int i = 0; i < MAXREQ; i++)
-		free(s->req[i].body);
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
-	free(s);
-}
-
-static void srv_script(struct srv *s, const int *statuses, unsigned int n)
-{
-	pthread_mutex_lock(&s->mu);
-	memcpy(s->script, statuses, n * sizeof(*statuses));
-	s->nscript = n;
-	s->iscript = 0;
-	pthread_mutex_unlock(&s->mu);
+	tsrv_script(s, st, n);
 }
 
 static unsigned int count_alerts(const char *body)
@@ -259,7 +67,7 @@ static unsigned int count_alerts(const char *body)
 }
 
 /* Alerts in the requests answered 2xx. */
-static unsigned int accepted_locked(const struct srv *s)
+static unsigned int accepted_locked(const struct tsrv *s)
 {
 	unsigned int n = 0;
 
@@ -270,7 +78,7 @@ static unsigned int accepted_locked(const struct srv *s)
 }
 
 /* Waits until the server has received nreq requests. */
-static void wait_requests(struct srv *s, unsigned int nreq)
+static void wait_requests(struct tsrv *s, unsigned int nreq)
 {
 	struct timespec until = gw_ts_after(CLOCK_MONOTONIC, WAIT_S);
 	int r = 0;
@@ -285,7 +93,7 @@ static void wait_requests(struct srv *s, unsigned int nreq)
 }
 
 /* Waits until the server has answered 200 to requests carrying n alerts. */
-static void wait_accepted(struct srv *s, unsigned int n)
+static void wait_accepted(struct tsrv *s, unsigned int n)
 {
 	struct timespec until = gw_ts_after(CLOCK_MONOTONIC, WAIT_S);
 	unsigned int got;
@@ -316,11 +124,11 @@ static void wait_stats(struct gw_am *am, unsigned int i,
 		       int (*pred)(const struct gw_am_target_stats *),
 		       const char *what)
 {
-	double until = now_s() + WAIT_S;
+	double until = tsrv_now() + WAIT_S;
 	struct timespec tick = { 0, 1000000 };
 
 	while (!pred((struct gw_am_target_stats[]){ stats_of(am, i) })) {
-		if (now_s() > until)
+		if (tsrv_now() > until)
 			fail_msg("waited %.0f s for %s", WAIT_S, what);
 		nanosleep(&tick, NULL);
 	}
@@ -330,12 +138,12 @@ static void wait_stats(struct gw_am *am, unsigned int i,
  * sender counts after the server has answered. */
 static void wait_sent(struct gw_am *am, unsigned int i, uint64_t n)
 {
-	double until = now_s() + WAIT_S;
+	double until = tsrv_now() + WAIT_S;
 	struct timespec tick = { 0, 1000000 };
 	struct gw_am_target_stats st;
 
 	while (st = stats_of(am, i), st.sent < n || st.queued) {
-		if (now_s() > until)
+		if (tsrv_now() > until)
 			fail_msg("sent %llu, queued %llu; waited for %llu sent",
 				 (unsigned long long)st.sent,
 				 (unsigned long long)st.queued,
@@ -401,7 +209,7 @@ static struct gw_am_alert resolved(const char *labels, const char *ann)
 				     .ends_ms = 1700000060000LL };
 }
 
-static const char *body_of(struct srv *s, unsigned int i)
+static const char *body_of(struct tsrv *s, unsigned int i)
 {
 	const char *b;
 
@@ -418,7 +226,7 @@ static const char *body_of(struct srv *s, unsigned int i)
  * Content-Type and the JSON array, byte for byte. */
 static void json_shape(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, "/am/"), 0, 0, 0);
 	struct gw_am_alert a[2] = {
 		{ .labels = "{\"alertname\":\"GpuHot\",\"gpu\":\"0\"}",
@@ -439,7 +247,7 @@ static void json_shape(void **state)
 	assert_int_equal(s->nreq, 1);
 	assert_string_equal(s->req[0].method, "POST");
 	assert_string_equal(s->req[0].path, "/am/api/v2/alerts");
-	assert_string_equal(s->req[0].ctype, "application/json");
+	assert_string_equal(s->req[0].ct, "application/json");
 	assert_string_equal(
 		s->req[0].body,
 		"[{\"labels\":{\"alertname\":\"GpuHot\",\"gpu\":\"0\"},"
@@ -452,14 +260,14 @@ static void json_shape(void **state)
 		"\"annotations\":{},"
 		"\"startsAt\":\"2023-11-14T22:13:20.000Z\","
 		"\"endsAt\":\"2023-11-14T22:14:20.000Z\"}]");
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* Seven alerts queued at once go out as POSTs of at most batch_max. */
 static void batching(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 0, 3, 0);
 	char labels[7][64];
 	struct gw_am_alert a[7];
@@ -480,15 +288,15 @@ static void batching(void **state)
 		assert_non_null(strstr(s->req[i / 3].body, labels[i]));
 	wait_sent(am, 0, 7);
 	assert_int_equal(stats_of(am, 0).sent, 7);
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* The same labels queued twice before a send go out once, in their latest
  * state: within one call, and while an earlier POST is in flight. */
 static void coalescing(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 0, 0, 0);
 	const char *x = "{\"alertname\":\"X\"}", *y = "{\"alertname\":\"Y\"}";
 	struct gw_am_alert three[3] = {
@@ -517,7 +325,7 @@ static void coalescing(void **state)
 	a = firing(y, "{\"v\":\"5\"}");
 	assert_int_equal(gw_am_send(am, &a, 1), 0);
 	assert_int_equal(stats_of(am, 0).queued, 2 + 2);
-	srv_release(s);
+	tsrv_release(s);
 	wait_accepted(s, 4);
 	assert_int_equal(s->nreq, 2);
 	assert_string_equal(body_of(s, 1),
@@ -531,15 +339,15 @@ static void coalescing(void **state)
 			    "\"endsAt\":\"2100-01-01T00:00:00.000Z\"}]");
 	wait_sent(am, 0, 4);
 	assert_int_equal(stats_of(am, 0).sent, 4);
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* 500, 429 and 503 are retried (with backoff) until accepted; every alert
  * arrives, and alerts queued meanwhile too. */
 static void retry_until_success(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 0, 0, 0);
 	static const int fails[] = { 500, 429, 503 };
 	struct gw_am_alert a[2] = { firing("{\"alertname\":\"A\"}", "{}"),
@@ -566,15 +374,15 @@ static void retry_until_success(void **state)
 	assert_int_equal(st.dropped, 0);
 	assert_int_equal(st.queued, 0);
 	assert_int_equal(st.up, 1);
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* A 400 is not retried: its alerts are dropped and counted, and what comes
  * next is delivered. */
 static void client_error_dropped(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 0, 0, 0);
 	static const int bad[] = { 400 };
 	struct gw_am_alert a[2] = { firing("{\"alertname\":\"A\"}", "{}"),
@@ -601,15 +409,15 @@ static void client_error_dropped(void **state)
 	assert_int_equal(st.dropped, 2);
 	assert_int_equal(st.posts_failed, 1);
 	assert_int_equal(st.up, 1);
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* A full queue drops the oldest firing copy first, and only when no firing
  * copy is left the oldest resolved one. */
 static void queue_bound_drop_order(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 4, 8, 0);
 	struct gw_am_alert x = firing("{\"alertname\":\"X\"}", "{}");
 	struct gw_am_alert f[3] = { firing("{\"alertname\":\"F1\"}", "{}"),
@@ -635,7 +443,7 @@ static void queue_bound_drop_order(void **state)
 	st = stats_of(am, 0);
 	assert_int_equal(st.dropped, 4);
 	assert_int_equal(st.queued, 4 + 1);
-	srv_release(s);
+	tsrv_release(s);
 	wait_accepted(s, 5);
 	assert_int_equal(s->nreq, 2);
 	assert_string_equal(
@@ -652,15 +460,15 @@ static void queue_bound_drop_order(void **state)
 		"{\"labels\":{\"alertname\":\"R5\"},\"annotations\":{},"
 		"\"startsAt\":\"2023-11-14T22:13:20.000Z\","
 		"\"endsAt\":\"2023-11-14T22:14:20.000Z\"}]");
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* An Alertmanager that refuses connections, then comes up on its port:
  * everything queued meanwhile arrives. */
 static void down_then_up(void **state)
 {
-	unsigned short port = free_port();
+	unsigned short port = tsrv_free_port();
 	struct gw_am *am = am_new(url_of(port, ""), 0, 0, 0);
 	struct gw_am_alert a[3] = { firing("{\"alertname\":\"A\"}", "{}"),
 				    resolved("{\"alertname\":\"B\"}", "{}"),
@@ -668,7 +476,7 @@ static void down_then_up(void **state)
 	struct gw_am_alert d[2] = { firing("{\"alertname\":\"D\"}", "{}"),
 				    resolved("{\"alertname\":\"A\"}", "{}") };
 	struct gw_am_target_stats st;
-	struct srv *s;
+	struct tsrv *s;
 
 	(void)state;
 	assert_int_equal(gw_am_send(am, a, 3), 0);
@@ -691,14 +499,14 @@ static void down_then_up(void **state)
 				   "{\"alertname\":\"A\"},\"annotations\":{},"
 				   "\"startsAt\":\"2023-11-14T22:13:20.000Z\","
 				   "\"endsAt\":\"2100"));
-	gw_am_free(am, now_s() + 5);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 5);
+	tsrv_stop(s);
 }
 
 /* Two Alertmanagers: one refusing does not hold up the other. */
 static void targets_independent(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	const char *urls[2];
 	struct gw_am_opts o = { .sz = sizeof(o),
 				.backoff_min_s = 0.005,
@@ -708,7 +516,7 @@ static void targets_independent(void **state)
 	struct gw_am_alert a = firing("{\"alertname\":\"A\"}", "{}");
 
 	(void)state;
-	urls[0] = url_of(free_port(), "");
+	urls[0] = url_of(tsrv_free_port(), "");
 	urls[1] = url_of(s->port, "/");
 	assert_int_equal(gw_am_new(urls, 2, &o, &am), 0);
 	assert_int_equal(gw_am_send(am, &a, 1), 0);
@@ -725,14 +533,14 @@ static void targets_independent(void **state)
 	assert_string_equal(s->req[0].path, "/api/v2/alerts");
 	/* Filling only up to max entries. */
 	assert_int_equal(gw_am_stats(am, st, 1), 2);
-	gw_am_free(am, now_s() + 0.1);
-	srv_stop(s);
+	gw_am_free(am, tsrv_now() + 0.1);
+	tsrv_stop(s);
 }
 
 /* Alerts queued right before the stop are still delivered within it. */
 static void free_drains(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 0, 2, 0);
 	struct gw_am_alert a[5] = { firing("{\"alertname\":\"A\"}", "{}"),
 				    firing("{\"alertname\":\"B\"}", "{}"),
@@ -742,18 +550,18 @@ static void free_drains(void **state)
 
 	(void)state;
 	assert_int_equal(gw_am_send(am, a, 5), 0);
-	gw_am_free(am, now_s() + WAIT_S);
+	gw_am_free(am, tsrv_now() + WAIT_S);
 	pthread_mutex_lock(&s->mu);
 	assert_int_equal(accepted_locked(s), 5);
 	pthread_mutex_unlock(&s->mu);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* A stop while the Alertmanager hangs returns by its deadline, not after
  * the POST timeout. */
 static void free_deadline_hang(void **state)
 {
-	struct srv *s = srv_start(0);
+	struct tsrv *s = srv_start(0);
 	struct gw_am *am = am_new(url_of(s->port, ""), 0, 0, 60);
 	struct gw_am_alert a = firing("{\"alertname\":\"A\"}", "{}");
 	double t0;
@@ -762,26 +570,26 @@ static void free_deadline_hang(void **state)
 	s->hold = 1;
 	assert_int_equal(gw_am_send(am, &a, 1), 0);
 	wait_requests(s, 1);
-	t0 = now_s();
+	t0 = tsrv_now();
 	gw_am_free(am, t0 + 0.2);
 	/* Far below the 60 s POST timeout; the agent's whole stop has 5 s. */
-	assert_true(now_s() - t0 < 3.0);
-	srv_stop(s);
+	assert_true(tsrv_now() - t0 < 3.0);
+	tsrv_stop(s);
 }
 
 /* A stop while the Alertmanager refuses: back at the deadline. */
 static void free_deadline_down(void **state)
 {
-	struct gw_am *am = am_new(url_of(free_port(), ""), 0, 0, 0);
+	struct gw_am *am = am_new(url_of(tsrv_free_port(), ""), 0, 0, 0);
 	struct gw_am_alert a = firing("{\"alertname\":\"A\"}", "{}");
 	double t0;
 
 	(void)state;
 	assert_int_equal(gw_am_send(am, &a, 1), 0);
 	wait_stats(am, 0, failed_twice, "two refused POSTs");
-	t0 = now_s();
+	t0 = tsrv_now();
 	gw_am_free(am, t0 + 0.1);
-	assert_true(now_s() - t0 < 3.0);
+	assert_true(tsrv_now() - t0 < 3.0);
 }
 
 /* What gw_am_new refuses, and alerts that cannot be sent. */
@@ -836,7 +644,7 @@ static void invalid_input(void **state)
 	assert_int_equal(gw_am_send(am, a, 3), 3);
 	assert_int_equal(stats_of(am, 0).dropped, 3);
 	assert_int_equal(stats_of(am, 0).queued, 0);
-	gw_am_free(am, now_s());
+	gw_am_free(am, tsrv_now());
 	gw_am_free(NULL, 0);
 }
 

@@ -280,7 +280,7 @@ static void promql_out_of_memory(void **state)
 		"clamp(predict_linear(m_total[2m], 60), 0, 10) + year(m_total)",
 	};
 	struct gw_queryable q;
-	struct gw_fakeq *f;
+	struct gw_fakeq *f = NULL;
 
 	(void)state;
 	assert_int_equal(gw_fakeq_new(&f), 0);

@@ -98,7 +98,7 @@ static void assert_valid_ids(const char *cid, const char *pod)
 /* The id as the text holds it: dashes, or underscores (systemd). */
 static bool pod_in_text(const char *text, size_t len, const char *pod)
 {
-	char us[40];
+	char us[64];
 
 	if (memmem(text, len, pod, strlen(pod)))
 		return true;

@@ -251,7 +251,7 @@ static char root[64];
 
 static void put_file(const char *rel, const char *text)
 {
-	char path[256];
+	char path[512];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", root, rel);

@@ -979,7 +979,7 @@ static void disabled_leaves_no_trace(void **state)
 
 static void many_name(char *buf, size_t cap, int i)
 {
-	char body[512];
+	char body[381];
 
 	/* Long template instantiations, as real kernel names often are. */
 	memset(body, 'x', 380);

@@ -704,7 +704,7 @@ static void ring_header_and_misuse(void **state)
 	/* Bad records are refused, not written. */
 	assert_int_equal(gw_cring_append(&f->r, rec, 16),
 			 -EINVAL); /* size field 0 */
-	((struct gw_crec *)rec)->size = 12;
+	memcpy(rec, &(struct gw_crec){ .size = 12 }, sizeof(struct gw_crec));
 	assert_int_equal(gw_cring_append(&f->r, rec, 12), -EINVAL);
 	/* Sizes that are not a power of two, and the same process twice. */
 	assert_int_equal(gw_cring_open(&other, f->dir, 100000, "x"), -EINVAL);

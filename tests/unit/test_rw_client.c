@@ -36,244 +36,17 @@
 #include <microhttpd.h>
 
 #include "common/clock.h"
+#include "httpsrv.h"
 #include "export/rw.h"
 #include "pipeline/metrics.h"
 
-#define MAXREQ	 32
-#define BODY_MAX (8u << 20)
-#define WAIT_S	 20.0
+#define WAIT_S TSRV_WAIT_S
 
-/* ---- the recording receiver ---- */
+/* ---- the recording receiver (httpsrv.h) ---- */
 
-struct step {
-	int status;
-	const char *retry_after; /* NULL: no header */
-	const char *body;
-	int hang;	      /* hold the request until released */
-	const char *location; /* a Location: header (redirects) */
-};
-
-struct rec {
-	double t; /* CLOCK_MONOTONIC when the request was complete */
-	char path[128], ce[64], ct[64], ver[32], ua[64], auth[256], org[64];
-	unsigned char *body;
-	size_t len;
-};
-
-struct srv {
-	struct MHD_Daemon *d;
-	unsigned short port;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct step script[16];
-	unsigned int nscript, iscript;
-	struct rec rec[MAXREQ];
-	unsigned int nrec;
-	int released;
-	char retry_date[64]; /* a step's retry_after "DATE" uses this */
-};
-
-struct upload {
-	unsigned char *p;
-	size_t len;
-};
-
-static double now_s(void)
+static struct tsrv *srv_start(const struct tsrv_step *script, unsigned int n)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void copy(char *dst, size_t n, const char *src)
-{
-	snprintf(dst, n, "%s", src ? src : "");
-}
-
-static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
-			       const char *url, const char *method,
-			       const char *version, const char *data,
-			       size_t *data_size, void **con_cls)
-{
-	struct srv *s = cls;
-	struct upload *u = *con_cls;
-	struct MHD_Response *r;
-	struct step st = { .status = 200 };
-	enum MHD_Result ret;
-	struct rec *rc;
-
-	(void)version;
-	(void)method;
-	if (!u) {
-		u = calloc(1, sizeof(*u));
-		if (!u)
-			return MHD_NO;
-		*con_cls = u;
-		return MHD_YES;
-	}
-	if (*data_size) {
-		unsigned char *p;
-
-		if (u->len + *data_size > BODY_MAX)
-			return MHD_NO;
-		p = realloc(u->p, u->len + *data_size);
-		if (!p)
-			return MHD_NO;
-		memcpy(p + u->len, data, *data_size);
-		u->p = p;
-		u->len += *data_size;
-		*data_size = 0;
-		return MHD_YES;
-	}
-	pthread_mutex_lock(&s->mu);
-	rc = &s->rec[s->nrec < MAXREQ ? s->nrec : MAXREQ - 1];
-	free(rc->body);
-	memset(rc, 0, sizeof(*rc));
-	rc->t = now_s();
-	copy(rc->path, sizeof(rc->path), url);
-#define HDR(f, name)                                                           \
-	copy(rc->f, sizeof(rc->f),                                             \
-	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name))
-	HDR(ce, "Content-Encoding");
-	HDR(ct, "Content-Type");
-	HDR(ver, "X-Prometheus-Remote-Write-Version");
-	HDR(ua, "User-Agent");
-	HDR(auth, "Authorization");
-	HDR(org, "X-Scope-OrgID");
-#undef HDR
-	rc->body = u->p;
-	rc->len = u->len;
-	u->p = NULL;
-	u->len = 0;
-	if (s->nrec < MAXREQ)
-		s->nrec++;
-	if (s->iscript < s->nscript)
-		st = s->script[s->iscript++];
-	pthread_cond_broadcast(&s->cv);
-	if (st.hang) {
-		struct timespec until = gw_ts_after(CLOCK_MONOTONIC, 60);
-
-		while (!s->released &&
-		       pthread_cond_timedwait(&s->cv, &s->mu, &until) !=
-			       ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&s->mu);
-	if (st.hang)
-		return MHD_NO; /* the client gave up long ago */
-
-	r = MHD_create_response_from_buffer(st.body ? strlen(st.body) : 0,
-					    (void *)(st.body ? st.body : ""),
-					    MHD_RESPMEM_MUST_COPY);
-	if (!r)
-		return MHD_NO;
-	if (st.location)
-		MHD_add_response_header(r, "Location", st.location);
-	if (st.retry_after)
-		MHD_add_response_header(r, "Retry-After",
-					strcmp(st.retry_after, "DATE")
-						? st.retry_after
-						: s->retry_date);
-	ret = MHD_queue_response(conn, (unsigned int)st.status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-		      enum MHD_RequestTerminationCode toe)
-{
-	struct upload *u = *con_cls;
-
-	(void)cls;
-	(void)conn;
-	(void)toe;
-	if (u) {
-		free(u->p);
-		free(u);
-		*con_cls = NULL;
-	}
-}
-
-static int listen_any(unsigned short *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 16), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
-static struct srv *srv_start(const struct step *script, unsigned int n)
-{
-	struct srv *s = calloc(1, sizeof(*s));
-	pthread_condattr_t ca;
-	int fd;
-
-	assert_non_null(s);
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (n)
-		memcpy(s->script, script, n * sizeof(*script));
-	s->nscript = n;
-	fd = listen_any(&s->port);
-	s->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD |
-			MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC,
-		0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-		MHD_OPTION_END);
-	assert_non_null(s->d);
-	return s;
-}
-
-static void srv_stop(struct srv *s)
-{
-	pthread_mutex_lock(&s->mu);
-	s->released = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	MHD_stop_daemon(s->d);
-	for (unsigned int i = 0; i < MAXREQ; i++)
-		free(s->rec[i].body);
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
-	free(s);
-}
-
-static unsigned int srv_count(struct srv *s)
-{
-	unsigned int n;
-
-	pthread_mutex_lock(&s->mu);
-	n = s->nrec;
-	pthread_mutex_unlock(&s->mu);
-	return n;
-}
-
-/* Waits (on the server's condition) until it has seen n requests. */
-static void srv_wait(struct srv *s, unsigned int n)
-{
-	struct timespec until = gw_ts_after(CLOCK_MONOTONIC, WAIT_S);
-
-	pthread_mutex_lock(&s->mu);
-	while (s->nrec < n)
-		if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT)
-			break;
-	n = s->nrec >= n;
-	pthread_mutex_unlock(&s->mu);
-	assert_true(n);
+	return tsrv_start(0, script, n);
 }
 
 /* ---- a receiver that answers garbage ---- */
@@ -294,8 +67,8 @@ static void *junk_main(void *arg)
 		"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
 		"HTTP/1.1 abc def\r\n\r\n",
 		"",
-		"HTTP/1.1 500 Internal Server Error\r\nContent-Length: "
-		"999999999999999999999\r\n\r\n",
+		("HTTP/1.1 500 Internal Server Error\r\nContent-Length: "
+		 "999999999999999999999\r\n\r\n"),
 	};
 	struct junk *j = arg;
 
@@ -442,7 +215,7 @@ static void wait_stats(struct gw_rw_endpoint *ep,
 		       bool (*pred)(const struct gw_rw_stats *))
 {
 	struct gw_rw_stats st;
-	double end = now_s() + WAIT_S;
+	double end = tsrv_now() + WAIT_S;
 
 	for (;;) {
 		struct timespec ts = { 0, 2000000 };
@@ -450,7 +223,7 @@ static void wait_stats(struct gw_rw_endpoint *ep,
 		gw_rw_endpoint_stats(ep, &st);
 		if (pred(&st))
 			return;
-		if (now_s() > end)
+		if (tsrv_now() > end)
 			fail_msg("condition not reached within %gs", WAIT_S);
 		nanosleep(&ts, NULL); /* polling interval, not a sync */
 	}
@@ -461,7 +234,7 @@ static void wait_stats(struct gw_rw_endpoint *ep,
 /* What a receiver sees: the protocol's headers and the batch. */
 static void protocol_headers_and_body(void **state)
 {
-	struct srv *s = srv_start(NULL, 0);
+	struct tsrv *s = srv_start(NULL, 0);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  name: test\n"
@@ -474,15 +247,15 @@ static void protocol_headers_and_body(void **state)
 	(void)state;
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	assert_int_equal(srv_count(s), 1);
-	assert_string_equal(s->rec[0].path, "/api/v1/write");
-	assert_string_equal(s->rec[0].ce, "snappy");
-	assert_string_equal(s->rec[0].ct, "application/x-protobuf");
-	assert_string_equal(s->rec[0].ver, "0.1.0");
-	assert_string_equal(s->rec[0].ua, "gpuwatch/" GW_VERSION);
-	assert_string_equal(s->rec[0].org, "team-a");
-	assert_string_equal(s->rec[0].auth, "");
-	assert_int_equal(gw_rw_decode(s->rec[0].body, s->rec[0].len, &d), 0);
+	assert_int_equal(tsrv_count(s), 1);
+	assert_string_equal(s->req[0].path, "/api/v1/write");
+	assert_string_equal(s->req[0].ce, "snappy");
+	assert_string_equal(s->req[0].ct, "application/x-protobuf");
+	assert_string_equal(s->req[0].ver, "0.1.0");
+	assert_string_equal(s->req[0].ua, "gpuwatch/" GW_VERSION);
+	assert_string_equal(s->req[0].org, "team-a");
+	assert_string_equal(s->req[0].auth, "");
+	assert_int_equal(gw_rw_decode(s->req[0].body, s->req[0].len, &d), 0);
 	assert_int_equal(d->n, 3);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(d->s[i].n, 4);
@@ -538,19 +311,19 @@ static void protocol_headers_and_body(void **state)
 	}
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* Redirects are followed with the body (follow_redirects, default true),
  * or are a refusal when turned off. */
 static void redirects(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .status = 308, .location = "/moved/write" },
 		{ .status = 200 },
 		{ .status = 307, .location = "/moved/write" },
 	};
-	struct srv *s = srv_start(script, 3);
+	struct tsrv *s = srv_start(script, 3);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n", s->port);
 	struct gw_rw_stats st;
@@ -559,30 +332,30 @@ static void redirects(void **state)
 	(void)state;
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	assert_int_equal(srv_count(s), 2);
-	assert_string_equal(s->rec[1].path, "/moved/write");
-	assert_int_equal(s->rec[1].len, b.body.len);
-	assert_memory_equal(s->rec[1].body, b.body.p, b.body.len);
+	assert_int_equal(tsrv_count(s), 2);
+	assert_string_equal(s->req[1].path, "/moved/write");
+	assert_int_equal(s->req[1].len, b.body.len);
+	assert_memory_equal(s->req[1].body, b.body.p, b.body.len);
 	gw_rw_config_free(c);
 	c = endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 		     "  follow_redirects: false\n",
 		     s->port);
 	assert_int_equal(send_once(c, &b), GW_RW_REFUSED);
-	assert_int_equal(srv_count(s), 3);
+	assert_int_equal(tsrv_count(s), 3);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(st.samples_failed, 12);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* A 4xx is sent once, counted failed, never retried. */
 static void refused_4xx_not_retried(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .status = 400, .body = "out of order sample\nsecond line" },
 	};
-	struct srv *s = srv_start(script, 1);
+	struct tsrv *s = srv_start(script, 1);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  queue_config: {min_backoff: 1ms, max_backoff: "
@@ -594,7 +367,7 @@ static void refused_4xx_not_retried(void **state)
 	(void)state;
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_REFUSED);
-	assert_int_equal(srv_count(s), 1);
+	assert_int_equal(tsrv_count(s), 1);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(st.samples_failed, 12);
 	assert_int_equal(st.samples_sent, 0);
@@ -602,18 +375,18 @@ static void refused_4xx_not_retried(void **state)
 	assert_int_equal(code_count(&st, 400), 1);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* 5xx are retried after a backoff of at least min_backoff; then sent. */
 static void retry_5xx_then_success(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .status = 500, .body = "boom" },
 		{ .status = 503 },
 		{ .status = 204 },
 	};
-	struct srv *s = srv_start(script, 3);
+	struct tsrv *s = srv_start(script, 3);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  queue_config: {min_backoff: 50ms, max_backoff: "
@@ -625,12 +398,12 @@ static void retry_5xx_then_success(void **state)
 	(void)state;
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	assert_int_equal(srv_count(s), 3);
-	assert_true(s->rec[1].t - s->rec[0].t >= 0.05);
-	assert_true(s->rec[2].t - s->rec[1].t >= 0.05);
+	assert_int_equal(tsrv_count(s), 3);
+	assert_true(s->req[1].t - s->req[0].t >= 0.05);
+	assert_true(s->req[2].t - s->req[1].t >= 0.05);
 	/* The same bytes each time. */
-	assert_int_equal(s->rec[2].len, b.body.len);
-	assert_memory_equal(s->rec[2].body, b.body.p, b.body.len);
+	assert_int_equal(s->req[2].len, b.body.len);
+	assert_memory_equal(s->req[2].body, b.body.p, b.body.len);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(st.samples_sent, 12);
 	assert_int_equal(st.samples_retried, 24);
@@ -641,19 +414,19 @@ static void retry_5xx_then_success(void **state)
 	assert_int_equal(st.bytes_sent, 3 * b.body.len);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* 429 with Retry-After: the next try comes no sooner than it says, in
  * seconds or as an HTTP date, even beyond max_backoff. */
 static void retry_after_429(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .status = 429, .retry_after = "1" },
 		{ .status = 429, .retry_after = "DATE" },
 		{ .status = 200 },
 	};
-	struct srv *s = srv_start(script, 3);
+	struct tsrv *s = srv_start(script, 3);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  queue_config: {min_backoff: 1ms, max_backoff: "
@@ -670,29 +443,29 @@ static void retry_after_429(void **state)
 		 "%a, %d %b %Y %H:%M:%S GMT", &tm);
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	assert_int_equal(srv_count(s), 3);
-	assert_true(s->rec[1].t - s->rec[0].t >= 1.0);
+	assert_int_equal(tsrv_count(s), 3);
+	assert_true(s->req[1].t - s->req[0].t >= 1.0);
 	/* The date was 4 s ahead (whole seconds) before the first try and
 	 * its 1 s wait: at least about 2 s after the answer carrying it. */
-	if (s->rec[2].t - s->rec[1].t < 1.0)
+	if (s->req[2].t - s->req[1].t < 1.0)
 		fail_msg("waited %gs after Retry-After: %s",
-			 s->rec[2].t - s->rec[1].t, s->retry_date);
+			 s->req[2].t - s->req[1].t, s->retry_date);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(code_count(&st, 429), 2);
 	assert_int_equal(st.samples_retried, 24);
 	assert_int_equal(st.samples_sent, 12);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* retry_on_http_429: false makes a 429 a refusal, as in Prometheus. */
 static void no_retry_on_429(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .status = 429, .retry_after = "1" },
 	};
-	struct srv *s = srv_start(script, 1);
+	struct tsrv *s = srv_start(script, 1);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  queue_config: {retry_on_http_429: false}\n",
@@ -703,23 +476,23 @@ static void no_retry_on_429(void **state)
 	(void)state;
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_REFUSED);
-	assert_int_equal(srv_count(s), 1);
+	assert_int_equal(tsrv_count(s), 1);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(st.samples_failed, 12);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 /* A receiver that never answers is cut by remote_timeout and the batch
  * retried; the next answer acknowledges it. */
 static void hanging_receiver_times_out(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .hang = 1 },
 		{ .status = 200 },
 	};
-	struct srv *s = srv_start(script, 2);
+	struct tsrv *s = srv_start(script, 2);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  remote_timeout: 300ms\n"
@@ -732,14 +505,14 @@ static void hanging_receiver_times_out(void **state)
 	(void)state;
 	batch_init(&b);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	assert_int_equal(srv_count(s), 2);
+	assert_int_equal(tsrv_count(s), 2);
 	gw_rw_endpoint_stats(gw_rw_config_endpoint(c, 0), &st);
 	assert_int_equal(st.failures[GW_RW_FAIL_TIMEOUT], 1);
 	assert_int_equal(st.samples_retried, 12);
 	assert_int_equal(st.samples_sent, 12);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 static bool one_request_seen(const struct gw_rw_stats *st)
@@ -751,11 +524,11 @@ static bool one_request_seen(const struct gw_rw_stats *st)
  * while a transfer hangs (remote_timeout a minute). */
 static void stop_is_prompt(void **state)
 {
-	static const struct step script[] = {
+	static const struct tsrv_step script[] = {
 		{ .status = 503, .retry_after = "3600" },
 		{ .hang = 1 },
 	};
-	struct srv *s = srv_start(script, 2);
+	struct tsrv *s = srv_start(script, 2);
 	struct gw_rw_config *c =
 		endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 			 "  remote_timeout: 1m\n",
@@ -770,12 +543,12 @@ static void stop_is_prompt(void **state)
 	assert_int_equal(bg_stop(&g), GW_RW_STOPPED);
 	/* Now in a transfer that hangs. */
 	bg_start(&g, c, &b);
-	srv_wait(s, 2);
+	tsrv_wait(s, 2);
 	assert_int_equal(bg_stop(&g), GW_RW_STOPPED);
-	assert_int_equal(srv_count(s), 2);
+	assert_int_equal(tsrv_count(s), 2);
 	batch_release(&b);
 	gw_rw_config_free(c);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 static bool three_connection_failures(const struct gw_rw_stats *st)
@@ -786,8 +559,8 @@ static bool three_connection_failures(const struct gw_rw_stats *st)
 /* Nobody listening: connection errors, retried until stopped. */
 static void connection_refused_retried(void **state)
 {
-	unsigned short port;
-	int fd = listen_any(&port);
+	unsigned short port = 0;
+	int fd = tsrv_listen(&port);
 	struct gw_rw_config *c;
 	struct gw_rw_stats st;
 	struct batch b;
@@ -833,7 +606,7 @@ static void garbage_answers(void **state)
 		struct batch b;
 		struct bg g;
 
-		j.fd = listen_any(&j.port);
+		j.fd = tsrv_listen(&j.port);
 		j.mode = mode;
 		atomic_init(&j.stop, false);
 		assert_int_equal(pthread_create(&j.th, NULL, junk_main, &j), 0);
@@ -874,7 +647,7 @@ static void write_file(const char *path, const char *text)
 /* basic_auth with a password or a password_file. */
 static void basic_auth(void **state)
 {
-	struct srv *s = srv_start(NULL, 0);
+	struct tsrv *s = srv_start(NULL, 0);
 	char pwfile[] = "/tmp/gw-rw-pw-XXXXXX";
 	int fd = mkstemp(pwfile);
 	struct gw_rw_config *c;
@@ -889,19 +662,19 @@ static void basic_auth(void **state)
 		     "  basic_auth: {username: user, password: pass}\n",
 		     s->port);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	srv_wait(s, 1);
-	assert_string_equal(s->rec[0].auth, "Basic dXNlcjpwYXNz");
+	tsrv_wait(s, 1);
+	assert_string_equal(s->req[0].auth, "Basic dXNlcjpwYXNz");
 	gw_rw_config_free(c);
 	c = endpoint("- url: http://127.0.0.1:%u/api/v1/write\n"
 		     "  basic_auth: {username: agent, password_file: %s}\n",
 		     s->port, pwfile);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	srv_wait(s, 2);
-	assert_string_equal(s->rec[1].auth, "Basic YWdlbnQ6czNjcmV0");
+	tsrv_wait(s, 2);
+	assert_string_equal(s->req[1].auth, "Basic YWdlbnQ6czNjcmV0");
 	gw_rw_config_free(c);
 	unlink(pwfile);
 	batch_release(&b);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 static bool sent_36(const struct gw_rw_stats *st)
@@ -919,7 +692,7 @@ static bool credentials_failed(const struct gw_rw_stats *st)
  * it appears. */
 static void bearer_credentials(void **state)
 {
-	struct srv *s = srv_start(NULL, 0);
+	struct tsrv *s = srv_start(NULL, 0);
 	char dir[] = "/tmp/gw-rw-tok-XXXXXX", tok[64];
 	struct gw_rw_config *c;
 	struct gw_rw_client *cl;
@@ -939,14 +712,14 @@ static void bearer_credentials(void **state)
 	assert_int_equal(gw_rw_client_send(cl, b.body.p, b.body.len, b.raw_len,
 					   b.samples, NULL),
 			 GW_RW_SENT);
-	srv_wait(s, 1);
-	assert_string_equal(s->rec[0].auth, "Bearer tok1");
+	tsrv_wait(s, 1);
+	assert_string_equal(s->req[0].auth, "Bearer tok1");
 	write_file(tok, "tok2");
 	assert_int_equal(gw_rw_client_send(cl, b.body.p, b.body.len, b.raw_len,
 					   b.samples, NULL),
 			 GW_RW_SENT);
-	srv_wait(s, 2);
-	assert_string_equal(s->rec[1].auth, "Bearer tok2");
+	tsrv_wait(s, 2);
+	assert_string_equal(s->req[1].auth, "Bearer tok2");
 	gw_rw_client_free(cl);
 
 	/* The file disappears: tries fail (nothing sent without it) until
@@ -954,12 +727,12 @@ static void bearer_credentials(void **state)
 	unlink(tok);
 	bg_start(&g, c, &b);
 	wait_stats(gw_rw_config_endpoint(c, 0), credentials_failed);
-	assert_int_equal(srv_count(s), 2);
+	assert_int_equal(tsrv_count(s), 2);
 	write_file(tok, "tok3\n");
 	wait_stats(gw_rw_config_endpoint(c, 0), sent_36);
 	assert_int_equal(bg_stop(&g), GW_RW_SENT);
-	srv_wait(s, 3);
-	assert_string_equal(s->rec[2].auth, "Bearer tok3");
+	tsrv_wait(s, 3);
+	assert_string_equal(s->req[2].auth, "Bearer tok3");
 	gw_rw_config_free(c);
 
 	/* Another type, inline credentials. */
@@ -967,13 +740,13 @@ static void bearer_credentials(void **state)
 		     "  authorization: {type: Custom, credentials: abc}\n",
 		     s->port);
 	assert_int_equal(send_once(c, &b), GW_RW_SENT);
-	srv_wait(s, 4);
-	assert_string_equal(s->rec[3].auth, "Custom abc");
+	tsrv_wait(s, 4);
+	assert_string_equal(s->req[3].auth, "Custom abc");
 	gw_rw_config_free(c);
 	unlink(tok);
 	rmdir(dir);
 	batch_release(&b);
-	srv_stop(s);
+	tsrv_stop(s);
 }
 
 int main(void)

@@ -20,6 +20,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
+#include <sqlite3.h>
 #include <string.h>
 
 #include "store/store.h"
@@ -562,7 +564,8 @@ static void readers_meet_a_churning_writer(void **state)
  * after their last sample does not, and a series whose samples return is
  * the same series (its id, its history), also after a restart.
  */
-static void evicted_series_stay_queryable_and_come_back(void **state)
+/* quiet: how long after T0 the series stay silent before one is back */
+static void evicted_and_back(void **state, int64_t quiet)
 {
 	struct fixture *f = *state;
 	const struct gw_queryable *q;
@@ -575,10 +578,10 @@ static void evicted_series_stay_queryable_and_come_back(void **state)
 	const struct gw_matcher *sets[1] = { m };
 	size_t nm[1];
 	char name[64], text[160];
-	int64_t back = T0 + 2 * HOUR + 10 * MIN;
+	int64_t back = T0 + quiet + 10 * MIN;
 
 	append_all(f, 3);
-	run_until(f, T0 + 2 * HOUR);
+	run_until(f, T0 + quiet);
 	gw_store_stats(f->s, &st);
 	assert_int_equal(st.series_evicted, NSER);
 	assert_int_equal(st.series, NSER);
@@ -680,6 +683,36 @@ static void evicted_series_stay_queryable_and_come_back(void **state)
 	}
 }
 
+static void evicted_series_stay_queryable_and_come_back(void **state)
+{
+	evicted_and_back(state, 2 * HOUR);
+}
+
+/* The same across a closed day: the evicted series' keys are then in
+ * index.db's packed list, no longer rows. */
+static void evicted_series_stay_queryable_after_their_day_closed(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	evicted_and_back(state, 24 * HOUR + 2 * HOUR);
+	snprintf(path, sizeof(path), "%s/index.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT (SELECT count(*) FROM "
+					    "series_packed), (SELECT count(*) "
+					    "FROM series)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 1);
+	assert_int_equal(sqlite3_column_int(st, 1), 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -700,6 +733,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(readers_meet_a_churning_writer,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			evicted_series_stay_queryable_after_their_day_closed,
+			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			evicted_series_stay_queryable_and_come_back, setup,
 			teardown),

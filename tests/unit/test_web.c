@@ -6,11 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include <cmocka.h>
 
+#include "http/gzip.h"
 #include "http/web.h"
 
 /* Every file is there, "/" is the page, and its gzip'd bytes inflate to
@@ -69,6 +71,64 @@ static void accept_encoding(void **state)
 	assert_false(gw_web_accepts_gzip(",,, ;"));
 }
 
+/* An API answer gzip'd for the client inflates to the same bytes, and is
+ * much smaller: a range query's JSON repeats itself. */
+static void gzip_answer(void **state)
+{
+	static char json[200000];
+	size_t n = 0, gzlen;
+	char *gz, back[sizeof(json)];
+	z_stream z;
+
+	(void)state;
+	n += (size_t)snprintf(json, sizeof(json),
+			      "{\"status\":\"success\",\"data\":{\"result\":[");
+	for (int i = 0; n < sizeof(json) - 100; i++)
+		n += (size_t)snprintf(json + n, sizeof(json) - n,
+				      "%s[%d,\"%d.%d\"]", i ? "," : "",
+				      1796330000 + i, 70 + i % 7, i % 10);
+	assert_int_equal(gw_http_gzip(json, n, &gz, &gzlen), 0);
+	assert_true(gzlen < n / 4);
+	assert_int_equal((unsigned char)gz[0], 0x1f); /* a gzip member */
+	assert_int_equal((unsigned char)gz[1], 0x8b);
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+	z.next_in = (unsigned char *)gz;
+	z.avail_in = (uInt)gzlen;
+	z.next_out = (unsigned char *)back;
+	z.avail_out = sizeof(back);
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	assert_int_equal(z.total_out, n);
+	assert_memory_equal(back, json, n);
+	inflateEnd(&z);
+	free(gz);
+	/* Nothing at all is a valid gzip too. */
+	assert_int_equal(gw_http_gzip("", 0, &gz, &gzlen), 0);
+	assert_true(gzlen >= 18);
+	free(gz);
+}
+
+/* Only for a client that asks, only text and JSON, only when it pays. */
+static void gzip_worth(void **state)
+{
+	(void)state;
+	assert_true(gw_http_gzip_worth("gzip", NULL, 4096));
+	assert_true(gw_http_gzip_worth("deflate, gzip, br",
+				       "text/plain; "
+				       "version=0.0.4",
+				       4096));
+	assert_true(gw_http_gzip_worth(
+		"gzip", "application/openmetrics-text; version=1.0.0", 4096));
+	assert_false(gw_http_gzip_worth(NULL, NULL, 4096));
+	assert_false(gw_http_gzip_worth("", NULL, 4096));
+	assert_false(gw_http_gzip_worth("identity", NULL, 4096));
+	assert_false(gw_http_gzip_worth("gzip;q=0", NULL, 4096));
+	assert_false(gw_http_gzip_worth("gzip", "application/octet-stream",
+					4096)); /* pprof: gzip'd already */
+	assert_false(gw_http_gzip_worth("gzip", NULL, GW_HTTP_GZIP_MIN - 1));
+	assert_true(gw_http_gzip_worth("gzip", NULL, GW_HTTP_GZIP_MIN));
+}
+
 static void etags(void **state)
 {
 	const struct gw_web_asset *a = gw_web_find("/");
@@ -94,9 +154,9 @@ static void etags(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(assets),
-		cmocka_unit_test(accept_encoding),
-		cmocka_unit_test(etags),
+		cmocka_unit_test(assets),     cmocka_unit_test(accept_encoding),
+		cmocka_unit_test(etags),      cmocka_unit_test(gzip_answer),
+		cmocka_unit_test(gzip_worth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,10 @@
 // requests, and the time from navigation start to the first chart
 // (performance mark "gw-first-chart", set by the page).
 //
+// With DETAIL=1, each view's last run also lists its requests (start and
+// end in ms from navigation start, bytes, path), to see what the first
+// chart waited for.
+//
 //   node bench.mjs URL RUNS
 import { chromium } from 'playwright-core';
 
@@ -34,11 +38,18 @@ for (const [name, path] of views) {
 			const nav = performance.getEntriesByType('navigation')[0];
 			const res = performance.getEntriesByType('resource');
 			return { ms: performance.getEntriesByName('gw-first-chart')[0].startTime,
-				bytes: nav.transferSize + res.reduce((s, e) => s + e.transferSize, 0), reqs: 1 + res.length };
+				bytes: nav.transferSize + res.reduce((s, e) => s + e.transferSize, 0), reqs: 1 + res.length,
+				detail: [nav].concat(res).map((e) => [e.startTime, e.responseEnd, e.transferSize,
+					decodeURIComponent(e.name.replace(location.origin, ''))]) };
 		});
 		bytes.push(r.bytes);
 		ms.push(r.ms);
 		reqs.push(r.reqs);
+		if (process.env.DETAIL && i === runs - 1) {
+			console.log(`  ${name}: first chart at ${r.ms.toFixed(0)} ms`);
+			for (const [a, b, n, path] of r.detail)
+				console.log(`  ${a.toFixed(0).padStart(6)} ${b.toFixed(0).padStart(6)} ${String(n).padStart(7)}  ${path.slice(0, 150)}`);
+		}
 		await ctx.close();
 	}
 	console.log(`${name.padEnd(14)} ${String(runs).padStart(4)}  ${String(med(bytes)).padStart(13)}  ${String(Math.max(...bytes)).padStart(10)}  ` +

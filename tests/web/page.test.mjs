@@ -83,8 +83,13 @@ try {
 }
 
 async function fullChecks(page) {
-	const external = [];
-	page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('data:')) external.push(r.url()); });
+	const external = [], baselineAsked = [];
+	page.on('request', (r) => {
+		if (!r.url().startsWith(url) && !r.url().startsWith('data:'))
+			external.push(r.url());
+		if (r.url().includes('/api/v1/baseline?'))
+			baselineAsked.push(r.url());
+	});
 	// Node overview: one tile per GPU; each value equals /api/v1/query's
 	// at the time the page asked.
 	await page.goto(url + '/');
@@ -141,6 +146,29 @@ async function fullChecks(page) {
 	if (!await page.$('[data-lane=application] canvas'))
 		fail('no application chart though a training job sends metrics');
 	ok('four lanes; the absent runtime layer says so; the application metrics and the baseline band are drawn');
+	// The band is the agent's: what /api/v1/baseline answered the page's
+	// own request (asked again: the range is fixed, so the band is too).
+	if (!baselineAsked.some((u) => u.includes('gpuwatch_gpu_temperature_celsius')))
+		fail('the timeline did not ask /api/v1/baseline for its band');
+	// (The model learns from its first 64 samples: the band may come with
+	// a later redraw.)
+	await page.waitForFunction(() => +document.querySelector('#lanes').dataset.bandPoints > 0, null, { timeout: T })
+		.catch(() => fail('no band point drawn'));
+	const drawn = await page.$eval('#lanes', (b) => ({ n: +b.dataset.bandPoints, pts: JSON.parse(b.dataset.band),
+		range: b.dataset.bandRange.split(',') }));
+	const bq = new URLSearchParams({ query: 'gpuwatch_gpu_temperature_celsius{gpu="0"}', start: drawn.range[0],
+		end: drawn.range[1], step: drawn.range[2] });
+	const bj = await (await fetch(url + '/api/v1/baseline?' + bq)).json();
+	if (bj.status !== 'success' || !bj.data.result.length)
+		fail('/api/v1/baseline?' + bq + ': ' + JSON.stringify(bj).slice(0, 300));
+	const lower = new Map(bj.data.result[0].lower.map(([t, v]) => [t, +v]));
+	const upper = new Map(bj.data.result[0].upper.map(([t, v]) => [t, +v]));
+	for (const [t, lo, hi] of drawn.pts)
+		if (lower.get(t) !== lo || upper.get(t) !== hi)
+			fail(`the band drawn at ${t} is [${lo}, ${hi}], the endpoint says [${lower.get(t)}, ${upper.get(t)}]`);
+	if (Math.abs(upper.size - drawn.n) > 2)
+		fail(`${drawn.n} band points drawn, the endpoint has ${upper.size}`);
+	ok(`the baseline band is the agent's (${drawn.n} points from /api/v1/baseline)`);
 	await page.screenshot({ path: shots + '/timeline.png', fullPage: true });
 
 	const before = await page.evaluate(() => ({ hash: location.hash, pts: document.querySelector('[data-lane=hardware]').dataset.points,

@@ -778,8 +778,8 @@ static void duty_cycle(struct ebpf_col *b, double now)
 /* ---- thread ---- */
 
 /* libbpf's own messages: warnings as debug lines (our log says what matters). */
-static int libbpf_log(enum libbpf_print_level level, const char *fmt,
-		      va_list ap)
+static __attribute__((format(printf, 2, 0))) int
+libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
 

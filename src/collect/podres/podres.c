@@ -184,7 +184,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 
 		while (*v == ' ')
 			v++;
-		snprintf(c->message, sizeof(c->message), "%s", v);
+		snprintf(c->message, sizeof(c->message), "%.*s",
+			 (int)sizeof(c->message) - 1, v);
 	}
 	return len;
 }

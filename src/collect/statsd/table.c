@@ -317,8 +317,8 @@ static void family_free(struct gw_statsd_table *t, struct family *f)
 static const char *const helps[] = {
 	[K_COUNTER] = "StatsD counter (c), scaled by the sample rate.",
 	[K_GAUGE] = "StatsD gauge (g).",
-	[K_SUMMARY] = "StatsD timer (ms, in seconds), histogram (h) or "
-		      "distribution (d): quantiles over the window.",
+	[K_SUMMARY] = ("StatsD timer (ms, in seconds), histogram (h) or "
+		       "distribution (d): quantiles over the window."),
 	[K_SET] = "StatsD set (s): distinct values over the window.",
 };
 

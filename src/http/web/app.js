@@ -66,8 +66,14 @@
 		return j.data;
 	}
 	const instant = (query, time) => get('query', { query, time }).then((d) => d.result);
+	/* At a step of minutes a chart needs one value per step, not the
+	 * 1 s samples under it: the rollup tier (the API's tier, ours) reads
+	 * 60 to 3,600 times fewer points and answers the same within a
+	 * window (docs/internals/promql.md, "Semantics on rollup tiers").
+	 * Finer steps read raw samples, as by default. */
+	const tierFor = (step) => (step >= 3600 ? { tier: '1h' } : step >= 120 ? { tier: '1m' } : {});
 	const range = (query, start, end, step) =>
-		get('query_range', { query, start, end, step }).then((d) => d.result);
+		get('query_range', Object.assign({ query, start, end, step }, tierFor(step))).then((d) => d.result);
 
 	/* ---- state in the URL ---- */
 
@@ -491,18 +497,26 @@
 			apierr: 'sum(rate(gpuwatch_cuda_api_errors_total' + W + '))',
 			alloc: 'sum(gpuwatch_cuda_memory_live_bytes) or sum(gpuwatch_cuda_memory_allocated_bytes)',
 			raw: sel,
-			mean: 'avg_over_time(' + sel + '[10m])',
-			sd: 'stddev_over_time(' + sel + '[10m])',
-			anom: sel.replace('{', ':anomaly_score{') + ' > 0.95',
 		};
 		const r = {};
 		let failed = null;
 		const names = appNames();
-		await Promise.all(Object.keys(q).map((k) => range(q[k], tr.start, tr.end, tr.step)
+		/* the agent's own detector replayed over the history (its band,
+		 * scores and episodes), asked beside the range queries */
+		const band = get('baseline', { query: sel, start: tr.start, end: tr.end, step: tr.step })
+			.catch((e) => { failed = failed || e; return null; });
+		const lanes = Promise.all(Object.keys(q).map((k) => range(q[k], tr.start, tr.end, tr.step)
 			.then((x) => { r[k] = x; }, (e) => { r[k] = []; failed = failed || e; })));
-		spans = await alertSpans(tr);
-		const apps = (await names).slice(0, 6);
-		const appRes = await Promise.all(apps.map((n) => range(n, tr.start, tr.end, tr.step).catch(() => [])));
+		/* everything at once: the agent runs them on its query workers */
+		const spansNow = alertSpans(tr);
+		const appsNow = names.then((n) => {
+			const apps = n.slice(0, 6);
+			return Promise.all(apps.map((x) => range(x, tr.start, tr.end, tr.step).catch(() => [])))
+				.then((res) => ({ apps, res }));
+		});
+		await lanes;
+		spans = await spansNow;
+		const { apps, res: appRes } = await appsNow;
 
 		dropCharts();
 		const box = $('#lanes');
@@ -554,30 +568,35 @@
 			axes: [{}, { scale: 's0' }],
 		});
 
-		/* baseline band and anomalies */
+		/* the agent's dynamic baseline (api/v1/baseline): the band a
+		 * sample must leave to score the detector's threshold, and the
+		 * samples that did */
 		const bl = [];
+		const b = await band;
+		const thr = b ? +b.threshold : 0.9;
 		if (r.raw.length) {
 			const [, d] = align([r.raw[0]], tr);
-			const [, m] = align(r.mean.slice(0, 1), tr);
-			const [, sd] = align(r.sd.slice(0, 1), tr);
-			const up = (m[0] || []).map((v, i) => v === null || sd[0][i] === null ? null : v + 3 * sd[0][i]);
-			const lo = (m[0] || []).map((v, i) => v === null || sd[0][i] === null ? null : v - 3 * sd[0][i]);
-			const an = new Array(xs.length).fill(null);
-			if (r.anom.length) {
-				const [, a] = align([r.anom[0]], tr);
-				a[0].forEach((v, i) => { if (v !== null) an[i] = d[0][i]; });
-			}
-			bl.push({ opts: { label: 'baseline +3σ', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: up });
-			bl.push({ opts: { label: 'baseline −3σ', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: lo });
+			const s0 = b && b.result.length ? b.result[0] : null;
+			const col = (k) => (s0 ? align([{ values: s0[k] }], tr)[1][0] : new Array(xs.length).fill(null));
+			const up = col('upper'), lo = col('lower'), ex = col('expected'), sc = col('score'), bv = col('values');
+			const an = sc.map((v, i) => (v !== null && v >= thr ? bv[i] : null));
+			bl.push({ opts: { label: 'baseline upper', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: up });
+			bl.push({ opts: { label: 'baseline lower', stroke: 'rgba(47,95,208,0.3)', width: 1 }, data: lo });
+			bl.push({ opts: { label: 'expected', stroke: 'rgba(47,95,208,0.6)', width: 1, dash: [4, 3] }, data: ex });
 			bl.push({ opts: lineOpts(base + ' GPU ' + gpu, 1), data: d[0] });
 			bl.push({ opts: { label: 'anomaly', stroke: '#c62828', width: 0, paths: () => null,
 				points: { show: true, size: 8, fill: '#c62828' } }, data: an });
 			box.dataset.anomalies = String(an.filter((v) => v !== null).length);
+			box.dataset.episodes = String(s0 ? s0.episodes.length : 0);
+			const drawn = up.map((v, i) => [xs[i], lo[i], v]).filter((p) => p[2] !== null);
+			box.dataset.bandPoints = String(drawn.length);
+			box.dataset.bandRange = [tr.start, tr.end, tr.step].join(',');
+			box.dataset.band = JSON.stringify(drawn.filter((p, i) => i % Math.max(1, drawn.length >> 2) === 0));
 		}
 		const pick = el('form', { id: 'base-form' },
 			el('label', {}, 'baseline of ', baseSelect(base)), el('label', {}, ' GPU ', gpuInput(gpu)));
 		box.append(pick);
-		lane(box, 'Dynamic baseline (10 min mean ± 3σ) with anomalies (score > 0.95)', xs, bl, {
+		lane(box, 'Dynamic baseline (the agent\'s detector, band at score ' + thr + ') with anomalies', xs, bl, {
 			id: 'baseline', empty: 'No samples of ' + sel + ' in this range (store off, or no such GPU).',
 			bands: [{ series: [1, 2], fill: 'rgba(47,95,208,0.12)' }],
 		});
@@ -678,20 +697,40 @@
 			el('label', {}, ' B: ', ss, ', GPU ', gpuInput(gb, 'gb'), ' pid ', gpuInput(pb, 'pb')),
 			el('span', { class: 'note', text: 'empty = mean of all GPUs (processes)' }));
 
-		const all = await Promise.all(CMP.flatMap(([q]) => [
+		/* The chart needs the shown metric's two windows only: asked
+		 * first (the agent's query workers take them in order) and drawn
+		 * as soon as they answer; the table's other twelve follow. */
+		const ask = (q) => Promise.all([
 			range(sel(q, ga, pa), tr.start, tr.end, tr.step).catch(() => []),
 			range(sel(q, gb, pb), trB.start, trB.end, trB.step).catch(() => []),
-		]));
+		]);
+		const known = CMP.some(([q]) => q === metric);
+		const first = ask(known ? metric : CMP[0][0]);
+		const pending = CMP.map(([q]) => (q === (known ? metric : CMP[0][0]) ? first : ask(q)));
+		const [fa, fb] = await first;
 		dropCharts();
 		const [xs] = align([], tr);
+		const shownRow = CMP.find(([q]) => q === metric) || CMP[0];
+		const shown = { a: align(fa, tr)[1][0] || [], b: align(fb, trB)[1][0] || [], unit: shownRow[1], label: shownRow[2] };
+		const box = $('#cmp-chart');
+		box.replaceChildren();
+		const la = 'A ' + when(tr.start) + (ga ? ' GPU ' + ga : '') + (pa ? ' pid ' + pa : '');
+		const lb = 'B ' + when(trB.start) + (gb ? ' GPU ' + gb : '') + (pb ? ' pid ' + pb : '');
+		const series = shown.a.some((v) => v !== null) || shown.b.some((v) => v !== null) ? [
+			{ opts: { label: la, stroke: COLORS[0], width: 1.5 }, data: shown.a },
+			{ opts: { label: lb, stroke: COLORS[1], width: 1.5, dash: [6, 3] }, data: shown.b },
+		] : [];
+		lane(box, shown.label + ': window B overlaid on window A (x: time in A; B is shifted by ' +
+			ago(Date.now() / 1000 - shift) + ')', xs, series, {
+			id: 'compare', noSpans: true, empty: 'No data in either window.',
+			onSelect: zoomTo,
+		});
+		const all = await Promise.all(pending);
 		const rows = [];
-		let shown = null;
 		CMP.forEach(([q, unit, label], i) => {
-			const a = align(all[2 * i], tr)[1][0] || [];
-			const b = align(all[2 * i + 1], trB)[1][0] || [];
+			const a = align(all[i][0], tr)[1][0] || [];
+			const b = align(all[i][1], trB)[1][0] || [];
 			const sa = stats(a), sb = stats(b);
-			if (q === metric)
-				shown = { a, b, unit, label };
 			const d = sa && sb && sb.mean ? (sa.mean - sb.mean) / Math.abs(sb.mean) : null;
 			rows.push(el('tr', { 'data-metric': q, class: d !== null && Math.abs(d) > 0.1 ? 'warn' : '' },
 				el('td', { text: label }),
@@ -699,19 +738,6 @@
 				el('td', { text: d === null ? '–' : (d > 0 ? '+' : '') + (d * 100).toFixed(1) + ' %' }),
 				el('td', { text: sa ? fmt(sa.p95, unit) : '–' }), el('td', { text: sb ? fmt(sb.p95, unit) : '–' }),
 				el('td', { text: sa ? fmt(sa.max, unit) : '–' }), el('td', { text: sb ? fmt(sb.max, unit) : '–' })));
-		});
-		const box = $('#cmp-chart');
-		box.replaceChildren();
-		const la = 'A ' + when(tr.start) + (ga ? ' GPU ' + ga : '') + (pa ? ' pid ' + pa : '');
-		const lb = 'B ' + when(trB.start) + (gb ? ' GPU ' + gb : '') + (pb ? ' pid ' + pb : '');
-		const series = shown && (shown.a.some((v) => v !== null) || shown.b.some((v) => v !== null)) ? [
-			{ opts: { label: la, stroke: COLORS[0], width: 1.5 }, data: shown.a },
-			{ opts: { label: lb, stroke: COLORS[1], width: 1.5, dash: [6, 3] }, data: shown.b },
-		] : [];
-		lane(box, (shown ? shown.label : metric) + ': window B overlaid on window A (x: time in A; B is shifted by ' +
-			ago(Date.now() / 1000 - shift) + ')', xs, series, {
-			id: 'compare', noSpans: true, empty: 'No data in either window.',
-			onSelect: zoomTo,
 		});
 		$('#cmp-summary').replaceChildren(el('h2', { text: 'Differences (A against B)' }), el('table', {},
 			el('tr', {}, ...['', 'mean A', 'mean B', 'Δ mean', 'p95 A', 'p95 B', 'max A', 'max B'].map((h) => el('th', { text: h }))),
