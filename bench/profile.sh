@@ -113,6 +113,14 @@ for c in bench_hot bench_nofp; do
 		--sort sym -q -g none 2>/dev/null |
 		awk '$1 ~ /%$/ { s = $1; sub(/%/, "", s); n = $3; for (i = 4; i <= NF; i++) n = n " " $i; print n "\t" s }' >"$tmp/perf.$c"
 done
+# What perf needs beyond recording to give what the agent keeps (every
+# process's call stacks, named): one perf report over the whole recording,
+# its task-clock as for perf record.
+perf stat -x, -e task-clock -o "$tmp/rstat" -- \
+	perf report -i "$tmp/perf.data" --stdio --no-children -g caller \
+	--sort pid,sym >/dev/null 2>&1 || true
+report_ms=$(awk -F, '/task-clock/ { print $1; exit }' "$tmp/rstat")
+report_s=$(awk -v m="${report_ms:-0}" 'BEGIN { print m / 1000 }')
 # agree OURS PERF: sum over the union of both top 20s of min(share).
 agree() {
 	awk -F'\t' 'FNR == NR { o[$1] = $2; if (FNR <= 20) top[$1] = 1; next }
@@ -143,6 +151,8 @@ printf '  gpuwatch  %.3f s (thread %.3f s + BPF %.3f s) = %.3f%% of the machine\
 	"$(awk -v s="$ours_s" -v w="$wall" -v n="$ncpu" 'BEGIN { print 100 * s / (w * n) }')"
 printf '  perf      %.3f s (task-clock of perf record) = %.3f%% of the machine\n' \
 	"$perf_s" "$(awk -v s="$perf_s" -v w="$wall" -v n="$ncpu" 'BEGIN { print 100 * s / (w * n) }')"
+printf '  perf      + %.3f s naming the stacks (perf report, every process) = %.3f%% with record\n' \
+	"$report_s" "$(awk -v s="$perf_s" -v r="$report_s" -v w="$wall" -v n="$ncpu" 'BEGIN { print 100 * (s + r) / (w * n) }')"
 for c in bench_hot bench_nofp; do
 	printf 'agreement (%s): overlap of flat shares %s%%, %d of our top 20 in perf'"'"'s\n' \
 		"$c" "$(agree "$tmp/ours.$c" "$tmp/perf.$c")" "$(intop "$tmp/ours.$c" "$tmp/perf.$c")"
