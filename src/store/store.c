@@ -587,7 +587,8 @@ static int load_index(struct gw_store *s, bool *damaged)
 	sqlite3_finalize(st);
 	if (err)
 		goto out;
-	qsort(k.v, k.n, sizeof(*k.v), cmp_idkey);
+	if (k.n > 1)
+		qsort(k.v, k.n, sizeof(*k.v), cmp_idkey);
 	for (size_t i = 0; i < k.n; i++) {
 		int64_t id = k.v[i].id;
 		const char *key = k.v[i].key;
