@@ -18,7 +18,7 @@ import json, sys
 print(sum(len(g["rules"]) for g in json.load(sys.stdin)["data"]["groups"]))')
 [ "$rules" -ge 20 ] || fail "only $rules built-in rules"
 # A full simulated day: 60 s of evaluations (about 60 passes of every rule).
-wait_until '[ "$(evals)" -ge $((rules * 60)) ]' 120 "rules were not evaluated"
+wait_until '[ "$(evals)" -ge $((rules * 60)) ]' 240 "rules were not evaluated"
 curl -fsS "$URL/api/v1/alerts" >"$T_DIR/alerts.json"
 python3 - "$T_DIR/alerts.json" <<'PY' || fail "alerts on a healthy day: $(cat "$T_DIR/alerts.json")"
 import json, sys
