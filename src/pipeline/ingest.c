@@ -137,7 +137,7 @@ static size_t take_publishes(struct gw_ingest *in)
 static void judge(struct gw_ingest *in, const char *name, const char *labels,
 		  const struct copied *c)
 {
-	char sname[320];
+	char sname[320], lb[2048]; /* lb: the episode's labels, below */
 	struct gw_anomaly_verdict vd;
 	double score = gw_anomaly_judge(in->anom, name, labels, c->type,
 					c->kind, c->t_ms, c->value, &vd);
@@ -158,7 +158,6 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 	 * co-occurring anomalies of the same GPU or process as the label
 	 * explanation (alerts on it carry it). */
 	if (vd.workload || (vd.explanation && vd.explanation[0])) {
-		char lb[2048];
 		int k = snprintf(lb, sizeof(lb), "%s%s%s", labels,
 				 labels[0] && vd.workload ? "," : "",
 				 vd.workload ? "cause=\"workload\"" : "");
