@@ -19,7 +19,15 @@ prof_start_agent --profile gpu --log-level debug --cupti-dir "$ring_dir" --inter
 
 name=t2111-kjoin
 ln -s "$BPF_FIXTURES/prog_kjoin" "$T_DIR/$name"
-prog_start "$name" LD_LIBRARY_PATH="$STUB_DIR" GPUWATCH_CUPTI_DIR="$ring_dir" \
+# The sanitizers' runtimes must come first in a process whose executable
+# does not carry them, when the injection library was built with them.
+preload=""
+for rt in $(ldd "$CUPTI_INJECT" | awk '/lib(asan|ubsan|tsan)\.so/ { print $3 }'); do
+	preload="$preload:$rt"
+done
+preload="${preload#:}"
+prog_start "$name" ${preload:+LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0} \
+	LD_LIBRARY_PATH="$STUB_DIR" GPUWATCH_CUPTI_DIR="$ring_dir" \
 	GPUWATCH_CUPTI_INTERVAL_MS=50 FAKE_CUPTI="$FAKE_CUPTI" \
 	CUPTI_INJECT="$CUPTI_INJECT" "$T_DIR/$name"
 prog_wait_ready "$name"
