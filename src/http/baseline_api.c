@@ -63,26 +63,6 @@ static uint64_t mono_ns(void)
 }
 
 /* Milliseconds as Prometheus writes a time: seconds, up to 3 decimals. */
-static void put_time(struct gw_buf *out, int64_t t)
-{
-	uint64_t m = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
-	unsigned int ms = (unsigned int)(m % 1000);
-	char frac[5];
-	int k = 3;
-
-	if (!ms) {
-		gw_buf_putf(out, "%s%llu", t < 0 ? "-" : "",
-			    (unsigned long long)(m / 1000));
-		return;
-	}
-	snprintf(frac, sizeof(frac), "%03u", ms);
-	while (frac[k - 1] == '0')
-		k--;
-	frac[k] = '\0';
-	gw_buf_putf(out, "%s%llu.%s", t < 0 ? "-" : "",
-		    (unsigned long long)(m / 1000), frac);
-}
-
 static void put_value(struct gw_buf *out, double v)
 {
 	gw_buf_puts(out, "\"");
@@ -128,7 +108,7 @@ static void col_point(struct replay *rp, int c, int64_t t, double v)
 	if (rp->npts[c]++)
 		gw_buf_puts(b, ",");
 	gw_buf_puts(b, "[");
-	put_time(b, t);
+	gw_promql_fmt_time(b, t);
 	gw_buf_puts(b, ",");
 	if (c == C_VALUE)
 		put_value(b, v); /* the sample as stored */
@@ -245,11 +225,11 @@ static void put_series(struct gw_buf *out, const struct gw_series_data *s,
 		const struct episode *e = &rp->ep[k];
 
 		gw_buf_puts(out, k ? ",{\"onset\":" : "{\"onset\":");
-		put_time(out, e->onset);
+		gw_promql_fmt_time(out, e->onset);
 		gw_buf_puts(out, ",\"peak_time\":");
-		put_time(out, e->peak_t);
+		gw_promql_fmt_time(out, e->peak_t);
 		gw_buf_puts(out, ",\"end\":");
-		put_time(out, e->end);
+		gw_promql_fmt_time(out, e->end);
 		gw_buf_puts(out, ",\"peak\":");
 		put_model(out, e->peak);
 		gw_buf_putf(out, ",\"active\":%s}",

@@ -413,6 +413,10 @@ __attribute__((warn_unused_result)) int gw_promql_fmt_value(struct gw_buf *out,
 __attribute__((warn_unused_result)) int gw_promql_fmt_scalar(struct gw_buf *out,
 							     double v);
 
+/* A timestamp (ms) as Prometheus writes it: seconds with up to 3
+ * decimals, no trailing zeros. */
+void gw_promql_fmt_time(struct gw_buf *out, int64_t t_ms);
+
 /*
  * v as Go's fmt prints a float64 ("%v"), which is how Prometheus' alert
  * templates show {{ $value }}: the same digits, in 'e' layout when the

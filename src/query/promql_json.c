@@ -127,8 +127,7 @@ int gw_promql_fmt_text(struct gw_buf *out, double v)
 	return fmt_go(out, v, 'g');
 }
 
-/* Seconds with up to 3 decimals, as Prometheus writes timestamps. */
-static void fmt_time(struct gw_buf *out, int64_t t)
+void gw_promql_fmt_time(struct gw_buf *out, int64_t t)
 {
 	uint64_t m = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
 	unsigned ms = (unsigned)(m % 1000);
@@ -152,7 +151,7 @@ static void fmt_time(struct gw_buf *out, int64_t t)
 static void fmt_point(struct gw_buf *out, int64_t t, double v, bool scalar)
 {
 	gw_buf_put(out, "[", 1);
-	fmt_time(out, t);
+	gw_promql_fmt_time(out, t);
 	gw_buf_put(out, ",\"", 2);
 	gw_buf_set_error(out, scalar ? gw_promql_fmt_scalar(out, v)
 				     : gw_promql_fmt_value(out, v));
@@ -186,7 +185,7 @@ int gw_qresult_json(const struct gw_qresult *res, struct gw_buf *out)
 		fmt_point(out, res->scalar.t, res->scalar.v, true);
 	} else if (res->type == GW_TYPE_STRING) {
 		gw_buf_put(out, "[", 1);
-		fmt_time(out, res->scalar.t);
+		gw_promql_fmt_time(out, res->scalar.t);
 		gw_buf_put(out, ",", 1);
 		gw_json_str(out, res->str ? res->str : "");
 		gw_buf_put(out, "]", 1);
