@@ -408,6 +408,24 @@ static int zread_chunk(void *ctx, const struct gw_zchunk *c)
 			    z->maxt, z->lim);
 }
 
+/* How a partition's statement ended (rc): the query's own stop (its
+ * deadline or cancel, for an interrupt), a damaged file noted for the
+ * writer, or another error logged; 0 or the query's error. */
+static int read_status(struct gw_store *s, sqlite3 *db, const char *path,
+		       int rc, struct gw_query_limits *lim)
+{
+	int err = rc == SQLITE_INTERRUPT ? check_limits(lim, 0) : 0;
+
+	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+			note_corrupt_file(s, path);
+		else
+			gw_warn("store: reading %s: %s", path,
+				sqlite3_errmsg(db));
+	}
+	return err;
+}
+
 /*
  * A closed partition in zstd blocks (compact.c): the block of the next
  * selected series not read yet is the first with id >= it; one block
@@ -458,15 +476,8 @@ static int read_zblocks(struct gw_store *s, sqlite3 *db, const char *path,
 		while (next < n && sels[next].id <= last)
 			next++;
 	}
-	if (!err && rc == SQLITE_INTERRUPT)
-		err = check_limits(lim, 0);
-	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-			note_corrupt_file(s, path);
-		else
-			gw_warn("store: reading %s: %s", path,
-				sqlite3_errmsg(db));
-	}
+	if (!err)
+		err = read_status(s, db, path, rc, lim);
 	sqlite3_finalize(st);
 	return err;
 }
@@ -551,15 +562,8 @@ static int read_partition(struct gw_store *s, const char *path,
 			err = take_rollups(s, x, tier, p, len, false, mint,
 					   maxt, lim);
 	}
-	if (!err && rc == SQLITE_INTERRUPT)
-		err = check_limits(lim, 0);
-	if (!err && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-			note_corrupt_file(s, path);
-		else
-			gw_warn("store: reading %s: %s", path,
-				sqlite3_errmsg(db));
-	}
+	if (!err)
+		err = read_status(s, db, path, rc, lim);
 out:
 	gw_buf_release(&ids);
 	sqlite3_finalize(st);
