@@ -22,7 +22,7 @@ if [ -e /proc/driver/nvidia/version ] || ldconfig -p 2>/dev/null | grep 'libcuda
 fi
 cudart="$(ldd "$prog" | awk '$1 == "libcudart.so.13" && $2 == "=>" { print $3 }')"
 [ -f "$cudart" ] || fail "the loader does not resolve libcudart.so.13 for $prog"
-ldconfig -p 2>/dev/null | grep -qF "$(dirname "$(readlink -f "$cudart")")/libcudart.so" ||
+ldconfig -p 2>/dev/null | found -F "$(dirname "$(readlink -f "$cudart")")/libcudart.so" ||
 	skip "the loader's cache does not list $cudart"
 
 mkdir "$T_DIR/cuda"

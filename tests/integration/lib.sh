@@ -57,6 +57,14 @@ need() {
 	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
 }
 
+# found GREP-ARGS...: grep that reads its whole input and prints nothing,
+# for the end of a pipe.  With pipefail, "X | grep -q P" fails whenever
+# grep stops at its first match while X still writes (X dies of SIGPIPE):
+# a negated test then passes and a positive one fails by chance.
+found() {
+	grep "$@" >/dev/null
+}
+
 # now_ms: monotonic-enough wall clock in milliseconds.
 now_ms() {
 	date +%s%3N

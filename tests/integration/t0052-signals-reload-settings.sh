@@ -8,7 +8,7 @@ need curl
 
 # /api/v1/rules lists each group with the interval it is evaluated at.
 rule_interval_is() {
-	curl -fsS "$URL/api/v1/rules" | grep -q "\"interval\":$1,"
+	curl -fsS "$URL/api/v1/rules" | found "\"interval\":$1,"
 }
 
 start_agent --simulate 1 --rule-interval 1m30s

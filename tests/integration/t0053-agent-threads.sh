@@ -21,9 +21,9 @@ listed() {
 }
 
 # The per-GPU workers start once NVML (the simulator) has loaded.
-wait_until 'comms | grep -qx gw-nvml-1' 15 "no gw-nvml-1 thread"
+wait_until 'comms | found -x gw-nvml-1' 15 "no gw-nvml-1 thread"
 for name in $want; do
-	comms | grep -qx -- "$name" || fail "no thread named $name: $(comms | sort | tr '\n' ' ')"
+	comms | found -x -- "$name" || fail "no thread named $name: $(comms | sort | tr '\n' ' ')"
 done
 ok "threads named: $want"
 
@@ -31,10 +31,10 @@ ok "threads named: $want"
 # listed either way, and in /proc only while it runs.
 wait_until '[ -n "$(value gpuwatch_ebpf_up)" ]' 60 "gpuwatch_ebpf_up never published"
 if [ "$(value gpuwatch_ebpf_up)" = 1 ]; then
-	comms | grep -qx gw-ebpf || fail "eBPF is up but no gw-ebpf thread"
+	comms | found -x gw-ebpf || fail "eBPF is up but no gw-ebpf thread"
 	ebpf="running"
 else
-	wait_until '! comms | grep -qx gw-ebpf' 10 "gw-ebpf still runs without its probes"
+	wait_until '! comms | found -x gw-ebpf' 10 "gw-ebpf still runs without its probes"
 	ebpf="ended"
 fi
 

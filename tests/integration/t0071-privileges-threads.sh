@@ -45,7 +45,7 @@ curl -fsS "$URL/api/v1/query?query=up" >/dev/null || true
 # ThreadSanitizer's runtime starts its own thread before main(), named as
 # the program: not the agent's, it keeps what the process started with.
 tsan=0
-ldd "$GPUWATCH" 2>/dev/null | grep -q libtsan && tsan=1
+ldd "$GPUWATCH" 2>/dev/null | found libtsan && tsan=1
 checked=0 privileged=""
 for t in /proc/"$AGENT_PID"/task/*; do
 	comm="$(cat "$t/comm" 2>/dev/null)" || continue

@@ -106,5 +106,5 @@ stop_agent
 ok "refused while an agent runs on the directory"
 
 # Help reads like a manual page.
-"$GPUWATCH" store import --help | grep -q "create-blocks-from openmetrics" ||
+"$GPUWATCH" store import --help | found "create-blocks-from openmetrics" ||
 	fail "store import --help does not describe the input"

@@ -62,7 +62,7 @@ expect() {
 
 P="pid=\"$pid\""
 expect gpuwatch_cupti_status 1 "$P" 'status="ok"'
-if scrape | grep -q 'kernel="_Z6vecAddPfS_S_i"'; then
+if scrape | found 'kernel="_Z6vecAddPfS_S_i"'; then
 	# Built without libiberty: names stay mangled.
 	vecadd='_Z6vecAddPfS_S_i'
 	gemm='_Z4gemmILi128EEvPKfS1_Pfiii'

@@ -10,10 +10,10 @@
 prog="$CUPTI_TEST_BIN/vecadd"
 shim="$CUPTI_TEST_BIN/driver_shim.so"
 [ -x "$prog" ] || skip "vecadd not built (no nvcc)"
-if [ -e /proc/driver/nvidia/version ] || ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+if [ -e /proc/driver/nvidia/version ] || ldconfig -p 2>/dev/null | found 'libcuda\.so\.1 '; then
 	skip "a CUDA driver is installed: this test is for machines without one"
 fi
-ldconfig -p 2>/dev/null | grep -q 'libcupti\.so\.1[23] ' ||
+ldconfig -p 2>/dev/null | found 'libcupti\.so\.1[23] ' ||
 	[ -e /usr/local/cuda/lib64/libcupti.so ] || skip "no libcupti installed"
 
 # The sanitizers' runtimes must come first in a process whose executable

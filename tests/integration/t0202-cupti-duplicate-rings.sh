@@ -32,7 +32,7 @@ start_agent --simulate 1 --no-ebpf --no-store --interval 0.2 --cupti-dir "$ring_
 
 P="pid=\"$pid\""
 wait_until '[ "$(value gpuwatch_cupti_rings)" = 2 ]' 15 "the agent does not read both rings"
-wait_until 'scrape | grep -q "^gpuwatch_cuda_kernel_launches_total{.*$P.*} 1000$"' 15 \
+wait_until 'scrape | found "^gpuwatch_cuda_kernel_launches_total{.*$P.*} 1000$"' 15 \
 	"no kernel launches for pid $pid"
 scrape >"$T_DIR/m"
 check_unique_series "$T_DIR/m" || fail "a series of pid $pid is repeated"

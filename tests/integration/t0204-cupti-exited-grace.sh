@@ -44,7 +44,7 @@ start_agent --simulate 1 --no-ebpf --no-store --interval 0.2 --cupti-dir "$ring_
 
 start_host
 P="pid=\"$pid\""
-wait_until 'scrape | grep -q "^gpuwatch_cuda_kernel_launches_total{.*$P.*} 1000$"' 15 \
+wait_until 'scrape | found "^gpuwatch_cuda_kernel_launches_total{.*$P.*} 1000$"' 15 \
 	"no kernel launches for pid $pid"
 t0=$(date +%s)
 end_host
@@ -52,7 +52,7 @@ t1=$(date +%s)
 
 # The marker comes once the agent saw the ring end; the series are still
 # there beside it, every one once.
-wait_until 'scrape | grep -q "^gpuwatch_process_exited_timestamp_seconds{.*$P.*source=\"cupti\"}"' 15 \
+wait_until 'scrape | found "^gpuwatch_process_exited_timestamp_seconds{.*$P.*source=\"cupti\"}"' 15 \
 	"no exit marker for pid $pid"
 scrape >"$T_DIR/m"
 check_unique_series "$T_DIR/m" || fail "a series is repeated while pid $pid lingers"
@@ -65,7 +65,7 @@ exited="$(grep "^gpuwatch_process_exited_timestamp_seconds{.*$P" "$T_DIR/m" | aw
 	fail "exit time $exited is not within [$t0, $t1]"
 ok "pid $pid: its CUPTI series stay after exit with gpuwatch_process_exited_timestamp_seconds=$exited"
 
-wait_until '! scrape | grep -q "$P"' 30 "pid $pid's series outlive --exited-grace"
+wait_until '! scrape | found "$P"' 30 "pid $pid's series outlive --exited-grace"
 ok "after the grace, nothing of pid $pid is left"
 stop_agent
 
@@ -74,7 +74,7 @@ start_agent --simulate 1 --no-ebpf --no-store --interval 0.2 --cupti-dir "$ring_
 	--exited-grace 0
 start_host
 P="pid=\"$pid\""
-wait_until 'scrape | grep -q "^gpuwatch_cuda_kernel_launches_total{.*$P.*} 1000$"' 15 \
+wait_until 'scrape | found "^gpuwatch_cuda_kernel_launches_total{.*$P.*} 1000$"' 15 \
 	"no kernel launches for pid $pid"
 end_host
 wait_for gpuwatch_cupti_rings '' 0

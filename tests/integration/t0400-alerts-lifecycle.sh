@@ -83,7 +83,7 @@ ok "alert and rule in Prometheus' shape"
 
 # The fault ends 44 s after start: the alert resolves and leaves the list.
 wait_until '[ -z "$(state)" ]' 60 "the alert did not resolve after the fault ended"
-curl -fsS "$URL/api/v1/alerts?include_resolved=1" | grep -q '"state":"resolved"' ||
+curl -fsS "$URL/api/v1/alerts?include_resolved=1" | found '"state":"resolved"' ||
 	fail "the resolved alert is not kept"
 ok "resolved when the link came back"
 

@@ -52,7 +52,7 @@ wait_until '[ "$(firing GpuUncorrectedEccErrors)" = 0 ]' 40 \
 	"GpuUncorrectedEccErrors never fired for GPU 0 (now: '$(firing GpuUncorrectedEccErrors)')"
 ok "uncorrected ECC errors fire for GPU 0"
 wait_until '[ "$(firing GpuCriticalXid)" = 0 ]' 30 "GpuCriticalXid never fired"
-curl -fsS "$URL/api/v1/alerts" | grep -q '"xid":"48"' || fail "XID 48 not labelled"
+curl -fsS "$URL/api/v1/alerts" | found '"xid":"48"' || fail "XID 48 not labelled"
 [ "$(firing Extra)" = "-" ] || fail "the --rules file is not evaluated"
 ok "critical XID 48 fires for GPU 0, alongside the extra rule file"
 

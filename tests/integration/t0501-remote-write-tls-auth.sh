@@ -121,7 +121,7 @@ send insecure "    tls_config:
     authorization:
       credentials: tok-1" ||
 	fail "insecure_skip_verify: $(cat "$T_DIR/insecure.out" "$T_DIR/insecure.err")"
-tail -n 1 "$T_DIR/requests.jsonl" | grep -q '"auth": "Bearer tok-1"' ||
+tail -n 1 "$T_DIR/requests.jsonl" | found '"auth": "Bearer tok-1"' ||
 	fail "bearer: $(tail -n 1 "$T_DIR/requests.jsonl")"
 ok "insecure_skip_verify, bearer credentials"
 

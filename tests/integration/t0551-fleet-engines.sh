@@ -117,7 +117,7 @@ for a in json.load(sys.stdin)["data"]["alerts"] or []:
 }
 
 xid='FleetGpuCriticalXid b 1 79'
-wait_until 'firing "$PROM" | grep -qx "$xid"' 120 \
+wait_until 'firing "$PROM" | found -x "$xid"' 120 \
 	"Prometheus did not fire '$xid'; firing: $(firing "$PROM" | tr '\n' ';')"
 ok "Prometheus fires FleetGpuCriticalXid for node b GPU 1 after $((($(now_ms) - T0) / 1000)) s"
 
@@ -138,12 +138,12 @@ wait_until '[ "$(answer "$VM" "$q" -u "$VM_CURL_AUTH")" = "$want_answer" ]' 60 \
 	"VictoriaMetrics answers the XID query with: $(answer "$VM" "$q" -u "$VM_CURL_AUTH" | tr '\n' ';'), want: $want_answer"
 ok "Prometheus and VictoriaMetrics give the same answer to the fleet XID query"
 
-wait_until 'firing "$VMALERT" | grep -qx "$xid"' 120 \
+wait_until 'firing "$VMALERT" | found -x "$xid"' 120 \
 	"vmalert did not fire '$xid'; firing: $(firing "$VMALERT" | tr '\n' ';')"
 ok "vmalert over VictoriaMetrics fires FleetGpuCriticalXid for node b GPU 1"
 
 lost='FleetGpuLost b 1 -'
-wait_until 'firing "$PROM" | grep -qx "$lost"' 150 \
+wait_until 'firing "$PROM" | found -x "$lost"' 150 \
 	"Prometheus did not fire '$lost'; firing: $(firing "$PROM" | tr '\n' ';')"
 ok "Prometheus fires FleetGpuLost for node b GPU 1 after $((($(now_ms) - T0) / 1000)) s"
 
@@ -164,9 +164,9 @@ for s in json.load(sys.stdin)["data"]["result"]:
     m = s["metric"]
     print(m.get("instance"), m.get("gpu"), "many" if float(s["value"][1]) >= 5 else "few")' | sort
 }
-wait_until 'raw "$PROM" "$rawq" | grep -qx "b 1 many"' 120 \
+wait_until 'raw "$PROM" "$rawq" | found -x "b 1 many"' 120 \
 	"Prometheus' raw samples: $(raw "$PROM" "$rawq" | tr '\n' ';'), want: b 1 many"
-wait_until 'raw "$VM" "$rawq" -u "$VM_CURL_AUTH" | grep -qx "b 1 many"' 60 \
+wait_until 'raw "$VM" "$rawq" -u "$VM_CURL_AUTH" | found -x "b 1 many"' 60 \
 	"VictoriaMetrics' raw samples: $(raw "$VM" "$rawq" -u "$VM_CURL_AUTH" | tr '\n' ';'), want: b 1 many"
 ok "node b's own alert and the raw samples of its lost GPU reached both engines"
 

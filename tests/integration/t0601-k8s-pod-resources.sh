@@ -60,7 +60,7 @@ wait_until '[ "$(value gpuwatch_agent_pod_resources_errors_total "")" -ge 3 ] 2>
 	"the absent socket was not counted on every try"
 n=$(grep -c 'pod-resources: .*kubelet.sock' "$T_DIR/agent.log" || true)
 [ "$n" -eq 1 ] || fail "expected one log line for the absent socket, got $n"
-pods_on gpuwatch_gpu_temperature_celsius | grep -qv ' - - -$' &&
+pods_on gpuwatch_gpu_temperature_celsius | found -v ' - - -$' &&
 	fail "pod labels without a socket: $(pods_on gpuwatch_gpu_temperature_celsius)"
 curl -fsS "$URL/healthz" >/dev/null || fail "/healthz failed without the socket"
 ok "no socket: up 0, counted, one log line, no pod labels"
@@ -111,7 +111,7 @@ mv -f "$assign.new" "$assign"
 wait_until '[ "$(pods_on gpuwatch_gpu_temperature_celsius | tr "\n" ";")" = "0 - - -;1 train-1 research worker;" ]' 15 \
 	"labels after the change: $(pods_on gpuwatch_gpu_temperature_celsius | tr '\n' ';')"
 # Every per-GPU series follows (the detail set at its next pass).
-wait_until '! scrape | grep -q "pod=\"train-0\""' 15 \
+wait_until '! scrape | found "pod=\"train-0\""' 15 \
 	"series still name the pod that left: $(scrape | grep 'pod="train-0"' | head -n 5)"
 ok "the labels follow the kubelet's assignment"
 
@@ -124,7 +124,7 @@ wait_for gpuwatch_agent_pod_resources_up '' 0
 	fail "the gRPC error was not counted"
 grep -q 'grpc-status 14: kubelet restarting' "$T_DIR/agent.log" ||
 	fail "the log does not say the gRPC status"
-wait_until '! pods_on gpuwatch_gpu_temperature_celsius | grep -qv " - - -$"' 15 \
+wait_until '! pods_on gpuwatch_gpu_temperature_celsius | found -v " - - -$"' 15 \
 	"pod labels stayed after the error"
 printf '{"pods": []}\n' >"$assign.new"
 mv -f "$assign.new" "$assign"
@@ -140,7 +140,7 @@ wait_until '[ "$(value gpuwatch_agent_pod_resources_errors_total "")" -ge $((err
 	"the missing socket was not counted"
 after=$(grep -c 'pod-resources: ' "$T_DIR/agent.log")
 [ $((after - before)) -eq 1 ] || fail "expected one log line for the outage, got $((after - before))"
-pods_on gpuwatch_gpu_temperature_celsius | grep -qv ' - - -$' && fail "pod labels without the socket"
+pods_on gpuwatch_gpu_temperature_celsius | found -v ' - - -$' && fail "pod labels without the socket"
 wait_for gpuwatch_gpu_up 'gpu="1"' 1
 ok "a gRPC error and a vanished socket: counted, one line, labels gone, GPUs still read"
 stop_agent

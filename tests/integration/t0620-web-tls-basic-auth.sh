@@ -48,7 +48,7 @@ ok "TLS: the right CA is accepted; no CA, another CA and plain HTTP are refused"
 
 # Basic auth: right, wrong, absent.
 curl -sS --cacert "$T_DIR/ca.crt" --user alice:wrong -D "$T_DIR/h401" -o "$T_DIR/b401" "$URL/metrics" || true
-head -n1 "$T_DIR/h401" | grep -q ' 401' || fail "a wrong password got $(head -n1 "$T_DIR/h401")"
+head -n1 "$T_DIR/h401" | found ' 401' || fail "a wrong password got $(head -n1 "$T_DIR/h401")"
 grep -qi '^WWW-Authenticate: Basic realm=' "$T_DIR/h401" || fail "401 without WWW-Authenticate: $(cat "$T_DIR/h401")"
 grep -qi '^X-Frame-Options: deny' "$T_DIR/h401" || fail "401 without the configured headers"
 [ "$(http_code --cacert "$T_DIR/ca.crt" "$URL/metrics")" = 401 ] || fail "no password was not 401"

@@ -39,10 +39,10 @@ trap 'rc=$?; set +e; kill $PROXY_PID $TRAIN_PID 2>/dev/null; (exit $rc); cleanup
 
 # The alert fires, and 20 s of history exist for the compare view.
 firing() {
-	curl -fsS "$URL/api/v1/alerts" | grep -q '"alertname":"GpuUncorrectedEccErrors".*"state":"firing"\|"state":"firing".*"alertname":"GpuUncorrectedEccErrors"'
+	curl -fsS "$URL/api/v1/alerts" | found '"alertname":"GpuUncorrectedEccErrors".*"state":"firing"\|"state":"firing".*"alertname":"GpuUncorrectedEccErrors"'
 }
 history() {
-	curl -fsS "$URL/api/v1/query?query=gpuwatch_gpu_up%20offset%2020s" | grep -q '"gpu":"1"'
+	curl -fsS "$URL/api/v1/query?query=gpuwatch_gpu_up%20offset%2020s" | found '"gpu":"1"'
 }
 wait_until firing 60 "GpuUncorrectedEccErrors did not fire"
 wait_until history 60 "no history 20 s back"
@@ -65,7 +65,7 @@ etag="$(sed -n 's/^[Ee][Tt][Aa][Gg]: *\([^[:space:]]*\).*/\1/p' "$T_DIR/h")"
 [ -n "$etag" ] || fail "no ETag on /"
 code="$(curl -sS -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $etag" "$URL/")"
 [ "$code" = 304 ] || fail "If-None-Match $etag answered $code, not 304"
-curl -fsS "$URL/" | grep -q '<title>gpuwatch</title>' || fail "/ without gzip is not the page"
+curl -fsS "$URL/" | found '<title>gpuwatch</title>' || fail "/ without gzip is not the page"
 code="$(curl -sS -o /dev/null -w '%{http_code}' "$URL/nothing.js")"
 [ "$code" = 404 ] || fail "/nothing.js answered $code"
 ok "/ is gzip'd with ETag $etag, 304 on If-None-Match, plain without Accept-Encoding"

@@ -116,7 +116,7 @@ bad 'maximum resolution' --data-urlencode "query=$M" -d start=1 \
 	-d end=100000 -d step=1
 # An unknown series is no error: nothing to draw.
 curl -fsS -G "$URL/api/v1/baseline" --data-urlencode 'query=no_such_metric' \
-	-d "start=$((end - 3600))" -d "end=$end" -d step=60 | grep -q '"result":\[\]' ||
+	-d "start=$((end - 3600))" -d "end=$end" -d step=60 | found '"result":\[\]' ||
 	fail "an unknown series did not answer an empty result"
 kill -0 "$AGENT_PID" || fail "the agent died"
 stop_agent

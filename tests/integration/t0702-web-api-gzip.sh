@@ -11,7 +11,7 @@ need gzip
 
 start_agent --simulate 8 --interval 0.5
 # 6 s of history of 8 GPUs.
-wait_until 'curl -fsS "$URL/api/v1/query" --data-urlencode "query=count(gpuwatch_gpu_temperature_celsius offset 6s)" | grep -q "\"8\""' 30 \
+wait_until 'curl -fsS "$URL/api/v1/query" --data-urlencode "query=count(gpuwatch_gpu_temperature_celsius offset 6s)" | found "\"8\""' 30 \
 	"no temperature of 8 GPUs stored 6 s back"
 end=$(($(date +%s) - 1))
 start=$((end - 4))
@@ -82,7 +82,7 @@ YML
 		--web.listen-address="127.0.0.1:$PROM_PORT" >"$T_DIR/prom.log" 2>&1 &
 	PROM_PID=$!
 	trap 'rc=$?; kill -KILL "$PROM_PID" 2>/dev/null; (exit $rc); cleanup' EXIT
-	wait_until 'curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/query?query=count(gpuwatch_gpu_temperature_celsius)" 2>/dev/null | grep -q "\"8\""' 60 \
+	wait_until 'curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/query?query=count(gpuwatch_gpu_temperature_celsius)" 2>/dev/null | found "\"8\""' 60 \
 		"prometheus read no 8 GPUs from the gzip'd scrape: $(tail -n 5 "$T_DIR/prom.log")"
 	ok "a real Prometheus scrapes the gzip'd /metrics"
 fi

@@ -79,7 +79,7 @@ tmux -S "$SOCK" -f /dev/null new-session -d -x 80 -y 24 -s top \
 wait_screen 'grep -q "^ *PID" "$T_DIR/screen"' "no process table on screen"
 check_screen --min-procs 3
 [ "$(wc -l <"$T_DIR/screen")" -eq 24 ] || fail "the capture is not 24 lines"
-tail -n 1 "$T_DIR/screen" | grep -q "q quit  / filter" || fail "no help line at the bottom: $(tail -n 1 "$T_DIR/screen")"
+tail -n 1 "$T_DIR/screen" | found "q quit  / filter" || fail "no help line at the bottom: $(tail -n 1 "$T_DIR/screen")"
 ok "80x24: 3 GPUs and the running processes with the agent's values, sorted by memory"
 
 tmux -S "$SOCK" send-keys -t top p
@@ -101,7 +101,7 @@ tmux -S "$SOCK" send-keys -t top m / "$pid"
 wait_screen 'grep -q "filter: ${pid}_" "$T_DIR/screen"' "the filter prompt does not show what was typed"
 tmux -S "$SOCK" send-keys -t top Enter
 # (the filter applies while it is typed: the help line tells Enter apart)
-wait_screen 'tail -n 1 "$T_DIR/screen" | grep -q "filter \[$pid\]"' "the help line does not show the filter"
+wait_screen 'tail -n 1 "$T_DIR/screen" | found "filter \[$pid\]"' "the help line does not show the filter"
 check_screen --filter "$pid"
 [ "$(grep -c "^ *$pid " "$T_DIR/screen")" -ge 1 ] || fail "process $pid is not shown under its own filter"
 tmux -S "$SOCK" send-keys -t top Escape

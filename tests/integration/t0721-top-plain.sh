@@ -98,8 +98,8 @@ wait_until 'grep -q "^gpuwatch top: agent unreachable since .*; retrying" "$T_DI
 kill -0 "$TOP_PID" || fail "top exited when the agent stopped"
 before="$(grep -c "^gpuwatch top - " "$T_DIR/live")"
 start_agent --simulate 4 --interval 0.5 --listen "127.0.0.1:$port"
-wait_until 'tail -n 40 "$T_DIR/live" | grep -q "^gpuwatch top - " &&
-	! tail -n 40 "$T_DIR/live" | grep -q unreachable' 15 "no fresh table after the agent came back"
+wait_until 'tail -n 40 "$T_DIR/live" | found "^gpuwatch top - " &&
+	! tail -n 40 "$T_DIR/live" | found unreachable' 15 "no fresh table after the agent came back"
 kill -TERM "$TOP_PID"
 rc=0
 wait "$TOP_PID" || rc=$?

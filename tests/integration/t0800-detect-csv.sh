@@ -57,6 +57,6 @@ rc=0
 rc=0
 "$GPUWATCH" detect --bogus "$DATA" >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || fail "unknown option: exit $rc, wanted 2"
-"$GPUWATCH" detect --help | grep -q "timestamp,value,anomaly_score,alert" ||
+"$GPUWATCH" detect --help | found "timestamp,value,anomaly_score,alert" ||
 	fail "--help does not describe the output"
 ok "usage errors exit 2, --help describes the output"
