@@ -178,6 +178,16 @@ const char *gw_client_hint(long status)
 	}
 }
 
+bool gw_client_explain(const char *cmd, const char *base, long status)
+{
+	const char *hint = gw_client_hint(status);
+
+	if (hint)
+		fprintf(stderr, "%s: %s answered HTTP %ld: %s\n", cmd, base,
+			status, hint);
+	return hint != NULL;
+}
+
 void gw_client_release(struct gw_client *c)
 {
 	if (c->userpwd) {

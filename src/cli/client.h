@@ -2,8 +2,8 @@
 /*
  * client.h - how a subcommand reaches an agent's HTTP endpoint: the URL
  * and the secured endpoint's client side (docs/security.md), the same
- * options for every command that talks to an agent (gpuwatch query, and
- * any later one):
+ * options for every command that talks to an agent (gpuwatch query, top,
+ * profile, detect --query, and any later one):
  *
  *   --url URL             default $GPUWATCH_URL, else the command's own;
  *                         "host:port" means http://host:port
@@ -85,6 +85,9 @@ void gw_client_apply(const struct gw_client *c, CURL *h);
 /* A hint for an HTTP status the secured endpoint gives (401, 403, 429),
  * else NULL. */
 const char *gw_client_hint(long status);
+/* When status has a hint: prints "CMD: BASE answered HTTP STATUS: HINT"
+ * on stderr and returns true; else false, nothing printed. */
+bool gw_client_explain(const char *cmd, const char *base, long status);
 void gw_client_release(struct gw_client *c);
 
 struct gw_buf;

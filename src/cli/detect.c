@@ -43,7 +43,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: gpuwatch detect [OPTION]... FILE...\n"
 		"       gpuwatch detect [OPTION]... --query EXPR [--start T] "
-		"[--end T] [--url URL]\n"
+		"[--end T]\n"
+		"                       [--url URL] [--ca-file FILE] [--user "
+		"USER[:PASS]]...\n"
 		"\n"
 		"Run the agent's anomaly detector over recorded samples and "
 		"print, for each\n"
@@ -131,8 +133,12 @@ static void usage(FILE *out)
 		"seconds, now,\n"
 		"      or now-DURATION (now-6h).\n"
 		"  --url URL\n"
-		"      The agent to ask (default: $GPUWATCH_URL, else "
-		"" DEFAULT_URL ").\n"
+		"      The agent to ask with --query (default: $GPUWATCH_URL, "
+		"else\n"
+		"      " DEFAULT_URL "); https://... for an agent with TLS\n"
+		"      (docs/security.md).  The options below reach a secured "
+		"agent, as for\n"
+		"      gpuwatch query.\n" GW_CLIENT_USAGE
 		"  -o, --output-dir DIR\n"
 		"      Write the rows of each input FILE to DIR/BASENAME "
 		"(created if needed)\n"
@@ -150,15 +156,22 @@ static void usage(FILE *out)
 		"\n"
 		"Exit status: 0 when every input was read, 1 when one could "
 		"not be read or\n"
-		"held a bad line (the other inputs are still processed), 2 for "
-		"bad usage.\n"
+		"held a bad line (the other inputs are still processed) or "
+		"when the agent\n"
+		"could not be asked or refused (e.g. HTTP 401 without --user), "
+		"2 for bad\n"
+		"usage.\n"
 		"\n"
 		"Examples:\n"
 		"  gpuwatch detect data/realKnownCause/machine_temperature_"
 		"system_failure.csv\n"
 		"  gpuwatch detect -o scored/ data/*/*.csv\n"
 		"  gpuwatch detect --query 'gpuwatch_gpu_temperature_celsius"
-		"{gpu=\"3\"}' --start now-12h\n");
+		"{gpu=\"3\"}' --start now-12h\n"
+		"  gpuwatch detect --query 'gpuwatch_gpu_power_watts' --url "
+		"https://node7:9400 \\\n"
+		"      --ca-file ca.crt --user ops --password-file "
+		"/etc/gpuwatch/password\n");
 }
 
 struct run {
@@ -465,10 +478,12 @@ bad:
 	return -EINVAL;
 }
 
-/* GET base/api/v1/query?query=EXPR[RANGE]&time=END into body. */
-static int fetch(const char *base, const char *expr, int64_t start_ms,
+/* GET BASE/api/v1/query?query=EXPR[RANGE]&time=END into body; 0, or 1
+ * after saying why (an agent that wants a password included). */
+static int fetch(const struct gw_client *cl, const char *expr, int64_t start_ms,
 		 int64_t end_ms, struct gw_buf *body)
 {
+	const char *base = cl->base;
 	char tm[40];
 	struct gw_buf url;
 	CURL *c = curl_easy_init();
@@ -495,7 +510,10 @@ static int fetch(const char *base, const char *expr, int64_t start_ms,
 		goto out;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url.p);
+	gw_client_apply(cl, c);
 	err = gw_client_perform(c, "gpuwatch detect", base, 600, body, &status);
+	if (!err && gw_client_explain("gpuwatch detect", base, status))
+		err = 1;
 out:
 	curl_free(q);
 	free(sel);
@@ -675,8 +693,9 @@ static int parse_when(const char *flag, const char *s, int64_t now_ms,
 	return -EINVAL;
 }
 
-static int detect_query(const struct run *r, const char *url, const char *expr,
-			int64_t start_ms, int64_t end_ms, const char *outdir)
+static int detect_query(const struct run *r, const struct gw_client *cl,
+			const char *expr, int64_t start_ms, int64_t end_ms,
+			const char *outdir)
 {
 	struct gw_buf body;
 	FILE *out = stdout;
@@ -700,7 +719,7 @@ static int detect_query(const struct run *r, const char *url, const char *expr,
 		rc = 1;
 		goto out;
 	}
-	rc = fetch(url, expr, start_ms, end_ms, &body);
+	rc = fetch(cl, expr, start_ms, end_ms, &body);
 	if (!rc && gw_buf_error(&body)) {
 		fprintf(stderr,
 			"gpuwatch detect: the answer is larger than "
@@ -719,7 +738,7 @@ out:
 	return rc;
 }
 
-enum { O_EPISODES = 256, O_QUERY, O_START, O_END, O_URL };
+enum { O_EPISODES = 256, O_QUERY, O_START, O_END };
 
 int gw_cmd_detect(int argc, char **argv)
 {
@@ -729,18 +748,19 @@ int gw_cmd_detect(int argc, char **argv)
 		{ "query", required_argument, NULL, O_QUERY },
 		{ "start", required_argument, NULL, O_START },
 		{ "end", required_argument, NULL, O_END },
-		{ "url", required_argument, NULL, O_URL },
+		GW_CLIENT_LONGOPTS,
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run r = { 0 };
 	const char *outdir = NULL, *query = NULL, *start = NULL, *end = NULL;
-	const char *url = getenv("GPUWATCH_URL");
-	int c, rc = 0, err;
+	struct gw_client cl = { 0 };
+	const char *agent_opt = NULL; /* the first of the client's options */
+	int c, li = 0, rc = 0, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:qh", lo, &li)) != -1) {
 		switch (c) {
 		case 'o':
 			outdir = optarg;
@@ -757,9 +777,6 @@ int gw_cmd_detect(int argc, char **argv)
 		case O_END:
 			end = optarg;
 			break;
-		case O_URL:
-			url = optarg;
-			break;
 		case 'q':
 			r.quiet = true;
 			break;
@@ -767,6 +784,11 @@ int gw_cmd_detect(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
+			if (gw_client_opt(&cl, c, optarg)) {
+				if (!agent_opt)
+					agent_opt = lo[li].name;
+				break;
+			}
 			fprintf(stderr, "Try 'gpuwatch detect --help'.\n");
 			return 2;
 		}
@@ -779,6 +801,13 @@ int gw_cmd_detect(int argc, char **argv)
 	if (!query && (start || end)) {
 		fprintf(stderr, "gpuwatch detect: --start and --end need "
 				"--query\n");
+		return 2;
+	}
+	if (!query && agent_opt) {
+		fprintf(stderr,
+			"gpuwatch detect: --%s is for --query (the "
+			"agent's history), not for FILEs\n",
+			agent_opt);
 		return 2;
 	}
 	if (query) {
@@ -804,8 +833,13 @@ int gw_cmd_detect(int argc, char **argv)
 				strerror(errno));
 			return 1;
 		}
-		return detect_query(&r, url && *url ? url : DEFAULT_URL, query,
-				    s_ms, e_ms, outdir);
+		if (gw_client_finish(&cl, "gpuwatch detect", DEFAULT_URL)) {
+			gw_client_release(&cl);
+			return 2;
+		}
+		rc = detect_query(&r, &cl, query, s_ms, e_ms, outdir);
+		gw_client_release(&cl);
+		return rc;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "gpuwatch detect: no input (FILE... or "

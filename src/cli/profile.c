@@ -28,8 +28,8 @@
 #define MAX_ANSWER  (256u << 20)
 
 struct popts {
-	const char *url;
-	const char *match; /* selector, or NULL */
+	const struct gw_client *client; /* the agent: URL, TLS, basic auth */
+	const char *match;		/* selector, or NULL */
 	char pidsel[64];
 	int64_t start_ms, end_ms;
 	/* diff: another selector and/or another window */
@@ -46,46 +46,96 @@ struct popts {
 
 static void usage(FILE *f)
 {
-	fputs("usage: gpuwatch profile [--url URL] [--pid N | --match SEL]\n"
-	      "                        [--since DURATION | --start T --end T]\n"
-	      "                        [--diff-base SEL|DURATION]\n"
-	      "                        [--folded | --top N | --pprof FILE]\n"
-	      "                        [--launches | --gpu-time]\n"
-	      "       gpuwatch profile regress --base SEL --target SEL\n"
-	      "                        [--since DURATION | --start T --end T]\n"
-	      "                        [--threshold PERCENT] [--url URL]\n"
+	fputs("Usage: gpuwatch profile [OPTION]... [--pid N | --match SEL]\n"
+	      "       gpuwatch profile regress --base SEL --target SEL "
+	      "[OPTION]...\n"
 	      "\n"
-	      "Prints the CPU profile the agent kept (every process that "
-	      "matches,\n"
+	      "Print the CPU profile a running agent kept (every process "
+	      "that matches,\n"
 	      "merged over the window; default: the last hour) as a table of "
-	      "the\n"
-	      "top functions (flat: samples where the function runs itself; "
-	      "cum:\n"
-	      "samples with the function on the stack), as folded stacks, or "
-	      "writes\n"
-	      "it as gzip'd pprof for `go tool pprof`. SEL is a selector over "
-	      "the\n"
-	      "labels pid, comm, container_id, pod_uid, job and version, e.g.\n"
-	      "'{comm=\"python\"}' or 'version=\"1.3\"' (braces optional).\n"
-	      "--diff-base SEL compares with another selection over the same\n"
-	      "window; --diff-base DURATION with the same selection that much "
-	      "earlier.\n"
-	      "--launches: the call paths of CUDA kernel launches (one launch "
-	      "in 16\n"
-	      "is recorded, counted as 16) instead of CPU samples; the "
-	      "kernel each\n"
-	      "launches is the leaf ([kernel] NAME) where the CUPTI "
-	      "injection library runs.\n"
-	      "--gpu-time: the same call paths weighted by their kernels' "
-	      "GPU time\n"
-	      "(nanoseconds, from CUPTI).\n"
+	      "the top\n"
+	      "functions (flat: samples where the function runs itself; cum: "
+	      "samples with\n"
+	      "the function on the stack), as folded stacks, or write it as "
+	      "gzip'd pprof\n"
+	      "for `go tool pprof`.  The agent answers through "
+	      "/api/v1/profile.\n"
 	      "\n"
-	      "regress lists the functions whose share of the samples grew by "
-	      "more\n"
-	      "than --threshold percentage points (default 5) from --base to\n"
-	      "--target and exits 1 when there is any (0 when none, 2 on "
-	      "error).\n"
-	      "The agent: --url, else GPUWATCH_URL, else " DEFAULT_URL ".\n",
+	      "SEL is a selector over the labels pid, comm, container_id, "
+	      "pod_uid, job\n"
+	      "and version, e.g. '{comm=\"python\"}' or 'version=\"1.3\"' "
+	      "(braces optional).\n"
+	      "\n"
+	      "regress compares the --base selection with the --target one "
+	      "over the same\n"
+	      "window and lists the functions whose share of the samples grew "
+	      "by more than\n"
+	      "--threshold percentage points.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --pid N\n"
+	      "      The process N (the selector {pid=\"N\"}).\n"
+	      "  --match SEL\n"
+	      "      The processes SEL selects (default: every process).\n"
+	      "  --since DURATION\n"
+	      "      The window: DURATION (5m, 1h, ...) before --end "
+	      "(default: 1h).\n"
+	      "  --start T, --end T\n"
+	      "      The window's start (default: an hour before --end) and "
+	      "end (default:\n"
+	      "      now).  T is RFC 3339\n"
+	      "      (2026-01-02T15:04:05Z), Unix seconds, now, or "
+	      "now-DURATION (now-2h).\n"
+	      "  --diff-base SEL|DURATION\n"
+	      "      Compare with another selection SEL over the same "
+	      "window, or with the\n"
+	      "      same selection DURATION earlier; the table then shows "
+	      "both shares and\n"
+	      "      their difference.\n"
+	      "  --top N\n"
+	      "      Rows in the table (default 20).\n"
+	      "  --folded\n"
+	      "      Print folded stacks (\"main;train;matmul 75\"), one "
+	      "line per stack.\n"
+	      "  --pprof FILE\n"
+	      "      Write gzip'd pprof to FILE ('-': standard output).\n"
+	      "  --launches\n"
+	      "      The call paths of CUDA kernel launches instead of CPU "
+	      "samples (one\n"
+	      "      launch in 16 is recorded, counted as 16); the kernel "
+	      "each launches is\n"
+	      "      the leaf ([kernel] NAME) where the CUPTI injection "
+	      "library runs.\n"
+	      "  --gpu-time\n"
+	      "      The same call paths weighted by their kernels' GPU time "
+	      "(nanoseconds,\n"
+	      "      from CUPTI).\n"
+	      "  --base SEL, --target SEL\n"
+	      "      (regress) The two selections to compare.\n"
+	      "  --threshold PERCENT\n"
+	      "      (regress) The growth in percentage points that counts "
+	      "(default 5).\n"
+	      "  --url URL\n"
+	      "      The agent to ask (default: $GPUWATCH_URL, else "
+	      "" DEFAULT_URL ");\n"
+	      "      https://... for an agent with TLS "
+	      "(docs/security.md).\n" GW_CLIENT_USAGE "  -h, --help\n"
+	      "      Show this help and exit.\n"
+	      "\n"
+	      "Exit status: 0 done (regress: no regression), 1 regress found "
+	      "one, 2 for a\n"
+	      "bad option, an agent that could not be reached or refused "
+	      "(e.g. HTTP 401\n"
+	      "without --user), or another error.\n"
+	      "\n"
+	      "Examples:\n"
+	      "  gpuwatch profile --match '{comm=\"python\"}' --since 10m\n"
+	      "  gpuwatch profile --pid 4242 --pprof cpu.pb.gz\n"
+	      "  gpuwatch profile regress --base 'version=\"1.2\"' "
+	      "--target 'version=\"1.3\"'\n"
+	      "  gpuwatch profile --url https://node7:9400 --ca-file ca.crt "
+	      "--user ops \\\n"
+	      "      --password-file /etc/gpuwatch/password --folded\n",
 	      f);
 }
 
@@ -153,7 +203,7 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 	}
 	gw_buf_init(&form, 1u << 20);
 	gw_buf_init(&body, MAX_ANSWER);
-	snprintf(url, sizeof(url), "%s/api/v1/profile", o->url);
+	snprintf(url, sizeof(url), "%s/api/v1/profile", o->client->base);
 	snprintf(t[0], sizeof(t[0]), "%.3f", (double)start_ms / 1000);
 	snprintf(t[1], sizeof(t[1]), "%.3f", (double)end_ms / 1000);
 	if (match) {
@@ -170,8 +220,12 @@ static int fetch(const struct popts *o, const char *match, int64_t start_ms,
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, form.p ? form.p : "");
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)form.len);
-	if (gw_client_perform(c, "gpuwatch profile", o->url, 600, &body,
-			      &status))
+	gw_client_apply(o->client, c);
+	if (gw_client_perform(c, "gpuwatch profile", o->client->base, 600,
+			      &body, &status))
+		goto out;
+	if (status != 200 &&
+	    gw_client_explain("gpuwatch profile", o->client->base, status))
 		goto out;
 	if (status != 200) {
 		/* {"status":"error",...,"error":"MSG"}: print MSG */
@@ -371,7 +425,7 @@ out:
 int gw_cmd_profile(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "url", required_argument, NULL, 'u' },
+		GW_CLIENT_LONGOPTS,
 		{ "pid", required_argument, NULL, 'p' },
 		{ "match", required_argument, NULL, 'm' },
 		{ "since", required_argument, NULL, 's' },
@@ -390,15 +444,13 @@ int gw_cmd_profile(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct popts o = { .top = 20, .threshold = 5 };
+	struct gw_client cl = { 0 };
 	const char *since = NULL, *start = NULL, *end = NULL, *dbase = NULL;
 	const char *base = NULL, *target = NULL;
 	bool is_regress = false;
 	struct gw_prof *p = NULL;
 	int c, r = 2;
 
-	o.url = getenv("GPUWATCH_URL");
-	if (!o.url || !*o.url)
-		o.url = DEFAULT_URL;
 	if (argc > 1 && strcmp(argv[1], "regress") == 0) {
 		is_regress = true;
 		argv++;
@@ -409,9 +461,6 @@ int gw_cmd_profile(int argc, char **argv)
 		char *e;
 
 		switch (c) {
-		case 'u':
-			o.url = optarg;
-			break;
 		case 'p': {
 			unsigned long v = strtoul(optarg, &e, 10);
 
@@ -488,6 +537,8 @@ int gw_cmd_profile(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
+			if (gw_client_opt(&cl, c, optarg))
+				break;
 			usage(stderr);
 			return 2;
 		}
@@ -523,6 +574,11 @@ int gw_cmd_profile(int argc, char **argv)
 	} else {
 		o.start_ms = o.end_ms - 3600 * 1000;
 	}
+	if (gw_client_finish(&cl, "gpuwatch profile", DEFAULT_URL)) {
+		gw_client_release(&cl);
+		return 2;
+	}
+	o.client = &cl;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (is_regress) {
 		if (!base || !target) {
@@ -579,5 +635,6 @@ int gw_cmd_profile(int argc, char **argv)
 out:
 	gw_prof_free(p);
 	curl_global_cleanup();
+	gw_client_release(&cl);
 	return r;
 }

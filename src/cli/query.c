@@ -520,12 +520,7 @@ int gw_cmd_query(int argc, char **argv)
 		const char *b = body.len ? body.p : "";
 		size_t line = strcspn(b, "\r\n");
 
-		if (!json && gw_client_hint(status))
-			fprintf(stderr,
-				"gpuwatch query: %s answered HTTP %ld: "
-				"%s\n",
-				base, status, gw_client_hint(status));
-		else if (!json)
+		if (!json && !gw_client_explain("gpuwatch query", base, status))
 			fprintf(stderr,
 				"gpuwatch query: %s answered HTTP %ld, not the "
 				"query API: %.*s\n",
