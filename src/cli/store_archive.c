@@ -133,6 +133,30 @@ static int lock_dir(const char *dir)
 	return fd;
 }
 
+/*
+ * DIR/store for `store CMD` into dir, and the options to open it with:
+ * nothing dropped (the agent applies its retention), archived partitions
+ * kept on the local disk keep_ms.  The agent's lock on DIR, or -1 after
+ * saying why.
+ */
+static int lock_store(const struct gw_config *c, const char *cmd, char *dir,
+		      size_t len, struct gw_store_opts *o, int64_t keep_ms)
+{
+	snprintf(dir, len, "%s/store", c->data_dir);
+	if (access(dir, F_OK) != 0) {
+		fprintf(stderr, "gpuwatch store %s: no store in %s\n", cmd,
+			c->data_dir);
+		return -1;
+	}
+	gw_store_opts_defaults(o);
+	o->dir = dir;
+	for (int t = 0; t < GW_TIERS; t++)
+		o->retention_ms[t] = INT64_MAX / 4;
+	o->archive = true;
+	o->archive_keep_ms = keep_ms;
+	return lock_dir(c->data_dir);
+}
+
 static int open_archive(const struct gw_config *c, const char *cache,
 			struct gw_archive **out)
 {
@@ -163,14 +187,46 @@ static int open_archive(const struct gw_config *c, const char *cache,
 	return r;
 }
 
-/* A private cache directory (the agent's may be in use): removed after. */
-static int temp_cache(char *out, size_t len)
+/* A private cache directory (the agent's may be in use), removed after:
+ * 0, or -errno after saying why. */
+static int temp_cache(const char *cmd, char *out, size_t len)
 {
 	const char *tmp = getenv("TMPDIR");
+	int err;
 
 	snprintf(out, len, "%s/gpuwatch-restore.XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
-	return mkdtemp(out) ? 0 : -errno;
+	if (mkdtemp(out))
+		return 0;
+	err = errno;
+	fprintf(stderr, "gpuwatch store %s: cannot create %s: %s\n", cmd, out,
+		strerror(err));
+	return -err;
+}
+
+/* The cache file gw_archive_fetch or gw_archive_restore left for name,
+ * and the directory. */
+static void drop_cache(const char *cache, const char *name)
+{
+	char p[PATH_MAX + 64];
+	const char *slash = strchr(name, '/');
+
+	snprintf(p, sizeof(p), "%s/%.*s-%s.db", cache, (int)(slash - name),
+		 name, slash + 1);
+	(void)unlink(p);
+	(void)rmdir(cache);
+}
+
+/* Downloads the archived partition name to file, verified against its
+ * manifest: 0, or the archive's error after saying why. */
+static int download(struct gw_archive *a, const char *name, const char *file)
+{
+	char err[2048];
+	int r = gw_archive_restore(a, name, file, err, sizeof(err));
+
+	if (r)
+		fprintf(stderr, "gpuwatch store restore: %s\n", err);
+	return r;
 }
 
 /* DIR/profiles.db when there is one (*out NULL when not); -1 after
@@ -203,13 +259,8 @@ static int do_archive(const struct gw_config *c)
 	unsigned int done = 0, failed = 0;
 	int fd, r;
 
-	snprintf(dir, sizeof(dir), "%s/store", c->data_dir);
-	if (access(dir, F_OK) != 0) {
-		fprintf(stderr, "gpuwatch store archive: no store in %s\n",
-			c->data_dir);
-		return 1;
-	}
-	fd = lock_dir(c->data_dir);
+	fd = lock_store(c, "archive", dir, sizeof(dir), &o,
+			(int64_t)(c->archive_keep_local * 1000));
 	if (fd < 0)
 		return 1;
 	snprintf(cache, sizeof(cache), "%s/archive-cache", c->data_dir);
@@ -229,13 +280,6 @@ static int do_archive(const struct gw_config *c)
 			NULL);
 		gw_archive_set_profiles(a, ps);
 	}
-	gw_store_opts_defaults(&o);
-	o.dir = dir;
-	/* Nothing is dropped here: the agent applies its retention. */
-	for (int t = 0; t < GW_TIERS; t++)
-		o.retention_ms[t] = INT64_MAX / 4;
-	o.archive = true;
-	o.archive_keep_ms = (int64_t)(c->archive_keep_local * 1000);
 	o.fetch = gw_archive_fetch;
 	o.fetch_ctx = a;
 	r = gw_store_open(&s, &o, err, sizeof(err));
@@ -272,7 +316,7 @@ static int do_restore(const struct gw_config *c, const char *name,
 		      const char *file)
 {
 	struct gw_archive *a = NULL;
-	char cache[PATH_MAX], err[2048];
+	char cache[PATH_MAX];
 	enum gw_tier t;
 	int64_t day;
 	int r;
@@ -285,45 +329,19 @@ static int do_restore(const struct gw_config *c, const char *name,
 			name);
 		return 2;
 	}
-	if (temp_cache(cache, sizeof(cache))) {
-		fprintf(stderr,
-			"gpuwatch store restore: cannot create %s: %s\n", cache,
-			strerror(errno));
+	if (temp_cache("restore", cache, sizeof(cache)))
 		return 1;
-	}
 	r = open_archive(c, cache, &a);
 	if (!r) {
-		r = gw_archive_restore(a, name, file, err, sizeof(err));
-		if (r)
-			fprintf(stderr, "gpuwatch store restore: %s\n", err);
-		else
+		r = download(a, name, file);
+		if (!r)
 			printf("restored %s to %s (verified against its "
 			       "manifest)\n",
 			       name, file);
 	}
 	gw_archive_free(a, 0);
-	{
-		char p[PATH_MAX + 64];
-		const char *slash = strchr(name, '/');
-
-		snprintf(p, sizeof(p), "%s/%.*s-%s.db", cache,
-			 (int)(slash - name), name, slash + 1);
-		(void)unlink(p);
-		(void)rmdir(cache);
-	}
+	drop_cache(cache, name);
 	return r == -EINVAL ? 2 : r ? 1 : 0;
-}
-
-/* The cache file gw_archive_fetch left for name, and the directory. */
-static void drop_cache(const char *cache, const char *name)
-{
-	char p[PATH_MAX + 64];
-	const char *slash = strchr(name, '/');
-
-	snprintf(p, sizeof(p), "%s/%.*s-%s.db", cache, (int)(slash - name),
-		 name, slash + 1);
-	(void)unlink(p);
-	(void)rmdir(cache);
 }
 
 /* restore prof/DAY without FILE: the day's profiles back into
@@ -332,17 +350,14 @@ static int do_restore_profiles(const struct gw_config *c, const char *name)
 {
 	struct gw_profstore *ps = NULL;
 	struct gw_archive *a = NULL;
-	char cache[PATH_MAX], err[2048], tmp[PATH_MAX + 32];
+	char cache[PATH_MAX], tmp[PATH_MAX + 32];
 	int64_t day = 0;
 	int fd, r;
 
 	fd = lock_dir(c->data_dir);
 	if (fd < 0)
 		return 1;
-	if (temp_cache(cache, sizeof(cache))) {
-		fprintf(stderr,
-			"gpuwatch store restore: cannot create %s: %s\n", cache,
-			strerror(errno));
+	if (temp_cache("restore", cache, sizeof(cache))) {
 		close(fd);
 		return 1;
 	}
@@ -358,11 +373,9 @@ static int do_restore_profiles(const struct gw_config *c, const char *name)
 	r = open_archive(c, cache, &a);
 	if (r)
 		goto out;
-	r = gw_archive_restore(a, name, tmp, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "gpuwatch store restore: %s\n", err);
+	r = download(a, name, tmp);
+	if (r)
 		goto out;
-	}
 	r = gw_profstore_import(ps, tmp, &day);
 	if (r == -ENOENT)
 		fprintf(stderr,
@@ -401,31 +414,16 @@ static int do_restore_into(const struct gw_config *c, const char *name)
 	size_t n = 0;
 	int fd, r;
 
-	snprintf(dir, sizeof(dir), "%s/store", c->data_dir);
-	if (access(dir, F_OK) != 0) {
-		fprintf(stderr, "gpuwatch store restore: no store in %s\n",
-			c->data_dir);
-		return 1;
-	}
-	fd = lock_dir(c->data_dir);
+	fd = lock_store(c, "restore", dir, sizeof(dir), &o, INT64_MAX / 4);
 	if (fd < 0)
 		return 1;
-	if (temp_cache(cache, sizeof(cache))) {
-		fprintf(stderr,
-			"gpuwatch store restore: cannot create %s: %s\n", cache,
-			strerror(errno));
+	if (temp_cache("restore", cache, sizeof(cache))) {
 		close(fd);
 		return 1;
 	}
 	r = open_archive(c, cache, &a);
 	if (r)
 		goto out;
-	gw_store_opts_defaults(&o);
-	o.dir = dir;
-	for (int t = 0; t < GW_TIERS; t++)
-		o.retention_ms[t] = INT64_MAX / 4;
-	o.archive = true;
-	o.archive_keep_ms = INT64_MAX / 4;
 	r = gw_store_open(&s, &o, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "gpuwatch store restore: %s\n", err);
@@ -459,9 +457,7 @@ static int do_restore_into(const struct gw_config *c, const char *name)
 	if (!r && remote) {
 		snprintf(tmp, sizeof(tmp), "%s.restoring", path);
 		(void)unlink(tmp);
-		r = gw_archive_restore(a, name, tmp, err, sizeof(err));
-		if (r)
-			fprintf(stderr, "gpuwatch store restore: %s\n", err);
+		r = download(a, name, tmp);
 		if (!r && (chmod(tmp, 0444) != 0 || rename(tmp, path) != 0)) {
 			r = -errno;
 			fprintf(stderr,
@@ -485,15 +481,7 @@ static int do_restore_into(const struct gw_config *c, const char *name)
 out:
 	gw_store_close(s);
 	gw_archive_free(a, 0);
-	{
-		char p[PATH_MAX + 64];
-		const char *slash = strchr(name, '/');
-
-		snprintf(p, sizeof(p), "%s/%.*s-%s.db", cache,
-			 (int)(slash - name), name, slash + 1);
-		(void)unlink(p);
-		(void)rmdir(cache);
-	}
+	drop_cache(cache, name);
 	close(fd);
 	return r == -EINVAL ? 2 : r ? 1 : 0;
 }
@@ -509,11 +497,8 @@ static int do_ls_remote(const struct gw_config *c)
 	size_t n = 0, npd = 0;
 	int r, incomplete = 0;
 
-	if (temp_cache(cache, sizeof(cache))) {
-		fprintf(stderr, "gpuwatch store ls: cannot create %s: %s\n",
-			cache, strerror(errno));
+	if (temp_cache("ls", cache, sizeof(cache)))
 		return 1;
-	}
 	r = open_archive(c, cache, &a);
 	if (!r) {
 		r = gw_archive_list(a, &v, &n, err, sizeof(err));
