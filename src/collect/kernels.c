@@ -134,6 +134,33 @@ static int grow(void **v, unsigned int n, unsigned int *cap, size_t size)
 	return 0;
 }
 
+/* Under lock: pid's entry (created when new), marked as just used. */
+static struct proc *touch_proc(struct gw_kernels *k, uint32_t pid)
+{
+	struct proc *p = find_proc(k, pid, 1);
+
+	if (p)
+		p->used = ++k->clock;
+	return p;
+}
+
+/* Under lock: a new, zeroed entry at the end of the array *v of *n
+ * entries (room for *cap), or NULL, counted as refused, when it is full
+ * or memory is short. */
+static void *append(struct gw_kernels *k, void **v, unsigned int *n,
+		    unsigned int *cap, size_t size)
+{
+	char *e;
+
+	if (grow(v, *n, cap, size)) {
+		k->st.refused++;
+		return NULL;
+	}
+	e = (char *)*v + (size_t)(*n)++ * size;
+	memset(e, 0, size);
+	return e;
+}
+
 void gw_kernels_kernel(struct gw_kernels *k, uint32_t pid, uint64_t name_hash,
 		       const char *mangled, double est_count, double est_ns)
 {
@@ -143,19 +170,16 @@ void gw_kernels_kernel(struct gw_kernels *k, uint32_t pid, uint64_t name_hash,
 	if (!k || !mangled)
 		return;
 	pthread_mutex_lock(&k->lock);
-	p = find_proc(k, pid, 1);
+	p = touch_proc(k, pid);
 	if (!p)
 		goto out;
-	p->used = ++k->clock;
 	for (unsigned int i = 0; i < p->nk && !e; i++)
 		if (p->k[i].hash == name_hash)
 			e = &p->k[i];
 	if (!e) {
-		if (grow((void **)&p->k, p->nk, &p->capk, sizeof(*p->k))) {
-			k->st.refused++;
+		e = append(k, (void **)&p->k, &p->nk, &p->capk, sizeof(*p->k));
+		if (!e)
 			goto out;
-		}
-		e = &p->k[p->nk++];
 		e->hash = name_hash;
 		/* Demangled once, as the symbolizer names host stubs. */
 		gw_cupti_demangle(mangled, e->name, sizeof(e->name));
@@ -176,19 +200,16 @@ void gw_kernels_handle(struct gw_kernels *k, uint32_t pid, uint32_t kind,
 	if (!k || !handle)
 		return;
 	pthread_mutex_lock(&k->lock);
-	p = find_proc(k, pid, 1);
+	p = touch_proc(k, pid);
 	if (!p)
 		goto out;
-	p->used = ++k->clock;
 	for (unsigned int i = 0; i < p->nh && !e; i++)
 		if (p->h[i].handle == handle && p->h[i].kind == kind)
 			e = &p->h[i];
 	if (!e) {
-		if (grow((void **)&p->h, p->nh, &p->caph, sizeof(*p->h))) {
-			k->st.refused++;
+		e = append(k, (void **)&p->h, &p->nh, &p->caph, sizeof(*p->h));
+		if (!e)
 			goto out;
-		}
-		e = &p->h[p->nh++];
 		e->handle = handle;
 		e->kind = kind;
 	}
