@@ -24,8 +24,8 @@
 #include <curl/curl.h>
 
 #include "common/utf8.h"
+#include "api_fx.c"
 #include "expo_check.h"
-#include "fake_queryable.c"
 #include "http/api.h"
 #include "http/server.h"
 #include "pipeline/metrics.h"
@@ -240,11 +240,6 @@ static void routes(void **state)
 
 /* ---- requests against the fake store ---- */
 
-struct fix {
-	struct gw_fakeq *f;
-	struct gw_queryable q;
-};
-
 static int setup(void **state)
 {
 	struct fix *x = calloc(1, sizeof(*x));
@@ -271,15 +266,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct fix *x = *state;
-
-	gw_fakeq_free(x->f);
-	free(x);
-	return 0;
-}
-
 /* The reply's maximum for call(), when not 0 (GW_API_MAX_REPLY). */
 static size_t reply_max;
 
@@ -292,35 +278,17 @@ static unsigned int call_opts(const struct gw_queryable *q,
 			      const char *path, const char **body, va_list ap)
 {
 	static char *last;
-	struct gw_api_params p = { 0 };
-	struct gw_api_reply r;
 	struct gw_api_request rq = {
 		.path = path,
-		.params = &p,
 		.now_ms = T0 + 95000,
 		.arrival_ns = arrival,
 	};
-	const char *kv;
+	unsigned int status;
 
-	while ((kv = va_arg(ap, const char *)) != NULL) {
-		const char *eq = strchr(kv, '=');
-		char name[64];
-
-		assert_non_null(eq);
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
-		assert_int_equal(gw_api_params_add(&p, name, eq + 1), 0);
-	}
-	gw_api_reply_init(&r);
-	if (reply_max)
-		r.body.max = reply_max;
-	assert_int_equal(gw_api_handle(q, o, &rq, &r), 0);
 	free(last);
-	last = gw_buf_detach(&r.body, NULL);
-	assert_non_null(last);
-	gw_api_reply_release(&r);
-	gw_api_params_release(&p);
+	status = api_run(q, o, &rq, reply_max, &last, ap);
 	*body = last;
-	return r.status;
+	return status;
 }
 
 static unsigned int call(const struct gw_queryable *q, const char *path,

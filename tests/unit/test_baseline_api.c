@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "fake_queryable.c"
+#include "api_fx.c"
 #include "http/api.h"
 #include "pipeline/detect.h"
 
@@ -34,11 +34,6 @@ static double value_at(int i)
 
 	return i == SPIKE ? 400 : 300 + (double)(x >> 22) / 1024.0 * 10 - 5;
 }
-
-struct fix {
-	struct gw_fakeq *f;
-	struct gw_queryable q;
-};
 
 static int setup(void **state)
 {
@@ -57,46 +52,19 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct fix *x = *state;
-
-	gw_fakeq_free(x->f);
-	free(x);
-	return 0;
-}
-
 static char *call(const struct gw_queryable *q, const struct gw_api_opts *o,
 		  unsigned int *status, ...)
 {
-	struct gw_api_params p = { 0 };
-	struct gw_api_reply r;
 	struct gw_api_request rq = {
 		.path = "/api/v1/baseline",
-		.params = &p,
 		.now_ms = T0 + N * 1000LL,
 	};
-	const char *kv;
 	char *body;
 	va_list ap;
 
 	va_start(ap, status);
-	while ((kv = va_arg(ap, const char *)) != NULL) {
-		const char *eq = strchr(kv, '=');
-		char name[64];
-
-		assert_non_null(eq);
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
-		assert_int_equal(gw_api_params_add(&p, name, eq + 1), 0);
-	}
+	*status = api_run(q, o, &rq, 0, &body, ap);
 	va_end(ap);
-	gw_api_reply_init(&r);
-	assert_int_equal(gw_api_handle(q, o, &rq, &r), 0);
-	*status = r.status;
-	body = gw_buf_detach(&r.body, NULL);
-	assert_non_null(body);
-	gw_api_reply_release(&r);
-	gw_api_params_release(&p);
 	return body;
 }
 
