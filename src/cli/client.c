@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "http/api.h"
 
 #define MAX_PASSWORD 1024
 
@@ -186,6 +187,29 @@ bool gw_client_explain(const char *cmd, const char *base, long status)
 		fprintf(stderr, "%s: %s answered HTTP %ld: %s\n", cmd, base,
 			status, hint);
 	return hint != NULL;
+}
+
+int gw_client_parse_time(const char *cmd, const char *flag, const char *s,
+			 int64_t now_ms, int64_t *ms)
+{
+	int64_t d;
+
+	if (strcmp(s, "now") == 0) {
+		*ms = now_ms;
+		return 0;
+	}
+	if (strncmp(s, "now-", 4) == 0 &&
+	    gw_api_parse_duration(s + 4, &d) == 0 && d >= 0) {
+		*ms = now_ms - d;
+		return 0;
+	}
+	if (gw_api_parse_time(s, ms) == 0)
+		return 0;
+	fprintf(stderr,
+		"%s: %s '%s' is not a time (RFC 3339, Unix seconds, now or "
+		"now-DURATION)\n",
+		cmd, flag, s);
+	return -EINVAL;
 }
 
 void gw_client_release(struct gw_client *c)

@@ -26,6 +26,7 @@
 
 #include <curl/curl.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 enum {
 	GW_CLIENT_O_FIRST = 0x1000,
@@ -89,6 +90,16 @@ const char *gw_client_hint(long status);
  * on stderr and returns true; else false, nothing printed. */
 bool gw_client_explain(const char *cmd, const char *base, long status);
 void gw_client_release(struct gw_client *c);
+
+/*
+ * A time option's value T as every command takes it: RFC 3339, Unix
+ * seconds, now or now-DURATION (now-15m), now being now_ms (wall clock,
+ * ms), into *ms.  0, or -EINVAL after "CMD: FLAG 'T' is not a time (...)"
+ * on stderr.
+ */
+__attribute__((warn_unused_result)) int
+gw_client_parse_time(const char *cmd, const char *flag, const char *s,
+		     int64_t now_ms, int64_t *ms);
 
 struct gw_buf;
 /* CURLOPT_WRITEFUNCTION appending to the struct gw_buf in

@@ -670,29 +670,6 @@ bad:
 	return 1;
 }
 
-static int parse_when(const char *flag, const char *s, int64_t now_ms,
-		      int64_t *ms)
-{
-	int64_t d;
-
-	if (strcmp(s, "now") == 0) {
-		*ms = now_ms;
-		return 0;
-	}
-	if (strncmp(s, "now-", 4) == 0 &&
-	    gw_api_parse_duration(s + 4, &d) == 0 && d >= 0) {
-		*ms = now_ms - d;
-		return 0;
-	}
-	if (gw_api_parse_time(s, ms) == 0)
-		return 0;
-	fprintf(stderr,
-		"gpuwatch detect: %s '%s' is not a time (RFC 3339, Unix "
-		"seconds, now or now-DURATION)\n",
-		flag, s);
-	return -EINVAL;
-}
-
 static int detect_query(const struct run *r, const struct gw_client *cl,
 			const char *expr, int64_t start_ms, int64_t end_ms,
 			const char *outdir)
@@ -816,8 +793,10 @@ int gw_cmd_detect(int argc, char **argv)
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-		if (parse_when("--end", end ? end : "now", now, &e_ms) ||
-		    (start && parse_when("--start", start, now, &s_ms)))
+		if (gw_client_parse_time("gpuwatch detect", "--end",
+					 end ? end : "now", now, &e_ms) ||
+		    (start && gw_client_parse_time("gpuwatch detect", "--start",
+						   start, now, &s_ms)))
 			return 2;
 		if (!start)
 			s_ms = e_ms - 3600000;

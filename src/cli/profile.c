@@ -270,28 +270,6 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int parse_when(const char *flag, const char *s, int64_t *ms)
-{
-	int64_t d;
-
-	if (strcmp(s, "now") == 0) {
-		*ms = now_ms();
-		return 0;
-	}
-	if (strncmp(s, "now-", 4) == 0 &&
-	    gw_api_parse_duration(s + 4, &d) == 0 && d >= 0) {
-		*ms = now_ms() - d;
-		return 0;
-	}
-	if (gw_api_parse_time(s, ms) == 0)
-		return 0;
-	fprintf(stderr,
-		"gpuwatch profile: %s '%s' is not a time (RFC 3339, Unix "
-		"seconds, now or now-DURATION)\n",
-		flag, s);
-	return -EINVAL;
-}
-
 static void print_top(const struct gw_prof *p, size_t top, bool diff)
 {
 	struct gw_prof_fn *f = NULL;
@@ -449,6 +427,7 @@ int gw_cmd_profile(int argc, char **argv)
 	const char *base = NULL, *target = NULL;
 	bool is_regress = false;
 	struct gw_prof *p = NULL;
+	int64_t now;
 	int c, r = 2;
 
 	if (argc > 1 && strcmp(argv[1], "regress") == 0) {
@@ -549,8 +528,10 @@ int gw_cmd_profile(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	o.end_ms = now_ms();
-	if (end && parse_when("--end", end, &o.end_ms))
+	now = now_ms();
+	o.end_ms = now;
+	if (end && gw_client_parse_time("gpuwatch profile", "--end", end, now,
+					&o.end_ms))
 		return 2;
 	if (since) {
 		int64_t d;
@@ -569,7 +550,8 @@ int gw_cmd_profile(int argc, char **argv)
 		}
 		o.start_ms = o.end_ms - d;
 	} else if (start) {
-		if (parse_when("--start", start, &o.start_ms))
+		if (gw_client_parse_time("gpuwatch profile", "--start", start,
+					 now, &o.start_ms))
 			return 2;
 	} else {
 		o.start_ms = o.end_ms - 3600 * 1000;

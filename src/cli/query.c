@@ -329,30 +329,6 @@ out:
 
 /* ---- options ---- */
 
-/* T: RFC 3339, Unix seconds, now, now-D; into "seconds.mmm". */
-static int parse_when(const char *flag, const char *s, int64_t now_ms,
-		      int64_t *ms)
-{
-	int64_t d;
-
-	if (strcmp(s, "now") == 0) {
-		*ms = now_ms;
-		return 0;
-	}
-	if (strncmp(s, "now-", 4) == 0 &&
-	    gw_api_parse_duration(s + 4, &d) == 0 && d >= 0) {
-		*ms = now_ms - d;
-		return 0;
-	}
-	if (gw_api_parse_time(s, ms) == 0)
-		return 0;
-	fprintf(stderr,
-		"gpuwatch query: %s '%s' is not a time (RFC 3339, Unix "
-		"seconds, now or now-DURATION)\n",
-		flag, s);
-	return -EINVAL;
-}
-
 static void fmt_secs(char *out, size_t n, int64_t ms)
 {
 	snprintf(out, n, "%s%lld.%03lld", ms < 0 ? "-" : "",
@@ -456,17 +432,20 @@ int gw_cmd_query(int argc, char **argv)
 		return 2;
 	}
 	if (t_time) {
-		if (parse_when("--time", t_time, now, &ms))
+		if (gw_client_parse_time("gpuwatch query", "--time", t_time,
+					 now, &ms))
 			return 2;
 		fmt_secs(s_time, sizeof(s_time), ms);
 		rq.time = s_time;
 	}
 	if (rq.range) {
 		end_ms = now;
-		if (t_end && parse_when("--end", t_end, now, &end_ms))
+		if (t_end && gw_client_parse_time("gpuwatch query", "--end",
+						  t_end, now, &end_ms))
 			return 2;
 		start_ms = end_ms - 3600 * 1000;
-		if (t_start && parse_when("--start", t_start, now, &start_ms))
+		if (t_start && gw_client_parse_time("gpuwatch query", "--start",
+						    t_start, now, &start_ms))
 			return 2;
 		if (step) {
 			if (gw_api_parse_duration(step, &d) || d <= 0) {
