@@ -49,9 +49,13 @@
 #define RETIRE_AFTER 10 /* windows without a sample: the series is gone */
 #define SLOTS_MIN    1024
 /* The agent's defaults (--remote-write-precision,
- * --remote-write-process-rollups). */
-#define GW_SIM_PRECISION       4
-#define GW_SIM_PROCESS_OUTPUTS (1u << GW_RW_OUT_MAX)
+ * --remote-write-process-rollups, --remote-write-state-rollups,
+ * --remote-write-without). */
+#define GW_SIM_PRECISION	3
+#define GW_SIM_STDDEV_PRECISION 2
+#define GW_SIM_PROCESS_OUTPUTS	(1u << GW_RW_OUT_MAX)
+#define GW_SIM_STATE_OUTPUTS	(1u << GW_RW_OUT_AVG)
+#define GW_SIM_WITHOUT		"pid"
 
 static volatile sig_atomic_t interrupted;
 
@@ -98,7 +102,12 @@ struct fleet_opts {
 	size_t nexternal;
 	int64_t heartbeat_ms;
 	unsigned int precision;
+	unsigned int stddev_precision;
 	unsigned int process_outputs;
+	unsigned int state_outputs;
+	char without_buf[256];
+	const char *without[GW_RW_QUEUE_MAX_WITHOUT];
+	size_t nwithout;
 	const char *drop; /* names dropped by a write_relabel_configs rule */
 };
 
@@ -454,7 +463,11 @@ static int node_init(struct fleet *f, struct node *nd, unsigned int index,
 		gw_rw_endpoint_queue(f->ep)->max_samples_per_send;
 	qo.heartbeat_ms = o->heartbeat_ms;
 	qo.precision = o->precision;
+	qo.stddev_precision = o->stddev_precision;
 	qo.process_outputs = o->process_outputs;
+	qo.state_outputs = o->state_outputs;
+	qo.without = o->without;
+	qo.nwithout = o->nwithout;
 	qo.now = node_now;
 	qo.now_ctx = nd;
 	qo.guard_max = 1024 + 640 * o->gpus; /* ~450 output series a GPU */
@@ -553,10 +566,12 @@ static void usage(FILE *out)
 		"rollups, and the\n"
 		"remote_write queue with the agent's default edge policy "
 		"(rollups of gauges as\n"
-		"NAME:1m_avg|min|max|stddev|count_samples at 4 significant "
-		"digits, a process's\n"
-		"gauges as :1m_max only, counters as their last value each "
-		"minute, unchanged\n"
+		"NAME:1m_avg|min|max|stddev|count_samples at 3 significant "
+		"digits, 2 for the\n"
+		"stddev; a 0/1 gauge as :1m_avg only; a process's gauges "
+		"merged over pid as\n"
+		"NAME:1m_without_pid_max; counters as their last value each "
+		"minute; unchanged\n"
 		"values suppressed with a heartbeat), its encoder and client.\n"
 		"Each node is its own `instance`.  Then it reports what that "
 		"costs.\n"
@@ -623,6 +638,10 @@ static void usage(FILE *out)
 		"_min, _max, _stddev\n"
 		"                          (0: all; default as the agent's "
 		"--remote-write-precision)\n"
+		"  --stddev-precision DIGITS  the same for :1m_stddev (0: as "
+		"--precision;\n"
+		"                          default as the agent's "
+		"--remote-write-stddev-precision)\n"
 		"  --process-rollups LIST  rollups of a process's gauges: all, "
 		"or "
 		"some of\n"
@@ -630,6 +649,14 @@ static void usage(FILE *out)
 		"(default as the\n"
 		"                          agent's "
 		"--remote-write-process-rollups)\n"
+		"  --state-rollups LIST    rollups of a 0/1 gauge: all, or "
+		"some of those (default\n"
+		"                          as the agent's "
+		"--remote-write-state-rollups)\n"
+		"  --without LABELS        labels a gauge is aggregated over, "
+		"or none (default\n"
+		"                          as the agent's "
+		"--remote-write-without)\n"
 		"  --drop REGEX            output series whose name matches "
 		"are "
 		"dropped, as a\n"
@@ -738,7 +765,10 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		O_EXTERNAL,
 		O_HEARTBEAT,
 		O_PRECISION,
+		O_STDDEV_PRECISION,
 		O_PROCESS,
+		O_STATE,
+		O_WITHOUT,
 		O_DROP,
 		O_LOG,
 	};
@@ -757,7 +787,11 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		{ "external-label", required_argument, NULL, O_EXTERNAL },
 		{ "heartbeat", required_argument, NULL, O_HEARTBEAT },
 		{ "precision", required_argument, NULL, O_PRECISION },
+		{ "stddev-precision", required_argument, NULL,
+		  O_STDDEV_PRECISION },
 		{ "process-rollups", required_argument, NULL, O_PROCESS },
+		{ "state-rollups", required_argument, NULL, O_STATE },
+		{ "without", required_argument, NULL, O_WITHOUT },
 		{ "drop", required_argument, NULL, O_DROP },
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "help", no_argument, NULL, 'h' },
@@ -779,7 +813,13 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 	o->prefix = "sim-node-";
 	o->heartbeat_ms = 4 * MINUTE_MS;
 	o->precision = GW_SIM_PRECISION;
+	o->stddev_precision = GW_SIM_STDDEV_PRECISION;
 	o->process_outputs = GW_SIM_PROCESS_OUTPUTS;
+	o->state_outputs = GW_SIM_STATE_OUTPUTS;
+	if (gw_rw_without_parse(GW_SIM_WITHOUT, o->without_buf,
+				sizeof(o->without_buf), o->without,
+				&o->nwithout))
+		return -EINVAL;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -887,6 +927,11 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 				       &o->precision))
 				return -EINVAL;
 			break;
+		case O_STDDEV_PRECISION:
+			if (parse_uint("--stddev-precision", optarg, 0, 17,
+				       &o->stddev_precision))
+				return -EINVAL;
+			break;
 		case O_PROCESS:
 			if (strcmp(optarg, "all") == 0) {
 				o->process_outputs = 0;
@@ -898,6 +943,31 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 					"'%s' is not all or a list of avg, "
 					"min, max, stddev, count_samples\n",
 					optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_STATE:
+			if (strcmp(optarg, "all") == 0) {
+				o->state_outputs = 0;
+			} else if (gw_rw_outs_parse(optarg,
+						    &o->state_outputs)) {
+				fprintf(stderr,
+					"gpuwatch sim fleet: --state-rollups: "
+					"'%s' is not all or a list of avg, "
+					"min, max, stddev, count_samples\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_WITHOUT:
+			if (gw_rw_without_parse(optarg, o->without_buf,
+						sizeof(o->without_buf),
+						o->without, &o->nwithout)) {
+				fprintf(stderr,
+					"gpuwatch sim fleet: --without: '%s' "
+					"is not none or a list of at most %d "
+					"label names\n",
+					optarg, GW_RW_QUEUE_MAX_WITHOUT);
 				return -EINVAL;
 			}
 			break;

@@ -104,11 +104,14 @@ struct gw_config {
 	struct gw_config_list rw_raw;	       /* selectors sent raw */
 	struct gw_config_list external_labels; /* NAME=VALUE */
 	double rw_heartbeat;		       /* seconds; 0: never suppress */
-	unsigned int rw_precision;   /* digits of :1m_avg/:1m_stddev; 0: all */
-	char rw_process_rollups[64]; /* "all" or avg,min,max,stddev,... */
-	double rw_max_lag;	     /* seconds */
-	int rw_events;		     /* raw around alerts, anomalies */
-	double rw_event_window;	     /* seconds before and after */
+	unsigned int rw_precision; /* digits of :1m_avg/_min/_max; 0: all */
+	unsigned int rw_stddev_precision; /* of :1m_stddev; 0: as above */
+	char rw_process_rollups[64];	  /* "all" or avg,min,max,stddev,... */
+	char rw_state_rollups[64];	  /* "all" or avg,min,... */
+	char rw_without[256];		  /* labels aggregated over, "a,b" */
+	double rw_max_lag;		  /* seconds */
+	int rw_events;			  /* raw around alerts, anomalies */
+	double rw_event_window;		  /* seconds before and after */
 	double rw_anomaly_threshold;
 	char rw_admin_push[8]; /* "on": POST /api/v1/admin/push */
 	/* the secured endpoint (http/webconfig.h, docs/security.md) */

@@ -73,6 +73,28 @@ int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
 			 c->rw_process_rollups);
 		return -EINVAL;
 	}
+	if (strcmp(c->rw_state_rollups, "all") != 0 &&
+	    gw_rw_outs_parse(c->rw_state_rollups, &outs)) {
+		snprintf(err, errlen,
+			 "--remote-write-state-rollups: '%s' is not all or a "
+			 "list of avg, min, max, stddev, count_samples",
+			 c->rw_state_rollups);
+		return -EINVAL;
+	}
+	{
+		char buf[sizeof(c->rw_without)];
+		const char *names[GW_RW_QUEUE_MAX_WITHOUT];
+		size_t n;
+
+		if (gw_rw_without_parse(c->rw_without, buf, sizeof(buf), names,
+					&n)) {
+			snprintf(err, errlen,
+				 "--remote-write-without: '%s' is not none or "
+				 "a list of at most %d label names",
+				 c->rw_without, GW_RW_QUEUE_MAX_WITHOUT);
+			return -EINVAL;
+		}
+	}
 	if (strcmp(c->rw_admin_push, "on") != 0 &&
 	    strcmp(c->rw_admin_push, "off") != 0) {
 		snprintf(err, errlen,
@@ -199,6 +221,8 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 	for (size_t i = 0; i < x->n; i++) {
 		struct gw_rw_endpoint *ep = gw_rw_config_endpoint(x->cfg, i);
 		const struct gw_rw_queue_config *qc = gw_rw_endpoint_queue(ep);
+		char without_buf[sizeof(c->rw_without)];
+		const char *without[GW_RW_QUEUE_MAX_WITHOUT];
 		struct gw_rw_queue_opts o = {
 			.sz = sizeof(o),
 			.name = gw_rw_endpoint_name(ep),
@@ -232,11 +256,20 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 			.anomaly_threshold = c->rw_anomaly_threshold,
 			.workers = a->workers,
 			.precision = c->rw_precision,
+			.stddev_precision = c->rw_stddev_precision,
 		};
 
 		if (strcmp(c->rw_process_rollups, "all") != 0 &&
 		    gw_rw_outs_parse(c->rw_process_rollups, &o.process_outputs))
 			o.process_outputs = 0; /* checked before: not reached */
+		if (strcmp(c->rw_state_rollups, "all") != 0 &&
+		    gw_rw_outs_parse(c->rw_state_rollups, &o.state_outputs))
+			o.state_outputs = 0; /* (the same) */
+		if (gw_rw_without_parse(c->rw_without, without_buf,
+					sizeof(without_buf), without,
+					&o.nwithout))
+			o.nwithout = 0; /* (the same) */
+		o.without = without;
 
 		r = state_path(c->data_dir, o.name, path, sizeof(path));
 		if (r) {

@@ -19,6 +19,7 @@
  */
 #include "export/rw_queue.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -34,6 +35,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/worker.h"
+#include "export/rw_agg.h"
 #include "pipeline/catalog.h"
 #include "query/promql.h"
 
@@ -107,6 +109,9 @@ struct gw_rw_queue {
 	size_t nguard, guard_cap; /* guard_cap: a power of two */
 	struct batch b;
 	struct gw_buf key;
+	struct gw_rw_agg agg; /* a 1m slice's groups (o.without) */
+	char *without[GW_RW_QUEUE_MAX_WITHOUT];
+	char without_tag[128]; /* "_without_pid" */
 	_Atomic bool stop;
 	struct gw_worker *w;	/* main thread's handle */
 	struct gw_worker *self; /* the same, as the thread knows it */
@@ -253,7 +258,8 @@ static bool msets_match(const struct msets *s, const struct gw_labels *l)
 
 /* ---- how a series leaves under the rollup policy ---- */
 
-enum shape { SH_GAUGE, SH_LAST, SH_SKIP };
+/* SH_STATE: a gauge whose catalogue unit is "state" (0 or 1). */
+enum shape { SH_GAUGE, SH_STATE, SH_LAST, SH_SKIP };
 
 static enum shape shape_of(const char *name)
 {
@@ -271,8 +277,12 @@ static enum shape shape_of(const char *name)
 	for (size_t i = 0; i < GW_CATALOG_COUNT; i++) {
 		const struct gw_family *f = &gw_catalog[i].fam;
 
-		if (f->type != GW_GAUGE && strcmp(f->name, name) == 0)
+		if (strcmp(f->name, name) != 0)
+			continue;
+		if (f->type != GW_GAUGE)
 			return SH_LAST;
+		return strcmp(gw_catalog[i].unit, "state") == 0 ? SH_STATE
+								: SH_GAUGE;
 	}
 	return SH_GAUGE;
 }
@@ -702,13 +712,81 @@ static int state_load(struct gw_rw_queue *q)
 
 /* ---- streams ---- */
 
+#define ALL_OUTS ((1u << GW_RW_OUTS) - 1)
+
+/*
+ * Sends n 1-minute windows of a series: as its last value each minute
+ * under its own name (last), or as the gauge outputs in outs, named
+ * NAME:1m<tag>_OUTPUT (tag "" or "_without_pid").  0, -ENOMEM, -EINTR.
+ */
+static int send_windows(struct gw_rw_queue *q, const struct gw_labels *labels,
+			const char *base, const char *tag, bool last,
+			unsigned int outs, const struct gw_rollup *r0, size_t n)
+{
+	char name[512];
+	int r = 0;
+
+	for (size_t o = 0; o < (last ? 1u : (size_t)GW_RW_OUTS) && !r; o++) {
+		struct gw_labels ol;
+		uint64_t h;
+		bool open = false;
+
+		if (!last && !(outs & (1u << o)))
+			continue;
+		if (!last)
+			snprintf(name, sizeof(name), "%s:1m%s_%s", base, tag,
+				 out_names[o]);
+		r = out_labels(q, labels, last ? NULL : name, &ol, &h);
+		if (r)
+			break;
+		for (size_t k = 0; k < n && !r; k++) {
+			const struct gw_rollup *w = &r0[k];
+			double v;
+			int64_t t = w->t;
+
+			if (w->count <= 0)
+				continue;
+			if (last) {
+				v = w->last;
+				/* (an old chunk may not know it) */
+				t = w->t_last != INT64_MIN ? w->t_last
+							   : w->t - 1;
+			} else if (o == GW_RW_OUT_AVG) {
+				v = round_sig(gw_rollup_mean(w),
+					      q->o.precision);
+			} else if (o == GW_RW_OUT_MIN) {
+				v = round_sig(w->min, q->o.precision);
+			} else if (o == GW_RW_OUT_MAX) {
+				v = round_sig(w->max, q->o.precision);
+			} else if (o == GW_RW_OUT_STDDEV) {
+				v = round_sig(gw_rollup_stddev(w),
+					      q->o.stddev_precision
+						      ? q->o.stddev_precision
+						      : q->o.precision);
+			} else {
+				v = w->count;
+			}
+			if (!admit(q, h, t, v, true))
+				continue;
+			if (!open) {
+				r = batch_series(&q->b, &ol);
+				open = true;
+				if (r)
+					break;
+			}
+			r = batch_add(q, t, v);
+		}
+		gw_labels_release(&ol);
+	}
+	return r;
+}
+
 /* The 1-minute stream: one slice of completed windows.  1: progress, 0:
  * nothing due, <0: stopped or failed. */
 static int slice_1m(struct gw_rw_queue *q)
 {
 	int64_t now = now_ms(q), due, end, *c = &q->cur[ST_1M];
 	struct gw_series_set set;
-	char name[512];
 	uint64_t before = q->st.samples_sent, nread = 0, per;
 	int r;
 
@@ -732,65 +810,34 @@ static int slice_1m(struct gw_rw_queue *q)
 
 		if (sh == SH_SKIP)
 			continue;
-		unsigned int outs =
-			q->o.process_outputs && gw_labels_get(&d->labels, "pid")
-				? q->o.process_outputs
-				: (1u << GW_RW_OUTS) - 1;
+		unsigned int outs = ALL_OUTS;
 
+		if (q->o.process_outputs && gw_labels_get(&d->labels, "pid"))
+			outs = q->o.process_outputs;
+		else if (sh == SH_STATE && q->o.state_outputs)
+			outs = q->o.state_outputs;
 		if (sh == SH_LAST && msets_match(&q->raw, &d->labels))
 			continue; /* sent raw under the same name */
-		for (size_t o = 0; o < (sh == SH_GAUGE ? 5u : 1u) && !r; o++) {
-			struct gw_labels ol;
-			uint64_t h;
-			bool open = false;
-
-			if (sh == SH_GAUGE && !(outs & (1u << o)))
-				continue;
-			if (sh == SH_GAUGE)
-				snprintf(name, sizeof(name), "%s:1m_%s", base,
-					 out_names[o]);
-			r = out_labels(q, &d->labels,
-				       sh == SH_GAUGE ? name : NULL, &ol, &h);
-			if (r)
-				break;
-			for (size_t k = 0; k < d->n && !r; k++) {
-				const struct gw_rollup *w = &d->r[k];
-				double v;
-				int64_t t = w->t;
-
-				if (w->count <= 0)
-					continue;
-				if (sh == SH_LAST) {
-					v = w->last;
-					/* (an old chunk may not know it) */
-					t = w->t_last != INT64_MIN ? w->t_last
-								   : w->t - 1;
-				} else if (o == 0) {
-					v = round_sig(gw_rollup_mean(w),
-						      q->o.precision);
-				} else if (o == 1) {
-					v = round_sig(w->min, q->o.precision);
-				} else if (o == 2) {
-					v = round_sig(w->max, q->o.precision);
-				} else if (o == 3) {
-					v = round_sig(gw_rollup_stddev(w),
-						      q->o.precision);
-				} else {
-					v = w->count;
-				}
-				if (!admit(q, h, t, v, true))
-					continue;
-				if (!open) {
-					r = batch_series(&q->b, &ol);
-					open = true;
-					if (r)
-						break;
-				}
-				r = batch_add(q, t, v);
-			}
-			gw_labels_release(&ol);
+		if (sh != SH_LAST &&
+		    gw_rw_agg_applies(&d->labels,
+				      (const char *const *)q->without,
+				      q->o.nwithout)) {
+			r = gw_rw_agg_add(&q->agg, d,
+					  (const char *const *)q->without,
+					  q->o.nwithout, outs);
+			continue;
 		}
+		r = send_windows(q, &d->labels, base, "", sh == SH_LAST, outs,
+				 d->r, d->n);
 	}
+	for (size_t i = 0; i < q->agg.n && !r; i++) {
+		const struct gw_rw_agg_group *g = &q->agg.g[i];
+
+		r = send_windows(q, &g->labels,
+				 gw_labels_get(&g->labels, "__name__"),
+				 q->without_tag, false, g->outs, g->w, g->n);
+	}
+	gw_rw_agg_clear(&q->agg);
 	for (size_t i = 0; i < set.n; i++)
 		nread += set.s[i].n;
 	gw_series_set_release(&set);
@@ -1277,6 +1324,72 @@ static int parse_external(struct gw_rw_queue *q, char *err, size_t errlen)
 	return 0;
 }
 
+static bool label_name_ok(const char *l)
+{
+	size_t n = strlen(l);
+
+	if (!n || strcmp(l, "__name__") == 0 ||
+	    !(isalpha((unsigned char)l[0]) || l[0] == '_'))
+		return false;
+	for (size_t k = 1; k < n; k++)
+		if (!(isalnum((unsigned char)l[k]) || l[k] == '_'))
+			return false;
+	return true;
+}
+
+int gw_rw_without_parse(const char *list, char *buf, size_t buflen,
+			const char **names, size_t *n)
+{
+	char *p, *save = NULL;
+
+	*n = 0;
+	if (strlen(list) >= buflen)
+		return -ENOSPC;
+	strcpy(buf, list);
+	if (strcmp(buf, "none") == 0)
+		return 0;
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (*n == GW_RW_QUEUE_MAX_WITHOUT || !label_name_ok(p))
+			return -EINVAL;
+		names[(*n)++] = p;
+	}
+	return 0;
+}
+
+/* Copies o.without and names the outputs' tag: -EINVAL for a name that is
+ * not a label name or is __name__, -ENOMEM. */
+static int set_without(struct gw_rw_queue *q, char *err, size_t errlen)
+{
+	size_t len = strlen("_without");
+
+	strcpy(q->without_tag, "_without");
+	for (size_t i = 0; i < q->o.nwithout; i++) {
+		const char *l = q->o.without[i];
+		size_t n = l ? strlen(l) : 0;
+
+		if (!l || !label_name_ok(l) ||
+		    len + 1 + n >= sizeof(q->without_tag)) {
+			snprintf(err, errlen,
+				 "remote_write %s: '%s' is not a label to "
+				 "aggregate over",
+				 q->o.name, l ? l : "");
+			q->o.nwithout = i;
+			return -EINVAL;
+		}
+		q->without[i] = strdup(l);
+		if (!q->without[i]) {
+			q->o.nwithout = i;
+			snprintf(err, errlen, "remote_write queue: %s",
+				 strerror(ENOMEM));
+			return -ENOMEM;
+		}
+		q->without_tag[len++] = '_';
+		memcpy(q->without_tag + len, l, n + 1);
+		len += n;
+	}
+	return 0;
+}
+
 int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 		    char *err, size_t errlen)
 {
@@ -1286,7 +1399,8 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 
 	*out = NULL;
 	if (!o || o->sz < sizeof(*o) || !o->name || !o->url || !o->q ||
-	    !o->sink.send || o->nraw > GW_RW_QUEUE_MAX_RAW) {
+	    !o->sink.send || o->nraw > GW_RW_QUEUE_MAX_RAW ||
+	    o->nwithout > GW_RW_QUEUE_MAX_WITHOUT) {
 		snprintf(err, errlen, "remote_write queue: bad options");
 		return -EINVAL;
 	}
@@ -1296,6 +1410,7 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	q->o = *o;
 	pthread_mutex_init(&q->mu, NULL);
 	gw_buf_init(&q->key, 1 << 20);
+	gw_rw_agg_init(&q->agg);
 	if (!q->o.max_samples_per_send)
 		q->o.max_samples_per_send = 2000;
 	if (!q->o.batch_send_deadline_ms)
@@ -1328,6 +1443,10 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	q->o.name = q->name;
 	q->o.url = q->url;
 	q->o.state_path = q->state_path;
+	r = set_without(q, err, errlen);
+	q->o.without = NULL;
+	if (r)
+		goto fail;
 	r = parse_external(q, err, errlen);
 	q->o.external = NULL;
 	if (r)
@@ -1433,6 +1552,9 @@ void gw_rw_queue_free(struct gw_rw_queue *q)
 	msets_release(&q->raw);
 	batch_release(&q->b);
 	gw_buf_release(&q->key);
+	gw_rw_agg_release(&q->agg);
+	for (size_t i = 0; i < q->o.nwithout; i++)
+		free(q->without[i]);
 	free(q->guard);
 	free(q->ext);
 	free(q->ext_block);

@@ -138,10 +138,31 @@ struct gw_rw_queue_opts {
 	 * receiver most of its bytes; the node keeps the exact samples);
 	 * 0: all of a double's.  Counters and _count_samples are exact. */
 	unsigned int precision;
+	/* The same for NAME:1m_stddev, a spread that needs fewer; 0: as
+	 * precision. */
+	unsigned int stddev_precision;
 	/* The rollups sent of a process's gauge (a series with a pid label):
 	 * a mask of 1 << GW_RW_OUT_*; 0: all five. */
 	unsigned int process_outputs;
+	/* The rollups sent of a state: a gauge that is 0 or 1 (its catalogue
+	 * unit "state": a link up, a clock event active).  Its :1m_avg, the
+	 * share of the minute it held, tells the others: min is 1 only where
+	 * avg is 1, max is 1 wherever avg is above 0, stddev is
+	 * sqrt(avg * (1 - avg)).  A mask as process_outputs; 0: all five. */
+	unsigned int state_outputs;
+	/* A gauge's series carrying any of these labels leave aggregated
+	 * over them (VictoriaMetrics' `without:`), merged minute by minute
+	 * with the other series that differ only in them, as
+	 * NAME:1m_without_L1_L2_OUTPUT (export/rw_agg.h); the outputs are
+	 * process_outputs where the series has a pid label.  Typically
+	 * "pid": a process is a new series centrally for each job, while
+	 * its attribution (pod, job, container) is what a fleet queries.
+	 * Copied; at most GW_RW_QUEUE_MAX_WITHOUT. */
+	const char *const *without;
+	size_t nwithout;
 };
+
+#define GW_RW_QUEUE_MAX_WITHOUT 8
 
 /* The five rollups of a gauge, in the order they are sent. */
 enum gw_rw_out {
@@ -157,6 +178,16 @@ const char *gw_rw_out_name(enum gw_rw_out o);
 /* A comma-separated list of those names into a mask; -EINVAL. */
 __attribute__((warn_unused_result)) int gw_rw_outs_parse(const char *list,
 							 unsigned int *mask);
+
+/*
+ * Splits a comma-separated list of label names ("pid,link"; "none" or ""
+ * for none) into names (at most GW_RW_QUEUE_MAX_WITHOUT), pointing into
+ * buf, a copy of list: -EINVAL for a name that is not a label name (or is
+ * __name__) or too many, -ENOSPC when buf is too small.
+ */
+__attribute__((warn_unused_result)) int
+gw_rw_without_parse(const char *list, char *buf, size_t buflen,
+		    const char **names, size_t *n);
 
 struct gw_rw_queue;
 

@@ -258,7 +258,10 @@ int gw_catalog_markdown(struct gw_buf *out)
 		"them (`internals/attribution.md`); histograms add `le`. "
 		"Application metrics\n"
 		"sent over StatsD are named by the application: see "
-		"`metrics-conventions.md`.\n");
+		"`metrics-conventions.md`.\n"
+		"The unit `state` marks a gauge that is 0 or 1 (no unit in "
+		"its name); remote_write\n"
+		"sends its `:1m_avg` alone (`fleet.md`).\n");
 
 	for (int s = 0; s < GW_CATALOG_SRC_COUNT; s++) {
 		gw_buf_putf(out, "\n## %s\n\n%s\n\n", sections[s].title,

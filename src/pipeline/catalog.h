@@ -53,7 +53,7 @@ enum gw_catalog_id {
 struct gw_catalog_entry {
 	struct gw_family fam; /* name, help, type: what /metrics shows */
 	enum gw_catalog_source source;
-	const char *unit;   /* base unit; "" for counts and states */
+	const char *unit;   /* base unit; "" for counts, "state" for 0/1 */
 	const char *labels; /* label names, comma-separated */
 	/* dcgm-exporter names only (source GW_CATALOG_SRC_DCGM): */
 	int dcgm_of;		/* enum gw_catalog_id of ours; -1 otherwise */

@@ -6,7 +6,9 @@
 # mode: every NAME:1m_<output> point the receiver holds at a window end T
 # in (start, end] equals what the agent's raw samples in [T - 60 s, T)
 # give; with --complete, the first window after start holds all five
-# outputs of every gauge series.
+# outputs (or those --outs names) of every gauge series.  With --without
+# LABELS the receiver's names are NAME:1m_without_LABELS_<output>, each
+# over the samples of every agent series that differs only in LABELS.
 #
 # VictoriaMetrics keeps 12 significant decimal digits of a value (its
 # documented precision), so its values are compared to 1e-11 relative;
@@ -113,7 +115,13 @@ def main():
     # The agent's --remote-write-precision: :1m_avg, _min, _max and
     # _stddev leave with this many significant digits (0: all).
     ap.add_argument("--precision", type=int, default=0)
+    # --remote-write-stddev-precision (0: as --precision).
+    ap.add_argument("--stddev-precision", type=int, default=0)
+    ap.add_argument("--without", default="")
+    ap.add_argument("--outs", default=",".join(OUTS))
     a = ap.parse_args()
+    without = [x for x in a.without.split(",") if x]
+    tag = "without_%s_" % "_".join(without) if without else ""
     drop = set(a.drop.split(",")) if a.drop else set()
     errs = []
     recv = {}
@@ -150,10 +158,15 @@ def main():
         raw = prom_matrix(a.agent, a.match, a.start - 60000, a.end)
         gauges = {}
         for k, d in raw.items():
-            gauges[k] = sorted(d.items())
-        sel = '{__name__=~"(%s):1m_(%s)"}' % (
+            # grouped over the --without labels (each a group of one
+            # without them)
+            g = tuple(p for p in k if p[0] not in without)
+            gauges.setdefault(g, []).extend(d.items())
+        for g in gauges:
+            gauges[g].sort()
+        sel = '{__name__=~"(%s):1m_%s(%s)"}' % (
             "|".join(sorted({dict(k)["__name__"] for k in gauges})) or "none",
-            "|".join(OUTS))
+            tag, "|".join(OUTS))
         for name, fn in recv.items():
             theirs = strip(fn(sel, a.start, a.end), drop)
             checked = 0
@@ -161,6 +174,7 @@ def main():
             for k, d in theirs.items():
                 lab = dict(k)
                 base, out = lab["__name__"].split(":1m_", 1)
+                out = out[len(tag):]
                 lab["__name__"] = base
                 src = gauges.get(tuple(sorted(lab.items())))
                 if src is None:
@@ -175,11 +189,14 @@ def main():
                     tol = 1e-9 if out in ("avg", "stddev") else 0
                     if out == "stddev":
                         tol = 1e-6
-                    if a.precision and out != "count_samples":
+                    digits = a.precision
+                    if out == "stddev" and a.stddev_precision:
+                        digits = a.stddev_precision
+                    if digits and out != "count_samples":
                         # rounded as the agent rounds; a value at a
                         # rounding boundary may go either way
-                        want = round_sig(want, a.precision)
-                        tol = max(tol, 10.0 ** (1 - a.precision))
+                        want = round_sig(want, digits)
+                        tol = max(tol, 10.0 ** (1 - digits))
                     if name == "victoriametrics":
                         tol = max(tol, 1e-11)
                     if not same(v, want, tol):
@@ -198,7 +215,7 @@ def main():
                     if not [x for (ts, x) in src if t1 - 60000 <= ts < t1]:
                         continue
                     got = first.get((k, t1), set())
-                    if got != set(OUTS):
+                    if got != set(a.outs.split(",")):
                         errs.append("%s: %s @%d has outputs %s" %
                                     (name, k, t1, sorted(got)))
                         break

@@ -36,9 +36,19 @@ ok "every raw sample of the picked series is in both receivers, same time and va
 # Rollups: the first full minute after the start, in both receivers.
 T1=$(((T_START / 60000 + 1) * 60000))
 rw_wait_compare 150 "rollups differ from the agent's minutes" \
-	--vm "$VM" --prom "$PROM" --match "$GAUGES" --rollup --complete --precision 4 \
+	--vm "$VM" --prom "$PROM" --match "$GAUGES" --rollup --complete \
+	--precision 3 --stddev-precision 2 \
 	--start $T_START --end $((T1 + 60000)) --drop instance,cluster --min-samples 20
 ok "NAME:1m_avg/min/max/stddev/count_samples equal the agent's minutes"
+
+# A process's gauge leaves merged over pid (--remote-write-without pid),
+# its max only (--remote-write-process-rollups max): each point equals the
+# largest sample of the GPU's processes (of one comm) in the minute.
+rw_wait_compare 150 "process rollups differ from the agent's minutes" \
+	--vm "$VM" --prom "$PROM" --match '{__name__="gpuwatch_gpu_process_memory_used_bytes"}' \
+	--rollup --complete --without pid --outs max --precision 3 \
+	--start $T_START --end $((T1 + 60000)) --drop instance,cluster --min-samples 2
+ok "NAME:1m_without_pid_max of the processes equals the agent's minutes"
 
 # The node's identity on every series; counters under their own name.
 curl -fsS "$VM/api/v1/series" --data-urlencode 'match[]={__name__=~"gpuwatch_.+"}' \
@@ -48,10 +58,16 @@ import json, sys
 d = json.load(open(sys.argv[1]))["data"]
 bad = [s for s in d if s.get("instance") != "node-a" or s.get("cluster") != "test"]
 names = {s["__name__"] for s in d}
+# a state (0/1 gauge) leaves as :1m_avg alone; no rollup keeps a pid
+up = {n for n in names if n.startswith("gpuwatch_gpu_up:1m_")}
+pids = [s for s in d if ":1m_" in s["__name__"] and "pid" in s]
+if up != {"gpuwatch_gpu_up:1m_avg"} or pids:
+	print("state outputs %s, rollups with a pid %s" % (sorted(up), pids[:3]), file=sys.stderr)
+	sys.exit(1)
 sys.exit(1 if bad or not d or "gpuwatch_gpu_energy_joules_total" not in names
 	 or "gpuwatch_agent_cpu_seconds_total" not in names else 0)
 PY
-ok "every pushed series carries instance and cluster; counters keep their name"
+ok "every pushed series carries instance and cluster; counters keep their name; a state leaves as its :1m_avg; no rollup keeps a pid"
 
 [ "$(prom_refusals)" = 0 ] || fail "Prometheus refused samples: $(curl -fsS "$PROM/metrics" | grep -E 'out_of_order|api/v1/write')"
 # (grep -q on a pipe would end curl early: pipefail.  Keep the scrape.)

@@ -51,7 +51,7 @@ m0=$(((now / 60 - 3) * 60))
 			for gpu in 0 1; do
 				up=1
 				[ $node = b ] && [ $gpu = 1 ] && [ $i -gt 0 ] && up=0
-				echo "gpuwatch_gpu_up:1m_max{cluster=\"t\",instance=\"$node:9400\",gpu=\"$gpu\",uuid=\"GPU-$node-$gpu\"} $up $t"
+				echo "gpuwatch_gpu_up:1m_avg{cluster=\"t\",instance=\"$node:9400\",gpu=\"$gpu\",uuid=\"GPU-$node-$gpu\"} $up $t"
 			done
 		done
 	done

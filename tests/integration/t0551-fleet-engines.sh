@@ -98,7 +98,7 @@ print(r[0]["value"][1] if r else 0)'
 
 # Both engines hold the rollups of both nodes' GPUs (the first minute
 # closes, settles and leaves the node within about 80 s).
-up='count(gpuwatch_gpu_up:1m_max{cluster="fleet-test"})'
+up='count(gpuwatch_gpu_up:1m_avg{cluster="fleet-test"})'
 wait_until '[ "$(count_in "$PROM" "$up")" = 4 ]' 150 \
 	"Prometheus does not hold the 4 GPUs' rollups: $(count_in "$PROM" "$up")"
 wait_until '[ "$(count_in "$VM" "$up" -u "$VM_CURL_AUTH")" = 4 ]' 60 \

@@ -21,7 +21,8 @@ rc=0; err="$("$GPUWATCH" sim frobnicate 2>&1)" || rc=$?
 [ $rc -eq 2 ] && grep -q "'frobnicate' is not a simulation" <<<"$err" || fail "bad simulation: rc $rc: $err"
 help="$("$GPUWATCH" sim fleet --help)"
 for flag in --url --nodes --gpus --start --duration --senders --interval --detail-interval \
-	--faults-per-gpu-day --seed --instance-prefix --external-label --heartbeat --log-level; do
+	--faults-per-gpu-day --seed --instance-prefix --external-label --heartbeat --log-level \
+	--precision --stddev-precision --process-rollups --state-rollups --without; do
 	grep -Eq -- "^  $flag( |\$)" <<<"$help" || fail "sim fleet --help does not document $flag"
 done
 grep -q "in-memory" <<<"$help" || fail "--help does not say a simulated node's durability is in memory"
@@ -31,6 +32,14 @@ rc=0; err="$("$GPUWATCH" agent --remote-write-process-rollups max,median --check
 	fail "bad --remote-write-process-rollups: rc $rc: $err"
 rc=0; err="$("$GPUWATCH" sim fleet --url http://127.0.0.1:1/api/v1/write --process-rollups median 2>&1)" || rc=$?
 [ $rc -eq 2 ] && grep -q -- "--process-rollups: 'median'" <<<"$err" || fail "bad --process-rollups: rc $rc: $err"
+rc=0; err="$("$GPUWATCH" agent --remote-write-without 'pid,__name__' --check-config 2>&1)" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--remote-write-without: 'pid,__name__' is not none or a list" <<<"$err" ||
+	fail "bad --remote-write-without: rc $rc: $err"
+rc=0; err="$("$GPUWATCH" agent --remote-write-state-rollups avg,last --check-config 2>&1)" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--remote-write-state-rollups: 'avg,last' is not all or a list" <<<"$err" ||
+	fail "bad --remote-write-state-rollups: rc $rc: $err"
+rc=0; err="$("$GPUWATCH" sim fleet --url http://127.0.0.1:1/api/v1/write --without 'p-id' 2>&1)" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--without: 'p-id'" <<<"$err" || fail "bad --without: rc $rc: $err"
 ok "usage"
 
 vm_start
@@ -82,14 +91,18 @@ wait_until export_counts 30 "VictoriaMetrics exports $(head -n 1 "$T_DIR/export"
 names=" $(sed -n 3p "$T_DIR/export") "
 for n in gpuwatch_gpu_temperature_celsius:1m_avg gpuwatch_gpu_temperature_celsius:1m_min \
 	gpuwatch_gpu_temperature_celsius:1m_max gpuwatch_gpu_temperature_celsius:1m_stddev \
-	gpuwatch_gpu_temperature_celsius:1m_count_samples gpuwatch_gpu_up:1m_max \
+	gpuwatch_gpu_temperature_celsius:1m_count_samples gpuwatch_gpu_up:1m_avg \
 	gpuwatch_gpu_energy_joules_total gpuwatch_gpu_info \
-	gpuwatch_gpu_process_memory_used_bytes:1m_max; do
+	gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_max; do
 	grep -q " $n " <<<"$names" || fail "$n did not arrive"
 done
-# (a process's gauges leave as :1m_max only: --remote-write-process-rollups)
+# (a process's gauges leave merged over pid, as :1m_without_pid_max only:
+# --remote-write-without, --remote-write-process-rollups; a state as its
+# :1m_avg only: --remote-write-state-rollups)
 for n in gpuwatch_gpu_temperature_celsius gpuwatch_gpu_energy_joules_total:1m_avg \
-	gpuwatch_gpu_process_memory_used_bytes:1m_min gpuwatch_gpu_process_memory_used_bytes:1m_avg; do
+	gpuwatch_gpu_process_memory_used_bytes:1m_max \
+	gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_avg \
+	gpuwatch_gpu_up:1m_max gpuwatch_gpu_nvlink_up:1m_min; do
 	grep -q " $n " <<<"$names" && fail "$n arrived: the default policy does not send it"
 done
 ok "every instance, the rollups and the counters arrived; $sent samples in both counts"
@@ -99,7 +112,7 @@ ok "every instance, the rollups and the counters arrived; $sent samples in both 
 # but resent within the heartbeat (4 minutes).
 start=$(r start_seconds)
 q=$(curl -fsS "$VM/api/v1/query_range" --data-urlencode \
-	'query=count(last_over_time(gpuwatch_gpu_up:1m_max{cluster="t0560"}[5m]))' \
+	'query=count(last_over_time(gpuwatch_gpu_up:1m_avg{cluster="t0560"}[5m]))' \
 	--data-urlencode "start=$((start + 60))" --data-urlencode "end=$((start + 1200))" \
 	--data-urlencode step=60)
 python3 -c 'import json, sys

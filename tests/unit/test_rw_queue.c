@@ -620,6 +620,120 @@ static void test_refused(void **state)
 	gw_rw_queue_free(q);
 }
 
+/* Finds the value sent for key at t; NAN when none. */
+static double sent_at(const struct fx *f, const char *key, int64_t t)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->r[i].t == t && strcmp(f->r[i].key, key) == 0)
+			return f->r[i].v;
+	return NAN;
+}
+
+/*
+ * --remote-write-without pid: the processes of one GPU and comm leave as
+ * one series whose windows are over all their samples; another comm is
+ * another group; no rollup keeps a pid.  --remote-write-state-rollups avg:
+ * a 0/1 gauge (catalogue unit "state") leaves as :1m_avg alone, the share
+ * of its minute at 1.
+ */
+#define PY(out)                                                                \
+	"gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_" out           \
+	"{comm=\"py\",gpu=\"0\",instance=\"n1\"}"
+
+static void test_without_state(void **state)
+{
+	struct fx *f = *state;
+	static const char *const ext[] = { "instance=n1" };
+	static const char *const without[] = { "pid" };
+	struct gw_rw_queue_opts o = {
+		.sz = sizeof(o),
+		.name = "central",
+		.url = "http://127.0.0.1:1/api/v1/write",
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send },
+		.external = ext,
+		.nexternal = 1,
+		.now = fake_now,
+		.now_ctx = f,
+		.max_samples_per_send = 50,
+		.process_outputs = (1u << GW_RW_OUTS) - 1,
+		.state_outputs = 1u << GW_RW_OUT_AVG,
+		.without = without,
+		.nwithout = 1,
+	};
+	struct gw_rw_queue *q;
+	char err[256];
+	size_t pids = 0, up_other = 0;
+
+	f->now = T0;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	for (int64_t t = T0; t < T0 + 3 * MINUTE; t += 1000) {
+		int64_t s = (t - T0) / 1000;
+
+		/* pid 7: 100 + s; pid 8: 1000 (second minute: absent) */
+		assert_int_equal(
+			gw_store_append(
+				f->s, "gpuwatch_gpu_process_memory_used_bytes",
+				"gpu=\"0\",pid=\"7\",comm=\"py\"", t,
+				100 + (double)s),
+			0);
+		if (s < 60 || s >= 120)
+			assert_int_equal(
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_process_memory_used_"
+					"bytes",
+					"gpu=\"0\",pid=\"8\",comm=\"py\"", t,
+					1000),
+				0);
+		assert_int_equal(
+			gw_store_append(
+				f->s, "gpuwatch_gpu_process_memory_used_bytes",
+				"gpu=\"0\",pid=\"9\",comm=\"other\"", t, 5),
+			0);
+		/* up the whole first minute, 15 s of the second */
+		assert_int_equal(gw_store_append(f->s, "gpuwatch_gpu_up",
+						 "gpu=\"0\"", t,
+						 s < 75 ? 1 : 0),
+				 0);
+		f->now = t + 1;
+	}
+	f->now = T0 + 3 * MINUTE + 11000;
+	drain(q);
+	for (size_t i = 0; i < f->n; i++) {
+		pids += strstr(f->r[i].key, "pid=") != NULL;
+		up_other += strncmp(f->r[i].key, "gpuwatch_gpu_up:", 16) == 0 &&
+			    strncmp(f->r[i].key, "gpuwatch_gpu_up:1m_avg{",
+				    23) != 0;
+	}
+	assert_int_equal(pids, 0);
+	assert_int_equal(up_other, 0);
+	/* first minute: pid 7 100..159, pid 8 1000 x 60 */
+	assert_true(sent_at(f, PY("count_samples"), T0 + MINUTE) == 120);
+	assert_true(fabs(sent_at(f, PY("avg"), T0 + MINUTE) -
+			 (60 * 129.5 + 60 * 1000) / 120) < 1e-9);
+	assert_true(sent_at(f, PY("min"), T0 + MINUTE) == 100);
+	assert_true(sent_at(f, PY("max"), T0 + MINUTE) == 1000);
+	/* second minute: pid 7 alone, 160..219 */
+	assert_true(sent_at(f, PY("max"), T0 + 2 * MINUTE) == 219);
+	assert_true(fabs(sent_at(f, PY("stddev"), T0 + 2 * MINUTE) -
+			 sqrt((60.0 * 60 - 1) / 12)) < 1e-9);
+	/* another comm, another group */
+	assert_true(sent_at(f,
+			    "gpuwatch_gpu_process_memory_used_bytes:1m_without_"
+			    "pid_max{comm=\"other\",gpu=\"0\",instance=\"n1\"}",
+			    T0 + MINUTE) == 5);
+	assert_true(sent_at(f,
+			    "gpuwatch_gpu_up:1m_avg{gpu=\"0\",instance=\"n1\"}",
+			    T0 + MINUTE) == 1);
+	assert_true(fabs(sent_at(f,
+				 "gpuwatch_gpu_up:1m_avg{gpu=\"0\",instance="
+				 "\"n1\"}",
+				 T0 + 2 * MINUTE) -
+			 0.25) < 1e-12);
+	gw_rw_queue_free(q);
+}
+
 static void test_bad_options(void **state)
 {
 	struct fx *f = *state;
@@ -644,6 +758,35 @@ static void test_bad_options(void **state)
 	o.nexternal = 1;
 	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "NAME=VALUE"));
+	{
+		static const char *const bad_without[] = { "pid", "__name__" };
+		const char *names[GW_RW_QUEUE_MAX_WITHOUT];
+		char buf[64];
+		size_t n;
+
+		o.nexternal = 0;
+		o.without = bad_without;
+		o.nwithout = 2;
+		assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "'__name__'"));
+		assert_int_equal(gw_rw_without_parse("pid,link", buf,
+						     sizeof(buf), names, &n),
+				 0);
+		assert_int_equal(n, 2);
+		assert_string_equal(names[1], "link");
+		assert_int_equal(gw_rw_without_parse("none", buf, sizeof(buf),
+						     names, &n),
+				 0);
+		assert_int_equal(n, 0);
+		assert_int_equal(gw_rw_without_parse("pid,a-b", buf,
+						     sizeof(buf), names, &n),
+				 -EINVAL);
+		assert_int_equal(gw_rw_without_parse("pid,", buf, sizeof(buf),
+						     names, &n),
+				 0);
+		assert_int_equal(n, 1);
+	}
 }
 
 int main(void)
@@ -662,6 +805,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_precision_process, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_without_state, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bad_options, setup,
 						teardown),
