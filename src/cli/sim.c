@@ -103,6 +103,7 @@ struct fleet_opts {
 	int64_t heartbeat_ms;
 	unsigned int precision;
 	unsigned int stddev_precision;
+	unsigned int outputs;
 	unsigned int process_outputs;
 	unsigned int state_outputs;
 	char without_buf[256];
@@ -464,6 +465,7 @@ static int node_init(struct fleet *f, struct node *nd, unsigned int index,
 	qo.heartbeat_ms = o->heartbeat_ms;
 	qo.precision = o->precision;
 	qo.stddev_precision = o->stddev_precision;
+	qo.outputs = o->outputs;
 	qo.process_outputs = o->process_outputs;
 	qo.state_outputs = o->state_outputs;
 	qo.without = o->without;
@@ -642,6 +644,11 @@ static void usage(FILE *out)
 		"--precision;\n"
 		"                          default as the agent's "
 		"--remote-write-stddev-precision)\n"
+		"  --rollups LIST          rollups of a gauge: all, or some of "
+		"avg,min,max,\n"
+		"                          stddev,count_samples (default as "
+		"the agent's\n"
+		"                          --remote-write-rollups)\n"
 		"  --process-rollups LIST  rollups of a process's gauges: all, "
 		"or "
 		"some of\n"
@@ -766,6 +773,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		O_HEARTBEAT,
 		O_PRECISION,
 		O_STDDEV_PRECISION,
+		O_ROLLUPS,
 		O_PROCESS,
 		O_STATE,
 		O_WITHOUT,
@@ -789,6 +797,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		{ "precision", required_argument, NULL, O_PRECISION },
 		{ "stddev-precision", required_argument, NULL,
 		  O_STDDEV_PRECISION },
+		{ "rollups", required_argument, NULL, O_ROLLUPS },
 		{ "process-rollups", required_argument, NULL, O_PROCESS },
 		{ "state-rollups", required_argument, NULL, O_STATE },
 		{ "without", required_argument, NULL, O_WITHOUT },
@@ -940,6 +949,18 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 				fprintf(stderr,
 					"gpuwatch sim fleet: "
 					"--process-rollups: "
+					"'%s' is not all or a list of avg, "
+					"min, max, stddev, count_samples\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_ROLLUPS:
+			if (strcmp(optarg, "all") == 0) {
+				o->outputs = 0;
+			} else if (gw_rw_outs_parse(optarg, &o->outputs)) {
+				fprintf(stderr,
+					"gpuwatch sim fleet: --rollups: "
 					"'%s' is not all or a list of avg, "
 					"min, max, stddev, count_samples\n",
 					optarg);

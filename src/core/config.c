@@ -416,6 +416,12 @@ static const struct opt opts[] = {
 	  17, "DIGITS", "2", RESTART, "significant digits of a stddev",
 	  "The same for NAME:1m_stddev: a spread, for which two digits say\n"
 	  "what there is to say (within 5%). 0: as --remote-write-precision." },
+	{ "remote-write-rollups", T_STRING, F(rw_rollups), 0, 0, "LIST", "all",
+	  RESTART, "rollups sent of a gauge",
+	  "The rollups sent of a gauge: all (avg, min, max, stddev,\n"
+	  "count_samples), or a comma-separated list of them. Each output\n"
+	  "is a series centrally; avg,max is about half the bytes of all\n"
+	  "five (docs/fleet.md, Sizing)." },
 	{ "remote-write-process-rollups", T_STRING, F(rw_process_rollups), 0, 0,
 	  "LIST", "max", RESTART, "rollups sent of a process's gauges",
 	  "The rollups sent of a gauge with a pid label (process memory and\n"

@@ -106,6 +106,7 @@ struct gw_config {
 	double rw_heartbeat;		       /* seconds; 0: never suppress */
 	unsigned int rw_precision; /* digits of :1m_avg/_min/_max; 0: all */
 	unsigned int rw_stddev_precision; /* of :1m_stddev; 0: as above */
+	char rw_rollups[64];		  /* "all" or avg,min,max,stddev,... */
 	char rw_process_rollups[64];	  /* "all" or avg,min,max,stddev,... */
 	char rw_state_rollups[64];	  /* "all" or avg,min,... */
 	char rw_without[256];		  /* labels aggregated over, "a,b" */

@@ -73,6 +73,14 @@ int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
 			 c->rw_process_rollups);
 		return -EINVAL;
 	}
+	if (strcmp(c->rw_rollups, "all") != 0 &&
+	    gw_rw_outs_parse(c->rw_rollups, &outs)) {
+		snprintf(err, errlen,
+			 "--remote-write-rollups: '%s' is not all or a "
+			 "list of avg, min, max, stddev, count_samples",
+			 c->rw_rollups);
+		return -EINVAL;
+	}
 	if (strcmp(c->rw_state_rollups, "all") != 0 &&
 	    gw_rw_outs_parse(c->rw_state_rollups, &outs)) {
 		snprintf(err, errlen,
@@ -262,6 +270,9 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 		if (strcmp(c->rw_process_rollups, "all") != 0 &&
 		    gw_rw_outs_parse(c->rw_process_rollups, &o.process_outputs))
 			o.process_outputs = 0; /* checked before: not reached */
+		if (strcmp(c->rw_rollups, "all") != 0 &&
+		    gw_rw_outs_parse(c->rw_rollups, &o.outputs))
+			o.outputs = 0; /* (the same) */
 		if (strcmp(c->rw_state_rollups, "all") != 0 &&
 		    gw_rw_outs_parse(c->rw_state_rollups, &o.state_outputs))
 			o.state_outputs = 0; /* (the same) */

@@ -810,7 +810,7 @@ static int slice_1m(struct gw_rw_queue *q)
 
 		if (sh == SH_SKIP)
 			continue;
-		unsigned int outs = ALL_OUTS;
+		unsigned int outs = q->o.outputs ? q->o.outputs : ALL_OUTS;
 
 		if (q->o.process_outputs && gw_labels_get(&d->labels, "pid"))
 			outs = q->o.process_outputs;

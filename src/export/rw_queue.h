@@ -141,6 +141,9 @@ struct gw_rw_queue_opts {
 	/* The same for NAME:1m_stddev, a spread that needs fewer; 0: as
 	 * precision. */
 	unsigned int stddev_precision;
+	/* The rollups sent of a gauge: a mask of 1 << GW_RW_OUT_*; 0: all
+	 * five. */
+	unsigned int outputs;
 	/* The rollups sent of a process's gauge (a series with a pid label):
 	 * a mask of 1 << GW_RW_OUT_*; 0: all five. */
 	unsigned int process_outputs;

@@ -22,7 +22,7 @@ rc=0; err="$("$GPUWATCH" sim frobnicate 2>&1)" || rc=$?
 help="$("$GPUWATCH" sim fleet --help)"
 for flag in --url --nodes --gpus --start --duration --senders --interval --detail-interval \
 	--faults-per-gpu-day --seed --instance-prefix --external-label --heartbeat --log-level \
-	--precision --stddev-precision --process-rollups --state-rollups --without; do
+	--precision --stddev-precision --rollups --process-rollups --state-rollups --without; do
 	grep -Eq -- "^  $flag( |\$)" <<<"$help" || fail "sim fleet --help does not document $flag"
 done
 grep -q "in-memory" <<<"$help" || fail "--help does not say a simulated node's durability is in memory"
@@ -35,6 +35,9 @@ rc=0; err="$("$GPUWATCH" sim fleet --url http://127.0.0.1:1/api/v1/write --proce
 rc=0; err="$("$GPUWATCH" agent --remote-write-without 'pid,__name__' --check-config 2>&1)" || rc=$?
 [ $rc -eq 2 ] && grep -q -- "--remote-write-without: 'pid,__name__' is not none or a list" <<<"$err" ||
 	fail "bad --remote-write-without: rc $rc: $err"
+rc=0; err="$("$GPUWATCH" agent --remote-write-rollups max,p99 --check-config 2>&1)" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--remote-write-rollups: 'max,p99' is not all or a list" <<<"$err" ||
+	fail "bad --remote-write-rollups: rc $rc: $err"
 rc=0; err="$("$GPUWATCH" agent --remote-write-state-rollups avg,last --check-config 2>&1)" || rc=$?
 [ $rc -eq 2 ] && grep -q -- "--remote-write-state-rollups: 'avg,last' is not all or a list" <<<"$err" ||
 	fail "bad --remote-write-state-rollups: rc $rc: $err"

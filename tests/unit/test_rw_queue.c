@@ -634,7 +634,8 @@ static double sent_at(const struct fx *f, const char *key, int64_t t)
  * one series whose windows are over all their samples; another comm is
  * another group; no rollup keeps a pid.  --remote-write-state-rollups avg:
  * a 0/1 gauge (catalogue unit "state") leaves as :1m_avg alone, the share
- * of its minute at 1.
+ * of its minute at 1.  --remote-write-rollups avg,max: a gauge's other
+ * rollups stay home.
  */
 #define PY(out)                                                                \
 	"gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_" out           \
@@ -656,6 +657,7 @@ static void test_without_state(void **state)
 		.now = fake_now,
 		.now_ctx = f,
 		.max_samples_per_send = 50,
+		.outputs = (1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX),
 		.process_outputs = (1u << GW_RW_OUTS) - 1,
 		.state_outputs = 1u << GW_RW_OUT_AVG,
 		.without = without,
@@ -663,7 +665,7 @@ static void test_without_state(void **state)
 	};
 	struct gw_rw_queue *q;
 	char err[256];
-	size_t pids = 0, up_other = 0;
+	size_t pids = 0, up_other = 0, power = 0, power_other = 0;
 
 	f->now = T0;
 	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
@@ -691,6 +693,10 @@ static void test_without_state(void **state)
 				f->s, "gpuwatch_gpu_process_memory_used_bytes",
 				"gpu=\"0\",pid=\"9\",comm=\"other\"", t, 5),
 			0);
+		assert_int_equal(gw_store_append(f->s,
+						 "gpuwatch_gpu_power_watts",
+						 "gpu=\"0\"", t, 100 + s % 3),
+				 0);
 		/* up the whole first minute, 15 s of the second */
 		assert_int_equal(gw_store_append(f->s, "gpuwatch_gpu_up",
 						 "gpu=\"0\"", t,
@@ -702,11 +708,22 @@ static void test_without_state(void **state)
 	drain(q);
 	for (size_t i = 0; i < f->n; i++) {
 		pids += strstr(f->r[i].key, "pid=") != NULL;
+		power += strncmp(f->r[i].key,
+				 "gpuwatch_gpu_power_watts:1m_avg{", 32) == 0 ||
+			 strncmp(f->r[i].key,
+				 "gpuwatch_gpu_power_watts:1m_max{", 32) == 0;
+		power_other += strncmp(f->r[i].key,
+				       "gpuwatch_gpu_power_watts:", 25) == 0 &&
+			       (strstr(f->r[i].key, ":1m_min{") ||
+				strstr(f->r[i].key, ":1m_stddev{") ||
+				strstr(f->r[i].key, ":1m_count_samples{"));
 		up_other += strncmp(f->r[i].key, "gpuwatch_gpu_up:", 16) == 0 &&
 			    strncmp(f->r[i].key, "gpuwatch_gpu_up:1m_avg{",
 				    23) != 0;
 	}
 	assert_int_equal(pids, 0);
+	assert_true(power >= 2);
+	assert_int_equal(power_other, 0);
 	assert_int_equal(up_other, 0);
 	/* first minute: pid 7 100..159, pid 8 1000 x 60 */
 	assert_true(sent_at(f, PY("count_samples"), T0 + MINUTE) == 120);
