@@ -18,6 +18,8 @@ void gw_detect_opts_default(struct gw_detect_opts *o)
 	o->baseline.season_auto = true;
 	/* What happened at this time of an earlier day is not news. */
 	o->baseline.season_recur = 1.5;
+	/* And a weekly one, used by the series it explains. */
+	o->baseline.season_week = true;
 	o->threshold = 0.9;
 	o->quiet_samples = 8;
 	o->lockout_samples = 128;
