@@ -219,8 +219,8 @@ static bool week_used(const struct gw_baseline *b,
 		      const struct gw_baseline_season *s, int64_t t_ms)
 {
 	double ref = b->dev < b->dev0 ? b->dev : b->dev0;
-	int64_t learn = (int64_t)cfg->o.season_period_s * 1000 *
-			WEEK_PERIODS * cfg->o.season_periods;
+	int64_t learn = (int64_t)cfg->o.season_period_s * 1000 * WEEK_PERIODS *
+			cfg->o.season_periods;
 
 	if (!use_week(cfg, s) || !s->n)
 		return false;
@@ -514,9 +514,9 @@ double gw_baseline_update(struct gw_baseline *b,
 				a = 0.5;
 			season->week[i0] += (float)(a * (1 - w) * e);
 			season->week[i1] += (float)(a * w * e);
-			season->devw += a_d * ((judge ? fmin(fabs(rw), lw) :
-							fabs(rw)) -
-					       season->devw);
+			season->devw +=
+				a_d * ((judge ? fmin(fabs(rw), lw) : fabs(rw)) -
+				       season->devw);
 		}
 		/* Remembered: the excursion from level + profile in
 		 * sigma, whether or not the profile is used yet. */
@@ -577,8 +577,8 @@ int gw_baseline_band(const struct gw_baseline *b,
 	if (!b->n)
 		return -EAGAIN;
 	e = gw_baseline_expected(b, cfg, season, t_ms);
-	sg = week_used(b, cfg, season, t_ms) ? sigma_dev(b, cfg, season->devw) :
-						   sigma_of(b, cfg);
+	sg = week_used(b, cfg, season, t_ms) ? sigma_dev(b, cfg, season->devw)
+					     : sigma_of(b, cfg);
 	*lo = e - z * sg;
 	*hi = e + z * sg;
 	return 0;

@@ -85,8 +85,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GW_BASELINE_LEARNING NAN
-#define GW_BASELINE_MAX_BINS 48
+#define GW_BASELINE_LEARNING  NAN
+#define GW_BASELINE_MAX_BINS  48
 #define GW_BASELINE_WEEK_BINS 168 /* an hour each for a daily period */
 
 struct gw_baseline_opts {
