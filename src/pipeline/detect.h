@@ -23,6 +23,17 @@
  * - Samples the baseline does not judge (learning, NaN, out of order)
  *   neither start nor end an episode.
  *
+ * Context channel (opts.novelty; in the spirit of NAB's contextOSE)
+ * - Every accepted sample is placed in one of 8 equal levels of the range
+ *   of values the series has taken; a change of level makes a context of
+ *   the last 4 levels (a repeated level makes none), remembered in a
+ *   4,096-bit table.  A context never seen before is news: once the
+ *   series has been seen for GW_DETECT_NOVEL_WARMUP samples, and while
+ *   new contexts have been rare (an EWMA over 200 contexts of the share
+ *   of new ones below 1%), a judged sample that makes one scores
+ *   GW_DETECT_NOVEL_SCORE if the baseline scored it lower.  The baseline
+ *   learns as without it.  A gap keeps the table, as it keeps the profile.
+ *
  * Contract
  * - gw_detect_update returns the baseline's score (NaN when not judged)
  *   and sets ev to GW_DETECT_ONSET on the sample that starts an episode,
@@ -44,13 +55,18 @@ struct gw_detect_opts {
 	double threshold;		  /* score that opens an episode */
 	uint32_t quiet_samples;		  /* judged samples below to end */
 	uint32_t lockout_samples;	  /* minimum episode length */
+	bool novelty;			  /* the context channel (below) */
 };
 
 struct gw_detect_config {
 	struct gw_baseline_config b;
 	double threshold;
 	uint32_t quiet_samples, lockout_samples;
+	bool novelty;
 };
+
+#define GW_DETECT_NOVEL_SCORE  0.95
+#define GW_DETECT_NOVEL_WARMUP 300
 
 enum gw_detect_event { GW_DETECT_NONE, GW_DETECT_ONSET, GW_DETECT_END };
 
@@ -60,10 +76,22 @@ struct gw_detect_episode {
 	bool active;			   /* not ended yet */
 };
 
+/* The context channel of one series, 544 bytes. */
+struct gw_detect_novelty {
+	uint64_t seen[64]; /* one bit per context (4 levels of 8) seen */
+	double lo, hi;	   /* the range of the values seen */
+	float rate;	   /* EWMA of the share of new contexts */
+	uint16_t ctx;	   /* the last GW_DETECT_CONTEXT levels, 3 bits each */
+	uint16_t pad;
+	uint32_t n; /* samples seen */
+	uint32_t pad2;
+};
+
 /* Per-series state. */
 struct gw_detect {
 	struct gw_baseline b;
 	struct gw_baseline_season season;
+	struct gw_detect_novelty nov;
 	int64_t onset_ms, peak_ms, end_ms;
 	float peak;
 	uint32_t since_onset, quiet;
