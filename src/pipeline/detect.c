@@ -60,6 +60,10 @@ void gw_detect_init(struct gw_detect *d)
 #define CONTEXT	 4 /* levels: 12 bits, one of 4,096 contexts */
 #define RATE_TAU 200.0
 #define RATE_MAX 0.01
+/* Of the 2,744 contexts a series can make (8 x 7 x 7 x 7: consecutive
+ * levels differ), one that has made more than this many is noise to
+ * this channel: it never again finds one news. */
+#define CONTEXTS_MAX 1024
 
 /* The context channel: true when the accepted sample v makes a context
  * never seen before while new contexts are rare (detect.h). */
@@ -85,7 +89,10 @@ static bool novel(struct gw_detect_novelty *nv, double v)
 	nv->ctx = (uint16_t)ctx;
 	fresh = !(nv->seen[ctx >> 6] & (1ull << (ctx & 63)));
 	nv->seen[ctx >> 6] |= 1ull << (ctx & 63);
-	news = fresh && nv->n > GW_DETECT_NOVEL_WARMUP && nv->rate < RATE_MAX;
+	if (fresh)
+		nv->contexts++;
+	news = fresh && nv->n > GW_DETECT_NOVEL_WARMUP && nv->rate < RATE_MAX &&
+	       nv->contexts <= CONTEXTS_MAX;
 	nv->rate += (float)(((fresh ? 1.0 : 0.0) - nv->rate) / RATE_TAU);
 	return news;
 }

@@ -28,9 +28,11 @@
  *   of values the series has taken; a change of level makes a context of
  *   the last 4 levels (a repeated level makes none), remembered in a
  *   4,096-bit table.  A context never seen before is news: once the
- *   series has been seen for GW_DETECT_NOVEL_WARMUP samples, and while
- *   new contexts have been rare (an EWMA over 200 contexts of the share
- *   of new ones below 1%), a judged sample that makes one scores
+ *   series has been seen for GW_DETECT_NOVEL_WARMUP samples, while new
+ *   contexts have been rare (an EWMA over 200 contexts of the share of
+ *   new ones below 1%), and as long as the series has made at most 1,024
+ *   distinct contexts (of 2,744 possible: more is noise, whose contexts
+ *   keep coming new), a judged sample that makes one scores
  *   GW_DETECT_NOVEL_SCORE if the baseline scored it lower.  The baseline
  *   learns as without it.  A gap keeps the table, as it keeps the profile.
  *
@@ -81,9 +83,9 @@ struct gw_detect_novelty {
 	uint64_t seen[64]; /* one bit per context (4 levels of 8) seen */
 	double lo, hi;	   /* the range of the values seen */
 	float rate;	   /* EWMA of the share of new contexts */
-	uint16_t ctx;	   /* the last GW_DETECT_CONTEXT levels, 3 bits each */
-	uint16_t pad;
-	uint32_t n; /* samples seen */
+	uint16_t ctx;	   /* the last 4 levels, 3 bits each */
+	uint16_t contexts; /* contexts seen */
+	uint32_t n;	   /* samples seen */
 	uint32_t pad2;
 };
 

@@ -2,7 +2,8 @@
 /*
  * test_detect.c - the deployed detector (pipeline/detect.h): one alert per
  * episode, the lockout, the daily profile used only by series it
- * explains; and the `timestamp,value` reader (pipeline/tscsv.h).
+ * explains, the context channel; and the `timestamp,value` reader
+ * (pipeline/tscsv.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -165,6 +166,42 @@ static void profile_is_used_where_it_explains(void **state)
 	}
 }
 
+/* A square wave between 0 and 10 (period 4 samples, noise 0.1): its
+ * baseline (level 5, a wide band) judges a value of 5 usual.  Inside the
+ * range but a shape never seen before, the context channel flags it, once;
+ * with the channel off nothing does.  Uniform noise over the same range,
+ * whose contexts keep coming new, never raises the channel. */
+static unsigned square_then_middle(bool novelty, double *score)
+{
+	struct run r;
+
+	run_init(&r);
+	r.cfg.novelty = novelty;
+	for (int i = 0; i < 1000; i++)
+		feed(&r, (i / 2) % 2 ? 10 + 0.1 * noise() : 0.1 * noise());
+	assert_int_equal(r.onsets, 0);
+	*score = feed(&r, 5);
+	for (int i = 0; i < 3; i++)
+		feed(&r, 5 + 0.1 * noise());
+	return r.onsets;
+}
+
+static void new_contexts_are_news(void **state)
+{
+	struct run r;
+	double s;
+
+	(void)state;
+	assert_int_equal(square_then_middle(true, &s), 1);
+	assert_true(s >= 0.9);
+	assert_int_equal(square_then_middle(false, &s), 0);
+	assert_true(s < 0.5);
+	run_init(&r);
+	for (int i = 0; i < 20000; i++)
+		feed(&r, 10 * unif());
+	assert_int_equal(r.onsets, 0);
+}
+
 static void options_are_checked(void **state)
 {
 	struct gw_detect_opts o;
@@ -236,6 +273,7 @@ int main(void)
 		cmocka_unit_test(one_alert_per_episode),
 		cmocka_unit_test(learning_and_bad_samples_open_nothing),
 		cmocka_unit_test(profile_is_used_where_it_explains),
+		cmocka_unit_test(new_contexts_are_news),
 		cmocka_unit_test(options_are_checked),
 		cmocka_unit_test(csv_lines),
 	};
