@@ -70,6 +70,7 @@ void gw_detect_init(struct gw_detect *d)
 static bool novel(struct gw_detect_novelty *nv, double v)
 {
 	uint32_t q = 0, ctx;
+	double f;
 	bool fresh, news;
 
 	if (!nv->n || v < nv->lo)
@@ -79,9 +80,11 @@ static bool novel(struct gw_detect_novelty *nv, double v)
 	if (nv->n < UINT32_MAX)
 		nv->n++;
 	if (nv->hi > nv->lo) {
-		q = (uint32_t)((v - nv->lo) / (nv->hi - nv->lo) * LEVELS);
-		if (q >= LEVELS)
-			q = LEVELS - 1;
+		/* Checked before the cast: a range of +-1e308 makes inf /
+		 * inf, NaN. */
+		f = (v - nv->lo) / (nv->hi - nv->lo) * LEVELS;
+		if (f > 0)
+			q = f < LEVELS ? (uint32_t)f : LEVELS - 1;
 	}
 	if ((nv->ctx & (LEVELS - 1)) == q)
 		return false; /* the same level: no new context */
@@ -101,7 +104,6 @@ double gw_detect_update(struct gw_detect *d, const struct gw_detect_config *c,
 			int64_t t_ms, double v, enum gw_detect_event *ev)
 {
 	double s = gw_baseline_update(&d->b, &c->b, &d->season, t_ms, v);
-
 	bool fresh = false;
 
 	*ev = GW_DETECT_NONE;
