@@ -64,6 +64,8 @@ void gw_detect_init(struct gw_detect *d)
  * levels differ), one that has made more than this many is noise to
  * this channel: it never again finds one news. */
 #define CONTEXTS_MAX 1024
+/* The agreement's looser limit on the share of new contexts. */
+#define AGREE_RATE 0.05
 
 /* The context channel: true when the accepted sample v makes a context
  * never seen before while new contexts are rare (detect.h). */
@@ -94,6 +96,9 @@ static bool novel(struct gw_detect_novelty *nv, double v)
 	nv->seen[ctx >> 6] |= 1ull << (ctx & 63);
 	if (fresh)
 		nv->contexts++;
+	if (fresh && nv->n > GW_DETECT_NOVEL_WARMUP && nv->rate < AGREE_RATE &&
+	    nv->contexts <= CONTEXTS_MAX)
+		nv->since_new = 0; /* for the agreement (detect.h) */
 	news = fresh && nv->n > GW_DETECT_NOVEL_WARMUP && nv->rate < RATE_MAX &&
 	       nv->contexts <= CONTEXTS_MAX;
 	nv->rate += (float)(((fresh ? 1.0 : 0.0) - nv->rate) / RATE_TAU);
@@ -108,11 +113,18 @@ double gw_detect_update(struct gw_detect *d, const struct gw_detect_config *c,
 
 	*ev = GW_DETECT_NONE;
 	/* Accepted samples only (not NaN, Inf or out of order). */
-	if (c->novelty && isfinite(v) && d->b.t_last == t_ms)
+	if (c->novelty && isfinite(v) && d->b.t_last == t_ms) {
+		if (d->nov.since_new < UINT32_MAX)
+			d->nov.since_new++;
 		fresh = novel(&d->nov, v);
+	}
 	if (isnan(s))
 		return s;
-	if (fresh && s < GW_DETECT_NOVEL_SCORE)
+	/* A new context, or a clear surprise close after one (detect.h). */
+	if (c->novelty && s < GW_DETECT_NOVEL_SCORE &&
+	    (fresh ||
+	     (s >= GW_DETECT_AGREE_SCORE && d->nov.n > GW_DETECT_NOVEL_WARMUP &&
+	      d->nov.since_new <= GW_DETECT_AGREE_SAMPLES)))
 		s = GW_DETECT_NOVEL_SCORE;
 	if (!d->active) {
 		if (s >= c->threshold) {

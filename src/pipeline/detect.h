@@ -35,6 +35,12 @@
  *   keep coming new), a judged sample that makes one scores
  *   GW_DETECT_NOVEL_SCORE if the baseline scored it lower.  The baseline
  *   learns as without it.  A gap keeps the table, as it keeps the profile.
+ * - Agreement: a judged sample the baseline scores at least
+ *   GW_DETECT_AGREE_SCORE (z = 5.9 sigma) within GW_DETECT_AGREE_SAMPLES
+ *   samples of a new context (after the warm-up, under the cap, and
+ *   with the share of new contexts below 5% instead of 1%) scores
+ *   GW_DETECT_NOVEL_SCORE too: two weaker signals at once, a value rarely
+ *   that far out in a shape never seen.
  *
  * Contract
  * - gw_detect_update returns the baseline's score (NaN when not judged)
@@ -67,8 +73,10 @@ struct gw_detect_config {
 	bool novelty;
 };
 
-#define GW_DETECT_NOVEL_SCORE  0.95
-#define GW_DETECT_NOVEL_WARMUP 300
+#define GW_DETECT_NOVEL_SCORE	0.95
+#define GW_DETECT_NOVEL_WARMUP	300
+#define GW_DETECT_AGREE_SCORE	0.8
+#define GW_DETECT_AGREE_SAMPLES 8
 
 enum gw_detect_event { GW_DETECT_NONE, GW_DETECT_ONSET, GW_DETECT_END };
 
@@ -80,13 +88,13 @@ struct gw_detect_episode {
 
 /* The context channel of one series, 544 bytes. */
 struct gw_detect_novelty {
-	uint64_t seen[64]; /* one bit per context (4 levels of 8) seen */
-	double lo, hi;	   /* the range of the values seen */
-	float rate;	   /* EWMA of the share of new contexts */
-	uint16_t ctx;	   /* the last 4 levels, 3 bits each */
-	uint16_t contexts; /* contexts seen */
-	uint32_t n;	   /* samples seen */
-	uint32_t pad2;
+	uint64_t seen[64];  /* one bit per context (4 levels of 8) seen */
+	double lo, hi;	    /* the range of the values seen */
+	float rate;	    /* EWMA of the share of new contexts */
+	uint16_t ctx;	    /* the last 4 levels, 3 bits each */
+	uint16_t contexts;  /* contexts seen */
+	uint32_t n;	    /* samples seen */
+	uint32_t since_new; /* samples since a new context */
 };
 
 /* Per-series state. */
