@@ -43,8 +43,9 @@
  *   that far out in a shape never seen.
  *
  * Contract
- * - gw_detect_update returns the baseline's score (NaN when not judged)
- *   and sets ev to GW_DETECT_ONSET on the sample that starts an episode,
+ * - gw_detect_update returns the baseline's score, raised to
+ *   GW_DETECT_NOVEL_SCORE by the context channel or the agreement (NaN
+ *   when not judged), and sets ev to GW_DETECT_ONSET on the sample that starts an episode,
  *   GW_DETECT_END on the sample that ends one, else GW_DETECT_NONE.
  *   gw_detect_episode describes the current (or last) episode.
  * - State is plain data (no pointers): copy it, keep it in an array.
