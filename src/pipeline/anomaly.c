@@ -654,7 +654,7 @@ int gw_anomaly_episode_name(const char *name, char *out, size_t len)
  * file or a bad CRC is refused as a whole: the models learn again.
  */
 #define MODELS_MAGIC   0x54444d47u /* "GMDT" */
-#define MODELS_VERSION 3u
+#define MODELS_VERSION 4u
 
 struct models_head {
 	uint32_t magic, version, record, pad;

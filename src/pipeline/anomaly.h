@@ -36,10 +36,10 @@
  *   than the last).  Samples must come in time order per series, as the
  *   store wants them too.
  * - Each series runs the deployed detector (detect.h: the baseline with a
- *   daily profile used where it explains the series, and one episode per
- *   alert), exactly as `gpuwatch detect` does.
+ *   daily and a weekly profile, each used where it explains the series, and
+ *   one episode per alert), exactly as `gpuwatch detect` does.
  * - Memory: sizeof(struct gw_detect) + 32 bytes per modelled series (about
- *   610), in a table at most half full.
+ *   1,300), in a table at most half full.
  * - Cost: one hash of the name and labels, one probe, one
  *   gw_baseline_update; no allocation except when the table doubles.
  *

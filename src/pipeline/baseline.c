@@ -24,6 +24,7 @@
 #define GAP_MIN_MS    1000.0
 #define SEASON_GAIN   0.8
 #define RECUR_UNIT    64.0 /* recurrence memory: 1/64 sigma per step */
+#define WEEK_PERIODS  7
 
 void gw_baseline_opts_default(struct gw_baseline_opts *o)
 {
@@ -117,14 +118,13 @@ void gw_baseline_season_init(struct gw_baseline_season *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Position of t in the period as bins i0, i1 = i0 + 1 (mod bins) and the
- * weight w of i1: linear interpolation between bin centres. */
-static void season_pos(const struct gw_baseline_config *cfg, int64_t t_ms,
-		       uint32_t *i0, uint32_t *i1, double *w)
+/* Position of t in a period of per ms in nb bins as bins i0, i1 = i0 + 1
+ * (mod nb) and the weight w of i1: linear interpolation between bin
+ * centres. */
+static void bin_pos(int64_t per, uint32_t nb, int64_t t_ms, uint32_t *i0,
+		    uint32_t *i1, double *w)
 {
-	int64_t per = (int64_t)cfg->o.season_period_s * 1000;
 	int64_t ph = t_ms % per;
-	uint32_t nb = cfg->o.season_bins;
 	double pos;
 	uint32_t k;
 
@@ -139,6 +139,20 @@ static void season_pos(const struct gw_baseline_config *cfg, int64_t t_ms,
 	*w = pos - k;
 	*i0 = k;
 	*i1 = k + 1 == nb ? 0 : k + 1;
+}
+
+static void season_pos(const struct gw_baseline_config *cfg, int64_t t_ms,
+		       uint32_t *i0, uint32_t *i1, double *w)
+{
+	bin_pos((int64_t)cfg->o.season_period_s * 1000, cfg->o.season_bins,
+		t_ms, i0, i1, w);
+}
+
+static void week_pos(const struct gw_baseline_config *cfg, int64_t t_ms,
+		     uint32_t *i0, uint32_t *i1, double *w)
+{
+	bin_pos((int64_t)cfg->o.season_period_s * 1000 * WEEK_PERIODS,
+		GW_BASELINE_WEEK_BINS, t_ms, i0, i1, w);
 }
 
 static bool use_season(const struct gw_baseline_config *cfg,
@@ -175,6 +189,42 @@ static bool season_used(const struct gw_baseline *b,
 	return s->n &&
 	       t_ms - s->t_start >= (int64_t)cfg->o.season_period_s * 1000 &&
 	       b->dev < SEASON_GAIN * b->dev0;
+}
+
+static bool use_week(const struct gw_baseline_config *cfg,
+		     const struct gw_baseline_season *s)
+{
+	return use_season(cfg, s) && cfg->o.season_week;
+}
+
+static double week_at(const struct gw_baseline_config *cfg,
+		      const struct gw_baseline_season *s, int64_t t_ms)
+{
+	uint32_t i0, i1;
+	double w;
+
+	if (!use_week(cfg, s) || !s->n)
+		return 0;
+	week_pos(cfg, t_ms, &i0, &i1, &w);
+	return (1 - w) * s->week[i0] + w * s->week[i1];
+}
+
+/* Whether the weekly profile takes part in the expected value at t_ms:
+ * once season_periods weeks have been learned and the residuals from
+ * level + both profiles are clearly smaller than the smaller of those from
+ * level + daily profile and from the level alone (the same test as the
+ * daily profile's). */
+static bool week_used(const struct gw_baseline *b,
+		      const struct gw_baseline_config *cfg,
+		      const struct gw_baseline_season *s, int64_t t_ms)
+{
+	double ref = b->dev < b->dev0 ? b->dev : b->dev0;
+	int64_t learn = (int64_t)cfg->o.season_period_s * 1000 * WEEK_PERIODS *
+			cfg->o.season_periods;
+
+	if (!use_week(cfg, s) || !s->n)
+		return false;
+	return t_ms - s->t_start >= learn && s->devw < SEASON_GAIN * ref;
 }
 
 /* With recurrence: the largest |z| of earlier periods around t_ms (the
@@ -272,6 +322,8 @@ static void start(struct gw_baseline *b, const struct gw_baseline_config *cfg,
 	b->t_last = t_ms;
 	b->level = y;
 	b->fast = y;
+	if (use_week(cfg, season))
+		season->fastw = y - week_at(cfg, season, t_ms);
 	b->dev = 0;
 	b->dev0 = 0;
 	b->jitter = 0;
@@ -297,8 +349,8 @@ double gw_baseline_update(struct gw_baseline *b,
 			  double v)
 {
 	double s, y, r, r0, sigma, sigma0, z, zs, zz, score, lim, rc, d, a_l,
-		a_d, rec, zn, zsn;
-	bool judge;
+		a_d, rec, zn, zsn, wk = 0, rw = 0, sigmaw = 0;
+	bool judge, wused;
 	int side;
 
 	if (!isfinite(v) || (b->n && t_ms < b->t_last)) {
@@ -343,11 +395,22 @@ double gw_baseline_update(struct gw_baseline *b,
 	r0 = v - b->level;
 	sigma = sigma_of(b, cfg);
 	sigma0 = sigma_dev(b, cfg, b->dev0);
-	if (season_used(b, cfg, season, t_ms) || !use_season(cfg, season))
+	wused = week_used(b, cfg, season, t_ms);
+	if (use_week(cfg, season)) {
+		wk = week_at(cfg, season, t_ms);
+		rw = r - wk;
+		sigmaw = sigma_dev(b, cfg, season->devw);
+	}
+	if (wused)
+		z = rw / sigmaw;
+	else if (season_used(b, cfg, season, t_ms) || !use_season(cfg, season))
 		z = r / sigma;
 	else
 		z = r0 / sigma0;
-	zs = (b->fast - b->level) / (sigma * cfg->sd_fast);
+	if (wused)
+		zs = (season->fastw - b->level) / (sigmaw * cfg->sd_fast);
+	else
+		zs = (b->fast - b->level) / (sigma * cfg->sd_fast);
 	/* Recurrence: an excursion as large as earlier periods had here is
 	 * not news.  It changes the score only: the streak and the reset
 	 * below still see z, so the model learns as without it. */
@@ -374,6 +437,8 @@ double gw_baseline_update(struct gw_baseline *b,
 	rc = judge ? clamp(r, lim) : r;
 	b->level += a_l * rc;
 	b->fast += cfg->a_fast * (y - b->fast);
+	if (use_week(cfg, season))
+		season->fastw += cfg->a_fast * (y - wk - season->fastw);
 	b->dev += a_d * ((judge ? fmin(fabs(r), lim) : fabs(r)) - b->dev);
 	b->dev0 += a_d *
 		   ((judge ? fmin(fabs(r0), cfg->o.clip * sigma0) : fabs(r0)) -
@@ -408,6 +473,8 @@ double gw_baseline_update(struct gw_baseline *b,
 
 			b->level = b->sum / b->nsum;
 			b->fast = b->level;
+			if (use_week(cfg, season))
+				season->fastw = b->level;
 			if (b->dev < jd)
 				b->dev = jd;
 			b->streak = 0;
@@ -434,6 +501,23 @@ double gw_baseline_update(struct gw_baseline *b,
 			season->n++;
 		season->bin[i0] += (float)(a * (1 - w) * e);
 		season->bin[i1] += (float)(a * w * e);
+		if (use_week(cfg, season)) {
+			double lw = cfg->o.clip * sigmaw;
+
+			/* The same for the residual from level + daily
+			 * profile, per hour of the week. */
+			e = judge ? clamp(rw, lw) : rw;
+			week_pos(cfg, t_ms, &i0, &i1, &w);
+			a *= (double)GW_BASELINE_WEEK_BINS /
+			     (cfg->o.season_bins * WEEK_PERIODS);
+			if (a > 0.5)
+				a = 0.5;
+			season->week[i0] += (float)(a * (1 - w) * e);
+			season->week[i1] += (float)(a * w * e);
+			season->devw +=
+				a_d * ((judge ? fmin(fabs(rw), lw) : fabs(rw)) -
+				       season->devw);
+		}
 		/* Remembered: the excursion from level + profile in
 		 * sigma, whether or not the profile is used yet. */
 		if (judge && cfg->o.season_recur > 0)
@@ -456,6 +540,9 @@ double gw_baseline_expected(const struct gw_baseline *b,
 {
 	if (!b->n)
 		return NAN;
+	if (week_used(b, cfg, season, t_ms))
+		return b->level + season_at(cfg, season, t_ms) +
+		       week_at(cfg, season, t_ms);
 	if (cfg->o.season_auto && !season_used(b, cfg, season, t_ms))
 		return b->level;
 	return b->level + season_at(cfg, season, t_ms);
@@ -490,7 +577,8 @@ int gw_baseline_band(const struct gw_baseline *b,
 	if (!b->n)
 		return -EAGAIN;
 	e = gw_baseline_expected(b, cfg, season, t_ms);
-	sg = sigma_of(b, cfg);
+	sg = week_used(b, cfg, season, t_ms) ? sigma_dev(b, cfg, season->devw)
+					     : sigma_of(b, cfg);
 	*lo = e - z * sg;
 	*hi = e + z * sg;
 	return 0;

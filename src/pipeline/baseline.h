@@ -28,6 +28,14 @@
  *   0 in its score.  Only an earlier period counts, so a first excursion,
  *   however long, never excuses itself.  The model (level, scale, the
  *   sustained-surprise reset) learns as without it.
+ * - Weekly (with seasonality and season_week): a second profile of
+ *   GW_BASELINE_WEEK_BINS bins over 7 periods (an hour each for a daily
+ *   period) learns the residual from level + daily profile, with its own
+ *   residual scale (devw) and fast EWMA (fastw).  It is used once
+ *   season_periods weeks have been learned and devw is below 0.8 of the
+ *   smaller of dev and dev0 (it explains at least a third of what is
+ *   left); then the expected value is level + both profiles and z, the
+ *   fast z and the band use devw.  The recurrence memory stays daily.
  * - The score of a sample is computed before it is learned from:
  *   z = max(|x - expected| / sigma, |fast - level| / (sigma * sd_fast)),
  *   where sd_fast = sqrt(a/(2-a)) is the standard deviation of an EWMA of
@@ -77,8 +85,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GW_BASELINE_LEARNING NAN
-#define GW_BASELINE_MAX_BINS 48
+#define GW_BASELINE_LEARNING  NAN
+#define GW_BASELINE_MAX_BINS  48
+#define GW_BASELINE_WEEK_BINS 168 /* an hour each for a daily period */
 
 struct gw_baseline_opts {
 	uint32_t sz;		 /* sizeof(struct gw_baseline_opts) */
@@ -100,6 +109,8 @@ struct gw_baseline_opts {
 	bool season_auto;    /* seasonal: judge from the start, use the profile
 			   * only once it explains the series (see above) */
 	double season_recur; /* 0 (off); recurrence factor; 0 .. 100 */
+	bool season_week;    /* false; seasonal: also a profile of 7
+			      * periods, used where it explains the series */
 };
 
 /* Validated options and constants derived from them.  Read-only once made. */
@@ -126,7 +137,7 @@ struct gw_baseline {
 	uint32_t resume;  /* the next interval is not a gap (a restart) */
 };
 
-/* The seasonal profile of one series (with opts.seasonal), 408 bytes. */
+/* The seasonal profile of one series (with opts.seasonal), 1,096 bytes. */
 struct gw_baseline_season {
 	float bin[GW_BASELINE_MAX_BINS];
 	/* max |z| per bin in 1/64 sigma (saturating at 1023.98 sigma) this
@@ -136,6 +147,11 @@ struct gw_baseline_season {
 	int64_t period;	 /* index of the period peak[] is about */
 	uint32_t n;	 /* samples learned */
 	uint32_t pad;
+	/* season_week: offsets from level + daily profile per hour of the
+	 * week, and the scale of the residuals from level + both */
+	float week[GW_BASELINE_WEEK_BINS];
+	double devw;  /* as dev, from level + both profiles */
+	double fastw; /* as fast, of the value less both profiles */
 };
 
 /* Fills opts with the defaults above (sz set). */

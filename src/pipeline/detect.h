@@ -23,9 +23,29 @@
  * - Samples the baseline does not judge (learning, NaN, out of order)
  *   neither start nor end an episode.
  *
+ * Context channel (opts.novelty; in the spirit of NAB's contextOSE)
+ * - Every accepted sample is placed in one of 8 equal levels of the range
+ *   of values the series has taken; a change of level makes a context of
+ *   the last 4 levels (a repeated level makes none), remembered in a
+ *   4,096-bit table.  A context never seen before is news: once the
+ *   series has been seen for GW_DETECT_NOVEL_WARMUP samples, while new
+ *   contexts have been rare (an EWMA over 200 contexts of the share of
+ *   new ones below 1%), and as long as the series has made at most 1,024
+ *   distinct contexts (of 2,744 possible: more is noise, whose contexts
+ *   keep coming new), a judged sample that makes one scores
+ *   GW_DETECT_NOVEL_SCORE if the baseline scored it lower.  The baseline
+ *   learns as without it.  A gap keeps the table, as it keeps the profile.
+ * - Agreement: a judged sample the baseline scores at least
+ *   GW_DETECT_AGREE_SCORE (z = 5.9 sigma) within GW_DETECT_AGREE_SAMPLES
+ *   samples of a new context (after the warm-up, under the cap, and
+ *   with the share of new contexts below 5% instead of 1%) scores
+ *   GW_DETECT_NOVEL_SCORE too: two weaker signals at once, a value rarely
+ *   that far out in a shape never seen.
+ *
  * Contract
- * - gw_detect_update returns the baseline's score (NaN when not judged)
- *   and sets ev to GW_DETECT_ONSET on the sample that starts an episode,
+ * - gw_detect_update returns the baseline's score, raised to
+ *   GW_DETECT_NOVEL_SCORE by the context channel or the agreement (NaN
+ *   when not judged), and sets ev to GW_DETECT_ONSET on the sample that starts an episode,
  *   GW_DETECT_END on the sample that ends one, else GW_DETECT_NONE.
  *   gw_detect_episode describes the current (or last) episode.
  * - State is plain data (no pointers): copy it, keep it in an array.
@@ -44,13 +64,20 @@ struct gw_detect_opts {
 	double threshold;		  /* score that opens an episode */
 	uint32_t quiet_samples;		  /* judged samples below to end */
 	uint32_t lockout_samples;	  /* minimum episode length */
+	bool novelty;			  /* the context channel (below) */
 };
 
 struct gw_detect_config {
 	struct gw_baseline_config b;
 	double threshold;
 	uint32_t quiet_samples, lockout_samples;
+	bool novelty;
 };
+
+#define GW_DETECT_NOVEL_SCORE	0.95
+#define GW_DETECT_NOVEL_WARMUP	300
+#define GW_DETECT_AGREE_SCORE	0.8
+#define GW_DETECT_AGREE_SAMPLES 8
 
 enum gw_detect_event { GW_DETECT_NONE, GW_DETECT_ONSET, GW_DETECT_END };
 
@@ -60,10 +87,22 @@ struct gw_detect_episode {
 	bool active;			   /* not ended yet */
 };
 
+/* The context channel of one series, 544 bytes. */
+struct gw_detect_novelty {
+	uint64_t seen[64];  /* one bit per context (4 levels of 8) seen */
+	double lo, hi;	    /* the range of the values seen */
+	float rate;	    /* EWMA of the share of new contexts */
+	uint16_t ctx;	    /* the last 4 levels, 3 bits each */
+	uint16_t contexts;  /* contexts seen */
+	uint32_t n;	    /* samples seen */
+	uint32_t since_new; /* samples since a new context */
+};
+
 /* Per-series state. */
 struct gw_detect {
 	struct gw_baseline b;
 	struct gw_baseline_season season;
+	struct gw_detect_novelty nov;
 	int64_t onset_ms, peak_ms, end_ms;
 	float peak;
 	uint32_t since_onset, quiet;

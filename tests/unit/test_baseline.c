@@ -342,6 +342,73 @@ static void seasonality(void **state)
 	assert_true(max_wrong > 0.9);
 }
 
+/* The daily shape, up to 20 lower around noon (+-3 h) on two days of every
+ * week (days 5 and 6 of each week since the epoch), at 30-minute samples. */
+#define WEEK_MS (7 * DAY_MS)
+#define HALF_H	(1800LL * 1000)
+
+static double weekly(int64_t t, bool weekend_everyday)
+{
+	double h = (double)(t % DAY_MS) / 3600000.0, d = (h - 12) / 3;
+	bool weekend = (t / DAY_MS) % 7 >= 5 || weekend_everyday;
+
+	return daily(t, 14) - (weekend ? 20 * exp(-d * d) : 0);
+}
+
+/* Five weeks, the last one judged: max score over the fifth week, and
+ * over a weekday's daytime at the weekend's level after it. */
+static void week_run(bool week, double *usual, double *wrong, double *ex)
+{
+	struct gw_baseline_config cfg;
+	struct gw_baseline_opts o;
+	struct gw_baseline b;
+	struct gw_baseline_season s;
+	int64_t t, sat;
+
+	seed(12);
+	gw_baseline_opts_default(&o);
+	o.seasonal = true;
+	o.season_auto = true;
+	o.season_recur = 1.5;
+	o.season_week = week;
+	config(&cfg, &o);
+	gw_baseline_init(&b);
+	gw_baseline_season_init(&s);
+	for (t = 0; t < 4 * WEEK_MS; t += HALF_H)
+		(void)gw_baseline_update(&b, &cfg, &s, t, weekly(t, false));
+	/* noon of the fifth week's first weekend day */
+	sat = 4 * WEEK_MS + 5 * DAY_MS + 12 * 3600000LL;
+	*usual = 0;
+	for (; t < 5 * WEEK_MS; t += HALF_H) {
+		double sc;
+
+		if (t == sat)
+			*ex = gw_baseline_expected(&b, &cfg, &s, t) -
+			      (daily(t, 14) - 20);
+		sc = gw_baseline_update(&b, &cfg, &s, t, weekly(t, false));
+		*usual = fmax(*usual, sc);
+	}
+	/* day 0 of the sixth week until noon at the weekend's level */
+	*wrong = 0;
+	for (t = 5 * WEEK_MS; t < 5 * WEEK_MS + 12 * 3600000LL; t += HALF_H)
+		*wrong = fmax(*wrong, gw_baseline_update(&b, &cfg, &s, t,
+							 weekly(t, true)));
+}
+
+static void weekly_profile(void **state)
+{
+	double usual, wrong, ex;
+
+	(void)state;
+	week_run(true, &usual, &wrong, &ex);
+	assert_true(usual < 0.5);  /* the weekend is usual */
+	assert_true(fabs(ex) < 4); /* the band follows it */
+	assert_true(wrong > 0.9);  /* a weekday at its level is not */
+	week_run(false, &usual, &wrong, &ex);
+	assert_true(usual > 0.9); /* without it, every weekend is news */
+	assert_true(fabs(ex) > 10);
+}
+
 /* Noise around 10 with a one-sample spike to 40 at 03:00 (+- 10 min) every
  * day: with recurrence the nightly spike stops being news from its second
  * night on; the same spike at 15:00 still is, and so is the first night's. */
@@ -550,6 +617,7 @@ int main(void)
 		cmocka_unit_test(nan_and_inf_ignored),
 		cmocka_unit_test(seasonality),
 		cmocka_unit_test(recurrence),
+		cmocka_unit_test(weekly_profile),
 		cmocka_unit_test(gaps_and_irregular_timestamps),
 		cmocka_unit_test(band_and_expected),
 		cmocka_unit_test(options_validation),

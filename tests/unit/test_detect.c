@@ -2,7 +2,8 @@
 /*
  * test_detect.c - the deployed detector (pipeline/detect.h): one alert per
  * episode, the lockout, the daily profile used only by series it
- * explains; and the `timestamp,value` reader (pipeline/tscsv.h).
+ * explains, the context channel; and the `timestamp,value` reader
+ * (pipeline/tscsv.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -165,6 +166,82 @@ static void profile_is_used_where_it_explains(void **state)
 	}
 }
 
+/* A square wave between 0 and 10 (period 4 samples, noise 0.1): its
+ * baseline (level 5, a wide band) judges a value of 5 usual.  Inside the
+ * range but a shape never seen before, the context channel flags it, once;
+ * with the channel off nothing does.  Uniform noise over the same range,
+ * whose contexts keep coming new, never raises the channel. */
+static unsigned square_then_middle(bool novelty, double *score)
+{
+	struct run r;
+
+	run_init(&r);
+	r.cfg.novelty = novelty;
+	for (int i = 0; i < 1000; i++)
+		feed(&r, (i / 2) % 2 ? 10 + 0.1 * noise() : 0.1 * noise());
+	assert_int_equal(r.onsets, 0);
+	*score = feed(&r, 5);
+	for (int i = 0; i < 3; i++)
+		feed(&r, 5 + 0.1 * noise());
+	return r.onsets;
+}
+
+static void new_contexts_are_news(void **state)
+{
+	struct run r;
+	double s;
+
+	(void)state;
+	assert_int_equal(square_then_middle(true, &s), 1);
+	assert_true(s >= 0.9);
+	assert_int_equal(square_then_middle(false, &s), 0);
+	assert_true(s < 0.5);
+	run_init(&r);
+	for (int i = 0; i < 20000; i++)
+		feed(&r, 10 * unif());
+	assert_int_equal(r.onsets, 0);
+}
+
+/* The agreement: on the square wave with new contexts coming at 3% (past
+ * the channel's 1%), a new shape alone is not news, nor is a value at
+ * 5.9-6.9 sigma alone; the two within a few samples are. */
+static double square_then(bool novelty, double score, unsigned *onsets)
+{
+	struct run r;
+	double sg, v;
+
+	run_init(&r);
+	r.cfg.novelty = novelty;
+	for (int i = 0; i < 1000; i++)
+		feed(&r, (i / 2) % 2 ? 10 + 0.1 * noise() : 0.1 * noise());
+	r.d.nov.rate = 0.03f;
+	feed(&r, 5); /* a new context */
+	assert_int_equal(r.onsets, 0);
+	/* sigma against the level alone (no profile learned yet) */
+	sg = 1.2533141373155003 * r.d.b.dev0;
+	v = gw_baseline_expected(&r.d.b, &r.cfg.b, &r.d.season, r.t + 60000) +
+	    gw_baseline_z_for_score(&r.cfg.b, score) * sg;
+	score = feed(&r, v);
+	*onsets = r.onsets;
+	return score;
+}
+
+static void agreement_of_both_channels(void **state)
+{
+	unsigned onsets;
+	double s;
+
+	(void)state;
+	s = square_then(false, 0.85, &onsets);
+	assert_true(s >= 0.8 && s < 0.9); /* the premise: 0.85 alone */
+	assert_int_equal(onsets, 0);
+	s = square_then(true, 0.85, &onsets);
+	assert_int_equal(onsets, 1);
+	assert_true(s >= 0.9);
+	s = square_then(true, 0.7, &onsets); /* too weak to agree */
+	assert_int_equal(onsets, 0);
+}
+
 static void options_are_checked(void **state)
 {
 	struct gw_detect_opts o;
@@ -236,6 +313,8 @@ int main(void)
 		cmocka_unit_test(one_alert_per_episode),
 		cmocka_unit_test(learning_and_bad_samples_open_nothing),
 		cmocka_unit_test(profile_is_used_where_it_explains),
+		cmocka_unit_test(new_contexts_are_news),
+		cmocka_unit_test(agreement_of_both_channels),
 		cmocka_unit_test(options_are_checked),
 		cmocka_unit_test(csv_lines),
 	};
