@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "collect/cupti/export.h"
+#include "common/hash.h"
 #include "gpuwatch/cupti_ring.h"
 
 struct kern {
@@ -42,17 +43,6 @@ struct gw_kernels {
 	uint64_t clock;
 	struct gw_kernels_stats st;
 };
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
 
 struct gw_kernels *gw_kernels_new(unsigned int max_procs)
 {
@@ -183,7 +173,7 @@ void gw_kernels_kernel(struct gw_kernels *k, uint32_t pid, uint64_t name_hash,
 		e->hash = name_hash;
 		/* Demangled once, as the symbolizer names host stubs. */
 		gw_cupti_demangle(mangled, e->name, sizeof(e->name));
-		e->disp_hash = fnv1a(e->name);
+		e->disp_hash = gw_fnv1a64_str(e->name);
 	}
 	e->count = est_count;
 	e->ns = est_ns;
@@ -268,7 +258,7 @@ int gw_kernels_lookup(struct gw_kernels *k, uint32_t pid, uint64_t arg,
 			}
 	}
 	if (p && !e && symbol && *symbol) {
-		uint64_t h = fnv1a(symbol);
+		uint64_t h = gw_fnv1a64_str(symbol);
 
 		for (unsigned int j = 0; j < p->nk && !e; j++)
 			if (p->k[j].disp_hash == h &&

@@ -56,6 +56,7 @@
 #include <time.h>
 
 #include "common/buf.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/worker.h"
 #include "store/labels.h"
@@ -157,17 +158,6 @@ static int64_t real_ms(void)
 }
 
 /* ---- the queue (all under t->mu) ---- */
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 static struct item **bucket(struct target *t, uint64_t hash)
 {
@@ -421,7 +411,7 @@ static struct item *item_new(const struct gw_am_alert *a, int64_t now_ms)
 		it->generator_url = p;
 	}
 	it->labels_len = ll;
-	it->hash = fnv1a(a->labels, ll);
+	it->hash = gw_fnv1a64(a->labels, ll);
 	it->starts_ms = a->starts_ms;
 	it->ends_ms = a->ends_ms;
 	it->resolved = a->ends_ms > 0 && a->ends_ms <= now_ms;

@@ -10,17 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
+#include "common/hash.h"
 
 int gw_rw_agg_applies(const struct gw_labels *labels,
 		      const char *const *without, size_t nwithout)
@@ -139,7 +129,7 @@ int gw_rw_agg_add(struct gw_rw_agg *a, const struct gw_series_data *d,
 		gw_labels_release(&l);
 		return r;
 	}
-	h = hash_bytes(a->buf.p, a->buf.len);
+	h = gw_fnv1a64(a->buf.p, a->buf.len);
 	g = group_of(a, &l, h, outs);
 	if (!g) {
 		gw_labels_release(&l);

@@ -32,6 +32,7 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "common/hash.h"
 #include "common/parse.h"
 #include "common/ydoc.h"
 #include "export/rw.h"
@@ -119,17 +120,6 @@ gw_rw_endpoint_queue(const struct gw_rw_endpoint *ep)
 }
 
 /* ---- defaults ---- */
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 static struct gw_rw_endpoint *endpoint_new(void)
 {
@@ -891,7 +881,8 @@ static int set_default_name(struct gw_rw_endpoint *ep)
 
 	if (ep->name && *ep->name)
 		return 0;
-	snprintf(buf, sizeof(buf), "%06" PRIx64, fnv1a(ep->url) & 0xffffffu);
+	snprintf(buf, sizeof(buf), "%06" PRIx64,
+		 gw_fnv1a64_str(ep->url) & 0xffffffu);
 	free(ep->name);
 	ep->name = strdup(buf);
 	return ep->name ? 0 : -ENOMEM;

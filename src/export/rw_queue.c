@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/worker.h"
 #include "export/rw_agg.h"
@@ -142,15 +143,10 @@ static int64_t floor_minute(int64_t t)
 
 static uint64_t hash_bytes(const void *p, size_t n)
 {
-	const unsigned char *s = p;
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = gw_fnv1a64(p, n);
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 1099511628211ull;
-	}
 	h ^= h >> 29;
-	return h ? h : 1;
+	return h ? h : 1; /* 0 marks a free slot of the guard */
 }
 
 static bool has_suffix(const char *s, const char *suf)

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/hash.h"
 #include "query/promql.h"
 #include "query/promql_int.h"
 
@@ -90,17 +91,6 @@ static uint64_t now_ns(void)
 }
 
 /* ---- label set interning ---- */
-
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
 
 static void lset_free(struct lset *s)
 {
@@ -157,7 +147,7 @@ static int intern(struct ev *ev, struct gw_labels *take, struct lset **out)
 		if (err)
 			goto out_release;
 	}
-	h = hash_bytes(ev->kb.p, ev->kb.len);
+	h = gw_fnv1a64(ev->kb.p, ev->kb.len);
 	for (i = h & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1)) {
 		s = t->slot[i];
 		if (s->hash == h && s->klen == ev->kb.len &&
