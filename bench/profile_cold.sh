@@ -30,62 +30,21 @@ s3_require
 d1=$((($(date +%s) / 86400 - 3) * 86400))
 day=$(date -u -d "@$d1" +%F)
 seed() {
-	python3 - "$1" "$d1" "$PROCS" "$STACKS" <<'PY'
-import gzip, random, sqlite3, sys
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-def msg(num, body):
-    return varint(num << 3 | 2) + varint(len(body)) + body
-
-def num(n, v):
-    return varint(n << 3) + varint(v)
-
-def pprof(stacks, t_ns):
-    strings, funcs, out = ["", "samples", "count"], {}, bytearray()
-    def s(x):
-        if x not in strings:
-            strings.append(x)
-        return strings.index(x)
-    out += msg(1, num(1, s("samples")) + num(2, s("count")))
-    for frames, value in stacks:
-        ids = [funcs.setdefault(f, len(funcs) + 1) for f in frames]
-        out += msg(2, msg(1, b"".join(varint(i) for i in reversed(ids))) + msg(2, varint(value)))
-    for f, i in funcs.items():
-        out += msg(4, num(1, i) + msg(4, num(1, i)))
-    for f, i in funcs.items():
-        out += msg(5, num(1, i) + num(2, s(f)))
-    for x in strings:
-        out += msg(6, x.encode())
-    out += num(9, t_ns) + num(10, 60 * 10**9)
-    return gzip.compress(bytes(out))
+	python3 - "$1" "$d1" "$PROCS" "$STACKS" "$root/tests/integration" <<'PY'
+import random, sys
+sys.path.insert(0, sys.argv[5])
+from profseed import insert, open_db
 
 path, d1, procs, nstacks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rnd = random.Random(1)
 fns = ["fn_%03d" % i for i in range(400)]
 shapes = [["python", "main"] + rnd.sample(fns, rnd.randint(3, 25)) for _ in range(nstacks)]
-db = sqlite3.connect(path)
-db.executescript("""
-CREATE TABLE IF NOT EXISTS profiles(minute INTEGER NOT NULL, pid INTEGER NOT NULL,
- type INTEGER NOT NULL, labels TEXT NOT NULL, samples INTEGER NOT NULL,
- bytes INTEGER NOT NULL, blob BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS profiles_minute ON profiles(minute, pid, type);
-""")
+db = open_db(path)
 for m in range(1440):
     minute = d1 * 1000 + m * 60000
     for p in range(procs):
-        stacks = [(st, rnd.randint(1, 30)) for st in shapes]
-        blob = pprof(stacks, minute * 10**6)
-        db.execute("INSERT INTO profiles VALUES(?,?,?,?,?,?,?)",
-                   (minute, 1000 + p, 0, 'pid="%d",comm="trainer"' % (1000 + p),
-                    sum(v for _, v in stacks), len(blob), blob))
+        insert(db, minute, 1000 + p, "trainer",
+               [(st, rnd.randint(1, 30)) for st in shapes])
 db.commit()
 PY
 }

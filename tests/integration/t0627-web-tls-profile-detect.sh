@@ -27,7 +27,7 @@ CURL_OPTS=(--cacert "$T_DIR/ca.crt" --user 'alice:s3cret pass')
 # main;train;matmul 3 samples and main;load 1.
 mkdir -p "$T_DIR/data"
 first=$((($(date +%s) / 60 - 10) * 60000))
-python3 "$(dirname "$0")/prof-seed.py" "$T_DIR/data/profiles.db" 4242 trainer \
+python3 "$(dirname "$0")/profseed.py" "$T_DIR/data/profiles.db" 4242 trainer \
 	"$first" 5 'main;train;matmul=3' 'main;load=1' || fail "cannot seed profiles.db"
 
 start_agent --simulate 1 --interval 0.1 --no-ebpf --web.config.file "$T_DIR/web.yml"

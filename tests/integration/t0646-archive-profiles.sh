@@ -17,68 +17,18 @@ s3_require
 # each, gzip'd pprof as the collector writes them), the first day's hot
 # path matmul, the second's conv.
 seed_profiles() {
-	python3 - "$1" "$DAY1" "$DAY2" <<'PY'
-import datetime, gzip, sqlite3, sys
+	python3 - "$1" "$DAY1" "$DAY2" "$(dirname "$0")" <<'PY'
+import datetime, sys
+sys.path.insert(0, sys.argv[4])
+from profseed import insert, open_db
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-def key(num, wt):
-    return varint(num << 3 | wt)
-
-def msg(num, body):
-    return key(num, 2) + varint(len(body)) + body
-
-def num(num_, v):
-    return key(num_, 0) + varint(v)
-
-def pprof(stacks, t_ns):
-    strings = ["", "samples", "count"]
-    def s(x):
-        if x not in strings:
-            strings.append(x)
-        return strings.index(x)
-    funcs, out = {}, bytearray()
-    out += msg(1, num(1, s("samples")) + num(2, s("count")))
-    for frames, value in stacks:  # frames root first
-        ids = []
-        for f in frames:
-            funcs.setdefault(f, len(funcs) + 1)
-            ids.append(funcs[f])
-        locs = b"".join(varint(i) for i in reversed(ids))  # leaf first
-        out += msg(2, msg(1, locs) + msg(2, varint(value)))
-    for f, i in funcs.items():
-        out += msg(4, num(1, i) + msg(4, num(1, i)))
-    for f, i in funcs.items():
-        out += msg(5, num(1, i) + num(2, s(f)))
-    for x in strings:
-        out += msg(6, x.encode())
-    out += num(9, t_ns) + num(10, 60 * 10**9)
-    return gzip.compress(bytes(out))
-
-db = sqlite3.connect(sys.argv[1])
-db.executescript("""
-CREATE TABLE IF NOT EXISTS profiles(minute INTEGER NOT NULL, pid INTEGER NOT NULL,
- type INTEGER NOT NULL, labels TEXT NOT NULL, samples INTEGER NOT NULL,
- bytes INTEGER NOT NULL, blob BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS profiles_minute ON profiles(minute, pid, type);
-""")
+db = open_db(sys.argv[1])
 for day, hot in ((sys.argv[2], "matmul"), (sys.argv[3], "conv")):
     d0 = int(datetime.datetime.strptime(day, "%Y-%m-%d").replace(
         tzinfo=datetime.timezone.utc).timestamp()) * 1000
     for m in range(10):
-        minute = d0 + 8 * 3600 * 1000 + m * 60000
-        stacks = [(["main", "train", hot], 3 + m), (["main", "load"], 1)]
-        blob = pprof(stacks, minute * 10**6)
-        db.execute("INSERT INTO profiles VALUES(?,?,?,?,?,?,?)",
-                   (minute, 42, 0, 'pid="42",comm="trainer"',
-                    sum(v for _, v in stacks), len(blob), blob))
+        insert(db, d0 + 8 * 3600 * 1000 + m * 60000, 42, "trainer",
+               [(["main", "train", hot], 3 + m), (["main", "load"], 1)])
 db.commit()
 PY
 }

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""prof-seed.py DB PID COMM FIRST_MINUTE_MS MINUTES STACK=N...
+"""profseed.py DB PID COMM FIRST_MINUTE_MS MINUTES STACK=N...
 
 Writes MINUTES one-minute CPU profiles of process PID (comm COMM) into the
 agent's profiles.db DB, from FIRST_MINUTE_MS on, as the collector stores
 them: gzip'd pprof, one row a minute.  Each STACK is root-first frames
 joined by ';' with its sample count N per minute ("main;train;matmul=3").
 Run it while no agent has DB open.
+
+Also a module for the tests and benchmarks that seed profiles of their
+own shape (t0646, bench/profile_cold.sh): open_db(PATH) and
+insert(db, minute_ms, pid, comm, stacks), stacks [(frames, count)].
 """
 import gzip
 import sqlite3
@@ -54,6 +58,26 @@ def pprof(stacks, t_ns):
     return gzip.compress(bytes(out))
 
 
+def open_db(path):
+    """The agent's profiles.db at path, its table created if new."""
+    db = sqlite3.connect(path)
+    db.executescript("""
+CREATE TABLE IF NOT EXISTS profiles(minute INTEGER NOT NULL, pid INTEGER NOT NULL,
+ type INTEGER NOT NULL, labels TEXT NOT NULL, samples INTEGER NOT NULL,
+ bytes INTEGER NOT NULL, blob BLOB NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS profiles_minute ON profiles(minute, pid, type);
+""")
+    return db
+
+
+def insert(db, minute, pid, comm, stacks):
+    """One minute's CPU profile of pid, as the collector stores it."""
+    blob = pprof(stacks, minute * 10**6)
+    db.execute("INSERT INTO profiles VALUES(?,?,?,?,?,?,?)",
+               (minute, pid, 0, 'pid="%d",comm="%s"' % (pid, comm),
+                sum(n for _, n in stacks), len(blob), blob))
+
+
 def main(argv):
     if len(argv) < 7:
         sys.exit(__doc__)
@@ -63,20 +87,9 @@ def main(argv):
     for arg in argv[6:]:
         frames, _, n = arg.rpartition("=")
         stacks.append((frames.split(";"), int(n)))
-    db = sqlite3.connect(db_path)
-    db.executescript("""
-CREATE TABLE IF NOT EXISTS profiles(minute INTEGER NOT NULL, pid INTEGER NOT NULL,
- type INTEGER NOT NULL, labels TEXT NOT NULL, samples INTEGER NOT NULL,
- bytes INTEGER NOT NULL, blob BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS profiles_minute ON profiles(minute, pid, type);
-""")
-    labels = 'pid="%d",comm="%s"' % (pid, comm)
+    db = open_db(db_path)
     for m in range(minutes):
-        minute = first + m * 60000
-        blob = pprof(stacks, minute * 10**6)
-        db.execute("INSERT INTO profiles VALUES(?,?,?,?,?,?,?)",
-                   (minute, pid, 0, labels, sum(n for _, n in stacks),
-                    len(blob), blob))
+        insert(db, first + m * 60000, pid, comm, stacks)
     db.commit()
 
 
