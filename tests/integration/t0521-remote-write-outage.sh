@@ -76,7 +76,7 @@ R_END=$((T1 > END ? T1 : END))
 rw_wait_compare 120 "rollups differ from the agent's minutes" \
 	--vm "$VM" --prom "$PROM" \
 	--match '{__name__=~"gpuwatch_gpu_(temperature_celsius|power_watts|utilization_ratio)"}' \
-	--rollup --precision 4 --start "$T_START" --end "$R_END" --drop instance --min-samples 4
+	--rollup --precision 3 --stddev-precision 2 --start "$T_START" --end "$R_END" --drop instance --min-samples 4
 ok "the rollups sent after the outage equal the agent's minutes"
 
 [ "$(prom_refusals)" = 0 ] ||

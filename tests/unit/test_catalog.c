@@ -89,7 +89,11 @@ static void names_are_unique_and_conventional(void **state)
 				 n);
 		if ((e->fam.type == GW_INFO) != ends_with(n, "_info"))
 			fail_msg("%s: an info family ends in _info", n);
-		if (e->unit[0]) {
+		if (strcmp(e->unit, "state") == 0) {
+			/* 0 or 1: no unit in the name, a gauge */
+			if (e->fam.type != GW_GAUGE)
+				fail_msg("%s: a state is a gauge", n);
+		} else if (e->unit[0]) {
 			const char *slash = strchr(e->unit, '/');
 			char u[64], total[80];
 
