@@ -58,6 +58,10 @@ struct gw_collect_opts {
 	double profile_flush;		 /* seconds between drains */
 	const char *profile_version_env; /* "": the executable's build id */
 	int profile_unwind;		 /* GW_PROFILE_UNWIND_* */
+	/* --profile-match: selectors a profiled process must match
+	 * (collect/prof_select.h); none: the mode alone decides */
+	const char *const *profile_match;
+	unsigned int nprofile_match;
 	/* CUPTI rings */
 	int cupti;
 	const char *cupti_dir;

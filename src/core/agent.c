@@ -227,10 +227,12 @@ static void ingest_free(void *priv)
 
 /* The collectors' view of the settings (collect/collector.h). */
 static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
-			 const char **globs)
+			 const char **globs, const char **pmatch)
 {
 	for (unsigned int i = 0; i < c->cuda_lib_globs.n; i++)
 		globs[i] = c->cuda_lib_globs.v[i];
+	for (unsigned int i = 0; i < c->profile_match.n; i++)
+		pmatch[i] = c->profile_match.v[i];
 	*o = (struct gw_collect_opts){
 		.nvml_lib = c->nvml_lib,
 		.dcgm = strcmp(c->compat, "dcgm") == 0,
@@ -267,6 +269,8 @@ static void collect_opts(const struct gw_config *c, struct gw_collect_opts *o,
 				  : strcmp(c->profile_unwind, "dwarf") == 0
 					  ? GW_PROFILE_UNWIND_DWARF
 					  : GW_PROFILE_UNWIND_AUTO,
+		.profile_match = pmatch,
+		.nprofile_match = c->profile_match.n,
 	};
 }
 
@@ -658,7 +662,7 @@ int gw_agent_main(int argc, char **argv)
 	 * (eBPF needs CAP_BPF and CAP_PERFMON).  Then this thread drops all
 	 * of them, so the HTTP server's thread starts with none.
 	 */
-	collect_opts(&a.cfg, &a.copts, a.cuda_lib_globs);
+	collect_opts(&a.cfg, &a.copts, a.cuda_lib_globs, a.profile_match);
 	a.env = (struct gw_collect_env){
 		.reg = a.reg,
 		.attrib = a.attrib,

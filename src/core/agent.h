@@ -58,6 +58,7 @@ struct gw_agent {
 	 * filled from cfg, env points at the fields above. */
 	struct gw_collect_opts copts;
 	const char *cuda_lib_globs[GW_CONFIG_LIST_MAX]; /* into cfg */
+	const char *profile_match[GW_CONFIG_LIST_MAX];	/* into cfg */
 	struct gw_collect_env env;
 	double start_time; /* CLOCK_REALTIME seconds */
 	int argc;

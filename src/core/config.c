@@ -9,6 +9,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "collect/prof_select.h"
 #include "common/parse.h"
 #include "export/rw.h"
 
@@ -186,6 +187,14 @@ static const struct opt opts[] = {
 	  "map libcudart or libcuda, all every process on the node, off none.\n"
 	  "Profiles are kept per minute and process in DIR/profiles.db and\n"
 	  "served at /api/v1/profile (`gpuwatch profile`)." },
+	{ "profile-match", T_LIST, F(profile_match), 0, 0, "SELECTOR", "",
+	  RESTART, "profile only processes that match (repeatable)",
+	  "A PromQL selector over a process's labels - pid, comm, exe (its\n"
+	  "executable's path), cgroup (its cgroup path), container_id,\n"
+	  "pod_uid, job - such as {comm=~\"python.*\"} or\n"
+	  "{cgroup=~\"/kubepods.slice/.*\"}. With one or more, --profile gpu\n"
+	  "samples the GPU processes that match any, --profile all every\n"
+	  "process that matches any. Repeatable; a list in the config file." },
 	{ "profile-frequency", T_UINT, F(profile_frequency), 1, 1000, "HZ",
 	  "19", RESTART, "CPU samples per second and CPU",
 	  "Samples per second on every CPU; the governor lowers it while the\n"
@@ -1225,6 +1234,19 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 			 "--profile-unwind %s: expected auto, fp or dwarf",
 			 c->profile_unwind);
 		return -EINVAL;
+	}
+	{
+		const char *sel[GW_CONFIG_LIST_MAX];
+		struct gw_prof_select *ps;
+		int r;
+
+		for (unsigned int i = 0; i < c->profile_match.n; i++)
+			sel[i] = c->profile_match.v[i];
+		r = gw_prof_select_new(sel, c->profile_match.n, NULL, &ps, err,
+				       errlen);
+		if (r)
+			return r;
+		gw_prof_select_free(ps);
 	}
 	for (unsigned int i = 0; i < c->cuda_lib_globs.n; i++)
 		if (c->cuda_lib_globs.v[i][0] != '/') {

@@ -124,6 +124,7 @@ struct gw_config {
 	unsigned int nfaults;
 	double exited_grace; /* an exited process's series stay this long */
 	struct gw_config_list cuda_lib_globs; /* extra CUDA library patterns */
+	struct gw_config_list profile_match;  /* --profile-match selectors */
 	char profile[16];		      /* "gpu", "all" or "off" */
 	unsigned int profile_frequency;	      /* Hz per CPU */
 	double profile_flush;		      /* seconds between drains */

@@ -768,6 +768,43 @@ static void exited_and_library_settings(void **state)
 	assert_string_equal(c.cuda_lib_globs.v[0], "/opt/x/libcudart.so.12");
 }
 
+/* --profile-match: flags, a list in the file, a selector that cannot work
+ * refused at start with the option and the reason. */
+static void profile_match_settings(void **state)
+{
+	struct gw_config c;
+	char err[GW_CONFIG_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(run_args(&c, err, sizeof(err), NULL), 0);
+	assert_int_equal(c.profile_match.n, 0);
+	assert_int_equal(run_args(&c, err, sizeof(err), "--profile", "all",
+				  "--profile-match", "{comm=~\"python.*\"}",
+				  "--profile-match",
+				  "{cgroup=~\"/kubepods.slice/.*\"}", NULL),
+			 0);
+	assert_int_equal(c.profile_match.n, 2);
+	assert_string_equal(c.profile_match.v[1],
+			    "{cgroup=~\"/kubepods.slice/.*\"}");
+	assert_int_equal(load_text(&c,
+				   "profile_match:\n"
+				   "  - '{job=\"7\"}'\n"
+				   "  - '{exe=~\"/opt/app/.*\"}'\n",
+				   err, sizeof(err)),
+			 0);
+	assert_int_equal(c.profile_match.n, 2);
+	assert_string_equal(c.profile_match.v[0], "{job=\"7\"}");
+	assert_int_equal(run_args(&c, err, sizeof(err), "--profile-match",
+				  "{command=\"python\"}", NULL),
+			 -EINVAL);
+	assert_contains(err, "--profile-match {command=\"python\"}: no label "
+			     "'command' on a process");
+	assert_int_equal(run_args(&c, err, sizeof(err), "--profile-match",
+				  "{comm=~\"(\"}", NULL),
+			 -EINVAL);
+	assert_contains(err, "error parsing regexp");
+}
+
 static void missing_file(void **state)
 {
 	struct gw_config c;
@@ -827,6 +864,7 @@ static const char *sample_value(const char *name)
 		{ "remote-write-raw", "gpuwatch_gpu_power_watts" },
 		{ "external-label", "cluster=a" },
 		{ "profile-version-env", "APP_VERSION" },
+		{ "profile-match", "process_cpu{comm=~\"python.*\"}" },
 		{ "archive-url", "s3://gpu-metrics/node17" },
 		{ "archive-endpoint", "http://minio:9000" },
 		{ "archive-region", "eu-west-3" },
@@ -1155,6 +1193,7 @@ int main(void)
 		cmocka_unit_test(non_mapping_refused),
 		cmocka_unit_test(ebpf_settings),
 		cmocka_unit_test(exited_and_library_settings),
+		cmocka_unit_test(profile_match_settings),
 		cmocka_unit_test(missing_file),
 		cmocka_unit_test(error_buffer_is_bounded),
 		cmocka_unit_test(every_setting_is_complete),

@@ -31,6 +31,7 @@
 #include "store/profile.h"
 #include "store/profstore.h"
 #include "collect/kernels.h"
+#include "collect/prof_select.h"
 
 #define MAX_PROCS    512   /* processes with a profile this minute */
 #define MAX_TARGETS  4096  /* selected processes (gpu mode) */
@@ -68,12 +69,12 @@ struct exe {
 };
 #define MAX_LAUNCH_FILES 64
 
-/* A process looked at in gpu mode. */
+/* A process looked at for selection (gpu mode, or --profile-match). */
 struct seen {
 	uint32_t pid;
 	unsigned long long start; /* start time (ticks), tells a reused pid */
 	uint32_t comm;		  /* hash of the command name: tells an exec */
-	int gpu;
+	int gpu;		  /* selected: a target of the BPF program */
 	double checked;
 };
 
@@ -82,6 +83,7 @@ struct prof_col {
 	struct gw_worker *w;
 	struct gw_profiler *pr;
 	struct gw_symbols *sym;
+	struct gw_prof_select *sel; /* --profile-match */
 	struct gw_unwind *uw;
 	uint32_t dwarf[MAX_DWARF]; /* processes marked for DWARF unwinding */
 	unsigned int ndwarf;
@@ -255,6 +257,20 @@ static struct seen *find_seen(struct prof_col *c, uint32_t pid)
 	return NULL;
 }
 
+/* 1 when pid matches a --profile-match selector (or there are none). */
+static int selected(struct prof_col *c, uint32_t pid)
+{
+	struct gw_attrib at;
+
+	if (gw_prof_select_count(c->sel) == 0)
+		return 1;
+	memset(&at, 0, sizeof(at));
+	if (c->env->attrib &&
+	    gw_attrib_get(c->env->attrib, pid, gw_now_mono(), &at))
+		memset(&at, 0, sizeof(at)); /* comm is read by the match */
+	return gw_prof_select_match(c->sel, pid, &at);
+}
+
 /* Looks at new processes and, every SCAN_OTHER_S, at those without CUDA;
  * forgets those gone. */
 static void scan_targets(struct prof_col *c, double now)
@@ -262,6 +278,9 @@ static void scan_targets(struct prof_col *c, double now)
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	unsigned int n = 0;
+	int all = c->env->o->profile == GW_PROFILE_ALL;
+	/* the BPF side samples targets only (gpu mode, or selectors) */
+	int targeted = !all || gw_prof_select_count(c->sel) > 0;
 
 	if (!d)
 		return;
@@ -275,6 +294,7 @@ static void scan_targets(struct prof_col *c, double now)
 		unsigned long long st;
 		uint32_t comm;
 		struct seen *s;
+		int cuda;
 
 		if (*end || v == 0 || v > UINT32_MAX ||
 		    pid == (uint32_t)getpid())
@@ -304,25 +324,24 @@ static void scan_targets(struct prof_col *c, double now)
 		s->start = st;
 		if (s->gpu || now - s->checked < SCAN_OTHER_S)
 			continue;
-		if (c->env->o->profile == GW_PROFILE_ALL &&
-		    s->checked > -INFINITY) {
+		if (!targeted && s->checked > -INFINITY) {
 			/* all: only the launch probes are looked for, once */
 			continue;
 		}
 		s->checked = now;
-		if (maps_cuda(c, pid) && c->env->o->profile == GW_PROFILE_GPU) {
-			int r = gw_profiler_target(c->pr, pid, 1);
-
-			if (r) {
-				c->target_dropped++;
-				continue;
-			}
-			s->gpu = 1;
-			c->ntargets++;
-			n++;
-			gw_dbg("profile: pid %u selected (it maps CUDA)", pid);
-			choose_unwind(c, pid);
+		cuda = maps_cuda(c, pid);
+		if (!targeted || !(cuda || all) || !selected(c, pid))
+			continue;
+		if (gw_profiler_target(c->pr, pid, 1)) {
+			c->target_dropped++;
+			continue;
 		}
+		s->gpu = 1;
+		c->ntargets++;
+		n++;
+		gw_dbg("profile: pid %u selected (%s)", pid,
+		       all ? "it matches --profile-match" : "it maps CUDA");
+		choose_unwind(c, pid);
 	}
 	closedir(d);
 	/* sweep */
@@ -338,7 +357,7 @@ static void scan_targets(struct prof_col *c, double now)
 		i++;
 	}
 	if (n)
-		gw_dbg("profile: %u new GPU processes selected", n);
+		gw_dbg("profile: %u new processes selected", n);
 }
 
 /* ---- gathering ---- */
@@ -760,7 +779,8 @@ static void publish(struct prof_col *c)
 		gw_snap_add(s, GW_FAM(PROFILE_SAMPLES_TOTAL),
 			    (double)c->samples, NULL, NULL);
 		gw_snap_add(s, GW_FAM(PROFILE_PROCESSES),
-			    c->env->o->profile == GW_PROFILE_ALL
+			    c->env->o->profile == GW_PROFILE_ALL &&
+					    !gw_prof_select_count(c->sel)
 				    ? (double)c->nacc
 				    : (double)c->ntargets,
 			    NULL, NULL);
@@ -823,7 +843,8 @@ static int prof_init(struct gw_worker *w, void *arg)
 	struct gw_profiler_opts po = {
 		.sz = sizeof(po),
 		.freq = o->profile_freq,
-		.all = o->profile == GW_PROFILE_ALL,
+		.all = o->profile == GW_PROFILE_ALL &&
+		       gw_prof_select_count(c->sel) == 0,
 		.max_targets = MAX_TARGETS,
 	};
 	char err[256];
@@ -842,11 +863,13 @@ static int prof_init(struct gw_worker *w, void *arg)
 	c->up = 1;
 	c->freq_max = gw_profiler_freq(c->pr);
 	c->minute_ms = now_ms() / 60000 * 60000;
-	gw_info("profile: sampling %s at %u Hz per CPU",
+	gw_info("profile: sampling %s%s at %u Hz per CPU",
 		o->profile == GW_PROFILE_ALL ? "every process"
 					     : "GPU processes",
+		gw_prof_select_count(c->sel) ? " that match --profile-match"
+					     : "",
 		c->freq_max);
-	if (o->profile == GW_PROFILE_GPU)
+	if (!po.all)
 		scan_targets(c, gw_now_mono());
 	c->next_drain = gw_now_mono() + o->profile_flush;
 	c->next_govern = gw_now_mono() + GOVERN_S;
@@ -909,6 +932,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 		.caps = gw_caps_prof(),
 	};
 	struct prof_col *c;
+	char err[512];
 	int r;
 
 	*priv = NULL;
@@ -926,6 +950,12 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	c->env = env;
 	c->acc = calloc(MAX_PROCS, sizeof(*c->acc));
 	c->seen = calloc(MAX_TARGETS * 4, sizeof(*c->seen));
+	r = gw_prof_select_new(env->o->profile_match, env->o->nprofile_match,
+			       NULL, &c->sel, err, sizeof(err));
+	if (r) {
+		gw_err("profile: %s", err);
+		goto err;
+	}
 	c->sym = gw_symbols_new(256, 1024);
 	c->uw = gw_unwind_new(64);
 	if (!c->acc || !c->seen || !c->sym || !c->uw) {
@@ -950,6 +980,7 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 err_snap:
 	gw_snap_release(&c->snap);
 err:
+	gw_prof_select_free(c->sel);
 	gw_unwind_free(c->uw);
 	gw_symbols_free(c->sym);
 	free(c->seen);
@@ -987,6 +1018,7 @@ static void col_free(void *priv)
 	gw_profiler_close(c->pr);
 	gw_symbols_free(c->sym);
 	gw_unwind_free(c->uw);
+	gw_prof_select_free(c->sel);
 	gw_snap_release(&c->snap);
 	free(c->seen);
 	free(c->acc);
