@@ -48,6 +48,7 @@
 #define MAX_SENDERS  64
 #define RETIRE_AFTER 10 /* windows without a sample: the series is gone */
 #define SLOTS_MIN    1024
+#define PROGRESS_S   30.0 /* wall seconds between progress lines */
 /* The agent's defaults (--remote-write-precision,
  * --remote-write-process-rollups, --remote-write-state-rollups,
  * --remote-write-without). */
@@ -120,7 +121,7 @@ struct sender {
 	/* thread CPU seconds: reading (the simulator, the collector and
 	 * ingest() within), the queue's work */
 	double cpu_read, cpu_send;
-	uint64_t minutes;
+	_Atomic uint64_t minutes; /* node-minutes done (read by progress) */
 	int err;
 };
 
@@ -516,7 +517,7 @@ static int node_minute(struct sender *sd, struct node *nd, int64_t m)
 		r = node_next_window(nd);
 	c1 = gw_thread_cpu();
 	sd->cpu_send += c1 - c0;
-	sd->minutes++;
+	atomic_fetch_add(&sd->minutes, 1);
 	return r == -EINTR ? 0 : r;
 }
 
@@ -696,6 +697,11 @@ static void usage(FILE *out)
 		"samples_failed (refused, 4xx), samples_retried, "
 		"request_failures, and\n"
 		"series_created.\n"
+		"\n"
+		"Progress (stderr, every 30 s of wall time): the simulated "
+		"minutes done, the\n"
+		"samples acknowledged and their rate, and the time left at "
+		"that pace.\n"
 		"\n"
 		"Figures per GPU are over the node-minutes simulated: SIGINT "
 		"stops a run after\n"
@@ -1042,6 +1048,32 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 	return 0;
 }
 
+/* One progress line on stderr: minutes done of the fleet's, samples
+ * acknowledged, their rate since the start, the time left at that pace. */
+static void progress(const struct fleet *f, double wall_s)
+{
+	struct gw_rw_stats st;
+	uint64_t done = 0;
+	double total =
+		(double)f->o.nodes * (double)(f->o.duration_ms / MINUTE_MS);
+	double frac;
+
+	for (unsigned int i = 0; i < f->o.senders; i++)
+		done += atomic_load(&f->snd[i].minutes);
+	gw_rw_endpoint_stats(f->ep, &st);
+	frac = total > 0 ? (double)done / total : 0;
+	fprintf(stderr,
+		"gpuwatch sim fleet: %.1f of %.0f simulated minutes (%.1f%%), "
+		"%" PRIu64 " samples acknowledged (%.0f/s)",
+		(double)done / f->o.nodes, total / f->o.nodes, 100 * frac,
+		st.samples_sent,
+		wall_s > 0 ? (double)st.samples_sent / wall_s : 0);
+	if (frac > 0 && !f->o.realtime)
+		fprintf(stderr, ", about %.0f min left",
+			wall_s * (1 - frac) / frac / 60);
+	fputc('\n', stderr);
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -1060,7 +1092,7 @@ static void report(const struct fleet *f, double wall_s)
 	for (unsigned int i = 0; i < o->senders; i++) {
 		sim += f->snd[i].cpu_read;
 		send += f->snd[i].cpu_send;
-		node_minutes += f->snd[i].minutes;
+		node_minutes += atomic_load(&f->snd[i].minutes);
 	}
 	for (unsigned int i = 0; i < o->nodes; i++) {
 		struct gw_rw_queue_stats qs;
@@ -1124,7 +1156,7 @@ static int fleet_run(int argc, char **argv)
 	struct fleet f;
 	const char *url;
 	char err[512];
-	double w0;
+	double w0, next_progress;
 	int r, status = 1;
 	unsigned int made = 0;
 	struct sigaction sa;
@@ -1210,10 +1242,15 @@ static int fleet_run(int argc, char **argv)
 				f.snd[k].th = pthread_self();
 			break;
 		}
+	next_progress = w0 + PROGRESS_S;
 	for (;;) {
 		bool done = true;
 		struct timespec ts = { 0, 50000000 };
 
+		if (gw_now_mono() >= next_progress) {
+			progress(&f, gw_now_mono() - w0);
+			next_progress += PROGRESS_S;
+		}
 		if (interrupted && !atomic_load(&f.stop)) {
 			atomic_store(&f.stop, true);
 			for (unsigned int i = 0; i < f.o.nodes; i++)
