@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "core/config.h"
 #include "export/rw.h"
 #include "export/rw_queue.h"
 #include "export/rw_sink.h"
@@ -49,14 +50,6 @@
 #define RETIRE_AFTER 10 /* windows without a sample: the series is gone */
 #define SLOTS_MIN    1024
 #define PROGRESS_S   30.0 /* wall seconds between progress lines */
-/* The agent's defaults (--remote-write-precision,
- * --remote-write-process-rollups, --remote-write-state-rollups,
- * --remote-write-without). */
-#define GW_SIM_PRECISION	3
-#define GW_SIM_STDDEV_PRECISION 2
-#define GW_SIM_PROCESS_OUTPUTS	(1u << GW_RW_OUT_MAX)
-#define GW_SIM_STATE_OUTPUTS	(1u << GW_RW_OUT_AVG)
-#define GW_SIM_WITHOUT		"pid"
 
 static volatile sig_atomic_t interrupted;
 
@@ -110,6 +103,9 @@ struct fleet_opts {
 	char without_buf[256];
 	const char *without[GW_RW_QUEUE_MAX_WITHOUT];
 	size_t nwithout;
+	char sum_buf[256];
+	const char *sum_without[GW_RW_QUEUE_MAX_WITHOUT];
+	size_t nsum_without;
 	const char *drop; /* names dropped by a write_relabel_configs rule */
 };
 
@@ -471,6 +467,8 @@ static int node_init(struct fleet *f, struct node *nd, unsigned int index,
 	qo.state_outputs = o->state_outputs;
 	qo.without = o->without;
 	qo.nwithout = o->nwithout;
+	qo.sum_without = o->sum_without;
+	qo.nsum_without = o->nsum_without;
 	qo.now = node_now;
 	qo.now_ctx = nd;
 	qo.guard_max = 1024 + 640 * o->gpus; /* ~450 output series a GPU */
@@ -665,6 +663,10 @@ static void usage(FILE *out)
 		"or none (default\n"
 		"                          as the agent's "
 		"--remote-write-without)\n"
+		"  --sum-without LABELS    labels a counter is summed over, or "
+		"none (default as\n"
+		"                          the agent's "
+		"--remote-write-sum-without)\n"
 		"  --drop REGEX            output series whose name matches "
 		"are "
 		"dropped, as a\n"
@@ -761,6 +763,36 @@ static int parse_start(const char *s, int64_t *out)
 	return -EINVAL;
 }
 
+/* The edge policy's defaults: the agent's own (its settings table), so
+ * that a fleet simulated without options is the agent's default. */
+static int agent_defaults(struct fleet_opts *o)
+{
+	struct gw_config *c = malloc(sizeof(*c));
+	int r = 0;
+
+	if (!c)
+		return -ENOMEM;
+	gw_config_defaults(c);
+	o->heartbeat_ms = (int64_t)llround(c->rw_heartbeat * 1000);
+	o->precision = c->rw_precision;
+	o->stddev_precision = c->rw_stddev_precision;
+	if ((strcmp(c->rw_rollups, "all") != 0 &&
+	     gw_rw_outs_parse(c->rw_rollups, &o->outputs)) ||
+	    (strcmp(c->rw_process_rollups, "all") != 0 &&
+	     gw_rw_outs_parse(c->rw_process_rollups, &o->process_outputs)) ||
+	    (strcmp(c->rw_state_rollups, "all") != 0 &&
+	     gw_rw_outs_parse(c->rw_state_rollups, &o->state_outputs)) ||
+	    gw_rw_without_parse(c->rw_without, o->without_buf,
+				sizeof(o->without_buf), o->without,
+				&o->nwithout) ||
+	    gw_rw_without_parse(c->rw_sum_without, o->sum_buf,
+				sizeof(o->sum_buf), o->sum_without,
+				&o->nsum_without))
+		r = -EINVAL;
+	free(c);
+	return r;
+}
+
 static int parse_args(int argc, char **argv, struct fleet_opts *o)
 {
 	enum {
@@ -783,6 +815,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		O_PROCESS,
 		O_STATE,
 		O_WITHOUT,
+		O_SUM_WITHOUT,
 		O_DROP,
 		O_LOG,
 	};
@@ -807,6 +840,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 		{ "process-rollups", required_argument, NULL, O_PROCESS },
 		{ "state-rollups", required_argument, NULL, O_STATE },
 		{ "without", required_argument, NULL, O_WITHOUT },
+		{ "sum-without", required_argument, NULL, O_SUM_WITHOUT },
 		{ "drop", required_argument, NULL, O_DROP },
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "help", no_argument, NULL, 'h' },
@@ -826,14 +860,7 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 	o->faults_per_gpu_day = 0.05;
 	o->seed = 1;
 	o->prefix = "sim-node-";
-	o->heartbeat_ms = 4 * MINUTE_MS;
-	o->precision = GW_SIM_PRECISION;
-	o->stddev_precision = GW_SIM_STDDEV_PRECISION;
-	o->process_outputs = GW_SIM_PROCESS_OUTPUTS;
-	o->state_outputs = GW_SIM_STATE_OUTPUTS;
-	if (gw_rw_without_parse(GW_SIM_WITHOUT, o->without_buf,
-				sizeof(o->without_buf), o->without,
-				&o->nwithout))
+	if (agent_defaults(o))
 		return -EINVAL;
 	opterr = 0;
 	optind = 1;
@@ -994,6 +1021,18 @@ static int parse_args(int argc, char **argv, struct fleet_opts *o)
 					"gpuwatch sim fleet: --without: '%s' "
 					"is not none or a list of at most %d "
 					"label names\n",
+					optarg, GW_RW_QUEUE_MAX_WITHOUT);
+				return -EINVAL;
+			}
+			break;
+		case O_SUM_WITHOUT:
+			if (gw_rw_without_parse(
+				    optarg, o->sum_buf, sizeof(o->sum_buf),
+				    o->sum_without, &o->nsum_without)) {
+				fprintf(stderr,
+					"gpuwatch sim fleet: --sum-without: "
+					"'%s' is not none or a list of at "
+					"most %d label names\n",
 					optarg, GW_RW_QUEUE_MAX_WITHOUT);
 				return -EINVAL;
 			}

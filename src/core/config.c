@@ -447,15 +447,27 @@ static const struct opt opts[] = {
 	  "avg is 1, max is 1 wherever avg is above 0, stddev is\n"
 	  "sqrt(avg * (1 - avg))." },
 	{ "remote-write-without", T_STRING, F(rw_without), 0, 0, "LABELS",
-	  "pid", RESTART, "labels a gauge is aggregated over",
+	  "pid,link", RESTART, "labels a gauge is aggregated over",
 	  "A gauge's series that carry any of these labels (comma-separated,\n"
 	  "or none) leave merged with the series that differ only in them,\n"
 	  "minute by minute over all their samples, as VictoriaMetrics' "
 	  "stream\n"
-	  "aggregation does with `without:` and named as it names them:\n"
-	  "NAME:1m_without_pid_max. A process is a new series centrally with\n"
-	  "every job; what a fleet asks is which pod, job or container uses a\n"
-	  "GPU, and those labels stay. The node keeps every process apart." },
+	  "aggregation does with `without:` and named by the labels the\n"
+	  "series carried: NAME:1m_without_pid_max for a process's gauge,\n"
+	  "gpuwatch_gpu_nvlink_up:1m_without_link_avg for a GPU's links. A\n"
+	  "process is a new series centrally with every job; what a fleet\n"
+	  "asks is which pod, job or container uses a GPU, and those labels\n"
+	  "stay. The node keeps every process and link apart, and pushes\n"
+	  "them raw around an alert or anomaly." },
+	{ "remote-write-sum-without", T_STRING, F(rw_sum_without), 0, 0,
+	  "LABELS", "link", RESTART, "labels a counter is summed over",
+	  "A counter's series that carry any of these labels "
+	  "(comma-separated,\n"
+	  "or none) leave summed over them under the counter's own name, so\n"
+	  "rate() works centrally: the 72 NVLink error counters of a GPU\n"
+	  "(18 links, 4 types) leave as 4. A minute some member missed is not\n"
+	  "sent. Only for labels whose members persist (not pid: a sum falls\n"
+	  "when a process exits, which a central rate() reads as a reset)." },
 	{ "remote-write-max-lag", T_DURATION, F(rw_max_lag), 1, 3600,
 	  "DURATION", "30s", RESTART, "longest live data waits for catch-up",
 	  "While an endpoint catches up after an outage, each stream sends\n"

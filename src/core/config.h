@@ -110,6 +110,7 @@ struct gw_config {
 	char rw_process_rollups[64];	  /* "all" or avg,min,max,stddev,... */
 	char rw_state_rollups[64];	  /* "all" or avg,min,... */
 	char rw_without[256];		  /* labels aggregated over, "a,b" */
+	char rw_sum_without[256];	  /* labels counters are summed over */
 	double rw_max_lag;		  /* seconds */
 	int rw_events;			  /* raw around alerts, anomalies */
 	double rw_event_window;		  /* seconds before and after */

@@ -102,6 +102,14 @@ int gw_remote_check(const struct gw_config *c, char *err, size_t errlen)
 				 c->rw_without, GW_RW_QUEUE_MAX_WITHOUT);
 			return -EINVAL;
 		}
+		if (gw_rw_without_parse(c->rw_sum_without, buf, sizeof(buf),
+					names, &n)) {
+			snprintf(err, errlen,
+				 "--remote-write-sum-without: '%s' is not none "
+				 "or a list of at most %d label names",
+				 c->rw_sum_without, GW_RW_QUEUE_MAX_WITHOUT);
+			return -EINVAL;
+		}
 	}
 	if (strcmp(c->rw_admin_push, "on") != 0 &&
 	    strcmp(c->rw_admin_push, "off") != 0) {
@@ -230,7 +238,9 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 		struct gw_rw_endpoint *ep = gw_rw_config_endpoint(x->cfg, i);
 		const struct gw_rw_queue_config *qc = gw_rw_endpoint_queue(ep);
 		char without_buf[sizeof(c->rw_without)];
+		char sum_buf[sizeof(c->rw_sum_without)];
 		const char *without[GW_RW_QUEUE_MAX_WITHOUT];
+		const char *sum_without[GW_RW_QUEUE_MAX_WITHOUT];
 		struct gw_rw_queue_opts o = {
 			.sz = sizeof(o),
 			.name = gw_rw_endpoint_name(ep),
@@ -281,6 +291,11 @@ int gw_remote_start(struct gw_agent *a, struct gw_remote **out, char *err,
 					&o.nwithout))
 			o.nwithout = 0; /* (the same) */
 		o.without = without;
+		if (gw_rw_without_parse(c->rw_sum_without, sum_buf,
+					sizeof(sum_buf), sum_without,
+					&o.nsum_without))
+			o.nsum_without = 0; /* (the same) */
+		o.sum_without = sum_without;
 
 		r = state_path(c->data_dir, o.name, path, sizeof(path));
 		if (r) {

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +22,21 @@ int gw_rw_agg_applies(const struct gw_labels *labels,
 	return 0;
 }
 
-/* The group with these labels (key hash h), created when new. */
+/* The group with these labels (key hash h), tag and kind, created when
+ * new. */
 static struct gw_rw_agg_group *group_of(struct gw_rw_agg *a,
 					struct gw_labels *labels, uint64_t h,
-					unsigned int outs)
+					const char *tag, unsigned int outs,
+					int sum)
 {
 	struct gw_rw_agg_group *g;
 
 	for (size_t i = 0; i < a->n; i++) {
 		g = &a->g[i];
-		if (g->key == h && gw_labels_cmp(&g->labels, labels) == 0) {
+		if (g->key == h && g->sum == sum && strcmp(g->tag, tag) == 0 &&
+		    gw_labels_cmp(&g->labels, labels) == 0) {
 			gw_labels_release(labels);
+			g->nmembers++;
 			return g;
 		}
 	}
@@ -49,6 +54,9 @@ static struct gw_rw_agg_group *group_of(struct gw_rw_agg *a,
 	g->labels = *labels;
 	memset(labels, 0, sizeof(*labels));
 	g->outs = outs;
+	g->sum = sum;
+	snprintf(g->tag, sizeof(g->tag), "%s", tag);
+	g->nmembers = 1;
 	g->n = 0;
 	g->key = h;
 	return g;
@@ -75,22 +83,36 @@ static int merge(struct gw_rw_agg_group *g, const struct gw_rollup *src)
 		w->sumsq += src->sumsq;
 		w->min = fmin(w->min, src->min);
 		w->max = fmax(w->max, src->max);
+		w->last += src->last;
+		if (src->t_last > w->t_last)
+			w->t_last = src->t_last;
+		g->members[lo]++;
 		return 0;
 	}
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 8;
+		uint32_t *m;
 
 		w = realloc(g->w, cap * sizeof(*w));
 		if (!w)
 			return -ENOMEM;
 		g->w = w;
+		m = realloc(g->members, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		g->members = m;
 		g->cap = cap;
 	}
 	memmove(&g->w[lo + 1], &g->w[lo], (g->n - lo) * sizeof(g->w[0]));
+	memmove(&g->members[lo + 1], &g->members[lo],
+		(g->n - lo) * sizeof(g->members[0]));
+	g->members[lo] = 1;
 	w = &g->w[lo];
 	memset(w, 0, sizeof(*w));
 	w->t = src->t;
-	w->t_first = w->t_last = INT64_MIN;
+	w->t_first = INT64_MIN;
+	w->t_last = src->t_last;
+	w->last = src->last;
 	w->count = src->count;
 	w->sum = src->sum;
 	w->sumsq = src->sumsq;
@@ -103,12 +125,13 @@ static int merge(struct gw_rw_agg_group *g, const struct gw_rollup *src)
 
 int gw_rw_agg_add(struct gw_rw_agg *a, const struct gw_series_data *d,
 		  const char *const *without, size_t nwithout,
-		  unsigned int outs)
+		  unsigned int outs, int sum)
 {
 	struct gw_label pairs[GW_LABELS_MAX];
 	struct gw_labels l;
 	struct gw_rw_agg_group *g;
-	size_t n = 0;
+	char tag[128] = "_without";
+	size_t n = 0, tl = strlen(tag);
 	uint64_t h;
 	int r;
 
@@ -120,6 +143,11 @@ int gw_rw_agg_add(struct gw_rw_agg *a, const struct gw_series_data *d,
 		if (!drop)
 			pairs[n++] = d->labels.v[i];
 	}
+	for (size_t k = 0; k < nwithout; k++)
+		if (gw_labels_get(&d->labels, without[k]) &&
+		    tl + 1 + strlen(without[k]) < sizeof(tag))
+			tl += (size_t)snprintf(tag + tl, sizeof(tag) - tl,
+					       "_%s", without[k]);
 	r = gw_labels_from(&l, pairs, n);
 	if (r)
 		return r;
@@ -130,7 +158,7 @@ int gw_rw_agg_add(struct gw_rw_agg *a, const struct gw_series_data *d,
 		return r;
 	}
 	h = gw_fnv1a64(a->buf.p, a->buf.len);
-	g = group_of(a, &l, h, outs);
+	g = group_of(a, &l, h, tag, outs, sum);
 	if (!g) {
 		gw_labels_release(&l);
 		return -ENOMEM;
@@ -143,6 +171,23 @@ int gw_rw_agg_add(struct gw_rw_agg *a, const struct gw_series_data *d,
 			return r;
 	}
 	return 0;
+}
+
+void gw_rw_agg_finish(struct gw_rw_agg *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		struct gw_rw_agg_group *g = &a->g[i];
+		size_t k = 0;
+
+		if (!g->sum)
+			continue;
+		for (size_t j = 0; j < g->n; j++)
+			if (g->members[j] == g->nmembers) {
+				g->w[k] = g->w[j];
+				g->members[k++] = g->members[j];
+			}
+		g->n = k;
+	}
 }
 
 void gw_rw_agg_init(struct gw_rw_agg *a)
@@ -163,8 +208,10 @@ void gw_rw_agg_clear(struct gw_rw_agg *a)
 void gw_rw_agg_release(struct gw_rw_agg *a)
 {
 	gw_rw_agg_clear(a);
-	for (size_t i = 0; i < a->cap; i++)
+	for (size_t i = 0; i < a->cap; i++) {
 		free(a->g[i].w);
+		free(a->g[i].members);
+	}
 	free(a->g);
 	gw_buf_release(&a->buf);
 	memset(a, 0, sizeof(*a));

@@ -111,8 +111,8 @@ struct gw_rw_queue {
 	struct batch b;
 	struct gw_buf key;
 	struct gw_rw_agg agg; /* a 1m slice's groups (o.without) */
-	char *without[GW_RW_QUEUE_MAX_WITHOUT];
-	char without_tag[128]; /* "_without_pid" */
+	char *without[GW_RW_QUEUE_MAX_WITHOUT];	    /* o.without, copied */
+	char *sum_without[GW_RW_QUEUE_MAX_WITHOUT]; /* o.sum_without */
 	_Atomic bool stop;
 	struct gw_worker *w;	/* main thread's handle */
 	struct gw_worker *self; /* the same, as the thread knows it */
@@ -254,7 +254,9 @@ static bool msets_match(const struct msets *s, const struct gw_labels *l)
 
 /* ---- how a series leaves under the rollup policy ---- */
 
-/* SH_STATE: a gauge whose catalogue unit is "state" (0 or 1). */
+/* SH_STATE: a gauge whose catalogue unit is "state" (0 or 1), or a
+ * setting (a GW_SETTING row: a limit, a maximum, a level moving in steps):
+ * both leave as the state rollups. */
 enum shape { SH_GAUGE, SH_STATE, SH_LAST, SH_SKIP };
 
 static enum shape shape_of(const char *name)
@@ -277,8 +279,10 @@ static enum shape shape_of(const char *name)
 			continue;
 		if (f->type != GW_GAUGE)
 			return SH_LAST;
-		return strcmp(gw_catalog[i].unit, "state") == 0 ? SH_STATE
-								: SH_GAUGE;
+		return gw_catalog[i].setting ||
+				       strcmp(gw_catalog[i].unit, "state") == 0
+			       ? SH_STATE
+			       : SH_GAUGE;
 	}
 	return SH_GAUGE;
 }
@@ -820,18 +824,28 @@ static int slice_1m(struct gw_rw_queue *q)
 				      q->o.nwithout)) {
 			r = gw_rw_agg_add(&q->agg, d,
 					  (const char *const *)q->without,
-					  q->o.nwithout, outs);
+					  q->o.nwithout, outs, 0);
+			continue;
+		}
+		if (sh == SH_LAST && has_suffix(base, "_total") &&
+		    gw_rw_agg_applies(&d->labels,
+				      (const char *const *)q->sum_without,
+				      q->o.nsum_without)) {
+			r = gw_rw_agg_add(&q->agg, d,
+					  (const char *const *)q->sum_without,
+					  q->o.nsum_without, 0, 1);
 			continue;
 		}
 		r = send_windows(q, &d->labels, base, "", sh == SH_LAST, outs,
 				 d->r, d->n);
 	}
+	gw_rw_agg_finish(&q->agg);
 	for (size_t i = 0; i < q->agg.n && !r; i++) {
 		const struct gw_rw_agg_group *g = &q->agg.g[i];
 
 		r = send_windows(q, &g->labels,
-				 gw_labels_get(&g->labels, "__name__"),
-				 q->without_tag, false, g->outs, g->w, g->n);
+				 gw_labels_get(&g->labels, "__name__"), g->tag,
+				 g->sum, g->outs, g->w, g->n);
 	}
 	gw_rw_agg_clear(&q->agg);
 	for (size_t i = 0; i < set.n; i++)
@@ -1352,36 +1366,30 @@ int gw_rw_without_parse(const char *list, char *buf, size_t buflen,
 	return 0;
 }
 
-/* Copies o.without and names the outputs' tag: -EINVAL for a name that is
- * not a label name or is __name__, -ENOMEM. */
-static int set_without(struct gw_rw_queue *q, char *err, size_t errlen)
+/* Copies a list of label names (o.without, o.sum_without) into dst: -EINVAL
+ * for a name that is not a label name or is __name__ (*n is cut to the
+ * names copied), -ENOMEM. */
+static int copy_labels(struct gw_rw_queue *q, const char *const *src, size_t *n,
+		       char **dst, char *err, size_t errlen)
 {
-	size_t len = strlen("_without");
+	for (size_t i = 0; i < *n; i++) {
+		const char *l = src[i];
 
-	strcpy(q->without_tag, "_without");
-	for (size_t i = 0; i < q->o.nwithout; i++) {
-		const char *l = q->o.without[i];
-		size_t n = l ? strlen(l) : 0;
-
-		if (!l || !label_name_ok(l) ||
-		    len + 1 + n >= sizeof(q->without_tag)) {
+		if (!l || !label_name_ok(l) || strlen(l) > 48) {
 			snprintf(err, errlen,
 				 "remote_write %s: '%s' is not a label to "
 				 "aggregate over",
 				 q->o.name, l ? l : "");
-			q->o.nwithout = i;
+			*n = i;
 			return -EINVAL;
 		}
-		q->without[i] = strdup(l);
-		if (!q->without[i]) {
-			q->o.nwithout = i;
+		dst[i] = strdup(l);
+		if (!dst[i]) {
+			*n = i;
 			snprintf(err, errlen, "remote_write queue: %s",
 				 strerror(ENOMEM));
 			return -ENOMEM;
 		}
-		q->without_tag[len++] = '_';
-		memcpy(q->without_tag + len, l, n + 1);
-		len += n;
 	}
 	return 0;
 }
@@ -1396,7 +1404,8 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	*out = NULL;
 	if (!o || o->sz < sizeof(*o) || !o->name || !o->url || !o->q ||
 	    !o->sink.send || o->nraw > GW_RW_QUEUE_MAX_RAW ||
-	    o->nwithout > GW_RW_QUEUE_MAX_WITHOUT) {
+	    o->nwithout > GW_RW_QUEUE_MAX_WITHOUT ||
+	    o->nsum_without > GW_RW_QUEUE_MAX_WITHOUT) {
 		snprintf(err, errlen, "remote_write queue: bad options");
 		return -EINVAL;
 	}
@@ -1439,8 +1448,12 @@ int gw_rw_queue_new(const struct gw_rw_queue_opts *o, struct gw_rw_queue **out,
 	q->o.name = q->name;
 	q->o.url = q->url;
 	q->o.state_path = q->state_path;
-	r = set_without(q, err, errlen);
+	r = copy_labels(q, o->without, &q->o.nwithout, q->without, err, errlen);
 	q->o.without = NULL;
+	if (!r)
+		r = copy_labels(q, o->sum_without, &q->o.nsum_without,
+				q->sum_without, err, errlen);
+	q->o.sum_without = NULL;
 	if (r)
 		goto fail;
 	r = parse_external(q, err, errlen);
@@ -1551,6 +1564,8 @@ void gw_rw_queue_free(struct gw_rw_queue *q)
 	gw_rw_agg_release(&q->agg);
 	for (size_t i = 0; i < q->o.nwithout; i++)
 		free(q->without[i]);
+	for (size_t i = 0; i < q->o.nsum_without; i++)
+		free(q->sum_without[i]);
 	free(q->guard);
 	free(q->ext);
 	free(q->ext_block);

@@ -156,13 +156,24 @@ struct gw_rw_queue_opts {
 	/* A gauge's series carrying any of these labels leave aggregated
 	 * over them (VictoriaMetrics' `without:`), merged minute by minute
 	 * with the other series that differ only in them, as
-	 * NAME:1m_without_L1_L2_OUTPUT (export/rw_agg.h); the outputs are
-	 * process_outputs where the series has a pid label.  Typically
-	 * "pid": a process is a new series centrally for each job, while
-	 * its attribution (pod, job, container) is what a fleet queries.
-	 * Copied; at most GW_RW_QUEUE_MAX_WITHOUT. */
+	 * NAME:1m_without_L1_L2_OUTPUT (export/rw_agg.h; L1, L2 those of the
+	 * list the series carries); the outputs are process_outputs where
+	 * the series has a pid label.  Typically "pid,link": a process is a
+	 * new series centrally for each job, while its attribution (pod,
+	 * job, container) is what a fleet queries; a GPU's 18 NVLink links
+	 * are one series.  Copied; at most GW_RW_QUEUE_MAX_WITHOUT. */
 	const char *const *without;
 	size_t nwithout;
+	/* A counter's series (a name ending in _total) carrying any of these
+	 * labels leave summed over them under the counter's own name: each
+	 * minute the sum of the members' last values, a minute some member
+	 * missed left out (export/rw_agg.h).  For labels whose members
+	 * persist, such as a GPU's NVLink "link"; not "pid", whose members
+	 * come and go (the sum would fall when a process exits, which a
+	 * central rate() reads as a reset).  Copied; at most
+	 * GW_RW_QUEUE_MAX_WITHOUT. */
+	const char *const *sum_without;
+	size_t nsum_without;
 };
 
 #define GW_RW_QUEUE_MAX_WITHOUT 8

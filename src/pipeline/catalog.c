@@ -21,6 +21,13 @@ const struct gw_catalog_entry gw_catalog[GW_CATALOG_COUNT] = {
 			      .unit = unit_,                                   \
 			      .labels = labels_,                               \
 			      .dcgm_of = -1 },
+#define GW_SETTING(id, src, unit_, name, labels_, help)                        \
+	[GW_CATALOG_##id] = { .fam = { name, help, GW_GAUGE },                 \
+			      .source = GW_CATALOG_SRC_##src,                  \
+			      .unit = unit_,                                   \
+			      .labels = labels_,                               \
+			      .dcgm_of = -1,                                   \
+			      .setting = 1 },
 #define GW_DCGM(id, unit_, of, label, value, note, help)                       \
 	[GW_CATALOG_##id] = { .fam = { #id, help, GW_GAUGE },                  \
 			      .source = GW_CATALOG_SRC_DCGM,                   \
@@ -32,6 +39,7 @@ const struct gw_catalog_entry gw_catalog[GW_CATALOG_COUNT] = {
 			      .dcgm_note = note },
 #include "pipeline/catalog.def"
 #undef GW_METRIC
+#undef GW_SETTING
 #undef GW_DCGM
 };
 
@@ -184,8 +192,9 @@ static int has_twins(enum gw_catalog_source src)
 /* The cells every table starts with: name, type, unit, labels. */
 static void add_row_head(struct gw_buf *out, const struct gw_catalog_entry *e)
 {
-	gw_buf_putf(out, "| `%s` | %s | ", e->fam.name,
-		    gw_metric_type_name(e->fam.type));
+	gw_buf_putf(out, "| `%s` | %s%s | ", e->fam.name,
+		    gw_metric_type_name(e->fam.type),
+		    e->setting ? " (setting)" : "");
 	add_cell(out, e->unit);
 	gw_buf_puts(out, " | ");
 	add_labels(out, e->labels);
@@ -260,8 +269,11 @@ int gw_catalog_markdown(struct gw_buf *out)
 		"sent over StatsD are named by the application: see "
 		"`metrics-conventions.md`.\n"
 		"The unit `state` marks a gauge that is 0 or 1 (no unit in "
-		"its name); remote_write\n"
-		"sends its `:1m_avg` alone (`fleet.md`).\n");
+		"its name), the type\n"
+		"`gauge (setting)` one that holds a setting or a level moving "
+		"in steps (a limit,\n"
+		"a maximum, a total); remote_write sends the `:1m_avg` of "
+		"either alone (`fleet.md`).\n");
 
 	for (int s = 0; s < GW_CATALOG_SRC_COUNT; s++) {
 		gw_buf_putf(out, "\n## %s\n\n%s\n\n", sections[s].title,

@@ -42,10 +42,12 @@ enum gw_catalog_source {
 };
 
 enum gw_catalog_id {
-#define GW_METRIC(id, ...) GW_CATALOG_##id,
-#define GW_DCGM(id, ...)   GW_CATALOG_##id,
+#define GW_METRIC(id, ...)  GW_CATALOG_##id,
+#define GW_SETTING(id, ...) GW_CATALOG_##id,
+#define GW_DCGM(id, ...)    GW_CATALOG_##id,
 #include "pipeline/catalog.def"
 #undef GW_METRIC
+#undef GW_SETTING
 #undef GW_DCGM
 	GW_CATALOG_COUNT
 };
@@ -54,6 +56,7 @@ struct gw_catalog_entry {
 	struct gw_family fam; /* name, help, type: what /metrics shows */
 	enum gw_catalog_source source;
 	const char *unit;   /* base unit; "" for counts, "state" for 0/1 */
+	int setting;	    /* a GW_SETTING row: a gauge that moves in steps */
 	const char *labels; /* label names, comma-separated */
 	/* dcgm-exporter names only (source GW_CATALOG_SRC_DCGM): */
 	int dcgm_of;		/* enum gw_catalog_id of ours; -1 otherwise */

@@ -29,10 +29,11 @@ python3 - "$doc" "$T_DIR/scrape.txt" <<'PY' || fail "/metrics strays from docs/m
 import re, sys
 
 doc, scrape = sys.argv[1], sys.argv[2]
-# Catalogue rows: | `name` | type | unit | labels | ...
+# Catalogue rows: | `name` | type | unit | labels | ... (type "gauge
+# (setting)" for a gauge that holds a setting)
 fams = {}
 for line in open(doc):
-    m = re.match(r"\| `([A-Za-z_:][A-Za-z0-9_:]*)` \| (\w+) \| [^|]* \| ([^|]*) \|", line)
+    m = re.match(r"\| `([A-Za-z_:][A-Za-z0-9_:]*)` \| (\w+)(?: \(setting\))? \| [^|]* \| ([^|]*) \|", line)
     if m:
         labels = set(re.findall(r"`([^`]+)`", m.group(3)))
         open_set = "*" in m.group(3)  # a set named by the configuration

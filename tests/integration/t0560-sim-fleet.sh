@@ -77,15 +77,17 @@ wait_until '[ "$(( $(vm_rows) - rows0 ))" = "$sent" ]' 30 \
 export_counts() {
 	curl -fsS "$VM/api/v1/export" -d 'match[]={cluster="t0560"}' |
 		python3 -c 'import json, sys, collections
-n = 0; inst = collections.Counter(); names = set()
+n = 0; inst = collections.Counter(); names = set(); links = 0
 for line in sys.stdin:
     s = json.loads(line)
     n += len(s["values"])
     inst[s["metric"].get("instance", "")] += 1
     names.add(s["metric"]["__name__"])
+    links += "link" in s["metric"]
 print(n)
 print(" ".join(sorted(inst)))
-print(" ".join(sorted(names)))' >"$T_DIR/export"
+print(" ".join(sorted(names)))
+print(links)' >"$T_DIR/export"
 	[ "$(head -n 1 "$T_DIR/export")" = "$sent" ]
 }
 wait_until export_counts 30 "VictoriaMetrics exports $(head -n 1 "$T_DIR/export" 2>/dev/null) samples, the command sent $sent"
@@ -96,18 +98,26 @@ for n in gpuwatch_gpu_temperature_celsius:1m_avg gpuwatch_gpu_temperature_celsiu
 	gpuwatch_gpu_temperature_celsius:1m_max gpuwatch_gpu_temperature_celsius:1m_stddev \
 	gpuwatch_gpu_temperature_celsius:1m_count_samples gpuwatch_gpu_up:1m_avg \
 	gpuwatch_gpu_energy_joules_total gpuwatch_gpu_info \
-	gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_max; do
+	gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_max \
+	gpuwatch_gpu_nvlink_up:1m_without_link_avg gpuwatch_gpu_nvlink_errors_total \
+	gpuwatch_gpu_power_limit_watts:1m_avg; do
 	grep -q " $n " <<<"$names" || fail "$n did not arrive"
 done
 # (a process's gauges leave merged over pid, as :1m_without_pid_max only:
-# --remote-write-without, --remote-write-process-rollups; a state as its
-# :1m_avg only: --remote-write-state-rollups)
+# --remote-write-without, --remote-write-process-rollups; a state or a
+# setting as its :1m_avg only: --remote-write-state-rollups; a GPU's links
+# as one series: the link states merged, the error counters summed,
+# --remote-write-sum-without)
 for n in gpuwatch_gpu_temperature_celsius gpuwatch_gpu_energy_joules_total:1m_avg \
 	gpuwatch_gpu_process_memory_used_bytes:1m_max \
 	gpuwatch_gpu_process_memory_used_bytes:1m_without_pid_avg \
-	gpuwatch_gpu_up:1m_max gpuwatch_gpu_nvlink_up:1m_min; do
+	gpuwatch_gpu_up:1m_max gpuwatch_gpu_nvlink_up:1m_min \
+	gpuwatch_gpu_nvlink_up:1m_avg gpuwatch_gpu_power_limit_watts:1m_max \
+	gpuwatch_gpu_clock_max_hertz:1m_min; do
 	grep -q " $n " <<<"$names" && fail "$n arrived: the default policy does not send it"
 done
+[ "$(sed -n 4p "$T_DIR/export")" = 0 ] ||
+	fail "$(sed -n 4p "$T_DIR/export") series arrived with a link label: the default sums and merges a GPU's links"
 ok "every instance, the rollups and the counters arrived; $sent samples in both counts"
 
 # Each GPU of each node is there at every minute of the run, as a central

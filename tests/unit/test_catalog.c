@@ -23,10 +23,12 @@
 
 /* The ids as written in catalog.def, next to the rows they name. */
 static const char *const ids[GW_CATALOG_COUNT] = {
-#define GW_METRIC(id, ...) [GW_CATALOG_##id] = #id,
-#define GW_DCGM(id, ...)   [GW_CATALOG_##id] = #id,
+#define GW_METRIC(id, ...)  [GW_CATALOG_##id] = #id,
+#define GW_SETTING(id, ...) [GW_CATALOG_##id] = #id,
+#define GW_DCGM(id, ...)    [GW_CATALOG_##id] = #id,
 #include "pipeline/catalog.def"
 #undef GW_METRIC
+#undef GW_SETTING
 #undef GW_DCGM
 };
 

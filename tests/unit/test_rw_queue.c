@@ -751,6 +751,119 @@ static void test_without_state(void **state)
 	gw_rw_queue_free(q);
 }
 
+/*
+ * --remote-write-without pid,link and --remote-write-sum-without link: a
+ * GPU's NVLink error counters leave summed over their links under their
+ * own name (a minute a link missed is not sent), its link states as one
+ * :1m_without_link_avg, a process's gauge still as _without_pid (the
+ * labels it carried); a setting (the power limit) leaves as :1m_avg
+ * alone.
+ */
+#define ERRS                                                                   \
+	"gpuwatch_gpu_nvlink_errors_total{gpu=\"0\",instance=\"n1\",type="     \
+	"\"crc\"}"
+
+static void test_links_settings(void **state)
+{
+	struct fx *f = *state;
+	static const char *const ext[] = { "instance=n1" };
+	static const char *const without[] = { "pid", "link" };
+	static const char *const sum_without[] = { "link" };
+	struct gw_rw_queue_opts o = {
+		.sz = sizeof(o),
+		.name = "central",
+		.url = "http://127.0.0.1:1/api/v1/write",
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send },
+		.external = ext,
+		.nexternal = 1,
+		.now = fake_now,
+		.now_ctx = f,
+		.max_samples_per_send = 50,
+		.state_outputs = 1u << GW_RW_OUT_AVG,
+		.without = without,
+		.nwithout = 2,
+		.sum_without = sum_without,
+		.nsum_without = 1,
+	};
+	struct gw_rw_queue *q;
+	char err[256];
+	size_t links = 0, limit_other = 0, limit_avg = 0, pids = 0;
+
+	f->now = T0;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	for (int64_t t = T0; t < T0 + 3 * MINUTE; t += 1000) {
+		int64_t s = (t - T0) / 1000;
+
+		for (int l = 0; l < 3; l++) {
+			char lab[64];
+
+			snprintf(lab, sizeof(lab),
+				 "gpu=\"0\",link=\"%d\",type=\"crc\"", l);
+			/* link 2 misses the second minute */
+			if (l < 2 || s < 60 || s >= 120)
+				assert_int_equal(
+					gw_store_append(
+						f->s,
+						"gpuwatch_gpu_nvlink_errors_"
+						"total",
+						lab, t,
+						l == 2 ? 10
+						       : (double)(l + 1) * s),
+					0);
+			snprintf(lab, sizeof(lab), "gpu=\"0\",link=\"%d\"", l);
+			assert_int_equal(
+				gw_store_append(f->s, "gpuwatch_gpu_nvlink_up",
+						lab, t, l < 2),
+				0);
+		}
+		assert_int_equal(
+			gw_store_append(f->s, "gpuwatch_gpu_power_limit_watts",
+					"gpu=\"0\"", t, 300),
+			0);
+		assert_int_equal(
+			gw_store_append(
+				f->s, "gpuwatch_gpu_process_memory_used_bytes",
+				"gpu=\"0\",pid=\"7\",comm=\"py\"", t, 5),
+			0);
+		f->now = t + 1;
+	}
+	f->now = T0 + 3 * MINUTE + 11000;
+	drain(q);
+	for (size_t i = 0; i < f->n; i++) {
+		const char *k = f->r[i].key;
+
+		links += strstr(k, "link=") != NULL;
+		pids += strstr(k, "pid=") != NULL;
+		limit_avg +=
+			strncmp(k, "gpuwatch_gpu_power_limit_watts:1m_avg{",
+				38) == 0;
+		limit_other +=
+			strncmp(k, "gpuwatch_gpu_power_limit_watts", 30) == 0 &&
+			strncmp(k, "gpuwatch_gpu_power_limit_watts:1m_avg{",
+				38) != 0;
+	}
+	assert_int_equal(links, 0);
+	assert_int_equal(pids, 0);
+	assert_true(limit_avg >= 1);
+	assert_int_equal(limit_other, 0);
+	/* minute 1: 59 + 118 + 10 at the last sample's time */
+	assert_true(sent_at(f, ERRS, T0 + 59000) == 187);
+	/* minute 2: link 2 missed it, no sum sent */
+	assert_true(isnan(sent_at(f, ERRS, T0 + 119000)));
+	assert_true(sent_at(f, ERRS, T0 + 179000) == 179 + 358 + 10);
+	assert_true(fabs(sent_at(f,
+				 "gpuwatch_gpu_nvlink_up:1m_without_link_avg{"
+				 "gpu=\"0\",instance=\"n1\"}",
+				 T0 + MINUTE) -
+			 2.0 / 3) < 1e-9);
+	assert_true(sent_at(f,
+			    "gpuwatch_gpu_process_memory_used_bytes:1m_without_"
+			    "pid_max{comm=\"py\",gpu=\"0\",instance=\"n1\"}",
+			    T0 + MINUTE) == 5);
+	gw_rw_queue_free(q);
+}
+
 static void test_bad_options(void **state)
 {
 	struct fx *f = *state;
@@ -822,6 +935,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_precision_process, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_links_settings, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_without_state, setup,
 						teardown),
