@@ -287,6 +287,16 @@ static enum shape shape_of(const char *name)
 	return SH_GAUGE;
 }
 
+/* A counter that leaves summed over o.sum_without: its series carries one
+ * of those labels. */
+static bool summed(const struct gw_rw_queue *q, const char *name,
+		   const struct gw_labels *labels)
+{
+	return has_suffix(name, "_total") &&
+	       gw_rw_agg_applies(labels, (const char *const *)q->sum_without,
+				 q->o.nsum_without);
+}
+
 static const char *const out_names[GW_RW_OUTS] = { "avg", "min", "max",
 						   "stddev", "count_samples" };
 
@@ -827,10 +837,7 @@ static int slice_1m(struct gw_rw_queue *q)
 					  q->o.nwithout, outs, 0);
 			continue;
 		}
-		if (sh == SH_LAST && has_suffix(base, "_total") &&
-		    gw_rw_agg_applies(&d->labels,
-				      (const char *const *)q->sum_without,
-				      q->o.nsum_without)) {
+		if (sh == SH_LAST && summed(q, base, &d->labels)) {
 			r = gw_rw_agg_add(&q->agg, d,
 					  (const char *const *)q->sum_without,
 					  q->o.nsum_without, 0, 1);
@@ -869,11 +876,14 @@ static int slice_1m(struct gw_rw_queue *q)
 
 /*
  * One slice of raw samples of sel from *cursor to at most limit; span and
- * rate adapt so a slice is about one batch.  1, 0 (nothing due), <0.
+ * rate adapt so a slice is about one batch.  A push (push) leaves out the
+ * counters that leave summed: under their own name beside the sum, a
+ * member would be counted twice by a central sum().  1, 0 (nothing due),
+ * <0.
  */
 static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 		     int64_t *cursor, int64_t limit, int64_t *span,
-		     double *rate, bool wait_deadline)
+		     double *rate, bool wait_deadline, bool push)
 {
 	int64_t end, from = *cursor;
 	uint64_t n = 0;
@@ -897,10 +907,14 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 		}
 		for (size_t k = 0; k < set.n && !r; k++) {
 			const struct gw_series_data *d = &set.s[k];
+			const char *name =
+				gw_labels_get(&d->labels, "__name__");
 			struct gw_labels ol;
 			uint64_t h;
 			bool open = false;
 
+			if (push && name && summed(q, name, &d->labels))
+				continue;
 			r = out_labels(q, &d->labels, NULL, &ol, &h);
 			if (r)
 				break;
@@ -950,7 +964,7 @@ static int slice_rawstream(struct gw_rw_queue *q)
 		return 0;
 	age_out(q, &q->raw, GW_TIER_RAW, &q->cur[ST_RAW], now);
 	r = slice_raw(q, &q->raw, &q->cur[ST_RAW], now - q->o.settle_ms,
-		      &q->raw_span, &q->raw_rate, true);
+		      &q->raw_span, &q->raw_rate, true, false);
 	if (r > 0)
 		state_save(q);
 	return r;
@@ -978,7 +992,7 @@ static int slice_push(struct gw_rw_queue *q, size_t i)
 	age_out(q, &p->sel, GW_TIER_RAW, &p->cursor, now);
 	limit = now - q->o.settle_ms < end ? now - q->o.settle_ms : end;
 	r = slice_raw(q, &p->sel, &p->cursor, limit, &p->span, &p->rate,
-		      limit < end);
+		      limit < end, true);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&q->mu);

@@ -861,6 +861,37 @@ static void test_links_settings(void **state)
 			    "gpuwatch_gpu_process_memory_used_bytes:1m_without_"
 			    "pid_max{comm=\"py\",gpu=\"0\",instance=\"n1\"}",
 			    T0 + MINUTE) == 5);
+
+	/* A push of GPU 0's series raw: the link states go, per link; the
+	 * summed counters do not (a central sum() would count them twice
+	 * beside their sum). */
+	{
+		struct gw_promql_error perr;
+		struct gw_matcher *m;
+		size_t nm, up = 0, errs = 0;
+
+		memset(&perr, 0, sizeof(perr));
+		assert_int_equal(
+			gw_promql_parse_selector("{gpu=\"0\"}", &m, &nm, &perr),
+			0);
+		assert_int_equal(
+			gw_rw_queue_push(
+				q, (const struct gw_matcher *const *)&m, &nm, 1,
+				T0, T0 + MINUTE - 1, GW_RW_PUSH_REQUEST),
+			0);
+		gw_matchers_free(m, nm);
+		drain(q);
+		for (size_t i = 0; i < f->n; i++) {
+			up += strncmp(f->r[i].key, "gpuwatch_gpu_nvlink_up{",
+				      23) == 0;
+			errs += strstr(f->r[i].key, "link=") &&
+				strncmp(f->r[i].key,
+					"gpuwatch_gpu_nvlink_errors_total{",
+					33) == 0;
+		}
+		assert_int_equal(up, 3 * 60);
+		assert_int_equal(errs, 0);
+	}
 	gw_rw_queue_free(q);
 }
 
