@@ -439,13 +439,15 @@ static const struct opt opts[] = {
 	  "output is a new series centrally for every process; the fleet\n"
 	  "rules use the memory's max." },
 	{ "remote-write-state-rollups", T_STRING, F(rw_state_rollups), 0, 0,
-	  "LIST", "avg", RESTART, "rollups sent of a 0/1 gauge",
+	  "LIST", "avg", RESTART, "rollups sent of a 0/1 gauge or a setting",
 	  "The rollups sent of a state, a gauge that is 0 or 1 (a link up, a\n"
-	  "clock event active: the unit column \"state\" in docs/metrics.md):\n"
-	  "all, or a list as for --remote-write-process-rollups. The share of\n"
-	  "the minute it held (:1m_avg) tells the others: min is 1 only where\n"
-	  "avg is 1, max is 1 wherever avg is above 0, stddev is\n"
-	  "sqrt(avg * (1 - avg))." },
+	  "clock event active: the unit column \"state\" in docs/metrics.md),\n"
+	  "and of a setting (a power limit, a clock maximum, memory total:\n"
+	  "type \"gauge (setting)\"): all, or a list as for\n"
+	  "--remote-write-process-rollups. The share of the minute a state\n"
+	  "held (:1m_avg) tells the others: min is 1 only where avg is 1, max\n"
+	  "is 1 wherever avg is above 0, stddev is sqrt(avg * (1 - avg)); a\n"
+	  "setting seldom moves within a minute." },
 	{ "remote-write-without", T_STRING, F(rw_without), 0, 0, "LABELS",
 	  "pid,link", RESTART, "labels a gauge is aggregated over",
 	  "A gauge's series that carry any of these labels (comma-separated,\n"
