@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +36,6 @@ static struct gw_rw_agg_group *group_of(struct gw_rw_agg *a,
 		if (g->key == h && g->sum == sum && strcmp(g->tag, tag) == 0 &&
 		    gw_labels_cmp(&g->labels, labels) == 0) {
 			gw_labels_release(labels);
-			g->nmembers++;
 			return g;
 		}
 	}
@@ -56,7 +55,6 @@ static struct gw_rw_agg_group *group_of(struct gw_rw_agg *a,
 	g->outs = outs;
 	g->sum = sum;
 	snprintf(g->tag, sizeof(g->tag), "%s", tag);
-	g->nmembers = 1;
 	g->n = 0;
 	g->key = h;
 	return g;
@@ -177,12 +175,16 @@ void gw_rw_agg_finish(struct gw_rw_agg *a)
 {
 	for (size_t i = 0; i < a->n; i++) {
 		struct gw_rw_agg_group *g = &a->g[i];
+		uint32_t most = 0;
 		size_t k = 0;
 
 		if (!g->sum)
 			continue;
 		for (size_t j = 0; j < g->n; j++)
-			if (g->members[j] == g->nmembers) {
+			if (g->members[j] > most)
+				most = g->members[j];
+		for (size_t j = 0; j < g->n; j++)
+			if (g->members[j] == most) {
 				g->w[k] = g->w[j];
 				g->members[k++] = g->members[j];
 			}

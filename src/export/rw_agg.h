@@ -15,10 +15,11 @@
  *
  * Summed groups (counters): the members' last values of each minute are
  * added up and leave under the counter's own name at the latest of their
- * times, so rate() works centrally.  A minute some member did not report
- * in is left out rather than sent short (a central rate() would read the
- * dip as a reset): meant for labels whose members persist, a GPU's NVLink
- * links, not for a pid, whose members come and go.
+ * times, so rate() works centrally.  A minute with fewer members than the
+ * slice's fullest minute is left out rather than sent short (a central
+ * rate() would read the dip as a reset): meant for labels whose members
+ * persist, a GPU's NVLink links, not for a pid, whose members come and
+ * go.  (A member gone for good lowers the sum once, from the next slice.)
  *
  * A group set lives for one slice of the remote_write queue (export/
  * rw_queue.c): gw_rw_agg_add() for each member series, then the groups in
@@ -44,7 +45,6 @@ struct gw_rw_agg_group {
 	char tag[128];		 /* "_without_pid": the dropped names */
 	struct gw_rollup *w;	 /* merged windows, by time; sketch unused */
 	uint32_t *members;	 /* per window: members that reported */
-	uint32_t nmembers;	 /* members of the group */
 	size_t n, cap;
 	uint64_t key; /* hash of labels' key */
 };
@@ -66,8 +66,9 @@ gw_rw_agg_add(struct gw_rw_agg *a, const struct gw_series_data *d,
 	      const char *const *without, size_t nwithout, unsigned int outs,
 	      int sum);
 
-/* Drops the minutes of summed groups that some member did not report in;
- * call once every member was added, before sending. */
+/* Drops the minutes of summed groups that fewer members reported in than
+ * in the slice's fullest minute; call once every member was added, before
+ * sending. */
 void gw_rw_agg_finish(struct gw_rw_agg *a);
 
 /* A new, empty set. */
