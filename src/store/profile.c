@@ -221,7 +221,8 @@ static int add_ids(struct gw_prof *p, const uint32_t *f, size_t n,
 		p->st = v;
 		p->capst = cap;
 	}
-	memcpy(p->frames + p->nframes, f, n * sizeof(*f));
+	if (n) /* a sample without locations has no frames to copy */
+		memcpy(p->frames + p->nframes, f, n * sizeof(*f));
 	s = &p->st[p->nst];
 	s->off = (uint32_t)p->nframes;
 	s->n = (uint32_t)n;
