@@ -188,6 +188,14 @@ static int add_ids(struct gw_prof *p, const uint32_t *f, size_t n,
 	size_t j = stack_key(f, n) & (p->shcap - 1);
 	struct stack *s;
 
+	/* Frames exist before the first stack, even one without frames, so
+	 * that p->frames + off never offsets a null pointer. */
+	if (!p->frames) {
+		p->frames = malloc(64 * sizeof(*p->frames));
+		if (!p->frames)
+			return -ENOMEM;
+		p->capframes = 64;
+	}
 	for (; p->shash[j]; j = (j + 1) & (p->shcap - 1)) {
 		s = &p->st[p->shash[j] - 1];
 		if (s->n == n &&
@@ -221,8 +229,7 @@ static int add_ids(struct gw_prof *p, const uint32_t *f, size_t n,
 		p->st = v;
 		p->capst = cap;
 	}
-	if (n) /* a sample without locations has no frames to copy */
-		memcpy(p->frames + p->nframes, f, n * sizeof(*f));
+	memcpy(p->frames + p->nframes, f, n * sizeof(*f));
 	s = &p->st[p->nst];
 	s->off = (uint32_t)p->nframes;
 	s->n = (uint32_t)n;
