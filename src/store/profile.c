@@ -181,6 +181,26 @@ static int stack_rehash(struct gw_prof *p)
 	return 0;
 }
 
+/* a + b and a * b, held at INT64_MIN / INT64_MAX instead of overflowing
+ * (a profile read from outside may hold any value and period). */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
 /* Adds value to the stack of ids f[0..n). */
 static int add_ids(struct gw_prof *p, const uint32_t *f, size_t n,
 		   int64_t value, int col)
@@ -200,7 +220,7 @@ static int add_ids(struct gw_prof *p, const uint32_t *f, size_t n,
 		s = &p->st[p->shash[j] - 1];
 		if (s->n == n &&
 		    memcmp(p->frames + s->off, f, n * sizeof(*f)) == 0) {
-			s->v[col] += value;
+			s->v[col] = sat_add(s->v[col], value);
 			return 0;
 		}
 	}
@@ -288,7 +308,7 @@ int64_t gw_prof_total(const struct gw_prof *p, int col)
 	int64_t t = 0;
 
 	for (size_t i = 0; i < p->nst; i++)
-		t += p->st[i].v[col & 1];
+		t = sat_add(t, p->st[i].v[col & 1]);
 	return t;
 }
 
@@ -633,7 +653,7 @@ int gw_prof_pprof(const struct gw_prof *p, struct gw_buf *out)
 	for (size_t i = 0; i < p->nst; i++) {
 		for (int c = 0; c < (p->diff ? 2 : 1); c++) {
 			const struct stack *s = &p->st[i];
-			int64_t v = c == 0 ? s->v[0] : -s->v[1];
+			int64_t v = c == 0 ? s->v[0] : sat_mul(s->v[1], -1);
 
 			if (v == 0)
 				continue;
@@ -643,7 +663,7 @@ int gw_prof_pprof(const struct gw_prof *p, struct gw_buf *out)
 			samples[ns].n_value = p->vtype ? 1 : 2;
 			samples[ns].value = vals + 2 * ns;
 			vals[2 * ns] = v;
-			vals[2 * ns + 1] = v * per;
+			vals[2 * ns + 1] = sat_mul(v, per);
 			sp[ns] = &samples[ns];
 			ns++;
 		}
@@ -827,7 +847,9 @@ int gw_prof_functions(const struct gw_prof *p, int col, struct gw_prof_fn **out,
 		if (s->n == 0)
 			continue;
 		for (int c = 0; c < 2; c++)
-			f[p->frames[s->off + s->n - 1]].flat[c] += s->v[c];
+			f[p->frames[s->off + s->n - 1]].flat[c] =
+				sat_add(f[p->frames[s->off + s->n - 1]].flat[c],
+					s->v[c]);
 		for (uint32_t j = 0; j < s->n; j++) {
 			uint32_t id = p->frames[s->off + j];
 
@@ -835,7 +857,7 @@ int gw_prof_functions(const struct gw_prof *p, int col, struct gw_prof_fn **out,
 				continue; /* recursion: once per stack */
 			seen[id] = i + 1;
 			for (int c = 0; c < 2; c++)
-				f[id].cum[c] += s->v[c];
+				f[id].cum[c] = sat_add(f[id].cum[c], s->v[c]);
 		}
 	}
 	free(seen);
