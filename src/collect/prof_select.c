@@ -126,17 +126,16 @@ unsigned int gw_prof_select_count(const struct gw_prof_select *s)
 	return s ? s->n : 0;
 }
 
-/* The cgroup paths of the process (one per hierarchy: the v2 line
- * "0::PATH" and each v1 line "N:controllers:PATH") into paths, pointing
- * into buf; their number, or -1 when the file cannot be read. */
-static int read_cgroups(const char *root, uint32_t pid, char *buf, size_t len,
-			const char **paths, int max)
+/* The first len - 1 bytes of ROOT/PID/FILE into buf, NUL-terminated; -1
+ * when it cannot be read. */
+static int read_file(const char *root, uint32_t pid, const char *file,
+		     char *buf, size_t len)
 {
 	char path[GW_ATTRIB_PROC_ROOT_MAX + 32];
 	ssize_t n;
-	int fd, k = 0;
+	int fd;
 
-	snprintf(path, sizeof(path), "%s/%u/cgroup", root, pid);
+	snprintf(path, sizeof(path), "%s/%u/%s", root, pid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -145,6 +144,19 @@ static int read_cgroups(const char *root, uint32_t pid, char *buf, size_t len,
 	if (n < 0)
 		return -1;
 	buf[n] = '\0';
+	return 0;
+}
+
+/* The cgroup paths of the process (one per hierarchy: the v2 line
+ * "0::PATH" and each v1 line "N:controllers:PATH") into paths, pointing
+ * into buf; their number, or -1 when the file cannot be read. */
+static int read_cgroups(const char *root, uint32_t pid, char *buf, size_t len,
+			const char **paths, int max)
+{
+	int k = 0;
+
+	if (read_file(root, pid, "cgroup", buf, len))
+		return -1;
 	for (char *p = buf; *p && k < max;) {
 		char *nl = p + strcspn(p, "\n"), *c = strchr(p, ':');
 
@@ -173,19 +185,8 @@ static bool cgroup_match(const struct gw_matcher *m, const char **paths, int n)
 /* The command name into out; -1 when it cannot be read. */
 static int read_comm(const char *root, uint32_t pid, char *out, size_t len)
 {
-	char path[GW_ATTRIB_PROC_ROOT_MAX + 32];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%u/comm", root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_file(root, pid, "comm", out, len))
 		return -1;
-	n = read(fd, out, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	out[n] = '\0';
 	out[strcspn(out, "\n")] = '\0';
 	return 0;
 }
