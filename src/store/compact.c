@@ -16,6 +16,7 @@
 #include "store/store_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,62 +289,54 @@ out:
  * key, NUL.
  */
 #define KEY_MAX (1u << 20)
-static int pack_keys(sqlite3 *db, void **z, size_t *zlen)
+
+void gw_keylist_init(struct gw_keylist *k)
 {
-	size_t prevlen = 0, nkeys = 0;
-	char *prev;
-	int64_t previd = 0;
+	memset(k, 0, sizeof(*k));
+	gw_buf_init(&k->raw, PACK_MAX);
+	gw_buf_put(&k->raw, "\0\2", 2); /* front-coded */
+}
+
+void gw_keylist_release(struct gw_keylist *k)
+{
+	gw_buf_release(&k->raw);
+	free(k->prev);
+	memset(k, 0, sizeof(*k));
+}
+
+int gw_keylist_add(struct gw_keylist *k, int64_t id, const char *key)
+{
+	size_t len = strlen(key), shared = 0;
+
+	if (len >= KEY_MAX)
+		return -E2BIG;
+	if (!k->prev && !(k->prev = malloc(KEY_MAX)))
+		return -ENOMEM;
+	while (shared < k->prevlen && shared < len &&
+	       k->prev[shared] == key[shared])
+		shared++;
+	gw_varint_put(&k->raw, gw_zigzag((uint64_t)(id - k->previd)));
+	gw_varint_put(&k->raw, shared);
+	gw_buf_put(&k->raw, key + shared, len - shared + 1);
+	memcpy(k->prev, key, len);
+	k->prevlen = len;
+	k->previd = id;
+	k->n++;
+	return gw_buf_error(&k->raw);
+}
+
+int gw_keylist_pack(struct gw_keylist *k, void **z, size_t *zlen)
+{
 	ZSTD_CCtx *cctx;
-	sqlite3_stmt *st = NULL;
-	struct gw_buf raw;
-	int err = 0, rc;
+	int err = gw_buf_error(&k->raw);
 
 	*z = NULL;
 	*zlen = 0;
-	rc = sqlite3_prepare_v2(db, "SELECT id, key FROM series ORDER BY key",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return gw_store_sql_err(db, rc, "pack series");
-	prev = malloc(KEY_MAX);
-	if (!prev) {
-		sqlite3_finalize(st);
+	if (err || !k->n)
+		return err;
+	*z = malloc(ZSTD_compressBound(k->raw.len));
+	if (!*z)
 		return -ENOMEM;
-	}
-	gw_buf_init(&raw, PACK_MAX);
-	gw_buf_put(&raw, "\0\2", 2); /* front-coded */
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(st, 1);
-		int64_t id = sqlite3_column_int64(st, 0);
-		size_t len, shared = 0;
-
-		if (!key || id <= 0 || id >= UINT32_MAX)
-			continue; /* not a series: never written so */
-		len = strlen(key);
-		if (len >= KEY_MAX) {
-			rc = SQLITE_TOOBIG; /* the rows stay as they are */
-			break;
-		}
-		while (shared < prevlen && shared < len &&
-		       prev[shared] == key[shared])
-			shared++;
-		gw_varint_put(&raw, gw_zigzag((uint64_t)(id - previd)));
-		gw_varint_put(&raw, shared);
-		gw_buf_put(&raw, key + shared, len - shared + 1);
-		memcpy(prev, key, len);
-		prevlen = len;
-		previd = id;
-		nkeys++;
-	}
-	sqlite3_finalize(st);
-	free(prev);
-	err = rc == SQLITE_DONE ? gw_buf_error(&raw) : -EIO;
-	if (err || !nkeys)
-		goto out;
-	*z = malloc(ZSTD_compressBound(raw.len));
-	if (!*z) {
-		err = -ENOMEM;
-		goto out;
-	}
 	/* With zstd's checksum: a damaged list is found, not misread. */
 	cctx = ZSTD_createCCtx();
 	*zlen = cctx &&
@@ -352,17 +345,48 @@ static int pack_keys(sqlite3 *db, void **z, size_t *zlen)
 					PACK_LEVEL)) &&
 				!ZSTD_isError(ZSTD_CCtx_setParameter(
 					cctx, ZSTD_c_checksumFlag, 1))
-			? ZSTD_compress2(cctx, *z, ZSTD_compressBound(raw.len),
-					 raw.p, raw.len)
+			? ZSTD_compress2(cctx, *z,
+					 ZSTD_compressBound(k->raw.len),
+					 k->raw.p, k->raw.len)
 			: (size_t)-1;
 	ZSTD_freeCCtx(cctx);
 	if (ZSTD_isError(*zlen)) {
 		free(*z);
 		*z = NULL;
-		err = -EIO;
+		*zlen = 0;
+		return -EIO;
 	}
-out:
-	gw_buf_release(&raw);
+	return 0;
+}
+
+static int pack_keys(sqlite3 *db, void **z, size_t *zlen)
+{
+	struct gw_keylist k;
+	sqlite3_stmt *st = NULL;
+	int err = 0, rc;
+
+	*z = NULL;
+	*zlen = 0;
+	rc = sqlite3_prepare_v2(db, "SELECT id, key FROM series ORDER BY key",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return gw_store_sql_err(db, rc, "pack series");
+	gw_keylist_init(&k);
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 1);
+		int64_t id = sqlite3_column_int64(st, 0);
+
+		if (!key || id <= 0 || id >= UINT32_MAX)
+			continue; /* not a series: never written so */
+		err = gw_keylist_add(&k, id, key);
+	}
+	sqlite3_finalize(st);
+	/* A key too long: the rows stay as they are. */
+	if (!err && rc != SQLITE_DONE)
+		err = -EIO;
+	if (!err)
+		err = gw_keylist_pack(&k, z, zlen);
+	gw_keylist_release(&k);
 	return err;
 }
 
@@ -404,6 +428,78 @@ int gw_store_pack_index(sqlite3 *db)
 	if (err)
 		return err;
 	err = pack_into(db, "INSERT INTO series_packed(data) VALUES (?)");
+	if (err) {
+		(void)gw_store_exec(db, "ROLLBACK");
+		return err;
+	}
+	return gw_store_exec(db, "COMMIT");
+}
+
+/* What gw_store_merge_index puts back as rows. */
+static int row_key(void *ctx, int64_t id, const char *key)
+{
+	sqlite3_stmt *ins = ctx;
+
+	sqlite3_reset(ins);
+	sqlite3_bind_int64(ins, 1, id);
+	sqlite3_bind_text(ins, 2, key, -1, SQLITE_STATIC);
+	return sqlite3_step(ins) == SQLITE_DONE ? 0 : -EIO;
+}
+
+int gw_store_merge_index(sqlite3 *db)
+{
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	int64_t from = 0, n = 0;
+	char sql[200];
+	int err, rc;
+
+	err = gw_store_exec(db, "BEGIN");
+	if (err)
+		return err;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT v FROM meta WHERE k = 'packed_merged'",
+				-1, &sel, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(sel) == SQLITE_ROW)
+		from = sqlite3_column_int64(sel, 0);
+	sqlite3_finalize(sel);
+	sel = NULL;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT data FROM series_packed WHERE seq > ? "
+				"ORDER BY seq",
+				-1, &sel, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db,
+					"INSERT OR IGNORE INTO series(id, key) "
+					"VALUES (?, ?)",
+					-1, &ins, NULL);
+	if (rc != SQLITE_OK)
+		err = gw_store_sql_err(db, rc, "merge series lists");
+	if (!err)
+		sqlite3_bind_int64(sel, 1, from);
+	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		err = gw_store_each_packed(sqlite3_column_blob(sel, 0),
+					   (size_t)sqlite3_column_bytes(sel, 0),
+					   PACK_MAX, row_key, ins);
+		n++;
+	}
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	/* One list or none: nothing to merge.  A damaged one (checksum)
+	 * stays as it is; its keys are read back from the partitions. */
+	if (err || n < 2) {
+		(void)gw_store_exec(db, "ROLLBACK");
+		return err == -EBADMSG ? 0 : err;
+	}
+	snprintf(sql, sizeof(sql), "DELETE FROM series_packed WHERE seq > %lld",
+		 (long long)from);
+	err = gw_store_exec(db, sql);
+	if (!err)
+		err = pack_into(db,
+				"INSERT INTO series_packed(data) VALUES (?)");
+	if (!err)
+		err = gw_store_exec(db, "INSERT OR REPLACE INTO meta(k, v) "
+					"SELECT 'packed_merged', max(seq) FROM "
+					"series_packed");
 	if (err) {
 		(void)gw_store_exec(db, "ROLLBACK");
 		return err;
@@ -520,6 +616,16 @@ int gw_store_each_series(sqlite3 *db,
 					   (size_t)sqlite3_column_bytes(st, 0),
 					   PACK_MAX, fn, ctx);
 	sqlite3_finalize(st);
+	/* An open partition's hours, each with its own list (a partition
+	 * from before them has no such table). */
+	if (err || sqlite3_prepare_v2(db, "SELECT data FROM hkeys", -1, &st,
+				      NULL) != SQLITE_OK)
+		return err;
+	while (!err && sqlite3_step(st) == SQLITE_ROW)
+		err = gw_store_each_packed(sqlite3_column_blob(st, 0),
+					   (size_t)sqlite3_column_bytes(st, 0),
+					   PACK_MAX, fn, ctx);
+	sqlite3_finalize(st);
 	return err;
 }
 
@@ -541,16 +647,43 @@ int gw_store_each_series(sqlite3 *db,
 #define ZBLOCK_TARGET (64u << 10) /* uncompressed bytes per block */
 #define ZBLOCK_LEVEL  3
 
-struct zwriter {
-	sqlite3_stmt *ins;
-	ZSTD_CCtx *cctx;
-	struct gw_buf raw;
-	uint8_t *z;
-	size_t zcap;
-	int64_t prev_series, prev_tmin, t_min, t_max, n;
-};
+int gw_zwriter_init(struct gw_zwriter *w, sqlite3 *db, const char *table,
+		    int64_t base)
+{
+	char sql[160];
+	int rc;
 
-static int zflush(struct zwriter *w)
+	memset(w, 0, sizeof(*w));
+	w->base = base;
+	w->t_min = INT64_MAX;
+	w->t_max = INT64_MIN;
+	gw_buf_init(&w->raw, PACK_MAX);
+	w->cctx = ZSTD_createCCtx();
+	if (!w->cctx ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(
+		    w->cctx, ZSTD_c_compressionLevel, ZBLOCK_LEVEL)) ||
+	    ZSTD_isError(
+		    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
+		return -ENOMEM;
+	snprintf(sql, sizeof(sql),
+		 "INSERT OR REPLACE INTO %s(id, t_min, t_max, n, data) VALUES "
+		 "(?,?,?,?,?)",
+		 table);
+	rc = sqlite3_prepare_v2(db, sql, -1, &w->ins, NULL);
+	return rc == SQLITE_OK ? 0 : gw_store_sql_err(db, rc, "pack chunks");
+}
+
+void gw_zwriter_release(struct gw_zwriter *w)
+{
+	sqlite3_finalize(w->ins);
+	ZSTD_freeCCtx(w->cctx);
+	free(w->z);
+	gw_buf_release(&w->raw);
+	memset(w, 0, sizeof(*w));
+}
+
+/* The block so far as one row, keyed base + its last series. */
+int gw_zwriter_flush(struct gw_zwriter *w)
 {
 	size_t bound = ZSTD_compressBound(w->raw.len), zlen;
 	int rc;
@@ -569,7 +702,7 @@ static int zflush(struct zwriter *w)
 	if (ZSTD_isError(zlen))
 		return -EIO;
 	sqlite3_reset(w->ins);
-	sqlite3_bind_int64(w->ins, 1, w->prev_series);
+	sqlite3_bind_int64(w->ins, 1, w->base + w->prev_series);
 	sqlite3_bind_int64(w->ins, 2, w->t_min);
 	sqlite3_bind_int64(w->ins, 3, w->t_max);
 	sqlite3_bind_int64(w->ins, 4, w->n);
@@ -587,77 +720,75 @@ static int zflush(struct zwriter *w)
 	return 0;
 }
 
+int gw_zwriter_add(struct gw_zwriter *w, const struct gw_zchunk *c)
+{
+	int err = 0;
+
+	/* A block ends between series, never inside one. */
+	if (c->series != w->prev_series && w->raw.len >= ZBLOCK_TARGET)
+		err = gw_zwriter_flush(w);
+	if (err)
+		return err;
+	gw_varint_put(&w->raw, (uint64_t)((int64_t)c->series - w->prev_series));
+	gw_varint_put(&w->raw,
+		      gw_zigzag((uint64_t)c->t_min - (uint64_t)w->prev_tmin));
+	gw_varint_put(&w->raw, (uint64_t)c->t_max - (uint64_t)c->t_min);
+	gw_varint_put(&w->raw, (uint64_t)c->n);
+	gw_varint_put(&w->raw, c->len);
+	gw_buf_put(&w->raw, c->data, c->len);
+	w->prev_series = c->series;
+	w->prev_tmin = c->t_min;
+	if (c->t_min < w->t_min)
+		w->t_min = c->t_min;
+	if (c->t_max > w->t_max)
+		w->t_max = c->t_max;
+	w->n += c->n;
+	return gw_buf_error(&w->raw);
+}
+
 int gw_store_pack_chunks(sqlite3 *db)
 {
-	struct zwriter w = { .t_min = INT64_MAX, .t_max = INT64_MIN };
+	struct gw_zwriter w;
 	sqlite3_stmt *sel = NULL;
 	int err, rc;
 
-	gw_buf_init(&w.raw, PACK_MAX);
 	err = gw_store_exec(db,
 			    "CREATE TABLE zblocks(id INTEGER PRIMARY KEY,"
 			    " t_min INTEGER NOT NULL, t_max INTEGER NOT "
 			    "NULL, n INTEGER NOT NULL, data BLOB NOT NULL)");
 	if (err)
+		return err;
+	err = gw_zwriter_init(&w, db, "zblocks", 0);
+	if (err)
 		goto out;
-	w.cctx = ZSTD_createCCtx();
-	if (!w.cctx ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w.cctx, ZSTD_c_compressionLevel,
-						ZBLOCK_LEVEL)) ||
-	    ZSTD_isError(
-		    ZSTD_CCtx_setParameter(w.cctx, ZSTD_c_checksumFlag, 1))) {
-		err = -ENOMEM;
-		goto out;
-	}
 	rc = sqlite3_prepare_v2(db,
 				"SELECT series, t_min, t_max, n, data FROM "
 				"chunks WHERE series > 0 AND series < "
 				"4294967296 ORDER BY series, t_min",
 				-1, &sel, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db,
-					"INSERT INTO zblocks(id, t_min, t_max, "
-					"n, data) VALUES (?,?,?,?,?)",
-					-1, &w.ins, NULL);
 	if (rc != SQLITE_OK) {
 		err = gw_store_sql_err(db, rc, "pack chunks");
 		goto out;
 	}
 	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(sel, 0);
-		int64_t t_min = sqlite3_column_int64(sel, 1);
-		int64_t t_max = sqlite3_column_int64(sel, 2);
+		struct gw_zchunk c = {
+			.series = (uint32_t)sqlite3_column_int64(sel, 0),
+			.t_min = sqlite3_column_int64(sel, 1),
+			.t_max = sqlite3_column_int64(sel, 2),
+			.data = sqlite3_column_blob(sel, 4),
+			.len = (size_t)sqlite3_column_bytes(sel, 4),
+		};
 		int64_t n = sqlite3_column_int64(sel, 3);
-		const void *data = sqlite3_column_blob(sel, 4);
-		size_t len = (size_t)sqlite3_column_bytes(sel, 4);
 
-		if (t_max < t_min || n < 0)
+		if (c.t_max < c.t_min || n < 0 || n > UINT32_MAX)
 			continue; /* not ours: never written so */
-		/* A block ends between series, never inside one. */
-		if (id != w.prev_series && w.raw.len >= ZBLOCK_TARGET)
-			err = zflush(&w);
-		if (err)
-			break;
-		gw_varint_put(&w.raw, (uint64_t)(id - w.prev_series));
-		gw_varint_put(&w.raw, gw_zigzag((uint64_t)t_min -
-						(uint64_t)w.prev_tmin));
-		gw_varint_put(&w.raw, (uint64_t)t_max - (uint64_t)t_min);
-		gw_varint_put(&w.raw, (uint64_t)n);
-		gw_varint_put(&w.raw, len);
-		gw_buf_put(&w.raw, data, len);
-		err = gw_buf_error(&w.raw);
-		w.prev_series = id;
-		w.prev_tmin = t_min;
-		if (t_min < w.t_min)
-			w.t_min = t_min;
-		if (t_max > w.t_max)
-			w.t_max = t_max;
-		w.n += n;
+		c.n = (uint32_t)n;
+		err = gw_zwriter_add(&w, &c);
 	}
 	if (!err && rc != SQLITE_DONE)
 		err = gw_store_sql_err(db, rc, "pack chunks");
 	if (!err)
-		err = zflush(&w);
+		err = gw_zwriter_flush(&w);
 	sqlite3_finalize(sel);
 	sel = NULL;
 	/* One transaction with the rest of the close (the caller's). */
@@ -665,10 +796,94 @@ int gw_store_pack_chunks(sqlite3 *db)
 		err = gw_store_exec(db, "DROP TABLE chunks");
 out:
 	sqlite3_finalize(sel);
-	sqlite3_finalize(w.ins);
-	ZSTD_freeCCtx(w.cctx);
-	free(w.z);
-	gw_buf_release(&w.raw);
+	gw_zwriter_release(&w);
+	return err;
+}
+
+/* ---- the open day: one set of blocks and one key list per hour ---- */
+
+/* What gw_store_unpack_hours puts back as rows. */
+struct unpack {
+	sqlite3_stmt *ins;
+	int err;
+};
+
+static int unpack_chunk(void *ctx, const struct gw_zchunk *c)
+{
+	struct unpack *u = ctx;
+
+	sqlite3_reset(u->ins);
+	sqlite3_bind_int64(u->ins, 1, c->series);
+	sqlite3_bind_int64(u->ins, 2, c->t_min);
+	sqlite3_bind_int64(u->ins, 3, c->t_max);
+	sqlite3_bind_int64(u->ins, 4, c->n);
+	sqlite3_bind_blob(u->ins, 5, c->data, (int)c->len, SQLITE_STATIC);
+	return sqlite3_step(u->ins) == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int unpack_key(void *ctx, int64_t id, const char *key)
+{
+	struct unpack *u = ctx;
+
+	sqlite3_reset(u->ins);
+	sqlite3_bind_int64(u->ins, 1, id);
+	sqlite3_bind_text(u->ins, 2, key, -1, SQLITE_STATIC);
+	return sqlite3_step(u->ins) == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Runs each blob of sel (column 0) through each(blob, fn) into ins. */
+static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
+		      bool keys)
+{
+	sqlite3_stmt *sel = NULL;
+	struct unpack u = { NULL, 0 };
+	int err = 0, rc;
+
+	rc = sqlite3_prepare_v2(db, sel_sql, -1, &sel, NULL);
+	if (rc != SQLITE_OK)
+		return 0; /* a partition from before the hour blocks */
+	rc = sqlite3_prepare_v2(db, ins_sql, -1, &u.ins, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(sel);
+		return gw_store_sql_err(db, rc, "unpack hours");
+	}
+	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		const void *z = sqlite3_column_blob(sel, 0);
+		size_t zlen = (size_t)sqlite3_column_bytes(sel, 0);
+
+		err = keys ? gw_store_each_packed(z, zlen, PACK_MAX, unpack_key,
+						  &u)
+			   : gw_store_zblock_each(z, zlen, unpack_chunk, &u);
+		if (err == -EBADMSG) {
+			/* zstd's checksum: what the frame held is lost;
+			 * the rest of the day closes. */
+			gw_warn("store: a damaged hour block in a closing "
+				"partition is skipped");
+			err = 0;
+		}
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = gw_store_sql_err(db, rc, "unpack hours");
+	sqlite3_finalize(sel);
+	sqlite3_finalize(u.ins);
+	return err;
+}
+
+int gw_store_unpack_hours(sqlite3 *db)
+{
+	int err = unpack_all(db, "SELECT data FROM hkeys",
+			     "INSERT OR IGNORE INTO series(id, key) VALUES "
+			     "(?, ?)",
+			     true);
+
+	if (!err)
+		err = unpack_all(db, "SELECT data FROM hblocks ORDER BY id",
+				 "INSERT OR REPLACE INTO chunks(series, t_min, "
+				 "t_max, n, data) VALUES (?,?,?,?,?)",
+				 false);
+	if (!err)
+		err = gw_store_exec(db, "DROP TABLE IF EXISTS hblocks; "
+					"DROP TABLE IF EXISTS hkeys;");
 	return err;
 }
 

@@ -220,7 +220,14 @@ static const char part_schema[] =
 	 * pages); the primary key becomes a small index. */
 	"CREATE TABLE IF NOT EXISTS chunks(series INTEGER NOT NULL,"
 	" t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, n INTEGER NOT NULL,"
-	" data BLOB NOT NULL, PRIMARY KEY(series, t_min));";
+	" data BLOB NOT NULL, PRIMARY KEY(series, t_min));"
+	/* The open day's cut hours (store_maint.c): blocks of the hour's
+	 * chunks keyed hour << 32 | last series, and the hour's keys. */
+	"CREATE TABLE IF NOT EXISTS hblocks(id INTEGER PRIMARY KEY,"
+	" t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, n INTEGER NOT NULL,"
+	" data BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS hkeys(hour INTEGER PRIMARY KEY,"
+	" data BLOB NOT NULL);";
 
 int gw_store_open_db(const char *path, bool create, bool readonly,
 		     sqlite3 **out)
@@ -428,11 +435,18 @@ static uint64_t sum_samples(sqlite3 *db)
 	sqlite3_stmt *st;
 	uint64_t n = 0;
 
+	enum gw_part_form f = gw_store_part_form(db);
+
 	if (sqlite3_prepare_v2(db,
-			       gw_store_part_form(db) == GW_PART_ZBLOCKS
+			       f == GW_PART_ZBLOCKS
 				       ? "SELECT total(n) FROM zblocks"
-				       : "SELECT total(n) FROM chunks",
-			       -1, &st, NULL) != SQLITE_OK)
+			       : f == GW_PART_PACKED
+				       ? "SELECT total(n) FROM chunks"
+				       : "SELECT total(n) + (SELECT total(n) "
+					 "FROM hblocks) FROM chunks",
+			       -1, &st, NULL) != SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT total(n) FROM chunks", -1, &st,
+			       NULL) != SQLITE_OK)
 		return 0;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = (uint64_t)sqlite3_column_double(st, 0);
@@ -795,6 +809,24 @@ struct rebuild {
 	uint64_t n;
 };
 
+/* The newest t_max of a partition, whatever its form. */
+static bool prepare_max_t(sqlite3 *db, sqlite3_stmt **st)
+{
+	enum gw_part_form f = gw_store_part_form(db);
+
+	return sqlite3_prepare_v2(
+		       db,
+		       f == GW_PART_ZBLOCKS ? "SELECT max(t_max) FROM zblocks"
+		       : f == GW_PART_PACKED
+			       ? "SELECT max(t_max) FROM chunks"
+			       : "SELECT max(t) FROM (SELECT max(t_max) AS t "
+				 "FROM chunks UNION ALL SELECT max(t_max) "
+				 "FROM hblocks)",
+		       -1, st, NULL) == SQLITE_OK ||
+	       sqlite3_prepare_v2(db, "SELECT max(t_max) FROM chunks", -1, st,
+				  NULL) == SQLITE_OK;
+}
+
 /* The hour after the newest raw sample in the partitions (a cut writes
  * whole hours, so every sample before it is there): INT64_MIN if none. */
 static int64_t partitions_end(struct gw_store *s)
@@ -808,13 +840,7 @@ static int64_t partitions_end(struct gw_store *s)
 		if (s->parts[i].tier != GW_TIER_RAW || s->parts[i].remote ||
 		    gw_store_open_db(s->parts[i].path, false, true, &db) != 0)
 			continue;
-		if (sqlite3_prepare_v2(
-			    db,
-			    gw_store_part_form(db) == GW_PART_ZBLOCKS
-				    ? "SELECT max(t_max) FROM zblocks"
-				    : "SELECT max(t_max) FROM chunks",
-			    -1, &st, NULL) == SQLITE_OK &&
-		    sqlite3_step(st) == SQLITE_ROW &&
+		if (prepare_max_t(db, &st) && sqlite3_step(st) == SQLITE_ROW &&
 		    sqlite3_column_type(st, 0) == SQLITE_INTEGER) {
 			int64_t t = sqlite3_column_int64(st, 0);
 
@@ -1017,52 +1043,6 @@ static uint64_t rebuild_series(struct gw_store *s)
 	return rb.n;
 }
 
-/* Restores the day's 1-hour column of every series from its partition. */
-static void load_h1_day(struct gw_store *s)
-{
-	int64_t day = floor_to(s->watermark, MS_DAY);
-	struct part *p;
-	sqlite3_stmt *st;
-	sqlite3 *db;
-
-	if (s->watermark == day ||
-	    !(p = gw_store_part_find(s, GW_TIER_1H, day)) || p->remote)
-		return;
-	if (gw_store_open_db(p->path, false, true, &db) != 0)
-		return;
-	if (sqlite3_prepare_v2(db, "SELECT series, data FROM chunks", -1, &st,
-			       NULL) == SQLITE_OK) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct gw_series *ser = gw_series_index_get(
-				s->idx, (uint32_t)sqlite3_column_int64(st, 0));
-			struct gw_rollup *r;
-			struct head *h;
-			size_t k;
-
-			if (!ser || gw_rollup_decode(
-					    sqlite3_column_blob(st, 1),
-					    (size_t)sqlite3_column_bytes(st, 1),
-					    &r, &k) != 0)
-				continue;
-			h = ser->head;
-			/* Swept (and trimmed) by the cuts once the day is
-			 * over, like any series with a head. */
-			if (!h->in_active &&
-			    gw_store_list_push(&s->active, ser) == 0)
-				h->in_active = true;
-			gw_buf_reset(&h->h1_day);
-			h->h1_day_start = day;
-			h->h1_day_t0 = k ? r[0].t : INT64_MIN;
-			for (size_t i = 0; i < k; i++)
-				if (gw_store_frame_add(&h->h1_day, &r[i]) != 0)
-					break;
-			gw_rollup_free_array(r, k);
-		}
-	}
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-}
-
 int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		  char *err, size_t errlen)
 {
@@ -1157,7 +1137,6 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 		s->watermark = floor_to(gw_store_now(s), MS_HOUR);
 	}
 	gw_store_salvage_release(&sv);
-	load_h1_day(s);
 	rc = gw_store_replay(s);
 	if (rc)
 		goto fail;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store_head.c - the store's head: per series the open raw chunk, the open
- * 1-minute and 1-hour rollups and the closed rollups of the current hour
- * and day, and the samples not yet in the head log; appends, and sealing
+ * 1-minute and 1-hour rollups and the closed minutes of the current hour,
+ * and the samples not yet in the head log; appends, and sealing
  * what is complete into sealed[] for the next cut (store_maint.c).
  *
  * Life of a sample (t, v) of series S:
@@ -10,7 +10,7 @@
  *   append --> S.raw chunk (hour of t) --seal at hour change--> sealed[]
  *          --> S.m1 (open minute) --close--> S.m1_closed --seal--> sealed[]
  *                                       \--> S.h1 (open hour) --close-->
- *                                             S.h1_day (the day's hours)
+ *                                             sealed[] (one rollup)
  *          --> S.pend --flush (<= flush_ms)--> index.db head log
  */
 #include "store/store_int.h"
@@ -33,7 +33,6 @@ void gw_store_head_free(void *v)
 	gw_rollup_release(&h->m1);
 	gw_rollup_release(&h->h1);
 	gw_buf_release(&h->m1_closed);
-	gw_buf_release(&h->h1_day);
 	free(h->pend);
 	free(h);
 }
@@ -48,12 +47,10 @@ static struct head *head_new(void)
 	gw_rollup_init(&h->m1, 0);
 	gw_rollup_init(&h->h1, 0);
 	gw_buf_init(&h->m1_closed, 16u << 20);
-	gw_buf_init(&h->h1_day, 16u << 20);
 	h->raw_hour = INT64_MIN;
 	h->last_t = INT64_MIN;
 	h->first_t = INT64_MIN;
 	h->m1_hour = INT64_MIN;
-	h->h1_day_start = INT64_MIN;
 	return h;
 }
 
@@ -152,26 +149,25 @@ static int seal_rollups(struct gw_store *s, struct gw_series *ser,
 	return err;
 }
 
+/* The hour that ended becomes a one-rollup chunk of the 1-hour tier,
+ * written at the next cut with the hour's other chunks; closing the day
+ * merges a series' hours into one chunk (compact.c). */
 static int close_hour(struct gw_store *s, struct gw_series *ser, struct head *h)
 {
-	int64_t day = floor_to(h->h1.t - 1, MS_DAY);
-	int err = 0;
+	struct gw_buf out;
+	int err;
 
-	if (h->h1_day_start != day && h->h1_day.len) {
-		/* The previous day's column is complete: rewritten at the
-		 * next cut from sealed[] rather than from h1_day. */
-		err = seal_rollups(s, ser, GW_TIER_1H, &h->h1_day);
-		if (err)
-			return err;
-	}
+	gw_buf_init(&out, 64u << 20);
+	err = gw_rollup_encode(&h->h1, 1, &out);
+	/* Under the lock: a reader sees the hour either open or sealed. */
 	pthread_rwlock_wrlock(&s->lock);
-	h->h1_day_start = day;
-	if (!h->h1_day.len)
-		h->h1_day_t0 = h->h1.t;
-	err = gw_store_frame_add(&h->h1_day, &h->h1);
-	h->h1_open = false;
-	h->h1_dirty = true;
+	if (!err)
+		err = seal_push_locked(s, ser->id, GW_TIER_1H, h->h1.t, h->h1.t,
+				       1, out.p, out.len);
+	if (!err)
+		h->h1_open = false;
 	pthread_rwlock_unlock(&s->lock);
+	gw_buf_release(&out);
 	return err;
 }
 
@@ -225,8 +221,6 @@ int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
 		err = seal_rollups(s, ser, GW_TIER_1M, &h->m1_closed);
 	if (!err && h->h1_open && h->h1.t <= before)
 		err = close_hour(s, ser, h);
-	if (!err && h->h1_day.len && h->h1_day_start + MS_DAY <= before)
-		err = seal_rollups(s, ser, GW_TIER_1H, &h->h1_day);
 	return err;
 }
 
@@ -408,16 +402,14 @@ static int make_active(struct gw_store *s, struct gw_series *ser)
 }
 
 /*
- * Nothing of the series is only in memory: no open chunk or rollup, no
- * unflushed sample, and the day's 1-hour column (if any) written by the
- * cut that just ran (h1_dirty is cleared once it is on disk).  Should the
- * series come back the same day, its new hours form a second 1-hour chunk
- * of that day.
+ * Nothing of the series is only in the head: no open chunk or rollup, no
+ * unflushed sample (what it sealed is in sealed[] until a cut writes it,
+ * which the eviction checks on its own).
  */
 static bool drained(const struct head *h)
 {
 	return !gw_chunk_count(&h->raw) && !h->m1_open && !h->m1_closed.len &&
-	       !h->h1_open && !h->h1_dirty && !h->npend;
+	       !h->h1_open && !h->npend;
 }
 
 /* Gives back the memory of a drained head's buffers. */
@@ -431,10 +423,6 @@ static void head_trim(struct head *h)
 	gw_rollup_init(&h->h1, 0);
 	gw_buf_release(&h->m1_closed);
 	gw_buf_init(&h->m1_closed, 16u << 20);
-	gw_buf_release(&h->h1_day);
-	gw_buf_init(&h->h1_day, 16u << 20);
-	h->h1_day_start = INT64_MIN;
-	h->h1_day_t0 = INT64_MIN;
 	free(h->pend);
 	h->pend = NULL;
 	h->cappend = 0;

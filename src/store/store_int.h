@@ -66,10 +66,6 @@ struct head {
 	int64_t m1_hour;
 	struct gw_rollup h1;
 	bool h1_open;
-	struct gw_buf h1_day; /* framed rollups of the day h1_day_start */
-	int64_t h1_day_start;
-	int64_t h1_day_t0; /* t of the first rollup in h1_day */
-	bool h1_dirty;	   /* h1_day changed since the last cut */
 	struct pending *pend;
 	uint32_t npend, cappend;
 	bool persisted; /* row in index.db */
@@ -301,9 +297,56 @@ struct gw_zchunk {
 int gw_store_zblock_each(const void *z, size_t zlen,
 			 int (*fn)(void *ctx, const struct gw_zchunk *c),
 			 void *ctx);
+/*
+ * Blocks of whole series as rows (id, t_min, t_max, n, data) of a table:
+ * add chunks in (series, t_min) order; a block is written when it has
+ * grown past its target, between series, keyed base + its last series
+ * (compact.c).
+ */
+struct gw_zwriter {
+	sqlite3_stmt *ins;
+	void *cctx; /* ZSTD_CCtx */
+	struct gw_buf raw;
+	uint8_t *z;
+	size_t zcap;
+	int64_t base, prev_series, prev_tmin, t_min, t_max, n;
+};
+int gw_zwriter_init(struct gw_zwriter *w, sqlite3 *db, const char *table,
+		    int64_t base);
+int gw_zwriter_add(struct gw_zwriter *w, const struct gw_zchunk *c);
+/* Writes what is buffered as one more block. */
+int gw_zwriter_flush(struct gw_zwriter *w);
+void gw_zwriter_release(struct gw_zwriter *w);
+/* A packed key list (format 2, front-coded) built from (id, key) pairs
+ * added in key order, then compressed with its checksum (compact.c). */
+struct gw_keylist {
+	struct gw_buf raw;
+	char *prev;
+	size_t prevlen, n;
+	int64_t previd;
+};
+void gw_keylist_init(struct gw_keylist *k);
+int gw_keylist_add(struct gw_keylist *k, int64_t id, const char *key);
+/* *z (malloc'd) NULL when no key was added. */
+int gw_keylist_pack(struct gw_keylist *k, void **z, size_t *zlen);
+void gw_keylist_release(struct gw_keylist *k);
+/*
+ * An open partition keeps each cut hour as blocks of that hour's chunks
+ * (`hblocks`, keyed hour << 32 | the block's last series, hour 0-23 of
+ * the partition's day) and the keys of that hour's series (`hkeys`);
+ * closing the day puts them back as rows of `chunks` and `series` for
+ * the compaction and the day's packing, in the caller's transaction
+ * (compact.c).
+ */
+#define GW_HOUR_SHIFT 32
+int gw_store_unpack_hours(sqlite3 *db);
 /* Moves index.db's series rows into one more packed list, a row of
- * series_packed (after a day is closed; its own transaction). */
+ * series_packed (after every cut; its own transaction). */
 int gw_store_pack_index(sqlite3 *db);
+/* Merges the lists packed since the last merge into one (after a day is
+ * closed, so that a year holds a list a day, not one an hour; its own
+ * transaction). */
+int gw_store_merge_index(sqlite3 *db);
 /* The keys of ids[0..n) (ascending) found in index.db's packed lists:
  * keys[i] is set (malloc'd) where it was NULL and the id is there.  0,
  * -ENOMEM (compact.c). */

@@ -6,11 +6,12 @@
  * a partition a query found damaged.
  *
  *   cut(H), when now >= H + grace: everything before H leaves the head:
- *   sealed[] and the hour's rollups are written to the partitions of their
- *   days, the 1-hour column of the day is rewritten, then the watermark
- *   becomes H and the head log before H is deleted.  A crash between the
- *   two steps replays the log into the same chunk keys (INSERT OR REPLACE),
- *   so a cut is idempotent.
+ *   sealed[] (raw chunks, the hour's minutes, the hour's 1-hour rollup)
+ *   is written to the partitions of their days, per hour of the day as
+ *   zstd blocks of whole series and a packed list of the hour's keys; then
+ *   the watermark becomes H and the head log before H is deleted.  A crash
+ *   between the two steps replays the log into the same hours, whose
+ *   blocks the next try replaces, so a cut is idempotent.
  */
 #include "store/store_int.h"
 
@@ -25,32 +26,6 @@
 
 /* ---- cuts ---- */
 
-static int write_chunk(sqlite3 *db, sqlite3_stmt **cache, uint32_t id,
-		       int64_t t_min, int64_t t_max, uint32_t n,
-		       const void *data, size_t len)
-{
-	int rc;
-
-	if (!*cache) {
-		rc = sqlite3_prepare_v2(db,
-					"INSERT OR REPLACE INTO chunks(series, "
-					"t_min, t_max, n, data) VALUES "
-					"(?,?,?,?,?)",
-					-1, cache, NULL);
-		if (rc != SQLITE_OK)
-			return gw_store_sql_err(db, rc, "write chunk");
-	}
-	sqlite3_bind_int64(*cache, 1, id);
-	sqlite3_bind_int64(*cache, 2, t_min);
-	sqlite3_bind_int64(*cache, 3, t_max);
-	sqlite3_bind_int64(*cache, 4, n);
-	sqlite3_bind_blob(*cache, 5, data, (int)len, SQLITE_STATIC);
-	rc = sqlite3_step(*cache);
-	sqlite3_reset(*cache);
-	sqlite3_clear_bindings(*cache);
-	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "write chunk");
-}
-
 /* Partition of a chunk: the day of its first timestamp (a rollup's t is
  * its window end, so its day is that of t - 1). */
 static int64_t chunk_day(enum gw_tier tier, int64_t t_min)
@@ -58,126 +33,199 @@ static int64_t chunk_day(enum gw_tier tier, int64_t t_min)
 	return floor_to(tier == GW_TIER_RAW ? t_min : t_min - 1, MS_DAY);
 }
 
-/*
- * Partitions with an open transaction during a cut, by (tier, day):
- * opening another partition may move the array they live in, so no
- * pointer into it is kept across gw_store_part_writable().
- */
-struct cut_txns {
-	struct {
-		enum gw_tier tier;
-		int64_t day;
-		/* prepared once per partition and cut */
-		sqlite3_stmt *series, *chunk;
-	} v[16];
-	size_t n;
-};
-
-/* The partition for (tier, day), inside the cut's transaction on it;
- * -EROFS for a closed day (its data is late and dropped). */
-static int cut_partition(struct gw_store *s, struct cut_txns *tx,
-			 enum gw_tier tier, int64_t day, struct part **out,
-			 size_t *slot)
+/* The hour of the day (0-23) a chunk belongs to, as chunk_day. */
+static int64_t chunk_hour(enum gw_tier tier, int64_t t_min)
 {
-	int err = gw_store_part_writable(s, tier, day, out);
+	int64_t t = tier == GW_TIER_RAW ? t_min : t_min - 1;
 
-	if (err)
-		return err;
-	for (size_t k = 0; k < tx->n; k++) {
-		if (tx->v[k].tier == tier && tx->v[k].day == day) {
-			*slot = k;
-			return 0;
-		}
-	}
-	if (tx->n == sizeof(tx->v) / sizeof(tx->v[0]))
-		return -E2BIG;
-	err = gw_store_exec((*out)->w, "BEGIN");
-	if (err)
-		return err;
-	*slot = tx->n;
-	tx->v[tx->n].tier = tier;
-	tx->v[tx->n].day = day;
-	tx->v[tx->n].series = NULL;
-	tx->v[tx->n++].chunk = NULL;
-	return 0;
+	return (floor_to(t, MS_HOUR) - floor_to(t, MS_DAY)) / MS_HOUR;
 }
 
-/* Writes the sealed chunks before H and the partial 1h day columns. */
+/* Whether a sealed chunk is of the time before H: a rollup's t is its
+ * window's end, so the window that ends at H is. */
+static bool sealed_before(const struct sealed *x, int64_t H)
+{
+	return x->tier == GW_TIER_RAW ? x->t_min < H : x->t_min <= H;
+}
+
+/* A sealed chunk to write, with what orders it. */
+struct cut_ref {
+	enum gw_tier tier;
+	int64_t day, hour;
+	uint32_t id;
+	int64_t t_min;
+	const struct sealed *x;
+	const char *key;
+};
+
+static int cut_ref_cmp(const void *a, const void *b)
+{
+	const struct cut_ref *x = a, *y = b;
+
+	if (x->tier != y->tier)
+		return x->tier < y->tier ? -1 : 1;
+	if (x->day != y->day)
+		return x->day < y->day ? -1 : 1;
+	if (x->hour != y->hour)
+		return x->hour < y->hour ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->t_min > y->t_min) - (x->t_min < y->t_min);
+}
+
+static int cut_key_cmp(const void *a, const void *b)
+{
+	const struct cut_ref *const *x = a, *const *y = b;
+
+	return strcmp((*x)->key, (*y)->key);
+}
+
+/* The hour's keys as one packed list: each series once, by key. */
+static int write_hour_keys(sqlite3 *db, int64_t hour, struct cut_ref *v,
+			   size_t n)
+{
+	struct cut_ref **byk = malloc(n * sizeof(*byk));
+	struct gw_keylist kl;
+	sqlite3_stmt *st = NULL;
+	size_t m = 0, zlen = 0;
+	void *z = NULL;
+	int err = 0, rc;
+
+	if (!byk)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) /* v is in id order */
+		if (!m || byk[m - 1]->id != v[i].id)
+			byk[m++] = &v[i];
+	qsort(byk, m, sizeof(*byk), cut_key_cmp);
+	gw_keylist_init(&kl);
+	for (size_t i = 0; i < m && !err; i++)
+		err = gw_keylist_add(&kl, byk[i]->id, byk[i]->key);
+	if (!err)
+		err = gw_keylist_pack(&kl, &z, &zlen);
+	gw_keylist_release(&kl);
+	free(byk);
+	if (err || !z)
+		return err;
+	rc = sqlite3_prepare_v2(db,
+				"INSERT OR REPLACE INTO hkeys(hour, data) "
+				"VALUES (?, ?)",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, hour);
+		sqlite3_bind_blob(st, 2, z, (int)zlen, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	free(z);
+	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "write cut");
+}
+
+/*
+ * One hour of one partition: its blocks replace whatever an earlier try
+ * of the same cut wrote (a crash before the watermark moved replays the
+ * same samples into the same hour), then its key list.
+ */
+static int write_hour(sqlite3 *db, int64_t hour, struct cut_ref *v, size_t n,
+		      uint64_t *samples)
+{
+	int64_t base = hour << GW_HOUR_SHIFT;
+	struct gw_zwriter w;
+	sqlite3_stmt *del = NULL;
+	int err, rc;
+
+	rc = sqlite3_prepare_v2(db,
+				"DELETE FROM hblocks WHERE id >= ?1 AND id < "
+				"?2",
+				-1, &del, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(del, 1, base);
+		sqlite3_bind_int64(del, 2, (hour + 1) << GW_HOUR_SHIFT);
+		rc = sqlite3_step(del);
+	}
+	sqlite3_finalize(del);
+	if (rc != SQLITE_DONE)
+		return gw_store_sql_err(db, rc, "write cut");
+	err = gw_zwriter_init(&w, db, "hblocks", base);
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct sealed *x = v[i].x;
+		struct gw_zchunk c = { x->id,	 x->n,	  x->t_min,
+				       x->t_max, x->data, x->len };
+
+		err = gw_zwriter_add(&w, &c);
+		*samples += x->n;
+	}
+	if (!err)
+		err = gw_zwriter_flush(&w);
+	gw_zwriter_release(&w);
+	if (!err)
+		err = write_hour_keys(db, hour, v, n);
+	return err;
+}
+
+/*
+ * Writes the sealed chunks before H: per partition (tier, day) one
+ * transaction, in it per hour of the day one set of blocks and one key
+ * list.  A closed day's partition takes nothing (late data, dropped).
+ */
 static int write_cut(struct gw_store *s, int64_t H)
 {
-	size_t n = s->active.n;
-	struct cut_txns tx = { .n = 0 };
+	struct cut_ref *v = malloc((s->nsealed ? s->nsealed : 1) * sizeof(*v));
+	size_t n = 0;
 	int err = 0;
 
-	/* One transaction per partition touched. */
-	for (size_t i = 0; i < s->nsealed && !err; i++) {
-		struct sealed *x = &s->sealed[i];
-		int64_t day = chunk_day(x->tier, x->t_min);
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nsealed; i++) {
+		const struct sealed *x = &s->sealed[i];
 		struct gw_series *ser = gw_series_index_get(s->idx, x->id);
-		struct part *p;
-		size_t k;
 
-		if (x->t_min >= H || !ser)
+		if (!sealed_before(x, H) || !ser)
 			continue;
-		err = cut_partition(s, &tx, x->tier, day, &p, &k);
+		v[n++] = (struct cut_ref){ x->tier,
+					   chunk_day(x->tier, x->t_min),
+					   chunk_hour(x->tier, x->t_min),
+					   x->id,
+					   x->t_min,
+					   x,
+					   ser->key };
+	}
+	qsort(v, n, sizeof(*v), cut_ref_cmp);
+	for (size_t i = 0; i < n && !err;) {
+		size_t j = i, k = i;
+		struct part *p;
+		uint64_t samples = 0;
+
+		while (j < n && v[j].tier == v[i].tier && v[j].day == v[i].day)
+			j++;
+		err = gw_store_part_writable(s, v[i].tier, v[i].day, &p);
 		if (err == -EROFS) {
 			err = 0;
+			i = j;
 			continue;
 		}
+		if (!err)
+			err = gw_store_exec(p->w, "BEGIN");
 		if (err)
 			break;
-		err = gw_store_insert_series(p->w, &tx.v[k].series, ser, true);
-		if (!err)
-			err = write_chunk(p->w, &tx.v[k].chunk, x->id, x->t_min,
-					  x->t_max, x->n, x->data, x->len);
-		if (!err)
-			p->samples += x->n;
-	}
-	for (size_t i = 0; i < n && !err; i++) {
-		struct gw_series *ser = s->active.v[i];
-		struct head *h = ser->head;
-		struct gw_rollup *r = NULL;
-		struct gw_buf out;
-		struct part *p;
-		size_t k = 0, slot;
+		while (k < j && !err) {
+			size_t e = k;
 
-		if (!h->h1_dirty || !h->h1_day.len)
-			continue;
-		err = cut_partition(s, &tx, GW_TIER_1H, h->h1_day_start, &p,
-				    &slot);
-		if (err == -EROFS) {
-			err = 0;
-			continue;
+			while (e < j && v[e].hour == v[k].hour)
+				e++;
+			err = write_hour(p->w, v[k].hour, v + k, e - k,
+					 &samples);
+			k = e;
 		}
-		if (err)
-			break;
-		err = gw_store_frame_decode(&h->h1_day, &r, &k);
-		gw_buf_init(&out, 64u << 20);
-		if (!err && k)
-			err = gw_rollup_encode(r, k, &out);
-		if (!err)
-			err = gw_store_insert_series(p->w, &tx.v[slot].series,
-						     ser, true);
-		if (!err && k)
-			err = write_chunk(p->w, &tx.v[slot].chunk, ser->id,
-					  r[0].t, r[k - 1].t, (uint32_t)k,
-					  out.p, out.len);
-		gw_buf_release(&out);
-		gw_rollup_free_array(r, k);
-	}
-	for (size_t k = 0; k < tx.n; k++) {
-		struct part *p =
-			gw_store_part_find(s, tx.v[k].tier, tx.v[k].day);
-
-		sqlite3_finalize(tx.v[k].series);
-		sqlite3_finalize(tx.v[k].chunk);
-		if (!p || !p->w)
-			continue;
-		if (err)
+		if (err) {
 			(void)gw_store_exec(p->w, "ROLLBACK");
-		else
-			err = gw_store_exec(p->w, "COMMIT");
+			break;
+		}
+		err = gw_store_exec(p->w, "COMMIT");
+		if (!err)
+			p->samples += samples;
+		i = j;
 	}
+	free(v);
 	return err;
 }
 
@@ -187,7 +235,7 @@ static void drop_sealed_before(struct gw_store *s, int64_t H)
 
 	pthread_rwlock_wrlock(&s->lock);
 	for (size_t i = 0; i < s->nsealed; i++) {
-		if (s->sealed[i].t_min < H)
+		if (sealed_before(&s->sealed[i], H))
 			free(s->sealed[i].data);
 		else
 			s->sealed[j++] = s->sealed[i];
@@ -301,9 +349,20 @@ static void close_day(struct gw_store *s, int64_t day)
 			p->w = NULL;
 		}
 		if (gw_store_open_db(p->path, false, false, &db) == 0) {
-			if (p->tier != GW_TIER_1H)
-				(void)gw_store_compact_db(db, p->tier);
+			/* The cut hours back into rows, then merged and
+			 * packed as one day; should that fail, the day
+			 * stays readable as it was written. */
+			bool rows = false;
+
 			if (gw_store_exec(db, "BEGIN") == 0) {
+				rows = gw_store_unpack_hours(db) == 0 &&
+				       gw_store_exec(db, "COMMIT") == 0;
+				if (!rows)
+					(void)gw_store_exec(db, "ROLLBACK");
+			}
+			if (rows)
+				(void)gw_store_compact_db(db, p->tier);
+			if (rows && gw_store_exec(db, "BEGIN") == 0) {
 				if (gw_store_pack_series(db) == 0 &&
 				    gw_store_pack_chunks(db) == 0)
 					(void)gw_store_exec(db, "COMMIT");
@@ -350,8 +409,6 @@ static int cut(struct gw_store *s, int64_t H)
 		return err;
 	}
 	drop_sealed_before(s, H);
-	for (size_t i = 0; i < n; i++)
-		((struct head *)s->active.v[i]->head)->h1_dirty = false;
 	err = set_watermark(s, H);
 	if (err)
 		return err;
@@ -363,10 +420,12 @@ static int cut(struct gw_store *s, int64_t H)
 			close_day(s, s->parts[i].day);
 			closed = true;
 		}
-	/* A day closed: the keys of the series known so far leave their
-	 * rows for one packed list (a tenth of the bytes under churn);
-	 * evicted series are looked up in both (gw_store_packed_keys). */
-	if (closed && gw_store_pack_index(s->index) == 0)
+	/* The keys of the series known so far leave their rows for one
+	 * packed list (a tenth of the bytes under churn; evicted series are
+	 * looked up in both: gw_store_packed_keys); a day's lists become
+	 * one when the day closes. */
+	if (gw_store_pack_index(s->index) == 0 &&
+	    (!closed || gw_store_merge_index(s->index) == 0))
 		(void)gw_store_exec(s->index, "PRAGMA incremental_vacuum;");
 	return 0;
 }

@@ -427,41 +427,39 @@ static int read_status(struct gw_store *s, sqlite3 *db, const char *path,
 }
 
 /*
- * A closed partition in zstd blocks (compact.c): the block of the next
- * selected series not read yet is the first with id >= it; one block
- * answers every selected series up to its id.
+ * Blocks of whole series (compact.c): in a closed partition `zblocks`
+ * keyed by their last series id, in an open one `hblocks` keyed hour <<
+ * 32 | last series id (base: hour << 32).  The block of the next selected
+ * series not read yet is the first with key >= base + its id; one block
+ * answers every selected series up to its last.  -ENOENT: no such table.
  */
-static int read_zblocks(struct gw_store *s, sqlite3 *db, const char *path,
-			struct sel *sels, size_t n, enum gw_tier tier,
-			int64_t mint, int64_t maxt, struct gw_query_limits *lim)
+static int read_blocks(struct gw_store *s, sqlite3 *db, const char *path,
+		       const char *sql, int64_t base, struct sel *sels,
+		       size_t n, enum gw_tier tier, int64_t mint, int64_t maxt,
+		       struct gw_query_limits *lim)
 {
 	struct zread z = { s, sels, n, 0, tier, mint, maxt, lim };
 	sqlite3_stmt *st = NULL;
 	size_t next = 0;
 	int err = 0, rc;
 
-	rc = sqlite3_prepare_v2(db,
-				"SELECT id, data FROM zblocks WHERE id >= ?1 "
-				"AND t_max >= ?2 AND t_min <= ?3 ORDER BY id "
-				"LIMIT 1",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc == SQLITE_INTERRUPT)
 		return check_limits(lim, 0);
-	if (rc != SQLITE_OK) {
-		note_corrupt_file(s, path);
-		return 0;
-	}
+	if (rc != SQLITE_OK)
+		return -ENOENT;
 	while (!err && next < n) {
 		int64_t last;
 
 		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, sels[next].id);
+		sqlite3_bind_int64(st, 1, base + sels[next].id);
 		sqlite3_bind_int64(st, 2, mint);
 		sqlite3_bind_int64(st, 3, maxt);
+		sqlite3_bind_int64(st, 4, base + ((int64_t)1 << GW_HOUR_SHIFT));
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_ROW)
 			break;
-		last = sqlite3_column_int64(st, 0);
+		last = sqlite3_column_int64(st, 0) - base;
 		z.at = next;
 		err = gw_store_zblock_each(sqlite3_column_blob(st, 1),
 					   (size_t)sqlite3_column_bytes(st, 1),
@@ -480,6 +478,39 @@ static int read_zblocks(struct gw_store *s, sqlite3 *db, const char *path,
 		err = read_status(s, db, path, rc, lim);
 	sqlite3_finalize(st);
 	return err;
+}
+
+static int read_zblocks(struct gw_store *s, sqlite3 *db, const char *path,
+			struct sel *sels, size_t n, enum gw_tier tier,
+			int64_t mint, int64_t maxt, struct gw_query_limits *lim)
+{
+	int err = read_blocks(s, db, path,
+			      "SELECT id, data FROM zblocks WHERE id >= ?1 AND "
+			      "t_max >= ?2 AND t_min <= ?3 ORDER BY id LIMIT 1",
+			      0, sels, n, tier, mint, maxt, lim);
+
+	if (err == -ENOENT) {
+		note_corrupt_file(s, path);
+		err = 0;
+	}
+	return err;
+}
+
+/* The hours an open partition's cuts wrote, each in its own blocks. */
+static int read_hours(struct gw_store *s, sqlite3 *db, const char *path,
+		      struct sel *sels, size_t n, enum gw_tier tier,
+		      int64_t mint, int64_t maxt, struct gw_query_limits *lim)
+{
+	int err = 0;
+
+	for (int64_t h = 0; h < 24 && !err; h++)
+		err = read_blocks(s, db, path,
+				  "SELECT id, data FROM hblocks WHERE id >= ?1 "
+				  "AND id < ?4 AND t_max >= ?2 AND t_min <= ?3 "
+				  "ORDER BY id LIMIT 1",
+				  h << GW_HOUR_SHIFT, sels, n, tier, mint, maxt,
+				  lim);
+	return err == -ENOENT ? 0 : err; /* from before the hour blocks */
 }
 
 static int read_partition(struct gw_store *s, const char *path,
@@ -564,6 +595,8 @@ static int read_partition(struct gw_store *s, const char *path,
 	}
 	if (!err)
 		err = read_status(s, db, path, rc, lim);
+	if (!err && !packed)
+		err = read_hours(s, db, path, sels, n, tier, mint, maxt, lim);
 out:
 	gw_buf_release(&ids);
 	sqlite3_finalize(st);
@@ -646,9 +679,6 @@ static int copy_head(struct sel *x, enum gw_tier tier, const struct head *h)
 	} else if (tier == GW_TIER_1M) {
 		err = mem_add(x, tier, true, INT64_MIN, h->m1_closed.p,
 			      h->m1_closed.len);
-	} else if (tier == GW_TIER_1H) {
-		err = mem_add(x, tier, true, h->h1_day_t0, h->h1_day.p,
-			      h->h1_day.len);
 	}
 	if (!err && tier != GW_TIER_RAW)
 		err = mem_add_open(x, tier, h);

@@ -324,9 +324,16 @@ static void closed_days_of_format_1_are_read(void **state)
 	gw_store_close(f->s);
 	f->s = NULL;
 	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
-	assert_true(count_rows(path, "chunks") > 0);
+	assert_true(count_rows(path, "hblocks") > 0);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	/* what closing a day did before format 2 */
+	/* the cut hours as rows, then what closing a day did before
+	 * format 2 */
+	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(gw_store_unpack_hours(db), 0);
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_true(count_rows(path, "chunks") > 0);
 	assert_int_equal(
 		sqlite3_exec(
 			db,

@@ -345,12 +345,13 @@ static void journal_mode(const char *path, char *out, size_t len)
 	sqlite3_close(db);
 }
 
-static int64_t count_chunks(sqlite3 *db)
+/* The open day's blocks of cut hours (store_maint.c). */
+static int64_t count_blocks(sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t n;
 
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM chunks",
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM hblocks",
 					    -1, &st, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -386,7 +387,7 @@ static void day_closes_under_a_reader(void **state)
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_exec(rd, "BEGIN", NULL, NULL, NULL),
 			 SQLITE_OK);
-	before = count_chunks(rd);
+	before = count_blocks(rd);
 	assert_true(before > 0);
 	for (int64_t t = day - HOUR + 60000; t < day + 120000; t += 10000) {
 		append(f, 1, t);
@@ -399,7 +400,7 @@ static void day_closes_under_a_reader(void **state)
 	assert_int_equal(access(side, F_OK), -1);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0222, 0); /* write-protected: closed */
-	assert_int_equal(count_chunks(rd), before);
+	assert_int_equal(count_blocks(rd), before);
 	assert_int_equal(sqlite3_exec(rd, "COMMIT", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(rd);
