@@ -869,7 +869,7 @@ static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
 	return err;
 }
 
-int gw_store_unpack_hours(sqlite3 *db)
+int gw_store_unpack_hours(sqlite3 *db, bool chunks)
 {
 	int err = unpack_all(db, "SELECT data FROM hkeys",
 			     "INSERT OR IGNORE INTO series(id, key) VALUES "
@@ -877,13 +877,14 @@ int gw_store_unpack_hours(sqlite3 *db)
 			     true);
 
 	if (!err)
+		err = gw_store_exec(db, "DROP TABLE IF EXISTS hkeys");
+	if (!err && chunks)
 		err = unpack_all(db, "SELECT data FROM hblocks ORDER BY id",
 				 "INSERT OR REPLACE INTO chunks(series, t_min, "
 				 "t_max, n, data) VALUES (?,?,?,?,?)",
 				 false);
-	if (!err)
-		err = gw_store_exec(db, "DROP TABLE IF EXISTS hblocks; "
-					"DROP TABLE IF EXISTS hkeys;");
+	if (!err && chunks)
+		err = gw_store_exec(db, "DROP TABLE IF EXISTS hblocks");
 	return err;
 }
 
