@@ -648,16 +648,18 @@ int gw_store_each_series(sqlite3 *db,
 #define ZBLOCK_LEVEL  3
 
 int gw_zwriter_init(struct gw_zwriter *w, sqlite3 *db, const char *table,
-		    int64_t base)
+		    int64_t base, bool ids)
 {
 	char sql[160];
 	int rc;
 
 	memset(w, 0, sizeof(*w));
 	w->base = base;
+	w->with_ids = ids;
 	w->t_min = INT64_MAX;
 	w->t_max = INT64_MIN;
 	gw_buf_init(&w->raw, PACK_MAX);
+	gw_buf_init(&w->ids, PACK_MAX);
 	w->cctx = ZSTD_createCCtx();
 	if (!w->cctx ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(
@@ -666,9 +668,9 @@ int gw_zwriter_init(struct gw_zwriter *w, sqlite3 *db, const char *table,
 		    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
 		return -ENOMEM;
 	snprintf(sql, sizeof(sql),
-		 "INSERT OR REPLACE INTO %s(id, t_min, t_max, n, data) VALUES "
-		 "(?,?,?,?,?)",
-		 table);
+		 "INSERT OR REPLACE INTO %s(id, t_min, t_max, n, data%s) "
+		 "VALUES (?,?,?,?,?%s)",
+		 table, ids ? ", ids" : "", ids ? ",?" : "");
 	rc = sqlite3_prepare_v2(db, sql, -1, &w->ins, NULL);
 	return rc == SQLITE_OK ? 0 : gw_store_sql_err(db, rc, "pack chunks");
 }
@@ -679,6 +681,7 @@ void gw_zwriter_release(struct gw_zwriter *w)
 	ZSTD_freeCCtx(w->cctx);
 	free(w->z);
 	gw_buf_release(&w->raw);
+	gw_buf_release(&w->ids);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -707,11 +710,15 @@ int gw_zwriter_flush(struct gw_zwriter *w)
 	sqlite3_bind_int64(w->ins, 3, w->t_max);
 	sqlite3_bind_int64(w->ins, 4, w->n);
 	sqlite3_bind_blob(w->ins, 5, w->z, (int)zlen, SQLITE_STATIC);
+	if (w->with_ids)
+		sqlite3_bind_blob(w->ins, 6, w->ids.p, (int)w->ids.len,
+				  SQLITE_STATIC);
 	rc = sqlite3_step(w->ins);
 	if (rc != SQLITE_DONE)
 		return gw_store_sql_err(sqlite3_db_handle(w->ins), rc,
 					"pack chunks");
 	gw_buf_reset(&w->raw);
+	gw_buf_reset(&w->ids);
 	w->prev_series = 0;
 	w->prev_tmin = 0;
 	w->t_min = INT64_MAX;
@@ -729,6 +736,9 @@ int gw_zwriter_add(struct gw_zwriter *w, const struct gw_zchunk *c)
 		err = gw_zwriter_flush(w);
 	if (err)
 		return err;
+	if (w->with_ids && c->series != w->prev_series)
+		gw_varint_put(&w->ids,
+			      (uint64_t)((int64_t)c->series - w->prev_series));
 	gw_varint_put(&w->raw, (uint64_t)((int64_t)c->series - w->prev_series));
 	gw_varint_put(&w->raw,
 		      gw_zigzag((uint64_t)c->t_min - (uint64_t)w->prev_tmin));
@@ -743,7 +753,8 @@ int gw_zwriter_add(struct gw_zwriter *w, const struct gw_zchunk *c)
 	if (c->t_max > w->t_max)
 		w->t_max = c->t_max;
 	w->n += c->n;
-	return gw_buf_error(&w->raw);
+	return gw_buf_error(&w->raw) ? gw_buf_error(&w->raw)
+				     : gw_buf_error(&w->ids);
 }
 
 int gw_store_pack_chunks(sqlite3 *db)
@@ -758,7 +769,7 @@ int gw_store_pack_chunks(sqlite3 *db)
 			    "NULL, n INTEGER NOT NULL, data BLOB NOT NULL)");
 	if (err)
 		return err;
-	err = gw_zwriter_init(&w, db, "zblocks", 0);
+	err = gw_zwriter_init(&w, db, "zblocks", 0, false);
 	if (err)
 		goto out;
 	rc = sqlite3_prepare_v2(db,

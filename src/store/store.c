@@ -222,10 +222,12 @@ static const char part_schema[] =
 	" t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, n INTEGER NOT NULL,"
 	" data BLOB NOT NULL, PRIMARY KEY(series, t_min));"
 	/* The open day's cut hours (store_maint.c): blocks of the hour's
-	 * chunks keyed hour << 32 | last series, and the hour's keys. */
+	 * chunks keyed hour << 32 | last series, and the hour's keys.  A
+	 * block's series ids come before its data, so that a lookup reads
+	 * them without the block's overflow pages. */
 	"CREATE TABLE IF NOT EXISTS hblocks(id INTEGER PRIMARY KEY,"
 	" t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, n INTEGER NOT NULL,"
-	" data BLOB NOT NULL);"
+	" ids BLOB, data BLOB NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS hkeys(hour INTEGER PRIMARY KEY,"
 	" data BLOB NOT NULL);";
 

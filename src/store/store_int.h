@@ -309,10 +309,15 @@ struct gw_zwriter {
 	struct gw_buf raw;
 	uint8_t *z;
 	size_t zcap;
+	struct gw_buf ids; /* the block's series: varint deltas */
+	bool with_ids;
 	int64_t base, prev_series, prev_tmin, t_min, t_max, n;
 };
+/* ids: the table has an `ids` column, given the block's series ids as
+ * ascending varint deltas (a lookup skips a block without its series
+ * before decompressing it). */
 int gw_zwriter_init(struct gw_zwriter *w, sqlite3 *db, const char *table,
-		    int64_t base);
+		    int64_t base, bool ids);
 int gw_zwriter_add(struct gw_zwriter *w, const struct gw_zchunk *c);
 /* Writes what is buffered as one more block. */
 int gw_zwriter_flush(struct gw_zwriter *w);

@@ -145,7 +145,7 @@ static int write_hour(sqlite3 *db, int64_t hour, struct cut_ref *v, size_t n,
 	sqlite3_finalize(del);
 	if (rc != SQLITE_DONE)
 		return gw_store_sql_err(db, rc, "write cut");
-	err = gw_zwriter_init(&w, db, "hblocks", base);
+	err = gw_zwriter_init(&w, db, "hblocks", base, true);
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct sealed *x = v[i].x;
 		struct gw_zchunk c = { x->id,	 x->n,	  x->t_min,

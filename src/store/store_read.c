@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bits.h"
 #include "common/log.h"
 
 /* One in-memory piece copied from the head. */
@@ -426,28 +427,48 @@ static int read_status(struct gw_store *s, sqlite3 *db, const char *path,
 	return err;
 }
 
+/* Whether a block's ids column (gw_zwriter: its series as ascending
+ * varint deltas) names one of sels[0..n) up to last; a missing or
+ * malformed column says yes. */
+static bool block_has(const uint8_t *p, size_t len, const struct sel *sels,
+		      size_t n, int64_t last)
+{
+	const uint8_t *end = p + len;
+	uint64_t id = 0, d;
+	size_t i = 0;
+
+	if (!p)
+		return true;
+	while (i < n && sels[i].id <= last && p < end) {
+		if (gw_varint_get(&p, end, &d))
+			return true;
+		id += d;
+		while (i < n && sels[i].id < id)
+			i++;
+		if (i < n && sels[i].id == id)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Blocks of whole series (compact.c): in a closed partition `zblocks`
- * keyed by their last series id, in an open one `hblocks` keyed hour <<
+ * keyed by their last series id, in an hour's (the open day, a raw day) `hblocks` keyed hour <<
  * 32 | last series id (base: hour << 32).  The block of the next selected
  * series not read yet is the first with key >= base + its id; one block
- * answers every selected series up to its last.  -ENOENT: no such table.
+ * answers every selected series up to its last.  An hour block's ids
+ * come first (st: id, ids; data: its data by id), so that a lookup
+ * decompresses only the blocks that hold its series.
  */
 static int read_blocks(struct gw_store *s, sqlite3 *db, const char *path,
-		       const char *sql, int64_t base, struct sel *sels,
-		       size_t n, enum gw_tier tier, int64_t mint, int64_t maxt,
-		       struct gw_query_limits *lim)
+		       sqlite3_stmt *st, sqlite3_stmt *data, int64_t base,
+		       struct sel *sels, size_t n, enum gw_tier tier,
+		       int64_t mint, int64_t maxt, struct gw_query_limits *lim)
 {
 	struct zread z = { s, sels, n, 0, tier, mint, maxt, lim };
-	sqlite3_stmt *st = NULL;
 	size_t next = 0;
-	int err = 0, rc;
+	int err = 0, rc = SQLITE_DONE;
 
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc == SQLITE_INTERRUPT)
-		return check_limits(lim, 0);
-	if (rc != SQLITE_OK)
-		return -ENOENT;
 	while (!err && next < n) {
 		int64_t last;
 
@@ -461,9 +482,27 @@ static int read_blocks(struct gw_store *s, sqlite3 *db, const char *path,
 			break;
 		last = sqlite3_column_int64(st, 0) - base;
 		z.at = next;
-		err = gw_store_zblock_each(sqlite3_column_blob(st, 1),
-					   (size_t)sqlite3_column_bytes(st, 1),
-					   zread_chunk, &z);
+		if (!data) {
+			err = gw_store_zblock_each(
+				sqlite3_column_blob(st, 1),
+				(size_t)sqlite3_column_bytes(st, 1),
+				zread_chunk, &z);
+		} else if (block_has(sqlite3_column_blob(st, 1),
+				     (size_t)sqlite3_column_bytes(st, 1),
+				     sels + next, n - next, last)) {
+			/* Only now its data: read apart, it is a chain
+			 * of overflow pages the ids let us skip. */
+			sqlite3_reset(data);
+			sqlite3_bind_int64(data, 1, last + base);
+			err = sqlite3_step(data) == SQLITE_ROW
+				      ? gw_store_zblock_each(
+						sqlite3_column_blob(data, 0),
+						(size_t)sqlite3_column_bytes(
+							data, 0),
+						zread_chunk, &z)
+				      : read_status(s, db, path,
+						    sqlite3_errcode(db), lim);
+		}
 		if (err == -EBADMSG) {
 			atomic_fetch_add(&s->st_corrupt, 1);
 			note_corrupt_file(s, path);
@@ -476,23 +515,38 @@ static int read_blocks(struct gw_store *s, sqlite3 *db, const char *path,
 	}
 	if (!err)
 		err = read_status(s, db, path, rc, lim);
-	sqlite3_finalize(st);
 	return err;
+}
+
+/* A statement of read_blocks: 1 on SQLite's interrupt (the query's
+ * limits), -1 when the table is not there. */
+static int prepare_blocks(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+
+	return rc == SQLITE_OK ? 0 : rc == SQLITE_INTERRUPT ? 1 : -1;
 }
 
 static int read_zblocks(struct gw_store *s, sqlite3 *db, const char *path,
 			struct sel *sels, size_t n, enum gw_tier tier,
 			int64_t mint, int64_t maxt, struct gw_query_limits *lim)
 {
-	int err = read_blocks(s, db, path,
-			      "SELECT id, data FROM zblocks WHERE id >= ?1 AND "
-			      "t_max >= ?2 AND t_min <= ?3 ORDER BY id LIMIT 1",
-			      0, sels, n, tier, mint, maxt, lim);
+	sqlite3_stmt *st = NULL;
+	int err, p;
 
-	if (err == -ENOENT) {
+	p = prepare_blocks(db,
+			   "SELECT id, data FROM zblocks WHERE id >= ?1 AND "
+			   "t_max >= ?2 AND t_min <= ?3 ORDER BY id LIMIT 1",
+			   &st);
+	if (p) {
+		if (p > 0)
+			return check_limits(lim, 0);
 		note_corrupt_file(s, path);
-		err = 0;
+		return 0;
 	}
+	err = read_blocks(s, db, path, st, NULL, 0, sels, n, tier, mint, maxt,
+			  lim);
+	sqlite3_finalize(st);
 	return err;
 }
 
@@ -501,16 +555,27 @@ static int read_hours(struct gw_store *s, sqlite3 *db, const char *path,
 		      struct sel *sels, size_t n, enum gw_tier tier,
 		      int64_t mint, int64_t maxt, struct gw_query_limits *lim)
 {
-	int err = 0;
+	sqlite3_stmt *st = NULL, *data = NULL;
+	int err = 0, p;
 
+	p = prepare_blocks(db,
+			   "SELECT id, ids FROM hblocks WHERE id >= ?1 AND id "
+			   "< ?4 AND t_max >= ?2 AND t_min <= ?3 ORDER BY id "
+			   "LIMIT 1",
+			   &st);
+	if (!p)
+		p = prepare_blocks(db, "SELECT data FROM hblocks WHERE id = ?1",
+				   &data);
+	if (p) { /* a partition from before the hour blocks: none */
+		sqlite3_finalize(st);
+		return p > 0 ? check_limits(lim, 0) : 0;
+	}
 	for (int64_t h = 0; h < 24 && !err; h++)
-		err = read_blocks(s, db, path,
-				  "SELECT id, data FROM hblocks WHERE id >= ?1 "
-				  "AND id < ?4 AND t_max >= ?2 AND t_min <= ?3 "
-				  "ORDER BY id LIMIT 1",
-				  h << GW_HOUR_SHIFT, sels, n, tier, mint, maxt,
-				  lim);
-	return err == -ENOENT ? 0 : err; /* from before the hour blocks */
+		err = read_blocks(s, db, path, st, data, h << GW_HOUR_SHIFT,
+				  sels, n, tier, mint, maxt, lim);
+	sqlite3_finalize(st);
+	sqlite3_finalize(data);
+	return err;
 }
 
 static int read_partition(struct gw_store *s, const char *path,

@@ -213,7 +213,8 @@ static void closed_days_are_compressed_and_read_back(void **state)
 	feed(f, T0, T0 + DAY + 2 * HOUR, 2);
 	/* raw: the hours' blocks, one key list for the day */
 	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
-	assert_int_equal(count_rows(path, "hblocks"), 24); /* both series in each */
+	assert_int_equal(count_rows(path, "hblocks"),
+			 24); /* both series in each */
 	assert_int_equal(count_rows(path, "hkeys"), -1);
 	assert_int_equal(count_rows(path, "series"), 0);
 	/* rollups: one chunk per series and day, in blocks */
