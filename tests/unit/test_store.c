@@ -364,6 +364,56 @@ static void closed_days_of_format_1_are_read(void **state)
 	expect_raw(f, T0, T0 + 2 * HOUR + 20000);
 }
 
+/*
+ * A day an earlier version began (its cut hours as rows of `chunks` and
+ * `series`, no hour blocks): read as it is, its later hours go to hour
+ * blocks beside the rows, and the day closes with every sample and
+ * rollup, rows and blocks together.
+ */
+static void open_days_of_rows_are_read_and_closed(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_series_set set;
+	char path[PATH_MAX];
+	sqlite3 *db;
+
+	feed(f, T0, T0 + 2 * HOUR + 20000, 2);
+	gw_store_close(f->s);
+	f->s = NULL;
+	for (int t = 0; t < 3; t++) {
+		static const char *const tier[] = { "raw", "1m", "1h" };
+
+		snprintf(path, sizeof(path), "%s/%s/2026-11-30.db", f->dir,
+			 tier[t]);
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_int_equal(gw_store_unpack_hours(db, true), 0);
+		assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+		assert_true(count_rows(path, "chunks") > 0);
+		assert_int_equal(count_rows(path, "hblocks"), -1);
+	}
+	reopen(f);
+	expect_raw(f, T0, T0 + 2 * HOUR + 20000);
+	feed(f, T0 + 2 * HOUR + 20000, T0 + DAY + HOUR, 2);
+	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
+	assert_true(count_rows(path, "chunks") > 0);
+	assert_true(count_rows(path, "hblocks") > 0);
+	expect_raw(f, T0, T0 + DAY + HOUR);
+	set = select_gpu(f, "1", T0, T0 + DAY, GW_TIER_1M);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 1440);
+	gw_series_set_release(&set);
+	set = select_gpu(f, "1", T0, T0 + DAY, GW_TIER_1H);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.s[0].n, 24);
+	for (size_t i = 0; i < 24; i++)
+		assert_true(set.s[0].r[i].count == 3600);
+	gw_series_set_release(&set);
+}
+
 static void rollups_hold_minute_and_hour_aggregates(void **state)
 {
 	struct fixture *f = *state;
@@ -1114,6 +1164,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			out_of_order_is_refused_and_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			open_days_of_rows_are_read_and_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(empty_label_value_is_absent,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(series_cap_refuses_and_counts,
