@@ -880,7 +880,7 @@ static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
 	return err;
 }
 
-int gw_store_unpack_hours(sqlite3 *db, bool chunks)
+int gw_store_unpack_hours(sqlite3 *db)
 {
 	int err = unpack_all(db, "SELECT data FROM hkeys",
 			     "INSERT OR IGNORE INTO series(id, key) VALUES "
@@ -888,14 +888,13 @@ int gw_store_unpack_hours(sqlite3 *db, bool chunks)
 			     true);
 
 	if (!err)
-		err = gw_store_exec(db, "DROP TABLE IF EXISTS hkeys");
-	if (!err && chunks)
 		err = unpack_all(db, "SELECT data FROM hblocks ORDER BY id",
 				 "INSERT OR REPLACE INTO chunks(series, t_min, "
 				 "t_max, n, data) VALUES (?,?,?,?,?)",
 				 false);
-	if (!err && chunks)
-		err = gw_store_exec(db, "DROP TABLE IF EXISTS hblocks");
+	if (!err)
+		err = gw_store_exec(db, "DROP TABLE IF EXISTS hblocks; "
+					"DROP TABLE IF EXISTS hkeys;");
 	return err;
 }
 

@@ -339,12 +339,12 @@ void gw_keylist_release(struct gw_keylist *k);
  * An open partition keeps each cut hour as blocks of that hour's chunks
  * (`hblocks`, keyed hour << 32 | the block's last series, hour 0-23 of
  * the partition's day) and the keys of that hour's series (`hkeys`).
- * Closing the day puts the keys back as rows of `series` for the day's
- * one packed list and, with chunks, the chunks as rows of `chunks` for
- * the compaction and format 2, in the caller's transaction (compact.c).
+ * Closing the day puts them back as rows of `chunks` and `series` for
+ * the compaction and the day's packing, in the caller's transaction
+ * (compact.c).
  */
 #define GW_HOUR_SHIFT 32
-int gw_store_unpack_hours(sqlite3 *db, bool chunks);
+int gw_store_unpack_hours(sqlite3 *db);
 /* Moves index.db's series rows into one more packed list, a row of
  * series_packed (after every cut; its own transaction). */
 int gw_store_pack_index(sqlite3 *db);

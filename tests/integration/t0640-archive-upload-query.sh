@@ -81,7 +81,7 @@ grep -q "6 more in the archive only" "$T_DIR/ls-local.out" || fail "store ls sum
 "$GPUWATCH" store restore "raw/$DAY2" "$T_DIR/restored.db" "${ARCHIVE[@]}" >/dev/null ||
 	fail "store restore failed"
 cmp -s "$T_DIR/restored.db" "$(s3_object "raw/$DAY2.db")" || fail "the restored file differs from the object"
-[ "$(sqlite3 "$T_DIR/restored.db" 'select count(*) from hblocks')" -ge 1 ] || fail "the restored file has no chunks"
+[ "$(sqlite3 "$T_DIR/restored.db" 'select count(*) from zblocks')" -ge 1 ] || fail "the restored file has no chunks"
 ok "store ls --remote lists the bucket; store restore downloads a verified copy"
 
 # Back into the data directory, where it then stays: read locally, kept

@@ -42,7 +42,7 @@ grep -q "^archived 6 partitions" "$T_DIR/archive.out" || fail "$(cat "$T_DIR/arc
 "$GPUWATCH" store ls --remote "${A[@]}" >"$T_DIR/ls.out" || fail "ls --remote failed"
 grep -q "^6 partitions in s3://bkt/node 7" "$T_DIR/ls.out" || fail "ls --remote: $(cat "$T_DIR/ls.out")"
 "$GPUWATCH" store restore "raw/$DAY1" "$T_DIR/r.db" "${A[@]}" >/dev/null || fail "restore failed"
-[ "$(sqlite3 "$T_DIR/r.db" 'select count(*) from hblocks')" -ge 1 ] || fail "the restored file has no chunks"
+[ "$(sqlite3 "$T_DIR/r.db" 'select count(*) from zblocks')" -ge 1 ] || fail "the restored file has no chunks"
 tail -n +"$((skip + 1))" "$T_DIR/sig.log" >"$T_DIR/good.log"
 n=$(grep -c " ok$" "$T_DIR/good.log")
 [ "$n" -ge 20 ] || fail "only $n requests verified: $(cat "$T_DIR/good.log")"

@@ -197,9 +197,9 @@ static int64_t count_rows(const char *path, const char *table)
 }
 
 /*
- * A closed day's raw samples stay in their hour blocks, its rollups are
- * one chunk per series in zstd blocks (format 2), and index.db's keys of
- * the series known then are packed: every sample and rollup reads back
+ * A closed day's chunks (each series' hours merged) are zstd blocks
+ * (format 2), and index.db's keys of the series known then are packed:
+ * every sample and rollup reads back
  * the same, before and after a restart, and a series that goes on after
  * the restart keeps its id (one series, not two).
  */
@@ -211,17 +211,17 @@ static void closed_days_are_compressed_and_read_back(void **state)
 	char path[PATH_MAX];
 
 	feed(f, T0, T0 + DAY + 2 * HOUR, 2);
-	/* raw: the hours' blocks, one key list for the day */
-	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
-	assert_int_equal(count_rows(path, "hblocks"),
-			 24); /* both series in each */
-	assert_int_equal(count_rows(path, "hkeys"), -1);
-	assert_int_equal(count_rows(path, "series"), 0);
-	/* rollups: one chunk per series and day, in blocks */
-	snprintf(path, sizeof(path), "%s/1m/2026-11-30.db", f->dir);
-	assert_true(count_rows(path, "zblocks") > 0);
-	assert_int_equal(count_rows(path, "chunks"), -1);
-	assert_int_equal(count_rows(path, "hblocks"), -1);
+	for (int t = 0; t < 3; t++) {
+		static const char *const tier[] = { "raw", "1m", "1h" };
+
+		snprintf(path, sizeof(path), "%s/%s/2026-11-30.db", f->dir,
+			 tier[t]);
+		assert_true(count_rows(path, "zblocks") > 0);
+		assert_int_equal(count_rows(path, "chunks"), -1);
+		assert_int_equal(count_rows(path, "hblocks"), -1);
+		assert_int_equal(count_rows(path, "hkeys"), -1);
+		assert_int_equal(count_rows(path, "series"), 0);
+	}
 	snprintf(path, sizeof(path), "%s/index.db", f->dir);
 	assert_int_equal(count_rows(path, "series"), 0);
 	assert_int_equal(count_rows(path, "series_packed"), 1);
@@ -339,7 +339,7 @@ static void closed_days_of_format_1_are_read(void **state)
 	 * format 2 */
 	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
 			 SQLITE_OK);
-	assert_int_equal(gw_store_unpack_hours(db, true), 0);
+	assert_int_equal(gw_store_unpack_hours(db), 0);
 	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
 			 SQLITE_OK);
 	assert_true(count_rows(path, "chunks") > 0);
@@ -388,7 +388,7 @@ static void open_days_of_rows_are_read_and_closed(void **state)
 		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 		assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
 				 SQLITE_OK);
-		assert_int_equal(gw_store_unpack_hours(db, true), 0);
+		assert_int_equal(gw_store_unpack_hours(db), 0);
 		assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
 				 SQLITE_OK);
 		sqlite3_close(db);
@@ -399,8 +399,7 @@ static void open_days_of_rows_are_read_and_closed(void **state)
 	expect_raw(f, T0, T0 + 2 * HOUR + 20000);
 	feed(f, T0 + 2 * HOUR + 20000, T0 + DAY + HOUR, 2);
 	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
-	assert_true(count_rows(path, "chunks") > 0);
-	assert_true(count_rows(path, "hblocks") > 0);
+	assert_true(count_rows(path, "zblocks") > 0);
 	expect_raw(f, T0, T0 + DAY + HOUR);
 	set = select_gpu(f, "1", T0, T0 + DAY, GW_TIER_1M);
 	assert_int_equal(set.n, 1);
