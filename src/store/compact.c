@@ -898,6 +898,35 @@ int gw_store_unpack_hours(sqlite3 *db)
 	return err;
 }
 
+static uint32_t id_at(const uint32_t *ids, size_t stride, size_t k)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)ids + k * stride, sizeof(v));
+	return v;
+}
+
+bool gw_store_ids_any(const uint8_t *p, size_t len, const uint32_t *ids,
+		      size_t stride, size_t n, uint64_t last)
+{
+	const uint8_t *end = p + len;
+	uint64_t id = 0, d;
+	size_t i = 0;
+
+	if (!p)
+		return true;
+	while (i < n && id_at(ids, stride, i) <= last && p < end) {
+		if (gw_varint_get(&p, end, &d) || d > UINT32_MAX)
+			return true; /* not what we wrote: read the block */
+		id += d;
+		while (i < n && id_at(ids, stride, i) < id)
+			i++;
+		if (i < n && id_at(ids, stride, i) == id && id <= last)
+			return true;
+	}
+	return false;
+}
+
 int gw_store_zblock_each(const void *z, size_t zlen,
 			 int (*fn)(void *ctx, const struct gw_zchunk *c),
 			 void *ctx)

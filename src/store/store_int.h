@@ -291,6 +291,12 @@ struct gw_zchunk {
 	const uint8_t *data;
 	size_t len;
 };
+/* Whether an hour block's ids column (gw_zwriter: its series as
+ * ascending varint deltas) names one of n ascending ids, stride bytes
+ * apart, that are <= last; a missing or malformed column says yes, so
+ * the block is read (compact.c). */
+bool gw_store_ids_any(const uint8_t *p, size_t len, const uint32_t *ids,
+		      size_t stride, size_t n, uint64_t last);
 /* Decompresses one block and calls fn for each of its chunks, in
  * (series, t_min) order; fn's error stops it.  -EBADMSG for a damaged
  * block, -ENOMEM. */

@@ -427,30 +427,6 @@ static int read_status(struct gw_store *s, sqlite3 *db, const char *path,
 	return err;
 }
 
-/* Whether a block's ids column (gw_zwriter: its series as ascending
- * varint deltas) names one of sels[0..n) up to last; a missing or
- * malformed column says yes. */
-static bool block_has(const uint8_t *p, size_t len, const struct sel *sels,
-		      size_t n, int64_t last)
-{
-	const uint8_t *end = p + len;
-	uint64_t id = 0, d;
-	size_t i = 0;
-
-	if (!p)
-		return true;
-	while (i < n && sels[i].id <= last && p < end) {
-		if (gw_varint_get(&p, end, &d))
-			return true;
-		id += d;
-		while (i < n && sels[i].id < id)
-			i++;
-		if (i < n && sels[i].id == id)
-			return true;
-	}
-	return false;
-}
-
 /*
  * Blocks of whole series (compact.c): in a closed partition `zblocks`
  * keyed by their last series id, in an hour's (the open day, a raw day) `hblocks` keyed hour <<
@@ -487,9 +463,10 @@ static int read_blocks(struct gw_store *s, sqlite3 *db, const char *path,
 				sqlite3_column_blob(st, 1),
 				(size_t)sqlite3_column_bytes(st, 1),
 				zread_chunk, &z);
-		} else if (block_has(sqlite3_column_blob(st, 1),
-				     (size_t)sqlite3_column_bytes(st, 1),
-				     sels + next, n - next, last)) {
+		} else if (gw_store_ids_any(sqlite3_column_blob(st, 1),
+					    (size_t)sqlite3_column_bytes(st, 1),
+					    &sels[next].id, sizeof(*sels),
+					    n - next, (uint64_t)last)) {
 			/* Only now its data: read apart, it is a chain
 			 * of overflow pages the ids let us skip. */
 			sqlite3_reset(data);

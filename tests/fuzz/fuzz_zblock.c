@@ -4,7 +4,8 @@
  * packed key lists (store/compact.c) on arbitrary bytes.  The first byte
  * chooses: 0, the rest as a block's content; 1, as a key list's content
  * (both compressed here, so that the fuzzer reaches the record parsers);
- * 2 and 3, the rest as a zstd frame of either.  What the readers hand out
+ * 2 and 3, the rest as a zstd frame of either; 4, the rest as an hour
+ * block's ids column.  What the readers hand out
  * must be in range: chunk bytes inside the block (the sanitizers watch),
  * series and ids in (0, 2^32-1), t_min <= t_max, keys NUL-terminated.
  */
@@ -63,7 +64,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(!ZSTD_isError(zlen));
 		z = buf;
 	}
-	if (data[0] % 2 == 0)
+	if (data[0] == 4) {
+		/* an hour block's ids column against a few wanted ids */
+		static const uint32_t want[] = {
+			1, 2, 7, 300, 70000, 1u << 31
+		};
+
+		(void)gw_store_ids_any(data + 1, size - 1, want,
+				       sizeof(want[0]), 6, UINT32_MAX);
+		r = 0;
+	} else if (data[0] % 2 == 0)
 		r = gw_store_zblock_each(z, zlen, on_chunk, NULL);
 	else
 		r = gw_store_each_packed(z, zlen, 1u << 24, on_key, NULL);
