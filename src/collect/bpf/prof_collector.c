@@ -126,6 +126,7 @@ static int64_t now_ms(void)
 }
 
 static void choose_unwind(struct prof_col *c, uint32_t pid);
+static void relabel(struct prof_col *c, uint32_t pid);
 
 /* The facts of pid's executable, from the cache or read now; NULL when
  * the process is gone. */
@@ -294,14 +295,15 @@ static void scan_targets(struct prof_col *c, double now)
 		unsigned long long st;
 		uint32_t comm;
 		struct seen *s;
-		int cuda;
+		int cuda, reused;
 
 		if (*end || v == 0 || v > UINT32_MAX ||
 		    pid == (uint32_t)getpid())
 			continue;
 		st = proc_start(pid, &comm);
 		s = find_seen(c, pid);
-		if (s && (s->start & ~(1ull << 63)) != st) {
+		reused = s && (s->start & ~(1ull << 63)) != st;
+		if (reused) {
 			/* a new process under an old pid */
 			if (s->gpu && gw_profiler_target(c->pr, pid, 0) == 0)
 				c->ntargets--;
@@ -317,9 +319,13 @@ static void scan_targets(struct prof_col *c, double now)
 			*s = (struct seen){ pid, st, comm, 0, -INFINITY };
 		}
 		/* Looked at before an exec (a launcher, `env`, a shell):
-		 * the program it became may map CUDA. */
-		if (!s->gpu && s->comm != comm)
-			s->checked = -INFINITY;
+		 * the program it became may map CUDA, and is named anew. */
+		if (s->comm != comm) {
+			if (!s->gpu)
+				s->checked = -INFINITY;
+			if (!reused)
+				relabel(c, pid);
+		}
 		s->comm = comm;
 		s->start = st;
 		if (s->gpu || now - s->checked < SCAN_OTHER_S)
@@ -415,13 +421,133 @@ static void add_version(char *labels, size_t len, const char *v)
 	}
 }
 
-static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
-			   size_t commlen)
+/* The labels of a's process as its attribution has them now. */
+static void acc_label(struct prof_col *c, struct acc *a)
 {
 	struct gw_attrib at;
 	struct gw_buf b;
-	struct acc *a;
 	char ver[256] = "";
+
+	memset(&at, 0, sizeof(at));
+	if (!c->env->attrib ||
+	    gw_attrib_get(c->env->attrib, a->pid, gw_now_mono(), &at))
+		snprintf(at.comm, sizeof(at.comm), "[%u]", a->pid);
+	gw_buf_init(&b, sizeof(a->labels) - 1);
+	if (gw_attrib_labels(&at, a->pid, &b) || gw_buf_error(&b))
+		snprintf(a->labels, sizeof(a->labels), "pid=\"%u\"", a->pid);
+	else
+		snprintf(a->labels, sizeof(a->labels), "%.*s", (int)b.len, b.p);
+	gw_buf_release(&b);
+	if (c->env->o->profile_version_env && c->env->o->profile_version_env[0])
+		env_value(c->environ, sizeof(c->environ), a->pid,
+			  c->env->o->profile_version_env, ver, sizeof(ver));
+	else {
+		const struct exe *e = get_exe(c, a->pid);
+
+		snprintf(ver, sizeof(ver), "%s", e ? e->build_id : "");
+	}
+	add_version(a->labels, sizeof(a->labels), ver);
+}
+
+/* The comm label's value of labels, for the root frame. */
+static void label_comm(const char *labels, uint32_t pid, char *comm,
+		       size_t commlen)
+{
+	const char *q = strstr(labels, "comm=\"");
+	size_t k = 0;
+
+	if (q)
+		for (q += 6; *q && *q != '"' && k + 1 < commlen; q++)
+			comm[k++] = *q == '\\' && q[1] ? *++q : *q;
+	comm[k] = '\0';
+	if (!k)
+		snprintf(comm, commlen, "[%u]", pid);
+}
+
+/* The stacks of *pp under another root frame (a profile's stacks start
+ * with the process's name); *pp is kept as it was if that fails.  What it
+ * had dropped is added to *dropped. */
+static void reroot(struct gw_prof **pp, int ty, const char *root,
+		   uint64_t *dropped)
+{
+	struct gw_prof *n = gw_prof_new(MAX_STACKS);
+	struct gw_buf in, out;
+	int err = !n;
+
+	gw_buf_init(&in, 256u << 20);
+	gw_buf_init(&out, 256u << 20);
+	if (!err) {
+		if (ty == 2)
+			gw_prof_set_value_type(n, "gpu_time", "nanoseconds");
+		gw_prof_folded(*pp, &in);
+	}
+	/* "root;frame;...;leaf count": the root ends at the first ';', or
+	 * at the count's space when it is the only frame */
+	for (size_t i = 0; !err && i < in.len;) {
+		const char *line = in.p + i,
+			   *nl = memchr(line, '\n', in.len - i);
+		size_t len = nl ? (size_t)(nl - line) : in.len - i, cut = len;
+
+		while (cut > 0 && line[cut - 1] != ' ')
+			cut--;
+		cut = cut ? cut - 1 : len; /* the count's space */
+		for (size_t k = 0; k < cut; k++)
+			if (line[k] == ';') {
+				cut = k;
+				break;
+			}
+		gw_buf_put(&out, root, strlen(root));
+		gw_buf_put(&out, line + cut, len - cut);
+		gw_buf_put(&out, "\n", 1);
+		i += len + 1;
+	}
+	err = err || gw_buf_error(&in) || gw_buf_error(&out) ||
+	      gw_prof_add_folded(n, out.p, out.len, 0);
+	if (!err) {
+		*dropped += gw_prof_dropped(*pp);
+		gw_prof_free(*pp);
+		*pp = n;
+	} else {
+		gw_prof_free(n);
+	}
+	gw_buf_release(&in);
+	gw_buf_release(&out);
+}
+
+/*
+ * A process that exec'd (a launcher, `env`, a shell becoming the
+ * program): its attribution is read again, and its minute's profile is
+ * named as what it became, the stacks gathered so far (the few from
+ * before the exec included) under its new name; its unwinding is chosen
+ * for the new executable.
+ */
+static void relabel(struct prof_col *c, uint32_t pid)
+{
+	char comm[64];
+
+	if (c->env->attrib)
+		gw_attrib_forget(c->env->attrib, pid);
+	for (unsigned int i = 0; i < c->nacc; i++) {
+		struct acc *a = &c->acc[i];
+
+		if (a->pid != pid)
+			continue;
+		acc_label(c, a);
+		label_comm(a->labels, pid, comm, sizeof(comm));
+		for (int ty = 0; ty < NTYPES; ty++) {
+			if (!a->prof[ty] || a->samples[ty] <= 0)
+				continue;
+			reroot(&a->prof[ty], ty, comm, &c->dropped_stacks);
+			a->dirty[ty] = 1;
+		}
+		choose_unwind(c, pid);
+	}
+}
+
+static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
+			   size_t commlen)
+{
+	struct acc *a;
 
 	for (unsigned int i = 0; i < c->nacc; i++)
 		if (c->acc[i].pid == pid) {
@@ -442,40 +568,11 @@ static struct acc *get_acc(struct prof_col *c, uint32_t pid, char *comm,
 		gw_prof_free(a->prof[1]);
 		return NULL;
 	}
-	memset(&at, 0, sizeof(at));
-	if (!c->env->attrib ||
-	    gw_attrib_get(c->env->attrib, pid, gw_now_mono(), &at))
-		snprintf(at.comm, sizeof(at.comm), "[%u]", pid);
-	gw_buf_init(&b, sizeof(a->labels) - 1);
-	if (gw_attrib_labels(&at, pid, &b) || gw_buf_error(&b))
-		snprintf(a->labels, sizeof(a->labels), "pid=\"%u\"", pid);
-	else
-		snprintf(a->labels, sizeof(a->labels), "%.*s", (int)b.len, b.p);
-	gw_buf_release(&b);
-	if (c->env->o->profile_version_env && c->env->o->profile_version_env[0])
-		env_value(c->environ, sizeof(c->environ), pid,
-			  c->env->o->profile_version_env, ver, sizeof(ver));
-	else {
-		const struct exe *e = get_exe(c, pid);
-
-		snprintf(ver, sizeof(ver), "%s", e ? e->build_id : "");
-	}
-	add_version(a->labels, sizeof(a->labels), ver);
+	acc_label(c, a);
 	c->nacc++;
 	choose_unwind(c, pid);
 found:
-	/* the comm label's value, for the root frame */
-	{
-		const char *q = strstr(a->labels, "comm=\"");
-		size_t k = 0;
-
-		if (q)
-			for (q += 6; *q && *q != '"' && k + 1 < commlen; q++)
-				comm[k++] = *q == '\\' && q[1] ? *++q : *q;
-		comm[k] = '\0';
-		if (!k)
-			snprintf(comm, commlen, "[%u]", pid);
-	}
+	label_comm(a->labels, pid, comm, commlen);
 	return a;
 }
 
