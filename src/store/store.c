@@ -434,9 +434,10 @@ uint64_t gw_store_file_bytes(const char *path)
 
 static uint64_t sum_samples(sqlite3 *db)
 {
-	enum gw_part_form f = gw_store_part_form(db);
 	sqlite3_stmt *st;
 	uint64_t n = 0;
+
+	enum gw_part_form f = gw_store_part_form(db);
 
 	if (sqlite3_prepare_v2(db,
 			       f == GW_PART_ZBLOCKS

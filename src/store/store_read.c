@@ -429,7 +429,7 @@ static int read_status(struct gw_store *s, sqlite3 *db, const char *path,
 
 /*
  * Blocks of whole series (compact.c): in a closed partition `zblocks`
- * keyed by their last series id, in an open one `hblocks` keyed hour <<
+ * keyed by their last series id, in an hour's (the open day, a raw day) `hblocks` keyed hour <<
  * 32 | last series id (base: hour << 32).  The block of the next selected
  * series not read yet is the first with key >= base + its id; one block
  * answers every selected series up to its last.  An hour block's ids
@@ -452,9 +452,7 @@ static int read_blocks(struct gw_store *s, sqlite3 *db, const char *path,
 		sqlite3_bind_int64(st, 1, base + sels[next].id);
 		sqlite3_bind_int64(st, 2, mint);
 		sqlite3_bind_int64(st, 3, maxt);
-		if (data) /* the hour's end */
-			sqlite3_bind_int64(
-				st, 4, base + ((int64_t)1 << GW_HOUR_SHIFT));
+		sqlite3_bind_int64(st, 4, base + ((int64_t)1 << GW_HOUR_SHIFT));
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_ROW)
 			break;

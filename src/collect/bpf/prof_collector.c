@@ -464,13 +464,12 @@ static void label_comm(const char *labels, uint32_t pid, char *comm,
 		snprintf(comm, commlen, "[%u]", pid);
 }
 
-/* The stacks of *pp under root instead of old (a profile's stacks start
+/* The stacks of *pp under another root frame (a profile's stacks start
  * with the process's name); *pp is kept as it was if that fails.  What it
  * had dropped is added to *dropped. */
-static void reroot(struct gw_prof **pp, int ty, const char *old,
-		   const char *root, uint64_t *dropped)
+static void reroot(struct gw_prof **pp, int ty, const char *root,
+		   uint64_t *dropped)
 {
-	size_t olen = strlen(old);
 	struct gw_prof *n = gw_prof_new(MAX_STACKS);
 	struct gw_buf in, out;
 	int err = !n;
@@ -482,27 +481,21 @@ static void reroot(struct gw_prof **pp, int ty, const char *old,
 			gw_prof_set_value_type(n, "gpu_time", "nanoseconds");
 		gw_prof_folded(*pp, &in);
 	}
-	/* "old;frame;...;leaf count", or "old count" when it is the only
-	 * frame (a name may hold ';' and ' ': the old one is cut by its
-	 * length; a line that does not start with it, by its first ';') */
+	/* "root;frame;...;leaf count": the root ends at the first ';', or
+	 * at the count's space when it is the only frame */
 	for (size_t i = 0; !err && i < in.len;) {
 		const char *line = in.p + i,
 			   *nl = memchr(line, '\n', in.len - i);
 		size_t len = nl ? (size_t)(nl - line) : in.len - i, cut = len;
 
-		if (len > olen && memcmp(line, old, olen) == 0 &&
-		    (line[olen] == ';' || line[olen] == ' ')) {
-			cut = olen;
-		} else {
-			while (cut > 0 && line[cut - 1] != ' ')
-				cut--;
-			cut = cut ? cut - 1 : len; /* the count's space */
-			for (size_t k = 0; k < cut; k++)
-				if (line[k] == ';') {
-					cut = k;
-					break;
-				}
-		}
+		while (cut > 0 && line[cut - 1] != ' ')
+			cut--;
+		cut = cut ? cut - 1 : len; /* the count's space */
+		for (size_t k = 0; k < cut; k++)
+			if (line[k] == ';') {
+				cut = k;
+				break;
+			}
 		gw_buf_put(&out, root, strlen(root));
 		gw_buf_put(&out, line + cut, len - cut);
 		gw_buf_put(&out, "\n", 1);
@@ -530,7 +523,7 @@ static void reroot(struct gw_prof **pp, int ty, const char *old,
  */
 static void relabel(struct prof_col *c, uint32_t pid)
 {
-	char old[64], comm[64];
+	char comm[64];
 
 	if (c->env->attrib)
 		gw_attrib_forget(c->env->attrib, pid);
@@ -539,13 +532,12 @@ static void relabel(struct prof_col *c, uint32_t pid)
 
 		if (a->pid != pid)
 			continue;
-		label_comm(a->labels, pid, old, sizeof(old));
 		acc_label(c, a);
 		label_comm(a->labels, pid, comm, sizeof(comm));
 		for (int ty = 0; ty < NTYPES; ty++) {
 			if (!a->prof[ty] || a->samples[ty] <= 0)
 				continue;
-			reroot(&a->prof[ty], ty, old, comm, &c->dropped_stacks);
+			reroot(&a->prof[ty], ty, comm, &c->dropped_stacks);
 			a->dirty[ty] = 1;
 		}
 		choose_unwind(c, pid);
