@@ -33,13 +33,18 @@
  *           constant window, every one whose values share a bucket)
  *   u32     CRC-32C of everything before it, little-endian
  *
+ * Version 3 adds first and reset (columns and flags), version 4 a mode
+ * byte before each column that stores a value: XOR doubles as above, or
+ * decimal (put_dec, docs/internals/rollups.md).
+ *
  * The encoder sets every flag that holds (flags_of), so a column of
  * regular windows is a single run; an empty rollup carries only t and
  * COUNT_SAME or its count 0.  The decoder checks the checksum first, then
  * every field: lengths, min <= max with last between them, sumsq not
  * negative or NaN, the sketches, that the flags are exactly the ones the
  * encoder would set for what they decoded to, and that the columns end
- * exactly at the checksum.  Encoding what it decoded gives the same bytes.
+ * exactly at the checksum.  Encoding what it decoded gives the same bytes
+ * (a version 3 chunk comes back as version 4, every field the same).
  */
 #include "store/rollup.h"
 
@@ -52,7 +57,7 @@
 #include "common/bits.h"
 #include "common/crc32c.h"
 
-#define ROLLUP_VERSION 3		  /* written; 2 is still read */
+#define ROLLUP_VERSION 4		  /* written; 2 and 3 are still read */
 #define COUNT_MAX      9007199254740992.0 /* 2^53: every whole number below fits */
 
 /* ---- the aggregate ---- */
@@ -462,6 +467,220 @@ static uint64_t xor_ref(const struct gw_rollup *r, int c, uint64_t prev,
 	return started ? prev_last : gw_bits_of(r->last);
 }
 
+/*
+ * Version 4 codes a column in decimal where that is shorter: a value v as
+ * (m, d), v = the double d units in the last place from m / 10^e, with e
+ * one per column and chunk, |m| <= 2^53 and |d| <= DEC_D_MAX.  Division
+ * by an exact power of ten rounds correctly, so m / 10^e is the same
+ * double wherever it is computed: the values are kept bit for bit, and a
+ * sum of decimals a few ulps off its decimal costs a few bits, not eight
+ * bytes.
+ */
+#define DEC_E_MAX 18
+#define DEC_D_MAX 63
+#define DEC_XOR	  0xff /* the column's mode byte: XOR doubles */
+#define M_MAX	  9007199254740992.0
+
+static const double pow10_tab[DEC_E_MAX + 1] = {
+	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+};
+
+/* v as (m, d) at e: false where |m| or |d| would be too large (or v is
+ * not finite). */
+static bool dec_of(double v, int e, int64_t *m, int64_t *d)
+{
+	double x = v * pow10_tab[e];
+	int64_t mm, dd;
+
+	if (!(fabs(x) <= M_MAX))
+		return false;
+	mm = llround(x);
+	dd = (int64_t)(gw_bits_of(v) - gw_bits_of((double)mm / pow10_tab[e]));
+	if (dd < -DEC_D_MAX || dd > DEC_D_MAX)
+		return false;
+	*m = mm;
+	*d = dd;
+	return true;
+}
+
+static double dec_value(int64_t m, int e, int64_t d)
+{
+	return gw_double_of(gw_bits_of((double)m / pow10_tab[e]) + (uint64_t)d);
+}
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static size_t xor_len(uint64_t x)
+{
+	if (x == 0)
+		return 1;
+	return 9 - (unsigned int)__builtin_clzll(x) / 8 -
+	       (unsigned int)__builtin_ctzll(x) / 8;
+}
+
+/* Whether the column's i-th rollup stores a value. */
+static bool coded(const struct gw_rollup *r, const uint16_t *flags, size_t i,
+		  int c)
+{
+	return r[i].count > 0 && !implied(flags[i], c);
+}
+
+/* Whether every stored value of the column has its (m, d) at e. */
+static bool dec_all(const struct gw_rollup *r, size_t n, const uint16_t *flags,
+		    int c, int e)
+{
+	int64_t m, d;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (coded(r, flags, i, c) &&
+		    !dec_of(column(&r[i], c), e, &m, &d))
+			return false;
+	return true;
+}
+
+/* The column's stored values as XOR doubles, written to w unless it is
+ * NULL; returns their bytes (0: none stored). */
+static size_t xor_column(struct gw_sketch_wr *w, const struct gw_rollup *r,
+			 size_t n, const uint16_t *flags, int c)
+{
+	uint64_t prev = 0, prev_last = 0;
+	bool started = false;
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t x, ref;
+
+		if (r[i].count == 0)
+			continue;
+		x = gw_bits_of(column(&r[i], c));
+		ref = xor_ref(&r[i], c, prev, prev_last, started);
+		if (!implied(flags[i], c)) {
+			len += xor_len(x ^ ref);
+			if (w)
+				gw_sketch_wr_xor(w, x ^ ref);
+		}
+		prev = x;
+		prev_last = gw_bits_of(r[i].last);
+		started = true;
+	}
+	return len;
+}
+
+static size_t xor_size(const struct gw_rollup *r, size_t n,
+		       const uint16_t *flags, int c)
+{
+	return xor_column(NULL, r, n, flags, c);
+}
+
+/* The fewest bits that hold z. */
+static unsigned int bits_for(uint64_t z)
+{
+	unsigned int bits = 0;
+
+	while (z >> bits)
+		bits++;
+	return bits;
+}
+
+/*
+ * The column's mode: the smallest e at which every stored value has its
+ * (m, d), with the fewest bits for d (e | bits << 5), where that is
+ * shorter than the XOR doubles; else DEC_XOR.
+ */
+static unsigned int col_mode(const struct gw_rollup *r, size_t n,
+			     const uint16_t *flags, int c)
+{
+	size_t i, xlen = xor_size(r, n, flags, c), dlen = 0;
+	uint64_t zmax = 0, pm = 0;
+	unsigned int bits;
+	int64_t m = 0, d = 0;
+	int e = 0;
+
+	if (!xlen)
+		return DEC_XOR;
+	while (e <= DEC_E_MAX && !dec_all(r, n, flags, c, e))
+		e++;
+	if (e > DEC_E_MAX)
+		return DEC_XOR;
+	for (i = 0; i < n; i++) {
+		if (!coded(r, flags, i, c))
+			continue;
+		(void)dec_of(column(&r[i], c), e, &m, &d);
+		if (gw_zigzag((uint64_t)d) > zmax)
+			zmax = gw_zigzag((uint64_t)d);
+	}
+	bits = bits_for(zmax);
+	for (i = 0; i < n; i++) {
+		if (!coded(r, flags, i, c))
+			continue;
+		(void)dec_of(column(&r[i], c), e, &m, &d);
+		dlen += varint_len(gw_zigzag((uint64_t)m - pm) << bits |
+				   gw_zigzag((uint64_t)d));
+		pm = (uint64_t)m;
+	}
+	return dlen < xlen ? (unsigned int)e | bits << 5 : DEC_XOR;
+}
+
+/*
+ * What col_mode would say of a decimal column the decoder read at
+ * (e, bits), from what it read (the largest zigzag d, dlen bytes of
+ * varints): no smaller e holds every value, bits is the fewest, and the
+ * varints are shorter than the XOR doubles.
+ */
+static bool dec_canonical(const struct gw_rollup *r, size_t n,
+			  const uint16_t *flags, int c, int e,
+			  unsigned int bits, uint64_t zmax, size_t dlen)
+{
+	int k;
+
+	if (bits != bits_for(zmax))
+		return false;
+	for (k = 0; k < e; k++)
+		if (dec_all(r, n, flags, c, k))
+			return false;
+	return dlen < xor_size(r, n, flags, c);
+}
+
+/* A version 4 column: its mode byte (none where no value is stored),
+ * then its values if decimal; false: the XOR doubles follow. */
+static bool put_dec(struct gw_sketch_wr *w, const struct gw_rollup *r, size_t n,
+		    const uint16_t *flags, int c)
+{
+	unsigned int mode = col_mode(r, n, flags, c), bits = mode >> 5;
+	int e = (int)(mode & 31);
+	uint64_t pm = 0;
+	int64_t m = 0, d = 0;
+	size_t i;
+
+	for (i = 0; i < n && !coded(r, flags, i, c); i++)
+		;
+	if (i == n)
+		return true;
+	gw_sketch_wr_u8(w, (uint8_t)mode);
+	if (mode == DEC_XOR)
+		return false;
+	for (; i < n; i++) {
+		if (!coded(r, flags, i, c))
+			continue;
+		(void)dec_of(column(&r[i], c), e, &m, &d);
+		gw_sketch_wr_varint(w, gw_zigzag((uint64_t)m - pm) << bits |
+					       gw_zigzag((uint64_t)d));
+		pm = (uint64_t)m;
+	}
+	return true;
+}
+
 static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 			size_t n, const uint16_t *flags, int version)
 {
@@ -513,24 +732,9 @@ static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 	}
 	for (size_t k = 0; k < ncols; k++) {
 		int c = cols[k];
-		uint64_t prev_last = 0;
-		bool started = false;
 
-		prev = 0;
-		for (i = 0; i < n; i++) {
-			uint64_t x;
-
-			if (r[i].count == 0)
-				continue;
-			x = gw_bits_of(column(&r[i], c));
-			if (!implied(flags[i], c))
-				gw_sketch_wr_xor(w, x ^ xor_ref(&r[i], c, prev,
-								prev_last,
-								started));
-			prev = x;
-			prev_last = gw_bits_of(r[i].last);
-			started = true;
-		}
+		if (version < 4 || !put_dec(w, r, n, flags, c))
+			(void)xor_column(w, r, n, flags, c);
 	}
 }
 
@@ -615,6 +819,69 @@ void gw_rollup_free_array(struct gw_rollup *r, size_t n)
 	free(r);
 }
 
+/*
+ * A version 4 column's mode byte and, if decimal, its values (the implied
+ * ones filled in), each checked to be what the encoder writes: 0 when
+ * done, 1 when the XOR doubles follow, -EBADMSG.
+ */
+static int get_dec(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
+		   const uint16_t *flags, int c)
+{
+	uint64_t pm = 0, u, zd, zmax = 0;
+	const uint8_t *start;
+	unsigned int bits;
+	uint8_t mode;
+	int64_t m, m2, d2;
+	size_t i;
+	int e;
+
+	for (i = 0; i < n && !coded(r, flags, i, c); i++)
+		;
+	if (i == n) {
+		for (i = 0; i < n; i++)
+			if (r[i].count > 0)
+				*column_ref(&r[i], c) =
+					implied_value(&r[i], flags[i], c);
+		return 0;
+	}
+	if (gw_sketch_rd_u8(rd, &mode))
+		return -EBADMSG;
+	if (mode == DEC_XOR)
+		return 1;
+	start = rd->p;
+	e = mode & 31;
+	bits = mode >> 5;
+	if (e > DEC_E_MAX)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		double *v = column_ref(&r[i], c);
+
+		if (r[i].count == 0)
+			continue;
+		if (implied(flags[i], c)) {
+			*v = implied_value(&r[i], flags[i], c);
+			continue;
+		}
+		if (gw_sketch_rd_varint(rd, &u))
+			return -EBADMSG;
+		zd = u & ((1u << bits) - 1);
+		m = (int64_t)(pm + gw_unzigzag(u >> bits));
+		if (zd > 2 * DEC_D_MAX || m > (int64_t)M_MAX ||
+		    m < -(int64_t)M_MAX)
+			return -EBADMSG;
+		*v = dec_value(m, e, (int64_t)gw_unzigzag(zd));
+		if (!dec_of(*v, e, &m2, &d2) || m2 != m)
+			return -EBADMSG;
+		pm = (uint64_t)m;
+		if (zd > zmax)
+			zmax = zd;
+	}
+	return dec_canonical(r, n, flags, c, e, bits, zmax,
+			     (size_t)(rd->p - start))
+		       ? 0
+		       : -EBADMSG;
+}
+
 /* The columns of n rollups into r, their flags into flags. */
 static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 		       uint16_t *flags, int version)
@@ -684,7 +951,15 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 		int c = cols[k];
 		uint64_t prev_last = 0;
 		bool started = false;
+		int err;
 
+		if (version >= 4) {
+			err = get_dec(rd, r, n, flags, c);
+			if (err < 0)
+				return err;
+			if (err == 0)
+				continue;
+		}
 		prev = 0;
 		for (i = 0; i < n; i++) {
 			double *v = column_ref(&r[i], c);
@@ -704,6 +979,9 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 			prev_last = gw_bits_of(r[i].last);
 			started = true;
 		}
+		/* XOR doubles only where decimal would not be shorter. */
+		if (version >= 4 && col_mode(r, n, flags, c) != DEC_XOR)
+			return -EBADMSG;
 	}
 	return 0;
 }
@@ -781,9 +1059,9 @@ int gw_rollup_decode(const uint8_t *p, size_t len, struct gw_rollup **out,
 		return -EBADMSG;
 	rd.p = p;
 	rd.end = p + len - 4;
-	if (gw_sketch_rd_u8(&rd, &version) ||
-	    (version != ROLLUP_VERSION && version != 2) ||
-	    gw_sketch_rd_varint(&rd, &count) || count > GW_ROLLUP_CHUNK_MAX)
+	if (gw_sketch_rd_u8(&rd, &version) || version < 2 ||
+	    version > ROLLUP_VERSION || gw_sketch_rd_varint(&rd, &count) ||
+	    count > GW_ROLLUP_CHUNK_MAX)
 		return -EBADMSG;
 	/* Each rollup takes a byte at least (its t). */
 	if ((uint64_t)(rd.end - rd.p) < count)

@@ -8,7 +8,8 @@
  *    and which decodes again to the same quantiles;
  * 2. as a rollup chunk, as given and with a valid checksum appended (so
  *    the parser behind the checksum is reached): refused, or re-encoded
- *    to the very same bytes;
+ *    to the very same bytes (version 3: to version 4 with every field
+ *    the same);
  * 3. as little-endian doubles added to a sketch: every quantile must be
  *    within 1% of the exact one from a sort (the contract's exceptions
  *    aside: subnormals, +-Inf, ranks moved by collapsing), a merge of
@@ -95,6 +96,8 @@ static void as_sketch(const uint8_t *data, size_t size)
 	gw_sketch_release(&s);
 }
 
+static void chunk_round_trip(const struct gw_rollup *r, size_t n);
+
 static void as_chunk(const uint8_t *data, size_t size)
 {
 	struct gw_rollup *r = NULL;
@@ -110,7 +113,12 @@ static void as_chunk(const uint8_t *data, size_t size)
 	}
 	gw_buf_init(&b, BUF_MAX);
 	CHECK(gw_rollup_encode(r, n, &b) == 0);
-	CHECK(b.len == size && memcmp(b.p, data, size) == 0);
+	/* Version 3 is written again as version 4, every field the same;
+	 * the others have one encoding. */
+	if (data[0] == 3)
+		chunk_round_trip(r, n);
+	else
+		CHECK(b.len == size && memcmp(b.p, data, size) == 0);
 	for (size_t i = 0; i < n; i++) {
 		CHECK(r[i].count == 0 || r[i].min <= r[i].max);
 		reencode(&r[i].sk, NULL, 0);

@@ -1273,6 +1273,11 @@ static void chunk_format(void **state)
 	static const uint8_t want3[] = { 3,    1, 0xc0, 0xa9, 7, 0xb6, 0x2e,
 					 0,    1, 0xc0, 0xa9, 7, 0x02, 0x40,
 					 0x14, 0, 0,	0,    0 };
+	/* version 4: the same, min in decimal (mode byte e 0, no bits for
+	 * ulps; then zigzag(5 - 0) = 10) where XOR took three bytes. */
+	static const uint8_t want4[] = { 4,    1,    0xc0, 0xa9, 7,    0xb6,
+					 0x2e, 0,    1,	   0xc0, 0xa9, 7,
+					 0x00, 0x0a, 0,	   0,	 0,    0 };
 	uint8_t p[64];
 	struct gw_rollup r, *d;
 	struct gw_buf b;
@@ -1283,12 +1288,36 @@ static void chunk_format(void **state)
 	assert_int_equal(gw_rollup_add(&r, 0, 5.0), 0);
 	gw_buf_init(&b, BUF_MAX);
 	assert_int_equal(gw_rollup_encode(&r, 1, &b), 0);
+	memcpy(p, want4, sizeof(want4));
+	fix_crc(p, sizeof(want4));
+	assert_int_equal(b.len, sizeof(want4));
+	assert_memory_equal(b.p, p, sizeof(want4));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want4), &d, &n), 0);
+	assert_rollup_equal(&r, d);
+	gw_rollup_free_array(d, n);
+	/* Decimal only where it is the encoder's choice: the same value
+	 * at e 1 (50), or with a bit for ulps it does not need, is refused;
+	 * so is the column in XOR doubles, which are longer here. */
+	p[12] = 0x01;
+	p[13] = 0x64;
+	fix_crc(p, sizeof(want4));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want4), &d, &n), -EBADMSG);
+	p[12] = 0x20;
+	p[13] = 0x14;
+	fix_crc(p, sizeof(want4));
+	assert_int_equal(gw_rollup_decode(p, sizeof(want4), &d, &n), -EBADMSG);
+	memcpy(p, want4, 12);
+	memcpy(p + 12, "\xff\x02\x40\x14", 4);
+	fix_crc(p, 20);
+	assert_int_equal(gw_rollup_decode(p, 20, &d, &n), -EBADMSG);
+	/* Version 3 is still read, and written again as version 4. */
 	memcpy(p, want3, sizeof(want3));
 	fix_crc(p, sizeof(want3));
-	assert_int_equal(b.len, sizeof(want3));
-	assert_memory_equal(b.p, p, sizeof(want3));
 	assert_int_equal(gw_rollup_decode(p, sizeof(want3), &d, &n), 0);
 	assert_rollup_equal(&r, d);
+	gw_buf_reset(&b);
+	assert_int_equal(gw_rollup_encode(d, 1, &b), 0);
+	assert_int_equal(b.len, sizeof(want4));
 	gw_rollup_free_array(d, n);
 	/* Version 2 is still read: the first sample and the resets are not
 	 * known (reset NaN), and such rollups are written as version 2. */
