@@ -645,7 +645,7 @@ int gw_store_each_series(sqlite3 *db,
  * are still read.
  */
 #define ZBLOCK_TARGET (64u << 10) /* uncompressed bytes per block */
-#define ZBLOCK_LEVEL  3
+#define ZBLOCK_LEVEL  6 /* 3 was 1.5-3% larger, no slower to import here */
 
 int gw_zwriter_init(struct gw_zwriter *w, sqlite3 *db, const char *table,
 		    int64_t base, bool ids)
