@@ -22,6 +22,7 @@
 #include "profile_bpf.h"
 
 #define F_USER_STACK (1ULL << 8) /* BPF_F_USER_STACK */
+#define E_EXIST	     17		 /* EEXIST */
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -220,6 +221,11 @@ int gw_sample(struct bpf_perf_event_data *ctx)
 		count(GW_PROF_RAW_DROPPED);
 	}
 	key.ustack = bpf_get_stackid(ctx, &stacks, F_USER_STACK);
+	/* The stack's bucket holds another stack until the next drain (the
+	 * map is a hash table without chains): rather than counted without
+	 * its frames, the sample is unwound in user space. */
+	if (key.ustack == -E_EXIST && copy_raw(ctx, tgid, key.kstack) == 0)
+		return 0;
 	if (key.kstack < 0 && key.ustack < 0)
 		count(GW_PROF_STACK_ERRORS);
 	v = bpf_map_lookup_elem(&counts, &key);
