@@ -478,8 +478,8 @@ static uint64_t xor_ref(const struct gw_rollup *r, int c, uint64_t prev,
  */
 #define DEC_E_MAX 18
 #define DEC_D_MAX 63
-#define DEC_XOR	  0xff /* the column's mode byte: XOR doubles */
-#define M_MAX	  9007199254740992.0
+#define DEC_XOR	  0xff	    /* the column's mode byte: XOR doubles */
+#define M_MAX	  COUNT_MAX /* |m|: every whole number up to it fits */
 
 static const double pow10_tab[DEC_E_MAX + 1] = {
 	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,
@@ -511,21 +511,9 @@ static double dec_value(int64_t m, int e, int64_t d)
 
 static size_t varint_len(uint64_t v)
 {
-	size_t n = 1;
+	uint8_t tmp[GW_VARINT_MAX];
 
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static size_t xor_len(uint64_t x)
-{
-	if (x == 0)
-		return 1;
-	return 9 - (unsigned int)__builtin_clzll(x) / 8 -
-	       (unsigned int)__builtin_ctzll(x) / 8;
+	return gw_varint_enc(tmp, v);
 }
 
 /* Whether the column's i-th rollup stores a value. */
@@ -566,7 +554,7 @@ static size_t xor_column(struct gw_sketch_wr *w, const struct gw_rollup *r,
 		x = gw_bits_of(column(&r[i], c));
 		ref = xor_ref(&r[i], c, prev, prev_last, started);
 		if (!implied(flags[i], c)) {
-			len += xor_len(x ^ ref);
+			len += gw_sketch_xor_len(x ^ ref);
 			if (w)
 				gw_sketch_wr_xor(w, x ^ ref);
 		}

@@ -523,10 +523,18 @@ void gw_sketch_wr_svarint(struct gw_sketch_wr *w, uint64_t v)
 	gw_sketch_wr_varint(w, gw_zigzag(v));
 }
 
+size_t gw_sketch_xor_len(uint64_t x)
+{
+	if (x == 0)
+		return 1;
+	return 9 - (unsigned int)__builtin_clzll(x) / 8 -
+	       (unsigned int)__builtin_ctzll(x) / 8;
+}
+
 void gw_sketch_wr_xor(struct gw_sketch_wr *w, uint64_t x)
 {
 	uint8_t *p = wr_room(w, 9);
-	unsigned int lead, trail, nb, k;
+	unsigned int lead, nb, k;
 
 	if (x == 0) {
 		*p = 0;
@@ -534,8 +542,7 @@ void gw_sketch_wr_xor(struct gw_sketch_wr *w, uint64_t x)
 		return;
 	}
 	lead = (unsigned int)__builtin_clzll(x) / 8;
-	trail = (unsigned int)__builtin_ctzll(x) / 8;
-	nb = 8 - lead - trail;
+	nb = (unsigned int)gw_sketch_xor_len(x) - 1;
 	p[0] = (uint8_t)(lead << 4 | nb);
 	for (k = 0; k < nb; k++)
 		p[1 + k] = (uint8_t)(x >> (8 * (7 - lead - k)));

@@ -144,6 +144,8 @@ void gw_sketch_wr_varint(struct gw_sketch_wr *w, uint64_t v);
 /* v taken as two's complement, zigzag-mapped, then a varint. */
 void gw_sketch_wr_svarint(struct gw_sketch_wr *w, uint64_t v);
 void gw_sketch_wr_xor(struct gw_sketch_wr *w, uint64_t x);
+/* The bytes gw_sketch_wr_xor writes for x. */
+size_t gw_sketch_xor_len(uint64_t x);
 /* Flushes; 0, or the first error with out truncated back. */
 __attribute__((warn_unused_result)) int
 gw_sketch_wr_finish(struct gw_sketch_wr *w);
