@@ -17,6 +17,7 @@
 # Usage: bench/fleet.sh [BUILD_DIR]
 #   NODES=1250 GPUS=8 DURATION=1h SENDERS=4 SEED=1
 #   EXTRA="--precision 0 ..." (more options of gpuwatch sim fleet)
+#   VM_EXTRA="-relabelConfig=FILE ..." (more flags of VictoriaMetrics)
 # bench/README.md has the two runs: 1250 x 8 for 1h and 125 x 8 for 1d.
 # Build BUILD_DIR as Release (cmake -DCMAKE_BUILD_TYPE=Release): the
 # debug build's CPU figures are not the agent's.
@@ -55,7 +56,7 @@ VM_PORT=$(rw_port)
 VM="http://127.0.0.1:$VM_PORT"
 victoria-metrics -storageDataPath="$T_DIR/vm" -httpListenAddr="127.0.0.1:$VM_PORT" \
 	-retentionPeriod=100y -search.latencyOffset=0s -dedup.minScrapeInterval=1ms \
-	-search.maxUniqueTimeseries=10000000 >>"$T_DIR/vm.log" 2>&1 &
+	-search.maxUniqueTimeseries=10000000 ${VM_EXTRA:-} >>"$T_DIR/vm.log" 2>&1 &
 VM_PID=$!
 rw_wait_ready "$VM/health" "$VM_PID" "$T_DIR/vm.log"
 
@@ -87,16 +88,21 @@ for x in d["seriesCountByMetricName"]:
 # over and the directory no longer changes, then stop VictoriaMetrics
 # (which writes what it still holds) and measure.
 curl -fsS "$VM/internal/force_flush" >/dev/null
+nmonths=0
 for month in $(python3 -c 'import sys, time
 s, e = int(sys.argv[1]), int(sys.argv[2])
 print(" ".join(sorted({time.strftime("%Y_%m", time.gmtime(t)) for t in range(s - 120, e + 86400, 3600)})))' \
 	"$start_s" "$((t0 / 1000))"); do
 	curl -fsS "$VM/internal/force_merge?partition_prefix=$month" >/dev/null
+	nmonths=$((nmonths + 1))
 done
+# A forced merge may not have started at the first look: settled means
+# one part per partition (a part is a directory with a values.bin).
 settled() {
-	local now
+	local now parts
+	parts=$(find "$T_DIR/vm/data" -name values.bin | wc -l)
 	now="$(vm_metric vm_active_merges) $(du -sb "$T_DIR/vm" | awk '{ print $1 }')"
-	[ "$now" = "${last:-}" ] && [ "${now%% *}" = 0 ] && return 0
+	[ "$now" = "${last:-}" ] && [ "${now%% *}" = 0 ] && [ "$parts" -le "$nmonths" ] && return 0
 	last=$now
 	sleep 3 # the next look at the directory
 	return 1

@@ -416,11 +416,15 @@ static const struct opt opts[] = {
 	{ "remote-write-precision", T_UINT, F(rw_precision), 0, 17, "DIGITS",
 	  "3", RESTART, "significant digits of a gauge's rollups",
 	  "Significant decimal digits kept of a gauge's NAME:1m_avg, _min\n"
-	  "and _max (counters and _count_samples stay exact). Their last\n"
-	  "digits are noise that costs the central store most of its bytes;\n"
-	  "3 keeps 612 W, 45.3 C, 0.873, a relative error of at most 0.05%.\n"
-	  "The node's own history keeps every digit. 0: every digit of a\n"
-	  "double." },
+	  "and _max. Their last digits are noise that costs the central\n"
+	  "store most of its bytes; 3 keeps 612 W, 45.3 C, 0.873, a relative\n"
+	  "error of at most 0.05%. No digit below the statistic's standard\n"
+	  "error in its minute is kept either (s / sqrt(n) for the avg, s / 4\n"
+	  "for min and max, s the minute's standard deviation). A counter\n"
+	  "keeps this many digits of its increase since the value sent\n"
+	  "before, never goes down by rounding, and is exact where it was\n"
+	  "reset. _count_samples stays exact; the node's own history keeps\n"
+	  "every digit. 0: every digit of a double, counters included." },
 	{ "remote-write-stddev-precision", T_UINT, F(rw_stddev_precision), 0,
 	  17, "DIGITS", "2", RESTART, "significant digits of a stddev",
 	  "The same for NAME:1m_stddev: a spread, for which two digits say\n"

@@ -58,7 +58,8 @@ enum { ST_1M, ST_RAW, ST_EVENTS, ST_N };
 struct guard {
 	uint64_t h; /* 0: empty slot */
 	int64_t t;  /* last sent */
-	double v;
+	double v;   /* its value as sent */
+	double raw; /* a counter's value then, before rounding */
 };
 
 /* A selector list: nsets matcher lists, any of which selects. */
@@ -330,18 +331,38 @@ int gw_rw_outs_parse(const char *list, unsigned int *mask)
 	return 0;
 }
 
-/* v to digits significant decimal digits (0: as it is). */
-static double round_sig(double v, unsigned int digits)
+/* v to a multiple of 10^k, as the decimal text of that multiple reads. */
+static double round_pow10(double v, double k)
 {
-	double e, scale;
+	double s;
+
+	if (k < -300 || k > 300)
+		return v;
+	if (k < 0) {
+		s = pow(10, -k);
+		return round(v * s) / s;
+	}
+	s = pow(10, k);
+	return round(v / s) * s;
+}
+
+/*
+ * v to digits significant decimal digits (0: v as it is), or coarser:
+ * to the largest power of ten not above noise (ignored unless > 0), the
+ * standard error of the statistic v is (docs/internals/remote-write-
+ * queue.md, "Precision").  Digits below a statistic's own sampling
+ * error say nothing, and cost the receiver most of its bytes.
+ */
+static double round_stat(double v, unsigned int digits, double noise)
+{
+	double k;
 
 	if (!digits || v == 0 || !isfinite(v))
 		return v;
-	e = floor(log10(fabs(v)));
-	scale = pow(10, (double)digits - 1 - e);
-	if (!isfinite(scale) || scale == 0)
-		return v;
-	return round(v * scale) / scale;
+	k = floor(log10(fabs(v))) - (double)digits + 1;
+	if (noise > 0 && isfinite(noise) && floor(log10(noise)) > k)
+		k = floor(log10(noise));
+	return round_pow10(v, k);
 }
 
 /* ---- the guard: no output series goes back in time; suppression ---- */
@@ -359,13 +380,10 @@ static struct guard *guard_find(struct gw_rw_queue *q, uint64_t h)
 	}
 }
 
-/*
- * Whether sample (t, v) of the output series with hash h goes out:
- * never at or before the last sent; with suppress, not when equal to the
- * last sent value within the heartbeat.  Records what goes.
- */
-static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
-		  bool suppress)
+/* The guard of output series h, or NULL when it was created for (t, v),
+ * the series' first sample. */
+static struct guard *guard_of(struct gw_rw_queue *q, uint64_t h, int64_t t,
+			      double v)
 {
 	struct guard *g;
 
@@ -379,10 +397,22 @@ static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
 	}
 	g = guard_find(q, h);
 	if (g->h == 0) {
-		*g = (struct guard){ .h = h, .t = t, .v = v };
+		*g = (struct guard){ .h = h, .t = t, .v = v, .raw = v };
 		q->nguard++;
-		return true;
+		return NULL;
 	}
+	return g;
+}
+
+/*
+ * Whether sample (t, v) of the output series of guard g goes out: never
+ * at or before the last sent; with suppress, not when equal to the last
+ * sent value within the heartbeat.  Records what goes, raw as the value
+ * before rounding.
+ */
+static bool admit_to(struct gw_rw_queue *q, struct guard *g, int64_t t,
+		     double v, double raw, bool suppress)
+{
 	if (t <= g->t)
 		return false;
 	if (suppress && q->o.heartbeat_ms >= 0 &&
@@ -394,7 +424,45 @@ static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
 	}
 	g->t = t;
 	g->v = v;
+	g->raw = raw;
 	return true;
+}
+
+/* As admit_to(), for the output series with hash h. */
+static bool admit(struct gw_rw_queue *q, uint64_t h, int64_t t, double v,
+		  bool suppress)
+{
+	struct guard *g = guard_of(q, h, t, v);
+
+	return !g || admit_to(q, g, t, v, v, suppress);
+}
+
+/*
+ * A counter's value c at t as sent, in *v: to digits significant digits
+ * of its increase since the last value sent (so a rate over a minute is
+ * as precise as a gauge's rollups), never below that value, and exact
+ * where it is the series' first or the counter went down (a reset, which
+ * a receiver must see as one).  Then as admit().
+ */
+static bool admit_counter(struct gw_rw_queue *q, uint64_t h, int64_t t,
+			  double c, double *v)
+{
+	struct guard *g = guard_of(q, h, t, c);
+
+	*v = c;
+	if (!g)
+		return true;
+	if (q->o.precision && isfinite(c) && c >= g->raw) {
+		double inc = c - g->raw;
+
+		*v = g->v;
+		if (inc > 0)
+			*v = round_pow10(c, floor(log10(inc)) + 1 -
+						    (double)q->o.precision);
+		if (*v < g->v)
+			*v = g->v;
+	}
+	return admit_to(q, g, t, *v, c, true);
 }
 
 /* ---- batches ---- */
@@ -725,6 +793,35 @@ static int state_load(struct gw_rw_queue *q)
 #define ALL_OUTS ((1u << GW_RW_OUTS) - 1)
 
 /*
+ * Output o of a gauge's window w, at the policy's precision: no finer
+ * than the statistic's standard error, from the window's own spread s
+ * over n samples: s / sqrt(n) for the mean, s / sqrt(2 (n - 1)) for the
+ * spread itself, and a quarter of s for the extremes.
+ */
+static double gauge_out(const struct gw_rw_queue *q, const struct gw_rollup *w,
+			size_t o)
+{
+	double s = gw_rollup_stddev(w), n = w->count;
+	unsigned int sd_digits =
+		q->o.stddev_precision ? q->o.stddev_precision : q->o.precision;
+
+	switch (o) {
+	case GW_RW_OUT_AVG:
+		return round_stat(gw_rollup_mean(w), q->o.precision,
+				  s / sqrt(n));
+	case GW_RW_OUT_MIN:
+		return round_stat(w->min, q->o.precision, s / 4);
+	case GW_RW_OUT_MAX:
+		return round_stat(w->max, q->o.precision, s / 4);
+	case GW_RW_OUT_STDDEV:
+		return round_stat(s, sd_digits,
+				  n > 1 ? s / sqrt(2 * (n - 1)) : 0);
+	default:
+		return n;
+	}
+}
+
+/*
  * Sends n 1-minute windows of a series: as its last value each minute
  * under its own name (last), or as the gauge outputs in outs, named
  * NAME:1m<tag>_OUTPUT (tag "" or "_without_pid").  0, -ENOMEM, -EINTR.
@@ -756,27 +853,18 @@ static int send_windows(struct gw_rw_queue *q, const struct gw_labels *labels,
 
 			if (w->count <= 0)
 				continue;
+			bool go;
+
 			if (last) {
-				v = w->last;
 				/* (an old chunk may not know it) */
 				t = w->t_last != INT64_MIN ? w->t_last
 							   : w->t - 1;
-			} else if (o == GW_RW_OUT_AVG) {
-				v = round_sig(gw_rollup_mean(w),
-					      q->o.precision);
-			} else if (o == GW_RW_OUT_MIN) {
-				v = round_sig(w->min, q->o.precision);
-			} else if (o == GW_RW_OUT_MAX) {
-				v = round_sig(w->max, q->o.precision);
-			} else if (o == GW_RW_OUT_STDDEV) {
-				v = round_sig(gw_rollup_stddev(w),
-					      q->o.stddev_precision
-						      ? q->o.stddev_precision
-						      : q->o.precision);
+				go = admit_counter(q, h, t, w->last, &v);
 			} else {
-				v = w->count;
+				v = gauge_out(q, w, o);
+				go = admit(q, h, t, v, true);
 			}
-			if (!admit(q, h, t, v, true))
+			if (!go)
 				continue;
 			if (!open) {
 				r = batch_series(&q->b, &ol);

@@ -284,6 +284,104 @@ static void test_precision_process(void **state)
 	assert_int_equal(gw_rw_outs_parse("", &mask), -EINVAL);
 }
 
+/* The energy counter of the test below at t: 583.123 J a second from
+ * 1e8, and from 10.5 again after a reset at T0 + 4 min. */
+static double energy_at(int64_t t)
+{
+	double s = (double)(t - T0) / 1000;
+
+	return t < T0 + 4 * MINUTE ? 1e8 + 583.123 * s
+				   : 10.5 + 583.123 * (s - 240);
+}
+
+/* The precision rules: a noisy gauge's rollups keep no digit below their
+ * standard error (a mean of 60 readings of 1.23e9 and 5.12e9 B/s is
+ * 3.2e9, its extremes 1.2e9 and 5.1e9, where 3 significant digits would
+ * keep noise); a counter keeps 3 significant digits of its increase
+ * since the last value sent, never goes down by rounding and comes
+ * exact where it is first seen and where it was reset. */
+static void test_precision_noise_counter(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue_opts o = {
+		.sz = sizeof(o),
+		.name = "central",
+		.url = "http://127.0.0.1:1/api/v1/write",
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send },
+		.now = fake_now,
+		.now_ctx = f,
+		.precision = 3,
+		.stddev_precision = 2,
+	};
+	struct gw_rw_queue *q;
+	char err[256];
+	size_t avg = 0, min = 0, max = 0, energy = 0, exact = 0;
+	double last = 0;
+
+	f->now = T0;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	for (int64_t t = T0; t < T0 + 8 * MINUTE; t += 1000) {
+		double v = (t - T0) / 1000 % 2 ? 5.123456e9 : 1.234567e9;
+
+		assert_int_equal(
+			gw_store_append(f->s,
+					"gpuwatch_gpu_pcie_throughput_bytes_"
+					"per_second",
+					"gpu=\"0\",direction=\"rx\"", t, v),
+			0);
+		assert_int_equal(
+			gw_store_append(f->s,
+					"gpuwatch_gpu_energy_joules_total",
+					"gpu=\"0\"", t, energy_at(t)),
+			0);
+		f->now = t + 1;
+	}
+	f->now = T0 + 8 * MINUTE + 11000;
+	drain(q);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct rec *r = &f->r[i];
+		const char *k = r->key;
+
+		if (strstr(k, "pcie_throughput_bytes_per_second:1m_avg{")) {
+			assert_true(r->v == 3.2e9);
+			avg++;
+		} else if (strstr(k, "pcie_throughput_bytes_per_second:1m_"
+				     "min{")) {
+			assert_true(r->v == 1.2e9);
+			min++;
+		} else if (strstr(k, "pcie_throughput_bytes_per_second:1m_"
+				     "max{")) {
+			assert_true(r->v == 5.1e9);
+			max++;
+		} else if (strstr(k, "gpuwatch_gpu_energy_joules_total{")) {
+			double c = energy_at(r->t);
+
+			if (r->v == c) {
+				exact++; /* the first, and the reset */
+			} else {
+				/* 3 digits of ~35,000 J a minute */
+				assert_true(fabs(r->v - c) <= 50);
+				assert_true(fmod(r->v, 100) == 0);
+				assert_true(r->v >= last);
+			}
+			if (r->v < last) /* the reset, sent as it is */
+				assert_true(r->t >= T0 + 4 * MINUTE &&
+					    r->t < T0 + 5 * MINUTE);
+			last = r->v;
+			energy++;
+		}
+	}
+	/* the same every minute: sent at the first and after the 4-minute
+	 * heartbeat only */
+	assert_int_equal(avg, 2);
+	assert_int_equal(min, 2);
+	assert_int_equal(max, 2);
+	assert_int_equal(energy, 8);
+	assert_int_equal(exact, 2);
+	gw_rw_queue_free(q);
+}
+
 /* Steps until nothing is due. */
 static void drain(struct gw_rw_queue *q)
 {
@@ -967,6 +1065,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_precision_process, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_precision_noise_counter,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_links_settings, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_without_state, setup,
