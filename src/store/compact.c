@@ -834,17 +834,13 @@ static int unpack_chunk(void *ctx, const struct gw_zchunk *c)
 
 static int unpack_key(void *ctx, int64_t id, const char *key)
 {
-	struct unpack *u = ctx;
-
-	sqlite3_reset(u->ins);
-	sqlite3_bind_int64(u->ins, 1, id);
-	sqlite3_bind_text(u->ins, 2, key, -1, SQLITE_STATIC);
-	return sqlite3_step(u->ins) == SQLITE_DONE ? 0 : -EIO;
+	return row_key(((struct unpack *)ctx)->ins, id, key);
 }
 
-/* Runs each blob of sel (column 0) through each(blob, fn) into ins. */
+/* Runs each blob of sel (column 0) through each(blob, fn) into ins;
+ * adds the damaged ones, skipped, to *damaged. */
 static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
-		      bool keys)
+		      bool keys, uint64_t *damaged)
 {
 	sqlite3_stmt *sel = NULL;
 	struct unpack u = { NULL, 0 };
@@ -870,6 +866,7 @@ static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
 			 * the rest of the day closes. */
 			gw_warn("store: a damaged hour block in a closing "
 				"partition is skipped");
+			(*damaged)++;
 			err = 0;
 		}
 	}
@@ -880,18 +877,18 @@ static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
 	return err;
 }
 
-int gw_store_unpack_hours(sqlite3 *db)
+int gw_store_unpack_hours(sqlite3 *db, uint64_t *damaged)
 {
 	int err = unpack_all(db, "SELECT data FROM hkeys",
 			     "INSERT OR IGNORE INTO series(id, key) VALUES "
 			     "(?, ?)",
-			     true);
+			     true, damaged);
 
 	if (!err)
 		err = unpack_all(db, "SELECT data FROM hblocks ORDER BY id",
 				 "INSERT OR REPLACE INTO chunks(series, t_min, "
 				 "t_max, n, data) VALUES (?,?,?,?,?)",
-				 false);
+				 false, damaged);
 	if (!err)
 		err = gw_store_exec(db, "DROP TABLE IF EXISTS hblocks; "
 					"DROP TABLE IF EXISTS hkeys;");

@@ -347,10 +347,11 @@ void gw_keylist_release(struct gw_keylist *k);
  * the partition's day) and the keys of that hour's series (`hkeys`).
  * Closing the day puts them back as rows of `chunks` and `series` for
  * the compaction and the day's packing, in the caller's transaction
- * (compact.c).
+ * (compact.c).  A block or key list that does not decode (zstd's
+ * checksum) is skipped, logged and added to *damaged.
  */
 #define GW_HOUR_SHIFT 32
-int gw_store_unpack_hours(sqlite3 *db);
+int gw_store_unpack_hours(sqlite3 *db, uint64_t *damaged);
 /* Moves index.db's series rows into one more packed list, a row of
  * series_packed (after every cut; its own transaction). */
 int gw_store_pack_index(sqlite3 *db);

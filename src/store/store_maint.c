@@ -358,13 +358,18 @@ static void close_day(struct gw_store *s, int64_t day)
 			 * fail, the day stays readable as it was written.
 			 */
 			bool rows = false;
+			uint64_t damaged = 0;
 
 			if (gw_store_exec(db, "BEGIN") == 0) {
-				rows = gw_store_unpack_hours(db) == 0 &&
+				rows = gw_store_unpack_hours(db, &damaged) ==
+					       0 &&
 				       gw_store_exec(db, "COMMIT") == 0;
 				if (!rows)
 					(void)gw_store_exec(db, "ROLLBACK");
 			}
+			/* (what a damaged hour held is lost: counted) */
+			if (rows && damaged)
+				atomic_fetch_add(&s->st_corrupt, damaged);
 			if (rows)
 				(void)gw_store_compact_db(db, p->tier);
 			if (rows && gw_store_exec(db, "BEGIN") == 0) {

@@ -321,12 +321,72 @@ static void packed_key_lists_of_both_formats_are_read(void **state)
 			 -EBADMSG);
 }
 
+/*
+ * An hour block of the open day that no longer decodes (one flipped
+ * byte: zstd's checksum) is skipped when the day closes, and counted in
+ * gpuwatch_store_corrupt_chunks_total; the other hours close as they
+ * were.
+ */
+static void a_damaged_hour_block_is_counted_at_close(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_store_stats st;
+	struct gw_series_set set;
+	char path[PATH_MAX];
+	sqlite3_stmt *q;
+	static uint8_t z[1 << 20];
+	size_t zlen;
+	int64_t id;
+	sqlite3 *db;
+
+	feed(f, T0, T0 + 2 * HOUR + 20000, 2);
+	gw_store_close(f->s);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT id, data FROM hblocks "
+					    "ORDER BY id LIMIT 1",
+					    -1, &q, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	id = sqlite3_column_int64(q, 0);
+	zlen = (size_t)sqlite3_column_bytes(q, 1);
+	assert_true(zlen > 16 && zlen <= sizeof(z));
+	memcpy(z, sqlite3_column_blob(q, 1), zlen);
+	sqlite3_finalize(q);
+	z[zlen / 2] ^= 0x10;
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "UPDATE hblocks SET data = ? "
+					    "WHERE id = ?",
+					    -1, &q, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_blob(q, 1, z, (int)zlen, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, id);
+	assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	reopen(f);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.corrupt_chunks, 0);
+	/* past the end of the day: it closes */
+	feed(f, T0 + 2 * HOUR + 20000, T0 + DAY + HOUR, 2);
+	gw_store_stats(f->s, &st);
+	assert_int_equal(st.corrupt_chunks, 1);
+	/* the first hour is what the block held; the rest is there */
+	expect_raw(f, T0 + HOUR, T0 + DAY + HOUR);
+	set = select_gpu(f, "1", T0, T0 + HOUR - 1, GW_TIER_RAW);
+	assert_true(set.n == 0 || set.s[0].n < HOUR / 1000);
+	gw_series_set_release(&set);
+}
+
 /* A partition closed by an earlier version (format 1: one row per chunk in
  * `packed`, `chunks` a view over it) is still read. */
 static void closed_days_of_format_1_are_read(void **state)
 {
 	struct fixture *f = *state;
 	char path[PATH_MAX];
+	uint64_t damaged = 0;
 	sqlite3 *db;
 
 	feed(f, T0, T0 + 2 * HOUR + 20000, 2);
@@ -339,7 +399,7 @@ static void closed_days_of_format_1_are_read(void **state)
 	 * format 2 */
 	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
 			 SQLITE_OK);
-	assert_int_equal(gw_store_unpack_hours(db), 0);
+	assert_int_equal(gw_store_unpack_hours(db, &damaged), 0);
 	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
 			 SQLITE_OK);
 	assert_true(count_rows(path, "chunks") > 0);
@@ -375,6 +435,7 @@ static void open_days_of_rows_are_read_and_closed(void **state)
 	struct fixture *f = *state;
 	struct gw_series_set set;
 	char path[PATH_MAX];
+	uint64_t damaged = 0;
 	sqlite3 *db;
 
 	feed(f, T0, T0 + 2 * HOUR + 20000, 2);
@@ -388,7 +449,7 @@ static void open_days_of_rows_are_read_and_closed(void **state)
 		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 		assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
 				 SQLITE_OK);
-		assert_int_equal(gw_store_unpack_hours(db), 0);
+		assert_int_equal(gw_store_unpack_hours(db, &damaged), 0);
 		assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
 				 SQLITE_OK);
 		sqlite3_close(db);
@@ -1165,6 +1226,9 @@ int main(void)
 			out_of_order_is_refused_and_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			open_days_of_rows_are_read_and_closed, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_damaged_hour_block_is_counted_at_close, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(empty_label_value_is_absent,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(series_cap_refuses_and_counts,
