@@ -523,17 +523,24 @@ static bool coded(const struct gw_rollup *r, const uint16_t *flags, size_t i,
 	return r[i].count > 0 && !implied(flags[i], c);
 }
 
-/* Whether every stored value of the column has its (m, d) at e. */
+/* Whether every stored value of the column has its (m, d) at e; where
+ * md is not NULL, the i-th value's are md[2 i] and md[2 i + 1] then. */
 static bool dec_all(const struct gw_rollup *r, size_t n, const uint16_t *flags,
-		    int c, int e)
+		    int c, int e, int64_t *md)
 {
 	int64_t m, d;
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (coded(r, flags, i, c) &&
-		    !dec_of(column(&r[i], c), e, &m, &d))
+	for (i = 0; i < n; i++) {
+		if (!coded(r, flags, i, c))
+			continue;
+		if (!dec_of(column(&r[i], c), e, &m, &d))
 			return false;
+		if (md) {
+			md[2 * i] = m;
+			md[2 * i + 1] = d;
+		}
+	}
 	return true;
 }
 
@@ -581,13 +588,27 @@ static unsigned int bits_for(uint64_t z)
 	return bits;
 }
 
+/* The i-th value's (m, d) at e: from md where dec_all filled it. */
+static void md_get(const struct gw_rollup *r, const int64_t *md, size_t i,
+		   int c, int e, int64_t *m, int64_t *d)
+{
+	if (md) {
+		*m = md[2 * i];
+		*d = md[2 * i + 1];
+	} else {
+		(void)dec_of(column(&r[i], c), e, m, d);
+	}
+}
+
 /*
  * The column's mode: the smallest e at which every stored value has its
  * (m, d), with the fewest bits for d (e | bits << 5), where that is
- * shorter than the XOR doubles; else DEC_XOR.
+ * shorter than the XOR doubles; else DEC_XOR.  md, where not NULL: 2 n
+ * int64_t, which then hold each stored value's (m, d) at that e (the
+ * encoder's, so that each value's is found once).
  */
 static unsigned int col_mode(const struct gw_rollup *r, size_t n,
-			     const uint16_t *flags, int c)
+			     const uint16_t *flags, int c, int64_t *md)
 {
 	size_t i, xlen = xor_size(r, n, flags, c), dlen = 0;
 	uint64_t zmax = 0, pm = 0;
@@ -597,14 +618,14 @@ static unsigned int col_mode(const struct gw_rollup *r, size_t n,
 
 	if (!xlen)
 		return DEC_XOR;
-	while (e <= DEC_E_MAX && !dec_all(r, n, flags, c, e))
+	while (e <= DEC_E_MAX && !dec_all(r, n, flags, c, e, md))
 		e++;
 	if (e > DEC_E_MAX)
 		return DEC_XOR;
 	for (i = 0; i < n; i++) {
 		if (!coded(r, flags, i, c))
 			continue;
-		(void)dec_of(column(&r[i], c), e, &m, &d);
+		md_get(r, md, i, c, e, &m, &d);
 		if (gw_zigzag((uint64_t)d) > zmax)
 			zmax = gw_zigzag((uint64_t)d);
 	}
@@ -612,7 +633,7 @@ static unsigned int col_mode(const struct gw_rollup *r, size_t n,
 	for (i = 0; i < n; i++) {
 		if (!coded(r, flags, i, c))
 			continue;
-		(void)dec_of(column(&r[i], c), e, &m, &d);
+		md_get(r, md, i, c, e, &m, &d);
 		dlen += varint_len(gw_zigzag((uint64_t)m - pm) << bits |
 				   gw_zigzag((uint64_t)d));
 		pm = (uint64_t)m;
@@ -635,20 +656,19 @@ static bool dec_canonical(const struct gw_rollup *r, size_t n,
 	if (bits != bits_for(zmax))
 		return false;
 	for (k = 0; k < e; k++)
-		if (dec_all(r, n, flags, c, k))
+		if (dec_all(r, n, flags, c, k, NULL))
 			return false;
 	return dlen < xor_size(r, n, flags, c);
 }
 
 /* A version 4 column: its mode byte (none where no value is stored),
- * then its values if decimal; false: the XOR doubles follow. */
+ * then its values if decimal; false: the XOR doubles follow.  md: 2 n
+ * int64_t of room. */
 static bool put_dec(struct gw_sketch_wr *w, const struct gw_rollup *r, size_t n,
-		    const uint16_t *flags, int c)
+		    const uint16_t *flags, int c, int64_t *md)
 {
-	unsigned int mode = col_mode(r, n, flags, c), bits = mode >> 5;
-	int e = (int)(mode & 31);
+	unsigned int mode = col_mode(r, n, flags, c, md), bits = mode >> 5;
 	uint64_t pm = 0;
-	int64_t m = 0, d = 0;
 	size_t i;
 
 	for (i = 0; i < n && !coded(r, flags, i, c); i++)
@@ -661,16 +681,17 @@ static bool put_dec(struct gw_sketch_wr *w, const struct gw_rollup *r, size_t n,
 	for (; i < n; i++) {
 		if (!coded(r, flags, i, c))
 			continue;
-		(void)dec_of(column(&r[i], c), e, &m, &d);
-		gw_sketch_wr_varint(w, gw_zigzag((uint64_t)m - pm) << bits |
-					       gw_zigzag((uint64_t)d));
-		pm = (uint64_t)m;
+		gw_sketch_wr_varint(
+			w, gw_zigzag((uint64_t)md[2 * i] - pm) << bits |
+				   gw_zigzag((uint64_t)md[2 * i + 1]));
+		pm = (uint64_t)md[2 * i];
 	}
 	return true;
 }
 
 static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
-			size_t n, const uint16_t *flags, int version)
+			size_t n, const uint16_t *flags, int version,
+			int64_t *md)
 {
 	const int *cols = version >= 3 ? cols_v3 : cols_v2;
 	size_t ncols = version >= 3 ? NCOLS : NCOLS - 2;
@@ -721,7 +742,7 @@ static void put_columns(struct gw_sketch_wr *w, const struct gw_rollup *r,
 	for (size_t k = 0; k < ncols; k++) {
 		int c = cols[k];
 
-		if (version < 4 || !put_dec(w, r, n, flags, c))
+		if (version < 4 || !put_dec(w, r, n, flags, c, md))
 			(void)xor_column(w, r, n, flags, c);
 	}
 }
@@ -733,6 +754,7 @@ int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 	struct gw_sketch tmp;
 	size_t start = out->len, i;
 	uint16_t *flags = NULL;
+	int64_t *md = NULL;
 	int version = ROLLUP_VERSION;
 	unsigned int f;
 	int err;
@@ -753,8 +775,12 @@ int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 			return -EINVAL;
 	}
 	flags = malloc((n ? n : 1) * sizeof(*flags));
-	if (!flags)
+	md = malloc((n ? 2 * n : 1) * sizeof(*md));
+	if (!flags || !md) {
+		free(flags);
+		free(md);
 		return -ENOMEM;
+	}
 	gw_sketch_init(&tmp);
 	for (i = 0; i < n; i++) {
 		err = flags_of(&r[i], &pv, &tmp, version, &f);
@@ -763,7 +789,7 @@ int gw_rollup_encode(const struct gw_rollup *r, size_t n, struct gw_buf *out)
 		flags[i] = (uint16_t)f;
 	}
 	gw_sketch_wr_init(&w, out);
-	put_columns(&w, r, n, flags, version);
+	put_columns(&w, r, n, flags, version, md);
 	err = gw_sketch_wr_finish(&w);
 	if (err)
 		goto out;
@@ -791,6 +817,7 @@ out:
 	}
 	gw_sketch_release(&tmp);
 	free(flags);
+	free(md);
 	return err;
 }
 
@@ -968,7 +995,7 @@ static int get_columns(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 			started = true;
 		}
 		/* XOR doubles only where decimal would not be shorter. */
-		if (version >= 4 && col_mode(r, n, flags, c) != DEC_XOR)
+		if (version >= 4 && col_mode(r, n, flags, c, NULL) != DEC_XOR)
 			return -EBADMSG;
 	}
 	return 0;
