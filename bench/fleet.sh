@@ -87,22 +87,37 @@ for x in d["seriesCountByMetricName"]:
 # the run wrote (months of the simulated time), wait until the merges are
 # over and the directory no longer changes, then stop VictoriaMetrics
 # (which writes what it still holds) and measure.
-curl -fsS "$VM/internal/force_flush" >/dev/null
-nmonths=0
-for month in $(python3 -c 'import sys, time
+months=$(python3 -c 'import sys, time
 s, e = int(sys.argv[1]), int(sys.argv[2])
 print(" ".join(sorted({time.strftime("%Y_%m", time.gmtime(t)) for t in range(s - 120, e + 86400, 3600)})))' \
-	"$start_s" "$((t0 / 1000))"); do
-	curl -fsS "$VM/internal/force_merge?partition_prefix=$month" >/dev/null
-	nmonths=$((nmonths + 1))
-done
-# A forced merge may not have started at the first look: settled means
-# one part per partition (a part is a directory with a values.bin).
+	"$start_s" "$((t0 / 1000))")
+nmonths=$(wc -w <<<"$months")
+# Settled: one part per partition (a part is a directory with a
+# values.bin; samples flushed after the forced merge make a second one,
+# merged again here), no merge running, and the directory the same for
+# 30 s (the index merges its own parts in the background: its size
+# depends on how far that got).
+force_merge() {
+	curl -fsS "$VM/internal/force_flush" >/dev/null
+	for month in $months; do
+		curl -fsS "$VM/internal/force_merge?partition_prefix=$month" >/dev/null
+	done
+}
+force_merge
+same=0
 settled() {
 	local now parts
 	parts=$(find "$T_DIR/vm/data" -name values.bin | wc -l)
 	now="$(vm_metric vm_active_merges) $(du -sb "$T_DIR/vm" | awk '{ print $1 }')"
-	[ "$now" = "${last:-}" ] && [ "${now%% *}" = 0 ] && [ "$parts" -le "$nmonths" ] && return 0
+	if [ "${now%% *}" = 0 ] && [ "$parts" -gt "$nmonths" ]; then
+		force_merge
+		same=0
+	elif [ "$now" = "${last:-}" ] && [ "${now%% *}" = 0 ]; then
+		same=$((same + 1))
+		[ "$same" -ge 10 ] && return 0
+	else
+		same=0
+	fi
 	last=$now
 	sleep 3 # the next look at the directory
 	return 1

@@ -421,10 +421,9 @@ static const struct opt opts[] = {
 	  "error of at most 0.05%. No digit below the statistic's standard\n"
 	  "error in its minute is kept either (s / sqrt(n) for the avg, s / 4\n"
 	  "for min and max, s the minute's standard deviation). A counter\n"
-	  "keeps this many digits of its increase since the value sent\n"
-	  "before, never goes down by rounding, and is exact where it was\n"
-	  "reset. _count_samples stays exact; the node's own history keeps\n"
-	  "every digit. 0: every digit of a double, counters included." },
+	  "keeps 9 significant digits, which keeps its order and resets.\n"
+	  "_count_samples stays exact; the node's own history keeps every\n"
+	  "digit. 0: every digit of a double, counters included." },
 	{ "remote-write-stddev-precision", T_UINT, F(rw_stddev_precision), 0,
 	  17, "DIGITS", "2", RESTART, "significant digits of a stddev",
 	  "The same for NAME:1m_stddev: a spread, for which two digits say\n"

@@ -130,16 +130,15 @@ struct gw_rw_queue_opts {
 	int64_t (*now)(void *ctx);
 	void *now_ctx;
 	/* Output series the guard remembers (last time and value sent)
-	 * before it is reset; 0: 1 M.  Its memory is about 64 bytes each:
+	 * before it is reset; 0: 1 M.  Its memory is about 48 bytes each:
 	 * the fleet simulation, with thousands of queues, keeps it small. */
 	uint32_t guard_max;
 	/* Significant decimal digits kept of a gauge's NAME:1m_avg, _min,
 	 * _max and _stddev, and none below the output's standard error in
 	 * its minute (their last digits are noise that costs the receiver
-	 * most of its bytes; the node keeps the exact samples); of a
-	 * counter's increase since the value sent before (never going down
-	 * by rounding; exact where first seen or reset); 0: all of a
-	 * double's, counters exact.  _count_samples is exact. */
+	 * most of its bytes; the node keeps the exact samples); where not
+	 * 0, a counter keeps 9 significant digits (COUNTER_DIGITS in
+	 * rw_queue.c); 0: all of a double's.  _count_samples is exact. */
 	unsigned int precision;
 	/* The same for NAME:1m_stddev, a spread that needs fewer; 0: as
 	 * precision. */
