@@ -374,6 +374,13 @@ static double round_stat(double v, unsigned int digits, double noise)
 	return round_pow10(v, k);
 }
 
+/* A counter's value c as it leaves under its own name: the 1-minute
+ * stream's and a raw push's the same, or a push would make it go down. */
+static double counter_out(const struct gw_rw_queue *q, double c)
+{
+	return q->o.precision ? round_stat(c, COUNTER_DIGITS, 0) : c;
+}
+
 /* ---- the guard: no output series goes back in time; suppression ---- */
 
 static struct guard *guard_find(struct gw_rw_queue *q, uint64_t h)
@@ -819,10 +826,7 @@ static int send_windows(struct gw_rw_queue *q, const struct gw_labels *labels,
 				/* (an old chunk may not know it) */
 				t = w->t_last != INT64_MIN ? w->t_last
 							   : w->t - 1;
-				v = q->o.precision
-					    ? round_stat(w->last,
-							 COUNTER_DIGITS, 0)
-					    : w->last;
+				v = counter_out(q, w->last);
 			} else {
 				v = gauge_out(q, w, o);
 			}
@@ -962,6 +966,8 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 			struct gw_labels ol;
 			uint64_t h;
 			bool open = false;
+			/* a push of a counter the 1-minute stream also sends */
+			bool ctr = push && name && shape_of(name) == SH_LAST;
 
 			if (push && name && summed(q, name, &d->labels))
 				continue;
@@ -969,7 +975,10 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 			if (r)
 				break;
 			for (size_t j = 0; j < d->n && !r; j++) {
-				if (!admit(q, h, d->t[j], d->v[j], false))
+				double v =
+					ctr ? counter_out(q, d->v[j]) : d->v[j];
+
+				if (!admit(q, h, d->t[j], v, false))
 					continue;
 				if (!open) {
 					r = batch_series(&q->b, &ol);
@@ -978,7 +987,7 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 						break;
 				}
 				n++;
-				r = batch_add(q, d->t[j], d->v[j]);
+				r = batch_add(q, d->t[j], v);
 			}
 			gw_labels_release(&ol);
 		}
