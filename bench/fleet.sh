@@ -7,8 +7,11 @@
 # policy, then reports
 #   - edge CPU per GPU-second (the command's own measure; budget 0.1 ms),
 #   - bytes on the wire per GPU-day (after snappy),
-#   - VictoriaMetrics' stored bytes per GPU-day: its whole data directory
-#     after a forced flush and merge (budget 100 KB),
+#   - VictoriaMetrics' stored bytes per GPU-day after a forced flush and
+#     merge: what the run's days added (data/ and indexdb/, the budget of
+#     100 KB), and its whole data directory once stopped, which also holds
+#     the caches it saves at shutdown (cache/: sized by the live series,
+#     written once, not per day),
 #   - the central ingest rate, from VictoriaMetrics' own /metrics
 #     (vm_rows_inserted_total over the run's wall time),
 # and checks with a query that VictoriaMetrics holds the series the nodes
@@ -62,8 +65,16 @@ rw_wait_ready "$VM/health" "$VM_PID" "$T_DIR/vm.log"
 
 rows0=$(vm_metric vm_rows_inserted_total)
 t0=$(now_ms)
+# A run of whole days covers whole UTC days (the last ends at today's
+# midnight), as each day does in a long-running store: VictoriaMetrics
+# indexes each UTC day's series once, so a day that straddled two dates
+# would pay that twice.
+start="-$DURATION"
+if [[ $DURATION =~ ^([0-9]+)d$ ]]; then
+	start=$(( $(date -u +%s) / 86400 * 86400 - BASH_REMATCH[1] * 86400 ))
+fi
 cmd=("$GPUWATCH" sim fleet --url "$VM/api/v1/write" --nodes "$NODES" --gpus "$GPUS"
-	--start "-$DURATION" --duration "$DURATION" --senders "$SENDERS" --seed "$SEED"
+	--start "$start" --duration "$DURATION" --senders "$SENDERS" --seed "$SEED"
 	--external-label cluster=bench ${EXTRA:-})
 echo "+ ${cmd[*]}" >&2
 "${cmd[@]}" | tee "$T_DIR/report"
@@ -72,7 +83,7 @@ rows1=$(vm_metric vm_rows_inserted_total)
 r() { awk -v k="$1" '$1 == k { print $2 }' "$T_DIR/report"; }
 
 sim_s=$(r simulated_seconds)
-start_s=$(( t0 / 1000 - sim_s ))
+start_s=$(r start_seconds)
 # The series VictoriaMetrics holds for the run, and its instances.
 series=$(curl -fsS "$VM/api/v1/series/count" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0])')
 instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))")
@@ -123,10 +134,13 @@ settled() {
 	return 1
 }
 wait_until settled 900 "VictoriaMetrics still merging"
+data=$(du -sb "$T_DIR/vm/data" | awk '{ print $1 }')
+index=$(du -sb "$T_DIR/vm/indexdb" | awk '{ print $1 }')
+vm_size=$(vm_metric vm_data_size_bytes)
 rw_kill "$VM_PID"
 VM_PID=
 stored=$(du -sb "$T_DIR/vm" | awk '{ print $1 }')
-data=$(du -sb "$T_DIR/vm/data" | awk '{ print $1 }')
+cache=$( (du -sb "$T_DIR/vm/cache" 2>/dev/null || echo 0) | awk '{ print $1 }')
 
 gpus=$(r gpus)
 gpu_days=$(python3 -c "print($gpus * $sim_s / 86400)")
@@ -137,9 +151,11 @@ run                          $NODES nodes x $GPUS GPUs, $DURATION simulated, $SE
 edge_cpu_ms_per_gpu_second   $(r edge_cpu_ms_per_gpu_second)   (budget 0.1)
 wire_bytes_per_gpu_day       $(r wire_bytes_per_gpu_day)
 samples_per_gpu_minute       $(r samples_per_gpu_minute)
-vm_stored_bytes              $stored (data/ $data)
-vm_stored_bytes_per_gpu_day  $(python3 -c "print(round($stored / $gpu_days))")   (budget 100000)
+vm_stored_bytes              $stored (data/ $data, indexdb/ $index, cache/ $cache; vm_data_size_bytes $vm_size)
+vm_daily_bytes_per_gpu_day   $(python3 -c "print(round(($data + $index) / $gpu_days))")   (data/ and indexdb/; budget 100000)
 vm_data_bytes_per_gpu_day    $(python3 -c "print(round($data / $gpu_days))")
+vm_index_bytes_per_gpu_day   $(python3 -c "print(round($index / $gpu_days))")
+vm_stored_bytes_per_gpu_day  $(python3 -c "print(round($stored / $gpu_days))")   (the whole directory, cache/ included)
 vm_bytes_per_sample          $(python3 -c "print(round($stored / max(1, $(r samples_sent)), 3))")
 vm_rows_inserted             $((rows1 - rows0)) (samples_sent $(r samples_sent))
 vm_ingest_rows_per_second    $(python3 -c "print(round(($rows1 - $rows0) / $wall))") over ${wall} s

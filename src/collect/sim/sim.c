@@ -526,6 +526,7 @@ static void dev_init(struct dev *d, unsigned int index)
 	uint64_t x =
 		gw_sim_world.opts.seed ^ (0xD1B54A32D192ED03ULL * (index + 1));
 	uint64_t h1, h2;
+	double uptime_s, nvl_frac;
 	unsigned int i, n;
 
 	memset(d, 0, sizeof(*d));
@@ -553,6 +554,15 @@ static void dev_init(struct dev *d, unsigned int index)
 	d->amb_off = rnd_range(d, 0.0, 4.0); /* position in the chassis */
 	/* energy since driver load: some days at a few hundred watts */
 	d->energy_uj = (uint64_t)rnd_range(d, 1e13, 1e14);
+	/* NVLink traffic over those same days (energy / 300 W of uptime) at
+	 * 10-40% of the links' rate, from the uuid's bits, not the random
+	 * stream: counters that start where a GPU days into its work has
+	 * them, not at zero */
+	uptime_s = (double)d->energy_uj / 1e6 / 300.0;
+	nvl_frac = 0.1 + 0.3 * (double)((h2 >> 48) & 0xFFFF) / 65535.0;
+	d->nvl_tx_kib = (unsigned long long)(uptime_s * 2.5e8 * nvl_frac);
+	d->nvl_rx_kib =
+		(unsigned long long)(uptime_s * 2.5e8 * nvl_frac * 0.95);
 
 	/* a GPU already at work: jobs as many as the hour calls for */
 	n = (unsigned int)(JOBS_AT_NOON * diurnal(0) + rnd_u(d));
