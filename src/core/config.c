@@ -420,14 +420,17 @@ static const struct opt opts[] = {
 	  "store most of its bytes; 3 keeps 612 W, 45.3 C, 0.873, a relative\n"
 	  "error of at most 0.05%. No digit below the statistic's standard\n"
 	  "error in its minute is kept either (s / sqrt(n) for the avg, s / 4\n"
-	  "for min and max, s the minute's standard deviation). A counter\n"
-	  "keeps 9 significant digits, which keeps its order and resets.\n"
+	  "for min and max, s the minute's standard deviation), nor one\n"
+	  "finer than the reading's step: 0.001 of a ratio, 0.1 C, 1 W,\n"
+	  "1 MHz, 10 MB of memory, 10 MB/s of PCIe. A counter keeps 9\n"
+	  "significant digits, which keeps its order and resets.\n"
 	  "_count_samples stays exact; the node's own history keeps every\n"
 	  "digit. 0: every digit of a double, counters included." },
 	{ "remote-write-stddev-precision", T_UINT, F(rw_stddev_precision), 0,
 	  17, "DIGITS", "2", RESTART, "significant digits of a stddev",
 	  "The same for NAME:1m_stddev: a spread, for which two digits say\n"
-	  "what there is to say (within 5%). 0: as --remote-write-precision." },
+	  "what there is to say (within 5%). 0: as --remote-write-precision\n"
+	  "(which at 0 sends every digit of the stddev too)." },
 	{ "remote-write-rollups", T_STRING, F(rw_rollups), 0, 0, "LIST", "all",
 	  RESTART, "rollups sent of a gauge",
 	  "The rollups sent of a gauge: all (avg, min, max, stddev,\n"

@@ -259,11 +259,49 @@ static bool msets_match(const struct msets *s, const struct gw_labels *l)
  * both leave as the state rollups. */
 enum shape { SH_GAUGE, SH_STATE, SH_LAST, SH_SKIP };
 
-static enum shape shape_of(const char *name)
+/*
+ * The finest step of a gauge's rollups (:1m_avg, _min, _max, _stddev) as
+ * the policy sends them, for the readings whose scale the hardware fixes:
+ * a thousandth of a ratio, a tenth of a degree, a watt, a megahertz (NVML
+ * reads clocks in MHz, utilisation in whole percent, temperatures in
+ * whole degrees), 10 MB of memory, 10 MB/s of PCIe.  Below these a digit
+ * tells an operator nothing, yet a small value's fine digits would set
+ * the decimal scale of the receiver's whole block of that series
+ * (docs/internals/remote-write-queue.md, "Precision").  Families not
+ * listed keep their significant digits only.
+ */
+static const struct {
+	enum gw_catalog_id id;
+	double step;
+} rollup_steps[] = {
+	{ GW_CATALOG_GPU_TEMPERATURE_CELSIUS, 0.1 },
+	{ GW_CATALOG_GPU_MEMORY_TEMPERATURE_CELSIUS, 0.1 },
+	{ GW_CATALOG_GPU_POWER_WATTS, 1 },
+	{ GW_CATALOG_GPU_CLOCK_HERTZ, 1e6 },
+	{ GW_CATALOG_GPU_MEMORY_USED_BYTES, 1e7 },
+	{ GW_CATALOG_GPU_MEMORY_FREE_BYTES, 1e7 },
+	{ GW_CATALOG_GPU_PROCESS_MEMORY_USED_BYTES, 1e7 },
+	{ GW_CATALOG_GPU_PCIE_THROUGHPUT_BYTES_PER_SECOND, 1e7 },
+	{ GW_CATALOG_GPU_UTILIZATION_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_MEMORY_UTILIZATION_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_FAN_SPEED_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_PROCESS_SM_UTILIZATION_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_PROCESS_MEMORY_UTILIZATION_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_SM_OCCUPANCY_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_SM_ACTIVE_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_TENSOR_ACTIVE_RATIO, 1e-3 },
+	{ GW_CATALOG_GPU_DRAM_BANDWIDTH_UTILIZATION_RATIO, 1e-3 },
+};
+
+/* How the series named name leaves; *step (if not NULL): its rollups'
+ * finest step (rollup_steps), 0 for none. */
+static enum shape shape_of(const char *name, double *step)
 {
 	static const char *const last[] = { "_total", "_bucket", "_info",
 					    "_count", "_sum",	 "_created" };
 
+	if (step)
+		*step = 0;
 	if (strchr(name, ':'))
 		return SH_SKIP;
 	if (strcmp(name, "ALERTS") == 0 ||
@@ -277,6 +315,11 @@ static enum shape shape_of(const char *name)
 
 		if (strcmp(f->name, name) != 0)
 			continue;
+		for (size_t k = 0;
+		     step && k < sizeof(rollup_steps) / sizeof(rollup_steps[0]);
+		     k++)
+			if ((size_t)rollup_steps[k].id == i)
+				*step = rollup_steps[k].step;
 		if (f->type != GW_GAUGE)
 			return SH_LAST;
 		return gw_catalog[i].setting ||
@@ -369,8 +412,9 @@ static double round_stat(double v, unsigned int digits, double noise)
 	if (!digits || v == 0 || !isfinite(v))
 		return v;
 	k = floor(log10(fabs(v))) - (double)digits + 1;
-	if (noise > 0 && isfinite(noise) && floor(log10(noise)) > k)
-		k = floor(log10(noise));
+	/* (a step 0.1 or 1e-3 is a power of ten its double is just off) */
+	if (noise > 0 && isfinite(noise) && floor(log10(noise) + 1e-12) > k)
+		k = floor(log10(noise) + 1e-12);
 	return round_pow10(v, k);
 }
 
@@ -765,26 +809,30 @@ static int state_load(struct gw_rw_queue *q)
  * Output o of a gauge's window w, at the policy's precision: no finer
  * than the statistic's standard error, from the window's own spread s
  * over n samples: s / sqrt(n) for the mean, s / sqrt(2 (n - 1)) for the
- * spread itself, and a quarter of s for the extremes.
+ * spread itself, and a quarter of s for the extremes; and no finer than
+ * step, the family's (rollup_steps; 0: none).
  */
 static double gauge_out(const struct gw_rw_queue *q, const struct gw_rollup *w,
-			size_t o)
+			size_t o, double step)
 {
 	double s = gw_rollup_stddev(w), n = w->count;
-	unsigned int sd_digits =
-		q->o.stddev_precision ? q->o.stddev_precision : q->o.precision;
+	/* (precision 0: every digit, the stddev's too) */
+	unsigned int sd_digits = q->o.precision && q->o.stddev_precision
+					 ? q->o.stddev_precision
+					 : q->o.precision;
 
 	switch (o) {
 	case GW_RW_OUT_AVG:
 		return round_stat(gw_rollup_mean(w), q->o.precision,
-				  s / sqrt(n));
+				  fmax(s / sqrt(n), step));
 	case GW_RW_OUT_MIN:
-		return round_stat(w->min, q->o.precision, s / 4);
+		return round_stat(w->min, q->o.precision, fmax(s / 4, step));
 	case GW_RW_OUT_MAX:
-		return round_stat(w->max, q->o.precision, s / 4);
+		return round_stat(w->max, q->o.precision, fmax(s / 4, step));
 	case GW_RW_OUT_STDDEV:
-		return round_stat(s, sd_digits,
-				  n > 1 ? s / sqrt(2 * (n - 1)) : 0);
+		return round_stat(
+			s, sd_digits,
+			fmax(n > 1 ? s / sqrt(2 * (n - 1)) : 0, step));
 	default:
 		return n;
 	}
@@ -797,7 +845,8 @@ static double gauge_out(const struct gw_rw_queue *q, const struct gw_rollup *w,
  */
 static int send_windows(struct gw_rw_queue *q, const struct gw_labels *labels,
 			const char *base, const char *tag, bool last,
-			unsigned int outs, const struct gw_rollup *r0, size_t n)
+			unsigned int outs, const struct gw_rollup *r0, size_t n,
+			double step)
 {
 	char name[512];
 	int r = 0;
@@ -828,7 +877,7 @@ static int send_windows(struct gw_rw_queue *q, const struct gw_labels *labels,
 							   : w->t - 1;
 				v = counter_out(q, w->last);
 			} else {
-				v = gauge_out(q, w, o);
+				v = gauge_out(q, w, o, step);
 			}
 			if (!admit(q, h, t, v, true))
 				continue;
@@ -870,7 +919,8 @@ static int slice_1m(struct gw_rw_queue *q)
 	for (size_t i = 0; i < set.n && !r; i++) {
 		const struct gw_series_data *d = &set.s[i];
 		const char *base = gw_labels_get(&d->labels, "__name__");
-		enum shape sh = base ? shape_of(base) : SH_SKIP;
+		double step = 0;
+		enum shape sh = base ? shape_of(base, &step) : SH_SKIP;
 
 		if (sh == SH_SKIP)
 			continue;
@@ -898,15 +948,18 @@ static int slice_1m(struct gw_rw_queue *q)
 			continue;
 		}
 		r = send_windows(q, &d->labels, base, "", sh == SH_LAST, outs,
-				 d->r, d->n);
+				 d->r, d->n, step);
 	}
 	gw_rw_agg_finish(&q->agg);
 	for (size_t i = 0; i < q->agg.n && !r; i++) {
 		const struct gw_rw_agg_group *g = &q->agg.g[i];
+		const char *name = gw_labels_get(&g->labels, "__name__");
+		double step = 0;
 
-		r = send_windows(q, &g->labels,
-				 gw_labels_get(&g->labels, "__name__"), g->tag,
-				 g->sum, g->outs, g->w, g->n);
+		if (name)
+			shape_of(name, &step);
+		r = send_windows(q, &g->labels, name, g->tag, g->sum, g->outs,
+				 g->w, g->n, step);
 	}
 	gw_rw_agg_clear(&q->agg);
 	for (size_t i = 0; i < set.n; i++)
@@ -967,7 +1020,8 @@ static int slice_raw(struct gw_rw_queue *q, const struct msets *sel,
 			uint64_t h;
 			bool open = false;
 			/* a push of a counter the 1-minute stream also sends */
-			bool ctr = push && name && shape_of(name) == SH_LAST;
+			bool ctr =
+				push && name && shape_of(name, NULL) == SH_LAST;
 
 			if (push && name && summed(q, name, &d->labels))
 				continue;

@@ -24,16 +24,39 @@ import urllib.request
 
 OUTS = ["avg", "min", "max", "stddev", "count_samples"]
 
+# The readings' steps (rollup_steps in src/export/rw_queue.c): no rollup
+# digit finer than these.
+STEPS = {
+    "gpuwatch_gpu_temperature_celsius": 0.1,
+    "gpuwatch_gpu_memory_temperature_celsius": 0.1,
+    "gpuwatch_gpu_power_watts": 1.0,
+    "gpuwatch_gpu_clock_hertz": 1e6,
+    "gpuwatch_gpu_memory_used_bytes": 1e7,
+    "gpuwatch_gpu_memory_free_bytes": 1e7,
+    "gpuwatch_gpu_process_memory_used_bytes": 1e7,
+    "gpuwatch_gpu_pcie_throughput_bytes_per_second": 1e7,
+    "gpuwatch_gpu_utilization_ratio": 1e-3,
+    "gpuwatch_gpu_memory_utilization_ratio": 1e-3,
+    "gpuwatch_gpu_fan_speed_ratio": 1e-3,
+    "gpuwatch_gpu_process_sm_utilization_ratio": 1e-3,
+    "gpuwatch_gpu_process_memory_utilization_ratio": 1e-3,
+    "gpuwatch_gpu_sm_occupancy_ratio": 1e-3,
+    "gpuwatch_gpu_sm_active_ratio": 1e-3,
+    "gpuwatch_gpu_tensor_active_ratio": 1e-3,
+    "gpuwatch_gpu_dram_bandwidth_utilization_ratio": 1e-3,
+}
+
 
 def round_stat(v, digits, noise):
     """v as the agent's precision rule sends it: to digits significant
     digits, or to the largest power of ten not above noise where that is
-    coarser (the statistic's standard error).  Returns (value, quantum)."""
+    coarser (the statistic's standard error, or the reading's step).
+    Returns (value, quantum)."""
     if v == 0 or not math.isfinite(v):
         return v, 0.0
     k = math.floor(math.log10(abs(v))) - digits + 1
     if noise > 0 and math.isfinite(noise):
-        k = max(k, math.floor(math.log10(noise)))
+        k = max(k, math.floor(math.log10(noise) + 1e-12))
     if k < 0:
         s = 10.0 ** -k
         return round(v * s) / s, 1.0 / s
@@ -213,6 +236,7 @@ def main():
                                  "min": sd / 4, "max": sd / 4,
                                  "stddev": sd / math.sqrt(2 * (n - 1))
                                  if n > 1 else 0.0}[out]
+                        noise = max(noise, STEPS.get(base, 0.0))
                         want, quantum = round_stat(want, digits, noise)
                     if name == "victoriametrics":
                         tol = max(tol, 1e-11)

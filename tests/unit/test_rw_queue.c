@@ -187,40 +187,46 @@ static void feed(struct fx *f, int64_t t0, int64_t t1)
 /* Steps until nothing is due. */
 static void drain(struct gw_rw_queue *q);
 
-/* The edge policy's precision and a process's rollups: :1m_avg and
- * :1m_stddev keep 3 significant digits (max, 102, has no more); a series
+/* A queue of the rollup policy at 3 significant digits, into the sink,
+ * for the precision tests (which add to it). */
+static struct gw_rw_queue_opts precision_opts(struct fx *f)
+{
+	return (struct gw_rw_queue_opts){
+		.sz = sizeof(struct gw_rw_queue_opts),
+		.name = "central",
+		.url = "http://127.0.0.1:1/api/v1/write",
+		.q = gw_store_queryable(f->s),
+		.sink = { .ctx = f, .send = sink_send },
+		.now = fake_now,
+		.now_ctx = f,
+		.precision = 3,
+	};
+}
+
+/* The edge policy's precision and a process's rollups: a gauge's :1m_avg
+ * and :1m_stddev keep 3 significant digits (max, 102, has no more; the
+ * gauge has no step, test_precision_steps has those); a series
  * with a pid label leaves as the rollups asked for only, a GPU's as all
  * five. */
 static void test_precision_process(void **state)
 {
 	static const char *const ext[] = { "instance=node-1" };
 	struct fx *f = *state;
-	struct gw_rw_queue_opts o = {
-		.sz = sizeof(o),
-		.name = "central",
-		.url = "http://127.0.0.1:1/api/v1/write",
-		.q = gw_store_queryable(f->s),
-		.sink = { .ctx = f, .send = sink_send },
-		.external = ext,
-		.nexternal = 1,
-		.now = fake_now,
-		.now_ctx = f,
-		.precision = 3,
-		.process_outputs =
-			(1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX),
-	};
+	struct gw_rw_queue_opts o = precision_opts(f);
 	struct gw_rw_queue *q;
 	char err[256];
 	size_t avg = 0, max = 0, pmin = 0, pavg = 0, gmin = 0, gcount = 0;
 	unsigned int mask;
 
+	o.external = ext;
+	o.nexternal = 1;
+	o.process_outputs = (1u << GW_RW_OUT_AVG) | (1u << GW_RW_OUT_MAX);
 	f->now = T0;
 	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
 	for (int64_t t = T0; t < T0 + 3 * MINUTE; t += 1000) {
 		double x = (double)((t - T0) / 1000 % 7) / 3; /* 1/3 steps */
 
-		assert_int_equal(gw_store_append(f->s,
-						 "gpuwatch_gpu_power_watts",
+		assert_int_equal(gw_store_append(f->s, "app_tokens_per_second",
 						 "gpu=\"0\"", t, 100 + x),
 				 0);
 		assert_int_equal(
@@ -237,23 +243,21 @@ static void test_precision_process(void **state)
 		const struct rec *r = &f->r[i];
 		const char *k = r->key;
 
-		if (strncmp(k, "gpuwatch_gpu_power_watts:1m_avg{", 32) == 0 ||
-		    strncmp(k, "gpuwatch_gpu_power_watts:1m_stddev{", 35) ==
-			    0) {
+		if (strncmp(k, "app_tokens_per_second:1m_avg{", 29) == 0 ||
+		    strncmp(k, "app_tokens_per_second:1m_stddev{", 32) == 0) {
 			double e = floor(log10(fabs(r->v)));
 			double m = r->v * pow(10, 2 - e);
 
 			assert_true(fabs(m - round(m)) < 1e-6);
 			avg++;
 		}
-		if (strncmp(k, "gpuwatch_gpu_power_watts:1m_max{", 32) == 0) {
+		if (strncmp(k, "app_tokens_per_second:1m_max{", 29) == 0) {
 			assert_true(fabs(r->v - (100 + 6.0 / 3)) < 1e-12);
 			max++;
 		}
-		gmin += strncmp(k, "gpuwatch_gpu_power_watts:1m_min{", 32) == 0;
-		gcount +=
-			strncmp(k, "gpuwatch_gpu_power_watts:1m_count_samples{",
-				42) == 0;
+		gmin += strncmp(k, "app_tokens_per_second:1m_min{", 29) == 0;
+		gcount += strncmp(k, "app_tokens_per_second:1m_count_samples{",
+				  39) == 0;
 		pavg += strncmp(k,
 				"gpuwatch_gpu_process_memory_used_bytes:1m_"
 				"avg{",
@@ -302,22 +306,13 @@ static double energy_at(int64_t t)
 static void test_precision_noise_counter(void **state)
 {
 	struct fx *f = *state;
-	struct gw_rw_queue_opts o = {
-		.sz = sizeof(o),
-		.name = "central",
-		.url = "http://127.0.0.1:1/api/v1/write",
-		.q = gw_store_queryable(f->s),
-		.sink = { .ctx = f, .send = sink_send },
-		.now = fake_now,
-		.now_ctx = f,
-		.precision = 3,
-		.stddev_precision = 2,
-	};
+	struct gw_rw_queue_opts o = precision_opts(f);
 	struct gw_rw_queue *q;
 	char err[256];
 	size_t avg = 0, min = 0, max = 0, energy = 0, exact = 0, resets = 0;
 	double last = 0;
 
+	o.stddev_precision = 2;
 	f->now = T0;
 	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
 	for (int64_t t = T0; t < T0 + 8 * MINUTE; t += 1000) {
@@ -380,6 +375,104 @@ static void test_precision_noise_counter(void **state)
 	assert_true(exact < 8); /* the joule's decimals are gone */
 	assert_int_equal(resets, 1);
 	gw_rw_queue_free(q);
+}
+
+/* The value sent last of the series whose key starts with prefix and
+ * holds label (NAN: none). */
+static double last_value(const struct fx *f, const char *prefix,
+			 const char *label)
+{
+	double v = NAN;
+
+	for (size_t i = 0; i < f->n; i++)
+		if (strncmp(f->r[i].key, prefix, strlen(prefix)) == 0 &&
+		    strstr(f->r[i].key, label))
+			v = f->r[i].v;
+	return v;
+}
+
+/* The readings' steps: a quiet minute of a GPU's power, utilisation,
+ * memory and clock leaves without the digits finer than a watt, a
+ * thousandth, 10 MB and a megahertz, its stddev at 0 where the spread
+ * is below half a step; a gauge without a step (an application's)
+ * keeps its 3 significant digits at any scale; precision 0 sends every
+ * digit. */
+static void test_precision_steps(void **state)
+{
+	static const struct {
+		const char *name, *out;
+		double v, noise, want, want_exact;
+	} g[] = {
+		{ "gpuwatch_gpu_power_watts", ":1m_avg{", 61.2345, 0, 61,
+		  61.2345 },
+		{ "gpuwatch_gpu_power_watts", ":1m_stddev{", 61.2345, 0.3, 0,
+		  0.3 },
+		{ "gpuwatch_gpu_utilization_ratio", ":1m_avg{", 0.0123456, 0,
+		  0.012, 0.0123456 },
+		{ "gpuwatch_gpu_memory_used_bytes", ":1m_max{", 8.123456e10, 0,
+		  8.12e10, 8.123456e10 },
+		{ "gpuwatch_gpu_memory_used_bytes", ":1m_min{", 1.234567e6, 0,
+		  0, 1.234567e6 },
+		{ "gpuwatch_gpu_clock_hertz", ":1m_avg{", 2.345678e7, 0, 2.3e7,
+		  2.345678e7 },
+		{ "app_step_seconds", ":1m_avg{", 0.0123456, 0, 0.0123,
+		  0.0123456 },
+		{ "app_step_seconds", ":1m_max{", 1234.56, 0, 1230, 1234.56 },
+	};
+	size_t ng = sizeof(g) / sizeof(g[0]);
+
+	for (unsigned int precision = 3;; precision = 0) {
+		struct fx *f = *state;
+		struct gw_rw_queue_opts o = precision_opts(f);
+		struct gw_rw_queue *q;
+		char err[256];
+
+		f->n = 0;
+		o.precision = precision;
+		o.stddev_precision = 2;
+		f->now = T0;
+		assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+		for (int64_t t = T0; t < T0 + MINUTE; t += 1000) {
+			double sign = (t - T0) / 1000 % 2 ? 1 : -1;
+
+			for (size_t i = 0; i < ng; i++) {
+				char l[32];
+
+				/* its own series, so each case leaves */
+				snprintf(l, sizeof(l), "gpu=\"%zu\"", i);
+				assert_int_equal(
+					gw_store_append(
+						f->s, g[i].name, l, t,
+						g[i].v + sign * g[i].noise),
+					0);
+			}
+			f->now = t + 1;
+		}
+		f->now = T0 + MINUTE + 11000;
+		drain(q);
+		for (size_t i = 0; i < ng; i++) {
+			char key[128], l[32];
+			double v,
+				want = precision ? g[i].want : g[i].want_exact;
+
+			snprintf(key, sizeof(key), "%s%s", g[i].name, g[i].out);
+			snprintf(l, sizeof(l), "gpu=\"%zu\"", i);
+			v = last_value(f, key, l);
+			if (g[i].noise > 0 && !precision) /* of +-noise */
+				want = g[i].noise;
+			if (fabs(v - want) > 1e-9 * fabs(want))
+				fail_msg("%s%s: sent %.17g, want %.17g "
+					 "(precision %u)",
+					 g[i].name, g[i].out, v, want,
+					 precision);
+		}
+		gw_rw_queue_free(q);
+		if (!precision)
+			break;
+		/* a second run's minute on a fresh store and queue */
+		teardown(state);
+		setup(state);
+	}
 }
 
 /* Steps until nothing is due. */
@@ -1064,6 +1157,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_precision_process, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_precision_steps, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_precision_noise_counter,
 						setup, teardown),
