@@ -377,6 +377,82 @@ static void test_precision_noise_counter(void **state)
 	gw_rw_queue_free(q);
 }
 
+/* A counter pushed raw (a request for a window, as around an alert) while
+ * the 1-minute stream sends it too, at precision 3: every value that
+ * leaves has at most 9 significant digits, and in time order they never
+ * go down (an exact raw value followed by a lower rounded one would read
+ * as a reset centrally). */
+static void feed_energy(struct fx *f, int64_t t0, int64_t t1)
+{
+	for (int64_t t = t0; t < t1; t += 1000) {
+		assert_int_equal(
+			gw_store_append(
+				f->s, "gpuwatch_gpu_energy_joules_total",
+				"gpu=\"0\"", t,
+				1.23456789e8 +
+					583.123456 * (double)(t - T0) / 1000),
+			0);
+		f->now = t + 1;
+	}
+}
+
+static void test_push_counter_precision(void **state)
+{
+	struct fx *f = *state;
+	struct gw_rw_queue_opts o = precision_opts(f);
+	struct gw_rw_queue *q;
+	struct gw_matcher *m;
+	struct gw_promql_error perr;
+	struct rec *got;
+	size_t nm, n = 0;
+	char err[256];
+
+	f->now = T0;
+	assert_int_equal(gw_rw_queue_new(&o, &q, err, sizeof(err)), 0);
+	feed_energy(f, T0, T0 + 3 * MINUTE);
+	f->now = T0 + 3 * MINUTE + 11000;
+	drain(q); /* the stream: minutes 1 to 3 */
+	memset(&perr, 0, sizeof(perr));
+	assert_int_equal(
+		gw_promql_parse_selector("gpuwatch_gpu_energy_joules_total", &m,
+					 &nm, &perr),
+		0);
+	/* then raw from the minute the stream reached on, into the future */
+	assert_int_equal(gw_rw_queue_push(q,
+					  (const struct gw_matcher *const *)&m,
+					  &nm, 1, T0 + 3 * MINUTE,
+					  T0 + 5 * MINUTE, GW_RW_PUSH_REQUEST),
+			 0);
+	gw_matchers_free(m, nm);
+	/* in time as the agent runs: 10 s of samples, then the queue */
+	for (int64_t t = T0 + 3 * MINUTE; t < T0 + 6 * MINUTE; t += 10000) {
+		feed_energy(f, t, t + 10000);
+		drain(q);
+	}
+	f->now = T0 + 6 * MINUTE + 11000;
+	drain(q);
+	got = calloc(f->n + 1, sizeof(*got));
+	assert_non_null(got);
+	for (size_t i = 0; i < f->n; i++)
+		if (strncmp(f->r[i].key, "gpuwatch_gpu_energy_joules_total{",
+			    33) == 0)
+			got[n++] = f->r[i];
+	assert_true(n >= 3 + 120); /* minutes 1-3, the raw 2 minutes */
+	for (size_t i = 0; i < n; i++) {
+		char text[32];
+
+		snprintf(text, sizeof(text), "%.9g", got[i].v);
+		assert_true(strtod(text, NULL) == got[i].v);
+		for (size_t j = 0; j < n; j++)
+			if (got[j].t > got[i].t && got[j].v < got[i].v)
+				fail_msg("%.17g at %lld, then %.17g at %lld",
+					 got[i].v, (long long)got[i].t,
+					 got[j].v, (long long)got[j].t);
+	}
+	free(got);
+	gw_rw_queue_free(q);
+}
+
 /* The value sent last of the series whose key starts with prefix and
  * holds label (NAN: none). */
 static double last_value(const struct fx *f, const char *prefix,
@@ -1160,6 +1236,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_precision_steps, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_push_counter_precision,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_precision_noise_counter,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_links_settings, setup,
