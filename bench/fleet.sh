@@ -8,10 +8,12 @@
 #   - edge CPU per GPU-second (the command's own measure; budget 0.1 ms),
 #   - bytes on the wire per GPU-day (after snappy),
 #   - VictoriaMetrics' stored bytes per GPU-day after a forced flush and
-#     merge: what the run's days added (data/ and indexdb/, the budget of
-#     100 KB), and its whole data directory once stopped, which also holds
-#     the caches it saves at shutdown (cache/: sized by the live series,
-#     written once, not per day),
+#     merge: data/ and indexdb/, and its whole data directory once
+#     stopped, which also holds the caches it saves at shutdown (cache/:
+#     sized by the live series, written once, not per day).  A first day
+#     also pays each series' one-off index entries and compresses a day
+#     of each series alone; what a day adds to a store that runs on is
+#     bench/fleet-day.sh's (the budget of 100 KB),
 #   - the central ingest rate, from VictoriaMetrics' own /metrics
 #     (vm_rows_inserted_total over the run's wall time),
 # and checks with a query that VictoriaMetrics holds the series the nodes
@@ -46,8 +48,9 @@ rw_trap
 vm_metric() { # NAME: the sum of a counter on VictoriaMetrics' /metrics
 	curl -fsS "$VM/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
 }
-vm_query() { # PROMQL: the first value of an instant query
-	curl -fsS "$VM/api/v1/query" --data-urlencode "query=$1" |
+vm_query() { # PROMQL [TIME]: the first value of an instant query
+	curl -fsS "$VM/api/v1/query" --data-urlencode "query=$1" \
+		${2:+--data-urlencode "time=$2"} |
 		python3 -c 'import json, sys
 r = json.load(sys.stdin)["data"]["result"]
 print(r[0]["value"][1] if r else 0)'
@@ -69,9 +72,13 @@ t0=$(now_ms)
 # midnight), as each day does in a long-running store: VictoriaMetrics
 # indexes each UTC day's series once, so a day that straddled two dates
 # would pay that twice.
+# END= (Unix seconds, a midnight) pins that end, so that runs of 1 and 2
+# days that start on either side of a midnight cover the same days
+# (bench/fleet-day.sh).
 start="-$DURATION"
 if [[ $DURATION =~ ^([0-9]+)d$ ]]; then
-	start=$(( $(date -u +%s) / 86400 * 86400 - BASH_REMATCH[1] * 86400 ))
+	end=${END:-$(( $(date -u +%s) / 86400 * 86400 ))}
+	start=$(( end - BASH_REMATCH[1] * 86400 ))
 fi
 cmd=("$GPUWATCH" sim fleet --url "$VM/api/v1/write" --nodes "$NODES" --gpus "$GPUS"
 	--start "$start" --duration "$DURATION" --senders "$SENDERS" --seed "$SEED"
@@ -86,8 +93,9 @@ sim_s=$(r simulated_seconds)
 start_s=$(r start_seconds)
 # The series VictoriaMetrics holds for the run, and its instances.
 series=$(curl -fsS "$VM/api/v1/series/count" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0])')
-instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))")
-infos=$(vm_query "count(last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d]))")
+# (at the end of the simulated time, which may be a day before now)
+instances=$(vm_query "count(count by (instance) (last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d])))" $((start_s + sim_s)))
+infos=$(vm_query "count(last_over_time(gpuwatch_gpu_info{cluster=\"bench\"}[1d]))" $((start_s + sim_s)))
 # What the series are: VictoriaMetrics' own top names by series count.
 curl -fsS "$VM/api/v1/status/tsdb?topN=12&date=$(date -u -d @"$start_s" +%F)" | python3 -c 'import json, sys
 d = json.load(sys.stdin)["data"]
@@ -152,7 +160,7 @@ edge_cpu_ms_per_gpu_second   $(r edge_cpu_ms_per_gpu_second)   (budget 0.1)
 wire_bytes_per_gpu_day       $(r wire_bytes_per_gpu_day)
 samples_per_gpu_minute       $(r samples_per_gpu_minute)
 vm_stored_bytes              $stored (data/ $data, indexdb/ $index, cache/ $cache; vm_data_size_bytes $vm_size)
-vm_daily_bytes_per_gpu_day   $(python3 -c "print(round(($data + $index) / $gpu_days))")   (data/ and indexdb/; budget 100000)
+vm_store_bytes_per_gpu_day   $(python3 -c "print(round(($data + $index) / $gpu_days))")   (data/ and indexdb/)
 vm_data_bytes_per_gpu_day    $(python3 -c "print(round($data / $gpu_days))")
 vm_index_bytes_per_gpu_day   $(python3 -c "print(round($index / $gpu_days))")
 vm_stored_bytes_per_gpu_day  $(python3 -c "print(round($stored / $gpu_days))")   (the whole directory, cache/ included)
