@@ -78,6 +78,7 @@ t0=$(now_ms)
 start="-$DURATION"
 if [[ $DURATION =~ ^([0-9]+)d$ ]]; then
 	end=${END:-$(( $(date -u +%s) / 86400 * 86400 ))}
+	[[ $end =~ ^[0-9]+$ ]] || { echo "END=$end: not Unix seconds" >&2; exit 1; }
 	start=$(( end - BASH_REMATCH[1] * 86400 ))
 fi
 cmd=("$GPUWATCH" sim fleet --url "$VM/api/v1/write" --nodes "$NODES" --gpus "$GPUS"
