@@ -3,19 +3,22 @@
  * chunk.c - the sample codec (contract in chunk.h, format and the reasons
  * for it in docs/internals/codec.md).
  *
- * A chunk is an 8-byte header and a bit stream, most significant bit
- * first.  Timestamps are coded as the difference between each interval
- * and a tracked reference interval; values as the difference between a
- * decimal-scaled integer and its prediction, or, once a value has no exact
- * decimal form, XORed with the previous value for the rest of the chunk.
- * Every residual goes through one adaptive Exp-Golomb code whose parameter
- * follows the recent residual sizes, so the decoder learns it without
+ * A chunk (version 3) is an 8-byte header, the timestamp stream's length
+ * and two bit streams, most significant bit first: timestamps (and run
+ * lengths), then values.  Series read at the same instants have the same
+ * timestamp stream, which the store's zstd blocks keep once.  Timestamps
+ * are coded as their distance from a tracked tick grid (a phase-locked
+ * loop: jitter is coded once) in a Rice code; values as the difference
+ * between a decimal-scaled integer and its prediction, or, once a value
+ * has no exact decimal form, XORed with the previous value for the rest
+ * of the chunk.  Residuals go through adaptive codes whose parameters
+ * follow the recent residual sizes, so the decoder learns them without
  * side information.  After a sample that was predicted exactly (timestamp
- * and value residual both zero) comes the length of the run of further
- * exactly predicted samples, in the same adaptive code; those samples cost
- * nothing else.  An open run is coded provisionally past the write
- * position when the chunk's bytes are taken, and overwritten by the next
- * append.
+ * and value residual both zero), where timestamps are regular, comes the
+ * length of the run of further exactly predicted samples; those samples
+ * cost nothing else.  An open run's length is coded when the chunk is
+ * assembled.  Version 2 (one interleaved stream, timestamps against a
+ * tracked interval) is still read.
  *
  * All arithmetic on timestamps, intervals and scaled integers is done on
  * uint64_t, wrapping, identically in the encoder and the decoder: any int64
@@ -31,17 +34,24 @@
 #include "common/bits.h"
 #include "common/crc32c.h"
 
-#define VERSION	  2
-#define HDR	  8  /* version, flags, count (LE16), CRC-32C (LE32) */
-#define ESC	  24 /* a run of ESC one-bits is an escape */
-#define KMAX	  40 /* largest Exp-Golomb parameter; ESC - 1 + KMAX < 64 */
-#define KSHIFT	  3  /* the size estimate averages over ~2^KSHIFT samples */
-#define ZCAP	  (1ULL << 40) /* residuals above this count as this for k */
-#define JUMP	  64  /* interval residuals beyond this reset the base */
-#define SCALE_MAX 15  /* decimal scales 10^0..10^15 (4 bits) */
-#define SLACK	  64  /* room kept past the write position: one sample */
-#define ZT_RUNS	  128 /* zero timestamp residuals (x 256) for runs to pay */
-#define ZT0	  128 /* the share of zero timestamp residuals to start with */
+#define VERSION	   3  /* written; 2 is still read */
+#define HDR	   8  /* version, flags, count (LE16), CRC-32C (LE32) */
+#define ESC	   24 /* a run of ESC one-bits is an escape */
+#define KMAX	   40 /* largest Exp-Golomb parameter; ESC - 1 + KMAX < 64 */
+#define KSHIFT	   3  /* the size estimate averages over ~2^KSHIFT samples */
+#define ZCAP	   (1ULL << 40) /* residuals above this count as this for k */
+#define JUMP	   64	/* interval residuals beyond this reset the base */
+#define GS	   4096 /* version 3: the grid's fixed point, 1/GS ms */
+#define GRID_P	   64	/* the grid moves by at least GRID_P/GS of a residual */
+#define GRID_I	   4	/* ... and the interval by at least GRID_I/GS of it */
+#define NR_MAX	   65535
+#define RICE_LIM   3   /* Rice quotients below this; above, the tail code */
+#define SCALE_MAX  15  /* decimal scales 10^0..10^15 (4 bits) */
+#define SLACK	   64  /* room kept past the write position: one sample */
+#define ZT_RUNS	   128 /* zero timestamp residuals (x 256) for runs to pay */
+#define ZT0	   128 /* the share of zero timestamp residuals to start with */
+#define ZT0_V3	   0   /* version 3: runs wait for regular timestamps to show */
+#define ZT_RUNS_V3 224 /* and for nearly all of them exactly predicted */
 
 enum { MODE_DEC, MODE_XOR };
 enum { ESC_RAW, ESC_SCALE, ESC_XOR, ESC_BAD };
@@ -106,24 +116,118 @@ static void stat_update(uint64_t *a, uint32_t *zr, uint64_t z)
 		*a = *a - (*a >> KSHIFT) + (z > ZCAP ? ZCAP : z);
 }
 
-/* After an interval d was coded as residual r against m->base. */
+/* x / GS rounded to the nearest integer (halves up). */
+static int64_t round_gs(int64_t x)
+{
+	x += GS / 2;
+	return x >= 0 ? x / GS : -((-x + GS - 1) / GS);
+}
+
+/*
+ * The interval the next timestamp is predicted at.  Version 2: the base.
+ * Version 3: from the last sample's grid point (the timestamp less its
+ * estimated jitter, off) one interval of base + bf/GS on, to the nearest
+ * millisecond.  Either way, a sample exactly predicted has this interval.
+ */
+static uint64_t interval_pred(const struct gw_chunk_model *m)
+{
+	if (m->ver < 3)
+		return m->base;
+	return m->base + (uint64_t)round_gs((int64_t)m->bf - m->off);
+}
+
+/* Version 3: the Rice parameter, the smallest k with 2^k >= the mean. */
+static unsigned rice_k(uint64_t ka)
+{
+	unsigned k = 0;
+
+	while (k < KMAX && (1ULL << (k + KSHIFT)) < ka)
+		k++;
+	return k;
+}
+
+/* Version 3, after an in-range residual rs: the phase-locked loop. */
+static void grid_update(struct gw_chunk_model *m, int64_t rs)
+{
+	int64_t n, p, i, x, bf;
+
+	if (m->nr < NR_MAX)
+		m->nr++;
+	/*
+	 * The gains of a least-squares line through the samples since the
+	 * reset (the alpha-beta filter's start), down to GRID_P and GRID_I:
+	 * a new grid settles within a few samples, a long one averages the
+	 * jitter out over ~GS/GRID_P samples.
+	 */
+	n = m->nr;
+	p = 2 * (2 * n - 1) * GS / (n * (n + 1));
+	i = 6 * GS / (n * (n + 1));
+	if (p < GRID_P)
+		p = GRID_P;
+	if (i < GRID_I)
+		i = GRID_I;
+	/* The new offset: the timestamp less the grid point, which moved by
+	 * p/GS of the residual; less the rounding the prediction made. */
+	x = (int64_t)m->bf - m->off;
+	m->off = (int32_t)((GS - p) * rs - (x - GS * round_gs(x)));
+	bf = m->bf + i * rs;
+	x = bf >= 0 ? bf / GS : -((-bf + GS - 1) / GS);
+	m->base += (uint64_t)x;
+	m->bf = (int32_t)(bf - x * GS);
+}
+
+/* After an interval d was coded as residual r against interval_pred(). */
 static void time_update(struct gw_chunk_model *m, uint64_t d, uint64_t r,
 			int first)
 {
 	int64_t rs = (int64_t)r, q;
+	uint64_t z = gw_zigzag(r);
+	unsigned k;
+	int jump = first || rs < -JUMP || rs > JUMP;
 
-	stat_update(&m->kt, &m->zt, gw_zigzag(r));
 	m->tprev += d;
-	if (first || rs < -JUMP || rs > JUMP) {
-		m->base = d;
-		m->acc = 0;
+	if (m->ver < 3) {
+		stat_update(&m->kt, &m->zt, z);
+		if (jump) {
+			m->base = d;
+			m->acc = 0;
+			return;
+		}
+		/* Fold the residuals into the base slowly: jitter averages
+		 * out. */
+		m->acc += rs;
+		q = m->acc / 8;
+		m->base += (uint64_t)q;
+		m->acc -= q * 8;
 		return;
 	}
-	/* Fold the residuals into the base slowly: jitter averages out. */
-	m->acc += rs;
-	q = m->acc / 8;
-	m->base += (uint64_t)q;
-	m->acc -= q * 8;
+	/*
+	 * Version 3 follows the collector's tick grid: jitter is coded once,
+	 * against the grid, not twice as a difference of two jitters.
+	 */
+	m->zt = m->zt - (m->zt >> 4) + (z ? 0 : 16);
+	k = rice_k(m->ka);
+	if (z >> k >= RICE_LIM) {
+		uint64_t t = z - ((uint64_t)RICE_LIM << k);
+
+		m->kj = m->kj - (m->kj >> KSHIFT) + (t > ZCAP ? ZCAP : t);
+	}
+	if (!jump) {
+		m->ka = m->ka - (m->ka >> KSHIFT) + (z > ZCAP ? ZCAP : z);
+		m->lj = 0;
+		grid_update(m, rs);
+		return;
+	}
+	/* A jump (a gap, a new phase) moves the grid to this sample; the
+	 * interval is taken from it only when two come in a row (a new
+	 * interval), or at the start. */
+	if (first || m->lj) {
+		m->base = d;
+		m->bf = 0;
+		m->nr = 1;
+	}
+	m->off = 0;
+	m->lj = 1;
 }
 
 static uint64_t val_pred(const struct gw_chunk_model *m)
@@ -154,7 +258,7 @@ static int run_step(struct gw_chunk_model *m)
 	uint64_t iv;
 	int moved;
 
-	time_update(m, m->base, 0, 0);
+	time_update(m, interval_pred(m), 0, 0);
 	if (m->mode == MODE_XOR)
 		return 0;
 	iv = val_pred(m);
@@ -171,7 +275,7 @@ static int run_step(struct gw_chunk_model *m)
  */
 static int runs_pay(const struct gw_chunk_model *m)
 {
-	return m->zt >= ZT_RUNS;
+	return m->zt >= (m->ver < 3 ? ZT_RUNS : ZT_RUNS_V3);
 }
 
 static void rescale(struct gw_chunk_model *m, unsigned s)
@@ -212,7 +316,8 @@ static double from_scaled(uint64_t iv, unsigned s)
 
 /* ---- encoder ---- */
 
-static void put(struct gw_chunk_enc *e, uint64_t v, unsigned n)
+/* n low bits of v at the stream's write position (room: reserve()). */
+static void put(struct gw_chunk_bits *w, uint64_t v, unsigned n)
 {
 	uint8_t *p;
 	unsigned off;
@@ -220,16 +325,20 @@ static void put(struct gw_chunk_enc *e, uint64_t v, unsigned n)
 	if (n == 0)
 		return;
 	if (n > 56) {
-		put(e, v >> 32, n - 32);
-		put(e, v & 0xffffffffu, 32);
+		put(w, v >> 32, n - 32);
+		put(w, v & 0xffffffffu, 32);
 		return;
 	}
-	p = e->p + HDR + (e->pos >> 3);
-	off = (unsigned)(e->pos & 7);
+	p = w->p + (w->pos >> 3);
+	off = (unsigned)(w->pos & 7);
 	v &= (1ULL << n) - 1;
 	store_be64(p, load_be64(p) | v << (64 - off - n));
-	e->pos += n;
+	w->pos += n;
 }
+
+/* The two streams of a version 3 chunk. */
+#define WT(e) (&(e)->w[0]) /* timestamps and run lengths */
+#define WV(e) (&(e)->w[1]) /* values */
 
 /* An escape in the value stream: a residual's escape and a 2-bit code. */
 static void put_esc(struct gw_chunk_enc *e, unsigned code)
@@ -237,8 +346,8 @@ static void put_esc(struct gw_chunk_enc *e, unsigned code)
 	struct gw_chunk_model *m = &e->m;
 
 	if (flagged(m->kv, m->zv))
-		put(e, 1, 1);
-	put(e, ((1ULL << ESC) - 1) << 2 | code, ESC + 2);
+		put(WV(e), 1, 1);
+	put(WV(e), ((1ULL << ESC) - 1) << 2 | code, ESC + 2);
 }
 
 /*
@@ -246,7 +355,7 @@ static void put_esc(struct gw_chunk_enc *e, unsigned code)
  * the p + k low bits of z + 2^k (which has p + k + 1 bits).  Returns 0,
  * writing nothing, when p would reach ESC.
  */
-static int put_eg(struct gw_chunk_enc *e, uint64_t z, unsigned k)
+static int put_eg(struct gw_chunk_bits *w, uint64_t z, unsigned k)
 {
 	uint64_t m;
 	unsigned nb, p;
@@ -258,8 +367,8 @@ static int put_eg(struct gw_chunk_enc *e, uint64_t z, unsigned k)
 	p = nb - 1 - k;
 	if (p >= ESC)
 		return 0;
-	put(e, (1ULL << (p + 1)) - 2, p + 1);
-	put(e, m & ((1ULL << (nb - 1)) - 1), nb - 1);
+	put(w, (1ULL << (p + 1)) - 2, p + 1);
+	put(w, m & ((1ULL << (nb - 1)) - 1), nb - 1);
 	return 1;
 }
 
@@ -268,21 +377,21 @@ static int put_eg(struct gw_chunk_enc *e, uint64_t z, unsigned k)
  * an escape (then the flag, if any, and the ESC one-bits are written and
  * the caller follows with the escape's content).
  */
-static int put_res(struct gw_chunk_enc *e, uint64_t z, uint64_t a, uint32_t zr)
+static int put_res(struct gw_chunk_bits *w, uint64_t z, uint64_t a, uint32_t zr)
 {
 	unsigned k = kof(a);
 
 	if (flagged(a, zr)) {
 		if (!z) {
-			put(e, 0, 1);
+			put(w, 0, 1);
 			return 1;
 		}
-		put(e, 1, 1);
+		put(w, 1, 1);
 		z--;
 	}
-	if (put_eg(e, z, k))
+	if (put_eg(w, z, k))
 		return 1;
-	put(e, (1ULL << ESC) - 1, ESC);
+	put(w, (1ULL << ESC) - 1, ESC);
 	return 0;
 }
 
@@ -301,14 +410,36 @@ static unsigned res_bits(uint64_t z, uint64_t a, uint32_t zr)
 	return f + 2 * p + k + 1;
 }
 
+/*
+ * Version 3's timestamp residual: a Rice code of parameter k for quotients
+ * below RICE_LIM (bounded jitter costs near its entropy, where Exp-Golomb
+ * spends a bit more), else RICE_LIM one-bits and the rest in Exp-Golomb
+ * with its own running size (gaps, first intervals).  0 on an escape.
+ */
+static int put_tres(struct gw_chunk_enc *e, uint64_t z)
+{
+	const struct gw_chunk_model *m = &e->m;
+	unsigned k = rice_k(m->ka);
+	uint64_t q = z >> k;
+
+	if (q < RICE_LIM) {
+		put(WT(e), ((1ULL << q) - 1) << 1, (unsigned)q + 1);
+		put(WT(e), z, k);
+		return 1;
+	}
+	put(WT(e), (1ULL << RICE_LIM) - 1, RICE_LIM);
+	return put_res(WT(e), z - ((uint64_t)RICE_LIM << k), m->kj, 0);
+}
+
 /* Returns whether the timestamp was exactly predicted. */
 static int enc_time(struct gw_chunk_enc *e, int64_t t)
 {
 	struct gw_chunk_model *m = &e->m;
-	uint64_t d = (uint64_t)t - m->tprev, r = d - m->base;
+	uint64_t d = (uint64_t)t - m->tprev, r = d - interval_pred(m);
 
-	if (!put_res(e, gw_zigzag(r), m->kt, m->zt))
-		put(e, r, 64);
+	/* The encoder writes version 3 only. */
+	if (!put_tres(e, gw_zigzag(r)))
+		put(WT(e), r, 64);
 	time_update(m, d, r, e->n == 1);
 	return r == 0;
 }
@@ -322,7 +453,7 @@ static int enc_xor(struct gw_chunk_enc *e, uint64_t u)
 
 	m->vprev = u;
 	if (!x) {
-		put(e, 0, 1);
+		put(WV(e), 0, 1);
 		return 1;
 	}
 	lead = (unsigned)__builtin_clzll(x);
@@ -330,13 +461,13 @@ static int enc_xor(struct gw_chunk_enc *e, uint64_t u)
 	if (lead > 31)
 		lead = 31;
 	if (m->wlen && lead >= m->lead && trail >= 64u - m->lead - m->wlen) {
-		put(e, 2, 2);
-		put(e, x >> (64 - m->lead - m->wlen), m->wlen);
+		put(WV(e), 2, 2);
+		put(WV(e), x >> (64 - m->lead - m->wlen), m->wlen);
 		return 0;
 	}
 	len = 64 - lead - trail;
-	put(e, 3u << 11 | lead << 6 | (len - 1), 13);
-	put(e, x >> trail, len);
+	put(WV(e), 3u << 11 | lead << 6 | (len - 1), 13);
+	put(WV(e), x >> trail, len);
 	m->lead = (uint8_t)lead;
 	m->wlen = (uint8_t)len;
 	return 0;
@@ -348,9 +479,9 @@ static int enc_residual(struct gw_chunk_enc *e, uint64_t iv)
 	struct gw_chunk_model *m = &e->m;
 	uint64_t z = gw_zigzag(iv - val_pred(m));
 
-	if (!put_res(e, z, m->kv, m->zv)) {
-		put(e, ESC_RAW, 2);
-		put(e, z, 64);
+	if (!put_res(WV(e), z, m->kv, m->zv)) {
+		put(WV(e), ESC_RAW, 2);
+		put(WV(e), z, 64);
 	}
 	val_update(m, iv, z);
 	return z == 0;
@@ -375,7 +506,7 @@ static int enc_value(struct gw_chunk_enc *e, double v)
 		if (!to_scaled(v, s, &iv))
 			continue;
 		put_esc(e, ESC_SCALE);
-		put(e, s, 4);
+		put(WV(e), s, 4);
 		rescale(m, s);
 		(void)enc_residual(e, iv);
 		m->vprev = gw_bits_of(v);
@@ -399,7 +530,7 @@ static int predicted(const struct gw_chunk_model *m, int64_t t, double v)
 {
 	uint64_t u = gw_bits_of(v), iv;
 
-	if ((uint64_t)t - m->tprev != m->base)
+	if ((uint64_t)t - m->tprev != interval_pred(m))
 		return 0;
 	if (m->mode == MODE_XOR)
 		return u == m->vprev;
@@ -408,74 +539,119 @@ static int predicted(const struct gw_chunk_model *m, int64_t t, double v)
 	return to_scaled(v, m->scale, &iv) && iv == val_pred(m);
 }
 
-/* Clears the open run's provisional code past pos. */
-static void clear_prov(struct gw_chunk_enc *e)
-{
-	size_t from, to;
-
-	if (!e->prov)
-		return;
-	from = HDR + (size_t)(e->pos >> 3);
-	to = HDR + (size_t)((e->pos + e->prov + 7) >> 3);
-	e->p[from] &= (uint8_t)(0xff00u >> (e->pos & 7));
-	memset(e->p + from + 1, 0, to - from - 1);
-	e->prov = 0;
-}
-
 void gw_chunk_enc_init(struct gw_chunk_enc *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->m.zt = ZT0;
+	e->m.zt = ZT0_V3;
+	e->m.ver = VERSION;
 }
 
 void gw_chunk_enc_release(struct gw_chunk_enc *e)
 {
 	free(e->p);
+	free(e->w[0].p);
+	free(e->w[1].p);
 	gw_chunk_enc_init(e);
 }
 
 void gw_chunk_enc_reset(struct gw_chunk_enc *e)
 {
+	struct gw_chunk_bits w[2];
 	uint8_t *p = e->p;
 	size_t cap = e->cap;
 
-	if (p)
-		memset(p, 0, e->len);
+	for (int i = 0; i < 2; i++) {
+		w[i] = e->w[i];
+		if (w[i].p)
+			memset(w[i].p, 0, (size_t)(w[i].pos >> 3) + 1);
+		w[i].pos = 0;
+	}
 	gw_chunk_enc_init(e);
 	e->p = p;
 	e->cap = cap;
+	e->w[0] = w[0];
+	e->w[1] = w[1];
 }
 
-static int reserve(struct gw_chunk_enc *e)
+/* Room for one more sample in a stream: SLACK bytes past its position. */
+static int reserve_bits(struct gw_chunk_bits *w)
 {
-	size_t need = HDR + (size_t)(e->pos >> 3) + SLACK, cap;
+	size_t need = (size_t)(w->pos >> 3) + SLACK, cap;
 	uint8_t *p;
 
-	if (need <= e->cap)
+	if (need <= w->cap)
 		return 0;
 	/* Doubling while small, then by a quarter: an hour's chunk is the
 	 * head's largest buffer, and doubling would leave up to half of it
 	 * unused in every series. */
-	cap = !e->cap ? 256 : e->cap < 4096 ? e->cap * 2 : e->cap + e->cap / 4;
+	cap = !w->cap ? 128 : w->cap < 4096 ? w->cap * 2 : w->cap + w->cap / 4;
 	if (cap < need)
 		cap = need;
 	if (cap > GW_CHUNK_MAX_BYTES + SLACK)
 		cap = GW_CHUNK_MAX_BYTES + SLACK;
-	p = realloc(e->p, cap);
+	p = realloc(w->p, cap);
 	if (!p)
 		return -ENOMEM;
-	memset(p + e->cap, 0, cap - e->cap);
-	e->p = p;
-	e->cap = cap;
+	memset(p + w->cap, 0, cap - w->cap);
+	w->p = p;
+	w->cap = cap;
 	return 0;
+}
+
+static int reserve(struct gw_chunk_enc *e)
+{
+	int err = reserve_bits(WT(e));
+
+	return err ? err : reserve_bits(WV(e));
+}
+
+/* Bytes of the LEB128 varint of x. */
+static size_t varint_len(size_t x)
+{
+	size_t n = 1;
+
+	while (x >= 0x80) {
+		x >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* The chunk's size with tbits of timestamp stream and vbits of values. */
+static size_t chunk_len(uint64_t tbits, uint64_t vbits)
+{
+	size_t tb = (size_t)((tbits + 7) >> 3), vb = (size_t)((vbits + 7) >> 3);
+
+	return HDR + varint_len(tb) + tb + vb;
+}
+
+/* Bits of the timestamp stream, an open run's length included. */
+static uint64_t time_bits(const struct gw_chunk_enc *e)
+{
+	const struct gw_chunk_model *m = &e->m;
+
+	return WT(e)->pos +
+	       (m->rmode && e->run ? res_bits(e->run, m->kr, m->zr) : 0);
+}
+
+/* Clears a stream's bits from pos on (a sample that did not fit). */
+static void clear_from(struct gw_chunk_bits *w, uint64_t pos)
+{
+	size_t from = (size_t)(pos >> 3), to = (size_t)((w->pos + 7) >> 3);
+
+	if (to <= from)
+		return;
+	w->p[from] &= (uint8_t)(0xff00u >> (pos & 7));
+	memset(w->p + from + 1, 0, to - from - 1);
+	w->pos = pos;
 }
 
 /* One more exactly predicted sample in the open run: nothing is written. */
 static int append_run(struct gw_chunk_enc *e, double v)
 {
 	struct gw_chunk_model *m = &e->m;
-	uint64_t bits = e->pos + res_bits(e->run + 1u, m->kr, m->zr);
-	size_t len = HDR + (size_t)((bits + 7) >> 3);
+	uint64_t bits = WT(e)->pos + res_bits(e->run + 1u, m->kr, m->zr);
+	size_t len = chunk_len(bits, WV(e)->pos);
 
 	if (len > GW_CHUNK_MAX_BYTES)
 		return -ENOSPC;
@@ -490,9 +666,9 @@ static int append_run(struct gw_chunk_enc *e, double v)
 int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 {
 	struct gw_chunk_model saved = e->m;
-	uint64_t oldpos = e->pos;
+	uint64_t oldt = WT(e)->pos, oldv = WV(e)->pos;
 	uint32_t oldrun = e->run;
-	size_t len, from, to;
+	size_t len;
 	int err, hit = 0;
 
 	if (e->n >= GW_CHUNK_MAX_SAMPLES)
@@ -504,15 +680,14 @@ int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 		return err;
 	if (e->m.rmode && predicted(&e->m, t, v))
 		return append_run(e, v);
-	clear_prov(e);
 	if (e->n == 0) {
-		put(e, (uint64_t)t, 64);
+		put(WT(e), (uint64_t)t, 64);
 		e->t0 = t;
 		e->m.tprev = (uint64_t)t;
 	} else {
 		if (e->m.rmode) {
 			/* The run ends here: its length, then this sample. */
-			(void)put_res(e, e->run, e->m.kr, e->m.zr);
+			(void)put_res(WT(e), e->run, e->m.kr, e->m.zr);
 			stat_update(&e->m.kr, &e->m.zr, e->run);
 			e->m.rmode = 0;
 			e->run = 0;
@@ -520,7 +695,7 @@ int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 		hit = enc_time(e, t);
 	}
 	hit &= enc_value(e, v);
-	len = HDR + (size_t)((e->pos + 7) >> 3);
+	len = chunk_len(WT(e)->pos, WV(e)->pos);
 	if (len <= GW_CHUNK_MAX_BYTES) {
 		e->m.rmode = (uint8_t)(hit && runs_pay(&e->m));
 		e->n++;
@@ -528,60 +703,88 @@ int gw_chunk_append(struct gw_chunk_enc *e, int64_t t, double v)
 		return 0;
 	}
 	/* Too big: clear the bits just written and forget the sample. */
-	from = HDR + (size_t)(oldpos >> 3);
-	to = len;
-	e->p[from] &= (uint8_t)(0xff00u >> (oldpos & 7));
-	memset(e->p + from + 1, 0, to - from - 1);
-	e->pos = oldpos;
+	clear_from(WT(e), oldt);
+	clear_from(WV(e), oldv);
 	e->m = saved;
 	e->run = oldrun;
 	return -ENOSPC;
 }
 
-const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len)
+/*
+ * Writes the finished chunk (header, the timestamp stream's length, the
+ * two streams) to out, which has room for chunk_len() + SLACK zeroed
+ * bytes.  An open run's length is coded at the end of the timestamp
+ * stream as it stands; the encoder is not changed.
+ */
+static size_t assemble(const struct gw_chunk_enc *e, uint8_t *out)
 {
-	uint64_t pos = e->pos;
+	const struct gw_chunk_model *m = &e->m;
+	uint64_t tbits = time_bits(e);
+	size_t tb = (size_t)((tbits + 7) >> 3);
+	size_t vb = (size_t)((WV(e)->pos + 7) >> 3), at = HDR, x = tb;
 	uint32_t crc;
 
-	if (e->n == 0) {
-		*len = 0;
-		return NULL;
+	out[0] = VERSION;
+	out[1] = 0;
+	out[2] = (uint8_t)(e->n & 0xff);
+	out[3] = (uint8_t)(e->n >> 8);
+	do {
+		out[at++] = (uint8_t)((x & 0x7f) | (x >= 0x80 ? 0x80 : 0));
+		x >>= 7;
+	} while (x);
+	memcpy(out + at, WT(e)->p, (size_t)((WT(e)->pos + 7) >> 3));
+	if (m->rmode && e->run) {
+		struct gw_chunk_bits w = { out + at, tb + SLACK, WT(e)->pos };
+
+		(void)put_res(&w, e->run, m->kr, m->zr);
 	}
-	/* An open run: its length as it stands, past the write position. */
-	clear_prov(e);
-	if (e->m.rmode && e->run) {
-		(void)put_res(e, e->run, e->m.kr, e->m.zr);
-		e->prov = (uint32_t)(e->pos - pos);
-		e->pos = pos;
-	}
-	e->len = HDR + (size_t)((pos + e->prov + 7) >> 3);
-	e->p[0] = VERSION;
-	e->p[1] = 0;
-	e->p[2] = (uint8_t)(e->n & 0xff);
-	e->p[3] = (uint8_t)(e->n >> 8);
-	crc = gw_crc32c(gw_crc32c(0, e->p, 4), e->p + HDR, e->len - HDR);
+	at += tb;
+	if (vb)
+		memcpy(out + at, WV(e)->p, vb);
+	at += vb;
+	crc = gw_crc32c(gw_crc32c(0, out, 4), out + HDR, at - HDR);
 	for (int i = 0; i < 4; i++)
-		e->p[4 + i] = (uint8_t)(crc >> (8 * i));
+		out[4 + i] = (uint8_t)(crc >> (8 * i));
+	return at;
+}
+
+const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len)
+{
+	size_t need;
+
+	*len = 0;
+	if (e->n == 0)
+		return NULL;
+	need = chunk_len(time_bits(e), WV(e)->pos) + SLACK;
+	if (need > e->cap) {
+		uint8_t *p = realloc(e->p, need);
+
+		/* Out of memory: the caller sees an empty chunk and retries
+		 * (every caller treats NULL as nothing to write yet). */
+		if (!p)
+			return NULL;
+		e->p = p;
+		e->cap = need;
+	}
+	memset(e->p, 0, need);
+	e->len = assemble(e, e->p);
 	*len = e->len;
 	return e->p;
 }
 
 int gw_chunk_copy(const struct gw_chunk_enc *e, uint8_t **out, size_t *len)
 {
-	struct gw_chunk_enc c = *e;
+	size_t need;
 
 	*out = NULL;
 	*len = 0;
 	if (e->n == 0)
 		return 0;
-	/* The whole buffer: gw_chunk_bytes() codes an open run past the
-	 * write position, in the slack reserve() keeps. */
-	c.p = malloc(e->cap);
-	if (!c.p)
+	need = chunk_len(time_bits(e), WV(e)->pos) + SLACK;
+	*out = calloc(1, need);
+	if (!*out)
 		return -ENOMEM;
-	memcpy(c.p, e->p, e->cap);
-	(void)gw_chunk_bytes(&c, len);
-	*out = c.p;
+	*len = assemble(e, *out);
 	return 0;
 }
 
@@ -597,77 +800,95 @@ int64_t gw_chunk_last(const struct gw_chunk_enc *e)
 
 /* ---- decoder ---- */
 
-/* The 64 bits at the read position (zeros past the end), unconsumed. */
-static uint64_t peek(const struct gw_chunk_dec *d)
+/*
+ * The 64 bits at stream s's read position (zeros past its end),
+ * unconsumed.
+ */
+static uint64_t peek(const struct gw_chunk_dec *d, unsigned s)
 {
-	size_t byte = HDR + (size_t)(d->pos >> 3);
+	size_t byte = d->r[s].off + (size_t)(d->r[s].pos >> 3);
+	size_t lim = d->r[s].off + (size_t)(d->r[s].end >> 3);
 	uint64_t w = 0;
 
-	if (d->pos >= d->end)
+	if (d->r[s].pos >= d->r[s].end)
 		return 0;
-	if (byte + 8 <= d->len) {
+	if (byte + 8 <= lim) {
 		w = load_be64(d->p + byte);
 	} else {
 		for (size_t i = 0; i < 8; i++)
-			w = w << 8 | (byte + i < d->len ? d->p[byte + i] : 0);
+			w = w << 8 | (byte + i < lim ? d->p[byte + i] : 0);
 	}
-	return w << (d->pos & 7);
+	return w << (d->r[s].pos & 7);
 }
 
-static uint64_t get(struct gw_chunk_dec *d, unsigned n)
+static uint64_t get(struct gw_chunk_dec *d, unsigned s, unsigned n)
 {
 	uint64_t v;
 
 	if (n == 0)
 		return 0;
 	if (n > 56) {
-		v = get(d, n - 32) << 32;
-		return v | get(d, 32);
+		v = get(d, s, n - 32) << 32;
+		return v | get(d, s, 32);
 	}
-	if (d->end - d->pos < n) {
+	if (d->r[s].end - d->r[s].pos < n) {
 		d->bad = 1;
-		d->pos = d->end;
+		d->r[s].pos = d->r[s].end;
 		return 0;
 	}
-	v = peek(d) >> (64 - n);
-	d->pos += n;
+	v = peek(d, s) >> (64 - n);
+	d->r[s].pos += n;
 	return v;
 }
 
 /* One-bits before a zero, at most ESC; consumes them and the zero. */
-static unsigned get_ones(struct gw_chunk_dec *d)
+static unsigned get_ones(struct gw_chunk_dec *d, unsigned s)
 {
-	uint64_t w = peek(d);
+	uint64_t w = peek(d, s);
 	unsigned ones = ~w ? (unsigned)__builtin_clzll(~w) : 64;
 
 	if (ones >= ESC) {
-		get(d, ESC);
+		get(d, s, ESC);
 		return ESC;
 	}
-	get(d, ones + 1);
+	get(d, s, ones + 1);
 	return ones;
 }
 
 /* A residual as put_res writes it; *esc is set on an escape. */
-static uint64_t get_res(struct gw_chunk_dec *d, uint64_t a, uint32_t zr,
-			int *esc)
+static uint64_t get_res(struct gw_chunk_dec *d, unsigned s, uint64_t a,
+			uint32_t zr, int *esc)
 {
 	unsigned k = kof(a), p;
 	uint64_t m, z1 = 0;
 
 	*esc = 0;
 	if (flagged(a, zr)) {
-		if (!get(d, 1))
+		if (!get(d, s, 1))
 			return 0;
 		z1 = 1;
 	}
-	p = get_ones(d);
+	p = get_ones(d, s);
 	if (p == ESC) {
 		*esc = 1;
 		return 0;
 	}
-	m = 1ULL << (p + k) | get(d, p + k);
+	m = 1ULL << (p + k) | get(d, s, p + k);
 	return m - (1ULL << k) + z1;
+}
+
+/* A version 3 timestamp residual as put_tres writes it. */
+static uint64_t get_tres(struct gw_chunk_dec *d, int *esc)
+{
+	const struct gw_chunk_model *m = &d->m;
+	unsigned k = rice_k(m->ka), q = 0;
+
+	*esc = 0;
+	while (q < RICE_LIM && get(d, d->it, 1))
+		q++;
+	if (q < RICE_LIM)
+		return (uint64_t)q << k | get(d, d->it, k);
+	return get_res(d, d->it, m->kj, 0, esc) + ((uint64_t)RICE_LIM << k);
 }
 
 /* Returns whether the timestamp was exactly predicted. */
@@ -677,10 +898,11 @@ static int dec_time(struct gw_chunk_dec *d, int64_t *t)
 	uint64_t r, dt;
 	int esc;
 
-	r = gw_unzigzag(get_res(d, m->kt, m->zt, &esc));
+	r = gw_unzigzag(m->ver < 3 ? get_res(d, d->it, m->kt, m->zt, &esc)
+				   : get_tres(d, &esc));
 	if (esc)
-		r = get(d, 64);
-	dt = m->base + r;
+		r = get(d, d->it, 64);
+	dt = interval_pred(m) + r;
 	/* The interval may not carry the timestamp past INT64_MAX. */
 	if (dt > (uint64_t)INT64_MAX - m->tprev) {
 		d->bad = 1;
@@ -697,12 +919,12 @@ static double dec_xor(struct gw_chunk_dec *d, int *hit)
 	struct gw_chunk_model *m = &d->m;
 	unsigned lead, len;
 
-	*hit = !get(d, 1);
+	*hit = !get(d, d->iv, 1);
 	if (*hit)
 		return gw_double_of(m->vprev);
-	if (get(d, 1)) {
-		lead = (unsigned)get(d, 5);
-		len = (unsigned)get(d, 6) + 1;
+	if (get(d, d->iv, 1)) {
+		lead = (unsigned)get(d, d->iv, 5);
+		len = (unsigned)get(d, d->iv, 6) + 1;
 		if (lead + len > 64) {
 			d->bad = 1;
 			return 0;
@@ -713,7 +935,7 @@ static double dec_xor(struct gw_chunk_dec *d, int *hit)
 		d->bad = 1;
 		return 0;
 	}
-	m->vprev ^= get(d, m->wlen) << (64 - m->lead - m->wlen);
+	m->vprev ^= get(d, d->iv, m->wlen) << (64 - m->lead - m->wlen);
 	return gw_double_of(m->vprev);
 }
 
@@ -730,16 +952,16 @@ static double dec_value(struct gw_chunk_dec *d, int *hit)
 		return dec_xor(d, hit);
 	/* Scales only grow, so this loop runs at most SCALE_MAX + 2 times. */
 	for (;;) {
-		z = get_res(d, m->kv, m->zv, &esc);
+		z = get_res(d, d->iv, m->kv, m->zv, &esc);
 		if (!esc)
 			break;
 		esc_seen = 1;
-		switch (get(d, 2)) {
+		switch (get(d, d->iv, 2)) {
 		case ESC_RAW:
-			z = get(d, 64);
+			z = get(d, d->iv, 64);
 			goto residual;
 		case ESC_SCALE:
-			s = (unsigned)get(d, 4);
+			s = (unsigned)get(d, d->iv, 4);
 			if (s <= m->scale || d->bad) {
 				d->bad = 1;
 				return 0;
@@ -767,7 +989,7 @@ static void dec_run(struct gw_chunk_dec *d, int64_t *t, double *v)
 {
 	struct gw_chunk_model *m = &d->m;
 
-	if (m->base > (uint64_t)INT64_MAX - m->tprev) {
+	if (interval_pred(m) > (uint64_t)INT64_MAX - m->tprev) {
 		d->bad = 1;
 		return;
 	}
@@ -784,7 +1006,7 @@ static void dec_run_len(struct gw_chunk_dec *d)
 	uint64_t len;
 	int esc;
 
-	len = get_res(d, m->kr, m->zr, &esc);
+	len = get_res(d, d->it, m->kr, m->zr, &esc);
 	if (esc || len > d->n - d->i) {
 		d->bad = 1;
 		return;
@@ -799,30 +1021,67 @@ static void dec_run_len(struct gw_chunk_dec *d)
 int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
 {
 	uint32_t crc, want;
-	uint64_t bits;
+	size_t at = HDR, tb = 0;
 
 	memset(d, 0, sizeof(*d));
 	d->bad = 1;
 	if (!p || len < HDR + 9 || len > GW_CHUNK_MAX_BYTES)
 		return -EBADMSG;
-	if (p[0] != VERSION || p[1] != 0)
+	if ((p[0] != 2 && p[0] != VERSION) || p[1] != 0)
 		return -EBADMSG;
 	d->n = (uint32_t)p[2] | (uint32_t)p[3] << 8;
 	want = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
 	       (uint32_t)p[7] << 24;
 	crc = gw_crc32c(gw_crc32c(0, p, 4), p + HDR, len - HDR);
-	bits = (uint64_t)(len - HDR) * 8;
 	/* A run can hold any number of samples in a few bits. */
 	if (d->n == 0 || crc != want) {
 		d->n = 0;
 		return -EBADMSG;
 	}
+	if (p[0] >= 3) {
+		/* The timestamp stream's length: a LEB128 varint of at most
+		 * 3 bytes (chunks are at most 1 MiB), then the stream. */
+		for (unsigned sh = 0;; sh += 7) {
+			if (at >= len || sh > 14) {
+				d->n = 0;
+				return -EBADMSG;
+			}
+			tb |= (size_t)(p[at] & 0x7f) << sh;
+			if (!(p[at++] & 0x80))
+				break;
+		}
+		if (tb > len - at) {
+			d->n = 0;
+			return -EBADMSG;
+		}
+		d->r[0].off = at;
+		d->r[0].end = (uint64_t)tb * 8;
+		d->r[1].off = at + tb;
+		d->r[1].end = (uint64_t)(len - at - tb) * 8;
+		d->iv = 1;
+	} else {
+		d->r[0].off = HDR;
+		d->r[0].end = (uint64_t)(len - HDR) * 8;
+	}
 	d->p = p;
 	d->len = len;
-	d->end = bits;
-	d->m.zt = ZT0;
+	/*
+	 * Version 3 opens no run before the timestamps have shown themselves
+	 * regular (a run depends on the value too): where they jitter, the
+	 * timestamp stream is a function of the timestamps alone.
+	 */
+	d->m.zt = p[0] >= 3 ? ZT0_V3 : ZT0;
+	d->m.ver = p[0];
 	d->bad = 0;
 	return 0;
+}
+
+/* Whether stream s has only zero padding (under a byte) left. */
+static int padding_only(struct gw_chunk_dec *d, unsigned s)
+{
+	uint64_t left = d->r[s].end - d->r[s].pos;
+
+	return left < 8 && !get(d, s, (unsigned)left) && !d->bad;
 }
 
 int gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v)
@@ -838,7 +1097,7 @@ int gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v)
 	if (d->m.rmode && !d->left)
 		dec_run_len(d);
 	if (d->i == 0) {
-		ts = (int64_t)get(d, 64);
+		ts = (int64_t)get(d, d->it, 64);
 		d->m.tprev = (uint64_t)ts;
 		val = dec_value(d, &vh);
 	} else if (d->left) {
@@ -856,9 +1115,10 @@ int gw_chunk_next(struct gw_chunk_dec *d, int64_t *t, double *v)
 	if (d->bad)
 		return -EBADMSG;
 	d->i++;
-	/* After the last sample only zero padding may follow. */
+	/* After the last sample only zero padding may follow, in each
+	 * stream. */
 	if (d->i == d->n &&
-	    (d->end - d->pos >= 8 || get(d, (unsigned)(d->end - d->pos)))) {
+	    (!padding_only(d, d->it) || !padding_only(d, d->iv))) {
 		d->bad = 1;
 		return -EBADMSG;
 	}

@@ -40,7 +40,14 @@
 struct gw_chunk_model {
 	uint64_t tprev; /* last timestamp, as uint64 bits */
 	uint64_t base; /* reference interval the timestamps are coded against */
-	int64_t acc;   /* residuals not yet folded into base */
+	int64_t acc;   /* version 2: residuals not yet folded into base */
+	/* Version 3: the collector's tick grid (chunk.c, time_update). */
+	int32_t off;	 /* last timestamp less its grid point, 1/4096 ms */
+	int32_t bf;	 /* the interval's fraction, 1/4096 ms, 0..4095 */
+	uint32_t nr;	 /* samples since the grid was last reset (saturates) */
+	uint8_t lj;	 /* the last interval was a jump */
+	uint64_t ka;	 /* running mean timestamp residual (x 8): Rice k */
+	uint64_t kj;	 /* running size of those past the Rice part */
 	uint64_t kt, kv; /* running residual sizes, choose the code parameter */
 	uint32_t zt, zv; /* running shares of zero residuals */
 	uint64_t vprev;	 /* bits of the last value */
@@ -53,18 +60,28 @@ struct gw_chunk_model {
 	uint64_t kr;	    /* running run length, chooses its code parameter */
 	uint32_t zr;	    /* running share of empty runs */
 	uint8_t rmode;	    /* the last coded sample was exactly predicted */
+	uint8_t ver;	    /* format version: how timestamps are predicted */
+};
+
+/* A bit stream being written (private to the codec). */
+struct gw_chunk_bits {
+	uint8_t *p;
+	size_t cap;
+	uint64_t pos; /* bits written */
 };
 
 struct gw_chunk_enc {
-	uint8_t *p; /* encoded bytes, header included */
-	size_t len; /* bytes in use (a partial last byte counts) */
+	uint8_t *p; /* the chunk as gw_chunk_bytes() last assembled it */
+	size_t len; /* the chunk's size as it stands (partial bytes count) */
 	size_t cap;
 	/* Private encoder state. */
 	uint32_t n;
-	uint64_t pos; /* payload bits written */
 	int64_t t0;
-	uint32_t run;  /* exactly predicted samples in the open run */
-	uint32_t prov; /* bits of the open run's code written past pos */
+	uint32_t run; /* exactly predicted samples in the open run */
+	/* Version 3 keeps two streams: timestamps (and run lengths), then
+	 * values, so that series read at the same instants have the same
+	 * timestamp bytes, which the store's zstd blocks then hold once. */
+	struct gw_chunk_bits w[2];
 	struct gw_chunk_model m;
 };
 
@@ -84,9 +101,9 @@ static inline uint32_t gw_chunk_count(const struct gw_chunk_enc *e)
 }
 
 /*
- * The chunk as it stands, finalised (header, count and checksum updated);
- * valid until the next append/reset/release.  Returns NULL with *len = 0
- * for an empty chunk.
+ * The chunk as it stands, assembled in the encoder's buffer; valid until
+ * the next append/reset/release.  Returns NULL with *len = 0 for an empty
+ * chunk, and when out of memory (the encoder is unchanged: retry later).
  */
 const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len);
 
@@ -107,8 +124,14 @@ struct gw_chunk_dec {
 	const uint8_t *p;
 	size_t len;
 	uint32_t n, i;
-	/* Private. */
-	uint64_t pos, end; /* bit position and limit in the payload */
+	/* Private: the streams read, each from byte off of p, bit pos up to
+	 * bit end; version 2 has one (timestamps and values interleaved),
+	 * version 3 two, it and iv say which stream is which. */
+	struct {
+		size_t off;
+		uint64_t pos, end;
+	} r[2];
+	uint8_t it, iv;
 	int bad;
 	uint32_t left; /* samples left in the current run */
 	int closing;   /* the next coded sample ends a run: not predicted */

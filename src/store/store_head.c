@@ -94,9 +94,9 @@ static int seal_push(struct gw_store *s, uint32_t id, enum gw_tier tier,
 }
 
 /*
- * gw_chunk_bytes() finishes an open run in the encoder's buffer, which is
- * a write readers also make (under the lock), so the writer takes the
- * lock for it too.
+ * gw_chunk_bytes() assembles the chunk in the encoder's buffer, which is
+ * a write (readers copy with gw_chunk_copy() under the read lock), so the
+ * writer takes the lock for it.
  */
 static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
 {
@@ -107,10 +107,13 @@ static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
 	if (!gw_chunk_count(&h->raw))
 		return 0;
 	pthread_rwlock_wrlock(&s->lock);
+	/* NULL only when out of memory: the head stays as it is. */
 	p = gw_chunk_bytes(&h->raw, &len);
-	err = seal_push_locked(s, ser->id, GW_TIER_RAW, gw_chunk_first(&h->raw),
-			       gw_chunk_last(&h->raw), gw_chunk_count(&h->raw),
-			       p, len);
+	err = !p ? -ENOMEM
+		 : seal_push_locked(s, ser->id, GW_TIER_RAW,
+				    gw_chunk_first(&h->raw),
+				    gw_chunk_last(&h->raw),
+				    gw_chunk_count(&h->raw), p, len);
 	/* The next hour's chunk grows from nothing: a buffer kept at this
 	 * hour's size would hold the peak of every series for ever. */
 	if (!err)

@@ -317,6 +317,8 @@ struct gw_zwriter {
 	size_t zcap;
 	struct gw_buf ids; /* the block's series: varint deltas */
 	bool with_ids;
+	size_t max;    /* uncompressed bytes a block of few series ends at */
+	uint32_t nser; /* series in the block so far */
 	int64_t base, prev_series, prev_tmin, t_min, t_max, n;
 };
 /* ids: the table has an `ids` column, given the block's series ids as

@@ -71,7 +71,7 @@ static void decode_with_header(const uint8_t *p, size_t len)
 	buf = malloc(len + 6);
 	if (!buf)
 		return;
-	buf[0] = 2; /* the format version */
+	buf[0] = len & 1 ? 3 : 2; /* the format version, both read */
 	buf[1] = 0;
 	buf[2] = p[1];
 	buf[3] = 0;
