@@ -1165,6 +1165,32 @@ fail:
 	return rc;
 }
 
+/*
+ * A read-only connection that is the last to close a WAL database cannot
+ * checkpoint it or delete its -wal and -shm files, so queries of an open
+ * day would leave them beside it after a stop.  Opening and closing each
+ * open partition read-write once more, last, removes them.
+ */
+static void tidy_wal(struct gw_store *s)
+{
+	for (size_t i = 0; i < s->nparts; i++) {
+		char wal[sizeof(s->parts[i].path) + 8];
+		sqlite3 *db = NULL;
+
+		if (s->parts[i].closed || s->parts[i].remote)
+			continue;
+		snprintf(wal, sizeof(wal), "%s-shm", s->parts[i].path);
+		if (access(wal, F_OK) != 0)
+			continue;
+		if (sqlite3_open_v2(s->parts[i].path, &db,
+				    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+				    NULL) == SQLITE_OK)
+			(void)sqlite3_exec(db, "PRAGMA schema_version", NULL,
+					   NULL, NULL);
+		sqlite3_close(db);
+	}
+}
+
 void gw_store_close(struct gw_store *s)
 {
 	if (!s)
@@ -1175,6 +1201,7 @@ void gw_store_close(struct gw_store *s)
 		       (long long)s->o.flush_ms);
 	for (size_t i = 0; i < s->nparts; i++)
 		sqlite3_close(s->parts[i].w);
+	tidy_wal(s);
 	free(s->parts);
 	for (size_t i = 0; i < s->nsealed; i++)
 		free(s->sealed[i].data);

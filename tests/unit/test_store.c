@@ -1130,6 +1130,30 @@ static void feed_node(struct fixture *f)
  * stopped is there until 5 min after its last sample and not after, and a
  * counter reset inside a minute is counted.
  */
+/* After a stop, no SQLite -wal or -shm file is left beside a partition,
+ * even where queries of the open day were the last to read it. */
+static void a_stop_leaves_no_wal_files(void **state)
+{
+	struct fixture *f = *state;
+	struct gw_series_set set;
+	char cmd[256];
+
+	feed(f, T0, T0 + 2 * HOUR + 10000, 2);
+	/* Reopened and only read: readers open the day's files read-only. */
+	reopen(f);
+	set = select_gpu(f, "1", T0, T0 + 2 * HOUR, GW_TIER_RAW);
+	assert_int_equal(set.n, 1);
+	gw_series_set_release(&set);
+	gw_store_close(f->s);
+	f->s = NULL;
+	snprintf(cmd, sizeof(cmd),
+		 "test -z \"$(find %s -name '*-wal' -o -name '*-shm')\"",
+		 f->dir);
+	assert_int_equal(system(cmd), 0);
+	reopen(f);
+	expect_raw(f, T0, T0 + 2 * HOUR);
+}
+
 static void range_queries_read_raw_at_any_step(void **state)
 {
 	static const char *const exprs[] = {
@@ -1256,6 +1280,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			range_queries_read_raw_at_any_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_stop_leaves_no_wal_files,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
