@@ -116,11 +116,16 @@ static void stat_update(uint64_t *a, uint32_t *zr, uint64_t z)
 		*a = *a - (*a >> KSHIFT) + (z > ZCAP ? ZCAP : z);
 }
 
+/* floor(x / GS). */
+static int64_t floor_gs(int64_t x)
+{
+	return x >= 0 ? x / GS : -((-x + GS - 1) / GS);
+}
+
 /* x / GS rounded to the nearest integer (halves up). */
 static int64_t round_gs(int64_t x)
 {
-	x += GS / 2;
-	return x >= 0 ? x / GS : -((-x + GS - 1) / GS);
+	return floor_gs(x + GS / 2);
 }
 
 /*
@@ -139,11 +144,9 @@ static uint64_t interval_pred(const struct gw_chunk_model *m)
 /* Version 3: the Rice parameter, the smallest k with 2^k >= the mean. */
 static unsigned rice_k(uint64_t ka)
 {
-	unsigned k = 0;
+	unsigned k = ka > (1u << KSHIFT) ? bitlen(ka - 1) - KSHIFT : 0;
 
-	while (k < KMAX && (1ULL << (k + KSHIFT)) < ka)
-		k++;
-	return k;
+	return k > KMAX ? KMAX : k;
 }
 
 /* Version 3, after an in-range residual rs: the phase-locked loop. */
@@ -171,7 +174,7 @@ static void grid_update(struct gw_chunk_model *m, int64_t rs)
 	x = (int64_t)m->bf - m->off;
 	m->off = (int32_t)((GS - p) * rs - (x - GS * round_gs(x)));
 	bf = m->bf + i * rs;
-	x = bf >= 0 ? bf / GS : -((-bf + GS - 1) / GS);
+	x = floor_gs(bf);
 	m->base += (uint64_t)x;
 	m->bf = (int32_t)(bf - x * GS);
 }
@@ -605,7 +608,7 @@ static int reserve(struct gw_chunk_enc *e)
 	return err ? err : reserve_bits(WV(e));
 }
 
-/* Bytes of the LEB128 varint of x. */
+/* Bytes of the LEB128 varint of x (as gw_varint_enc writes it). */
 static size_t varint_len(size_t x)
 {
 	size_t n = 1;
@@ -721,17 +724,14 @@ static size_t assemble(const struct gw_chunk_enc *e, uint8_t *out)
 	const struct gw_chunk_model *m = &e->m;
 	uint64_t tbits = time_bits(e);
 	size_t tb = (size_t)((tbits + 7) >> 3);
-	size_t vb = (size_t)((WV(e)->pos + 7) >> 3), at = HDR, x = tb;
+	size_t vb = (size_t)((WV(e)->pos + 7) >> 3), at = HDR;
 	uint32_t crc;
 
 	out[0] = VERSION;
 	out[1] = 0;
 	out[2] = (uint8_t)(e->n & 0xff);
 	out[3] = (uint8_t)(e->n >> 8);
-	do {
-		out[at++] = (uint8_t)((x & 0x7f) | (x >= 0x80 ? 0x80 : 0));
-		x >>= 7;
-	} while (x);
+	at += gw_varint_enc(out + at, tb);
 	memcpy(out + at, WT(e)->p, (size_t)((WT(e)->pos + 7) >> 3));
 	if (m->rmode && e->run) {
 		struct gw_chunk_bits w = { out + at, tb + SLACK, WT(e)->pos };
@@ -759,8 +759,8 @@ const uint8_t *gw_chunk_bytes(struct gw_chunk_enc *e, size_t *len)
 	if (need > e->cap) {
 		uint8_t *p = realloc(e->p, need);
 
-		/* Out of memory: the caller sees an empty chunk and retries
-		 * (every caller treats NULL as nothing to write yet). */
+		/* Out of memory: NULL, the encoder unchanged (its callers
+		 * report -ENOMEM and keep the samples). */
 		if (!p)
 			return NULL;
 		e->p = p;
@@ -1021,7 +1021,9 @@ static void dec_run_len(struct gw_chunk_dec *d)
 int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
 {
 	uint32_t crc, want;
-	size_t at = HDR, tb = 0;
+	const uint8_t *q = p + HDR;
+	size_t at;
+	uint64_t tb;
 
 	memset(d, 0, sizeof(*d));
 	d->bad = 1;
@@ -1039,25 +1041,18 @@ int gw_chunk_dec_init(struct gw_chunk_dec *d, const uint8_t *p, size_t len)
 		return -EBADMSG;
 	}
 	if (p[0] >= 3) {
-		/* The timestamp stream's length: a LEB128 varint of at most
-		 * 3 bytes (chunks are at most 1 MiB), then the stream. */
-		for (unsigned sh = 0;; sh += 7) {
-			if (at >= len || sh > 14) {
-				d->n = 0;
-				return -EBADMSG;
-			}
-			tb |= (size_t)(p[at] & 0x7f) << sh;
-			if (!(p[at++] & 0x80))
-				break;
-		}
-		if (tb > len - at) {
+		/* The timestamp stream's length, then the stream. */
+		if (gw_varint_get_flags(&q, p + len, &tb,
+					GW_VARINT_CANONICAL) ||
+		    tb > len - (size_t)(q - p)) {
 			d->n = 0;
 			return -EBADMSG;
 		}
+		at = (size_t)(q - p);
 		d->r[0].off = at;
-		d->r[0].end = (uint64_t)tb * 8;
-		d->r[1].off = at + tb;
-		d->r[1].end = (uint64_t)(len - at - tb) * 8;
+		d->r[0].end = tb * 8;
+		d->r[1].off = at + (size_t)tb;
+		d->r[1].end = (uint64_t)(len - at - (size_t)tb) * 8;
 		d->iv = 1;
 	} else {
 		d->r[0].off = HDR;

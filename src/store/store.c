@@ -1174,13 +1174,13 @@ fail:
 static void tidy_wal(struct gw_store *s)
 {
 	for (size_t i = 0; i < s->nparts; i++) {
-		char wal[sizeof(s->parts[i].path) + 8];
+		char shm[sizeof(s->parts[i].path) + 8];
 		sqlite3 *db = NULL;
 
 		if (s->parts[i].closed || s->parts[i].remote)
 			continue;
-		snprintf(wal, sizeof(wal), "%s-shm", s->parts[i].path);
-		if (access(wal, F_OK) != 0)
+		snprintf(shm, sizeof(shm), "%s-shm", s->parts[i].path);
+		if (access(shm, F_OK) != 0)
 			continue;
 		if (sqlite3_open_v2(s->parts[i].path, &db,
 				    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,

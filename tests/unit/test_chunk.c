@@ -472,8 +472,9 @@ static void same_instants_same_timestamp_bytes(void **state)
 {
 	static struct series b;
 	struct gw_chunk_enc ea, eb;
-	const uint8_t *pa, *pb;
-	size_t la, lb, tb = 0, at = 8;
+	const uint8_t *pa, *pb, *q;
+	size_t la, lb, at;
+	uint64_t tb;
 
 	(void)state;
 	rng_seed(5);
@@ -494,11 +495,9 @@ static void same_instants_same_timestamp_bytes(void **state)
 	check_decodes(pa, la, S.t, S.v, S.n);
 	/* The timestamp stream's length (a varint after the header), then
 	 * the stream: the same in both, and most of the smaller chunk. */
-	for (unsigned sh = 0;; sh += 7) {
-		tb |= (size_t)(pa[at] & 0x7f) << sh;
-		if (!(pa[at++] & 0x80))
-			break;
-	}
+	q = pa + 8;
+	assert_int_equal(gw_varint_get(&q, pa + la, &tb), 0);
+	at = (size_t)(q - pa);
 	assert_true(at + tb <= la && at + tb <= lb);
 	assert_memory_equal(pa + 8, pb + 8, at - 8 + tb);
 	assert_true(tb > lb / 2);
