@@ -474,7 +474,7 @@ static void same_instants_same_timestamp_bytes(void **state)
 	struct gw_chunk_enc ea, eb;
 	const uint8_t *pa, *pb, *q;
 	size_t la, lb, at;
-	uint64_t tb;
+	uint64_t tb = 0;
 
 	(void)state;
 	rng_seed(5);
