@@ -25,14 +25,7 @@
 #include "common/bits.h"
 #include "common/log.h"
 
-struct points {
-	int64_t *t;
-	double *v;
-	struct gw_rollup *r;
-	size_t n, cap;
-};
-
-static int points_grow(struct points *p, bool rollup, size_t need)
+static int points_grow(struct gw_points *p, bool rollup, size_t need)
 {
 	size_t ncap = p->cap ? p->cap : 4096;
 
@@ -62,7 +55,7 @@ static int points_grow(struct points *p, bool rollup, size_t need)
 	return 0;
 }
 
-static void points_clear(struct points *p, bool rollup)
+void gw_points_clear(struct gw_points *p, bool rollup)
 {
 	if (rollup)
 		for (size_t i = 0; i < p->n; i++)
@@ -70,9 +63,58 @@ static void points_clear(struct points *p, bool rollup)
 	p->n = 0;
 }
 
+void gw_points_release(struct gw_points *p, bool rollup)
+{
+	gw_points_clear(p, rollup);
+	free(p->t);
+	free(p->v);
+	free(p->r);
+	memset(p, 0, sizeof(*p));
+}
+
+int gw_points_load(struct gw_points *p, bool rollup, const uint8_t *data,
+		   size_t len)
+{
+	int err;
+
+	if (rollup) {
+		struct gw_rollup *r;
+		size_t k;
+
+		err = gw_rollup_decode(data, len, &r, &k);
+		if (!err)
+			err = points_grow(p, true, p->n + k);
+		if (err) {
+			if (err != -EBADMSG)
+				gw_rollup_free_array(r, k);
+			return err;
+		}
+		memcpy(p->r + p->n, r, k * sizeof(*r));
+		p->n += k;
+		free(r);
+	} else {
+		struct gw_chunk_dec d;
+		int64_t t;
+		double v;
+		int got = 0;
+
+		err = gw_chunk_dec_init(&d, data, len);
+		if (!err)
+			err = points_grow(p, false,
+					  p->n + gw_chunk_dec_count(&d));
+		while (!err && (got = gw_chunk_next(&d, &t, &v)) == 1) {
+			p->t[p->n] = t;
+			p->v[p->n++] = v;
+		}
+		if (!err && got < 0)
+			err = -EBADMSG;
+	}
+	return err;
+}
+
 /* Reads every chunk of one series; -EBADMSG if one does not decode. */
 static int load_series(sqlite3_stmt *sel, int64_t id, bool rollup,
-		       struct points *p, size_t *nchunks)
+		       struct gw_points *p, size_t *nchunks)
 {
 	int rc, err = 0;
 
@@ -80,54 +122,21 @@ static int load_series(sqlite3_stmt *sel, int64_t id, bool rollup,
 	sqlite3_reset(sel);
 	sqlite3_bind_int64(sel, 1, id);
 	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-		const uint8_t *data = sqlite3_column_blob(sel, 0);
-		size_t len = (size_t)sqlite3_column_bytes(sel, 0);
-
 		(*nchunks)++;
-		if (rollup) {
-			struct gw_rollup *r;
-			size_t k;
-
-			err = gw_rollup_decode(data, len, &r, &k);
-			if (!err)
-				err = points_grow(p, true, p->n + k);
-			if (err) {
-				if (err != -EBADMSG)
-					gw_rollup_free_array(r, k);
-				break;
-			}
-			memcpy(p->r + p->n, r, k * sizeof(*r));
-			p->n += k;
-			free(r);
-		} else {
-			struct gw_chunk_dec d;
-			int64_t t;
-			double v;
-			int got;
-
-			err = gw_chunk_dec_init(&d, data, len);
-			if (!err)
-				err = points_grow(
-					p, false,
-					p->n + gw_chunk_dec_count(&d));
-			while (!err && (got = gw_chunk_next(&d, &t, &v)) == 1) {
-				p->t[p->n] = t;
-				p->v[p->n++] = v;
-			}
-			if (!err && got < 0)
-				err = -EBADMSG;
-		}
+		err = gw_points_load(p, rollup, sqlite3_column_blob(sel, 0),
+				     (size_t)sqlite3_column_bytes(sel, 0));
 	}
 	return err;
 }
 
-static int put(sqlite3_stmt *ins, int64_t id, int64_t t_min, int64_t t_max,
-	       size_t n, const void *data, size_t len)
+static int put(void *ctx, int64_t t_min, int64_t t_max, size_t n,
+	       const void *data, size_t len)
 {
+	sqlite3_stmt *ins = ctx;
 	int rc;
 
+	/* (the series, parameter 1, is bound by the caller) */
 	sqlite3_reset(ins);
-	sqlite3_bind_int64(ins, 1, id);
 	sqlite3_bind_int64(ins, 2, t_min);
 	sqlite3_bind_int64(ins, 3, t_max);
 	sqlite3_bind_int64(ins, 4, (sqlite3_int64)n);
@@ -136,23 +145,24 @@ static int put(sqlite3_stmt *ins, int64_t id, int64_t t_min, int64_t t_max,
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* Writes the points back as few chunks as possible. */
-static int store_series(sqlite3_stmt *ins, int64_t id, bool rollup,
-			struct points *p)
+int gw_points_store(const struct gw_points *p, bool rollup,
+		    int (*out)(void *ctx, int64_t t_min, int64_t t_max,
+			       size_t n, const void *data, size_t len),
+		    void *ctx)
 {
 	struct gw_chunk_enc e;
 	size_t from = 0;
 	int err = 0;
 
 	if (rollup) {
-		struct gw_buf out;
+		struct gw_buf buf;
 
-		gw_buf_init(&out, 64u << 20);
-		err = gw_rollup_encode(p->r, p->n, &out);
+		gw_buf_init(&buf, 64u << 20);
+		err = gw_rollup_encode(p->r, p->n, &buf);
 		if (!err)
-			err = put(ins, id, p->r[0].t, p->r[p->n - 1].t, p->n,
-				  out.p, out.len);
-		gw_buf_release(&out);
+			err = out(ctx, p->r[0].t, p->r[p->n - 1].t, p->n, buf.p,
+				  buf.len);
+		gw_buf_release(&buf);
 		return err;
 	}
 	gw_chunk_enc_init(&e);
@@ -165,7 +175,7 @@ static int store_series(sqlite3_stmt *ins, int64_t id, bool rollup,
 			const uint8_t *b = gw_chunk_bytes(&e, &len);
 
 			err = !b ? -ENOMEM
-				 : put(ins, id, p->t[from], p->t[i - 1],
+				 : out(ctx, p->t[from], p->t[i - 1],
 				       gw_chunk_count(&e), b, len);
 			gw_chunk_enc_reset(&e);
 			from = i;
@@ -185,7 +195,7 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 {
 	sqlite3_stmt *ids = NULL, *sel = NULL, *del = NULL, *ins = NULL;
 	bool rollup = tier != GW_TIER_RAW;
-	struct points p = { 0 };
+	struct gw_points p = { 0 };
 	uint64_t merged = 0;
 	int err = 0, rc;
 
@@ -216,7 +226,7 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 		size_t nchunks;
 		int r;
 
-		points_clear(&p, rollup);
+		gw_points_clear(&p, rollup);
 		r = load_series(sel, id, rollup, &p, &nchunks);
 		if (r == -EBADMSG)
 			continue; /* leave a damaged series untouched */
@@ -235,8 +245,10 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 		sqlite3_reset(del);
 		sqlite3_bind_int64(del, 1, id);
 		r = sqlite3_step(del) == SQLITE_DONE ? 0 : -EIO;
+		sqlite3_reset(ins);
+		sqlite3_bind_int64(ins, 1, id);
 		if (!r)
-			r = store_series(ins, id, rollup, &p);
+			r = gw_points_store(&p, rollup, put, ins);
 		if (r) {
 			(void)sqlite3_exec(db, "ROLLBACK TO one; RELEASE one",
 					   NULL, NULL, NULL);
@@ -257,10 +269,7 @@ int gw_store_compact_db(sqlite3 *db, enum gw_tier tier)
 		gw_dbg("store: compacted %llu chunks",
 		       (unsigned long long)merged);
 out:
-	points_clear(&p, rollup);
-	free(p.t);
-	free(p.v);
-	free(p.r);
+	gw_points_release(&p, rollup);
 	sqlite3_finalize(ids);
 	sqlite3_finalize(sel);
 	sqlite3_finalize(del);
@@ -831,6 +840,15 @@ out:
 
 /* ---- the open day: one set of blocks and one key list per hour ---- */
 
+void gw_store_hour_damaged(uint64_t *damaged)
+{
+	/* zstd's checksum: what the frame held is lost; the rest of the day
+	 * closes. */
+	gw_warn("store: a damaged hour block in a closing partition is "
+		"skipped");
+	(*damaged)++;
+}
+
 /* What gw_store_unpack_hours puts back as rows. */
 struct unpack {
 	sqlite3_stmt *ins;
@@ -880,11 +898,7 @@ static int unpack_all(sqlite3 *db, const char *sel_sql, const char *ins_sql,
 						  &u)
 			   : gw_store_zblock_each(z, zlen, unpack_chunk, &u);
 		if (err == -EBADMSG) {
-			/* zstd's checksum: what the frame held is lost;
-			 * the rest of the day closes. */
-			gw_warn("store: a damaged hour block in a closing "
-				"partition is skipped");
-			(*damaged)++;
+			gw_store_hour_damaged(damaged);
 			err = 0;
 		}
 	}
@@ -942,59 +956,75 @@ bool gw_store_ids_any(const uint8_t *p, size_t len, const uint32_t *ids,
 	return false;
 }
 
+int gw_zblock_open(struct gw_zblock_it *it, uint8_t **raw, const void *z,
+		   size_t zlen)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(z, zlen);
+	size_t got;
+
+	*raw = NULL;
+	memset(it, 0, sizeof(*it));
+	if (size == ZSTD_CONTENTSIZE_ERROR ||
+	    size == ZSTD_CONTENTSIZE_UNKNOWN || size > PACK_MAX)
+		return -EBADMSG;
+	*raw = malloc(size ? size : 1);
+	if (!*raw)
+		return -ENOMEM;
+	got = ZSTD_decompress(*raw, size, z, zlen);
+	if (ZSTD_isError(got) || got != size) {
+		free(*raw);
+		*raw = NULL;
+		return -EBADMSG;
+	}
+	it->p = *raw;
+	it->end = *raw + got;
+	return 0;
+}
+
+int gw_zblock_next(struct gw_zblock_it *it, struct gw_zchunk *c)
+{
+	uint64_t ds, dt, span, n, len;
+
+	if (it->p >= it->end)
+		return 0;
+	if (gw_varint_get(&it->p, it->end, &ds) ||
+	    gw_varint_get(&it->p, it->end, &dt) ||
+	    gw_varint_get(&it->p, it->end, &span) ||
+	    gw_varint_get(&it->p, it->end, &n) ||
+	    gw_varint_get(&it->p, it->end, &len) ||
+	    len > (uint64_t)(it->end - it->p) || n > UINT32_MAX ||
+	    ds > UINT32_MAX || (uint64_t)it->series + ds >= UINT32_MAX ||
+	    (it->series && !ds && (int64_t)gw_unzigzag(dt) < 0) ||
+	    span > (uint64_t)INT64_MAX)
+		goto bad;
+	it->series += (int64_t)ds;
+	it->tmin = (int64_t)((uint64_t)it->tmin + gw_unzigzag(dt));
+	if (!it->series || it->tmin > INT64_MAX - (int64_t)span)
+		goto bad;
+	c->series = (uint32_t)it->series;
+	c->t_min = it->tmin;
+	c->t_max = it->tmin + (int64_t)span;
+	c->n = (uint32_t)n;
+	c->data = it->p;
+	c->len = (size_t)len;
+	it->p += len;
+	return 1;
+bad:
+	it->p = it->end;
+	return -EBADMSG;
+}
+
 int gw_store_zblock_each(const void *z, size_t zlen,
 			 int (*fn)(void *ctx, const struct gw_zchunk *c),
 			 void *ctx)
 {
-	unsigned long long size = ZSTD_getFrameContentSize(z, zlen);
-	const uint8_t *p, *end;
-	struct gw_zchunk c = { 0 };
-	int64_t series = 0, tmin = 0;
+	struct gw_zblock_it it;
+	struct gw_zchunk c;
 	uint8_t *raw;
-	size_t got;
-	int err = 0;
+	int err = gw_zblock_open(&it, &raw, z, zlen), r;
 
-	if (size == ZSTD_CONTENTSIZE_ERROR ||
-	    size == ZSTD_CONTENTSIZE_UNKNOWN || size > PACK_MAX)
-		return -EBADMSG;
-	raw = malloc(size ? size : 1);
-	if (!raw)
-		return -ENOMEM;
-	got = ZSTD_decompress(raw, size, z, zlen);
-	if (ZSTD_isError(got) || got != size) {
-		free(raw);
-		return -EBADMSG;
-	}
-	for (p = raw, end = raw + got; p < end && !err;) {
-		uint64_t ds, dt, span, n, len;
-
-		if (gw_varint_get(&p, end, &ds) ||
-		    gw_varint_get(&p, end, &dt) ||
-		    gw_varint_get(&p, end, &span) ||
-		    gw_varint_get(&p, end, &n) ||
-		    gw_varint_get(&p, end, &len) || len > (uint64_t)(end - p) ||
-		    n > UINT32_MAX || ds > UINT32_MAX ||
-		    (uint64_t)series + ds >= UINT32_MAX ||
-		    (series && !ds && (int64_t)gw_unzigzag(dt) < 0) ||
-		    span > (uint64_t)INT64_MAX) {
-			err = -EBADMSG;
-			break;
-		}
-		series += (int64_t)ds;
-		tmin = (int64_t)((uint64_t)tmin + gw_unzigzag(dt));
-		if (!series || tmin > INT64_MAX - (int64_t)span) {
-			err = -EBADMSG;
-			break;
-		}
-		c.series = (uint32_t)series;
-		c.t_min = tmin;
-		c.t_max = tmin + (int64_t)span;
-		c.n = (uint32_t)n;
-		c.data = p;
-		c.len = (size_t)len;
-		p += len;
-		err = fn(ctx, &c);
-	}
+	while (!err && (r = gw_zblock_next(&it, &c)) != 0)
+		err = r < 0 ? r : fn(ctx, &c);
 	free(raw);
 	return err;
 }

@@ -272,6 +272,36 @@ int gw_store_replay(struct gw_store *s);
 
 /* Merges each series' chunks in a closed partition (compact.c). */
 int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);
+/* Closes an open partition straight from its hour blocks, in the
+ * caller's transaction: the same tables and bytes as unpacking the hours
+ * (gw_store_unpack_hours), merging (gw_store_compact_db) and packing
+ * (gw_store_pack_series, gw_store_pack_chunks), without the rows between.
+ * -EAGAIN where it does not apply (rows in `chunks` or `series`, a
+ * partition from before the hour blocks): the caller takes that path.
+ * Damaged hour blocks are skipped and added to *damaged (close.c). */
+int gw_store_close_hours(sqlite3 *db, enum gw_tier tier, uint64_t *damaged);
+/* A damaged hour block found while closing: warned about and counted. */
+void gw_store_hour_damaged(uint64_t *damaged);
+/* One series' points while its chunks are merged (compact.c): raw
+ * samples (t, v) or rollups (r). */
+struct gw_points {
+	int64_t *t;
+	double *v;
+	struct gw_rollup *r;
+	size_t n, cap;
+};
+/* Appends a chunk's points; -EBADMSG if it does not decode, -ENOMEM. */
+int gw_points_load(struct gw_points *p, bool rollup, const uint8_t *data,
+		   size_t len);
+/* The points as few chunks as the codec allows (raw: up to 65,535
+ * samples each; rollups: one), each given to out; out's error, an
+ * encoder's, or -ENOMEM. */
+int gw_points_store(const struct gw_points *p, bool rollup,
+		    int (*out)(void *ctx, int64_t t_min, int64_t t_max,
+			       size_t n, const void *data, size_t len),
+		    void *ctx);
+void gw_points_clear(struct gw_points *p, bool rollup);
+void gw_points_release(struct gw_points *p, bool rollup);
 /* Packs a closing partition's series table into one compressed blob, in
  * the caller's transaction (compact.c). */
 int gw_store_pack_series(sqlite3 *db);
@@ -297,6 +327,16 @@ struct gw_zchunk {
  * the block is read (compact.c). */
 bool gw_store_ids_any(const uint8_t *p, size_t len, const uint32_t *ids,
 		      size_t stride, size_t n, uint64_t last);
+/* Reading a block chunk by chunk: gw_zblock_open decompresses it into
+ * *raw (the caller frees it; the chunks point into it), gw_zblock_next
+ * gives its next chunk (1), 0 at its end or -EBADMSG (and nothing more). */
+struct gw_zblock_it {
+	const uint8_t *p, *end;
+	int64_t series, tmin;
+};
+int gw_zblock_open(struct gw_zblock_it *it, uint8_t **raw, const void *z,
+		   size_t zlen);
+int gw_zblock_next(struct gw_zblock_it *it, struct gw_zchunk *c);
 /* Decompresses one block and calls fn for each of its chunks, in
  * (series, t_min) order; fn's error stops it.  -EBADMSG for a damaged
  * block, -ENOMEM. */

@@ -357,10 +357,21 @@ static void close_day(struct gw_store *s, int64_t day)
 			 * keys and chunks of the day packed.  Should a step
 			 * fail, the day stays readable as it was written.
 			 */
-			bool rows = false;
+			bool rows = false, packed = false;
 			uint64_t damaged = 0;
 
+			/* Straight from the hour blocks where the day is
+			 * all hour blocks (close.c); else through rows. */
 			if (gw_store_exec(db, "BEGIN") == 0) {
+				packed = gw_store_close_hours(db, p->tier,
+							      &damaged) == 0 &&
+					 gw_store_exec(db, "COMMIT") == 0;
+				if (!packed) {
+					(void)gw_store_exec(db, "ROLLBACK");
+					damaged = 0;
+				}
+			}
+			if (!packed && gw_store_exec(db, "BEGIN") == 0) {
 				rows = gw_store_unpack_hours(db, &damaged) ==
 					       0 &&
 				       gw_store_exec(db, "COMMIT") == 0;
@@ -368,7 +379,7 @@ static void close_day(struct gw_store *s, int64_t day)
 					(void)gw_store_exec(db, "ROLLBACK");
 			}
 			/* (what a damaged hour held is lost: counted) */
-			if (rows && damaged)
+			if ((packed || rows) && damaged)
 				atomic_fetch_add(&s->st_corrupt, damaged);
 			if (rows)
 				(void)gw_store_compact_db(db, p->tier);

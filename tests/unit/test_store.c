@@ -424,6 +424,153 @@ static void closed_days_of_format_1_are_read(void **state)
 	expect_raw(f, T0, T0 + 2 * HOUR + 20000);
 }
 
+/* Every row of a query, as text (blobs in hex), one line each. */
+static char *dump(const char *path, const char *query)
+{
+	struct gw_buf out;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+
+	gw_buf_init(&out, 1u << 30);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, query, -1, &st, NULL),
+			 SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		for (int c = 0; c < sqlite3_column_count(st); c++) {
+			const uint8_t *b = sqlite3_column_blob(st, c);
+			int n = sqlite3_column_bytes(st, c);
+
+			for (int i = 0; i < n; i++)
+				assert_int_equal(
+					gw_buf_printf(&out, "%02x", b[i]), 0);
+			gw_buf_put(&out, " ", 1);
+		}
+		gw_buf_put(&out, "\n", 1);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	gw_buf_put(&out, "", 1);
+	assert_int_equal(gw_buf_error(&out), 0);
+	return out.p;
+}
+
+/*
+ * Closing a day straight from its hour blocks (close.c) writes the same
+ * tables, row for row and byte for byte, as unpacking the hours into rows,
+ * merging and packing them: for long series whose chunks are merged across
+ * hours, short ones of one chunk and ones cut by an hour, in each tier.
+ */
+static void closing_from_hours_equals_closing_through_rows(void **state)
+{
+	struct fixture *f = *state;
+
+	/* 3 GPUs at 1 s for 3 h; 400 processes of 10 samples 27 s apart */
+	for (int64_t t = T0; t < T0 + 3 * HOUR; t += 1000) {
+		for (int g = 0; g < 3; g++) {
+			char labels[64];
+
+			snprintf(labels, sizeof(labels), "gpu=\"%d\"", g);
+			assert_int_equal(gw_store_append(f->s, "temp", labels,
+							 t, temp_at(t) + g),
+					 0);
+		}
+		for (int p = 0; p < 400; p++) {
+			int64_t start = T0 + p * (3 * HOUR - 300000) / 400;
+			char labels[64];
+
+			if (t < start || t >= start + 270000 ||
+			    (t - start) % 27000)
+				continue;
+			snprintf(labels, sizeof(labels),
+				 "pid=\"%d\",comm=\"c%d\"", 1000 + p, p % 7);
+			assert_int_equal(
+				gw_store_append(f->s, "mem", labels, t,
+						(double)(p * 4096 + t % 7)),
+				0);
+		}
+		f->now = t + 1;
+		if (t % 5000 == 0)
+			assert_int_equal(gw_store_maintain(f->s), 0);
+	}
+	f->now = T0 + 3 * HOUR + 20000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	gw_store_close(f->s);
+	f->s = NULL;
+	for (int t = 0; t < 3; t++) {
+		static const char *const tier[] = { "raw", "1m", "1h" };
+		char path[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
+		char cmd[5 * PATH_MAX];
+		uint64_t damaged = 0;
+		char *x, *y;
+		sqlite3 *db;
+
+		snprintf(path, sizeof(path), "%s/%s/2026-11-30.db", f->dir,
+			 tier[t]);
+		snprintf(a, sizeof(a), "%s.rows", path);
+		snprintf(b, sizeof(b), "%s.hours", path);
+		snprintf(cmd, sizeof(cmd), "cp %s %s && cp %s %s", path, a,
+			 path, b);
+		assert_int_equal(system(cmd), 0);
+		assert_true(count_rows(path, "hblocks") > 0);
+		/* through rows */
+		assert_int_equal(sqlite3_open(a, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_int_equal(gw_store_unpack_hours(db, &damaged), 0);
+		assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_int_equal(gw_store_compact_db(db, (enum gw_tier)t), 0);
+		assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_int_equal(gw_store_pack_series(db), 0);
+		assert_int_equal(gw_store_pack_chunks(db), 0);
+		assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+		/* straight */
+		assert_int_equal(sqlite3_open(b, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL),
+				 SQLITE_OK);
+		assert_int_equal(
+			gw_store_close_hours(db, (enum gw_tier)t, &damaged), 0);
+		assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+		assert_int_equal(damaged, 0);
+		assert_true(count_rows(b, "zblocks") > 0);
+		x = dump(a,
+			 "SELECT name, sql FROM sqlite_master ORDER BY name");
+		y = dump(b,
+			 "SELECT name, sql FROM sqlite_master ORDER BY name");
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+		x = dump(a, "SELECT * FROM zblocks ORDER BY id");
+		y = dump(b, "SELECT * FROM zblocks ORDER BY id");
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+		x = dump(a, "SELECT * FROM meta ORDER BY k");
+		y = dump(b, "SELECT * FROM meta ORDER BY k");
+		assert_non_null(
+			strstr(y, "7365726965735f7a737464")); /* series_zstd */
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+	}
+	/* and the store closes the day that way, every sample there */
+	reopen(f);
+	f->now = T0 + DAY + HOUR + 20000;
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	{
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/raw/2026-11-30.db", f->dir);
+		assert_int_equal(count_rows(path, "hblocks"), -1);
+		assert_true(count_rows(path, "zblocks") > 0);
+	}
+}
+
 /*
  * A day an earlier version began (its cut hours as rows of `chunks` and
  * `series`, no hour blocks): read as it is, its later hours go to hour
@@ -1282,6 +1429,9 @@ int main(void)
 			range_queries_read_raw_at_any_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_stop_leaves_no_wal_files,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			closing_from_hours_equals_closing_through_rows, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
