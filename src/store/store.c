@@ -1057,6 +1057,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	*out = NULL;
 	if (!s)
 		return -ENOMEM;
+	s->log_fd = -1;
 	s->o = *o;
 	if (!s->o.now)
 		s->o.now = real_now;
@@ -1140,8 +1141,13 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o,
 	}
 	gw_store_salvage_release(&sv);
 	rc = gw_store_replay(s);
-	if (rc)
+	if (!rc)
+		rc = gw_store_log_replay(s);
+	if (rc) {
+		snprintf(err, errlen, "cannot replay the head log in %s: %s",
+			 s->dir, strerror(-rc));
 		goto fail;
+	}
 	/* Series known from disk that the log did not revive: the sweeps
 	 * take them out of memory like any series that stopped. */
 	for (size_t i = 0; i < gw_series_index_count(s->idx); i++) {
@@ -1199,6 +1205,7 @@ void gw_store_close(struct gw_store *s)
 		gw_err("store: the last flush failed; up to %lld ms of samples "
 		       "are lost",
 		       (long long)s->o.flush_ms);
+	gw_store_log_close(s);
 	for (size_t i = 0; i < s->nparts; i++)
 		sqlite3_close(s->parts[i].w);
 	tidy_wal(s);

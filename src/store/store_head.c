@@ -696,6 +696,7 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 		}
 	}
 	h->persisted = persisted;
+	h->logged = persisted; /* its key is on disk: index.db's row */
 	/* From disk: it may have data from before this run, and is retired
 	 * until samples come (the caps count what is live). */
 	h->from_disk = id != 0;
@@ -723,7 +724,7 @@ int gw_store_attach_series(struct gw_store *s, const struct gw_labels *l,
 		gw_store_note_cap(s, err, key.len ? key.p : "?");
 		gw_buf_release(&key);
 	}
-	if (!err && !((struct head *)ser->head)->persisted &&
+	if (!err && !((struct head *)ser->head)->logged &&
 	    !((struct head *)ser->head)->in_dirty) {
 		err = gw_store_list_push(&s->dirty, ser);
 		if (!err)

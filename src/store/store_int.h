@@ -69,6 +69,7 @@ struct head {
 	struct pending *pend;
 	uint32_t npend, cappend;
 	bool persisted; /* row in index.db */
+	bool logged;	/* key in index.db or the head log */
 	bool in_dirty;	/* on the store's dirty list */
 	bool in_active; /* on the store's active list */
 };
@@ -141,7 +142,7 @@ struct gw_store {
 
 	/* Writer-only state. */
 	sqlite3 *index;
-	/* Series with samples or an index row not yet flushed: a flush
+	/* Series with samples or a key not yet in the head log: a flush
 	 * costs what was written since the last one, not the series ever
 	 * seen. */
 	struct ser_list dirty;
@@ -149,7 +150,21 @@ struct gw_store {
 	 * day's 1-hour column): the ones a cut visits.  A series leaves it
 	 * once the cuts have moved everything to disk. */
 	struct ser_list active;
-	sqlite3_stmt *st_series, *st_head; /* the flush's, on index */
+	sqlite3_stmt *st_series, *st_head; /* on index */
+	/* The head log (headlog.c): the segment being written (-1: none
+	 * yet), its length and newest sample; the segments before it, kept
+	 * until the watermark passes their newest sample; the series whose
+	 * key is logged but not yet a row of index.db (the next cut writes
+	 * them). */
+	int log_fd;
+	uint64_t log_seq, log_len;
+	int64_t log_tmax;
+	struct log_seg {
+		uint64_t seq;
+		int64_t t_max;
+	} * log_old;
+	size_t nlog_old, caplog_old;
+	struct ser_list unpersisted;
 	int64_t cap_logged[2]; /* last refusal logged: series, values */
 	uint64_t cap_unlogged[2];
 	int64_t watermark;  /* everything before it is in partitions */
@@ -267,8 +282,20 @@ int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
 /* Recomputes the per-tier and total disk usage statistics
  * (store_maint.c). */
 void gw_store_refresh_sizes(struct gw_store *s);
-/* Replays the head log after the watermark (headlog.c). */
+/* Replays the rows of index.db's head table after the watermark (the
+ * head log before its files; headlog.c). */
 int gw_store_replay(struct gw_store *s);
+/* Replays the head log's segments (headlog.c). */
+int gw_store_log_replay(struct gw_store *s);
+/* Writes the rows of the series whose keys are only in the head log, in
+ * the caller's transaction on index.db; gw_store_log_persisted() once it
+ * committed (headlog.c). */
+int gw_store_log_persist(struct gw_store *s);
+void gw_store_log_persisted(struct gw_store *s);
+/* After a cut: starts a new segment and deletes those whose samples are
+ * all before the watermark (headlog.c). */
+void gw_store_log_rotate(struct gw_store *s);
+void gw_store_log_close(struct gw_store *s);
 
 /* Merges each series' chunks in a closed partition (compact.c). */
 int gw_store_compact_db(sqlite3 *db, enum gw_tier tier);

@@ -244,16 +244,31 @@ static void drop_sealed_before(struct gw_store *s, int64_t H)
 	pthread_rwlock_unlock(&s->lock);
 }
 
+/* The watermark, with the rows of the series that only the head log
+ * knew (so that its segments before the watermark can go). */
 static int set_watermark(struct gw_store *s, int64_t H)
 {
 	char sql[256];
+	int err = gw_store_exec(s->index, "BEGIN");
 
+	if (err)
+		return err;
 	snprintf(sql, sizeof(sql),
-		 "BEGIN; INSERT OR REPLACE INTO meta(k, v) VALUES "
-		 "('watermark', %lld); DELETE FROM head WHERE t_max < %lld; "
-		 "COMMIT; PRAGMA incremental_vacuum;",
+		 "INSERT OR REPLACE INTO meta(k, v) VALUES "
+		 "('watermark', %lld); DELETE FROM head WHERE t_max < %lld; ",
 		 (long long)H, (long long)H);
-	return gw_store_exec(s->index, sql);
+	err = gw_store_log_persist(s);
+	if (!err)
+		err = gw_store_exec(s->index, sql);
+	if (!err)
+		err = gw_store_exec(s->index, "COMMIT");
+	if (err) {
+		(void)gw_store_exec(s->index, "ROLLBACK");
+		return err;
+	}
+	gw_store_log_persisted(s);
+	(void)gw_store_exec(s->index, "PRAGMA incremental_vacuum;");
+	return 0;
 }
 
 /*
@@ -434,6 +449,7 @@ static int cut(struct gw_store *s, int64_t H)
 	if (err)
 		return err;
 	s->watermark = H;
+	gw_store_log_rotate(s);
 	atomic_fetch_add(&s->st_cuts, 1);
 	gw_store_head_sweep(s, gw_store_now(s));
 	for (size_t i = 0; i < s->nparts; i++)

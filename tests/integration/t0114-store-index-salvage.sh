@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# A damaged index.db holds the only copy of everything since the last cut:
-# the head log's samples and the series created since.  With its first
-# page garbled (SQLite cannot open it at all), the store rebuilds from what
-# survived in the file and its write-ahead log: after a restart every
-# series and every sample is back, exactly as an undamaged copy of the
-# same directory answers, and one line reports what came back and what
-# did not.  Twice: after a clean stop (all in index.db) and after kill -9
-# (the last flushes only in index.db-wal, whose header is garbled too).
+# A damaged index.db: with its first page garbled (SQLite cannot open it
+# at all), the store rebuilds the index from the partitions, what survived
+# in the file and its write-ahead log, and the head log (headlog/, which
+# holds the samples and the keys of the series created since the last
+# cut): after a restart every series and every sample is back, exactly as
+# an undamaged copy of the same directory answers, and one line reports
+# what came back and what did not.  Twice: after a clean stop and after
+# kill -9 (index.db-wal's header garbled too, where there is one).
 . "$(dirname "$0")/lib.sh"
 need curl
 need python3
@@ -46,7 +46,6 @@ run_case() {
 		kill -KILL "$AGENT_PID"
 		wait "$AGENT_PID" 2>/dev/null || true
 		AGENT_PID=""
-		[ -s "$S/index.db-wal" ] || fail "no index.db-wal after kill -9"
 	else
 		stop_agent
 	fi
@@ -56,7 +55,9 @@ run_case() {
 	# newer copy of it, so the log's header goes too (SQLite then ignores
 	# the whole log).
 	garble "$S/index.db" 4096
-	[ "$how" = kill ] && garble "$S/index.db-wal" 32
+	if [ "$how" = kill ] && [ -s "$S/index.db-wal" ]; then
+		garble "$S/index.db-wal" 32
+	fi
 
 	# The damaged directory.
 	start_agent --simulate 2 --interval 0.2 --no-ebpf --flush-interval 1

@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sqlite3.h>
@@ -1078,12 +1080,16 @@ static void failing_flushes_keep_samples_in_memory(void **state)
 {
 	struct fixture *f = *state;
 	struct gw_store_stats st;
-	char path[256];
+	struct rlimit full, was;
 
 	feed(f, T0, T0 + 60000, 2);
-	/* Flushes fail from now on: the head log's table is gone. */
-	snprintf(path, sizeof(path), "%s/index.db", f->dir);
-	sql(path, "DROP TABLE head");
+	/* Flushes fail from now on: no file may grow (as on a full disk;
+	 * the limit holds for root too). */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	full = was;
+	full.rlim_cur = 1;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &full), 0);
 	f->maint_may_fail = true;
 	feed(f, T0 + 60000, T0 + 60000 + 5000 * 1000, 2);
 	gw_store_stats(f->s, &st);
@@ -1095,8 +1101,7 @@ static void failing_flushes_keep_samples_in_memory(void **state)
 			 0);
 	expect_raw(f, T0, T0 + 60000 + 5000 * 1000);
 	/* the disk comes back: flushes and cuts go on */
-	sql(path, "CREATE TABLE head(seq INTEGER PRIMARY KEY, t_min INTEGER "
-		  "NOT NULL, t_max INTEGER NOT NULL, data BLOB NOT NULL)");
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
 	feed(f, T0 + 60000 + 5000 * 1000, T0 + 3 * HOUR, 2);
 	f->maint_may_fail = false;
 	assert_int_equal(gw_store_maintain(f->s), 0);
@@ -1104,6 +1109,75 @@ static void failing_flushes_keep_samples_in_memory(void **state)
 	assert_true(st.cuts >= 2);
 	reopen(f);
 	expect_raw(f, T0, T0 + 3 * HOUR);
+}
+
+/* The head log's segments in DIR/headlog, newest last (at most 16). */
+static size_t log_segments(struct fixture *f, char (*names)[PATH_MAX])
+{
+	struct dirent **e;
+	char dir[128];
+	size_t k = 0;
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/headlog", f->dir);
+	n = scandir(dir, &e, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		if (strstr(e[i]->d_name, ".log") && k < 16)
+			snprintf(names[k++], PATH_MAX, "%s/%s", dir,
+				 e[i]->d_name);
+		free(e[i]);
+	}
+	if (n >= 0)
+		free(e);
+	return k;
+}
+
+/*
+ * The head log keeps only what the partitions do not hold yet: after hours
+ * of cuts, the segments are the current one and the one before it (its
+ * last samples are after the watermark), not one per hour.
+ */
+static void the_head_log_keeps_only_what_is_not_cut(void **state)
+{
+	struct fixture *f = *state;
+	char names[16][PATH_MAX];
+	size_t n;
+
+	feed(f, T0, T0 + 5 * HOUR + 20000, 2);
+	assert_int_equal(gw_store_flush(f->s), 0);
+	n = log_segments(f, names);
+	assert_true(n >= 1 && n <= 2);
+	reopen(f);
+	expect_raw(f, T0, T0 + 5 * HOUR + 20000);
+}
+
+/*
+ * A crash of the machine can leave a segment's last record partly
+ * written: the store opens, replays every record before it and writes on,
+ * and the next restart reads both the old segment and the new one.
+ */
+static void a_torn_head_log_record_is_skipped(void **state)
+{
+	struct fixture *f = *state;
+	char names[16][PATH_MAX];
+	size_t n;
+	FILE *fp;
+
+	feed(f, T0, T0 + 600000, 2);
+	gw_store_close(f->s);
+	f->s = NULL;
+	n = log_segments(f, names);
+	assert_true(n >= 1);
+	/* a record's header promising 1000 bytes, and 3 of them */
+	fp = fopen(names[n - 1], "ab");
+	assert_non_null(fp);
+	assert_int_equal(fwrite("\xe8\x03\0\0\1\2\3\4abc", 1, 11, fp), 11);
+	assert_int_equal(fclose(fp), 0);
+	reopen(f);
+	expect_raw(f, T0, T0 + 600000);
+	feed(f, T0 + 600000, T0 + 1200000, 2);
+	reopen(f);
+	expect_raw(f, T0, T0 + 1200000);
 }
 
 static void export_copies_a_partition(void **state)
@@ -1432,6 +1506,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			closing_from_hours_equals_closing_through_rows, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			the_head_log_keeps_only_what_is_not_cut, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			a_torn_head_log_record_is_skipped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
