@@ -188,82 +188,24 @@ static int write_series(struct closer *cl)
 
 /* ---- the keys ---- */
 
-struct key {
-	int64_t id;
-	size_t seq;
-	union {
-		size_t off; /* into the text, while it grows */
-		const char *s;
-	};
-};
-
-struct keys {
-	struct gw_buf text;
-	struct key *v;
-	size_t n, cap;
-};
-
-static int key_add(void *ctx, int64_t id, const char *key)
-{
-	struct keys *k = ctx;
-
-	/* what packing the rows skips: never written so */
-	if (!key || id <= 0 || id >= UINT32_MAX)
-		return 0;
-	if (k->n == k->cap) {
-		size_t nc = k->cap ? k->cap * 2 : 1024;
-		struct key *v = realloc(k->v, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		k->v = v;
-		k->cap = nc;
-	}
-	k->v[k->n] = (struct key){ id, k->n, { .off = k->text.len } };
-	k->n++;
-	gw_buf_put(&k->text, key, strlen(key) + 1);
-	return gw_buf_error(&k->text);
-}
-
-static int key_by_id(const void *a, const void *b)
-{
-	const struct key *x = a, *y = b;
-
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-/* SQLite's BINARY order of the keys, then the id. */
-static int key_by_text(const void *a, const void *b)
-{
-	const struct key *x = a, *y = b;
-	int c = strcmp(x->s, y->s);
-
-	if (c)
-		return c;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
 /* The hours' keys, the first of each id (as INSERT OR IGNORE took them),
  * as the packed list in meta. */
 static int write_keys(sqlite3 *db, uint64_t *damaged)
 {
-	struct keys k = { 0 };
-	struct gw_keylist kl;
+	struct gw_keyset k;
 	sqlite3_stmt *st = NULL;
 	void *z = NULL;
-	size_t zlen = 0, n = 0;
+	size_t zlen = 0;
 	int err = 0, rc;
 
-	gw_buf_init(&k.text, 1u << 30);
+	gw_keyset_init(&k);
 	rc = sqlite3_prepare_v2(db, "SELECT data FROM hkeys", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		err = gw_store_sql_err(db, rc, "close day");
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		err = gw_store_each_packed(sqlite3_column_blob(st, 0),
 					   (size_t)sqlite3_column_bytes(st, 0),
-					   1u << 30, key_add, &k);
+					   1u << 30, gw_keyset_add, &k);
 		if (err == -EBADMSG) {
 			gw_store_hour_damaged(damaged);
 			err = 0;
@@ -273,22 +215,8 @@ static int write_keys(sqlite3 *db, uint64_t *damaged)
 		err = gw_store_sql_err(db, rc, "close day");
 	sqlite3_finalize(st);
 	st = NULL;
-	if (!err) {
-		qsort(k.v, k.n, sizeof(*k.v), key_by_id);
-		for (size_t i = 0; i < k.n; i++)
-			if (!n || k.v[i].id != k.v[n - 1].id) {
-				k.v[n] = k.v[i];
-				k.v[n].s = k.text.p + k.v[i].off;
-				n++;
-			}
-		qsort(k.v, n, sizeof(*k.v), key_by_text);
-		gw_keylist_init(&kl);
-		for (size_t i = 0; i < n && !err; i++)
-			err = gw_keylist_add(&kl, k.v[i].id, k.v[i].s);
-		if (!err)
-			err = gw_keylist_pack(&kl, &z, &zlen);
-		gw_keylist_release(&kl);
-	}
+	if (!err)
+		err = gw_keyset_pack(&k, &z, &zlen);
 	if (!err && z) {
 		rc = sqlite3_prepare_v2(db,
 					"INSERT OR REPLACE INTO meta(k, v) "
@@ -303,8 +231,7 @@ static int write_keys(sqlite3 *db, uint64_t *damaged)
 		sqlite3_finalize(st);
 	}
 	free(z);
-	free(k.v);
-	gw_buf_release(&k.text);
+	gw_keyset_release(&k);
 	return err;
 }
 

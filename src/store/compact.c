@@ -445,7 +445,7 @@ int gw_store_pack_index(sqlite3 *db)
 	return gw_store_exec(db, "COMMIT");
 }
 
-/* What gw_store_merge_index puts back as rows. */
+/* What gw_store_unpack_hours puts back as rows. */
 static int row_key(void *ctx, int64_t id, const char *key)
 {
 	sqlite3_stmt *ins = ctx;
@@ -456,16 +456,108 @@ static int row_key(void *ctx, int64_t id, const char *key)
 	return sqlite3_step(ins) == SQLITE_DONE ? 0 : -EIO;
 }
 
+void gw_keyset_init(struct gw_keyset *k)
+{
+	memset(k, 0, sizeof(*k));
+	gw_buf_init(&k->text, PACK_MAX);
+}
+
+void gw_keyset_release(struct gw_keyset *k)
+{
+	gw_buf_release(&k->text);
+	free(k->v);
+	memset(k, 0, sizeof(*k));
+}
+
+int gw_keyset_add(void *ctx, int64_t id, const char *key)
+{
+	struct gw_keyset *k = ctx;
+
+	/* what packing rows skips: never written so */
+	if (!key || id <= 0 || id >= UINT32_MAX)
+		return 0;
+	if (k->n == k->cap) {
+		size_t nc = k->cap ? k->cap * 2 : 1024;
+		struct gw_keyset_key *v = realloc(k->v, nc * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = nc;
+	}
+	k->v[k->n] = (struct gw_keyset_key){ id, k->n, { .off = k->text.len } };
+	k->n++;
+	gw_buf_put(&k->text, key, strlen(key) + 1);
+	return gw_buf_error(&k->text);
+}
+
+static int key_by_id(const void *a, const void *b)
+{
+	const struct gw_keyset_key *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* SQLite's BINARY order of the keys, then the id. */
+static int key_by_text(const void *a, const void *b)
+{
+	const struct gw_keyset_key *x = a, *y = b;
+	int c = strcmp(x->s, y->s);
+
+	if (c)
+		return c;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+int gw_keyset_pack(struct gw_keyset *k, void **z, size_t *zlen)
+{
+	struct gw_keylist kl;
+	size_t n = 0;
+	int err = gw_buf_error(&k->text);
+
+	*z = NULL;
+	*zlen = 0;
+	if (err)
+		return err;
+	qsort(k->v, k->n, sizeof(*k->v), key_by_id);
+	for (size_t i = 0; i < k->n; i++)
+		if (!n || k->v[i].id != k->v[n - 1].id) {
+			k->v[n] = k->v[i];
+			k->v[n].s = k->text.p + k->v[i].off;
+			n++;
+		}
+	k->n = n;
+	qsort(k->v, n, sizeof(*k->v), key_by_text);
+	gw_keylist_init(&kl);
+	for (size_t i = 0; i < n && !err; i++)
+		err = gw_keylist_add(&kl, k->v[i].id, k->v[i].s);
+	if (!err)
+		err = gw_keylist_pack(&kl, z, zlen);
+	gw_keylist_release(&kl);
+	return err;
+}
+
+/*
+ * The lists since the last merge, and any rows, become one list: in
+ * memory (gw_keyset), as INSERT OR IGNORE into the rows and packing them
+ * would (the rows first, then the lists in order; each id's first key).
+ */
 int gw_store_merge_index(sqlite3 *db)
 {
 	sqlite3_stmt *sel = NULL, *ins = NULL;
+	struct gw_keyset k;
 	int64_t from = 0, n = 0;
+	void *z = NULL;
+	size_t zlen = 0;
 	char sql[200];
 	int err, rc;
 
 	err = gw_store_exec(db, "BEGIN");
 	if (err)
 		return err;
+	gw_keyset_init(&k);
 	rc = sqlite3_prepare_v2(db,
 				"SELECT v FROM meta WHERE k = 'packed_merged'",
 				-1, &sel, NULL);
@@ -473,15 +565,18 @@ int gw_store_merge_index(sqlite3 *db)
 		from = sqlite3_column_int64(sel, 0);
 	sqlite3_finalize(sel);
 	sel = NULL;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT data FROM series_packed WHERE seq > ? "
-				"ORDER BY seq",
-				-1, &sel, NULL);
+	rc = sqlite3_prepare_v2(db, "SELECT id, key FROM series", -1, &sel,
+				NULL);
+	while (rc == SQLITE_OK && !err && sqlite3_step(sel) == SQLITE_ROW)
+		err = gw_keyset_add(&k, sqlite3_column_int64(sel, 0),
+				    (const char *)sqlite3_column_text(sel, 1));
+	sqlite3_finalize(sel);
+	sel = NULL;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db,
-					"INSERT OR IGNORE INTO series(id, key) "
-					"VALUES (?, ?)",
-					-1, &ins, NULL);
+					"SELECT data FROM series_packed WHERE "
+					"seq > ? ORDER BY seq",
+					-1, &sel, NULL);
 	if (rc != SQLITE_OK)
 		err = gw_store_sql_err(db, rc, "merge series lists");
 	if (!err)
@@ -489,23 +584,39 @@ int gw_store_merge_index(sqlite3 *db)
 	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
 		err = gw_store_each_packed(sqlite3_column_blob(sel, 0),
 					   (size_t)sqlite3_column_bytes(sel, 0),
-					   PACK_MAX, row_key, ins);
+					   PACK_MAX, gw_keyset_add, &k);
 		n++;
 	}
 	sqlite3_finalize(sel);
-	sqlite3_finalize(ins);
 	/* One list or none: nothing to merge.  A damaged one (checksum)
 	 * stays as it is; its keys are read back from the partitions. */
-	if (err || n < 2) {
+	if (!err && n >= 2)
+		err = gw_keyset_pack(&k, &z, &zlen);
+	gw_keyset_release(&k);
+	if (err || n < 2 || !z) {
 		(void)gw_store_exec(db, "ROLLBACK");
+		free(z);
 		return err == -EBADMSG ? 0 : err;
 	}
-	snprintf(sql, sizeof(sql), "DELETE FROM series_packed WHERE seq > %lld",
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM series_packed WHERE seq > %lld; DELETE FROM "
+		 "series;",
 		 (long long)from);
 	err = gw_store_exec(db, sql);
-	if (!err)
-		err = pack_into(db,
-				"INSERT INTO series_packed(data) VALUES (?)");
+	if (!err) {
+		rc = sqlite3_prepare_v2(db,
+					"INSERT INTO series_packed(data) "
+					"VALUES (?)",
+					-1, &ins, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_blob(ins, 1, z, (int)zlen, SQLITE_STATIC);
+			rc = sqlite3_step(ins);
+		}
+		if (rc != SQLITE_DONE)
+			err = gw_store_sql_err(db, rc, "merge series lists");
+		sqlite3_finalize(ins);
+	}
+	free(z);
 	if (!err)
 		err = gw_store_exec(db, "INSERT OR REPLACE INTO meta(k, v) "
 					"SELECT 'packed_merged', max(seq) FROM "

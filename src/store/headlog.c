@@ -99,7 +99,8 @@ static uint32_t get_le32(const uint8_t *p)
 
 /* A segment done with: kept until the watermark passes its newest
  * sample. */
-static int log_keep(struct gw_store *s, uint64_t seq, int64_t t_max)
+static int log_keep(struct gw_store *s, uint64_t seq, uint64_t bytes,
+		    int64_t t_max)
 {
 	if (s->nlog_old == s->caplog_old) {
 		size_t nc = s->caplog_old ? s->caplog_old * 2 : 8;
@@ -110,7 +111,7 @@ static int log_keep(struct gw_store *s, uint64_t seq, int64_t t_max)
 		s->log_old = v;
 		s->caplog_old = nc;
 	}
-	s->log_old[s->nlog_old++] = (struct log_seg){ seq, t_max };
+	s->log_old[s->nlog_old++] = (struct log_seg){ seq, bytes, t_max };
 	return 0;
 }
 
@@ -147,7 +148,7 @@ static void log_retire(struct gw_store *s)
 		return;
 	close(s->log_fd);
 	s->log_fd = -1;
-	if (log_keep(s, s->log_seq, s->log_tmax) != 0)
+	if (log_keep(s, s->log_seq, s->log_len, s->log_tmax) != 0)
 		gw_warn("store: no memory to track head log segment %llu; "
 			"it stays until the next restart",
 			(unsigned long long)s->log_seq);
@@ -348,6 +349,15 @@ void gw_store_log_rotate(struct gw_store *s)
 		}
 	}
 	s->nlog_old = j;
+}
+
+uint64_t gw_store_log_bytes(const struct gw_store *s)
+{
+	uint64_t n = s->log_fd >= 0 ? s->log_len : 0;
+
+	for (size_t i = 0; i < s->nlog_old; i++)
+		n += s->log_old[i].bytes;
+	return n;
 }
 
 void gw_store_log_close(struct gw_store *s)
@@ -583,7 +593,8 @@ int gw_store_log_replay(struct gw_store *s)
 		log_path(s, seqs[i], path, sizeof(path));
 		err = log_replay_one(s, &rm, path, &t_max, &samples);
 		if (!err)
-			err = log_keep(s, seqs[i], t_max);
+			err = log_keep(s, seqs[i], gw_store_file_bytes(path),
+				       t_max);
 		if (seqs[i] > s->log_seq)
 			s->log_seq = seqs[i];
 	}

@@ -465,6 +465,7 @@ int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
 	int err;
 
 	if (p && p->w) {
+		p->stale = true; /* about to be written */
 		*out = p;
 		return 0;
 	}
@@ -503,6 +504,7 @@ int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
 			p = gw_store_part_find(s, tier, day);
 		}
 		p->w = db;
+		p->stale = true;
 		pthread_rwlock_unlock(&s->lock);
 	}
 	*out = p;

@@ -106,6 +106,7 @@ struct part {
 			  is where it was, the reader fetches it */
 	bool pinned;   /* restored by an operator: stays on the disk */
 	uint64_t bytes;
+	bool stale;	  /* written since bytes was read */
 	uint64_t samples; /* sum of n over chunks */
 };
 
@@ -160,7 +161,7 @@ struct gw_store {
 	uint64_t log_seq, log_len;
 	int64_t log_tmax;
 	struct log_seg {
-		uint64_t seq;
+		uint64_t seq, bytes;
 		int64_t t_max;
 	} * log_old;
 	size_t nlog_old, caplog_old;
@@ -287,6 +288,8 @@ void gw_store_refresh_sizes(struct gw_store *s);
 int gw_store_replay(struct gw_store *s);
 /* Replays the head log's segments (headlog.c). */
 int gw_store_log_replay(struct gw_store *s);
+/* The bytes of the head log's segments (headlog.c). */
+uint64_t gw_store_log_bytes(const struct gw_store *s);
 /* Writes the rows of the series whose keys are only in the head log, in
  * the caller's transaction on index.db; gw_store_log_persisted() once it
  * committed (headlog.c). */
@@ -410,6 +413,27 @@ int gw_keylist_add(struct gw_keylist *k, int64_t id, const char *key);
 /* *z (malloc'd) NULL when no key was added. */
 int gw_keylist_pack(struct gw_keylist *k, void **z, size_t *zlen);
 void gw_keylist_release(struct gw_keylist *k);
+/* (id, key) pairs gathered from packed lists and rows (gw_keyset_add is
+ * gw_store_each_packed's callback), packed as one list: each id once,
+ * with its first key, in key order, as rows taken with INSERT OR IGNORE
+ * and packed by key would be (compact.c). */
+struct gw_keyset {
+	struct gw_buf text;
+	struct gw_keyset_key {
+		int64_t id;
+		size_t seq;
+		union {
+			size_t off; /* into text, while it grows */
+			const char *s;
+		};
+	} * v;
+	size_t n, cap;
+};
+void gw_keyset_init(struct gw_keyset *k);
+int gw_keyset_add(void *ctx, int64_t id, const char *key);
+/* *z (malloc'd) NULL when the set is empty. */
+int gw_keyset_pack(struct gw_keyset *k, void **z, size_t *zlen);
+void gw_keyset_release(struct gw_keyset *k);
 /*
  * An open partition keeps each cut hour as blocks of that hour's chunks
  * (`hblocks`, keyed hour << 32 | the block's last series, hour 0-23 of

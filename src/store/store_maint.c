@@ -500,15 +500,20 @@ void gw_store_refresh_sizes(struct gw_store *s)
 	char path[PATH_MAX + 16];
 
 	snprintf(path, sizeof(path), "%s/index.db", s->dir);
-	total += gw_store_file_bytes(path);
+	total += gw_store_file_bytes(path) + gw_store_log_bytes(s);
 	pthread_rwlock_wrlock(&s->lock); /* p->bytes is read by listings */
 	for (size_t i = 0; i < s->nparts; i++) {
 		struct part *p = &s->parts[i];
 
 		if (p->remote)
 			continue; /* in the archive, not on this disk */
-		if (!p->closed)
+		/* An open partition changes only where the store writes it
+		 * (gw_store_part_writable): its files are not read again
+		 * every minute for nothing. */
+		if (!p->closed && p->stale) {
 			p->bytes = gw_store_file_bytes(p->path);
+			p->stale = false;
+		}
 		tier_bytes[p->tier] += p->bytes;
 		tier_samples[p->tier] += p->samples;
 		total += p->bytes;
