@@ -16,8 +16,9 @@
  * its segment's replay.  A failed write is cut back off the file.
  *
  * A cut writes the logged series' rows into index.db with the watermark
- * (gw_store_log_persist), then starts a new segment; a segment goes once
- * the watermark has passed its newest sample.  Opening the store replays
+ * (gw_store_log_persist), then starts a new segment (so does a flush that
+ * takes one past SEGMENT_MAX); a segment goes once the watermark has
+ * passed its newest sample.  Opening the store replays
  * the segments after the watermark, in order.  Like SQLite's WAL with
  * synchronous=NORMAL (what the log was before), nothing is synced: a
  * crash of the process loses at most the samples of the current flush
@@ -77,6 +78,11 @@ int gw_store_insert_series(sqlite3 *db, sqlite3_stmt **cache,
 #define LOG_VERSION 1
 #define LOG_DIR	    "headlog"
 #define RECORD_MAX  (1u << 30)
+/* A segment goes only once all its samples are cut: one that grows past
+ * this ends, so that what outlives its cut is at most this much more
+ * than the samples after the watermark (an import of days of history
+ * would otherwise stay in one segment until its newest hour is cut). */
+#define SEGMENT_MAX (4u << 20)
 
 static void log_path(const struct gw_store *s, uint64_t seq, char *out,
 		     size_t len)
@@ -269,6 +275,8 @@ int gw_store_flush(struct gw_store *s)
 		goto out;
 	if (tmax > s->log_tmax)
 		s->log_tmax = tmax;
+	if (s->log_len >= SEGMENT_MAX)
+		log_retire(s);
 	for (size_t i = 0; i < n; i++) {
 		struct gw_series *ser = s->dirty.v[i];
 		struct head *h = ser->head;
@@ -428,41 +436,40 @@ static void log_series(struct gw_store *s, struct remap *rm, uint64_t id,
 	}
 }
 
-/* One record's payload into the head; -EBADMSG where it does not parse
- * (what came before it stays). */
-static int log_apply(struct gw_store *s, struct remap *rm, const uint8_t *p,
-		     const uint8_t *end, int64_t *t_max, uint64_t *samples)
+int gw_headlog_parse(const uint8_t *p, size_t len,
+		     const struct gw_headlog_sink *k)
 {
+	const uint8_t *end = p + len;
 	uint64_t nkeys;
 
 	if (p >= end || *p++ != LOG_VERSION || gw_varint_get(&p, end, &nkeys))
 		return -EBADMSG;
 	for (uint64_t i = 0; i < nkeys; i++) {
 		uint64_t id, klen;
-		char key[4096], *k = key;
+		char key[4096], *kb = key;
 
 		if (gw_varint_get(&p, end, &id) ||
 		    gw_varint_get(&p, end, &klen) || klen > (uint64_t)(end - p))
 			return -EBADMSG;
-		if (klen >= sizeof(key) && !(k = malloc(klen + 1)))
+		if (klen >= sizeof(key) && !(kb = malloc(klen + 1)))
 			return -ENOMEM;
-		memcpy(k, p, klen);
-		k[klen] = '\0';
+		memcpy(kb, p, klen);
+		kb[klen] = '\0';
 		p += klen;
-		if (strlen(k) == klen)
-			log_series(s, rm, id, k);
-		if (k != key)
-			free(k);
+		/* (a key with a NUL inside was never written) */
+		if (strlen(kb) == klen)
+			k->series(k->ctx, id, kb);
+		if (kb != key)
+			free(kb);
 	}
 	while (p < end) {
 		uint64_t id, cnt, t0;
-		struct gw_series *ser;
 		int64_t t;
 
 		if (gw_varint_get(&p, end, &id) ||
 		    gw_varint_get(&p, end, &cnt) || gw_varint_get(&p, end, &t0))
 			return -EBADMSG;
-		ser = log_series_at(s, rm, id);
+		k->group(k->ctx, id);
 		t = (int64_t)t0;
 		for (uint64_t j = 0; j < cnt; j++) {
 			uint64_t d;
@@ -473,27 +480,58 @@ static int log_apply(struct gw_store *s, struct remap *rm, const uint8_t *p,
 			memcpy(&v, p, 8);
 			p += 8;
 			t = (int64_t)((uint64_t)t + d);
-			if (t > *t_max)
-				*t_max = t;
-			if (ser && t >= s->watermark &&
-			    gw_store_head_add(s, ser, t, v, false) == 0)
-				(*samples)++;
+			k->sample(k->ctx, t, v);
 		}
 	}
 	return 0;
 }
 
-/* One segment; its newest sample into *t_max. */
-static int log_replay_one(struct gw_store *s, struct remap *rm,
-			  const char *path, int64_t *t_max, uint64_t *samples)
+/* Replay: the records' series and samples into the head. */
+struct replay {
+	struct gw_store *s;
+	struct remap rm;
+	struct gw_series *ser; /* of the samples being read */
+	int64_t t_max;
+	uint64_t samples;
+};
+
+static void replay_series(void *ctx, uint64_t id, const char *key)
 {
+	struct replay *r = ctx;
+
+	log_series(r->s, &r->rm, id, key);
+}
+
+static void replay_group(void *ctx, uint64_t id)
+{
+	struct replay *r = ctx;
+
+	r->ser = log_series_at(r->s, &r->rm, id);
+}
+
+static void replay_sample(void *ctx, int64_t t, double v)
+{
+	struct replay *r = ctx;
+
+	if (t > r->t_max)
+		r->t_max = t;
+	if (r->ser && t >= r->s->watermark &&
+	    gw_store_head_add(r->s, r->ser, t, v, false) == 0)
+		r->samples++;
+}
+
+/* One segment; its newest sample into r->t_max. */
+static int log_replay_one(struct replay *r, const char *path)
+{
+	const struct gw_headlog_sink sink = { r, replay_series, replay_group,
+					      replay_sample };
 	uint8_t hdr[8], *rec = NULL;
 	size_t cap = 0;
 	long at = 8;
 	int err = 0;
 	FILE *f = fopen(path, "rbe");
 
-	*t_max = INT64_MIN;
+	r->t_max = INT64_MIN;
 	if (!f)
 		return -errno;
 	if (fread(hdr, 1, 8, f) != 8 || memcmp(hdr, LOG_MAGIC, 8) != 0) {
@@ -528,7 +566,7 @@ static int log_replay_one(struct gw_store *s, struct remap *rm,
 			err = -EBADMSG;
 			break;
 		}
-		err = log_apply(s, rm, rec, rec + len, t_max, samples);
+		err = gw_headlog_parse(rec, len, &sink);
 		if (err)
 			break;
 		at += 8 + (long)len;
@@ -553,8 +591,8 @@ static int cmp_u64(const void *a, const void *b)
 int gw_store_log_replay(struct gw_store *s)
 {
 	char path[PATH_MAX + 64];
-	struct remap rm = { 0 };
-	uint64_t *seqs = NULL, samples = 0;
+	struct replay r = { .s = s };
+	uint64_t *seqs = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *e;
 	int err = 0;
@@ -588,21 +626,19 @@ int gw_store_log_replay(struct gw_store *s)
 	if (n > 1)
 		qsort(seqs, n, sizeof(*seqs), cmp_u64);
 	for (size_t i = 0; i < n && !err; i++) {
-		int64_t t_max;
-
 		log_path(s, seqs[i], path, sizeof(path));
-		err = log_replay_one(s, &rm, path, &t_max, &samples);
+		err = log_replay_one(&r, path);
 		if (!err)
 			err = log_keep(s, seqs[i], gw_store_file_bytes(path),
-				       t_max);
+				       r.t_max);
 		if (seqs[i] > s->log_seq)
 			s->log_seq = seqs[i];
 	}
 	free(seqs);
-	free(rm.v);
-	if (!err && samples)
+	free(r.rm.v);
+	if (!err && r.samples)
 		gw_info("store: replayed %llu samples from the head log",
-			(unsigned long long)samples);
+			(unsigned long long)r.samples);
 	return err;
 }
 

@@ -288,6 +288,18 @@ void gw_store_refresh_sizes(struct gw_store *s);
 int gw_store_replay(struct gw_store *s);
 /* Replays the head log's segments (headlog.c). */
 int gw_store_log_replay(struct gw_store *s);
+/* One head log record's payload (headlog.c): each logged series (its
+ * key NUL-terminated, none inside), then per series with samples its id
+ * and each sample; -EBADMSG where it does not parse (what came before
+ * was given), -ENOMEM. */
+struct gw_headlog_sink {
+	void *ctx;
+	void (*series)(void *ctx, uint64_t id, const char *key);
+	void (*group)(void *ctx, uint64_t id);
+	void (*sample)(void *ctx, int64_t t, double v);
+};
+int gw_headlog_parse(const uint8_t *p, size_t len,
+		     const struct gw_headlog_sink *k);
 /* The bytes of the head log's segments (headlog.c). */
 uint64_t gw_store_log_bytes(const struct gw_store *s);
 /* Writes the rows of the series whose keys are only in the head log, in
