@@ -11,12 +11,17 @@
 #        BUILD=dir  release build directory (default build/)
 #        VM=path    VictoriaMetrics binary (default /usr/bin/victoria-metrics)
 #        RUNS=n     query repetitions, median reported (default 9)
+#        INGEST_RUNS=n  loads of each size into each, the median ingest
+#                   reported (default 3): both vary by up to 1.7x from
+#                   run to run on a shared machine (VictoriaMetrics with
+#                   the timing of its background merges)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${BUILD:-$root/build}
 vm=${VM:-/usr/bin/victoria-metrics}
 runs=${RUNS:-9}
+iruns=${INGEST_RUNS:-3}
 [ $# -gt 0 ] || set -- 1000 10000 100000
 [ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -38,6 +43,39 @@ cpu_ticks() { # utime + stime of a process, in clock ticks
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
+median() { # numbers, one per line
+	sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+}
+
+# vm_start: a VictoriaMetrics on an empty directory
+vm_start() {
+	rm -rf "$dir/vm"
+	"$vm" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$port" \
+		-retentionPeriod 10y -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+	vmpid=$!
+	until curl -sf "$url/health" >/dev/null 2>&1; do sleep 0.2; done
+}
+
+vm_stop() {
+	kill "$vmpid"
+	wait "$vmpid" 2>/dev/null || true
+	vmpid=
+}
+
+# vm_load: the import into a fresh VictoriaMetrics; its samples per
+# CPU-second (utime + stime of the server over the import and a
+# force_flush), printed
+vm_load() {
+	vm_start
+	before=$(cpu_ticks "$vmpid")
+	curl -sf --data-binary "@$dir/import.txt" \
+		"$url/api/v1/import/prometheus"
+	curl -sf "$url/internal/force_flush"
+	after=$(cpu_ticks "$vmpid")
+	awk -v s="$samples" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.0f\n", t ? s * hz / t : 0 }'
+}
+
 # Median of $runs server-side latencies (ms): from the request sent to
 # the answer's first byte (curl's starttransfer - pretransfer), so that
 # connection setup is left out.
@@ -56,25 +94,27 @@ vm_latency() { # query
 
 printf '%-8s %-26s %12s %12s %8s\n' series measure gpuwatch victoria ratio
 for n in "$@"; do
-	rm -rf "$dir/gw" "$dir/vm"
-	mkdir -p "$dir/gw"
-	"$build/bench_churn" -n "$n" -t "$day" -d "$dir/gw" \
-		-o "$dir/import.txt" -q "$runs" >"$dir/gw.out"
-	. "$dir/gw.out"
+	# Ingest: the loads alternate, ours then theirs, INGEST_RUNS times;
+	# the last of each is measured further.
+	: >"$dir/gw.rates"
+	: >"$dir/vm.rates"
+	i=0
+	while [ $i -lt "$iruns" ]; do
+		i=$((i + 1))
+		rm -rf "$dir/gw"
+		mkdir -p "$dir/gw"
+		q=1
+		[ $i -lt "$iruns" ] || q=$runs
+		"$build/bench_churn" -n "$n" -t "$day" -d "$dir/gw" \
+			-o "$dir/import.txt" -q "$q" >"$dir/gw.out"
+		. "$dir/gw.out"
+		echo "$ingest_samples_per_s" >>"$dir/gw.rates"
+		[ $i -eq "$iruns" ] || { vm_load >>"$dir/vm.rates"; vm_stop; }
+	done
+	vm_load >>"$dir/vm.rates"
+	ingest_samples_per_s=$(median <"$dir/gw.rates")
+	vm_rate=$(median <"$dir/vm.rates")
 	gw_bytes=$(du -sb "$dir/gw" | cut -f1)
-
-	"$vm" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$port" \
-		-retentionPeriod 10y -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
-	vmpid=$!
-	until curl -sf "$url/health" >/dev/null 2>&1; do sleep 0.2; done
-	before=$(cpu_ticks "$vmpid")
-	curl -sf --data-binary "@$dir/import.txt" \
-		"$url/api/v1/import/prometheus"
-	curl -sf "$url/internal/force_flush"
-	after=$(cpu_ticks "$vmpid")
-	hz=$(getconf CLK_TCK)
-	vm_rate=$(awk -v s="$samples" -v t=$((after - before)) -v hz="$hz" \
-		'BEGIN { printf "%.0f", t ? s * hz / t : 0 }')
 	vm_lookup=$(vm_latency "max_over_time(gw_proc_mem_bytes{pid=\"$((100000 + n / 4))\"}[1d])")
 	vm_avg=$(vm_latency 'avg by (gpu) (avg_over_time(gw_proc_mem_bytes[1d]))')
 	curl -sf "$url/internal/force_flush"
@@ -90,9 +130,7 @@ for n in "$@"; do
 		i=$((i + 1))
 	done
 	vm_rss=$(awk '/^VmHWM/ { print $2 }' "/proc/$vmpid/status")
-	kill "$vmpid"
-	wait "$vmpid" 2>/dev/null || true
-	vmpid=
+	vm_stop
 
 	row() { # what ours theirs (ratio = ours / theirs)
 		awk -v n="$n" -v w="$1" -v a="$2" -v b="$3" 'BEGIN {
@@ -100,6 +138,8 @@ for n in "$@"; do
 			(b > 0 ? a / b : 0) }'
 	}
 	row "ingest samples/CPU-s" "$ingest_samples_per_s" "$vm_rate"
+	printf '%-8s %-26s %12s %12s\n' "$n" "  (each load)" \
+		"$(tr '\n' ' ' <"$dir/gw.rates")" "$(tr '\n' ' ' <"$dir/vm.rates")"
 	row "bytes on disk (all)" "$gw_bytes" "$vm_bytes"
 	row "bytes/sample" "$(awk -v b="$gw_bytes" -v s="$samples" \
 		'BEGIN { printf "%.2f", b / s }')" "$(awk -v b="$vm_bytes" \

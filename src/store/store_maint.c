@@ -365,18 +365,19 @@ static void close_day(struct gw_store *s, int64_t day)
 		}
 		if (gw_store_open_db(p->path, false, false, &db) == 0) {
 			/*
-			 * The hours back into rows, each series' chunks
-			 * merged (a query reads a block a day, not one an
-			 * hour: a fifth of the time of a one-series lookup
-			 * over a day of churning processes), then the
-			 * keys and chunks of the day packed.  Should a step
-			 * fail, the day stays readable as it was written.
+			 * Each series' chunks of the day merged (a query
+			 * reads a block a day, not one an hour: a fifth of
+			 * the time of a one-series lookup over a day of
+			 * churning processes) and the keys and chunks of
+			 * the day packed: straight from the hour blocks
+			 * where the day is all hour blocks (close.c), else
+			 * through rows (a day an earlier version began).
+			 * Should a step fail, the day stays readable as it
+			 * was written.
 			 */
 			bool rows = false, packed = false;
 			uint64_t damaged = 0;
 
-			/* Straight from the hour blocks where the day is
-			 * all hour blocks (close.c); else through rows. */
 			if (gw_store_exec(db, "BEGIN") == 0) {
 				packed = gw_store_close_hours(db, p->tier,
 							      &damaged) == 0 &&

@@ -1151,6 +1151,64 @@ static void the_head_log_keeps_only_what_is_not_cut(void **state)
 	expect_raw(f, T0, T0 + 5 * HOUR + 20000);
 }
 
+/* The bytes of the head log's segments. */
+static uint64_t log_bytes(struct fixture *f)
+{
+	char names[16][PATH_MAX];
+	uint64_t total = 0;
+	size_t n = log_segments(f, names);
+
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		assert_int_equal(stat(names[i], &st), 0);
+		total += (uint64_t)st.st_size;
+	}
+	return total;
+}
+
+/*
+ * Hours of history arriving at once (an import: the clock stands after
+ * them) fill the head log before any cut; once cut, the log keeps little
+ * more than what is after the watermark, not all of it (a segment goes
+ * only when all its samples are cut, so segments end at a few MiB).
+ */
+static void history_leaves_the_head_log_once_cut(void **state)
+{
+	struct fixture *f = *state;
+	const int64_t end = T0 + 12 * HOUR + 30 * 60000;
+	uint64_t before, after;
+
+	f->now = end + 10 * 60000;
+	for (int64_t t = T0; t < end; t += 1000) {
+		for (int g = 0; g < 20; g++) {
+			char labels[64];
+
+			snprintf(labels, sizeof(labels),
+				 "uuid=\"GPU-%d\",gpu=\"%d\"", g, g);
+			assert_int_equal(
+				gw_store_append(
+					f->s,
+					"gpuwatch_gpu_temperature_celsius",
+					labels, t, temp_at(t) + g),
+				0);
+		}
+		if (t % 60000 == 0)
+			assert_int_equal(gw_store_flush(f->s), 0);
+	}
+	assert_int_equal(gw_store_flush(f->s), 0);
+	before = log_bytes(f);
+	assert_true(before > (8u << 20)); /* 12.5 h of 20 series */
+	/* the cut up to 12:00 */
+	assert_int_equal(gw_store_maintain(f->s), 0);
+	after = log_bytes(f);
+	assert_true(after > 0);
+	assert_true(after < before / 2);
+	/* and every sample is there, cut or replayed */
+	reopen(f);
+	expect_raw(f, T0, end);
+}
+
 /*
  * A crash of the machine can leave a segment's last record partly
  * written: the store opens, replays every record before it and writes on,
@@ -1511,6 +1569,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			a_torn_head_log_record_is_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			history_leaves_the_head_log_once_cut, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
