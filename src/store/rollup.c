@@ -486,22 +486,23 @@ static const double pow10_tab[DEC_E_MAX + 1] = {
 	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
 };
 
-/* v as (m, d) at e: false where |m| or |d| would be too large (or v is
- * not finite). */
-static bool dec_of(double v, int e, int64_t *m, int64_t *d)
+/* v as (m, d) at e: 1, or 0 where |d| would be too large, -1 where |m|
+ * would (or v is not finite): then at every larger e too, since |v| 10^e
+ * only grows with e (rounding is monotonic). */
+static int dec_of(double v, int e, int64_t *m, int64_t *d)
 {
 	double x = v * pow10_tab[e];
 	int64_t mm, dd;
 
 	if (!(fabs(x) <= M_MAX))
-		return false;
+		return -1;
 	mm = llround(x);
 	dd = (int64_t)(gw_bits_of(v) - gw_bits_of((double)mm / pow10_tab[e]));
 	if (dd < -DEC_D_MAX || dd > DEC_D_MAX)
-		return false;
+		return 0;
 	*m = mm;
 	*d = dd;
-	return true;
+	return 1;
 }
 
 static double dec_value(int64_t m, int e, int64_t d)
@@ -523,25 +524,28 @@ static bool coded(const struct gw_rollup *r, const uint16_t *flags, size_t i,
 	return r[i].count > 0 && !implied(flags[i], c);
 }
 
-/* Whether every stored value of the column has its (m, d) at e; where
- * md is not NULL, the i-th value's are md[2 i] and md[2 i + 1] then. */
-static bool dec_all(const struct gw_rollup *r, size_t n, const uint16_t *flags,
-		    int c, int e, int64_t *md)
+/* Whether every stored value of the column has its (m, d) at e (1; where
+ * md is not NULL, the i-th value's are md[2 i] and md[2 i + 1] then), or
+ * not (0), or not at any e from this one on (-1: dec_of). */
+static int dec_all(const struct gw_rollup *r, size_t n, const uint16_t *flags,
+		   int c, int e, int64_t *md)
 {
 	int64_t m, d;
 	size_t i;
+	int ok;
 
 	for (i = 0; i < n; i++) {
 		if (!coded(r, flags, i, c))
 			continue;
-		if (!dec_of(column(&r[i], c), e, &m, &d))
-			return false;
+		ok = dec_of(column(&r[i], c), e, &m, &d);
+		if (ok != 1)
+			return ok;
 		if (md) {
 			md[2 * i] = m;
 			md[2 * i + 1] = d;
 		}
 	}
-	return true;
+	return 1;
 }
 
 /* The column's stored values as XOR doubles, written to w unless it is
@@ -618,8 +622,14 @@ static unsigned int col_mode(const struct gw_rollup *r, size_t n,
 
 	if (!xlen)
 		return DEC_XOR;
-	while (e <= DEC_E_MAX && !dec_all(r, n, flags, c, e, md))
-		e++;
+	for (; e <= DEC_E_MAX; e++) {
+		int ok = dec_all(r, n, flags, c, e, md);
+
+		if (ok == 1)
+			break;
+		if (ok < 0)
+			return DEC_XOR; /* a value too large at every e */
+	}
 	if (e > DEC_E_MAX)
 		return DEC_XOR;
 	for (i = 0; i < n; i++) {
@@ -656,7 +666,7 @@ static bool dec_canonical(const struct gw_rollup *r, size_t n,
 	if (bits != bits_for(zmax))
 		return false;
 	for (k = 0; k < e; k++)
-		if (dec_all(r, n, flags, c, k, NULL))
+		if (dec_all(r, n, flags, c, k, NULL) == 1)
 			return false;
 	return dlen < xor_size(r, n, flags, c);
 }
@@ -885,7 +895,7 @@ static int get_dec(struct gw_sketch_rd *rd, struct gw_rollup *r, size_t n,
 		    m < -(int64_t)M_MAX)
 			return -EBADMSG;
 		*v = dec_value(m, e, (int64_t)gw_unzigzag(zd));
-		if (!dec_of(*v, e, &m2, &d2) || m2 != m)
+		if (dec_of(*v, e, &m2, &d2) != 1 || m2 != m)
 			return -EBADMSG;
 		pm = (uint64_t)m;
 		if (zd > zmax)

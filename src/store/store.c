@@ -110,24 +110,21 @@ void gw_store_day_name(int64_t day_ms, char out[11])
 
 int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r)
 {
-	struct gw_buf one;
+	size_t at = b->len;
 	uint32_t len;
-	int err;
+	int err = gw_buf_add(b, "\0\0\0\0", 4);
 
-	gw_buf_init(&one, 1u << 20);
-	err = gw_rollup_encode(r, 1, &one);
-	len = (uint32_t)one.len;
 	if (!err)
-		err = gw_buf_add(b, &len, sizeof(len));
-	if (!err) {
-		err = gw_buf_add(b, one.p, one.len);
-		/* All or nothing: a length without its frame would make the
-		 * frames after it unreadable. */
-		if (err)
-			gw_buf_truncate(b, b->len - sizeof(len));
+		err = gw_rollup_encode(r, 1, b);
+	/* All or nothing: a length without its frame would make the frames
+	 * after it unreadable. */
+	if (err) {
+		gw_buf_truncate(b, at);
+		return err;
 	}
-	gw_buf_release(&one);
-	return err;
+	len = (uint32_t)(b->len - at - 4);
+	memcpy(b->p + at, &len, sizeof(len));
+	return 0;
 }
 
 int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
