@@ -14,7 +14,9 @@
 #        INGEST_RUNS=n  loads of each size into each, the median ingest
 #                   reported (default 3): both vary by up to 1.7x from
 #                   run to run on a shared machine (VictoriaMetrics with
-#                   the timing of its background merges)
+#                   the timing of its background merges).  Theirs is also
+#                   given with the CPU of the merges that follow the load
+#                   until its files settle (ours includes closing the day).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -76,6 +78,25 @@ vm_load() {
 		'BEGIN { printf "%.0f\n", t ? s * hz / t : 0 }'
 }
 
+# vm_settled: after vm_load, once VictoriaMetrics' background merges have
+# settled (its directory unchanged over 2 s, at most 30 s), its samples
+# per CPU-second from the start of the load, the merges included (ours
+# include closing the day), printed
+vm_settled() {
+	prev=-1
+	cur=$(du -sb "$dir/vm" | cut -f1)
+	k=0
+	while [ "$cur" != "$prev" ] && [ $k -lt 15 ]; do
+		sleep 2
+		prev=$cur
+		cur=$(du -sb "$dir/vm" | cut -f1)
+		k=$((k + 1))
+	done
+	after=$(cpu_ticks "$vmpid")
+	awk -v s="$samples" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.0f\n", t ? s * hz / t : 0 }'
+}
+
 # Median of $runs server-side latencies (ms): from the request sent to
 # the answer's first byte (curl's starttransfer - pretransfer), so that
 # connection setup is left out.
@@ -98,6 +119,7 @@ for n in "$@"; do
 	# the last of each is measured further.
 	: >"$dir/gw.rates"
 	: >"$dir/vm.rates"
+	: >"$dir/vm.settled"
 	i=0
 	while [ $i -lt "$iruns" ]; do
 		i=$((i + 1))
@@ -109,11 +131,18 @@ for n in "$@"; do
 			-o "$dir/import.txt" -q "$q" >"$dir/gw.out"
 		. "$dir/gw.out"
 		echo "$ingest_samples_per_s" >>"$dir/gw.rates"
-		[ $i -eq "$iruns" ] || { vm_load >>"$dir/vm.rates"; vm_stop; }
+		[ $i -eq "$iruns" ] || {
+			vm_load >>"$dir/vm.rates"
+			vm_settled >>"$dir/vm.settled"
+			vm_stop
+		}
 	done
+	# (the latencies below: with the merges settled)
 	vm_load >>"$dir/vm.rates"
+	vm_settled >>"$dir/vm.settled"
 	ingest_samples_per_s=$(median <"$dir/gw.rates")
 	vm_rate=$(median <"$dir/vm.rates")
+	vm_rate_merged=$(median <"$dir/vm.settled")
 	gw_bytes=$(du -sb "$dir/gw" | cut -f1)
 	vm_lookup=$(vm_latency "max_over_time(gw_proc_mem_bytes{pid=\"$((100000 + n / 4))\"}[1d])")
 	vm_avg=$(vm_latency 'avg by (gpu) (avg_over_time(gw_proc_mem_bytes[1d]))')
@@ -140,6 +169,9 @@ for n in "$@"; do
 	row "ingest samples/CPU-s" "$ingest_samples_per_s" "$vm_rate"
 	printf '%-8s %-26s %12s %12s\n' "$n" "  (each load)" \
 		"$(tr '\n' ' ' <"$dir/gw.rates")" "$(tr '\n' ' ' <"$dir/vm.rates")"
+	row "  theirs with merges" "$ingest_samples_per_s" "$vm_rate_merged"
+	printf '%-8s %-26s %12s %12s\n' "$n" "  (each load)" "" \
+		"$(tr '\n' ' ' <"$dir/vm.settled")"
 	row "bytes on disk (all)" "$gw_bytes" "$vm_bytes"
 	row "bytes/sample" "$(awk -v b="$gw_bytes" -v s="$samples" \
 		'BEGIN { printf "%.2f", b / s }')" "$(awk -v b="$vm_bytes" \

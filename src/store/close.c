@@ -117,7 +117,7 @@ static int merged_out(void *ctx, int64_t t_min, int64_t t_max, size_t n,
 		m->v = v;
 		m->cap = nc;
 	}
-	/* data is an offset into buf until the series is complete */
+	/* data is set once the series is complete: buf may move */
 	m->v[m->n++] =
 		(struct gw_zchunk){ 0, (uint32_t)n, t_min, t_max, NULL, len };
 	gw_buf_put(&m->buf, data, len);
