@@ -73,8 +73,29 @@ vm_load() {
 	curl -sf --data-binary "@$dir/import.txt" \
 		"$url/api/v1/import/prometheus"
 	curl -sf "$url/internal/force_flush"
-	after=$(cpu_ticks "$vmpid")
-	awk -v s="$samples" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+	rate_since "$before"
+}
+
+# vm_settle: waits until VictoriaMetrics' directory is unchanged over 2 s
+# (its background merges shrink the parts; at most 30 s); its size in
+# vm_bytes
+vm_settle() {
+	prev=-1
+	vm_bytes=$(du -sb "$dir/vm" | cut -f1)
+	k=0
+	while [ "$vm_bytes" != "$prev" ] && [ $k -lt 15 ]; do
+		sleep 2
+		prev=$vm_bytes
+		vm_bytes=$(du -sb "$dir/vm" | cut -f1)
+		k=$((k + 1))
+	done
+}
+
+# rate_since TICKS: $samples per CPU-second of VictoriaMetrics since its
+# CPU ticks were TICKS, printed
+rate_since() {
+	awk -v s="$samples" -v t=$(($(cpu_ticks "$vmpid") - $1)) \
+		-v hz="$(getconf CLK_TCK)" \
 		'BEGIN { printf "%.0f\n", t ? s * hz / t : 0 }'
 }
 
@@ -83,18 +104,8 @@ vm_load() {
 # per CPU-second from the start of the load, the merges included (ours
 # include closing the day), printed
 vm_settled() {
-	prev=-1
-	cur=$(du -sb "$dir/vm" | cut -f1)
-	k=0
-	while [ "$cur" != "$prev" ] && [ $k -lt 15 ]; do
-		sleep 2
-		prev=$cur
-		cur=$(du -sb "$dir/vm" | cut -f1)
-		k=$((k + 1))
-	done
-	after=$(cpu_ticks "$vmpid")
-	awk -v s="$samples" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
-		'BEGIN { printf "%.0f\n", t ? s * hz / t : 0 }'
+	vm_settle
+	rate_since "$before"
 }
 
 # Median of $runs server-side latencies (ms): from the request sent to
@@ -147,17 +158,7 @@ for n in "$@"; do
 	vm_lookup=$(vm_latency "max_over_time(gw_proc_mem_bytes{pid=\"$((100000 + n / 4))\"}[1d])")
 	vm_avg=$(vm_latency 'avg by (gpu) (avg_over_time(gw_proc_mem_bytes[1d]))')
 	curl -sf "$url/internal/force_flush"
-	# its background merges shrink the parts: measure once settled
-	# (unchanged over 2 s, at most 30 s)
-	prev=-1
-	vm_bytes=$(du -sb "$dir/vm" | cut -f1)
-	i=0
-	while [ "$vm_bytes" != "$prev" ] && [ $i -lt 15 ]; do
-		sleep 2
-		prev=$vm_bytes
-		vm_bytes=$(du -sb "$dir/vm" | cut -f1)
-		i=$((i + 1))
-	done
+	vm_settle
 	vm_rss=$(awk '/^VmHWM/ { print $2 }' "/proc/$vmpid/status")
 	vm_stop
 
