@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <signal.h>
@@ -98,10 +99,25 @@ struct stop_watch {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
-	double until; /* CLOCK_MONOTONIC s */
+	double until;	    /* CLOCK_MONOTONIC s */
+	double t0, t_phase; /* when the stop and its current phase began */
+	const char *_Atomic phase; /* what the stop is doing now */
 	pthread_t th;
 	bool started;
 };
+
+/* The stop moves on to its next phase; the one that ends is logged with
+ * its duration (debug), so a slow stop names its slow part. */
+static void stop_phase(struct stop_watch *w, const char *next)
+{
+	double now = gw_now_mono();
+	const char *prev = atomic_load(&w->phase);
+
+	if (prev)
+		gw_dbg("stop: %s took %.3f s", prev, now - w->t_phase);
+	w->t_phase = now;
+	atomic_store(&w->phase, next);
+}
 
 static void *stop_watch_run(void *arg)
 {
@@ -119,9 +135,11 @@ static void *stop_watch_run(void *arg)
 	done = w->done;
 	pthread_mutex_unlock(&w->mu);
 	if (!done) {
-		gw_err("stopping took more than %.1f s; exiting now (samples "
-		       "since the last flush may be lost)",
-		       STOP_LIMIT);
+		const char *phase = atomic_load(&w->phase);
+
+		gw_err("stopping took more than %.1f s (at: %s); exiting now "
+		       "(samples since the last flush may be lost)",
+		       STOP_LIMIT, phase ? phase : "starting");
 		fflush(NULL);
 		_exit(0);
 	}
@@ -138,7 +156,9 @@ static void stop_watch_start(struct stop_watch *w)
 	pthread_cond_init(&w->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	w->done = false;
-	w->until = gw_now_mono() + STOP_LIMIT;
+	w->t0 = w->t_phase = gw_now_mono();
+	w->until = w->t0 + STOP_LIMIT;
+	atomic_init(&w->phase, NULL);
 	w->started = pthread_create(&w->th, NULL, stop_watch_run, w) == 0;
 	if (w->started)
 		pthread_setname_np(w->th, "gw-stop-watch");
@@ -733,28 +753,36 @@ out : {
 	double deadline = gw_now_mono() + STOP_GRACE;
 
 	stop_watch_start(&watch);
+	/* Each phase's time is logged (debug), none of it suppressed. */
+	gw_log_unlimited(1);
+	/* The collectors wind down (their last reads and flushes) while the
+	 * queries are cancelled: none of them reads what the server does. */
+	for (size_t i = 0; i < NCOLLECTORS; i++)
+		if (priv[i] && collectors[i]->request_stop)
+			collectors[i]->request_stop(priv[i]);
+	stop_phase(&watch, "closing the HTTP server and its queries");
 	/* Cancels the queries in flight (the store checks between batches
 	 * and inside its loops, the evaluator between steps). */
 	gw_http_close(http);
 	/* No new slices: what is being sent may still be acknowledged. */
 	gw_remote_request_stop(remote);
+	stop_phase(&watch, "stopping the rule evaluator");
 	/* Before the store closes: the evaluator reads it.  Queued
 		 * alerts get at most a second, the collectors the rest. */
 	gw_alerting_free(alerts, gw_now_mono() + 1.0);
 	alerts = NULL;
-	for (size_t i = 0; i < NCOLLECTORS; i++)
-		if (priv[i] && collectors[i]->request_stop)
-			collectors[i]->request_stop(priv[i]);
 	/* Every thread is joined before anything is freed: the store's
 		 * last pass reads what the other collectors published, whose
 		 * families (StatsD's) they own. */
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
 		if (!priv[i])
 			continue;
+		stop_phase(&watch, collectors[i]->name);
 		if (collectors[i]->stop(priv[i], deadline)) {
-			gw_warn("collector %s has a thread stuck in a "
-				"driver call; leaving it behind",
-				collectors[i]->name);
+			gw_warn("collector %s did not stop within %.0f s (a "
+				"thread stuck in a driver call, or a machine "
+				"short of CPU); leaving it behind",
+				collectors[i]->name, STOP_GRACE);
 			stuck = 1;
 		}
 	}
@@ -762,9 +790,11 @@ out : {
 		if (priv[i])
 			collectors[i]->free(priv[i]);
 	/* Before the store closes: the queues read it. */
+	stop_phase(&watch, "stopping remote_write");
 	gw_remote_free(remote, deadline);
 	remote = NULL;
 }
+	gw_log_unlimited(0);
 	gw_log_flush(1);
 	if (stuck) {
 		/* A thread may still touch the registry: do not free it. */
@@ -773,10 +803,13 @@ out : {
 		_exit(status);
 	}
 	/* Before the store closes: the uploader reads it. */
+	stop_phase(&watch, "stopping the archive uploader");
 	gw_cold_free(a.cold, gw_now_mono() + 2.0);
 	a.cold = NULL;
+	stop_phase(&watch, "closing the store");
 	gw_store_close(a.store);
 	gw_profstore_close(a.profiles);
+	stop_phase(&watch, NULL);
 	stop_watch_end(&watch);
 	gw_self_free(self);
 	gw_attrib_cache_free(a.attrib);

@@ -42,6 +42,9 @@
 #define FRAME_MAX    256
 #define MAX_DWARF    4096 /* processes unwound from .eh_frame */
 #define RAW_POLL_S   0.2  /* raw samples are taken this often */
+/* The last flush at a stop gets this long: the agent's stop is bounded
+ * (exit within 5 s of SIGTERM) and the store still flushes after it. */
+#define FINI_BUDGET_S 1.0
 
 #define NTYPES 3
 
@@ -106,6 +109,7 @@ struct prof_col {
 	struct seen *seen;
 	unsigned int nseen, ntargets;
 	double next_drain, next_govern, next_maint;
+	double fini_until; /* the last flush stops here (0: not stopping) */
 	/* governor */
 	double gov_wall, gov_cpu;
 	uint64_t gov_run_ns, gov_samples;
@@ -115,6 +119,7 @@ struct prof_col {
 	uint64_t launches_joined, launches_unjoined;
 	uint64_t samples, dropped_samples, dropped_procs, dropped_stacks;
 	uint64_t store_errors, target_dropped;
+	unsigned int fini_skipped; /* profiles the last flush did not write */
 	/* one sample's frame names, root first */
 	char names[FRAME_MAX][GW_PROF_NAME_MAX];
 	char environ[65536];
@@ -639,8 +644,16 @@ static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
 	return 0;
 }
 
+/* The last flush is past its budget (what is left stays unread). */
+static int out_of_time(const struct prof_col *c)
+{
+	return c->fini_until > 0 && gw_now_mono() > c->fini_until;
+}
+
 static int on_sample(void *ctx, const struct gw_profiler_sample *s)
 {
+	if (out_of_time(ctx))
+		return -ETIMEDOUT;
 	return add_stack(ctx, s, 0, NULL, 0);
 }
 
@@ -684,6 +697,10 @@ static void on_raw(void *ctx, const struct gw_profiler_raw *r)
 	double mean_ns = 0;
 	int joined = 0;
 
+	if (out_of_time(c)) {
+		c->unwind_dropped++;
+		return;
+	}
 	if (r->launch) {
 		c->launch_samples++;
 		s.count = LAUNCH_EVERY; /* one launch in 16 is recorded */
@@ -764,6 +781,11 @@ static void write_minute(struct prof_col *c, int closing)
 
 			if (!a->dirty[ty] || !a->prof[ty] || !c->env->profiles)
 				continue;
+			if (out_of_time(c)) {
+				/* Stored up to the flush before this one. */
+				c->fini_skipped++;
+				continue;
+			}
 			gw_buf_reset(&b);
 			gw_prof_set_time(a->prof[ty], c->minute_ms * 1000000,
 					 60000000000LL, ty ? 1 : period);
@@ -1008,14 +1030,26 @@ static void prof_fini(struct gw_worker *w, void *arg)
 {
 	struct prof_col *c = arg;
 
+	int r;
+
 	(void)w;
 	if (!c->pr)
 		return;
+	c->fini_until = gw_now_mono() + FINI_BUDGET_S;
 	gw_symbols_round(c->sym);
 	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
 		gw_dbg("profile: raw samples: ring buffer error");
-	if (gw_profiler_drain(c->pr, on_sample, c) == 0)
+	r = gw_profiler_drain(c->pr, on_sample, c);
+	if (r == 0 || r == -ETIMEDOUT)
 		write_minute(c, 1);
+	if (r == -ETIMEDOUT || c->fini_skipped)
+		gw_warn("profile: the last flush took over %.1f s and was cut "
+			"short: %s%u profiles keep what the flush before it "
+			"stored",
+			FINI_BUDGET_S,
+			r == -ETIMEDOUT ? "samples not read yet are lost; "
+					: "",
+			c->fini_skipped);
 }
 
 static int col_start(const struct gw_collect_env *env, void **priv)
