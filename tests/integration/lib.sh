@@ -285,3 +285,17 @@ slow_regex() {
 			printf "%s.*%d.*%d.*%d", i ? "|" : "", i, i + 1, i + 2
 	}'
 }
+
+# regex_parse_ms K: the milliseconds a query with slow_regex K takes here
+# on a name no series has: its parsing (RE2 compiles the pattern twice),
+# not its matching.  Under a sanitizer on a busy machine that is seconds;
+# the waits that must outlast the parse are sized by it.  The answer
+# itself does not matter (it may be a timeout).
+regex_parse_ms() {
+	local since
+	since=$(now_ms)
+	curl -sS -o /dev/null "$URL/api/v1/query" \
+		--data-urlencode "query=count(absent_here{inst=~\"$(slow_regex "$1")\"})" ||
+		fail "the parse-only query got no answer"
+	echo $(($(now_ms) - since))
+}
