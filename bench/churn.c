@@ -18,9 +18,11 @@
  * Prints key=value lines for the script.
  *
  * usage: churn -n SERIES -t DAY_START_MS -d DIR [-o IMPORT_FILE] [-q RUNS]
- *              [-H HOURS] [-c]
+ *              [-H HOURS] [-c] [-O]
  * -H: spread the processes over HOURS instead of 24 (the store still
- * closes the day); -c: the agent's default caps (--store-max-series,
+ * closes the day); -O: leave the day open (its hours cut, not closed;
+ * no queries);
+ * -c: the agent's default caps (--store-max-series,
  * --store-max-label-values) instead of none: refused samples are counted
  * and reported instead of failing the run.
  */
@@ -83,6 +85,7 @@ static void die(const char *what, int err)
 }
 
 static bool default_caps;
+static bool leave_open;
 
 static struct gw_store *open_store(const char *dir, struct clock *c)
 {
@@ -197,15 +200,19 @@ int main(int argc, char **argv)
 	double cpu0, cpu1;
 	struct rusage ru;
 	char labels[96], query[256];
+	char(*plabels)[64];
 	FILE *imp = NULL;
 
-	while ((opt = getopt(argc, argv, "n:t:d:o:q:H:c")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:d:o:q:H:cO")) != -1) {
 		switch (opt) {
 		case 'H':
 			span = strtoll(optarg, NULL, 10) * 3600000LL;
 			break;
 		case 'c':
 			default_caps = true;
+			break;
+		case 'O':
+			leave_open = true;
 			break;
 		case 'n':
 			nser = (uint32_t)strtoul(optarg, NULL, 10) & ~1u;
@@ -267,13 +274,19 @@ int main(int argc, char **argv)
 			die(import, -errno);
 	}
 
+	/* The label texts, as a scraper has them, made before the clock
+	 * starts (VictoriaMetrics is timed on a file already written). */
+	plabels = malloc((size_t)(nser / 2) * sizeof(*plabels));
+	if (!plabels)
+		die("memory", -ENOMEM);
+	for (uint32_t p = 0; p < nser / 2; p++)
+		series_labels(2 * p, plabels[p], sizeof(plabels[p]));
 	c.now = t0;
 	s = open_store(dir, &c);
 	cpu0 = cpu_s();
 	for (size_t i = 0; i < nsamples; i++) {
 		int r;
 
-		series_labels(v[i].series, labels, sizeof(labels));
 		c.now = v[i].t + 1;
 		if (c.now >= next_maint) {
 			/* the agent's store thread: every second */
@@ -282,15 +295,18 @@ int main(int argc, char **argv)
 				die("maintain", r);
 			next_maint = c.now + 1000;
 		}
-		r = gw_store_append(s, series_name(v[i].series), labels, v[i].t,
+		r = gw_store_append(s, series_name(v[i].series),
+				    plabels[v[i].series / 2], v[i].t,
 				    series_value(v[i].series, v[i].k));
 		if (default_caps && (r == -ENOSPC || r == -E2BIG))
 			refused++;
 		else if (r)
 			die("append", r);
 	}
-	/* the day ends: its last hour is cut and its partitions closed */
-	c.now = t0 + DAY_MS + 3600000 + 11000;
+	/* the day ends: its last hour is cut and its partitions closed
+	 * (-O: the clock stops in its last hour, the day's hours cut but
+	 * not closed, as a running agent's disk has them) */
+	c.now = leave_open ? t0 + DAY_MS - 1 : t0 + DAY_MS + 3600000 + 11000;
 	if (gw_store_maintain(s))
 		die("maintain", -EIO);
 	getrusage(RUSAGE_SELF, &ru);
@@ -302,6 +318,12 @@ int main(int argc, char **argv)
 	       nser, nsamples, cpu1 - cpu0, (double)nsamples / (cpu1 - cpu0),
 	       ru.ru_maxrss, (unsigned long long)refused);
 	fflush(stdout);
+	if (leave_open) {
+		/* No queries: a reopened store's maintenance would close it. */
+		free(v);
+		free(plabels);
+		return 0;
+	}
 
 	s = open_store(dir, &c);
 	/* a process from the middle of the day */
@@ -332,5 +354,6 @@ int main(int argc, char **argv)
 		   t0 + DAY_MS, runs);
 	gw_store_close(s);
 	free(v);
+	free(plabels);
 	return 0;
 }

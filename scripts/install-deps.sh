@@ -7,7 +7,7 @@ set -euo pipefail
 # eBPF probes need clang (BPF target), bpftool (skeletons) and libbpf.
 build_pkgs=(build-essential cmake ninja-build pkg-config
 	libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-dev libsqlite3-dev libre2-dev libcurl4-openssl-dev
-	libzstd-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libssl-dev
+	libzstd-dev libxxhash-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libssl-dev
 	libiberty-dev libdw-dev libncurses-dev
 	clang bpftool libbpf-dev libelf-dev zlib1g-dev)
 # Tests: cmocka, promtool (Debian's prometheus package), curl, clang's

@@ -528,7 +528,7 @@ static bool coded(const struct gw_rollup *r, const uint16_t *flags, size_t i,
  * md is not NULL, the i-th value's are md[2 i] and md[2 i + 1] then), or
  * not (0), or not at any e from this one on (-1: dec_of). */
 static int dec_all(const struct gw_rollup *r, size_t n, const uint16_t *flags,
-		   int c, int e, int64_t *md)
+		   int c, int e, int64_t *md, size_t *bad)
 {
 	int64_t m, d;
 	size_t i;
@@ -538,8 +538,11 @@ static int dec_all(const struct gw_rollup *r, size_t n, const uint16_t *flags,
 		if (!coded(r, flags, i, c))
 			continue;
 		ok = dec_of(column(&r[i], c), e, &m, &d);
-		if (ok != 1)
+		if (ok != 1) {
+			if (bad)
+				*bad = i;
 			return ok;
+		}
 		if (md) {
 			md[2 * i] = m;
 			md[2 * i + 1] = d;
@@ -614,7 +617,7 @@ static void md_get(const struct gw_rollup *r, const int64_t *md, size_t i,
 static unsigned int col_mode(const struct gw_rollup *r, size_t n,
 			     const uint16_t *flags, int c, int64_t *md)
 {
-	size_t i, xlen = xor_size(r, n, flags, c), dlen = 0;
+	size_t i, xlen = xor_size(r, n, flags, c), dlen = 0, bad = n;
 	uint64_t zmax = 0, pm = 0;
 	unsigned int bits;
 	int64_t m = 0, d = 0;
@@ -623,8 +626,18 @@ static unsigned int col_mode(const struct gw_rollup *r, size_t n,
 	if (!xlen)
 		return DEC_XOR;
 	for (; e <= DEC_E_MAX; e++) {
-		int ok = dec_all(r, n, flags, c, e, md);
+		int ok;
 
+		/* The value that did not fit at the last e is tried first:
+		 * most often it does not fit at this one either. */
+		if (bad < n) {
+			ok = dec_of(column(&r[bad], c), e, &m, &d);
+			if (ok < 0)
+				return DEC_XOR;
+			if (ok == 0)
+				continue;
+		}
+		ok = dec_all(r, n, flags, c, e, md, &bad);
 		if (ok == 1)
 			break;
 		if (ok < 0)
@@ -666,7 +679,7 @@ static bool dec_canonical(const struct gw_rollup *r, size_t n,
 	if (bits != bits_for(zmax))
 		return false;
 	for (k = 0; k < e; k++)
-		if (dec_all(r, n, flags, c, k, NULL) == 1)
+		if (dec_all(r, n, flags, c, k, NULL, NULL) == 1)
 			return false;
 	return dlen < xor_size(r, n, flags, c);
 }

@@ -6,6 +6,8 @@
  */
 #include "store/series.h"
 
+#include "common/hash.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +27,7 @@ struct smap {
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
+	return gw_hash_str(s);
 }
 
 static void **smap_slot(const struct smap *m, const char *key, uint64_t h,
