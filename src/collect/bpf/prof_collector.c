@@ -1029,7 +1029,6 @@ static double prof_round(struct gw_worker *w, void *arg)
 static void prof_fini(struct gw_worker *w, void *arg)
 {
 	struct prof_col *c = arg;
-
 	int r;
 
 	(void)w;
