@@ -43,9 +43,9 @@ static void matches_table(void **state)
 		seed = seed * 1103515245u + 12345u;
 		buf[i] = (uint8_t)(seed >> 16);
 	}
-	printf("# crc32c: %s\n",
-	       gw_crc32c_hardware() ? "the processor's instruction"
-				    : "the table");
+	printf("# crc32c: %s\n", gw_crc32c_hardware()
+					 ? "the processor's instruction"
+					 : "the table");
 	for (size_t off = 0; off < 8; off++)
 		for (size_t n = 0; n <= 300; n++) {
 			uint32_t want = gw_crc32c_portable(0, buf + off, n);
