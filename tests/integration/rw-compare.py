@@ -196,6 +196,10 @@ def main():
             gauges.setdefault(g, []).extend(d.items())
         for g in gauges:
             gauges[g].sort()
+        if not gauges:
+            # nothing to compare with: say where the emptiness came from
+            errs.append("the agent answered no raw samples for %s in "
+                        "[%d, %d]" % (a.match, a.start - 60000, a.end))
         sel = '{__name__=~"(%s):1m_%s(%s)"}' % (
             "|".join(sorted({dict(k)["__name__"] for k in gauges})) or "none",
             tag, "|".join(OUTS))
