@@ -99,8 +99,8 @@ struct stop_watch {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
-	double until;	    /* CLOCK_MONOTONIC s */
-	double t0, t_phase; /* when the stop and its current phase began */
+	double until;		   /* CLOCK_MONOTONIC s */
+	double t_phase;		   /* when the stop's current phase began */
 	const char *_Atomic phase; /* what the stop is doing now */
 	pthread_t th;
 	bool started;
@@ -156,8 +156,8 @@ static void stop_watch_start(struct stop_watch *w)
 	pthread_cond_init(&w->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	w->done = false;
-	w->t0 = w->t_phase = gw_now_mono();
-	w->until = w->t0 + STOP_LIMIT;
+	w->t_phase = gw_now_mono();
+	w->until = w->t_phase + STOP_LIMIT;
 	atomic_init(&w->phase, NULL);
 	w->started = pthread_create(&w->th, NULL, stop_watch_run, w) == 0;
 	if (w->started)
