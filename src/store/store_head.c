@@ -8,9 +8,15 @@
  * Life of a sample (t, v) of series S:
  *
  *   append --> S.raw chunk (hour of t) --seal at hour change--> sealed[]
- *          --> S.m1 (open minute) --close--> S.m1_closed --seal--> sealed[]
- *                                       \--> S.h1 (open hour) --close-->
+ *                   \--(its minutes rebuilt at the seal)--> sealed[]
+ *          --> S.m1 (open minute) --close--> S.h1 (open hour) --close-->
  *                                             sealed[] (one rollup)
+ *
+ * The closed minutes of the hour are not kept apart while the raw chunk
+ * holds their samples: encoding each minute as it closes, and decoding
+ * them all again at the seal, cost a fifth of the ingest under churn.
+ * Only a chunk sealed before its hour ended (4 samples a second, or a
+ * full chunk) leaves its minutes in S.m1_closed, encoded (struct head).
  *          --> S.pend --flush (<= flush_ms)--> index.db head log
  */
 #include "store/store_int.h"
@@ -51,6 +57,7 @@ static struct head *head_new(void)
 	h->last_t = INT64_MIN;
 	h->first_t = INT64_MIN;
 	h->m1_hour = INT64_MIN;
+	h->m1_raw_from = INT64_MIN;
 	return h;
 }
 
@@ -93,32 +100,155 @@ static int seal_push(struct gw_store *s, uint32_t id, enum gw_tier tier,
 	return err;
 }
 
+int gw_store_chunk_minutes(const uint8_t *p, size_t len, int64_t from,
+			   int64_t upto, struct gw_rollup **r, size_t *n,
+			   size_t *cap)
+{
+	struct gw_rollup *cur = NULL;
+	struct gw_chunk_dec d;
+	int64_t t;
+	double v;
+	int k, err = gw_chunk_dec_init(&d, p, len);
+
+	if (err)
+		return err;
+	while ((k = gw_chunk_next(&d, &t, &v)) == 1) {
+		int64_t end = floor_to(t, MS_MIN) + MS_MIN;
+
+		if (t < from)
+			continue;
+		if (end > upto)
+			break; /* and so are the samples after it */
+		/* As the head's m1 does: a window opens at its first sample
+		 * and closes at the first sample past its end. */
+		if (!cur || cur->t != end) {
+			if (*n == *cap) {
+				size_t ncap = *cap ? *cap * 2 : 64;
+				struct gw_rollup *nv =
+					realloc(*r, ncap * sizeof(*nv));
+
+				if (!nv)
+					return -ENOMEM;
+				*r = nv;
+				*cap = ncap;
+			}
+			cur = &(*r)[(*n)++];
+			gw_rollup_init(cur, end);
+		}
+		err = gw_rollup_add(cur, t, v);
+		if (err)
+			return err;
+	}
+	return k < 0 ? k : 0;
+}
+
+/* Frames r[0..n) onto b: all or nothing. */
+static int frame_all(struct gw_buf *b, const struct gw_rollup *r, size_t n)
+{
+	size_t at = b->len;
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++)
+		err = gw_store_frame_add(b, &r[i]);
+	if (err)
+		gw_buf_truncate(b, at);
+	return err;
+}
+
+/* Takes the last entry of sealed[] back (a seal that failed half way). */
+static void seal_pop_locked(struct gw_store *s)
+{
+	free(s->sealed[--s->nsealed].data);
+}
+
 /*
+ * Seals the raw chunk and the minutes its samples make; `next`: the next
+ * sample's time, or the time before which nothing more comes (a cut), so
+ * that every minute window ending by then is complete.  The chunk that
+ * ends its hour seals the hour's 1-minute column with it (m1_closed and
+ * the rebuilt minutes); one sealed earlier leaves its complete minutes in
+ * m1_closed, and splits the open minute, if any.
+ *
  * gw_chunk_bytes() assembles the chunk in the encoder's buffer, which is
  * a write (readers copy with gw_chunk_copy() under the read lock), so the
- * writer takes the lock for it.
+ * writer takes the lock for it.  A failure leaves the head as it was
+ * (but for m1, which may have moved into m1_closed, marked done).
  */
-static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h)
+static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h,
+		    int64_t next)
 {
+	bool final = next >= h->raw_hour + MS_HOUR, m1_full;
+	size_t n = 0, cap = 0, at = h->m1_closed.len, pushed;
+	struct gw_rollup *r = NULL;
 	const uint8_t *p;
+	struct gw_buf out;
 	size_t len;
-	int err;
+	int err = 0;
 
 	if (!gw_chunk_count(&h->raw))
 		return 0;
+	gw_buf_init(&out, 64u << 20);
 	pthread_rwlock_wrlock(&s->lock);
+	pushed = s->nsealed;
+	m1_full = h->m1_open && !h->m1_done && h->m1.t <= next;
+	/* A split minute that is complete joins the framed ones first. */
+	if (m1_full && h->m1_split) {
+		err = gw_store_frame_add(&h->m1_closed, &h->m1);
+		if (!err) {
+			h->m1_hour = floor_to(h->m1.t - 1, MS_HOUR);
+			h->m1_done = true;
+			at = h->m1_closed.len;
+		}
+	}
 	/* NULL only when out of memory: the head stays as it is. */
-	p = gw_chunk_bytes(&h->raw, &len);
-	err = !p ? -ENOMEM
-		 : seal_push_locked(s, ser->id, GW_TIER_RAW,
-				    gw_chunk_first(&h->raw),
-				    gw_chunk_last(&h->raw),
-				    gw_chunk_count(&h->raw), p, len);
-	/* The next hour's chunk grows from nothing: a buffer kept at this
-	 * hour's size would hold the peak of every series for ever. */
+	p = err ? NULL : gw_chunk_bytes(&h->raw, &len);
+	if (!err && !p)
+		err = -ENOMEM;
+	if (!err && final && h->m1_closed.len) {
+		err = gw_store_frame_decode(&h->m1_closed, &r, &n);
+		cap = n;
+	}
 	if (!err)
+		err = gw_store_chunk_minutes(p, len, h->m1_raw_from, next, &r,
+					     &n, &cap);
+	if (!err && n && final) {
+		err = gw_rollup_encode(r, n, &out);
+		if (!err)
+			err = seal_push_locked(s, ser->id, GW_TIER_1M, r[0].t,
+					       r[n - 1].t, (uint32_t)n, out.p,
+					       out.len);
+	} else if (!err && n) {
+		err = frame_all(&h->m1_closed, r, n);
+		if (!err)
+			h->m1_hour = h->raw_hour;
+	}
+	if (!err)
+		err = seal_push_locked(s, ser->id, GW_TIER_RAW,
+				       gw_chunk_first(&h->raw),
+				       gw_chunk_last(&h->raw),
+				       gw_chunk_count(&h->raw), p, len);
+	if (err) {
+		while (s->nsealed > pushed)
+			seal_pop_locked(s);
+		gw_buf_truncate(&h->m1_closed, at);
+	} else {
+		if (final)
+			gw_buf_release(&h->m1_closed);
+		if (m1_full) {
+			h->m1_done = true;
+		} else if (h->m1_open && !h->m1_done) {
+			/* the rest of m1's samples go to the next chunk */
+			h->m1_split = true;
+			h->m1_raw_from = h->m1.t;
+		}
+		/* The next hour's chunk grows from nothing: a buffer kept at
+		 * this hour's size would hold the peak of every series for
+		 * ever. */
 		gw_chunk_enc_release(&h->raw);
+	}
 	pthread_rwlock_unlock(&s->lock);
+	gw_buf_release(&out);
+	gw_rollup_free_array(r, n);
 	return err;
 }
 
@@ -190,10 +320,15 @@ static int close_minute(struct gw_store *s, struct gw_series *ser,
 		if (err)
 			return err;
 	}
-	/* Under the lock: queries read the open windows (store_read.c). */
+	/* Under the lock: queries read the open windows (store_read.c).
+	 * Unless split, m1's samples are in the raw chunk, which rebuilds
+	 * the minute when it is sealed. */
 	pthread_rwlock_wrlock(&s->lock);
-	h->m1_hour = hour;
-	err = gw_store_frame_add(&h->m1_closed, &h->m1);
+	if (h->m1_split && !h->m1_done) {
+		err = gw_store_frame_add(&h->m1_closed, &h->m1);
+		if (!err)
+			h->m1_hour = hour;
+	}
 	if (!err && !h->h1_open) {
 		gw_rollup_reset(&h->h1, hour + MS_HOUR);
 		h->h1_open = true;
@@ -217,7 +352,7 @@ int gw_store_head_close_before(struct gw_store *s, struct gw_series *ser,
 
 	if (gw_chunk_count(&h->raw) && h->raw_hour < before &&
 	    h->raw_hour + MS_HOUR <= before)
-		err = seal_raw(s, ser, h);
+		err = seal_raw(s, ser, h, before);
 	if (!err && h->m1_open && h->m1.t <= before)
 		err = close_minute(s, ser, h);
 	if (!err && h->m1_closed.len && h->m1_hour + MS_HOUR <= before)
@@ -300,7 +435,7 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		}
 	}
 	if (h->raw_hour != hour || gw_chunk_count(&h->raw) >= 3600 * 4) {
-		err = seal_raw(s, ser, h);
+		err = seal_raw(s, ser, h, t);
 		if (err)
 			return err;
 		h->raw_hour = hour;
@@ -319,7 +454,7 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 	err = gw_chunk_append(&h->raw, t, v);
 	if (err == -ENOSPC) {
 		pthread_rwlock_unlock(&s->lock);
-		err = seal_raw(s, ser, h);
+		err = seal_raw(s, ser, h, t);
 		pthread_rwlock_wrlock(&s->lock);
 		if (!err)
 			err = gw_chunk_append(&h->raw, t, v);
@@ -331,6 +466,8 @@ int gw_store_head_add(struct gw_store *s, struct gw_series *ser, int64_t t,
 		if (!h->m1_open) {
 			gw_rollup_reset(&h->m1, floor_to(t, MS_MIN) + MS_MIN);
 			h->m1_open = true;
+			h->m1_split = false;
+			h->m1_done = false;
 		}
 		radd = gw_rollup_add(&h->m1, t, v);
 	}
@@ -430,6 +567,7 @@ static void head_trim(struct head *h)
 	h->pend = NULL;
 	h->cappend = 0;
 	h->raw_hour = INT64_MIN;
+	h->m1_raw_from = INT64_MIN;
 }
 
 uint64_t gw_store_key_hash(const char *key)
@@ -590,17 +728,30 @@ static bool sealed_has(const uint32_t *ids, size_t n, uint32_t id)
 	return n && bsearch(&id, ids, n, sizeof(*ids), cmp_u32);
 }
 
+/*
+ * Retired series are looked at for eviction every this often, not every
+ * minute: under churn most of the active list is retired series waiting
+ * out their hour, and an eviction pass walks the index's series and
+ * aliases once (gw_series_index_evict).  Memory goes back up to this much
+ * later.
+ */
+#define EVICT_EVERY_MS (10 * MS_MIN)
+
 void gw_store_head_sweep(struct gw_store *s, int64_t now)
 {
 	/* Memory is given back later than the caps: a series that samples
 	 * every few minutes keeps its day's 1-hour column in one chunk. */
 	int64_t trim_ms = s->o.retire_ms > MS_HOUR ? s->o.retire_ms : MS_HOUR;
+	bool evict = now >= s->next_evict;
 	uint32_t *sealed = NULL;
 	size_t j = 0, first, nsealed = 0;
 
+	if (evict)
+		s->next_evict = now + EVICT_EVERY_MS;
 	pthread_rwlock_wrlock(&s->lock);
 	first = s->grave.n;
-	if (s->nsealed && (sealed = malloc(s->nsealed * sizeof(*sealed)))) {
+	if (evict && s->nsealed &&
+	    (sealed = malloc(s->nsealed * sizeof(*sealed)))) {
 		for (size_t i = 0; i < s->nsealed; i++)
 			sealed[i] = s->sealed[i].id;
 		nsealed = s->nsealed;
@@ -613,7 +764,7 @@ void gw_store_head_sweep(struct gw_store *s, int64_t now)
 		if (ser->live && (h->last_t == INT64_MIN ||
 				  h->last_t < now - s->o.retire_ms))
 			gw_series_index_retire(s->idx, ser);
-		if (!ser->live && drained(h) &&
+		if (!ser->live && evict && drained(h) &&
 		    (h->last_t == INT64_MIN || h->last_t < now - trim_ms)) {
 			/*
 			 * Everything of it is on disk (its index.db row, its

@@ -62,8 +62,21 @@ struct head {
 	bool from_disk;	  /* known before this run: first_t stays unknown */
 	struct gw_rollup m1;
 	bool m1_open;
+	/*
+	 * The closed minutes are not kept while their samples are in the
+	 * raw chunk: sealing the chunk rebuilds them from it (the same
+	 * adds, so the same rollups), and readers do so from a copy.
+	 * m1_closed holds those that cannot be: the minutes of a chunk
+	 * sealed before its hour ended, and a minute split by such a seal
+	 * (m1_split: some of m1's samples are in an earlier chunk; raw
+	 * samples before m1_raw_from are in m1_closed).  m1_done: m1 is
+	 * in m1_closed or sealed already; closing it only merges it into
+	 * h1.
+	 */
 	struct gw_buf m1_closed; /* framed rollups of the hour m1_hour */
 	int64_t m1_hour;
+	int64_t m1_raw_from;
+	bool m1_split, m1_done;
 	struct gw_rollup h1;
 	bool h1_open;
 	struct pending *pend;
@@ -171,6 +184,7 @@ struct gw_store {
 	int64_t watermark;  /* everything before it is in partitions */
 	int64_t next_flush; /* ms */
 	int64_t last_maint; /* ms */
+	int64_t next_evict; /* ms: the sweep's next eviction pass */
 	uint64_t pend_total;
 	bool flush_failing; /* logged once per streak */
 	atomic_flag warned_bad, warned_order, warned_corrupt;
@@ -236,6 +250,13 @@ int gw_store_part_writable(struct gw_store *s, enum gw_tier tier, int64_t day,
 /* Bytes of a database file with its -wal and -shm (store.c). */
 uint64_t gw_store_file_bytes(const char *path);
 
+/* The 1-minute rollups of a raw chunk's samples at or after `from` whose
+ * window ends at or before `upto`, appended to (*r)[*n], growing it
+ * (*cap): 0, -EBADMSG or -ENOMEM (the caller frees *r either way). */
+int gw_store_chunk_minutes(const uint8_t *p, size_t len, int64_t from,
+			   int64_t upto, struct gw_rollup **r, size_t *n,
+			   size_t *cap);
+
 /* Framed rollup buffers: append one, decode all. */
 int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r);
 int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
@@ -265,9 +286,9 @@ int gw_store_list_push(struct ser_list *l, struct gw_series *ser);
  * (err -ENOSPC or -E2BIG) (store_head.c). */
 void gw_store_note_cap(struct gw_store *s, int err, const char *key);
 /* After a cut and every minute: retires series without samples for
- * o.retire_ms, and drops retired ones with nothing only in memory and no
- * samples for an hour (or retire_ms if longer) from the active list,
- * releasing their head's memory (store_head.c). */
+ * o.retire_ms; every 10 minutes also drops retired ones with nothing only
+ * in memory and no samples for an hour (or retire_ms if longer) from the
+ * active list, releasing their head's memory (store_head.c). */
 void gw_store_head_sweep(struct gw_store *s, int64_t now);
 /* The hash of a series key in the evicted map (never 0). */
 uint64_t gw_store_key_hash(const char *key);

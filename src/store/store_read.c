@@ -125,7 +125,8 @@ static int mem_add_open(struct sel *x, enum gw_tier tier, const struct head *h)
 
 	gw_buf_init(&b, 16u << 20);
 	gw_rollup_init(&hour, 0);
-	if (tier == GW_TIER_1M && h->m1_open && h->m1.count > 0) {
+	if (tier == GW_TIER_1M && h->m1_open && !h->m1_done &&
+	    h->m1.count > 0) {
 		err = gw_store_frame_add(&b, &h->m1);
 	} else if (tier == GW_TIER_1H) {
 		int64_t m1_end = floor_to(h->m1.t - 1, MS_HOUR) + MS_HOUR;
@@ -704,6 +705,39 @@ static int sel_check(void *ctx)
 	return check_limits(((struct sel_ctx *)ctx)->lim, 0);
 }
 
+/*
+ * The closed minutes whose samples are still in the head's raw chunk (the
+ * writer rebuilds them when it seals the chunk: struct head), rebuilt the
+ * same way, as framed rollups.  Under the read lock.
+ */
+static int head_minutes(struct sel *x, const struct head *h)
+{
+	int64_t upto = h->m1_open ? h->m1.t - MS_MIN : INT64_MAX;
+	struct gw_rollup *r = NULL;
+	size_t n = 0, cap = 0;
+	struct gw_buf b;
+	uint8_t *p;
+	size_t len;
+	int err;
+
+	if (!gw_chunk_count(&h->raw))
+		return 0;
+	err = gw_chunk_copy(&h->raw, &p, &len);
+	if (err)
+		return err;
+	gw_buf_init(&b, 64u << 20);
+	err = gw_store_chunk_minutes(p, len, h->m1_raw_from, upto, &r, &n,
+				     &cap);
+	for (size_t i = 0; i < n && !err; i++)
+		err = gw_store_frame_add(&b, &r[i]);
+	if (!err)
+		err = mem_add(x, GW_TIER_1M, true, INT64_MIN, b.p, b.len);
+	gw_buf_release(&b);
+	gw_rollup_free_array(r, n);
+	free(p);
+	return err;
+}
+
 /* Copies what the head holds of one series for the tier; under the read
  * lock. */
 static int copy_head(struct sel *x, enum gw_tier tier, const struct head *h)
@@ -721,6 +755,8 @@ static int copy_head(struct sel *x, enum gw_tier tier, const struct head *h)
 	} else if (tier == GW_TIER_1M) {
 		err = mem_add(x, tier, true, INT64_MIN, h->m1_closed.p,
 			      h->m1_closed.len);
+		if (!err)
+			err = head_minutes(x, h);
 	}
 	if (!err && tier != GW_TIER_RAW)
 		err = mem_add_open(x, tier, h);
