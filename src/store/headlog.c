@@ -316,10 +316,68 @@ out:
 	return err;
 }
 
+static int by_key(const void *a, const void *b)
+{
+	const struct gw_series *x = *(const struct gw_series *const *)a;
+	const struct gw_series *y = *(const struct gw_series *const *)b;
+
+	return strcmp(x->key, y->key);
+}
+
+/*
+ * The series as one packed list in series_packed, what
+ * gw_store_pack_index() would make of their rows right after (format 2,
+ * by key); the series' rows are never written.  -E2BIG for a key too
+ * long for a list.
+ */
+static int persist_packed(struct gw_store *s)
+{
+	struct gw_series **v = malloc(s->unpersisted.n * sizeof(*v));
+	sqlite3_stmt *st = NULL;
+	struct gw_keylist k;
+	size_t n = 0, zlen = 0;
+	void *z = NULL;
+	int err = 0, rc;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->unpersisted.n; i++)
+		if (!((struct head *)s->unpersisted.v[i]->head)->persisted)
+			v[n++] = s->unpersisted.v[i];
+	qsort(v, n, sizeof(*v), by_key);
+	gw_keylist_init(&k);
+	for (size_t i = 0; i < n && !err; i++)
+		if (!i || v[i] != v[i - 1])
+			err = gw_keylist_add(&k, v[i]->id, v[i]->key);
+	if (!err)
+		err = gw_keylist_pack(&k, &z, &zlen);
+	gw_keylist_release(&k);
+	free(v);
+	if (err || !z)
+		return err;
+	rc = sqlite3_prepare_v2(s->index,
+				"INSERT INTO series_packed(data) VALUES (?)",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_blob(st, 1, z, (int)zlen, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	err = rc == SQLITE_DONE
+		      ? 0
+		      : gw_store_sql_err(s->index, rc, "persist series");
+	sqlite3_finalize(st);
+	free(z);
+	return err;
+}
+
 int gw_store_log_persist(struct gw_store *s)
 {
-	int err = 0;
+	int err = s->unpersisted.n ? persist_packed(s) : 0;
 
+	if (err != -E2BIG)
+		return err;
+	/* as rows, which gw_store_pack_index() leaves as they are */
+	err = 0;
 	for (size_t i = 0; i < s->unpersisted.n && !err; i++) {
 		struct gw_series *ser = s->unpersisted.v[i];
 

@@ -323,9 +323,10 @@ int gw_headlog_parse(const uint8_t *p, size_t len,
 		     const struct gw_headlog_sink *k);
 /* The bytes of the head log's segments (headlog.c). */
 uint64_t gw_store_log_bytes(const struct gw_store *s);
-/* Writes the rows of the series whose keys are only in the head log, in
- * the caller's transaction on index.db; gw_store_log_persisted() once it
- * committed (headlog.c). */
+/* Writes the series whose keys are only in the head log to index.db, as
+ * one packed list (rows where a key is too long for one), in the
+ * caller's transaction; gw_store_log_persisted() once it committed
+ * (headlog.c). */
 int gw_store_log_persist(struct gw_store *s);
 void gw_store_log_persisted(struct gw_store *s);
 /* After a cut: starts a new segment and deletes those whose samples are
