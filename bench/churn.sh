@@ -12,7 +12,7 @@
 #        VM=path    VictoriaMetrics binary (default /usr/bin/victoria-metrics)
 #        RUNS=n     query repetitions, median reported (default 9)
 #        INGEST_RUNS=n  loads of each size into each, the median ingest
-#                   reported (default 3): both vary by up to 1.7x from
+#                   reported (default 7): both vary by up to 1.7x from
 #                   run to run on a shared machine (VictoriaMetrics with
 #                   the timing of its background merges).  Theirs is also
 #                   given with the CPU of the merges that follow the load
@@ -23,7 +23,7 @@ root=$(dirname "$here")
 build=${BUILD:-$root/build}
 vm=${VM:-/usr/bin/victoria-metrics}
 runs=${RUNS:-9}
-iruns=${INGEST_RUNS:-3}
+iruns=${INGEST_RUNS:-7}
 [ $# -gt 0 ] || set -- 1000 10000 100000
 [ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
