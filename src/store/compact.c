@@ -400,25 +400,32 @@ static int pack_keys(sqlite3 *db, void **z, size_t *zlen)
 	return err;
 }
 
-/* Stores a packed list with sql (one blob parameter), then empties the
- * series table, in the caller's transaction. */
-static int pack_into(sqlite3 *db, const char *sql)
+int gw_store_put_packed(sqlite3 *db, const char *sql, const void *z,
+			size_t zlen)
 {
 	sqlite3_stmt *st = NULL;
-	void *z;
-	size_t zlen;
-	int err, rc;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 
-	err = pack_keys(db, &z, &zlen);
-	if (err || !z)
-		return err;
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_blob(st, 1, z, (int)zlen, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 	}
-	err = rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "pack series");
 	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : gw_store_sql_err(db, rc, "pack series");
+}
+
+/* Stores a packed list with sql (one blob parameter), then empties the
+ * series table, in the caller's transaction. */
+static int pack_into(sqlite3 *db, const char *sql)
+{
+	void *z;
+	size_t zlen;
+	int err;
+
+	err = pack_keys(db, &z, &zlen);
+	if (err || !z)
+		return err;
+	err = gw_store_put_packed(db, sql, z, zlen);
 	if (!err)
 		err = gw_store_exec(db, "DELETE FROM series");
 	free(z);

@@ -333,11 +333,10 @@ static int by_key(const void *a, const void *b)
 static int persist_packed(struct gw_store *s)
 {
 	struct gw_series **v = malloc(s->unpersisted.n * sizeof(*v));
-	sqlite3_stmt *st = NULL;
 	struct gw_keylist k;
 	size_t n = 0, zlen = 0;
 	void *z = NULL;
-	int err = 0, rc;
+	int err = 0;
 
 	if (!v)
 		return -ENOMEM;
@@ -355,17 +354,9 @@ static int persist_packed(struct gw_store *s)
 	free(v);
 	if (err || !z)
 		return err;
-	rc = sqlite3_prepare_v2(s->index,
-				"INSERT INTO series_packed(data) VALUES (?)",
-				-1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_blob(st, 1, z, (int)zlen, SQLITE_STATIC);
-		rc = sqlite3_step(st);
-	}
-	err = rc == SQLITE_DONE
-		      ? 0
-		      : gw_store_sql_err(s->index, rc, "persist series");
-	sqlite3_finalize(st);
+	err = gw_store_put_packed(s->index,
+				  "INSERT INTO series_packed(data) VALUES (?)",
+				  z, zlen);
 	free(z);
 	return err;
 }

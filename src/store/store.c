@@ -127,6 +127,19 @@ int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r)
 	return 0;
 }
 
+int gw_store_frame_add_all(struct gw_buf *b, const struct gw_rollup *r,
+			   size_t n)
+{
+	size_t at = b->len;
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++)
+		err = gw_store_frame_add(b, &r[i]);
+	if (err)
+		gw_buf_truncate(b, at);
+	return err;
+}
+
 int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
 			  size_t *n)
 {

@@ -142,19 +142,6 @@ int gw_store_chunk_minutes(const uint8_t *p, size_t len, int64_t from,
 	return k < 0 ? k : 0;
 }
 
-/* Frames r[0..n) onto b: all or nothing. */
-static int frame_all(struct gw_buf *b, const struct gw_rollup *r, size_t n)
-{
-	size_t at = b->len;
-	int err = 0;
-
-	for (size_t i = 0; i < n && !err; i++)
-		err = gw_store_frame_add(b, &r[i]);
-	if (err)
-		gw_buf_truncate(b, at);
-	return err;
-}
-
 /* Takes the last entry of sealed[] back (a seal that failed half way). */
 static void seal_pop_locked(struct gw_store *s)
 {
@@ -171,25 +158,27 @@ static void seal_pop_locked(struct gw_store *s)
  *
  * gw_chunk_bytes() assembles the chunk in the encoder's buffer, which is
  * a write (readers copy with gw_chunk_copy() under the read lock), so the
- * writer takes the lock for it.  A failure leaves the head as it was
- * (but for m1, which may have moved into m1_closed, marked done).
+ * writer takes the lock for it, and to move a complete split minute into
+ * m1_closed.  The bytes change only with the writer's next append, and
+ * readers only read m1_closed, so the minutes are rebuilt and encoded
+ * without the lock; it is taken again to seal them with the chunk.  A
+ * failure leaves the head as it was (but for m1, which may have moved
+ * into m1_closed, marked done).
  */
 static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h,
 		    int64_t next)
 {
 	bool final = next >= h->raw_hour + MS_HOUR, m1_full;
-	size_t n = 0, cap = 0, at = h->m1_closed.len, pushed;
+	size_t n = 0, cap = 0, at, pushed;
 	struct gw_rollup *r = NULL;
 	const uint8_t *p;
-	struct gw_buf out;
+	struct gw_buf out; /* the hour's column, or an early seal's frames */
 	size_t len;
 	int err = 0;
 
 	if (!gw_chunk_count(&h->raw))
 		return 0;
-	gw_buf_init(&out, 64u << 20);
 	pthread_rwlock_wrlock(&s->lock);
-	pushed = s->nsealed;
 	m1_full = h->m1_open && !h->m1_done && h->m1.t <= next;
 	/* A split minute that is complete joins the framed ones first. */
 	if (m1_full && h->m1_split) {
@@ -197,13 +186,15 @@ static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h,
 		if (!err) {
 			h->m1_hour = floor_to(h->m1.t - 1, MS_HOUR);
 			h->m1_done = true;
-			at = h->m1_closed.len;
 		}
 	}
 	/* NULL only when out of memory: the head stays as it is. */
 	p = err ? NULL : gw_chunk_bytes(&h->raw, &len);
 	if (!err && !p)
 		err = -ENOMEM;
+	pthread_rwlock_unlock(&s->lock);
+
+	gw_buf_init(&out, 64u << 20);
 	if (!err && final && h->m1_closed.len) {
 		err = gw_store_frame_decode(&h->m1_closed, &r, &n);
 		cap = n;
@@ -211,14 +202,18 @@ static int seal_raw(struct gw_store *s, struct gw_series *ser, struct head *h,
 	if (!err)
 		err = gw_store_chunk_minutes(p, len, h->m1_raw_from, next, &r,
 					     &n, &cap);
+	if (!err && n)
+		err = final ? gw_rollup_encode(r, n, &out)
+			    : gw_store_frame_add_all(&out, r, n);
+
+	pthread_rwlock_wrlock(&s->lock);
+	pushed = s->nsealed;
+	at = h->m1_closed.len;
 	if (!err && n && final) {
-		err = gw_rollup_encode(r, n, &out);
-		if (!err)
-			err = seal_push_locked(s, ser->id, GW_TIER_1M, r[0].t,
-					       r[n - 1].t, (uint32_t)n, out.p,
-					       out.len);
+		err = seal_push_locked(s, ser->id, GW_TIER_1M, r[0].t,
+				       r[n - 1].t, (uint32_t)n, out.p, out.len);
 	} else if (!err && n) {
-		err = frame_all(&h->m1_closed, r, n);
+		err = gw_buf_add(&h->m1_closed, out.p, out.len);
 		if (!err)
 			h->m1_hour = h->raw_hour;
 	}

@@ -257,8 +257,11 @@ int gw_store_chunk_minutes(const uint8_t *p, size_t len, int64_t from,
 			   int64_t upto, struct gw_rollup **r, size_t *n,
 			   size_t *cap);
 
-/* Framed rollup buffers: append one, decode all. */
+/* Framed rollup buffers: append one, append n (all or nothing), decode
+ * all. */
 int gw_store_frame_add(struct gw_buf *b, const struct gw_rollup *r);
+int gw_store_frame_add_all(struct gw_buf *b, const struct gw_rollup *r,
+			   size_t n);
 int gw_store_frame_decode(const struct gw_buf *b, struct gw_rollup **out,
 			  size_t *n);
 
@@ -447,6 +450,10 @@ int gw_keylist_add(struct gw_keylist *k, int64_t id, const char *key);
 /* *z (malloc'd) NULL when no key was added. */
 int gw_keylist_pack(struct gw_keylist *k, void **z, size_t *zlen);
 void gw_keylist_release(struct gw_keylist *k);
+/* Runs sql (one blob parameter) with the packed list z, in the caller's
+ * transaction: 0 or gw_store_sql_err()'s -errno (logged) (compact.c). */
+int gw_store_put_packed(sqlite3 *db, const char *sql, const void *z,
+			size_t zlen);
 /* (id, key) pairs gathered from packed lists and rows (gw_keyset_add is
  * gw_store_each_packed's callback), packed as one list: each id once,
  * with its first key, in key order, as rows taken with INSERT OR IGNORE

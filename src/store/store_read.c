@@ -728,8 +728,8 @@ static int head_minutes(struct sel *x, const struct head *h)
 	gw_buf_init(&b, 64u << 20);
 	err = gw_store_chunk_minutes(p, len, h->m1_raw_from, upto, &r, &n,
 				     &cap);
-	for (size_t i = 0; i < n && !err; i++)
-		err = gw_store_frame_add(&b, &r[i]);
+	if (!err)
+		err = gw_store_frame_add_all(&b, r, n);
 	if (!err)
 		err = mem_add(x, GW_TIER_1M, true, INT64_MIN, b.p, b.len);
 	gw_buf_release(&b);
