@@ -84,6 +84,7 @@ struct seen {
 struct prof_col {
 	const struct gw_collect_env *env;
 	struct gw_worker *w;
+	struct gw_worker *self; /* w, as the worker thread has it */
 	struct gw_profiler *pr;
 	struct gw_symbols *sym;
 	struct gw_prof_select *sel; /* --profile-match */
@@ -109,7 +110,9 @@ struct prof_col {
 	struct seen *seen;
 	unsigned int nseen, ntargets;
 	double next_drain, next_govern, next_maint;
-	double fini_until; /* the last flush stops here (0: not stopping) */
+	/* The flush at a stop ends here (0: no stop yet); set where the
+	 * thread first sees the stop, in a round or in prof_fini(). */
+	double fini_until;
 	/* governor */
 	double gov_wall, gov_cpu;
 	uint64_t gov_run_ns, gov_samples;
@@ -644,10 +647,20 @@ static int add_stack(struct prof_col *c, const struct gw_profiler_sample *s,
 	return 0;
 }
 
-/* The last flush is past its budget (what is left stays unread). */
-static int out_of_time(const struct prof_col *c)
+/*
+ * The flush at a stop is past its budget (what is left stays unread).  The
+ * budget starts when the thread first sees the stop: a round that drains a
+ * long backlog then (a busy or slow machine) ends within it too, instead of
+ * holding the agent's stop past its grace.
+ */
+static int out_of_time(struct prof_col *c)
 {
-	return c->fini_until > 0 && gw_now_mono() > c->fini_until;
+	if (c->fini_until == 0) {
+		if (!c->self || !gw_worker_stopping(c->self))
+			return 0;
+		c->fini_until = gw_now_mono() + FINI_BUDGET_S;
+	}
+	return gw_now_mono() > c->fini_until;
 }
 
 static int on_sample(void *ctx, const struct gw_profiler_sample *s)
@@ -969,7 +982,7 @@ static int prof_init(struct gw_worker *w, void *arg)
 	char err[256];
 	int r;
 
-	(void)w;
+	c->self = w;
 	r = gw_profiler_open(&po, &c->pr, err, sizeof(err));
 	if (r) {
 		gw_warn("profile: unavailable: %s; CPU profiles are off "
@@ -1034,7 +1047,8 @@ static void prof_fini(struct gw_worker *w, void *arg)
 	(void)w;
 	if (!c->pr)
 		return;
-	c->fini_until = gw_now_mono() + FINI_BUDGET_S;
+	if (c->fini_until == 0)
+		c->fini_until = gw_now_mono() + FINI_BUDGET_S;
 	gw_symbols_round(c->sym);
 	if (gw_profiler_poll_raw(c->pr, on_raw, c) < 0)
 		gw_dbg("profile: raw samples: ring buffer error");
@@ -1042,9 +1056,9 @@ static void prof_fini(struct gw_worker *w, void *arg)
 	if (r == 0 || r == -ETIMEDOUT)
 		write_minute(c, 1);
 	if (r == -ETIMEDOUT || c->fini_skipped)
-		gw_warn("profile: the last flush took over %.1f s and was cut "
-			"short: %s%u profiles keep what the flush before it "
-			"stored",
+		gw_warn("profile: the flush at the stop took over %.1f s and "
+			"was cut short: %s%u profiles keep what the flush "
+			"before it stored",
 			FINI_BUDGET_S,
 			r == -ETIMEDOUT ? "samples not read yet are lost; "
 					: "",
