@@ -4,7 +4,8 @@
 
 Usage: bench/nab_score.py NAB_DIR RESULTS_DIR [--column alert] [--rows]
 
-NAB_DIR holds combined_windows.json (and data/CATEGORY/FILE.csv); RESULTS_DIR
+NAB_DIR holds combined_windows.json (or labels/combined_windows.json, as a
+checkout of NAB's repository does) and data/CATEGORY/FILE.csv; RESULTS_DIR
 holds CATEGORY/FILE.csv for every file named in the windows, with a header
 row that has a `timestamp` column and the detection column (default
 `alert`, as `gpuwatch detect` writes it: 1 where an alert starts).  A row
@@ -129,6 +130,62 @@ def norm(raw, null, perf):
     return 100.0 * (raw - null) / (perf - null)
 
 
+def load_windows(nab):
+    """The labelled windows of NAB_DIR: its combined_windows.json, or the
+    one under labels/ in a checkout of NAB's repository."""
+    for rel in ("combined_windows.json", "labels/combined_windows.json"):
+        path = os.path.join(nab, rel)
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)
+    raise SystemExit("nab_score: no combined_windows.json in %s or %s/labels"
+                     % (nab, nab))
+
+
+def read_detections(path, col, cut=0.5):
+    """Times and detections (column col >= cut) of one results file; with
+    cut None, the column's values (None where empty)."""
+    times, det = [], []
+    with open(path) as f:
+        rd = csv.reader(l for l in f if not l.startswith("#"))
+        head = next(rd)
+        ti, ci = head.index("timestamp"), head.index(col)
+        for r in rd:
+            times.append(parse_time(r[ti]))
+            v = r[ci].strip()
+            if cut is None:
+                det.append(float(v) if v != "" else None)
+            else:
+                det.append(v != "" and float(v) >= cut)
+    return times, det
+
+
+def score_files(labels, detections):
+    """Totals per profile, per category per profile, and per file:
+    [raw, null, perfect, TP, FN, FP].  detections(fname, profile) gives
+    the file's times and detections (a detector may have a threshold per
+    profile, as NAB's published results do)."""
+    total = {p: [0.0, 0.0, 0.0, 0, 0, 0] for p in PROFILES}
+    cats = {}
+    per_file = []
+    for fname in sorted(labels):
+        windows = [(parse_time(a), parse_time(b)) for a, b in labels[fname]]
+        cat = fname.split("/")[0]
+        cats.setdefault(cat, {p: [0.0, 0.0, 0.0, 0, 0, 0] for p in PROFILES})
+        sc = {}
+        rows = None
+        for p in PROFILES:
+            times, det = detections(fname, p)  # the same times each time
+            if rows is None:
+                rows = sweep(times, windows)
+            sc[p] = score_file(rows, det)[p]
+            for k in range(6):
+                total[p][k] += sc[p][k]
+                cats[cat][p][k] += sc[p][k]
+        per_file.append((fname, sc))
+    return total, cats, per_file
+
+
 def main(argv):
     col = "alert"
     show_rows = "--rows" in argv
@@ -141,31 +198,16 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     nab, res = argv[1], argv[2]
-    with open(os.path.join(nab, "combined_windows.json")) as f:
-        labels = json.load(f)
-    total = {p: [0.0, 0.0, 0.0, 0, 0, 0] for p in PROFILES}
-    cats = {}
-    per_file = []
-    for fname in sorted(labels):
-        path = os.path.join(res, fname)
-        times, det = [], []
-        with open(path) as f:
-            rd = csv.reader(l for l in f if not l.startswith("#"))
-            head = next(rd)
-            ti, ci = head.index("timestamp"), head.index(col)
-            for r in rd:
-                times.append(parse_time(r[ti]))
-                v = r[ci].strip()
-                det.append(v != "" and float(v) >= 0.5)
-        windows = [(parse_time(a), parse_time(b)) for a, b in labels[fname]]
-        sc = score_file(sweep(times, windows), det)
-        cat = fname.split("/")[0]
-        cats.setdefault(cat, {p: [0.0, 0.0, 0.0, 0, 0, 0] for p in PROFILES})
-        for p in PROFILES:
-            for k in range(6):
-                total[p][k] += sc[p][k]
-                cats[cat][p][k] += sc[p][k]
-        per_file.append((fname, sc))
+    labels = load_windows(nab)
+    cache = {}
+
+    def detections(fname, profile):
+        if fname not in cache:
+            cache.clear()
+            cache[fname] = read_detections(os.path.join(res, fname), col)
+        return cache[fname]
+
+    total, cats, per_file = score_files(labels, detections)
     print("| profile | score | raw | null | perfect | TP | FN | FP |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for p in PROFILES:
