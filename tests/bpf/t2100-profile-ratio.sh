@@ -12,7 +12,7 @@ hot_prog t2100-cpu "$BPF_FIXTURES/prog_hot" -- 120 3 1
 gpu=${P_PID[t2100-gpu]}
 cpu=${P_PID[t2100-cpu]}
 
-prof_wait_samples "{pid=\"$gpu\"}" 800 90
+prof_wait_samples "{pid=\"$gpu\"}" 2000 90
 a=$(share_near "$T_DIR/folded" hot_a 75 5)
 b=$(share_near "$T_DIR/folded" hot_b 25 5)
 grep -q "^t2100-gpu;.*;main;hot_a " "$T_DIR/folded" ||

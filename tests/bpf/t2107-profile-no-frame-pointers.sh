@@ -14,7 +14,7 @@ hot_prog t2107-nofp "$BPF_FIXTURES/prog_hot_nofp" LD_PRELOAD="$STUB_DIR/libcudar
 pid=${P_PID[t2107-nofp]}
 # The first drain's samples were taken before the process was marked;
 # the share is judged on stacks that reach main.
-prof_wait_samples "{pid=\"$pid\"}" 900 90
+prof_wait_samples "{pid=\"$pid\"}" 2000 90
 grep ';main;' "$T_DIR/folded" >"$T_DIR/deep" || true
 n=$(prof_total "$T_DIR/deep")
 num_cmp "$n" ">=" 600 || fail "only $n of $(prof_total "$T_DIR/folded") samples unwound to main: $(sort -t' ' -k2 -n "$T_DIR/folded" | tail -n 3)"

@@ -27,7 +27,8 @@ struct gw_profiler {
 	unsigned int freq;
 	unsigned int max_counts, max_stacks;
 	struct gw_prof_key *keys;
-	int32_t *ids; /* stack ids read this drain */
+	int32_t *ids;  /* stack ids read this drain */
+	int32_t *live; /* stack ids of the counts made during it, sorted */
 	unsigned int nraw_ids;
 	int32_t raw_ids[4096]; /* kernel stack ids of raw samples */
 	struct ring_buffer *rb;
@@ -181,7 +182,8 @@ int gw_profiler_open(const struct gw_profiler_opts *o, struct gw_profiler **out,
 	p->links = calloc((size_t)p->ncpus, sizeof(*p->links));
 	p->keys = calloc(max_counts, sizeof(*p->keys));
 	p->ids = calloc((size_t)max_counts * 2, sizeof(*p->ids));
-	if (!p->pfd || !p->links || !p->keys || !p->ids) {
+	p->live = calloc((size_t)max_counts * 2, sizeof(*p->live));
+	if (!p->pfd || !p->links || !p->keys || !p->ids || !p->live) {
 		r = -ENOMEM;
 		put_err(err, errlen, "out of memory");
 		goto err;
@@ -244,6 +246,7 @@ void gw_profiler_close(struct gw_profiler *p)
 	free(p->links);
 	free(p->keys);
 	free(p->ids);
+	free(p->live);
 	free(p);
 }
 
@@ -336,6 +339,45 @@ static unsigned int read_stack(int fd, int32_t id, uint64_t *ips)
 	return n;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The stack ids of the counts the BPF program made while this drain read
+ * the others (it runs on meanwhile), sorted into p->live: a drain that
+ * freed them would leave those counts without frames at the next drain.
+ * Returns how many.
+ */
+static unsigned int live_ids(struct gw_profiler *p, int cfd)
+{
+	struct gw_prof_key k, *prev = NULL;
+	unsigned int n = 0, nk = 0;
+
+	while (nk < p->max_counts &&
+	       bpf_map_get_next_key(cfd, prev, &p->keys[nk]) == 0) {
+		k = p->keys[nk];
+		prev = &p->keys[nk++];
+		if (k.kstack >= 0)
+			p->live[n++] = k.kstack;
+		if (k.ustack >= 0)
+			p->live[n++] = k.ustack;
+	}
+	qsort(p->live, n, sizeof(*p->live), cmp_id);
+	return n;
+}
+
+/* Frees a stack id read this drain, unless a count made since uses it. */
+static void free_stack(const struct gw_profiler *p, int sfd, int32_t id,
+		       unsigned int nlive)
+{
+	if (!bsearch(&id, p->live, nlive, sizeof(*p->live), cmp_id))
+		bpf_map_delete_elem(sfd, &id);
+}
+
 int gw_profiler_drain(struct gw_profiler *p,
 		      int (*cb)(void *ctx, const struct gw_profiler_sample *s),
 		      void *ctx)
@@ -343,7 +385,7 @@ int gw_profiler_drain(struct gw_profiler *p,
 	int cfd = bpf_map__fd(p->skel->maps.counts);
 	int sfd = bpf_map__fd(p->skel->maps.stacks);
 	struct gw_prof_key k, *prev = NULL;
-	unsigned int nk = 0, nids = 0;
+	unsigned int nk = 0, nids = 0, nlive;
 	int r = 0;
 
 	while (nk < p->max_counts &&
@@ -377,11 +419,16 @@ int gw_profiler_drain(struct gw_profiler *p,
 		r = cb(ctx, &s);
 	}
 	/* Free the stack ids (a stack id may appear several times), those
-	 * of the raw samples read since the last drain too. */
+	 * of the raw samples read since the last drain too, but not those
+	 * that counts made meanwhile use: they go with those counts.  What
+	 * is sampled between this look and the frees may still lose its
+	 * frames, a window of a map walk rather than of the whole drain
+	 * (under a slow drain, that lost a hot function half its frames). */
+	nlive = live_ids(p, cfd);
 	for (unsigned int i = 0; i < nids; i++)
-		bpf_map_delete_elem(sfd, &p->ids[i]);
+		free_stack(p, sfd, p->ids[i], nlive);
 	for (unsigned int i = 0; i < p->nraw_ids; i++)
-		bpf_map_delete_elem(sfd, &p->raw_ids[i]);
+		free_stack(p, sfd, p->raw_ids[i], nlive);
 	p->nraw_ids = 0;
 	return r > 0 ? 0 : r;
 }
