@@ -20,11 +20,14 @@ void gw_detect_opts_default(struct gw_detect_opts *o)
 	o->baseline.season_recur = 1.5;
 	/* And a weekly one, used by the series it explains. */
 	o->baseline.season_week = true;
+	/* Silence does not erase what a series has shown (detect.h). */
+	o->baseline.gap_s = GW_DETECT_GAP_S;
 	/* And a shape of the recent values never seen before. */
 	o->novelty = true;
 	o->threshold = 0.9;
 	o->quiet_samples = 8;
 	o->lockout_samples = 128;
+	o->lockout_s = 86400;
 }
 
 int gw_detect_config_init(struct gw_detect_config *c,
@@ -38,7 +41,8 @@ int gw_detect_config_init(struct gw_detect_config *c,
 		o = &def;
 	}
 	if (!(o->threshold > 0 && o->threshold < 1) || o->quiet_samples < 1 ||
-	    o->quiet_samples > 1000000 || o->lockout_samples > 1000000)
+	    o->quiet_samples > 1000000 || o->lockout_samples > 1000000 ||
+	    o->lockout_s < 1 || o->lockout_s > 30 * 86400)
 		return -EINVAL;
 	memset(c, 0, sizeof(*c));
 	err = gw_baseline_config_init(&c->b, &o->baseline);
@@ -47,6 +51,7 @@ int gw_detect_config_init(struct gw_detect_config *c,
 	c->threshold = o->threshold;
 	c->quiet_samples = o->quiet_samples;
 	c->lockout_samples = o->lockout_samples;
+	c->lockout_ms = (int64_t)o->lockout_s * 1000;
 	c->novelty = o->novelty;
 	return 0;
 }
@@ -147,7 +152,8 @@ double gw_detect_update(struct gw_detect *d, const struct gw_detect_config *c,
 			d->peak_ms = t_ms;
 		}
 	} else if (++d->quiet >= c->quiet_samples &&
-		   d->since_onset >= c->lockout_samples) {
+		   (d->since_onset >= c->lockout_samples ||
+		    t_ms - d->onset_ms >= c->lockout_ms)) {
 		d->active = false;
 		*ev = GW_DETECT_END;
 	}

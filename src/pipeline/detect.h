@@ -13,13 +13,23 @@
  *     ^                              |
  *     +----- END: quiet_samples -----+
  *            judged samples in a row below threshold, and at least
- *            lockout_samples samples since the onset
+ *            lockout_samples samples or lockout_s seconds since the
+ *            onset, whichever comes first
  *
  * - One episode is one alert: its onset time, its peak score (and when),
  *   and its end (the last sample at or above the threshold).  A score that
  *   dips below the threshold and comes back inside the episode does not
  *   fire again; the lockout keeps the after-effects of one event (the
- *   spike and the level's return) in the episode of that event.
+ *   spike and the level's return) in the episode of that event.  It is
+ *   counted in samples, as the model's time constants are, but lasts at
+ *   most lockout_s: 128 samples are two minutes of a 1 s gauge and five
+ *   days of an hourly series, whose next event is news after a day.
+ * - Silence: the detector's default keeps the model across gaps of up to
+ *   GW_DETECT_GAP_S (the baseline's longest): a series that comes back
+ *   is judged from its first sample against what it did before, instead
+ *   of being learned again for 64 unjudged samples.  One that comes back
+ *   elsewhere is news; the sustained-surprise reset (baseline.h) accepts
+ *   its new level after reset_samples samples.
  * - Samples the baseline does not judge (learning, NaN, out of order)
  *   neither start nor end an episode.
  *
@@ -63,7 +73,8 @@ struct gw_detect_opts {
 	struct gw_baseline_opts baseline; /* gw_baseline_opts_default */
 	double threshold;		  /* score that opens an episode */
 	uint32_t quiet_samples;		  /* judged samples below to end */
-	uint32_t lockout_samples;	  /* minimum episode length */
+	uint32_t lockout_samples;	  /* minimum episode length ... */
+	uint32_t lockout_s;		  /* ... or this long, if shorter */
 	bool novelty;			  /* the context channel (below) */
 };
 
@@ -71,6 +82,7 @@ struct gw_detect_config {
 	struct gw_baseline_config b;
 	double threshold;
 	uint32_t quiet_samples, lockout_samples;
+	int64_t lockout_ms;
 	bool novelty;
 };
 
@@ -78,6 +90,7 @@ struct gw_detect_config {
 #define GW_DETECT_NOVEL_WARMUP	300
 #define GW_DETECT_AGREE_SCORE	0.8
 #define GW_DETECT_AGREE_SAMPLES 8
+#define GW_DETECT_GAP_S		(30 * 86400) /* the default baseline gap_s */
 
 enum gw_detect_event { GW_DETECT_NONE, GW_DETECT_ONSET, GW_DETECT_END };
 
@@ -114,7 +127,8 @@ struct gw_detect {
 void gw_detect_opts_default(struct gw_detect_opts *o);
 
 /* -EINVAL: a baseline option out of range, threshold outside (0, 1),
- * quiet_samples 0 or either count above 1e6. */
+ * quiet_samples 0, either count above 1e6, or lockout_s 0 or above
+ * 30 days. */
 __attribute__((warn_unused_result)) int
 gw_detect_config_init(struct gw_detect_config *c,
 		      const struct gw_detect_opts *o);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_detect.c - the deployed detector (pipeline/detect.h): one alert per
- * episode, the lockout, the daily profile used only by series it
+ * episode, the lockout (at most a day), a model kept across silences,
+ * the daily profile used only by series it
  * explains, the context channel; and the `timestamp,value` reader
  * (pipeline/tscsv.h).
  */
@@ -99,6 +100,74 @@ static void one_alert_per_episode(void **state)
 	feed(&r, 150);
 	assert_int_equal(r.onsets, 2);
 	assert_int_equal(r.d.episodes, 2);
+}
+
+/* Feeds one sample dt_ms after the last; returns its score. */
+static double feed_after(struct run *r, int64_t dt_ms, double v)
+{
+	r->t += dt_ms - 60000;
+	return feed(r, v);
+}
+
+/* Hourly samples, a spike, a day and more of quiet, a second spike: the
+ * lockout (128 samples, five days here) ends at a day, so the second
+ * spike is an alert of its own.  lockout_s: the configured cap. */
+static unsigned hourly_spikes(uint32_t lockout_s, unsigned *ends)
+{
+	struct gw_detect_opts o;
+	struct run r;
+
+	run_init(&r);
+	gw_detect_opts_default(&o);
+	assert_int_equal(o.lockout_s, 86400);
+	o.lockout_s = lockout_s;
+	assert_int_equal(gw_detect_config_init(&r.cfg, &o), 0);
+	for (int i = 0; i < 500; i++)
+		feed_after(&r, 3600000, 100 + noise());
+	assert_int_equal(r.onsets, 0);
+	assert_true(feed_after(&r, 3600000, 150) >= 0.9);
+	for (int i = 0; i < 30; i++)
+		feed_after(&r, 3600000, 100 + noise());
+	assert_true(feed_after(&r, 3600000, 150) >= 0.9);
+	*ends = r.ends;
+	return r.onsets;
+}
+
+static void lockout_lasts_at_most_a_day(void **state)
+{
+	unsigned ends;
+
+	(void)state;
+	assert_int_equal(hourly_spikes(86400, &ends), 2);
+	assert_int_equal(ends, 1);
+	/* The same samples with the lockout in samples alone: one. */
+	assert_int_equal(hourly_spikes(30 * 86400, &ends), 1);
+	assert_int_equal(ends, 0);
+}
+
+/* A silence keeps the model: the first sample after two days is judged
+ * against what the series did before, and one that comes back elsewhere
+ * is news until the new level is accepted. */
+static void silence_keeps_the_model(void **state)
+{
+	struct run r;
+	int i;
+
+	(void)state;
+	run_init(&r);
+	for (i = 0; i < 500; i++)
+		feed(&r, 100 + noise());
+	assert_true(feed_after(&r, 2 * 86400000LL, 100 + noise()) < 0.5);
+	assert_int_equal(r.d.b.rewarms, 0);
+	assert_true(feed_after(&r, 3 * 86400000LL, 150) >= 0.9);
+	assert_int_equal(r.onsets, 1);
+	for (i = 0; i < 20 && !(feed(&r, 150 + noise()) < 0.5); i++)
+		;
+	assert_true(i <= 12);
+	assert_int_equal(r.d.b.rewarms, 0);
+	/* Past the longest gap the model starts again: learning. */
+	assert_true(isnan(feed_after(&r, 31 * 86400000LL, 150)));
+	assert_int_equal(r.d.b.rewarms, 1);
 }
 
 static void learning_and_bad_samples_open_nothing(void **state)
@@ -256,6 +325,11 @@ static void options_are_checked(void **state)
 	o.quiet_samples = 0;
 	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
 	gw_detect_opts_default(&o);
+	o.lockout_s = 0;
+	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
+	o.lockout_s = 30 * 86400 + 1;
+	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
+	gw_detect_opts_default(&o);
 	o.baseline.tau_level = 0;
 	assert_int_equal(gw_detect_config_init(&c, &o), -EINVAL);
 }
@@ -311,6 +385,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_alert_per_episode),
+		cmocka_unit_test(lockout_lasts_at_most_a_day),
+		cmocka_unit_test(silence_keeps_the_model),
 		cmocka_unit_test(learning_and_bad_samples_open_nothing),
 		cmocka_unit_test(profile_is_used_where_it_explains),
 		cmocka_unit_test(new_contexts_are_news),
