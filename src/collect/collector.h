@@ -95,6 +95,10 @@ struct gw_collect_env {
 	 * by the profiler's launch call paths (collect/kernels.h); NULL:
 	 * none. */
 	struct gw_kernels *kernels;
+	/* The UDP port the StatsD collector bound (0: none), set by its
+	 * start(), which comes before the simulated processes' (collect/
+	 * sim/sim_work.h) that send to it; NULL: not kept. */
+	_Atomic unsigned int *statsd_port;
 };
 
 /*

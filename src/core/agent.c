@@ -23,6 +23,8 @@
  * * gw-statsd       collect/statsd         socket poll (<= 1 s, a stop ends
  *                                          it); publishes every fast
  *                                          interval
+ * * gw-sim-work     collect/sim/sim_work   the fast interval: the simulated
+ *                                          processes' StatsD (--simulate)
  * * gw-store-in     pipeline/ingest        each publish (woken), else the
  *                                          fast interval: copies publishes
  *                                          into the ingest queue
@@ -63,6 +65,7 @@
 #include "collect/bpf/prof_collector.h"
 #include "collect/cupti/collector.h"
 #include "collect/nvml/nvml.h"
+#include "collect/sim/sim_work.h"
 #include "collect/statsd/collector.h"
 #include "common/caps.h"
 #include "common/clock.h"
@@ -196,9 +199,9 @@ static const struct gw_collector_ops ingest_ops = {
 };
 
 static const struct gw_collector_ops *const collectors[] = {
-	&gw_podres_collector, &gw_nvml_collector,  &gw_bpf_collector,
-	&gw_prof_collector,   &gw_cupti_collector, &gw_statsd_collector,
-	&ingest_ops,
+	&gw_podres_collector,  &gw_nvml_collector,  &gw_bpf_collector,
+	&gw_prof_collector,    &gw_cupti_collector, &gw_statsd_collector,
+	&gw_simwork_collector, &ingest_ops,
 };
 #define NCOLLECTORS (sizeof(collectors) / sizeof(collectors[0]))
 
@@ -693,6 +696,7 @@ int gw_agent_main(int argc, char **argv)
 		.podres = a.podres,
 		.profiles = a.profiles,
 		.kernels = a.kernels,
+		.statsd_port = &a.statsd_port,
 	};
 	for (size_t i = 0; i < NCOLLECTORS; i++) {
 		r = collectors[i]->start(&a.env, &priv[i]);

@@ -54,6 +54,8 @@ struct gw_agent {
 	/* Intervals in use, milliseconds; the governor may stretch them. */
 	_Atomic uint64_t fast_ms;
 	_Atomic uint64_t detail_ms;
+	/* The UDP port StatsD listens on, 0: none (collect/collector.h). */
+	_Atomic unsigned int statsd_port;
 	/* What the collectors are given (collect/collector.h): copts is
 	 * filled from cfg, env points at the fields above. */
 	struct gw_collect_opts copts;

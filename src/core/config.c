@@ -108,7 +108,11 @@ static const struct opt opts[] = {
 	{ "simulate", T_UINT, F(simulate), 0, GW_SIM_MAX_GPUS, "N", "0",
 	  RESTART, "N simulated GPUs instead of NVML",
 	  "Simulate N GPUs instead of reading NVML (0 = off): realistic load,\n"
-	  "temperature, power, clocks and memory through the same collector." },
+	  "temperature, power, clocks and memory through the same collector.\n"
+	  "With StatsD on UDP, the simulated processes report their step and\n"
+	  "kernel times (train_step_seconds, train_step_kernel_seconds) to "
+	  "it,\n"
+	  "slower when their GPU's clock falls." },
 	{ "fault", T_FAULT, F(faults), 0, 0, "NAME:GPU[:AFTER[:FOR]]", "",
 	  RESTART, "inject a fault into a simulated GPU (repeatable)",
 	  "Inject a fault into a simulated GPU, AFTER seconds from start, for "

@@ -43,8 +43,11 @@ struct recent {
 	int64_t onset_ms, end_ms; /* end_ms 0 while open */
 	uint64_t key;
 	float peak, change;	   /* change: relative to expected at onset */
+	float first;		   /* the score at the onset */
+	int64_t settle_ms;	   /* explain again at this time; 0: fixed */
+	uint32_t wl_len;	   /* of the workload change's text */
 	char name[128], scope[80]; /* scope: 'gpu="1"' or 'pid="42"' */
-	char explain[480];	   /* fixed at the onset */
+	char explain[480];	   /* fixed once settled */
 };
 
 /* The workload of one GPU: its count of compute processes and when the
@@ -59,7 +62,10 @@ struct workload {
 #define WORKLOADS	  64
 #define RECENT		  64
 #define EXPLAIN_WINDOW_MS (10 * 60 * 1000)
-#define EXPLAIN_MAX	  4
+#define EXPLAIN_MAX	  5
+/* An episode's explanation waits this long for co-occurring onsets of
+ * other layers read a moment later (anomaly.h). */
+#define EXPLAIN_SETTLE_MS 2000
 
 struct gw_anomaly {
 	struct gw_anomaly_opts o;
@@ -301,60 +307,72 @@ static void fmt_change(char *out, size_t n, const struct recent *r)
 		snprintf(out, n, "%s", r->name);
 }
 
+/* The layer of a metric, for onsets at the same time: a limit set on
+ * the GPU 0, the rest of the hardware 1, CUDA 2, the application 3. */
+static int layer_of(const char *name)
+{
+	if (strncmp(name, "gpuwatch_gpu_power_limit", 24) == 0)
+		return 0;
+	if (strncmp(name, "gpuwatch_gpu_", 13) == 0)
+		return 1;
+	if (strncmp(name, "gpuwatch_cuda_", 14) == 0)
+		return 2;
+	return 3;
+}
+
+/* The most recent onset first; at the same onset the higher layer first,
+ * so that the lower (the likelier cause) comes last. */
 static int cmp_onset_desc(const void *x, const void *y)
 {
 	const struct recent *a = *(const struct recent *const *)x;
 	const struct recent *b = *(const struct recent *const *)y;
 
-	return a->onset_ms < b->onset_ms   ? 1
-	       : a->onset_ms > b->onset_ms ? -1
-					   : 0;
+	if (a->onset_ms != b->onset_ms)
+		return a->onset_ms < b->onset_ms ? 1 : -1;
+	return layer_of(b->name) - layer_of(a->name);
 }
 
-/* Records an onset and writes into out->explanation the episodes of the
- * same GPU (or process) open or ended within EXPLAIN_WINDOW_MS, the most
- * recent first, the earliest (the likely cause) last with its onset:
- * "b -30% <- a -40% since 2026-12-03 12:03:10".  At most EXPLAIN_MAX,
- * the highest peaks. */
-static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
-		       const char *labels, int64_t t_ms, double v,
-		       double expected, float score, const struct workload *w)
+/* Writes r's explanation after its workload text: the episodes of the
+ * same GPU (or process) open or ended within EXPLAIN_WINDOW_MS that began
+ * at or before upto_ms, the most recent first, the earliest (the likely
+ * cause) last with its onset: "b -30% <- a -40% since 2026-12-03
+ * 12:03:10".  One per metric name (the earliest onset of, say, the sm,
+ * graphics and video clocks), at most EXPLAIN_MAX, the highest peaks. */
+static void explain(struct gw_anomaly *a, struct recent *r, int64_t upto_ms)
 {
-	struct recent *r = &a->recent[a->recent_next++ % RECENT];
 	const struct recent *pick[RECENT];
-	size_t np = 0, len = 0;
+	size_t np = 0, len = r->wl_len;
 
-	memset(r, 0, sizeof(*r));
-	r->key = key;
-	r->onset_ms = t_ms;
-	r->peak = score;
-	r->change = expected != 0 && isfinite(expected)
-			    ? (float)((v - expected) / fabs(expected))
-			    : NAN;
-	name_of(name, labels, r->name, sizeof(r->name));
-	scope_of(labels, r->scope, sizeof(r->scope));
-	if (!r->scope[0])
-		return;
-	if (w) {
-		char when[40];
-		int k;
-
-		gw_tscsv_fmt_time(w->change_ms, when, sizeof(when));
-		k = snprintf(r->explain, sizeof(r->explain),
-			     "workload change (%.0f compute processes) at %s",
-			     w->procs, when);
-		if (k > 0 && (size_t)k < sizeof(r->explain))
-			len = (size_t)k;
-	}
+	r->explain[len] = '\0';
 	for (size_t i = 0; i < RECENT; i++) {
 		const struct recent *o = &a->recent[i];
 
-		if (o == r || !o->key || o->key == key ||
-		    strcmp(o->scope, r->scope) != 0 || o->onset_ms > t_ms ||
-		    (o->end_ms && t_ms - o->end_ms > EXPLAIN_WINDOW_MS) ||
-		    t_ms - o->onset_ms > 6 * EXPLAIN_WINDOW_MS)
+		if (o == r || !o->key || o->key == r->key ||
+		    strcmp(o->scope, r->scope) != 0 || o->onset_ms > upto_ms ||
+		    (o->end_ms &&
+		     r->onset_ms - o->end_ms > EXPLAIN_WINDOW_MS) ||
+		    r->onset_ms - o->onset_ms > 6 * EXPLAIN_WINDOW_MS)
 			continue;
 		pick[np++] = o;
+	}
+	/* One per metric name: its earliest onset (the higher peak at the
+	 * same onset). */
+	for (size_t i = 0; i < np; i++) {
+		size_t fl = strcspn(pick[i]->name, "{");
+
+		for (size_t j = i + 1; j < np;) {
+			const struct recent *x = pick[i], *y = pick[j];
+
+			if (strcspn(y->name, "{") != fl ||
+			    strncmp(x->name, y->name, fl) != 0) {
+				j++;
+				continue;
+			}
+			if (y->onset_ms < x->onset_ms ||
+			    (y->onset_ms == x->onset_ms && y->peak > x->peak))
+				pick[i] = y;
+			pick[j] = pick[--np];
+		}
 	}
 	/* Keep the highest peaks, then order by onset. */
 	while (np > EXPLAIN_MAX) {
@@ -385,6 +403,41 @@ static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
 			break;
 		len += (size_t)k;
 	}
+}
+
+/* Records an onset in the ring and explains it (above) with what began
+ * until then; settle_ms: when to explain it again (0: never). */
+static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
+		       const char *labels, int64_t t_ms, double v,
+		       double expected, float score, const struct workload *w,
+		       int64_t settle_ms)
+{
+	struct recent *r = &a->recent[a->recent_next++ % RECENT];
+
+	memset(r, 0, sizeof(*r));
+	r->key = key;
+	r->onset_ms = t_ms;
+	r->peak = r->first = score;
+	r->change = expected != 0 && isfinite(expected)
+			    ? (float)((v - expected) / fabs(expected))
+			    : NAN;
+	name_of(name, labels, r->name, sizeof(r->name));
+	scope_of(labels, r->scope, sizeof(r->scope));
+	if (!r->scope[0])
+		return;
+	if (w) {
+		char when[40];
+		int k;
+
+		gw_tscsv_fmt_time(w->change_ms, when, sizeof(when));
+		k = snprintf(r->explain, sizeof(r->explain),
+			     "workload change (%.0f compute processes) at %s",
+			     w->procs, when);
+		if (k > 0 && (size_t)k < sizeof(r->explain))
+			r->wl_len = (uint32_t)k;
+	}
+	explain(a, r, t_ms);
+	r->settle_ms = settle_ms;
 }
 
 /* The workload of the GPU scope (gpu="N"), or NULL when none is known. */
@@ -489,6 +542,8 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 	if (out) {
 		out->event = GW_DETECT_NONE;
 		out->in_episode = false;
+		out->settling = false;
+		out->settled = false;
 		out->explanation = "";
 	}
 	if (!gw_anomaly_eligible(name, type, kind))
@@ -526,8 +581,14 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 		e->workload = w != NULL;
 		e->wl_lead_ms = w ? (uint32_t)(t_ms - w->change_ms) : 0;
 		a->st.workload_episodes += e->workload;
+		/* A series read at least every EXPLAIN_SETTLE_MS waits
+		 * that long for the onsets of other layers read just
+		 * after (a slower one would wait a whole interval). */
 		note_onset(a, key, name, labels, t_ms, v, expected,
-			   (float)score, w);
+			   (float)score, w,
+			   e->d.b.dt < EXPLAIN_SETTLE_MS
+				   ? t_ms + EXPLAIN_SETTLE_MS
+				   : 0);
 	} else if (e->d.active && e->workload && score >= a->cfg.threshold &&
 		   t_ms - e->d.onset_ms + e->wl_lead_ms >
 			   GW_ANOMALY_WORKLOAD_MS &&
@@ -566,9 +627,20 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 		struct recent *r = open_of(a, key);
 
 		if (r) {
+			bool now = r->settle_ms && (t_ms >= r->settle_ms ||
+						    ev == GW_DETECT_END);
+
 			r->peak = e->d.peak;
-			if (out)
+			if (now) {
+				explain(a, r, t_ms);
+				r->settle_ms = 0;
+			}
+			if (out) {
 				out->explanation = r->explain;
+				out->settling = r->settle_ms != 0;
+				out->settled = now;
+				out->first = r->first;
+			}
 			if (ev == GW_DETECT_END)
 				r->end_ms = t_ms;
 		}

@@ -86,12 +86,22 @@ struct gw_anomaly_verdict {
 	bool workload;
 	/* While in an episode: the other episodes of the same GPU (gpu
 	 * label) or process (pid label) open at its onset or ended in the
-	 * 10 minutes before, the most recent first and the earliest last
-	 * with its onset time, "b -30% <- a -40% since 2026-12-03 12:03:10"
-	 * (each one's change from its expected value at its onset; the 4
-	 * highest peaks); "" when none.  Fixed for the episode; valid until
-	 * the next call. */
+	 * 10 minutes before, and those that began up to 2 s after its
+	 * onset, the most recent first and the earliest last with its
+	 * onset time, "b -30% <- a -40% since 2026-12-03 12:03:10" (each
+	 * one's change from its expected value at its onset; one per metric
+	 * name, the 5 highest peaks); "" when none.  Valid until the next
+	 * call. */
 	const char *explanation;
+	/* The explanation is not final yet: a series sampled more often
+	 * than every 2 s waits 2 s after its onset for the onsets of other
+	 * layers read a moment later (a power cap drops the clock, and the
+	 * process reports its slower step after its next step).  Then, at
+	 * its first sample 2 s or more after the onset (or at the end), it
+	 * is settled (settled, once) and fixed for the rest of the episode.
+	 * first: the score at the onset, for a record that starts there. */
+	bool settling, settled;
+	float first;
 };
 
 struct gw_anomaly_stats {

@@ -147,8 +147,10 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 	(void)!gw_store_append(in->store, sname, labels, c->t_ms, score);
 	/* NAME:anomaly_episode: the open episode's peak score at every
 	 * sample from its onset, 0 at the sample that ends it (one alert
-	 * per episode for a rule on it). */
-	if (!vd.in_episode ||
+	 * per episode for a rule on it).  While its explanation settles
+	 * (anomaly.h) nothing; once settled, its record starts with the
+	 * onset's score at the onset's time. */
+	if (!vd.in_episode || vd.settling ||
 	    gw_anomaly_episode_name(name, sname, sizeof(sname)))
 		return;
 	/* With the label cause="workload" while a workload change on its
@@ -185,6 +187,9 @@ static void judge(struct gw_ingest *in, const char *name, const char *labels,
 		if (n < sizeof(lb))
 			labels = lb;
 	}
+	if (vd.settled && vd.onset_ms < c->t_ms)
+		(void)!gw_store_append(in->store, sname, labels, vd.onset_ms,
+				       vd.first);
 	(void)!gw_store_append(in->store, sname, labels, c->t_ms,
 			       vd.event == GW_DETECT_END ? 0 : vd.peak);
 }

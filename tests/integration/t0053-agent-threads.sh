@@ -10,7 +10,7 @@ need curl
 start_agent --simulate 2 --interval 0.2 --detail-interval 1 \
 	--alertmanager http://127.0.0.1:1 \
 	--remote-write http://127.0.0.1:1/api/v1/write
-want="gw-nvml gw-nvml-0 gw-nvml-1 gw-nvml-events gw-cupti gw-statsd gw-store gw-store-in gw-rules gw-am-0 gw-rw-0 gw-rw-metrics"
+want="gw-nvml gw-nvml-0 gw-nvml-1 gw-nvml-events gw-cupti gw-statsd gw-sim-work gw-store gw-store-in gw-rules gw-am-0 gw-rw-0 gw-rw-metrics"
 
 # comms: the names of the agent's threads, one a line.
 comms() { cat /proc/"$AGENT_PID"/task/*/comm 2>/dev/null || true; }
@@ -51,7 +51,7 @@ expected=$(($(wc -w <<<"$want") + 2)) # and gw-ebpf, gw-prof
 c0="$(listed gw-nvml-0 | cut -d' ' -f2)"
 wait_until 'awk -v a="$(listed gw-nvml-0 | cut -d" " -f2)" -v b="$c0" "BEGIN { exit !(a > b) }"' 20 \
 	"gw-nvml-0's CPU time did not grow from $c0"
-ok "worker CPU listed for all twelve threads (gw-ebpf $ebpf); gw-nvml-0's grows"
+ok "worker CPU listed for all thirteen threads (gw-ebpf $ebpf); gw-nvml-0's grows"
 
 stop_agent
 ok "SIGTERM joins every worker: exit 0 in ${STOP_MS} ms"

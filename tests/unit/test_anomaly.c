@@ -417,6 +417,86 @@ static void workload_changes_explain_episodes_of_their_gpu(void **state)
 	gw_anomaly_free(a);
 }
 
+/* A power cap on GPU 1, as the simulator propagates it: the limit and the
+ * power drawn, then three clocks, then a process's kernel and step times.
+ * The step time's explanation names each metric once, the limit last with
+ * its onset (the lower layer, at the same time as the power), and nothing
+ * of GPU 0. */
+static void explanations_name_each_metric_once(void **state)
+{
+	static const struct {
+		const char *name, *labels;
+		double before, after;
+		int at; /* seconds after the cap */
+	} s[] = {
+		{ "gpuwatch_gpu_power_watts", "gpu=\"1\"", 640, 320, 0 },
+		{ "gpuwatch_gpu_power_limit_watts", "gpu=\"1\"", 700, 350, 0 },
+		{ "gpuwatch_gpu_clock_hertz", "clock=\"sm\",gpu=\"1\"", 1980,
+		  1400, 1 },
+		{ "gpuwatch_gpu_clock_hertz", "clock=\"graphics\",gpu=\"1\"",
+		  1980, 1400, 1 },
+		{ "gpuwatch_gpu_clock_hertz", "clock=\"video\",gpu=\"1\"", 1755,
+		  1365, 2 },
+		{ "gpuwatch_gpu_power_watts", "gpu=\"0\"", 600, 200, 1 },
+		{ "train_step_kernel_seconds", "gpu=\"1\",pid=\"42\"", 0.3,
+		  0.42, 2 },
+		{ "train_step_seconds", "gpu=\"1\",pid=\"42\"", 0.4, 0.52, 3 },
+		/* read a second after the step time's onset */
+		{ "gpuwatch_gpu_memory_temperature_celsius", "gpu=\"1\"", 50,
+		  40, 4 },
+	};
+	const size_t n = sizeof(s) / sizeof(s[0]);
+	struct gw_anomaly *a = make(0, 0);
+	struct gw_anomaly_verdict vd;
+	uint64_t rng = 88172645463325252ull;
+	char at_onset[512] = "", e[512] = "";
+	const char *p;
+	int64_t i;
+
+	(void)state;
+	for (i = 0; i < 300 + 6; i++)
+		for (size_t k = 0; k < n; k++) {
+			double v = i < 300 + s[k].at ? s[k].before : s[k].after;
+
+			v *= 1 + 0.001 * noise(&rng);
+			(void)gw_anomaly_judge(a, s[k].name, s[k].labels,
+					       GW_GAUGE, GW_SAMPLE_PLAIN,
+					       T0 + i * STEP, v, &vd);
+			if (i == 300 + s[k].at)
+				assert_int_equal(vd.event, GW_DETECT_ONSET);
+			if (k != n - 2)
+				continue;
+			/* The step time: its explanation settles 2 s after
+			 * its onset, and then names the onset read after
+			 * its own. */
+			if (i == 303) {
+				assert_true(vd.settling && !vd.settled);
+				snprintf(at_onset, sizeof(at_onset), "%s",
+					 vd.explanation);
+			} else if (i == 304) {
+				assert_true(vd.settling && !vd.settled);
+			} else if (i == 305) {
+				assert_true(vd.settled && !vd.settling);
+				assert_true(vd.first > 0.9);
+				assert_int_equal(vd.onset_ms, T0 + 303 * STEP);
+				snprintf(e, sizeof(e), "%s", vd.explanation);
+			}
+		}
+	assert_null(strstr(at_onset, "memory_temperature"));
+	assert_non_null(strstr(e,
+			       "gpuwatch_gpu_memory_temperature_celsius "
+			       "-20% <- train_step_kernel_seconds +40% <- "));
+	assert_null(strstr(e, "train_step_seconds"));
+	p = strstr(e, "gpuwatch_gpu_clock_hertz{clock=");
+	assert_non_null(p);
+	assert_null(strstr(p + 1, "gpuwatch_gpu_clock_hertz"));
+	assert_non_null(strstr(e, "<- gpuwatch_gpu_power_limit_watts -50% "
+				  "since "));
+	assert_non_null(strstr(e, "gpuwatch_gpu_power_watts -50% <- "));
+	assert_null(strstr(e, "-67%"));
+	gw_anomaly_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +512,7 @@ int main(void)
 		cmocka_unit_test(score_names_and_options),
 		cmocka_unit_test(
 			workload_changes_explain_episodes_of_their_gpu),
+		cmocka_unit_test(explanations_name_each_metric_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -516,6 +516,7 @@ static void dev_step(struct dev *d)
 	if (!d->lost)
 		jobs_update(d, s);
 	physics(d, s, STEP_S);
+	d->clk_hist[s % CLK_HIST] = (unsigned short)d->clk_sm;
 	check_dev(d);
 }
 
@@ -862,6 +863,80 @@ void gw_sim_stop(void)
 	memset(&gw_sim_world, 0, sizeof(gw_sim_world));
 out_unlock:
 	pthread_mutex_unlock(&gw_sim_lock);
+}
+
+/* uniform in [0, 1) from a hash stream */
+static double hash_u(uint64_t *h)
+{
+	return (double)(splitmix64(h) >> 11) * 0x1.0p-53;
+}
+
+/*
+ * A job's training loop, as the job reports it at step s: the last
+ * training step it finished.  Its steps are n simulated steps long (its
+ * nominal step time at full clock, 0.2 to 0.7 s), on a grid of its own
+ * phase; the report is that of the step that ended at the last grid point
+ * before s.  Its kernels take k0 seconds at full clock, scaled by
+ * CLK_SM_MAX / clk_sm over the simulated steps they ran in (compute-bound
+ * kernels); its host work h0 seconds.  Each with a few percent of noise.
+ * The job's constants and the noise come from a hash of (seed, pid, the
+ * step reported), so the devices' random streams, and every other value,
+ * are the same with or without reports.
+ */
+static void proc_times(const struct dev *d, const struct job *j, uint64_t s,
+		       struct gw_sim_proc *p)
+{
+	uint64_t h = gw_sim_world.opts.seed ^ (0x9E6C63D0676A9A99ULL * j->pid);
+	uint64_t n, g;
+	double k0, h0, slow = 0;
+
+	k0 = 0.15 + 0.45 * hash_u(&h);
+	h0 = 0.05 + 0.10 * hash_u(&h);
+	n = (uint64_t)((k0 + h0) / STEP_S + 0.5);
+	if (n < 1)
+		n = 1;
+	if (n > CLK_HIST / 2)
+		n = CLK_HIST / 2;
+	g = s - (s + (h % n)) % n; /* the last grid point: a step ended */
+	if (g < n)
+		g = n; /* the first whole step */
+	for (uint64_t k = g - n; k < g; k++) {
+		unsigned int c = d->clk_hist[k % CLK_HIST];
+
+		slow += c ? (double)CLK_SM_MAX / c : 1.0;
+	}
+	h ^= g * 0xD6E8FEB86659FD93ULL;
+	p->gpu = d->index;
+	p->pid = j->pid;
+	/* sums of two uniforms: triangular noise, +-3% and +-6% at most */
+	p->kernel_s = k0 * slow / (double)n *
+		      (1 + 0.03 * (hash_u(&h) + hash_u(&h) - 1));
+	p->step_s =
+		p->kernel_s + h0 * (1 + 0.06 * (hash_u(&h) + hash_u(&h) - 1));
+}
+
+int gw_sim_procs(struct gw_sim_proc *out, size_t max)
+{
+	uint64_t s;
+	size_t n = 0;
+
+	pthread_mutex_lock(&gw_sim_lock);
+	if (!gw_sim_world.started) {
+		pthread_mutex_unlock(&gw_sim_lock);
+		return -ENODEV;
+	}
+	gw_sim_catch_up_all();
+	s = gw_sim_now_step();
+	for (unsigned int i = 0; i < gw_sim_world.opts.gpus; i++) {
+		const struct dev *d = &gw_sim_world.dev[i];
+
+		for (unsigned int k = 0; k < d->njobs && !d->lost && n < max;
+		     k++)
+			if (d->jobs[k].mem >= d->jobs[k].mem_target)
+				proc_times(d, &d->jobs[k], s, &out[n++]);
+	}
+	pthread_mutex_unlock(&gw_sim_lock);
+	return (int)n;
 }
 
 void gw_sim_advance(double seconds)

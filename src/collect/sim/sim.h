@@ -122,6 +122,28 @@ const struct gw_nvml_fns *gw_sim_fns(void);
 void gw_sim_advance(double seconds);
 
 /*
+ * The training loop of a simulated process, as the process would report it
+ * (over StatsD, by the agent in --simulate mode: collect/sim/sim_work.c).
+ * Each job runs steps of host work and GPU kernels; its kernels take
+ * longer as the SM clock falls (a power cap, thermal slowdown), so a
+ * fault propagates: power limit -> clock -> kernel time -> step time.
+ */
+struct gw_sim_proc {
+	unsigned int gpu, pid;
+	double step_s;	 /* the wall time of its last step */
+	double kernel_s; /* of which its kernels ran on the GPU */
+};
+
+/*
+ * Brings every GPU to now and fills out[] with up to max processes that
+ * run their training loop (loaded: a job still copying its data in runs no
+ * step yet; none on a lost GPU).  Returns how many, or -ENODEV when no
+ * world is started.  The times are a function of (seed, pid, the current
+ * step and the GPU's clock) only.
+ */
+int gw_sim_procs(struct gw_sim_proc *out, size_t max);
+
+/*
  * Instances: private worlds, for a simulated fleet: each is a world of its own (its
  * own devices, faults, clock and lock), created with a manual clock.
  * gw_sim_instance_enter(w) makes every call of this thread (the table's

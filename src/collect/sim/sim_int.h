@@ -60,6 +60,7 @@
 
 /* load model */
 #define MAX_JOBS     4
+#define CLK_HIST     16	 /* steps of SM clock history: two training steps */
 #define JOBS_AT_NOON 2.4 /* expected concurrent jobs at the busiest hour */
 #define TAU_LOAD_S   2.0
 #define PID_BASE     4000000U
@@ -127,6 +128,9 @@ struct dev {
 	double t_hbm;
 	double mem_frac; /* memory busy, 0..1 */
 	unsigned int clk_sm;
+	/* clk_sm of the last CLK_HIST steps, at step % CLK_HIST: the
+	 * processes' kernels ran at these (gw_sim_procs) */
+	unsigned short clk_hist[CLK_HIST];
 	unsigned long long reasons;
 	unsigned int util_gpu;
 	unsigned int util_mem;

@@ -606,6 +606,8 @@ static int col_start(const struct gw_collect_env *env, void **priv)
 	r = gw_statsd_rx_open(&o, &c->rx);
 	if (r)
 		goto err;
+	if (env->statsd_port)
+		atomic_store(env->statsd_port, gw_statsd_rx_port(c->rx));
 	c->slot = gw_registry_slot(env->reg, "statsd");
 	if (c->slot < 0) {
 		r = -ENOSPC;
