@@ -337,7 +337,8 @@ static int cmp_onset_desc(const void *x, const void *y)
  * at or before upto_ms, the most recent first, the earliest (the likely
  * cause) last with its onset: "b -30% <- a -40% since 2026-12-03
  * 12:03:10".  One per metric name (the earliest onset of, say, the sm,
- * graphics and video clocks), at most EXPLAIN_MAX, the highest peaks. */
+ * graphics and video clocks; at the same onset the larger change), at
+ * most EXPLAIN_MAX, the highest peaks. */
 static void explain(struct gw_anomaly *a, struct recent *r, int64_t upto_ms)
 {
 	const struct recent *pick[RECENT];
@@ -355,8 +356,9 @@ static void explain(struct gw_anomaly *a, struct recent *r, int64_t upto_ms)
 			continue;
 		pick[np++] = o;
 	}
-	/* One per metric name: its earliest onset (the higher peak at the
-	 * same onset). */
+	/* One per metric name: its earliest onset (at the same onset the
+	 * larger change, then the higher peak: the sm clock's -29% over the
+	 * video clock's -22%). */
 	for (size_t i = 0; i < np; i++) {
 		size_t fl = strcspn(pick[i]->name, "{");
 
@@ -369,7 +371,10 @@ static void explain(struct gw_anomaly *a, struct recent *r, int64_t upto_ms)
 				continue;
 			}
 			if (y->onset_ms < x->onset_ms ||
-			    (y->onset_ms == x->onset_ms && y->peak > x->peak))
+			    (y->onset_ms == x->onset_ms &&
+			     (fabsf(y->change) > fabsf(x->change) ||
+			      (fabsf(y->change) == fabsf(x->change) &&
+			       y->peak > x->peak))))
 				pick[i] = y;
 			pick[j] = pick[--np];
 		}

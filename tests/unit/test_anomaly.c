@@ -419,9 +419,9 @@ static void workload_changes_explain_episodes_of_their_gpu(void **state)
 
 /* A power cap on GPU 1, as the simulator propagates it: the limit and the
  * power drawn, then three clocks, then a process's kernel and step times.
- * The step time's explanation names each metric once, the limit last with
- * its onset (the lower layer, at the same time as the power), and nothing
- * of GPU 0. */
+ * The step time's explanation names each metric once (of the clocks, one
+ * with the largest change), the limit last with its onset (the lower
+ * layer, at the same time as the power), and nothing of GPU 0. */
 static void explanations_name_each_metric_once(void **state)
 {
 	static const struct {
@@ -436,7 +436,7 @@ static void explanations_name_each_metric_once(void **state)
 		{ "gpuwatch_gpu_clock_hertz", "clock=\"graphics\",gpu=\"1\"",
 		  1980, 1400, 1 },
 		{ "gpuwatch_gpu_clock_hertz", "clock=\"video\",gpu=\"1\"", 1755,
-		  1365, 2 },
+		  1365, 1 },
 		{ "gpuwatch_gpu_power_watts", "gpu=\"0\"", 600, 200, 1 },
 		{ "train_step_kernel_seconds", "gpu=\"1\",pid=\"42\"", 0.3,
 		  0.42, 2 },
@@ -490,6 +490,7 @@ static void explanations_name_each_metric_once(void **state)
 	p = strstr(e, "gpuwatch_gpu_clock_hertz{clock=");
 	assert_non_null(p);
 	assert_null(strstr(p + 1, "gpuwatch_gpu_clock_hertz"));
+	assert_null(strstr(e, "video")); /* -22%: the sm or graphics -29% */
 	assert_non_null(strstr(e, "<- gpuwatch_gpu_power_limit_watts -50% "
 				  "since "));
 	assert_non_null(strstr(e, "gpuwatch_gpu_power_watts -50% <- "));
