@@ -874,9 +874,9 @@ static double hash_u(uint64_t *h)
 /*
  * A job's training loop, as the job reports it at step s: the last
  * training step it finished.  Its steps are n simulated steps long (its
- * nominal step time at full clock, 0.2 to 0.7 s), on a grid of its own
- * phase; the report is that of the step that ended at the last grid point
- * before s.  Its kernels take k0 seconds at full clock, scaled by
+ * nominal step time at full clock, 0.2 to 0.75 s, at most 0.8 s), on a
+ * grid of its own phase; the report is that of the step that ended at the
+ * last grid point at or before s.  Its kernels take k0 seconds at full clock, scaled by
  * CLK_SM_MAX / clk_sm over the simulated steps they ran in (compute-bound
  * kernels); its host work h0 seconds.  Each with a few percent of noise.
  * The job's constants and the noise come from a hash of (seed, pid, the
