@@ -346,6 +346,20 @@ static int cmp_id(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The keys of the counts map now, into p->keys (at most max_counts). */
+static unsigned int read_keys(struct gw_profiler *p, int cfd)
+{
+	struct gw_prof_key *prev = NULL;
+	unsigned int nk = 0;
+
+	while (nk < p->max_counts &&
+	       bpf_map_get_next_key(cfd, prev, &p->keys[nk]) == 0) {
+		prev = &p->keys[nk];
+		nk++;
+	}
+	return nk;
+}
+
 /*
  * The stack ids of the counts the BPF program made while this drain read
  * the others (it runs on meanwhile), sorted into p->live: a drain that
@@ -354,17 +368,13 @@ static int cmp_id(const void *a, const void *b)
  */
 static unsigned int live_ids(struct gw_profiler *p, int cfd)
 {
-	struct gw_prof_key k, *prev = NULL;
-	unsigned int n = 0, nk = 0;
+	unsigned int n = 0, nk = read_keys(p, cfd);
 
-	while (nk < p->max_counts &&
-	       bpf_map_get_next_key(cfd, prev, &p->keys[nk]) == 0) {
-		k = p->keys[nk];
-		prev = &p->keys[nk++];
-		if (k.kstack >= 0)
-			p->live[n++] = k.kstack;
-		if (k.ustack >= 0)
-			p->live[n++] = k.ustack;
+	for (unsigned int i = 0; i < nk; i++) {
+		if (p->keys[i].kstack >= 0)
+			p->live[n++] = p->keys[i].kstack;
+		if (p->keys[i].ustack >= 0)
+			p->live[n++] = p->keys[i].ustack;
 	}
 	qsort(p->live, n, sizeof(*p->live), cmp_id);
 	return n;
@@ -384,15 +394,10 @@ int gw_profiler_drain(struct gw_profiler *p,
 {
 	int cfd = bpf_map__fd(p->skel->maps.counts);
 	int sfd = bpf_map__fd(p->skel->maps.stacks);
-	struct gw_prof_key k, *prev = NULL;
-	unsigned int nk = 0, nids = 0, nlive;
+	struct gw_prof_key k;
+	unsigned int nk = read_keys(p, cfd), nids = 0, nlive;
 	int r = 0;
 
-	while (nk < p->max_counts &&
-	       bpf_map_get_next_key(cfd, prev, &p->keys[nk]) == 0) {
-		prev = &p->keys[nk];
-		nk++;
-	}
 	for (unsigned int i = 0; i < nk; i++) {
 		struct gw_profiler_sample s = { 0 };
 		uint64_t v = 0;
