@@ -42,24 +42,33 @@ struct entry {
 struct recent {
 	int64_t onset_ms, end_ms; /* end_ms 0 while open */
 	uint64_t key;
-	float peak, change;	   /* change: relative to expected at onset */
-	float first;		   /* the score at the onset */
-	int64_t settle_ms;	   /* explain again at this time; 0: fixed */
-	uint32_t wl_len;	   /* of the workload change's text */
-	char name[128], scope[80]; /* scope: 'gpu="1"' or 'pid="42"' */
-	char explain[480];	   /* fixed once settled */
+	float peak, change; /* change: relative to expected at onset */
+	float first;	    /* the score at the onset */
+	int64_t settle_ms;  /* explain again at this time; 0: fixed */
+	uint32_t wl_len;    /* of the workload change's text */
+	char name[128];
+	char gpu[40], pid[40]; /* 'gpu="1"', 'pid="42"'; "": no such label */
+	char explain[480];     /* fixed once settled */
 };
 
 /* The workload of one GPU: its count of compute processes and when the
  * count last changed (or was first seen). */
 struct workload {
-	char scope[80]; /* gpu="N"; "" unused */
+	char scope[40]; /* gpu="N"; "" unused */
 	double procs;
 	int64_t seen_ms, change_ms;
 	bool changed; /* change_ms is set */
 };
 
+/* A process seen on a GPU, by a sample of a GW_ANOMALY_PLACEMENT_PREFIX
+ * series. */
+struct placement {
+	char gpu[40], pid[40]; /* "" unused */
+	int64_t seen_ms;
+};
+
 #define WORKLOADS	  64
+#define PLACEMENTS	  256
 #define RECENT		  64
 #define EXPLAIN_WINDOW_MS (10 * 60 * 1000)
 #define EXPLAIN_MAX	  5
@@ -77,6 +86,7 @@ struct gw_anomaly {
 	struct recent recent[RECENT];
 	unsigned int recent_next;
 	struct workload wl[WORKLOADS];
+	struct placement pl[PLACEMENTS];
 };
 
 void gw_anomaly_opts_default(struct gw_anomaly_opts *o)
@@ -225,27 +235,23 @@ static int grow(struct gw_anomaly *a)
 	return 0;
 }
 
-/* The label that scopes an explanation: gpu="N", else pid="N"; "" if
- * neither. */
-static void scope_of(const char *labels, char *out, size_t n)
+/* The label key="V" of labels (key is 'gpu="' or 'pid="') into out;
+ * "" when it has none (or a value too long for out). */
+static void label_of(const char *labels, const char *key, char *out, size_t n)
 {
-	static const char *const keys[] = { "gpu=\"", "pid=\"" };
-
 	out[0] = '\0';
-	for (size_t k = 0; labels && k < 2; k++) {
-		for (const char *p = strstr(labels, keys[k]); p;
-		     p = strstr(p + 1, keys[k])) {
-			const char *end;
+	for (const char *p = labels ? strstr(labels, key) : NULL; p;
+	     p = strstr(p + 1, key)) {
+		const char *end;
 
-			if (p != labels && p[-1] != ',')
-				continue;
-			end = strchr(p + strlen(keys[k]), '"');
-			if (end && (size_t)(end - p + 1) < n) {
-				memcpy(out, p, (size_t)(end - p + 1));
-				out[end - p + 1] = '\0';
-				return;
-			}
+		if (p != labels && p[-1] != ',')
+			continue;
+		end = strchr(p + strlen(key), '"');
+		if (end && (size_t)(end - p + 1) < n) {
+			memcpy(out, p, (size_t)(end - p + 1));
+			out[end - p + 1] = '\0';
 		}
+		return;
 	}
 }
 
@@ -332,6 +338,37 @@ static int cmp_onset_desc(const void *x, const void *y)
 	return layer_of(b->name) - layer_of(a->name);
 }
 
+/* pid ran on gpu at or after since_ms (a placement sample said so). */
+static bool placed(const struct gw_anomaly *a, const char *pid, const char *gpu,
+		   int64_t since_ms)
+{
+	for (size_t i = 0; i < PLACEMENTS; i++)
+		if (a->pl[i].seen_ms >= since_ms &&
+		    strcmp(a->pl[i].pid, pid) == 0 &&
+		    strcmp(a->pl[i].gpu, gpu) == 0)
+			return true;
+	return false;
+}
+
+/* o's episode may explain r's: both of one process (the same pid, on
+ * the same GPU where both say), else of one GPU and not of two
+ * processes, else one of a process (CUDA's series: a pid, no gpu) and
+ * one of a GPU that process ran on in the window before r's onset. */
+static bool related(const struct gw_anomaly *a, const struct recent *r,
+		    const struct recent *o)
+{
+	const struct recent *p = r->pid[0] ? r : o, *g = r->pid[0] ? o : r;
+
+	if (r->pid[0] && o->pid[0])
+		return strcmp(r->pid, o->pid) == 0 &&
+		       (!r->gpu[0] || !o->gpu[0] ||
+			strcmp(r->gpu, o->gpu) == 0);
+	if (r->gpu[0] && o->gpu[0])
+		return strcmp(r->gpu, o->gpu) == 0;
+	return p->pid[0] && g->gpu[0] && !g->pid[0] &&
+	       placed(a, p->pid, g->gpu, r->onset_ms - EXPLAIN_WINDOW_MS);
+}
+
 /* Writes r's explanation after its workload text: the episodes of the
  * same GPU (or process) open or ended within EXPLAIN_WINDOW_MS that began
  * at or before upto_ms, the most recent first, the earliest (the likely
@@ -349,7 +386,7 @@ static void explain(struct gw_anomaly *a, struct recent *r, int64_t upto_ms)
 		const struct recent *o = &a->recent[i];
 
 		if (o == r || !o->key || o->key == r->key ||
-		    strcmp(o->scope, r->scope) != 0 || o->onset_ms > upto_ms ||
+		    o->onset_ms > upto_ms || !related(a, r, o) ||
 		    (o->end_ms &&
 		     r->onset_ms - o->end_ms > EXPLAIN_WINDOW_MS) ||
 		    r->onset_ms - o->onset_ms > 6 * EXPLAIN_WINDOW_MS)
@@ -427,8 +464,9 @@ static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
 			    ? (float)((v - expected) / fabs(expected))
 			    : NAN;
 	name_of(name, labels, r->name, sizeof(r->name));
-	scope_of(labels, r->scope, sizeof(r->scope));
-	if (!r->scope[0])
+	label_of(labels, "gpu=\"", r->gpu, sizeof(r->gpu));
+	label_of(labels, "pid=\"", r->pid, sizeof(r->pid));
+	if (!r->gpu[0] && !r->pid[0])
 		return;
 	if (w) {
 		char when[40];
@@ -448,7 +486,7 @@ static void note_onset(struct gw_anomaly *a, uint64_t key, const char *name,
 /* The workload of the GPU scope (gpu="N"), or NULL when none is known. */
 static struct workload *workload_of(struct gw_anomaly *a, const char *scope)
 {
-	if (strncmp(scope, "gpu=\"", 5) != 0)
+	if (!scope[0])
 		return NULL;
 	for (size_t i = 0; i < WORKLOADS; i++)
 		if (strcmp(a->wl[i].scope, scope) == 0)
@@ -456,16 +494,51 @@ static struct workload *workload_of(struct gw_anomaly *a, const char *scope)
 	return NULL;
 }
 
+/* Notes that the process of labels' pid ran on the GPU of its gpu at
+ * t_ms.  A new pair takes a free slot, else the one seen least recently. */
+static void place(struct gw_anomaly *a, const char *labels, int64_t t_ms)
+{
+	char gpu[40], pid[40];
+	struct placement *p = NULL, *old = &a->pl[0];
+
+	label_of(labels, "gpu=\"", gpu, sizeof(gpu));
+	label_of(labels, "pid=\"", pid, sizeof(pid));
+	if (!gpu[0] || !pid[0])
+		return;
+	for (size_t i = 0; i < PLACEMENTS && !p; i++) {
+		if (strcmp(a->pl[i].pid, pid) == 0 &&
+		    strcmp(a->pl[i].gpu, gpu) == 0)
+			p = &a->pl[i];
+		else if (old->pid[0] &&
+			 (!a->pl[i].pid[0] || a->pl[i].seen_ms < old->seen_ms))
+			old = &a->pl[i];
+	}
+	if (!p) {
+		p = old;
+		memcpy(p->gpu, gpu, sizeof(gpu));
+		memcpy(p->pid, pid, sizeof(pid));
+		p->seen_ms = t_ms;
+	} else if (t_ms > p->seen_ms) {
+		p->seen_ms = t_ms;
+	}
+}
+
 void gw_anomaly_workload(struct gw_anomaly *a, const char *name,
 			 const char *labels, int64_t t_ms, double v)
 {
-	char scope[80];
+	char scope[40];
 	struct workload *w;
 
+	if (a && name &&
+	    strncmp(name, GW_ANOMALY_PLACEMENT_PREFIX,
+		    sizeof(GW_ANOMALY_PLACEMENT_PREFIX) - 1) == 0) {
+		place(a, labels, t_ms);
+		return;
+	}
 	if (!a || !name || strcmp(name, GW_ANOMALY_WORKLOAD_NAME) != 0 ||
 	    !isfinite(v))
 		return;
-	scope_of(labels, scope, sizeof(scope));
+	label_of(labels, "gpu=\"", scope, sizeof(scope));
 	if (!scope[0])
 		return;
 	w = workload_of(a, scope);
@@ -496,11 +569,11 @@ void gw_anomaly_workload(struct gw_anomaly *a, const char *name,
 static const struct workload *explaining(struct gw_anomaly *a,
 					 const char *labels, int64_t t_ms)
 {
-	char scope[80];
+	char scope[40];
 	const struct workload *w;
 
-	scope_of(labels, scope, sizeof(scope));
-	w = scope[0] ? workload_of(a, scope) : NULL;
+	label_of(labels, "gpu=\"", scope, sizeof(scope));
+	w = workload_of(a, scope);
 	if (!w || !w->changed || w->change_ms > t_ms ||
 	    t_ms - w->change_ms > GW_ANOMALY_WORKLOAD_MS)
 		return NULL;

@@ -85,7 +85,9 @@ struct gw_anomaly_verdict {
 	 * its alert when it outlasts the job's transient. */
 	bool workload;
 	/* While in an episode: the other episodes of the same GPU (gpu
-	 * label) or process (pid label) open at its onset or ended in the
+	 * label; not those of its other processes) or process (pid label;
+	 * and those of the GPUs it runs on, gw_anomaly_workload) open at
+	 * its onset or ended in the
 	 * 10 minutes before, and those that began up to 2 s after its
 	 * onset, the most recent first and the earliest last with its
 	 * onset time, "b -30% <- a -40% since 2026-12-03 12:03:10" (each
@@ -146,8 +148,8 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
 			struct gw_anomaly_verdict *out);
 
 /*
- * Workload changes.  The samples of GW_ANOMALY_WORKLOAD_NAME (other names
- * are ignored) tell when the compute processes of a GPU (label gpu)
+ * Workload changes and placements.  The samples of GW_ANOMALY_WORKLOAD_NAME
+ * tell when the compute processes of a GPU (label gpu)
  * change (a GPU's first sample is none: what runs on it may have run for
  * days).  Jobs starting and stopping move clocks, power,
  * temperatures, memory and utilisation in steps: an episode of a series of
@@ -163,6 +165,15 @@ double gw_anomaly_judge(struct gw_anomaly *a, const char *name,
  */
 #define GW_ANOMALY_WORKLOAD_NAME "gpuwatch_gpu_processes"
 #define GW_ANOMALY_WORKLOAD_MS	 (120 * 1000)
+/*
+ * The samples of names beginning GW_ANOMALY_PLACEMENT_PREFIX (NVML's
+ * per-process series, labelled gpu and pid) tell which GPUs a process
+ * runs on: an episode of a process's series labelled with its pid and no
+ * gpu (CUDA's, from CUPTI) and one of a GPU it ran on in the 10 minutes
+ * before explain each other.  Remembers 256 (process, GPU) pairs, the
+ * most recently seen.  Other names are ignored.
+ */
+#define GW_ANOMALY_PLACEMENT_PREFIX "gpuwatch_gpu_process_"
 void gw_anomaly_workload(struct gw_anomaly *a, const char *name,
 			 const char *labels, int64_t t_ms, double v);
 

@@ -29,6 +29,11 @@
  *          copies.
  *   busy   the fake's cuptiSubscribe returns 39 (another tool holds
  *          CUPTI); ready once the ring's status is BUSY.
+ *   steady a training loop: one context, a DEVICE record, then every
+ *          10 ms one launch of _Z5trainv, 1 ms +-2% long.  Ready once the
+ *          ring shows a PROCESS record with the context.  It goes on
+ *          launching while it waits; a line "slow" on stdin makes every
+ *          later launch 1.4 times as long (as a lower clock would).
  *
  * When ready it prints "ready PID RINGPATH" on stdout and waits for EOF on
  * stdin; then it destroys the context and returns from main, so that the
@@ -43,6 +48,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +229,11 @@ static int basic_done(const struct ring *r)
 	       k[GW_COPY_DTOH].count == 1 && k[GW_COPY_MEMSET].count == 1;
 }
 
+static int steady_done(const struct ring *r)
+{
+	return r->have_process && r->process.contexts_created >= 1;
+}
+
 static int busy_done(const struct ring *r)
 {
 	return ring_status(r) == GW_CUPTI_ST_BUSY;
@@ -294,6 +305,60 @@ static void play_basic(struct fake_cupti *fc, uint32_t ctx)
 			MIB);
 }
 
+/* steady: one launch of _Z5trainv, 1 ms * slow +-2% (a fixed sequence). */
+static void train_step(struct fake_cupti *fc, uint32_t ctx, double slow)
+{
+	static uint64_t x = 88172645463325252ull;
+	struct fake_cupti_kernel k = {
+		.name = "_Z5trainv",
+		.context = ctx,
+		.grid = { 1024, 1, 1 },
+		.block = { 256, 1, 1 },
+		.registers = 64,
+	};
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	k.duration_ns = (uint64_t)(1e6 * slow *
+				   (0.98 + 0.04 * (double)(x >> 11) / 0x1p53));
+	fc->api_call_nested(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+			    0, DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0,
+			    0);
+	fc->push_kernel(&k);
+}
+
+/* steady, once ready: a launch every 10 ms until EOF on stdin; "slow"
+ * makes the later ones longer. */
+static void play_steady(struct fake_cupti *fc, uint32_t ctx)
+{
+	double slow = 1;
+	char line[64];
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		int n = poll(&p, 1, 10);
+		ssize_t got;
+
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n > 0) {
+			got = read(STDIN_FILENO, line + len,
+				   sizeof(line) - 1 - len);
+			if (got == 0 || (got < 0 && errno != EINTR))
+				return;
+			len += got > 0 ? (size_t)got : 0;
+			line[len] = '\0';
+			if (strstr(line, "slow\n"))
+				slow = 1.4;
+			if (strchr(line, '\n') || len + 1 >= sizeof(line))
+				len = 0;
+		}
+		train_step(fc, ctx, slow);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *scenario = argc > 1 ? argv[1] : NULL;
@@ -310,11 +375,15 @@ int main(int argc, char **argv)
 	char c;
 
 	if (!scenario ||
-	    (strcmp(scenario, "basic") && strcmp(scenario, "busy"))) {
-		fprintf(stderr, "usage: inject_host basic|busy [FAKE_CUPTI]\n");
+	    (strcmp(scenario, "basic") && strcmp(scenario, "busy") &&
+	     strcmp(scenario, "steady"))) {
+		fprintf(stderr,
+			"usage: inject_host basic|busy|steady [FAKE_CUPTI]\n");
 		return 2;
 	}
-	done = strcmp(scenario, "busy") ? basic_done : busy_done;
+	done = !strcmp(scenario, "busy")     ? busy_done
+	       : !strcmp(scenario, "steady") ? steady_done
+					     : basic_done;
 	if (!inject || !*inject)
 		inject = getenv("CUPTI_INJECT");
 	if (!fake_path || !*fake_path || !inject || !*inject) {
@@ -353,6 +422,12 @@ int main(int argc, char **argv)
 	ctx = fc.context_create(0);
 	if (!strcmp(scenario, "basic"))
 		play_basic(&fc, ctx);
+	if (!strcmp(scenario, "steady")) {
+		const struct fake_cupti_device h100 = FAKE_CUPTI_H100(0);
+
+		fc.push_device(&h100);
+		train_step(&fc, ctx, 1);
+	}
 
 	deadline = now_ns() + DEADLINE_NS;
 	for (;;) {
@@ -382,6 +457,8 @@ int main(int argc, char **argv)
 	}
 	printf("ready %ld %s\n", (long)getpid(), r.path);
 	fflush(stdout);
+	if (!strcmp(scenario, "steady"))
+		play_steady(&fc, ctx);
 	for (;;) {
 		ssize_t n = read(STDIN_FILENO, &c, 1);
 

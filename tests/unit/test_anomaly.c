@@ -498,6 +498,84 @@ static void explanations_name_each_metric_once(void **state)
 	gw_anomaly_free(a);
 }
 
+/* CUDA's series of a process carry its pid and no gpu: NVML's per-process
+ * series link the process to its GPU, so that the GPU's episodes explain
+ * its kernels' and the reverse; a process's step time is explained by its
+ * own kernels and its GPU's clock, not by another process's. */
+static void explanations_link_processes_to_their_gpus(void **state)
+{
+#define KMAX "gpuwatch_cuda_kernel_duration_max_seconds"
+	static const struct {
+		const char *name, *labels;
+		double before, after;
+		int at; /* seconds after the clock drop */
+	} s[] = {
+		{ "gpuwatch_gpu_clock_hertz", "clock=\"sm\",gpu=\"1\"", 1980,
+		  1400, 0 },
+		{ KMAX, "pid=\"42\",comm=\"train\",kernel=\"gemm\"", 0.001,
+		  0.0014, 1 },
+		{ KMAX, "pid=\"43\",comm=\"eval\",kernel=\"gemm\"", 0.001,
+		  0.0015, 1 },
+		{ KMAX, "pid=\"44\",comm=\"other\",kernel=\"gemm\"", 0.001,
+		  0.0016, 1 },
+		{ "train_step_seconds", "gpu=\"1\",pid=\"7\"", 0.4, 0.9, 1 },
+		{ "train_step_seconds", "gpu=\"1\",pid=\"42\"", 0.4, 0.52, 2 },
+	};
+	const size_t n = sizeof(s) / sizeof(s[0]);
+	struct gw_anomaly *a = make(0, 0);
+	struct gw_anomaly_verdict vd;
+	uint64_t rng = 88172645463325252ull;
+	char e[6][512];
+	int64_t i;
+
+	(void)state;
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 300 + 6; i++) {
+		/* pid 42 and 7 run on GPU 1, pid 43 on GPU 0; 44 is not
+		 * seen by NVML. */
+		gw_anomaly_workload(a, "gpuwatch_gpu_process_memory_used_bytes",
+				    "gpu=\"1\",pid=\"42\"", T0 + i * STEP, 1e9);
+		gw_anomaly_workload(a, "gpuwatch_gpu_process_memory_used_bytes",
+				    "gpu=\"1\",pid=\"7\"", T0 + i * STEP, 1e9);
+		gw_anomaly_workload(a, "gpuwatch_gpu_process_memory_used_bytes",
+				    "gpu=\"0\",pid=\"43\"", T0 + i * STEP, 1e9);
+		for (size_t k = 0; k < n; k++) {
+			double v = i < 300 + s[k].at ? s[k].before : s[k].after;
+
+			v *= 1 + 0.001 * noise(&rng);
+			(void)gw_anomaly_judge(a, s[k].name, s[k].labels,
+					       GW_GAUGE, GW_SAMPLE_PLAIN,
+					       T0 + i * STEP, v, &vd);
+			if (i == 300 + s[k].at)
+				assert_int_equal(vd.event, GW_DETECT_ONSET);
+			if (vd.settled)
+				snprintf(e[k], sizeof(e[k]), "%s",
+					 vd.explanation);
+		}
+	}
+	/* The clock names the kernels of the process on its GPU only. */
+	assert_non_null(strstr(e[0], KMAX "{kernel=\"gemm\"} +40%"));
+	assert_null(strstr(e[0], "+50%"));
+	assert_null(strstr(e[0], "+60%"));
+	/* pid 42's kernels: the clock of its GPU (and its own step time,
+	 * not pid 7's). */
+	assert_non_null(strstr(e[1], "gpuwatch_gpu_clock_hertz{clock=\"sm\"} "
+				     "-29% since "));
+	assert_null(strstr(e[1], "+125%")); /* pid 7's step time */
+	/* pid 43's GPU and pid 44's (unknown) had no episode. */
+	assert_string_equal(e[2], "");
+	assert_string_equal(e[3], "");
+	/* pid 42's step time: its kernels and its GPU's clock, not pid 7's
+	 * step time on the same GPU. */
+	assert_non_null(strstr(e[5],
+			       KMAX "{kernel=\"gemm\"} +40% <- "
+				    "gpuwatch_gpu_clock_hertz{clock=\"sm\"} "
+				    "-29% since "));
+	assert_null(strstr(e[5], "+125%"));
+	gw_anomaly_free(a);
+#undef KMAX
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +592,7 @@ int main(void)
 		cmocka_unit_test(
 			workload_changes_explain_episodes_of_their_gpu),
 		cmocka_unit_test(explanations_name_each_metric_once),
+		cmocka_unit_test(explanations_link_processes_to_their_gpus),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
