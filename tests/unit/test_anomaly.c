@@ -431,12 +431,13 @@ static void explanations_name_each_metric_once(void **state)
 	} s[] = {
 		{ "gpuwatch_gpu_power_watts", "gpu=\"1\"", 640, 320, 0 },
 		{ "gpuwatch_gpu_power_limit_watts", "gpu=\"1\"", 700, 350, 0 },
+		/* the video clock first: read first, it is not the one kept */
+		{ "gpuwatch_gpu_clock_hertz", "clock=\"video\",gpu=\"1\"", 1755,
+		  1365, 1 },
 		{ "gpuwatch_gpu_clock_hertz", "clock=\"sm\",gpu=\"1\"", 1980,
 		  1400, 1 },
 		{ "gpuwatch_gpu_clock_hertz", "clock=\"graphics\",gpu=\"1\"",
 		  1980, 1400, 1 },
-		{ "gpuwatch_gpu_clock_hertz", "clock=\"video\",gpu=\"1\"", 1755,
-		  1365, 1 },
 		{ "gpuwatch_gpu_power_watts", "gpu=\"0\"", 600, 200, 1 },
 		{ "train_step_kernel_seconds", "gpu=\"1\",pid=\"42\"", 0.3,
 		  0.42, 2 },
