@@ -79,6 +79,8 @@ expect gpuwatch_cuda_kernel_duration_seconds_count 1000 "$P" "kernel=\"$vecadd\"
 expect gpuwatch_cuda_kernel_duration_seconds_bucket 1000 "$P" "kernel=\"$vecadd\"" 'le="1.6384e-05"'
 expect gpuwatch_cuda_kernel_duration_seconds_bucket 0 "$P" "kernel=\"$vecadd\"" 'le="8.192e-06"'
 expect gpuwatch_cuda_kernel_duration_seconds_sum 0.01 "$P" "kernel=\"$vecadd\""
+expect gpuwatch_cuda_kernel_duration_recent_seconds 1e-05 "$P" "kernel=\"$vecadd\""
+expect gpuwatch_cuda_kernel_duration_recent_seconds 0.002 "$P" "kernel=\"$gemm\""
 expect gpuwatch_cuda_kernel_registers_per_thread 128 "$P" "kernel=\"$gemm\""
 expect gpuwatch_cuda_kernel_shared_memory_bytes 49152 "$P" "kernel=\"$gemm\""
 expect gpuwatch_cuda_kernel_block_threads 256 "$P" "kernel=\"$vecadd\""

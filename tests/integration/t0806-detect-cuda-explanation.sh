@@ -5,7 +5,8 @@
 # processes.  GPU 0's clocks then drop by 30% and the kernel takes 1.4
 # times as long.  CUPTI's series carry the process's pid and no gpu: the
 # alert on the kernel's duration names GPU 0's clock (NVML's process list
-# links the two), and the clock's alert names the kernel.  GPU 1's power
+# links the two), and the clock's alert names the kernel (its recent
+# duration: the mean of the launches in the process's last summary).  GPU 1's power
 # drops at the same moment: the kernel's alert does not name it.
 . "$(dirname "$0")/lib.sh"
 need curl
@@ -59,7 +60,7 @@ import json, sys
 r = json.load(sys.stdin)["data"]["result"]
 print(int(float(r[0]["value"][1])) if r else 0)'
 }
-K=gpuwatch_cuda_kernel_duration_max_seconds
+K=gpuwatch_cuda_kernel_duration_recent_seconds
 C=gpuwatch_gpu_clock_hertz
 wait_until "[ \$(scored $K 'pid=\"$host_pid\"') -ge 20 ] &&
 	[ \$(scored $C 'gpu=\"0\",clock=\"sm\"') -ge 20 ]" 90 \

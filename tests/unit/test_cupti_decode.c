@@ -148,7 +148,8 @@ struct kspec {
 	const char *name;
 	unsigned int nbins;
 	const struct gw_crec_bin *bins;
-	uint32_t extra; /* trailing bytes of a newer writer */
+	uint32_t extra;	   /* trailing bytes of a newer writer */
+	uint64_t total_ns; /* 0: 1000 per launch */
 };
 
 static uint32_t mk_kernel(void *out, const struct kspec *k)
@@ -166,9 +167,9 @@ static uint32_t mk_kernel(void *out, const struct kspec *k)
 	h.h.size = size;
 	h.name_hash = k->hash;
 	h.count = k->count;
-	h.total_ns = k->count * 1000;
+	h.total_ns = k->total_ns ? k->total_ns : k->count * 1000;
 	h.est_count = (double)k->count;
-	h.est_ns = (double)k->count * 1000;
+	h.est_ns = (double)h.total_ns;
 	h.min_ns = 900;
 	h.max_ns = 1100;
 	h.grid[0] = 128;
@@ -310,7 +311,7 @@ static void every_record_type(void **state)
 {
 	struct ring *r = ring_new();
 	struct gw_crec_bin bins[2] = { { 5, 0, 7 }, { 40, 0, 3 } };
-	struct kspec k = { 0xabc, 10, "_Z6vecAddPfS_S_i", 2, bins, 0 };
+	struct kspec k = { 0xabc, 10, "_Z6vecAddPfS_S_i", 2, bins, 0, 0 };
 	uint64_t rec[GW_CREC_MAX / 8];
 	const struct gw_cupti_kernel *kk;
 
@@ -415,7 +416,7 @@ static void wrap_with_pad_and_replacement(void **state)
 	name[sizeof(name) - 1] = '\0';
 	/* Enough records to go round the ring about 30 times. */
 	for (uint64_t i = 1; i <= 3000; i++) {
-		struct kspec k = { i % 3, i, name, 0, NULL, 0 };
+		struct kspec k = { i % 3, i, name, 0, NULL, 0, 0 };
 		uint64_t before = r->h->head;
 
 		put_ok(r, rec, mk_kernel(rec, &k));
@@ -443,7 +444,7 @@ static void counters_backwards_refused(void **state)
 	struct ring *r = ring_new();
 	uint64_t rec[GW_CREC_MAX / 8];
 	struct gw_crec_bin b1[1] = { { 9, 0, 5 } }, b2[1] = { { 10, 0, 9 } };
-	struct kspec k = { 1, 20, "k", 1, b1, 0 };
+	struct kspec k = { 1, 20, "k", 1, b1, 0, 0 };
 
 	(void)state;
 	put_ok(r, rec, mk_process(rec, 5, 1));
@@ -467,6 +468,32 @@ static void counters_backwards_refused(void **state)
 	assert_int_equal(r->p->kernels[0].bins[9], 5);
 	assert_int_equal(r->p->memcpy.kind[GW_COPY_HTOD].bytes, 4096);
 	assert_int_equal(r->p->apis[0].count, 5);
+	ring_free(r);
+}
+
+/* A kernel's recent duration is the mean of the launches its last record
+ * added (the first: all), and stays while records add none. */
+static void kernel_recent_is_the_new_launches(void **state)
+{
+	struct ring *r = ring_new();
+	uint64_t rec[GW_CREC_MAX / 8];
+	struct kspec k = { 1, 10, "k", 0, NULL, 0, 10 * 1000 };
+
+	(void)state;
+	put_ok(r, rec, mk_process(rec, 1, 1));
+	put_ok(r, rec, mk_kernel(rec, &k));
+	assert_int_equal(drain(r), 2);
+	assert_true(r->p->kernels[0].recent_ns == 1000);
+	put_ok(r, rec, mk_process(rec, 2, 1));
+	put_ok(r, rec, mk_kernel(rec, &k));
+	assert_int_equal(drain(r), 2);
+	assert_true(r->p->kernels[0].recent_ns == 1000);
+	k.count = 30;
+	k.total_ns = 10 * 1000 + 20 * 1400;
+	put_ok(r, rec, mk_process(rec, 3, 1));
+	put_ok(r, rec, mk_kernel(rec, &k));
+	assert_int_equal(drain(r), 2);
+	assert_true(r->p->kernels[0].recent_ns == 1400);
 	ring_free(r);
 }
 
@@ -525,7 +552,7 @@ static void payload_errors_skip_one_record(void **state)
 	struct gw_crec_bin *bins =
 		(struct gw_crec_bin *)((char *)rec + sizeof(*k));
 	struct gw_crec_bin two[2] = { { 3, 0, 1 }, { 4, 0, 1 } };
-	struct kspec ks = { 7, 1, "kern", 2, two, 0 };
+	struct kspec ks = { 7, 1, "kern", 2, two, 0, 0 };
 	uint32_t n;
 	double ratios[] = { 0, -0.5, NAN, 1.0001, INFINITY };
 
@@ -595,7 +622,7 @@ static void older_and_newer_sizes(void **state)
 {
 	struct ring *r = ring_new();
 	uint64_t rec[GW_CREC_MAX / 8];
-	struct kspec ks = { 9, 3, "newer", 0, NULL, 64 };
+	struct kspec ks = { 9, 3, "newer", 0, NULL, 64, 0 };
 	uint32_t n;
 
 	(void)state;
@@ -755,7 +782,7 @@ static void take_copies_whole_records_up_to_cap(void **state)
 	memset(name, 'n', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
 	for (uint64_t i = 0; i < 40; i++) {
-		struct kspec k = { i, 1, name, 0, NULL, 0 };
+		struct kspec k = { i, 1, name, 0, NULL, 0, 0 };
 
 		put_ok(r, rec, mk_kernel(rec, &k));
 	}
@@ -786,7 +813,7 @@ static void tables_are_bounded(void **state)
 	(void)state;
 	assert_int_equal(gw_cupti_proc_new(&p), 0);
 	for (uint64_t i = 0; i < GW_CUPTI_MAX_KERNELS + 3; i++) {
-		struct kspec k = { i + 1, 1, "k", 0, NULL, 0 };
+		struct kspec k = { i + 1, 1, "k", 0, NULL, 0, 0 };
 
 		n = mk_kernel(rec, &k);
 		gw_cupti_decode(p, rec, n);
@@ -817,6 +844,7 @@ static void control_bytes_in_names(void **state)
 			   "c\x7f\xc3\xa9",
 			   0,
 			   NULL,
+			   0,
 			   0 };
 	uint32_t n = mk_kernel(rec, &k);
 
@@ -836,6 +864,7 @@ int main(void)
 		cmocka_unit_test(file_writes_and_truncation),
 		cmocka_unit_test(wrap_with_pad_and_replacement),
 		cmocka_unit_test(counters_backwards_refused),
+		cmocka_unit_test(kernel_recent_is_the_new_launches),
 		cmocka_unit_test(framing_errors_stop_decoding),
 		cmocka_unit_test(payload_errors_skip_one_record),
 		cmocka_unit_test(older_and_newer_sizes),

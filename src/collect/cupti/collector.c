@@ -1074,6 +1074,8 @@ static void pub_kernel(struct ring_col *c, const char *L,
 	}
 	if (!detail || !k->count)
 		return;
+	gw_snap_add(s, GW_FAM(CUDA_KERNEL_DURATION_RECENT_SECONDS),
+		    k->recent_ns / 1e9, L, "kernel", kname, NULL);
 	gw_snap_add(s, GW_FAM(CUDA_KERNEL_REGISTERS_PER_THREAD), k->registers,
 		    L, "kernel", kname, NULL);
 	gw_snap_add(s, GW_FAM(CUDA_KERNEL_SHARED_MEMORY_BYTES),

@@ -344,7 +344,11 @@ static int apply_kernel(struct gw_cupti_proc *p, const char *rec, uint32_t size)
 		if (p->nkernels >= GW_CUPTI_MAX_KERNELS)
 			return -ENOSPC;
 		k = &p->kernels[p->nkernels++];
+		memset(k, 0, sizeof(*k));
 	}
+	if (r.count > k->count)
+		k->recent_ns = (double)(r.total_ns - k->total_ns) /
+			       (double)(r.count - k->count);
 	k->name_hash = r.name_hash;
 	k->count = r.count;
 	k->total_ns = r.total_ns;

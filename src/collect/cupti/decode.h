@@ -88,6 +88,10 @@ struct gw_cupti_kernel {
 	uint64_t bins[GW_CRING_KBINS];
 	char name[GW_CRING_NAME_MAX];
 	uint64_t seen_seq; /* proc->process.seq when last updated */
+	/* The mean traced duration of the launches counted since this
+	 * kernel's previous record (its first: all of them), from the last
+	 * record that counted any; 0 before. */
+	double recent_ns;
 };
 
 struct gw_cupti_api {
