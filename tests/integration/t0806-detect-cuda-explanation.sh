@@ -4,10 +4,10 @@
 # every 10 ms on GPU 0 of the fake NVML, which lists it among the GPU's
 # processes.  GPU 0's clocks then drop by 30% and the kernel takes 1.4
 # times as long.  CUPTI's series carry the process's pid and no gpu: the
-# alert on the kernel's duration names GPU 0's clock (NVML's process list
-# links the two), and the clock's alert names the kernel (its recent
-# duration: the mean of the launches in the process's last summary).  GPU 1's power
-# drops at the same moment: the kernel's alert does not name it.
+# alert on the kernel's recent duration (the mean of the launches in the
+# process's last summary) names GPU 0's clock (NVML's process list links
+# the two), and the clock's alert names the kernel.  GPU 1's power drops
+# at the same moment: the kernel's alert does not name it.
 . "$(dirname "$0")/lib.sh"
 need curl
 need python3
@@ -50,8 +50,8 @@ wait_until 'grep -q "^ready " "$T_DIR/host.out" || ! kill -0 $host_pid 2>/dev/nu
 grep -q "^ready " "$T_DIR/host.out" ||
 	fail "inject_host failed: $(cat "$T_DIR/host.err")"
 
-# scored NAME: how many anomaly scores NAME's series of GPU 0 or of the
-# process got in the last minute (none until its model has warmed up).
+# scored NAME MATCHERS: how many anomaly scores NAME's series that match
+# MATCHERS got in the last minute (none until its model has warmed up).
 scored() {
 	curl -fsS -G "$URL/api/v1/query" --data-urlencode \
 		"query=sum(count_over_time($1:anomaly_score{$2}[1m]))" |
