@@ -48,21 +48,30 @@ get() {
 }
 # Every 16th launch per CPU: the count is within 16 per CPU of the truth.
 slack=$((16 * $(nproc) * 2))
-# The samples reach the profile some time after the program made them:
-# wait for as many as must come, not fewer.
-get_launches() {
-	get launches
-	[ "$(prof_total "$T_DIR/launches")" -ge $((4800 - slack)) ]
-}
-wait_until get_launches 30 "the launch profile of pid $pid never held $((4800 - slack)) of the 4800 launches"
 # path_sum FILE REGEX: the count of the paths matching REGEX.
 path_sum() {
-	awk -v re="$2" '$0 ~ re { t += $NF } END { print t + 0 }' "$1"
+	awk -v re="$2" '$0 ~ re { t += $NF } END { printf "%.0f\n", t }' "$1"
 }
 vec_re=';launch_vecadd;cudaLaunchKernel;\[kernel\] (vecAdd\(float\*, float\*, float\*, int\)|_Z6vecAddPfS_S_i) [0-9]+$'
 gemm_re=';launch_gemm;cuLaunchKernel;\[kernel\] (void gemm<128>\(float const\*, float const\*, float\*, int, int, int\)|_Z4gemmILi128EEvPKfS1_Pfiii) [0-9]+$'
-vec=$(path_sum "$T_DIR/launches" "$vec_re")
-gemm=$(path_sum "$T_DIR/launches" "$gemm_re")
+# The samples reach the profiles some time after the program made them,
+# the launches before their GPU time: read both until each path holds as
+# many launches as must come and the GPU time has caught up with them
+# (or 30 s pass), then check what was read.
+read_profiles() {
+	get launches
+	get gpu_time
+	vec=$(path_sum "$T_DIR/launches" "$vec_re")
+	gemm=$(path_sum "$T_DIR/launches" "$gemm_re")
+	vec_ns=$(path_sum "$T_DIR/gpu_time" "$vec_re")
+	gemm_ns=$(path_sum "$T_DIR/gpu_time" "$gemm_re")
+	[ "$vec" -ge $((3200 - slack)) ] && [ "$gemm" -ge $((1600 - slack)) ] &&
+		[ "$vec_ns" -eq $((vec * 10000)) ] && [ "$gemm_ns" -eq $((gemm * 2000000)) ]
+}
+deadline=$(($(now_ms) + 30000))
+until read_profiles || [ "$(now_ms)" -ge $deadline ]; do
+	sleep 0.2
+done
 all=$(prof_total "$T_DIR/launches")
 num_cmp "$vec" ">=" $((3200 - slack)) ||
 	fail "vecAdd launches under launch_vecadd: $vec of 3200: $(head -n 5 "$T_DIR/launches")"
@@ -73,9 +82,6 @@ num_cmp $((vec + gemm)) "==" "$all" ||
 expect gpuwatch_profile_launch_joins_total ">=" $(((vec + gemm) / 16)) result=kernel
 ok "launch paths end in their kernel: $vec x vecAdd (by host stub), $gemm x gemm (by CUfunction)"
 
-get gpu_time
-vec_ns=$(path_sum "$T_DIR/gpu_time" "$vec_re")
-gemm_ns=$(path_sum "$T_DIR/gpu_time" "$gemm_re")
 # Each kernel's mean GPU time from CUPTI, times its launches.
 num_cmp "$vec_ns" "==" $((vec * 10000)) ||
 	fail "vecAdd GPU time $vec_ns ns, expected $vec x 10 us: $(cat "$T_DIR/gpu_time")"

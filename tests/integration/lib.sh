@@ -161,6 +161,15 @@ wait_for() {
 	fail "$name{$labels} is '${got}', expected $want (waited ${secs}s)"
 }
 
+# caught_up EXPR T N: the store holds, for each of N series of EXPR, a
+# sample newer than T (seconds): what a query up to T reads is complete.
+caught_up() {
+	[ "$(curl -fsS "$URL/api/v1/query" --data-urlencode "query=count(timestamp($1) > $2)" |
+		python3 -c 'import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if r else 0)')" = "$3" ]
+}
+
 # wait_until 'SHELL CONDITION' SECONDS MESSAGE
 wait_until() {
 	local cond="$1" secs="$2" msg="$3"

@@ -13,7 +13,14 @@ EOF2
 
 start_agent --nvml-lib "$FAKE_LIB" --interval 1h --detail-interval 1h
 wait_for gpuwatch_gpu_temperature_celsius 'gpu="1"' 45
-wait_until '[ -n "$(value gpuwatch_gpu_pcie_link_width "gpu=\"1\"")" ]' 10 "detail set never arrived"
+# Each GPU has its own worker; the event thread registers each GPU for
+# events once it is known. Then only the event thread's waits go on.
+for g in 0 1; do
+	wait_until '[ -n "$(value gpuwatch_gpu_pcie_link_width "gpu=\"$g\"")" ]' 10 \
+		"GPU $g's detail set never arrived"
+done
+wait_until '[ "$(grep "^nvmlDeviceRegisterEvents [01]$" "$T_DIR/calls.log" | sort -u | wc -l)" -eq 2 ]' 10 \
+	"the event thread never registered both GPUs"
 # The event thread keeps waiting on its event set; everything else must stay quiet.
 before="$(grep -vc '^nvmlEventSetWait' "$T_DIR/calls.log" || true)"
 for _ in $(seq 1 20); do scrape >/dev/null; done

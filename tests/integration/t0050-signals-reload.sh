@@ -22,7 +22,8 @@ printf 'simulate: 1\ninterval: 250ms\ndetail_interval: 2\nlog_level: debug\n' >"
 kill -HUP "$AGENT_PID"
 wait_for gpuwatch_agent_interval_seconds 'set="fast"' 0.25
 wait_for gpuwatch_agent_interval_seconds 'set="detail"' 2
-grep -q "config reloaded" "$T_DIR/agent.log" || fail "no reload log line"
+# The new intervals are published before the reload ends and says so.
+wait_until 'grep -q "config reloaded" "$T_DIR/agent.log"' 10 "no reload log line"
 
 printf 'simulate: 1\ninterval: nope\n' >"$T_DIR/agent.yaml"
 kill -HUP "$AGENT_PID"

@@ -41,7 +41,7 @@ expect() {
 end=$(($(date +%s) - 1))
 history() {
 	end=$(($(date +%s) - 1))
-	[ "$(api /api/v1/query_range -G --data-urlencode "query=$M" \
+	caught_up "$M" "$end" 2 && [ "$(api /api/v1/query_range -G --data-urlencode "query=$M" \
 		-d start=$((end - 3)) -d end=$end -d step=1s)" = 200 ] &&
 		python3 -c '
 import json, sys

@@ -16,7 +16,7 @@ start_agent --simulate 2 --interval 0.2
 end=0
 history() {
 	end=$(($(date +%s) - 1))
-	curl -fsS "$URL/api/v1/query_range" --data-urlencode "query=$P" \
+	caught_up "$P" "$end" 2 && curl -fsS "$URL/api/v1/query_range" --data-urlencode "query=$P" \
 		-d start=$((end - 3)) -d end=$end -d step=1 >"$T_DIR/curl_range.json" &&
 		python3 -c '
 import json, sys

@@ -22,7 +22,7 @@ start_agent --simulate 2 --interval 0.2
 end=0
 history() {
 	end=$(($(date +%s) - 1))
-	curl -fsS "$URL/api/v1/query_range" --data-urlencode "query=$M" \
+	caught_up "$M" "$end" 2 && curl -fsS "$URL/api/v1/query_range" --data-urlencode "query=$M" \
 		-d start=$((end - 2)) -d end=$end -d step=1 >"$T_DIR/range.json" &&
 		python3 -c '
 import json, sys

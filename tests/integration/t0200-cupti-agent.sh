@@ -62,6 +62,9 @@ expect() {
 
 P="pid=\"$pid\""
 expect gpuwatch_cupti_status 1 "$P" 'status="ok"'
+# The kernels' series may come after the status's: how their names read
+# is judged once there are some.
+wait_until 'scrape | found "^gpuwatch_cuda_kernel_launches_total{.*$P"' 15 "no kernel series of $P"
 if scrape | found 'kernel="_Z6vecAddPfS_S_i"'; then
 	# Built without libiberty: names stay mangled.
 	vecadd='_Z6vecAddPfS_S_i'

@@ -129,11 +129,13 @@ wait_until '! pods_on gpuwatch_gpu_temperature_celsius | found -v " - - -$"' 15 
 printf '{"pods": []}\n' >"$assign.new"
 mv -f "$assign.new" "$assign"
 wait_for gpuwatch_agent_pod_resources_up '' 1
+# Counted before the server goes: the agent may see the outage at once
+# (it logs a state change before it publishes it).
+before=$(grep -c 'pod-resources: ' "$T_DIR/agent.log")
 kill "$FAKE_PID"
 wait "$FAKE_PID" 2>/dev/null || true
 FAKE_PID=""
 rm -f "$sock"
-before=$(grep -c 'pod-resources: ' "$T_DIR/agent.log")
 wait_for gpuwatch_agent_pod_resources_up '' 0
 errs=$(value gpuwatch_agent_pod_resources_errors_total '')
 wait_until '[ "$(value gpuwatch_agent_pod_resources_errors_total "")" -ge $((errs + 2)) ]' 15 \

@@ -13,7 +13,10 @@ start_agent --simulate 8 --interval 0.5
 # 6 s of history of 8 GPUs.
 wait_until 'curl -fsS "$URL/api/v1/query" --data-urlencode "query=count(gpuwatch_gpu_temperature_celsius offset 6s)" | found "\"8\""' 30 \
 	"no temperature of 8 GPUs stored 6 s back"
-end=$(($(date +%s) - 1))
+# The window ends where the store is complete: the answers read below
+# must not grow between them.
+wait_until 'end=$(($(date +%s) - 1)) && caught_up gpuwatch_gpu_temperature_celsius "$end" 8' 30 \
+	"the store never caught up with the last second"
 start=$((end - 4))
 Q="query=gpuwatch_gpu_temperature_celsius&start=$start&end=$end&step=0.5"
 
