@@ -161,6 +161,34 @@ wait_for() {
 	fail "$name{$labels} is '${got}', expected $want (waited ${secs}s)"
 }
 
+# cupti_host_start SCENARIO [COMMAND...]: starts inject_host's SCENARIO
+# as a CUDA process whose CUPTI injection writes its ring into $ring_dir,
+# reading its commands from the FIFO $T_DIR/host.in (COMMAND, such as
+# `setpriv ...`, runs it; it must exec); sets host_pid.  The process waits to open
+# its stdin until cupti_host_ready opens the FIFO.
+cupti_host_start() {
+	local scenario="$1"
+	shift
+	rm -f "$T_DIR/host.in" "$T_DIR/host.out"
+	mkfifo "$T_DIR/host.in"
+	"$@" env CUDA_INJECTION64_PATH="$CUPTI_INJECT" GPUWATCH_CUPTI_DIR="$ring_dir" \
+		GPUWATCH_CUPTI_INTERVAL_MS=50 FAKE_CUPTI="$FAKE_CUPTI" \
+		"$CUPTI_TEST_BIN/inject_host" "$scenario" <"$T_DIR/host.in" \
+		>"$T_DIR/host.out" 2>"$T_DIR/host.err" &
+	host_pid=$!
+}
+
+# cupti_host_ready: holds the FIFO open on fd 3 and waits for the process
+# to say "ready PID RING"; sets pid and ring.
+cupti_host_ready() {
+	exec 3>"$T_DIR/host.in"
+	wait_until 'grep -q "^ready " "$T_DIR/host.out" || ! kill -0 $host_pid 2>/dev/null' 20 \
+		"inject_host did not get ready"
+	grep -q "^ready " "$T_DIR/host.out" ||
+		fail "inject_host failed: $(cat "$T_DIR/host.err")"
+	read -r _ pid ring <"$T_DIR/host.out"
+}
+
 # caught_up EXPR T N: the store holds, for each of N series of EXPR, a
 # sample newer than T (seconds): what a query up to T reads is complete.
 caught_up() {

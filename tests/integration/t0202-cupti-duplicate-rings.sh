@@ -13,18 +13,8 @@ ring_dir="$T_DIR/rings"
 mkdir -p "$ring_dir"
 
 # The CUDA process first, so that both rings hold its whole history.
-mkfifo "$T_DIR/host.in"
-CUDA_INJECTION64_PATH="$CUPTI_INJECT" GPUWATCH_CUPTI_DIR="$ring_dir" \
-	GPUWATCH_CUPTI_INTERVAL_MS=50 FAKE_CUPTI="$FAKE_CUPTI" \
-	"$CUPTI_TEST_BIN/inject_host" basic <"$T_DIR/host.in" \
-	>"$T_DIR/host.out" 2>"$T_DIR/host.err" &
-host_pid=$!
-exec 3>"$T_DIR/host.in"
-wait_until 'grep -q "^ready " "$T_DIR/host.out" || ! kill -0 $host_pid 2>/dev/null' 20 \
-	"inject_host did not get ready"
-grep -q "^ready " "$T_DIR/host.out" ||
-	fail "inject_host failed: $(cat "$T_DIR/host.err")"
-read -r _ pid ring <"$T_DIR/host.out"
+cupti_host_start basic
+cupti_host_ready
 cp --sparse=always "$ring" "$ring.2"
 
 # Not holding the FIFO open: the process must see its end of input.

@@ -70,19 +70,8 @@ wait_until '[ "$(value gpuwatch_cupti_rings)" -ge 256 ] 2>/dev/null' 60 \
 	"the agent did not take in the flooder's rings"
 
 # Another user's CUDA process, started into the flood.
-mkfifo "$T_DIR/host.in"
-setpriv --reuid=$USER_B --regid=$USER_B --clear-groups env \
-	CUDA_INJECTION64_PATH="$CUPTI_INJECT" GPUWATCH_CUPTI_DIR="$ring_dir" \
-	GPUWATCH_CUPTI_INTERVAL_MS=50 FAKE_CUPTI="$FAKE_CUPTI" \
-	"$CUPTI_TEST_BIN/inject_host" basic <"$T_DIR/host.in" \
-	>"$T_DIR/host.out" 2>"$T_DIR/host.err" &
-host_pid=$!
-exec 3>"$T_DIR/host.in"
-wait_until 'grep -q "^ready " "$T_DIR/host.out" || ! kill -0 $host_pid 2>/dev/null' 20 \
-	"inject_host did not get ready"
-grep -q "^ready " "$T_DIR/host.out" ||
-	fail "inject_host failed: $(cat "$T_DIR/host.err")"
-read -r _ pid ring <"$T_DIR/host.out"
+cupti_host_start basic setpriv --reuid=$USER_B --regid=$USER_B --clear-groups
+cupti_host_ready
 [ "$(stat -c %u "$ring")" = $USER_B ] || fail "the ring $ring is not the second user's"
 scans0="$(value gpuwatch_cupti_scans_total || true)"
 

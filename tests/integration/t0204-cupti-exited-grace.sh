@@ -16,19 +16,8 @@ mkdir -p "$ring_dir"
 
 # Starts inject_host reading commands from a FIFO held on fd 3; sets pid.
 start_host() {
-	rm -f "$T_DIR/host.in" "$T_DIR/host.out"
-	mkfifo "$T_DIR/host.in"
-	CUDA_INJECTION64_PATH="$CUPTI_INJECT" GPUWATCH_CUPTI_DIR="$ring_dir" \
-		GPUWATCH_CUPTI_INTERVAL_MS=50 FAKE_CUPTI="$FAKE_CUPTI" \
-		"$CUPTI_TEST_BIN/inject_host" basic <"$T_DIR/host.in" \
-		>"$T_DIR/host.out" 2>"$T_DIR/host.err" &
-	host_pid=$!
-	exec 3>"$T_DIR/host.in"
-	wait_until 'grep -q "^ready " "$T_DIR/host.out" || ! kill -0 $host_pid 2>/dev/null' 20 \
-		"inject_host did not get ready"
-	grep -q "^ready " "$T_DIR/host.out" ||
-		fail "inject_host failed: $(cat "$T_DIR/host.err")"
-	read -r _ pid _ <"$T_DIR/host.out"
+	cupti_host_start basic
+	cupti_host_ready
 }
 
 # Closes the FIFO: the process sees the end of its input and exits.

@@ -30,25 +30,16 @@ EOF2
 
 ring_dir="$T_DIR/rings"
 mkdir -p "$ring_dir"
-mkfifo "$T_DIR/host.in"
 # The process waits to open its stdin until this shell opens the fifo,
 # after the agent has started: the agent must not hold it open.  NVML
 # lists it from the agent's start (a process that appeared later would be
 # a workload change, and the episodes of its first 2 minutes explained
 # by it).
-CUDA_INJECTION64_PATH="$CUPTI_INJECT" GPUWATCH_CUPTI_DIR="$ring_dir" \
-	GPUWATCH_CUPTI_INTERVAL_MS=50 FAKE_CUPTI="$FAKE_CUPTI" \
-	"$CUPTI_TEST_BIN/inject_host" steady <"$T_DIR/host.in" \
-	>"$T_DIR/host.out" 2>"$T_DIR/host.err" &
-host_pid=$!
+cupti_host_start steady
 script 1755 250000 "$host_pid"
 start_agent --nvml-lib "$FAKE_LIB" --no-ebpf --interval 0.2 --detail-interval 1 \
 	--rule-interval 1 --cupti-dir "$ring_dir"
-exec 3>"$T_DIR/host.in"
-wait_until 'grep -q "^ready " "$T_DIR/host.out" || ! kill -0 $host_pid 2>/dev/null' 20 \
-	"inject_host did not get ready"
-grep -q "^ready " "$T_DIR/host.out" ||
-	fail "inject_host failed: $(cat "$T_DIR/host.err")"
+cupti_host_ready
 
 # scored NAME MATCHERS: how many anomaly scores NAME's series that match
 # MATCHERS got in the last minute (none until its model has warmed up).

@@ -417,6 +417,28 @@ static void workload_changes_explain_episodes_of_their_gpu(void **state)
 	gw_anomaly_free(a);
 }
 
+/* A gauge that steps from before to after at sample 300 + at, with 0.1%
+ * noise. */
+struct stepped {
+	const char *name, *labels;
+	double before, after;
+	int at;
+};
+
+/* Judges sample i of s; the step's sample must open an episode. */
+static void judge_stepped(struct gw_anomaly *a, const struct stepped *s,
+			  int64_t i, uint64_t *rng,
+			  struct gw_anomaly_verdict *vd)
+{
+	double v = i < 300 + s->at ? s->before : s->after;
+
+	v *= 1 + 0.001 * noise(rng);
+	(void)gw_anomaly_judge(a, s->name, s->labels, GW_GAUGE, GW_SAMPLE_PLAIN,
+			       T0 + i * STEP, v, vd);
+	if (i == 300 + s->at)
+		assert_int_equal(vd->event, GW_DETECT_ONSET);
+}
+
 /* A power cap on GPU 1, as the simulator propagates it: the limit and the
  * power drawn, then three clocks, then a process's kernel and step times.
  * The step time's explanation names each metric once (of the clocks, one
@@ -424,11 +446,8 @@ static void workload_changes_explain_episodes_of_their_gpu(void **state)
  * layer, at the same time as the power), and nothing of GPU 0. */
 static void explanations_name_each_metric_once(void **state)
 {
-	static const struct {
-		const char *name, *labels;
-		double before, after;
-		int at; /* seconds after the cap */
-	} s[] = {
+	/* at: seconds after the cap */
+	static const struct stepped s[] = {
 		{ "gpuwatch_gpu_power_watts", "gpu=\"1\"", 640, 320, 0 },
 		{ "gpuwatch_gpu_power_limit_watts", "gpu=\"1\"", 700, 350, 0 },
 		/* the video clock first: read first, it is not the one kept */
@@ -457,14 +476,7 @@ static void explanations_name_each_metric_once(void **state)
 	(void)state;
 	for (i = 0; i < 300 + 6; i++)
 		for (size_t k = 0; k < n; k++) {
-			double v = i < 300 + s[k].at ? s[k].before : s[k].after;
-
-			v *= 1 + 0.001 * noise(&rng);
-			(void)gw_anomaly_judge(a, s[k].name, s[k].labels,
-					       GW_GAUGE, GW_SAMPLE_PLAIN,
-					       T0 + i * STEP, v, &vd);
-			if (i == 300 + s[k].at)
-				assert_int_equal(vd.event, GW_DETECT_ONSET);
+			judge_stepped(a, &s[k], i, &rng, &vd);
 			if (k != n - 2)
 				continue;
 			/* The step time: its explanation settles 2 s after
@@ -506,11 +518,8 @@ static void explanations_name_each_metric_once(void **state)
 static void explanations_link_processes_to_their_gpus(void **state)
 {
 #define KMAX "gpuwatch_cuda_kernel_duration_max_seconds"
-	static const struct {
-		const char *name, *labels;
-		double before, after;
-		int at; /* seconds after the clock drop */
-	} s[] = {
+	/* at: seconds after the clock drop */
+	static const struct stepped s[] = {
 		{ "gpuwatch_gpu_clock_hertz", "clock=\"sm\",gpu=\"1\"", 1980,
 		  1400, 0 },
 		{ KMAX, "pid=\"42\",comm=\"train\",kernel=\"gemm\"", 0.001,
@@ -541,14 +550,7 @@ static void explanations_link_processes_to_their_gpus(void **state)
 		gw_anomaly_workload(a, "gpuwatch_gpu_process_memory_used_bytes",
 				    "gpu=\"0\",pid=\"43\"", T0 + i * STEP, 1e9);
 		for (size_t k = 0; k < n; k++) {
-			double v = i < 300 + s[k].at ? s[k].before : s[k].after;
-
-			v *= 1 + 0.001 * noise(&rng);
-			(void)gw_anomaly_judge(a, s[k].name, s[k].labels,
-					       GW_GAUGE, GW_SAMPLE_PLAIN,
-					       T0 + i * STEP, v, &vd);
-			if (i == 300 + s[k].at)
-				assert_int_equal(vd.event, GW_DETECT_ONSET);
+			judge_stepped(a, &s[k], i, &rng, &vd);
 			if (vd.settled)
 				snprintf(e[k], sizeof(e[k]), "%s",
 					 vd.explanation);
